@@ -1,0 +1,120 @@
+//! The one error type of the crate.
+//!
+//! Every rule an input can break has its own variant, and every message names the input, the
+//! value and the rule, so a caller can show it to a user as it is.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in planning, running or checking a split.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SplitError {
+    /// The data tensor is a scalar: it has no axis to split.
+    #[error("data is a scalar (rank 0): it has no axis to split")]
+    RankZero,
+
+    /// The axis lies outside `[-rank, rank-1]`.
+    #[error("axis {axis} is out of range for data of rank {rank}: it must lie in [{}, {}]", -(*.rank as i64), *.rank as i64 - 1)]
+    AxisOutOfRange {
+        /// The axis as given.
+        axis: i64,
+        /// The rank of the data tensor.
+        rank: usize,
+    },
+
+    /// An integer input tensor (axis, split_lengths, split) has a dtype or shape its rule forbids.
+    #[error("{input} {problem}")]
+    BadIntegerInput {
+        /// Which input: `axis`, `split_lengths`, `split`.
+        input: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+
+    /// Split-1's `num_splits` is below 1.
+    #[error("num_splits {num_splits} must be at least 1")]
+    NumSplitsNotPositive {
+        /// The value given.
+        num_splits: i64,
+    },
+
+    /// The axis length is not divisible by the number of equal parts.
+    #[error("{what} {parts} does not divide axis {axis} of length {length}")]
+    NotDivisible {
+        /// The attribute that sets the number of parts (`num_splits`, `num_outputs`).
+        what: &'static str,
+        /// The number of parts.
+        parts: i64,
+        /// The axis, normalised to `[0, rank)`.
+        axis: usize,
+        /// The axis length.
+        length: usize,
+    },
+
+    /// A length list holds a value its rule forbids (negative, or a second `-1`).
+    #[error("{input} {lengths:?}: {rule}")]
+    BadLength {
+        /// Which input: `split_lengths` or `split`.
+        input: &'static str,
+        /// The list as given.
+        lengths: Vec<i64>,
+        /// The rule it breaks.
+        rule: String,
+    },
+
+    /// The lengths do not add up to the axis length.
+    #[error("{input} {lengths:?} sum to {sum}, but axis {axis} has length {length}")]
+    LengthsSumMismatch {
+        /// Which input: `split_lengths` or `split`.
+        input: &'static str,
+        /// The list as given.
+        lengths: Vec<i64>,
+        /// Their sum (saturating).
+        sum: i128,
+        /// The axis, normalised.
+        axis: usize,
+        /// The axis length.
+        length: usize,
+    },
+
+    /// A scalar split size is not positive.
+    #[error("split {split} must be positive when given as a scalar")]
+    SplitNotPositive {
+        /// The value given.
+        split: i64,
+    },
+
+    /// Two attributes or inputs that exclude each other were both given, or neither.
+    #[error("{0}")]
+    ConflictingInputs(String),
+
+    /// A shape, element count or byte count does not fit the machine or the device.
+    #[error("{0}")]
+    TooLarge(String),
+
+    /// Host data does not match the shape and dtype it claims.
+    #[error("{0}")]
+    DataMismatch(String),
+
+    /// Buffers passed by the caller are too small or lack a usage flag.
+    #[error("{0}")]
+    BadBuffer(String),
+
+    /// No adapter could be found or opened.
+    #[error("no GPU adapter: {0}")]
+    NoAdapter(String),
+
+    /// wgpu reported a validation error, an out-of-memory error or a lost device.
+    #[error("wgpu: {0}")]
+    Device(String),
+
+    /// A file could not be read or written, or is not a valid `.npy` file.
+    #[error("{0}")]
+    File(String),
+
+    /// The GPU result differs from the CPU reference.
+    #[error("GPU result differs from the CPU reference: {0}")]
+    Mismatch(String),
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = SplitError> = std::result::Result<T, E>;

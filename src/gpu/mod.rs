@@ -1,0 +1,386 @@
+//! The GPU path: one device, one cached pipeline, one gather dispatch per split.
+//!
+//! [`GpuSplitter`] owns (a handle to) a device and its compiled pipeline. Use
+//! [`GpuSplitter::run`] to go from host bytes to host bytes, or [`GpuSplitter::encode`] to
+//! record a split on your own buffers into your own command encoder.
+
+pub mod adapter;
+pub mod layout;
+
+use crate::error::{Result, SplitError};
+use crate::plan::SplitPlan;
+use crate::reference;
+use crate::tensor::{byte_count, HostTensor};
+use crate::DType;
+use adapter::BackendChoice;
+use layout::{GatherTable, OutputLayout};
+use std::num::NonZeroU64;
+use wgpu::util::DeviceExt;
+
+/// The gather shader, `shaders/split_gather.wgsl`.
+pub const SHADER_SOURCE: &str = include_str!("../../shaders/split_gather.wgsl");
+
+/// Invocations per workgroup; must match `WORKGROUP_SIZE` in the shader.
+const WORKGROUP_SIZE: u64 = 256;
+
+/// A buffer and a byte offset into it, for [`GpuSplitter::encode`].
+#[derive(Debug, Clone, Copy)]
+pub struct BufferRegion<'a> {
+    /// The buffer.
+    pub buffer: &'a wgpu::Buffer,
+    /// Byte offset; a multiple of the device's `min_storage_buffer_offset_alignment`.
+    pub offset: u64,
+}
+
+/// A device, its queue and the split pipeline compiled for it (once, at construction).
+#[derive(Debug, Clone)]
+pub struct GpuSplitter {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    bind_group_layout: wgpu::BindGroupLayout,
+    pipeline: wgpu::ComputePipeline,
+}
+
+/// Runs `f` inside validation, out-of-memory and internal error scopes and turns whatever
+/// they catch into [`SplitError::Device`]; wgpu's default handler would panic instead.
+pub(crate) fn scoped<T>(device: &wgpu::Device, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let out = f();
+    // Scopes pop in reverse order of their pushes.
+    let errors = [
+        pollster::block_on(validation.pop()),
+        pollster::block_on(oom.pop()),
+        pollster::block_on(internal.pop()),
+    ];
+    match errors.into_iter().flatten().next() {
+        Some(e) => Err(SplitError::Device(format!("{what}: {e}"))),
+        None => Ok(out),
+    }
+}
+
+impl GpuSplitter {
+    /// Uses a device the caller already has and compiles the pipeline on it.
+    ///
+    /// `info` names the adapter in reports; pass `adapter.get_info()`.
+    pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: wgpu::AdapterInfo) -> Result<Self> {
+        let limits = device.limits();
+        let (bind_group_layout, pipeline) = scoped(&device, "compiling the split pipeline", || {
+            Self::build_pipeline(&device)
+        })?;
+        Ok(Self { device, queue, info, limits, bind_group_layout, pipeline })
+    }
+
+    /// Opens the best adapter of `choice` with its full limits and compiles the pipeline.
+    pub fn open(choice: BackendChoice) -> Result<Self> {
+        let (adapter, device, queue) = adapter::open_device(choice)?;
+        // Errors are captured by scopes around every call; a stray one is reported, not panicked on.
+        device.on_uncaptured_error(std::sync::Arc::new(|e: wgpu::Error| eprintln!("wgpu-split: uncaptured wgpu error: {e}")));
+        Self::new(device, queue, adapter.get_info())
+    }
+
+    /// [`GpuSplitter::open`] with the backend from the `WGPU_SPLIT_BACKEND` variable.
+    pub fn open_from_env() -> Result<Self> {
+        Self::open(BackendChoice::from_env()?)
+    }
+
+    fn build_pipeline(device: &wgpu::Device) -> (wgpu::BindGroupLayout, wgpu::ComputePipeline) {
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("split_gather.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
+        });
+        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+            count: None,
+        };
+        let storage = |read_only| wgpu::BufferBindingType::Storage { read_only };
+        let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("split_gather"),
+            entries: &[
+                entry(0, wgpu::BufferBindingType::Uniform),
+                entry(1, storage(true)),
+                entry(2, storage(true)),
+                entry(3, storage(false)),
+            ],
+        });
+        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("split_gather"),
+            bind_group_layouts: &[Some(&bind_group_layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("split_gather"),
+            layout: Some(&layout),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        (bind_group_layout, pipeline)
+    }
+
+    /// The device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// The adapter's name, backend, device type and driver.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    /// The device's limits.
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// Places the outputs of `plan` at the device's storage offset alignment, so each output
+    /// can be bound on its own by a following kernel.
+    pub fn output_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
+        OutputLayout::new(plan, dtype, self.limits.min_storage_buffer_offset_alignment as u64)
+    }
+
+    /// Bytes the input buffer must hold from its offset: the input rounded up to a word.
+    pub fn input_binding_size(plan: &SplitPlan, dtype: DType) -> Result<u64> {
+        Ok((byte_count(plan.input_shape(), dtype)? as u64).next_multiple_of(4))
+    }
+
+    fn check_region(&self, name: &str, region: &BufferRegion<'_>, needed: u64, usage: wgpu::BufferUsages) -> Result<()> {
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let max_binding = self.limits.max_storage_buffer_binding_size;
+        if !region.buffer.usage().contains(usage) {
+            return Err(SplitError::BadBuffer(format!(
+                "{name} buffer has usage {:?}; it needs {usage:?}",
+                region.buffer.usage()
+            )));
+        }
+        if region.offset % align != 0 {
+            return Err(SplitError::BadBuffer(format!(
+                "{name} offset {} is not a multiple of the device's storage offset alignment {align}",
+                region.offset
+            )));
+        }
+        let end = region.offset.checked_add(needed);
+        if end.is_none_or(|end| end > region.buffer.size()) {
+            return Err(SplitError::BadBuffer(format!(
+                "{name} buffer holds {} bytes; the split needs {needed} bytes from offset {}",
+                region.buffer.size(),
+                region.offset
+            )));
+        }
+        if needed > max_binding {
+            return Err(SplitError::TooLarge(format!(
+                "{name} of {needed} bytes exceeds the device's max_storage_buffer_binding_size of {max_binding} bytes"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records the split into `encoder` without submitting it.
+    ///
+    /// `input` holds the C-order input bytes (at least [`GpuSplitter::input_binding_size`]
+    /// bytes from its offset, usage STORAGE). `output` receives every output at the offsets of
+    /// the returned layout, relative to `output.offset` (at least `layout.total_bytes` bytes,
+    /// usage STORAGE). Bytes between outputs are padding and may be overwritten. Nothing is
+    /// recorded when every output is empty.
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+    ) -> Result<OutputLayout> {
+        let layout = self.output_layout(plan, dtype)?;
+        let table = GatherTable::new(plan, dtype, &layout)?;
+        let in_size = Self::input_binding_size(plan, dtype)?;
+        self.check_region("input", &input, in_size, wgpu::BufferUsages::STORAGE)?;
+        self.check_region("output", &output, layout.total_bytes, wgpu::BufferUsages::STORAGE)?;
+        if table.params.num_units == 0 {
+            return Ok(layout);
+        }
+        let (x, y) = self.grid(table.params.num_units as u64)?;
+        scoped(&self.device, "encoding the split", || {
+            let params = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("split params"),
+                contents: bytemuck::bytes_of(&table.params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+            let entries = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("split entries"),
+                contents: bytemuck::cast_slice(&table.entries),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+            fn region<'a>(r: BufferRegion<'a>, size: u64) -> wgpu::BindingResource<'a> {
+                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: r.buffer,
+                    offset: r.offset,
+                    size: NonZeroU64::new(size),
+                })
+            }
+            let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("split_gather"),
+                layout: &self.bind_group_layout,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: entries.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 2, resource: region(input, in_size) },
+                    wgpu::BindGroupEntry { binding: 3, resource: region(output, layout.total_bytes) },
+                ],
+            });
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("split_gather"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        })?;
+        Ok(layout)
+    }
+
+    /// Workgroup grid for `units`: as wide as the device allows, then folded into rows.
+    fn grid(&self, units: u64) -> Result<(u32, u32)> {
+        let groups = units.div_ceil(WORKGROUP_SIZE);
+        let max = self.limits.max_compute_workgroups_per_dimension as u64;
+        let x = groups.min(max);
+        let y = groups.div_ceil(x);
+        if y > max {
+            return Err(SplitError::TooLarge(format!(
+                "{groups} workgroups exceed {max} x {max}, the device's dispatch grid"
+            )));
+        }
+        Ok((x as u32, y as u32))
+    }
+
+    /// Uploads `input`, splits it as `plan` says and reads every output back.
+    pub fn run(&self, plan: &SplitPlan, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        let dtype = input.dtype();
+        if input.shape() != plan.input_shape() {
+            return Err(SplitError::DataMismatch(format!(
+                "the plan is for shape {:?}, the data has shape {:?}",
+                plan.input_shape(),
+                input.shape()
+            )));
+        }
+        let layout = self.output_layout(plan, dtype)?;
+        let in_size = Self::input_binding_size(plan, dtype)?.max(4);
+        for (what, bytes) in [("input", in_size), ("output region", layout.total_bytes)] {
+            if bytes > self.limits.max_buffer_size {
+                return Err(SplitError::TooLarge(format!(
+                    "{what} of {bytes} bytes exceeds the device's max_buffer_size of {} bytes",
+                    self.limits.max_buffer_size
+                )));
+            }
+        }
+        let (in_buf, out_buf, readback) = scoped(&self.device, "allocating buffers", || {
+            let in_buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("split input"),
+                size: in_size,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: true,
+            });
+            let out_buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("split outputs"),
+                size: layout.total_bytes,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let readback = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("split readback"),
+                size: layout.total_bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            (in_buf, out_buf, readback)
+        })?;
+        {
+            let mut view = in_buf
+                .get_mapped_range_mut(..)
+                .map_err(|e| SplitError::Device(format!("mapping the input buffer: {e}")))?;
+            view.slice(..input.bytes().len()).copy_from_slice(input.bytes());
+        }
+        in_buf.unmap();
+
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        let layout = self.encode(
+            &mut encoder,
+            plan,
+            dtype,
+            BufferRegion { buffer: &in_buf, offset: 0 },
+            BufferRegion { buffer: &out_buf, offset: 0 },
+        )?;
+        scoped(&self.device, "submitting the split", || {
+            encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, layout.total_bytes);
+            self.queue.submit([encoder.finish()]);
+        })?;
+        let bytes = self.read_back(&readback)?;
+        plan.chunks()
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                let r = layout.ranges[i];
+                let data = bytes[r.offset as usize..(r.offset + r.size) as usize].to_vec();
+                HostTensor::new(dtype, plan.output_shape(i), data)
+            })
+            .collect()
+    }
+
+    /// Maps a MAP_READ buffer after the queue's work and copies it out.
+    fn read_back(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| SplitError::Device(format!("waiting for the split: {e}")))?;
+        rx.recv()
+            .map_err(|_| SplitError::Device("the device dropped the readback".into()))?
+            .map_err(|e| SplitError::Device(format!("mapping the readback buffer: {e}")))?;
+        let bytes = buffer
+            .get_mapped_range(..)
+            .map_err(|e| SplitError::Device(format!("reading the readback buffer: {e}")))?
+            .to_vec();
+        buffer.unmap();
+        Ok(bytes)
+    }
+
+    /// [`GpuSplitter::run`], then checks every output byte for byte against the CPU reference.
+    pub fn run_verified(&self, plan: &SplitPlan, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        let gpu = self.run(plan, input)?;
+        let cpu = reference::split_tensor(input, plan)?;
+        compare_outputs(&gpu, &cpu)?;
+        Ok(gpu)
+    }
+}
+
+/// Byte-for-byte comparison of two output lists; the error names the first difference.
+pub fn compare_outputs(got: &[HostTensor], want: &[HostTensor]) -> Result<()> {
+    if got.len() != want.len() {
+        return Err(SplitError::Mismatch(format!("{} outputs, expected {}", got.len(), want.len())));
+    }
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if g.shape() != w.shape() {
+            return Err(SplitError::Mismatch(format!("output {i} has shape {:?}, expected {:?}", g.shape(), w.shape())));
+        }
+        if let Some(b) = g.bytes().iter().zip(w.bytes()).position(|(a, b)| a != b) {
+            return Err(SplitError::Mismatch(format!(
+                "output {i} differs at byte {b}: {:#04x}, expected {:#04x}",
+                g.bytes()[b],
+                w.bytes()[b]
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! The split plan: pure shape arithmetic, no GPU.
+//!
+//! Every operator in this crate reduces to the same picture. View the input of shape
+//! `[d0, …, d(r-1)]` split on `axis` as a 3-D array `[outer, axis_len, inner]`, where `outer` is
+//! the product of the dimensions before the axis and `inner` the product of those after it.
+//! Output `i` takes the slab `[.., start_i .. start_i + len_i, ..]` of that view, and the chunks
+//! tile the axis in order. The operators differ only in how they choose the lengths.
+
+use crate::error::{Result, SplitError};
+use crate::tensor::element_count;
+
+/// Converts an axis in `[-rank, rank-1]` to `[0, rank)`.
+pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize> {
+    if rank == 0 {
+        return Err(SplitError::RankZero);
+    }
+    let r = rank as i64;
+    if axis < -r || axis >= r {
+        return Err(SplitError::AxisOutOfRange { axis, rank });
+    }
+    Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
+}
+
+/// One output's range on the split axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chunk {
+    /// First index on the axis.
+    pub start: usize,
+    /// Number of indices on the axis (may be 0).
+    pub len: usize,
+}
+
+/// Output shapes and chunk offsets of one split, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitPlan {
+    input_shape: Vec<usize>,
+    axis: usize,
+    chunks: Vec<Chunk>,
+    keep_axis: bool,
+}
+
+impl SplitPlan {
+    /// Plans outputs of the given lengths, in order, along `axis` (already normalised).
+    ///
+    /// `keep_axis = false` drops the split axis from every output shape; it needs every length
+    /// to be 1 (ONNX SplitToSequence with `keepdims = 0`).
+    pub fn from_lengths(input_shape: &[usize], axis: usize, lengths: &[usize], keep_axis: bool) -> Result<Self> {
+        if input_shape.is_empty() {
+            return Err(SplitError::RankZero);
+        }
+        if axis >= input_shape.len() {
+            return Err(SplitError::AxisOutOfRange { axis: axis as i64, rank: input_shape.len() });
+        }
+        // outer and axis_len * inner must each be countable; their product may still be
+        // unrepresentable when one side is zero, so the layout checks bytes again.
+        element_count(&input_shape[..axis])?;
+        element_count(&input_shape[axis..])?;
+        let axis_len = input_shape[axis];
+        let mut chunks = Vec::with_capacity(lengths.len());
+        let mut start = 0usize;
+        for &len in lengths {
+            chunks.push(Chunk { start, len });
+            start = start.saturating_add(len);
+        }
+        if start != axis_len {
+            let as_i64: Vec<i64> = lengths.iter().map(|&l| l as i64).collect();
+            return Err(SplitError::LengthsSumMismatch {
+                input: "lengths",
+                sum: lengths.iter().map(|&l| l as i128).sum(),
+                lengths: as_i64,
+                axis,
+                length: axis_len,
+            });
+        }
+        if !keep_axis && lengths.iter().any(|&l| l != 1) {
+            return Err(SplitError::ConflictingInputs(
+                "dropping the split axis needs every chunk to have length 1".into(),
+            ));
+        }
+        Ok(Self { input_shape: input_shape.to_vec(), axis, chunks, keep_axis })
+    }
+
+    /// The input shape.
+    pub fn input_shape(&self) -> &[usize] {
+        &self.input_shape
+    }
+
+    /// The split axis, in `[0, rank)`.
+    pub fn axis(&self) -> usize {
+        self.axis
+    }
+
+    /// The chunks, one per output, in output order.
+    pub fn chunks(&self) -> &[Chunk] {
+        &self.chunks
+    }
+
+    /// Whether outputs keep the split axis (false only for SplitToSequence `keepdims = 0`).
+    pub fn keep_axis(&self) -> bool {
+        self.keep_axis
+    }
+
+    /// Number of outputs.
+    pub fn num_outputs(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Product of the dimensions before the axis.
+    pub fn outer(&self) -> usize {
+        self.input_shape[..self.axis].iter().product()
+    }
+
+    /// Length of the split axis.
+    pub fn axis_len(&self) -> usize {
+        self.input_shape[self.axis]
+    }
+
+    /// Product of the dimensions after the axis.
+    pub fn inner(&self) -> usize {
+        self.input_shape[self.axis + 1..].iter().product()
+    }
+
+    /// Shape of output `i`.
+    pub fn output_shape(&self, i: usize) -> Vec<usize> {
+        let mut shape = self.input_shape.clone();
+        if self.keep_axis {
+            shape[self.axis] = self.chunks[i].len;
+        } else {
+            shape.remove(self.axis);
+        }
+        shape
+    }
+
+    /// Shapes of all outputs.
+    pub fn output_shapes(&self) -> Vec<Vec<usize>> {
+        (0..self.num_outputs()).map(|i| self.output_shape(i)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_and_shapes() {
+        let p = SplitPlan::from_lengths(&[6, 12, 10, 24], 1, &[4, 4, 4], true).unwrap();
+        assert_eq!((p.outer(), p.axis_len(), p.inner()), (6, 12, 240));
+        assert_eq!(p.chunks()[2], Chunk { start: 8, len: 4 });
+        assert_eq!(p.output_shapes(), vec![vec![6, 4, 10, 24]; 3]);
+    }
+
+    #[test]
+    fn drop_axis_and_zero_lengths() {
+        let p = SplitPlan::from_lengths(&[2, 3], 1, &[1, 1, 1], false).unwrap();
+        assert_eq!(p.output_shape(0), vec![2]);
+        let p = SplitPlan::from_lengths(&[0, 3], 0, &[0, 0], true).unwrap();
+        assert_eq!(p.output_shapes(), vec![vec![0, 3], vec![0, 3]]);
+        assert!(SplitPlan::from_lengths(&[2, 3], 1, &[1, 2], false).is_err());
+    }
+
+    #[test]
+    fn sum_and_axis_are_checked() {
+        let e = SplitPlan::from_lengths(&[6], 0, &[2, 2], true).unwrap_err();
+        assert_eq!(e.to_string(), "lengths [2, 2] sum to 4, but axis 0 has length 6");
+        assert_eq!(SplitPlan::from_lengths(&[], 0, &[], true), Err(SplitError::RankZero));
+        assert_eq!(normalize_axis(-1, 3), Ok(2));
+        assert_eq!(normalize_axis(3, 3), Err(SplitError::AxisOutOfRange { axis: 3, rank: 3 }));
+        assert_eq!(normalize_axis(-4, 3), Err(SplitError::AxisOutOfRange { axis: -4, rank: 3 }));
+    }
+}
