@@ -1,0 +1,120 @@
+//! Property sweep: random shapes (zeros included), axes, lengths (0 and -1 included), scalar and
+//! 1-D splits, keepdims and every dtype; the GPU result equals the CPU reference byte for byte
+//! on every test adapter.
+
+mod common;
+
+use proptest::prelude::*;
+use wgpu_split::{ops, reference, DType, HostTensor, IntTensor, SplitError, SplitPlan};
+
+#[derive(Debug, Clone)]
+struct Case {
+    shape: Vec<usize>,
+    dtype: DType,
+    axis_seed: i64,
+    op: u8,
+    cuts: Vec<u8>,
+    minus_one: bool,
+    split_scalar: i64,
+    seq_form: u8,
+    keepdims: bool,
+    seed: u8,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec(prop_oneof![8 => 1usize..7, 1 => Just(0usize)], 0..6),
+        prop::sample::select(DType::ALL_NUMERIC.to_vec()),
+        -6i64..6,
+        0u8..3,
+        prop::collection::vec(any::<u8>(), 1..6),
+        any::<bool>(),
+        1i64..9,
+        0u8..3,
+        any::<bool>(),
+        any::<u8>(),
+    )
+        .prop_map(|(shape, dtype, axis_seed, op, cuts, minus_one, split_scalar, seq_form, keepdims, seed)| Case {
+            shape,
+            dtype,
+            axis_seed,
+            op,
+            cuts,
+            minus_one,
+            split_scalar,
+            seq_form,
+            keepdims,
+            seed,
+        })
+}
+
+/// Lengths that tile `len`, from the cut points in `cuts`.
+fn partition(len: usize, cuts: &[u8]) -> Vec<i64> {
+    let mut points: Vec<usize> = cuts[1..].iter().map(|&c| c as usize % (len + 1)).collect();
+    points.push(0);
+    points.push(len);
+    points.sort_unstable();
+    points.windows(2).map(|w| (w[1] - w[0]) as i64).collect()
+}
+
+fn plan_for(c: &Case) -> Result<SplitPlan, SplitError> {
+    let rank = c.shape.len() as i64;
+    // An axis in [-rank, rank-1], or anything when rank is 0 (which must fail).
+    let axis = if rank == 0 { c.axis_seed } else { c.axis_seed.rem_euclid(2 * rank) - rank };
+    let len = if rank == 0 { 0 } else { c.shape[axis.rem_euclid(rank) as usize] };
+    match c.op {
+        0 => {
+            let divisors: Vec<i64> = (1..=len.max(1) as i64).filter(|d| len as i64 % d == 0).collect();
+            let n = divisors[c.cuts[0] as usize % divisors.len()];
+            ops::split(&c.shape, &IntTensor::scalar(axis), n)
+        }
+        1 => {
+            let mut lengths = partition(len, &c.cuts);
+            if c.minus_one {
+                let i = c.cuts[0] as usize % lengths.len();
+                lengths[i] = -1;
+            }
+            ops::variadic_split(&c.shape, &IntTensor::vector(vec![axis]), &IntTensor::vector(lengths))
+        }
+        _ => {
+            let split = match c.seq_form {
+                0 => None,
+                1 => Some(IntTensor::scalar(c.split_scalar)),
+                _ => Some(IntTensor::vector(partition(len, &c.cuts))),
+            };
+            ops::split_to_sequence(&c.shape, axis, split.as_ref(), c.keepdims)
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn gpu_equals_cpu_reference(c in case()) {
+        let plan = match plan_for(&c) {
+            Ok(plan) => plan,
+            Err(e) => {
+                // Only a scalar input may be refused by these generated inputs.
+                prop_assert!(c.shape.is_empty(), "unexpected error {e} for {c:?}");
+                prop_assert_eq!(e, SplitError::RankZero);
+                return Ok(());
+            }
+        };
+        let n_bytes = c.shape.iter().product::<usize>() * c.dtype.size();
+        let bytes: Vec<u8> = (0..n_bytes).map(|i| (i as u8).wrapping_mul(151).wrapping_add(c.seed)).collect();
+        let input = HostTensor::new(c.dtype, c.shape.clone(), bytes).unwrap();
+        let want = reference::split_tensor(&input, &plan).unwrap();
+        // The outputs tile the axis.
+        let along: usize = plan.chunks().iter().map(|ch| ch.len).sum();
+        prop_assert_eq!(along, plan.axis_len());
+        for (name, gpu) in common::splitters() {
+            let got = gpu.run(&plan, &input).map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;
+            prop_assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(&want) {
+                prop_assert_eq!(g.shape(), w.shape());
+                prop_assert!(g.bytes() == w.bytes(), "{}: bytes differ for {:?}", name, c);
+            }
+        }
+    }
+}
