@@ -99,6 +99,10 @@ pub enum SplitError {
     #[error("{0}")]
     BadBuffer(String),
 
+    /// A backend name that is not one of auto, vulkan, gl, metal, dx12.
+    #[error("unknown backend {0:?}: expected auto, vulkan, gl, metal or dx12")]
+    UnknownBackend(String),
+
     /// No adapter could be found or opened.
     #[error("no GPU adapter: {0}")]
     NoAdapter(String),

@@ -1,1 +1,234 @@
-//! placeholder
+//! `.npy` files to and from [`HostTensor`]s.
+//!
+//! npyz parses and writes the header; the data is handled as raw bytes so every value,
+//! NaN payloads included, passes through unchanged. Big-endian files are byte-swapped per
+//! element and Fortran-order files are reordered to C order on reading.
+
+use crate::dtype::DType;
+use crate::error::{Result, SplitError};
+use crate::tensor::{byte_count, HostTensor};
+use ndarray::{ArrayViewD, IxDyn};
+use npyz::{TypeChar, TypeStr, WriterBuilder};
+use std::path::Path;
+
+/// Maps a numpy type string to a dtype and whether its bytes are big-endian.
+fn dtype_of(ts: &TypeStr) -> Option<(DType, bool)> {
+    let size = ts.size_field() as usize;
+    let dtype = match (ts.type_char(), size) {
+        (TypeChar::Bool, 1) => DType::Bool,
+        (TypeChar::Int, 1) => DType::I8,
+        (TypeChar::Uint, 1) => DType::U8,
+        (TypeChar::Int, 2) => DType::I16,
+        (TypeChar::Uint, 2) => DType::U16,
+        (TypeChar::Float, 2) => DType::F16,
+        (TypeChar::Int, 4) => DType::I32,
+        (TypeChar::Uint, 4) => DType::U32,
+        (TypeChar::Float, 4) => DType::F32,
+        (TypeChar::Int, 8) => DType::I64,
+        (TypeChar::Uint, 8) => DType::U64,
+        (TypeChar::Float, 8) => DType::F64,
+        (TypeChar::Complex, 8) => DType::Complex64,
+        (TypeChar::Complex, 16) => DType::Complex128,
+        (TypeChar::UnicodeStr, n) if n > 0 => DType::Utf32(n),
+        _ => return None,
+    };
+    Some((dtype, ts.endianness() == npyz::Endianness::Big))
+}
+
+/// The little-endian numpy type string of a dtype (`<f4`, `|b1`, `<U5`).
+pub fn type_str(dtype: DType) -> Result<String> {
+    Ok(match dtype {
+        DType::Bool => "|b1".into(),
+        DType::I8 => "|i1".into(),
+        DType::U8 => "|u1".into(),
+        DType::I16 => "<i2".into(),
+        DType::U16 => "<u2".into(),
+        DType::F16 => "<f2".into(),
+        DType::I32 => "<i4".into(),
+        DType::U32 => "<u4".into(),
+        DType::F32 => "<f4".into(),
+        DType::I64 => "<i8".into(),
+        DType::U64 => "<u8".into(),
+        DType::F64 => "<f8".into(),
+        DType::Complex64 => "<c8".into(),
+        DType::Complex128 => "<c16".into(),
+        DType::Utf32(n) => format!("<U{n}"),
+        DType::BF16 => return Err(SplitError::File("bf16 has no .npy type string".into())),
+    })
+}
+
+/// Parses `.npy` bytes; `name` labels errors.
+pub fn from_bytes(bytes: &[u8], name: &str) -> Result<HostTensor> {
+    let bad = |why: String| SplitError::File(format!("{name}: {why}"));
+    let npy = npyz::NpyFile::new(bytes).map_err(|e| bad(format!("not a valid .npy file ({e})")))?;
+    let ts = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts,
+        other => {
+            return Err(bad(format!(
+                "structured dtype {} is not supported",
+                other.descr()
+            )))
+        }
+    };
+    let (dtype, big_endian) = dtype_of(&ts).ok_or_else(|| {
+        bad(format!(
+            "dtype {ts} is not supported (bool, i1, u1, i2, u2, f2, i4, u4, f4, i8, u8, f8, c8, c16, <U)"
+        ))
+    })?;
+    let shape: Vec<usize> = npy
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| bad(format!("dimension {d} is too large"))))
+        .collect::<Result<_>>()?;
+    let order = npy.order();
+    let data: &[u8] = npy.into_inner();
+    let expected = byte_count(&shape, dtype).map_err(|e| bad(e.to_string()))?;
+    if data.len() < expected {
+        return Err(bad(format!(
+            "truncated: shape {shape:?} of {dtype} needs {expected} data bytes, the file has {}",
+            data.len()
+        )));
+    }
+    if data.len() > expected {
+        return Err(bad(format!(
+            "{} bytes of trailing data after the {expected} bytes shape {shape:?} of {dtype} needs",
+            data.len() - expected
+        )));
+    }
+    let mut data = data.to_vec();
+    if big_endian {
+        // Swap within each scalar: the halves of a complex, the code points of a string.
+        let scalar = match dtype {
+            DType::Complex64 => 4,
+            DType::Complex128 => 8,
+            DType::Utf32(_) => 4,
+            d => d.size(),
+        };
+        data.chunks_exact_mut(scalar).for_each(|c| c.reverse());
+    }
+    if order == npyz::Order::Fortran && shape.len() > 1 {
+        data = fortran_to_c(&data, &shape, dtype.size());
+    }
+    HostTensor::new(dtype, shape, data)
+}
+
+/// Reorders Fortran-order element bytes to C order.
+fn fortran_to_c(data: &[u8], shape: &[usize], elem: usize) -> Vec<u8> {
+    // Fortran data of shape S is C data of the reversed shape; reversing the axes back gives
+    // the logical array, whose C-order iteration is the wanted byte order.
+    let mut reversed: Vec<usize> = shape.iter().rev().copied().collect();
+    reversed.push(elem);
+    let view =
+        ArrayViewD::from_shape(IxDyn(&reversed), data).expect("length checked by the caller");
+    let mut axes: Vec<usize> = (0..shape.len()).rev().collect();
+    axes.push(shape.len());
+    view.permuted_axes(IxDyn(&axes)).iter().copied().collect()
+}
+
+/// Reads a `.npy` file.
+pub fn read(path: &Path) -> Result<HostTensor> {
+    let bytes =
+        std::fs::read(path).map_err(|e| SplitError::File(format!("{}: {e}", path.display())))?;
+    from_bytes(&bytes, &path.display().to_string())
+}
+
+/// Serialises a tensor as `.npy` bytes (C order, little-endian).
+pub fn to_bytes(tensor: &HostTensor) -> Result<Vec<u8>> {
+    let ts: TypeStr = type_str(tensor.dtype())?
+        .parse()
+        .map_err(|e| SplitError::File(format!("{e}")))?;
+    let shape: Vec<u64> = tensor.shape().iter().map(|&d| d as u64).collect();
+    let mut out = Vec::with_capacity(tensor.bytes().len() + 128);
+    npyz::WriteOptions::new_header_only()
+        .dtype(npyz::DType::Plain(ts))
+        .shape(&shape)
+        .writer(&mut out)
+        .write_header_only()
+        .map_err(|e| SplitError::File(format!("writing a .npy header: {e}")))?;
+    out.extend_from_slice(tensor.bytes());
+    Ok(out)
+}
+
+/// Writes a `.npy` file.
+pub fn write(path: &Path, tensor: &HostTensor) -> Result<()> {
+    std::fs::write(path, to_bytes(tensor)?)
+        .map_err(|e| SplitError::File(format!("{}: {e}", path.display())))
+}
+
+/// Decodes a `<U` tensor's elements to strings (trailing NULs dropped, as numpy does).
+pub fn utf32_strings(tensor: &HostTensor) -> Result<Vec<String>> {
+    let DType::Utf32(n) = tensor.dtype() else {
+        return Err(SplitError::DataMismatch(format!(
+            "{} is not a string dtype",
+            tensor.dtype()
+        )));
+    };
+    tensor
+        .bytes()
+        .chunks_exact(4 * n)
+        .map(|el| {
+            el.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .take_while(|&cp| cp != 0)
+                .map(|cp| {
+                    char::from_u32(cp).ok_or_else(|| {
+                        SplitError::DataMismatch(format!("{cp:#x} is not a Unicode scalar value"))
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_errors() {
+        let t = HostTensor::from_slice(
+            &[2, 3],
+            &[1.5f32, -0.0, f32::from_bits(0x7fc0_0123), 4.0, 5.0, 6.0],
+        )
+        .unwrap();
+        let bytes = to_bytes(&t).unwrap();
+        assert_eq!(from_bytes(&bytes, "t").unwrap(), t);
+        let e = from_bytes(&bytes[..bytes.len() - 3], "t.npy").unwrap_err();
+        assert!(e.to_string().starts_with("t.npy: truncated"), "{e}");
+        assert!(from_bytes(b"PK\x03\x04 not npy", "x").is_err());
+        assert!(from_bytes(&[], "x").is_err());
+    }
+
+    #[test]
+    fn fortran_order_becomes_c_order() {
+        // [[0, 1, 2], [3, 4, 5]] stored column-major: 0 3 1 4 2 5.
+        let header = "{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }";
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        let pad = 64 - (10 + header.len() + 1) % 64;
+        let text = format!("{header}{}\n", " ".repeat(pad % 64));
+        file.extend_from_slice(&(text.len() as u16).to_le_bytes());
+        file.extend_from_slice(text.as_bytes());
+        for v in [0i16, 3, 1, 4, 2, 5] {
+            file.extend_from_slice(&v.to_le_bytes());
+        }
+        let t = from_bytes(&file, "f").unwrap();
+        assert_eq!(t.to_vec::<i16>().unwrap(), vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn strings_decode() {
+        let mut bytes = Vec::new();
+        for s in ["ab", "c"] {
+            let mut cps: Vec<u32> = s.chars().map(|c| c as u32).collect();
+            cps.resize(2, 0);
+            cps.iter()
+                .for_each(|c| bytes.extend_from_slice(&c.to_le_bytes()));
+        }
+        let t = HostTensor::new(DType::Utf32(2), vec![2], bytes).unwrap();
+        assert_eq!(
+            utf32_strings(&t).unwrap(),
+            vec!["ab".to_string(), "c".to_string()]
+        );
+        assert_eq!(from_bytes(&to_bytes(&t).unwrap(), "s").unwrap(), t);
+    }
+}

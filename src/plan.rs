@@ -18,7 +18,11 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize> {
     if axis < -r || axis >= r {
         return Err(SplitError::AxisOutOfRange { axis, rank });
     }
-    Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
+    Ok(if axis < 0 {
+        (axis + r) as usize
+    } else {
+        axis as usize
+    })
 }
 
 /// One output's range on the split axis.
@@ -44,12 +48,20 @@ impl SplitPlan {
     ///
     /// `keep_axis = false` drops the split axis from every output shape; it needs every length
     /// to be 1 (ONNX SplitToSequence with `keepdims = 0`).
-    pub fn from_lengths(input_shape: &[usize], axis: usize, lengths: &[usize], keep_axis: bool) -> Result<Self> {
+    pub fn from_lengths(
+        input_shape: &[usize],
+        axis: usize,
+        lengths: &[usize],
+        keep_axis: bool,
+    ) -> Result<Self> {
         if input_shape.is_empty() {
             return Err(SplitError::RankZero);
         }
         if axis >= input_shape.len() {
-            return Err(SplitError::AxisOutOfRange { axis: axis as i64, rank: input_shape.len() });
+            return Err(SplitError::AxisOutOfRange {
+                axis: axis as i64,
+                rank: input_shape.len(),
+            });
         }
         // outer and axis_len * inner must each be countable; their product may still be
         // unrepresentable when one side is zero, so the layout checks bytes again.
@@ -77,7 +89,12 @@ impl SplitPlan {
                 "dropping the split axis needs every chunk to have length 1".into(),
             ));
         }
-        Ok(Self { input_shape: input_shape.to_vec(), axis, chunks, keep_axis })
+        Ok(Self {
+            input_shape: input_shape.to_vec(),
+            axis,
+            chunks,
+            keep_axis,
+        })
     }
 
     /// The input shape.
@@ -133,7 +150,9 @@ impl SplitPlan {
 
     /// Shapes of all outputs.
     pub fn output_shapes(&self) -> Vec<Vec<usize>> {
-        (0..self.num_outputs()).map(|i| self.output_shape(i)).collect()
+        (0..self.num_outputs())
+            .map(|i| self.output_shape(i))
+            .collect()
     }
 }
 
@@ -161,10 +180,22 @@ mod tests {
     #[test]
     fn sum_and_axis_are_checked() {
         let e = SplitPlan::from_lengths(&[6], 0, &[2, 2], true).unwrap_err();
-        assert_eq!(e.to_string(), "lengths [2, 2] sum to 4, but axis 0 has length 6");
-        assert_eq!(SplitPlan::from_lengths(&[], 0, &[], true), Err(SplitError::RankZero));
+        assert_eq!(
+            e.to_string(),
+            "lengths [2, 2] sum to 4, but axis 0 has length 6"
+        );
+        assert_eq!(
+            SplitPlan::from_lengths(&[], 0, &[], true),
+            Err(SplitError::RankZero)
+        );
         assert_eq!(normalize_axis(-1, 3), Ok(2));
-        assert_eq!(normalize_axis(3, 3), Err(SplitError::AxisOutOfRange { axis: 3, rank: 3 }));
-        assert_eq!(normalize_axis(-4, 3), Err(SplitError::AxisOutOfRange { axis: -4, rank: 3 }));
+        assert_eq!(
+            normalize_axis(3, 3),
+            Err(SplitError::AxisOutOfRange { axis: 3, rank: 3 })
+        );
+        assert_eq!(
+            normalize_axis(-4, 3),
+            Err(SplitError::AxisOutOfRange { axis: -4, rank: 3 })
+        );
     }
 }

@@ -36,7 +36,11 @@ fn split_view<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Vec<Array
         .iter()
         .map(|c| {
             let part = input.slice_axis(axis, Slice::from(c.start..c.start + c.len));
-            let part = if plan.keep_axis() { part } else { part.index_axis_move(axis, 0) };
+            let part = if plan.keep_axis() {
+                part
+            } else {
+                part.index_axis_move(axis, 0)
+            };
             part.as_standard_layout().into_owned()
         })
         .collect()
@@ -78,7 +82,12 @@ mod tests {
     fn bytes_follow_elements() {
         let data: Vec<u16> = (0..24).collect();
         let t = HostTensor::from_slice(&[2, 3, 4], &data).unwrap();
-        let plan = ops::variadic_split(&[2, 3, 4], &IntTensor::scalar(2), &IntTensor::vector(vec![1, 3])).unwrap();
+        let plan = ops::variadic_split(
+            &[2, 3, 4],
+            &IntTensor::scalar(2),
+            &IntTensor::vector(vec![1, 3]),
+        )
+        .unwrap();
         let out = split_tensor(&t, &plan).unwrap();
         assert_eq!(out[0].to_vec::<u16>().unwrap(), vec![0, 4, 8, 12, 16, 20]);
         assert_eq!(out[1].shape(), &[2, 3, 3]);
@@ -98,6 +107,9 @@ mod tests {
     fn shape_mismatch_is_an_error() {
         let t = HostTensor::from_slice(&[4], &[1i32, 2, 3, 4]).unwrap();
         let plan = ops::split(&[2, 2], &IntTensor::scalar(0), 2).unwrap();
-        assert!(matches!(split_tensor(&t, &plan), Err(SplitError::DataMismatch(_))));
+        assert!(matches!(
+            split_tensor(&t, &plan),
+            Err(SplitError::DataMismatch(_))
+        ));
     }
 }

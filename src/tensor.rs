@@ -25,14 +25,22 @@ pub fn element_count(shape: &[usize]) -> Result<usize> {
     shape
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| SplitError::TooLarge(format!("shape {shape:?} has more elements than usize can count")))
+        .ok_or_else(|| {
+            SplitError::TooLarge(format!(
+                "shape {shape:?} has more elements than usize can count"
+            ))
+        })
 }
 
 /// Number of bytes of a shape of `dtype`, or an error if it overflows.
 pub fn byte_count(shape: &[usize], dtype: DType) -> Result<usize> {
     element_count(shape)?
         .checked_mul(dtype.size())
-        .ok_or_else(|| SplitError::TooLarge(format!("shape {shape:?} of {dtype} has more bytes than usize can count")))
+        .ok_or_else(|| {
+            SplitError::TooLarge(format!(
+                "shape {shape:?} of {dtype} has more bytes than usize can count"
+            ))
+        })
 }
 
 /// A tensor on the host: dtype, shape, and its elements as C-order (row-major) little-endian bytes.
@@ -53,17 +61,29 @@ impl HostTensor {
                 bytes.len()
             )));
         }
-        Ok(Self { dtype, shape, bytes })
+        Ok(Self {
+            dtype,
+            shape,
+            bytes,
+        })
     }
 
     /// Copies a C-order slice of elements.
     pub fn from_slice<T: Element>(shape: &[usize], data: &[T]) -> Result<Self> {
-        Self::new(T::DTYPE, shape.to_vec(), bytemuck::cast_slice(data).to_vec())
+        Self::new(
+            T::DTYPE,
+            shape.to_vec(),
+            bytemuck::cast_slice(data).to_vec(),
+        )
     }
 
     /// Copies booleans, one byte each (0 or 1).
     pub fn from_bools(shape: &[usize], data: &[bool]) -> Result<Self> {
-        Self::new(DType::Bool, shape.to_vec(), data.iter().map(|&b| b as u8).collect())
+        Self::new(
+            DType::Bool,
+            shape.to_vec(),
+            data.iter().map(|&b| b as u8).collect(),
+        )
     }
 
     /// Copies an ndarray array of any memory layout into C order.
@@ -112,7 +132,8 @@ impl HostTensor {
     /// The elements as an ndarray array; fails if `T` is not this tensor's dtype.
     pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
         let data = self.to_vec::<T>()?;
-        ArrayD::from_shape_vec(IxDyn(&self.shape), data).map_err(|e| SplitError::DataMismatch(e.to_string()))
+        ArrayD::from_shape_vec(IxDyn(&self.shape), data)
+            .map_err(|e| SplitError::DataMismatch(e.to_string()))
     }
 }
 
@@ -126,12 +147,18 @@ pub struct IntTensor {
 impl IntTensor {
     /// A rank-0 tensor.
     pub fn scalar(value: i64) -> Self {
-        Self { shape: vec![], values: vec![value] }
+        Self {
+            shape: vec![],
+            values: vec![value],
+        }
     }
 
     /// A 1-D tensor.
     pub fn vector(values: Vec<i64>) -> Self {
-        Self { shape: vec![values.len()], values }
+        Self {
+            shape: vec![values.len()],
+            values,
+        }
     }
 
     /// Any shape; fails if `values` does not fill it.
@@ -166,7 +193,8 @@ impl IntTensor {
                         // Sign-extend from the element's width.
                         Ok(((raw << (64 - bits)) as i64) >> (64 - bits))
                     }
-                    _ => i64::try_from(raw).map_err(|_| bad(format!("value {raw} does not fit in i64"))),
+                    _ => i64::try_from(raw)
+                        .map_err(|_| bad(format!("value {raw} does not fit in i64"))),
                 }
             })
             .collect::<Result<Vec<i64>>>()?;
@@ -207,7 +235,10 @@ mod tests {
         let t = HostTensor::from_slice(&[], &[u16::MAX]).unwrap();
         assert_eq!(IntTensor::from_host(&t, "axis").unwrap().values(), &[65535]);
         let t = HostTensor::from_slice(&[1], &[u64::MAX]).unwrap();
-        assert!(matches!(IntTensor::from_host(&t, "axis"), Err(SplitError::BadIntegerInput { .. })));
+        assert!(matches!(
+            IntTensor::from_host(&t, "axis"),
+            Err(SplitError::BadIntegerInput { .. })
+        ));
         let t = HostTensor::from_slice(&[1], &[1.0f32]).unwrap();
         let e = IntTensor::from_host(&t, "split").unwrap_err();
         assert_eq!(e.to_string(), "split must have an integer dtype, got f32");
@@ -216,7 +247,10 @@ mod tests {
     #[test]
     fn host_tensor_checks_length_and_overflow() {
         assert!(HostTensor::new(DType::F32, vec![2, 2], vec![0; 15]).is_err());
-        assert!(matches!(element_count(&[usize::MAX, 2]), Err(SplitError::TooLarge(_))));
+        assert!(matches!(
+            element_count(&[usize::MAX, 2]),
+            Err(SplitError::TooLarge(_))
+        ));
         let t = HostTensor::from_slice(&[3], &[1.0f32, -0.0, f32::NAN]).unwrap();
         assert!(t.to_vec::<u32>().is_err());
         assert_eq!(t.to_vec::<f32>().unwrap()[1].to_bits(), (-0.0f32).to_bits());

@@ -13,35 +13,67 @@ fn v(l: &[i64]) -> IntTensor {
 fn rank_zero_data_is_refused_by_every_operator() {
     let s = IntTensor::scalar(0);
     assert_eq!(ops::split(&[], &s, 1), Err(SplitError::RankZero));
-    assert_eq!(ops::variadic_split(&[], &s, &v(&[1])), Err(SplitError::RankZero));
-    assert_eq!(ops::split_to_sequence(&[], 0, None, true), Err(SplitError::RankZero));
-    assert_eq!(ops::onnx_split(&[], 0, &OnnxSplitParts::EqualOutputs(1)), Err(SplitError::RankZero));
+    assert_eq!(
+        ops::variadic_split(&[], &s, &v(&[1])),
+        Err(SplitError::RankZero)
+    );
+    assert_eq!(
+        ops::split_to_sequence(&[], 0, None, true),
+        Err(SplitError::RankZero)
+    );
+    assert_eq!(
+        ops::onnx_split(&[], 0, &OnnxSplitParts::EqualOutputs(1)),
+        Err(SplitError::RankZero)
+    );
 }
 
 #[test]
 fn axis_rules() {
     let e = ops::split(&[2, 3], &IntTensor::scalar(2), 1).unwrap_err();
     assert_eq!(e, SplitError::AxisOutOfRange { axis: 2, rank: 2 });
-    assert_eq!(e.to_string(), "axis 2 is out of range for data of rank 2: it must lie in [-2, 1]");
-    assert!(matches!(ops::split(&[2, 3], &IntTensor::scalar(-3), 1), Err(SplitError::AxisOutOfRange { .. })));
-    assert!(matches!(ops::split(&[2, 3], &IntTensor::scalar(i64::MIN), 1), Err(SplitError::AxisOutOfRange { .. })));
+    assert_eq!(
+        e.to_string(),
+        "axis 2 is out of range for data of rank 2: it must lie in [-2, 1]"
+    );
+    assert!(matches!(
+        ops::split(&[2, 3], &IntTensor::scalar(-3), 1),
+        Err(SplitError::AxisOutOfRange { .. })
+    ));
+    assert!(matches!(
+        ops::split(&[2, 3], &IntTensor::scalar(i64::MIN), 1),
+        Err(SplitError::AxisOutOfRange { .. })
+    ));
     // Split-1 takes a scalar axis only; VariadicSplit-1 also a shape-[1] tensor.
     let e = ops::split(&[2, 3], &v(&[0]), 1).unwrap_err();
     assert_eq!(e.to_string(), "axis must be a scalar, got shape [1]");
     assert!(ops::variadic_split(&[2, 3], &v(&[0]), &v(&[2])).is_ok());
     let e = ops::variadic_split(&[2, 3], &v(&[0, 1]), &v(&[2])).unwrap_err();
-    assert_eq!(e.to_string(), "axis must be a scalar or a tensor of shape [1], got shape [2]");
+    assert_eq!(
+        e.to_string(),
+        "axis must be a scalar or a tensor of shape [1], got shape [2]"
+    );
     let float_axis = HostTensor::from_slice(&[], &[1.0f32]).unwrap();
-    assert!(matches!(IntTensor::from_host(&float_axis, "axis"), Err(SplitError::BadIntegerInput { input: "axis", .. })));
+    assert!(matches!(
+        IntTensor::from_host(&float_axis, "axis"),
+        Err(SplitError::BadIntegerInput { input: "axis", .. })
+    ));
 }
 
 #[test]
 fn split_rules() {
     let a = IntTensor::scalar(0);
-    assert_eq!(ops::split(&[6], &a, 0), Err(SplitError::NumSplitsNotPositive { num_splits: 0 }));
+    assert_eq!(
+        ops::split(&[6], &a, 0),
+        Err(SplitError::NumSplitsNotPositive { num_splits: 0 })
+    );
     assert_eq!(
         ops::split(&[6], &a, 4),
-        Err(SplitError::NotDivisible { what: "num_splits", parts: 4, axis: 0, length: 6 })
+        Err(SplitError::NotDivisible {
+            what: "num_splits",
+            parts: 4,
+            axis: 0,
+            length: 6
+        })
     );
 }
 
@@ -49,13 +81,28 @@ fn split_rules() {
 fn variadic_split_rules() {
     let a = IntTensor::scalar(0);
     let e = ops::variadic_split(&[6], &a, &v(&[2, 2])).unwrap_err();
-    assert_eq!(e.to_string(), "split_lengths [2, 2] sum to 4, but axis 0 has length 6");
-    assert!(matches!(ops::variadic_split(&[6], &a, &v(&[-1, -1])), Err(SplitError::BadLength { .. })));
-    assert!(matches!(ops::variadic_split(&[6], &a, &v(&[-3, 9])), Err(SplitError::BadLength { .. })));
-    assert!(matches!(ops::variadic_split(&[6], &a, &v(&[7, -1])), Err(SplitError::LengthsSumMismatch { .. })));
+    assert_eq!(
+        e.to_string(),
+        "split_lengths [2, 2] sum to 4, but axis 0 has length 6"
+    );
+    assert!(matches!(
+        ops::variadic_split(&[6], &a, &v(&[-1, -1])),
+        Err(SplitError::BadLength { .. })
+    ));
+    assert!(matches!(
+        ops::variadic_split(&[6], &a, &v(&[-3, 9])),
+        Err(SplitError::BadLength { .. })
+    ));
+    assert!(matches!(
+        ops::variadic_split(&[6], &a, &v(&[7, -1])),
+        Err(SplitError::LengthsSumMismatch { .. })
+    ));
     let two_d = IntTensor::new(vec![1, 2], vec![3, 3]).unwrap();
     let e = ops::variadic_split(&[6], &a, &two_d).unwrap_err();
-    assert_eq!(e.to_string(), "split_lengths must be a 1-D tensor, got shape [1, 2]");
+    assert_eq!(
+        e.to_string(),
+        "split_lengths must be a 1-D tensor, got shape [1, 2]"
+    );
 }
 
 #[test]
@@ -64,19 +111,37 @@ fn split_to_sequence_rules() {
         ops::split_to_sequence(&[6], 0, Some(&IntTensor::scalar(0)), true),
         Err(SplitError::SplitNotPositive { split: 0 })
     );
-    assert!(matches!(ops::split_to_sequence(&[6], 0, Some(&v(&[1, 2])), true), Err(SplitError::LengthsSumMismatch { .. })));
-    assert!(matches!(ops::split_to_sequence(&[6], 0, Some(&v(&[-1, 7])), true), Err(SplitError::BadLength { .. })));
-    assert!(matches!(ops::split_to_sequence(&[6], -2, None, true), Err(SplitError::AxisOutOfRange { .. })));
+    assert!(matches!(
+        ops::split_to_sequence(&[6], 0, Some(&v(&[1, 2])), true),
+        Err(SplitError::LengthsSumMismatch { .. })
+    ));
+    assert!(matches!(
+        ops::split_to_sequence(&[6], 0, Some(&v(&[-1, 7])), true),
+        Err(SplitError::BadLength { .. })
+    ));
+    assert!(matches!(
+        ops::split_to_sequence(&[6], -2, None, true),
+        Err(SplitError::AxisOutOfRange { .. })
+    ));
 }
 
 #[test]
 fn data_that_does_not_match_its_plan() {
-    assert!(matches!(HostTensor::new(DType::F32, vec![2, 3], vec![0; 23]), Err(SplitError::DataMismatch(_))));
+    assert!(matches!(
+        HostTensor::new(DType::F32, vec![2, 3], vec![0; 23]),
+        Err(SplitError::DataMismatch(_))
+    ));
     let t = HostTensor::from_slice(&[4], &[1u8, 2, 3, 4]).unwrap();
     let plan = ops::split(&[2, 2], &IntTensor::scalar(0), 2).unwrap();
-    assert!(matches!(reference::split_tensor(&t, &plan), Err(SplitError::DataMismatch(_))));
+    assert!(matches!(
+        reference::split_tensor(&t, &plan),
+        Err(SplitError::DataMismatch(_))
+    ));
     for (_, gpu) in common::splitters() {
-        assert!(matches!(gpu.run(&plan, &t), Err(SplitError::DataMismatch(_))));
+        assert!(matches!(
+            gpu.run(&plan, &t),
+            Err(SplitError::DataMismatch(_))
+        ));
     }
 }
 
@@ -85,34 +150,72 @@ fn caller_buffers_are_checked_before_encoding() {
     let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
     for (name, gpu) in common::splitters() {
         let dev = gpu.device();
-        let buffer = |size, usage| dev.create_buffer(&wgpu::BufferDescriptor { label: None, size, usage, mapped_at_creation: false });
+        let buffer = |size, usage| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
         let storage = wgpu::BufferUsages::STORAGE;
         let good_in = buffer(128, storage);
-        let good_out = buffer(gpu.output_layout(&plan, DType::F32).unwrap().total_bytes, storage);
+        let good_out = buffer(
+            gpu.output_layout(&plan, DType::F32).unwrap().total_bytes,
+            storage,
+        );
         let mut enc = dev.create_command_encoder(&Default::default());
-        let r = |b| BufferRegion { buffer: b, offset: 0 };
+        let r = |b| BufferRegion {
+            buffer: b,
+            offset: 0,
+        };
 
         let small_in = buffer(64, storage);
-        let e = gpu.encode(&mut enc, &plan, DType::F32, r(&small_in), r(&good_out)).unwrap_err();
+        let e = gpu
+            .encode(&mut enc, &plan, DType::F32, r(&small_in), r(&good_out))
+            .unwrap_err();
         assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
-        assert_eq!(e.to_string(), "input buffer holds 64 bytes; the split needs 128 bytes from offset 0");
+        assert_eq!(
+            e.to_string(),
+            "input buffer holds 64 bytes; the split needs 128 bytes from offset 0"
+        );
 
         let no_storage = buffer(128, wgpu::BufferUsages::COPY_DST);
-        let e = gpu.encode(&mut enc, &plan, DType::F32, r(&no_storage), r(&good_out)).unwrap_err();
-        assert!(e.to_string().starts_with("input buffer has usage"), "{name}: {e}");
+        let e = gpu
+            .encode(&mut enc, &plan, DType::F32, r(&no_storage), r(&good_out))
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("input buffer has usage"),
+            "{name}: {e}"
+        );
 
         let small_out = buffer(16, storage);
-        let e = gpu.encode(&mut enc, &plan, DType::F32, r(&good_in), r(&small_out)).unwrap_err();
-        assert!(e.to_string().starts_with("output buffer holds 16 bytes"), "{name}: {e}");
+        let e = gpu
+            .encode(&mut enc, &plan, DType::F32, r(&good_in), r(&small_out))
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("output buffer holds 16 bytes"),
+            "{name}: {e}"
+        );
 
-        let misaligned = BufferRegion { buffer: &good_in, offset: 4 };
-        let e = gpu.encode(&mut enc, &plan, DType::F32, misaligned, r(&good_out)).unwrap_err();
-        assert!(e.to_string().contains("storage offset alignment"), "{name}: {e}");
+        let misaligned = BufferRegion {
+            buffer: &good_in,
+            offset: 4,
+        };
+        let e = gpu
+            .encode(&mut enc, &plan, DType::F32, misaligned, r(&good_out))
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("storage offset alignment"),
+            "{name}: {e}"
+        );
 
         // A destroyed buffer passes the host checks; wgpu's validation error comes back typed.
         let destroyed = buffer(128, storage);
         destroyed.destroy();
-        let e = gpu.encode(&mut enc, &plan, DType::F32, r(&destroyed), r(&good_out)).unwrap_err();
+        let e = gpu
+            .encode(&mut enc, &plan, DType::F32, r(&destroyed), r(&good_out))
+            .unwrap_err();
         assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
     }
 }

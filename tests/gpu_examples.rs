@@ -8,11 +8,16 @@ use wgpu_split::{ops, reference, DType, HostTensor, IntTensor, SplitPlan};
 fn check(plan: &SplitPlan, input: &HostTensor) -> Vec<HostTensor> {
     let want = reference::split_tensor(input, plan).unwrap();
     for (name, gpu) in common::splitters() {
-        let got = gpu.run(plan, input).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got = gpu
+            .run(plan, input)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(got.len(), want.len(), "{name}");
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             assert_eq!(g.shape(), w.shape(), "{name} output {i}");
-            assert!(g.bytes() == w.bytes(), "{name}: output {i} differs from the CPU reference");
+            assert!(
+                g.bytes() == w.bytes(),
+                "{name}: output {i} differs from the CPU reference"
+            );
         }
     }
     want
@@ -28,7 +33,10 @@ fn spec_split_example() {
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
     let out = check(&plan, &input);
-    assert_eq!(out.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>(), vec![vec![6, 4, 10, 24]; 3]);
+    assert_eq!(
+        out.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>(),
+        vec![vec![6, 4, 10, 24]; 3]
+    );
     // Output 1 starts at axis index 4 of the first outer row: element 4 * 240.
     assert_eq!(out[1].to_vec::<f32>().unwrap()[0], 960.0);
 }
@@ -36,10 +44,20 @@ fn spec_split_example() {
 #[test]
 fn spec_variadic_split_examples() {
     let input = iota_f32(&[6, 12, 10, 24]);
-    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(0), &IntTensor::vector(vec![1, 2, 3])).unwrap();
+    let plan = ops::variadic_split(
+        input.shape(),
+        &IntTensor::scalar(0),
+        &IntTensor::vector(vec![1, 2, 3]),
+    )
+    .unwrap();
     let shapes: Vec<_> = check(&plan, &input).iter().map(|t| t.shape()[0]).collect();
     assert_eq!(shapes, vec![1, 2, 3]);
-    let plan = ops::variadic_split(input.shape(), &IntTensor::vector(vec![0]), &IntTensor::vector(vec![-1, 2])).unwrap();
+    let plan = ops::variadic_split(
+        input.shape(),
+        &IntTensor::vector(vec![0]),
+        &IntTensor::vector(vec![-1, 2]),
+    )
+    .unwrap();
     let shapes: Vec<_> = check(&plan, &input).iter().map(|t| t.shape()[0]).collect();
     assert_eq!(shapes, vec![4, 2]);
 }
@@ -48,11 +66,23 @@ fn spec_variadic_split_examples() {
 fn split_to_sequence_forms() {
     let input = iota_f32(&[5, 3]);
     let plan = ops::split_to_sequence(input.shape(), 0, Some(&IntTensor::scalar(2)), true).unwrap();
-    assert_eq!(check(&plan, &input)[2].to_vec::<f32>().unwrap(), vec![12.0, 13.0, 14.0]);
-    let plan = ops::split_to_sequence(input.shape(), 1, Some(&IntTensor::vector(vec![2, 0, 1])), false).unwrap();
+    assert_eq!(
+        check(&plan, &input)[2].to_vec::<f32>().unwrap(),
+        vec![12.0, 13.0, 14.0]
+    );
+    let plan = ops::split_to_sequence(
+        input.shape(),
+        1,
+        Some(&IntTensor::vector(vec![2, 0, 1])),
+        false,
+    )
+    .unwrap();
     assert_eq!(check(&plan, &input)[1].shape(), &[5, 0]);
     let plan = ops::split_to_sequence(input.shape(), 1, None, false).unwrap();
-    assert_eq!(check(&plan, &input)[2].to_vec::<f32>().unwrap(), vec![2.0, 5.0, 8.0, 11.0, 14.0]);
+    assert_eq!(
+        check(&plan, &input)[2].to_vec::<f32>().unwrap(),
+        vec![2.0, 5.0, 8.0, 11.0, 14.0]
+    );
 }
 
 #[test]
@@ -62,7 +92,7 @@ fn special_floats_survive_bit_for_bit() {
         f32::from_bits(0x7f80_0001), // signalling NaN
         f32::from_bits(0xffc1_2345), // negative NaN with payload
         -0.0,
-        f32::from_bits(1), // smallest denormal
+        f32::from_bits(1),           // smallest denormal
         f32::from_bits(0x807f_ffff), // largest negative denormal
         f32::INFINITY,
         f32::NEG_INFINITY,
@@ -72,18 +102,34 @@ fn special_floats_survive_bit_for_bit() {
     let out = check(&plan, &input);
     assert_eq!(out[0].to_vec::<f32>().unwrap()[0].to_bits(), 0x7fc0_0001);
 
-    let specials64 = [f64::from_bits(0x7ff0_0000_0000_0001), -0.0, f64::from_bits(1), f64::from_bits(0xfff8_dead_beef_0001)];
+    let specials64 = [
+        f64::from_bits(0x7ff0_0000_0000_0001),
+        -0.0,
+        f64::from_bits(1),
+        f64::from_bits(0xfff8_dead_beef_0001),
+    ];
     let input = HostTensor::from_slice(&[4], &specials64).unwrap();
     let plan = ops::split_to_sequence(&[4], 0, None, false).unwrap();
-    assert_eq!(check(&plan, &input)[3].to_vec::<f64>().unwrap()[0].to_bits(), 0xfff8_dead_beef_0001);
+    assert_eq!(
+        check(&plan, &input)[3].to_vec::<f64>().unwrap()[0].to_bits(),
+        0xfff8_dead_beef_0001
+    );
 
     let halves: Vec<half::f16> = [0x7c01u16, 0xfe01, 0x8000, 0x0001, 0x03ff, 0x7e00, 0xffff]
         .into_iter()
         .map(half::f16::from_bits)
         .collect();
     let input = HostTensor::from_slice(&[7], &halves).unwrap();
-    let plan = ops::variadic_split(&[7], &IntTensor::scalar(0), &IntTensor::vector(vec![3, -1, 1])).unwrap();
-    assert_eq!(check(&plan, &input)[1].to_vec::<half::f16>().unwrap()[0].to_bits(), 0x0001);
+    let plan = ops::variadic_split(
+        &[7],
+        &IntTensor::scalar(0),
+        &IntTensor::vector(vec![3, -1, 1]),
+    )
+    .unwrap();
+    assert_eq!(
+        check(&plan, &input)[1].to_vec::<half::f16>().unwrap()[0].to_bits(),
+        0x0001
+    );
 }
 
 #[test]
@@ -94,17 +140,30 @@ fn odd_byte_boundaries() {
         let input = HostTensor::from_slice(&[rows, cols], &data).unwrap();
         let plan = ops::split_to_sequence(&[rows, cols], 1, None, false).unwrap();
         check(&plan, &input);
-        let plan = ops::split_to_sequence(&[rows, cols], 0, Some(&IntTensor::scalar(2)), true).unwrap();
+        let plan =
+            ops::split_to_sequence(&[rows, cols], 0, Some(&IntTensor::scalar(2)), true).unwrap();
         check(&plan, &input);
         let bools: Vec<bool> = data.iter().map(|b| b % 3 == 0).collect();
         let input = HostTensor::from_bools(&[rows, cols], &bools).unwrap();
         let lengths = vec![1, (cols as i64) - 1];
-        let plan = ops::variadic_split(&[rows, cols], &IntTensor::scalar(1), &IntTensor::vector(lengths)).unwrap();
+        let plan = ops::variadic_split(
+            &[rows, cols],
+            &IntTensor::scalar(1),
+            &IntTensor::vector(lengths),
+        )
+        .unwrap();
         check(&plan, &input);
     }
-    let halves: Vec<half::f16> = (0..3 * 5).map(|i| half::f16::from_bits(0x3c00 + i)).collect();
+    let halves: Vec<half::f16> = (0..3 * 5)
+        .map(|i| half::f16::from_bits(0x3c00 + i))
+        .collect();
     let input = HostTensor::from_slice(&[3, 5], &halves).unwrap();
-    let plan = ops::variadic_split(&[3, 5], &IntTensor::scalar(1), &IntTensor::vector(vec![1, 3, 1])).unwrap();
+    let plan = ops::variadic_split(
+        &[3, 5],
+        &IntTensor::scalar(1),
+        &IntTensor::vector(vec![1, 3, 1]),
+    )
+    .unwrap();
     check(&plan, &input);
 }
 
@@ -113,7 +172,10 @@ fn three_thousand_outputs_in_one_dispatch() {
     let input = iota_f32(&[3000, 3]);
     let plan = ops::split(&[3000, 3], &IntTensor::scalar(0), 3000).unwrap();
     let out = check(&plan, &input);
-    assert_eq!(out[2999].to_vec::<f32>().unwrap(), vec![8997.0, 8998.0, 8999.0]);
+    assert_eq!(
+        out[2999].to_vec::<f32>().unwrap(),
+        vec![8997.0, 8998.0, 8999.0]
+    );
     let bytes: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
     let input = HostTensor::from_slice(&[1, 3000], &bytes).unwrap();
     let plan = ops::split_to_sequence(&[1, 3000], 1, None, true).unwrap();
@@ -127,7 +189,12 @@ fn every_dtype_round_trips() {
         let n = 3 * 7 * 2 * dtype.size();
         let bytes: Vec<u8> = (0..n).map(|i| (i * 131 + 7) as u8).collect();
         let input = HostTensor::new(dtype, shape.to_vec(), bytes).unwrap();
-        let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &IntTensor::vector(vec![2, -1, 0, 3])).unwrap();
+        let plan = ops::variadic_split(
+            &shape,
+            &IntTensor::scalar(1),
+            &IntTensor::vector(vec![2, -1, 0, 3]),
+        )
+        .unwrap();
         check(&plan, &input);
     }
 }
@@ -144,10 +211,16 @@ fn empty_outputs_and_empty_inputs() {
 
 #[test]
 fn every_listed_backend_opened() {
-    let names: Vec<&str> = common::splitters().iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<&str> = common::splitters()
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
     eprintln!("GPU tests ran on: {names:?}");
     let listed = std::env::var("WGPU_SPLIT_TEST_BACKENDS").unwrap_or_else(|_| "vulkan,gl".into());
-    assert_eq!(names.len(), listed.split(',').filter(|s| !s.trim().is_empty()).count());
+    assert_eq!(
+        names.len(),
+        listed.split(',').filter(|s| !s.trim().is_empty()).count()
+    );
     if listed == "vulkan,gl" {
         assert!(names.iter().any(|n| n.contains("Vulkan")), "{names:?}");
         assert!(names.iter().any(|n| n.contains("Gl")), "{names:?}");

@@ -34,18 +34,31 @@ fn case() -> impl Strategy<Value = Case> {
         any::<bool>(),
         any::<u8>(),
     )
-        .prop_map(|(shape, dtype, axis_seed, op, cuts, minus_one, split_scalar, seq_form, keepdims, seed)| Case {
-            shape,
-            dtype,
-            axis_seed,
-            op,
-            cuts,
-            minus_one,
-            split_scalar,
-            seq_form,
-            keepdims,
-            seed,
-        })
+        .prop_map(
+            |(
+                shape,
+                dtype,
+                axis_seed,
+                op,
+                cuts,
+                minus_one,
+                split_scalar,
+                seq_form,
+                keepdims,
+                seed,
+            )| Case {
+                shape,
+                dtype,
+                axis_seed,
+                op,
+                cuts,
+                minus_one,
+                split_scalar,
+                seq_form,
+                keepdims,
+                seed,
+            },
+        )
 }
 
 /// Lengths that tile `len`, from the cut points in `cuts`.
@@ -60,11 +73,21 @@ fn partition(len: usize, cuts: &[u8]) -> Vec<i64> {
 fn plan_for(c: &Case) -> Result<SplitPlan, SplitError> {
     let rank = c.shape.len() as i64;
     // An axis in [-rank, rank-1], or anything when rank is 0 (which must fail).
-    let axis = if rank == 0 { c.axis_seed } else { c.axis_seed.rem_euclid(2 * rank) - rank };
-    let len = if rank == 0 { 0 } else { c.shape[axis.rem_euclid(rank) as usize] };
+    let axis = if rank == 0 {
+        c.axis_seed
+    } else {
+        c.axis_seed.rem_euclid(2 * rank) - rank
+    };
+    let len = if rank == 0 {
+        0
+    } else {
+        c.shape[axis.rem_euclid(rank) as usize]
+    };
     match c.op {
         0 => {
-            let divisors: Vec<i64> = (1..=len.max(1) as i64).filter(|d| len as i64 % d == 0).collect();
+            let divisors: Vec<i64> = (1..=len.max(1) as i64)
+                .filter(|d| len as i64 % d == 0)
+                .collect();
             let n = divisors[c.cuts[0] as usize % divisors.len()];
             ops::split(&c.shape, &IntTensor::scalar(axis), n)
         }
@@ -74,7 +97,11 @@ fn plan_for(c: &Case) -> Result<SplitPlan, SplitError> {
                 let i = c.cuts[0] as usize % lengths.len();
                 lengths[i] = -1;
             }
-            ops::variadic_split(&c.shape, &IntTensor::vector(vec![axis]), &IntTensor::vector(lengths))
+            ops::variadic_split(
+                &c.shape,
+                &IntTensor::vector(vec![axis]),
+                &IntTensor::vector(lengths),
+            )
         }
         _ => {
             let split = match c.seq_form {

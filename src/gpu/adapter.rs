@@ -53,11 +53,7 @@ impl FromStr for BackendChoice {
             "gl" | "gles" | "opengl" => BackendChoice::Gl,
             "metal" => BackendChoice::Metal,
             "dx12" | "d3d12" => BackendChoice::Dx12,
-            other => {
-                return Err(SplitError::NoAdapter(format!(
-                    "unknown backend {other:?}: expected auto, vulkan, gl, metal or dx12"
-                )))
-            }
+            other => return Err(SplitError::UnknownBackend(other.to_string())),
         })
     }
 }

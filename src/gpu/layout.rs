@@ -38,19 +38,30 @@ impl OutputLayout {
     pub fn new(plan: &SplitPlan, dtype: DType, alignment: u64) -> Result<Self> {
         let alignment = alignment.max(UNIT_BYTES);
         if !alignment.is_power_of_two() {
-            return Err(SplitError::BadBuffer(format!("output alignment {alignment} is not a power of two")));
+            return Err(SplitError::BadBuffer(format!(
+                "output alignment {alignment} is not a power of two"
+            )));
         }
         let mut ranges = Vec::with_capacity(plan.num_outputs());
         let mut cursor = 0u64;
         for i in 0..plan.num_outputs() {
             let size = byte_count(&plan.output_shape(i), dtype)? as u64;
-            ranges.push(OutputRange { offset: cursor, size });
+            ranges.push(OutputRange {
+                offset: cursor,
+                size,
+            });
             cursor = size
                 .checked_next_multiple_of(alignment)
                 .and_then(|s| cursor.checked_add(s))
-                .ok_or_else(|| SplitError::TooLarge("outputs overflow a 64-bit byte offset".into()))?;
+                .ok_or_else(|| {
+                    SplitError::TooLarge("outputs overflow a 64-bit byte offset".into())
+                })?;
         }
-        Ok(Self { ranges, total_bytes: cursor.max(UNIT_BYTES), alignment })
+        Ok(Self {
+            ranges,
+            total_bytes: cursor.max(UNIT_BYTES),
+            alignment,
+        })
     }
 }
 
@@ -121,13 +132,17 @@ impl GatherTable {
                 row_bytes: row_bytes as u32,
                 src_stride: src_stride as u32,
                 src_offset: src_offset as u32,
-                word_aligned: u32::from((row_bytes | src_stride | src_offset) % 4 == 0),
+                word_aligned: u32::from((row_bytes | src_stride | src_offset).is_multiple_of(4)),
                 _pad: 0,
             });
             units += range.size.div_ceil(UNIT_BYTES);
         }
         Ok(Self {
-            params: Params { num_units: units as u32, num_entries: entries.len() as u32, _pad: [0; 2] },
+            params: Params {
+                num_units: units as u32,
+                num_entries: entries.len() as u32,
+                _pad: [0; 2],
+            },
             entries,
         })
     }
@@ -140,7 +155,12 @@ mod tests {
 
     #[test]
     fn outputs_are_aligned_and_zero_sized_ones_take_no_room() {
-        let plan = ops::variadic_split(&[2, 10], &IntTensor::scalar(1), &IntTensor::vector(vec![3, 0, 7])).unwrap();
+        let plan = ops::variadic_split(
+            &[2, 10],
+            &IntTensor::scalar(1),
+            &IntTensor::vector(vec![3, 0, 7]),
+        )
+        .unwrap();
         let layout = OutputLayout::new(&plan, DType::U8, 256).unwrap();
         let offsets: Vec<u64> = layout.ranges.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 256, 256]);
@@ -159,9 +179,19 @@ mod tests {
     #[test]
     fn word_alignment_follows_bytes() {
         let plan = ops::split(&[3, 8], &IntTensor::scalar(1), 2).unwrap();
-        let table = GatherTable::new(&plan, DType::U8, &OutputLayout::new(&plan, DType::U8, 16).unwrap()).unwrap();
+        let table = GatherTable::new(
+            &plan,
+            DType::U8,
+            &OutputLayout::new(&plan, DType::U8, 16).unwrap(),
+        )
+        .unwrap();
         assert!(table.entries.iter().all(|e| e.word_aligned == 1));
-        let table = GatherTable::new(&plan, DType::F16, &OutputLayout::new(&plan, DType::F16, 16).unwrap()).unwrap();
+        let table = GatherTable::new(
+            &plan,
+            DType::F16,
+            &OutputLayout::new(&plan, DType::F16, 16).unwrap(),
+        )
+        .unwrap();
         assert_eq!(table.entries[1].src_offset, 8);
     }
 
@@ -169,7 +199,10 @@ mod tests {
     fn refuses_what_u32_cannot_address() {
         let plan = ops::split(&[1 << 31, 2], &IntTensor::scalar(1), 2).unwrap();
         let layout = OutputLayout::new(&plan, DType::F32, 256).unwrap();
-        assert!(matches!(GatherTable::new(&plan, DType::F32, &layout), Err(SplitError::TooLarge(_))));
+        assert!(matches!(
+            GatherTable::new(&plan, DType::F32, &layout),
+            Err(SplitError::TooLarge(_))
+        ));
         assert!(OutputLayout::new(&plan, DType::F32, 48).is_err());
     }
 }

@@ -68,17 +68,27 @@ impl GpuSplitter {
     /// `info` names the adapter in reports; pass `adapter.get_info()`.
     pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: wgpu::AdapterInfo) -> Result<Self> {
         let limits = device.limits();
-        let (bind_group_layout, pipeline) = scoped(&device, "compiling the split pipeline", || {
-            Self::build_pipeline(&device)
-        })?;
-        Ok(Self { device, queue, info, limits, bind_group_layout, pipeline })
+        let (bind_group_layout, pipeline) =
+            scoped(&device, "compiling the split pipeline", || {
+                Self::build_pipeline(&device)
+            })?;
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            bind_group_layout,
+            pipeline,
+        })
     }
 
     /// Opens the best adapter of `choice` with its full limits and compiles the pipeline.
     pub fn open(choice: BackendChoice) -> Result<Self> {
         let (adapter, device, queue) = adapter::open_device(choice)?;
         // Errors are captured by scopes around every call; a stray one is reported, not panicked on.
-        device.on_uncaptured_error(std::sync::Arc::new(|e: wgpu::Error| eprintln!("wgpu-split: uncaptured wgpu error: {e}")));
+        device.on_uncaptured_error(std::sync::Arc::new(|e: wgpu::Error| {
+            eprintln!("wgpu-split: uncaptured wgpu error: {e}")
+        }));
         Self::new(device, queue, adapter.get_info())
     }
 
@@ -95,7 +105,11 @@ impl GpuSplitter {
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
             count: None,
         };
         let storage = |read_only| wgpu::BufferBindingType::Storage { read_only };
@@ -147,7 +161,11 @@ impl GpuSplitter {
     /// Places the outputs of `plan` at the device's storage offset alignment, so each output
     /// can be bound on its own by a following kernel.
     pub fn output_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
-        OutputLayout::new(plan, dtype, self.limits.min_storage_buffer_offset_alignment as u64)
+        OutputLayout::new(
+            plan,
+            dtype,
+            self.limits.min_storage_buffer_offset_alignment as u64,
+        )
     }
 
     /// Bytes the input buffer must hold from its offset: the input rounded up to a word.
@@ -155,7 +173,13 @@ impl GpuSplitter {
         Ok((byte_count(plan.input_shape(), dtype)? as u64).next_multiple_of(4))
     }
 
-    fn check_region(&self, name: &str, region: &BufferRegion<'_>, needed: u64, usage: wgpu::BufferUsages) -> Result<()> {
+    fn check_region(
+        &self,
+        name: &str,
+        region: &BufferRegion<'_>,
+        needed: u64,
+        usage: wgpu::BufferUsages,
+    ) -> Result<()> {
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         let max_binding = self.limits.max_storage_buffer_binding_size;
         if !region.buffer.usage().contains(usage) {
@@ -164,7 +188,7 @@ impl GpuSplitter {
                 region.buffer.usage()
             )));
         }
-        if region.offset % align != 0 {
+        if !region.offset.is_multiple_of(align) {
             return Err(SplitError::BadBuffer(format!(
                 "{name} offset {} is not a multiple of the device's storage offset alignment {align}",
                 region.offset
@@ -205,22 +229,31 @@ impl GpuSplitter {
         let table = GatherTable::new(plan, dtype, &layout)?;
         let in_size = Self::input_binding_size(plan, dtype)?;
         self.check_region("input", &input, in_size, wgpu::BufferUsages::STORAGE)?;
-        self.check_region("output", &output, layout.total_bytes, wgpu::BufferUsages::STORAGE)?;
+        self.check_region(
+            "output",
+            &output,
+            layout.total_bytes,
+            wgpu::BufferUsages::STORAGE,
+        )?;
         if table.params.num_units == 0 {
             return Ok(layout);
         }
         let (x, y) = self.grid(table.params.num_units as u64)?;
         scoped(&self.device, "encoding the split", || {
-            let params = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("split params"),
-                contents: bytemuck::bytes_of(&table.params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-            let entries = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("split entries"),
-                contents: bytemuck::cast_slice(&table.entries),
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+            let params = self
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("split params"),
+                    contents: bytemuck::bytes_of(&table.params),
+                    usage: wgpu::BufferUsages::UNIFORM,
+                });
+            let entries = self
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("split entries"),
+                    contents: bytemuck::cast_slice(&table.entries),
+                    usage: wgpu::BufferUsages::STORAGE,
+                });
             fn region<'a>(r: BufferRegion<'a>, size: u64) -> wgpu::BindingResource<'a> {
                 wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                     buffer: r.buffer,
@@ -232,10 +265,22 @@ impl GpuSplitter {
                 label: Some("split_gather"),
                 layout: &self.bind_group_layout,
                 entries: &[
-                    wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 1, resource: entries.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 2, resource: region(input, in_size) },
-                    wgpu::BindGroupEntry { binding: 3, resource: region(output, layout.total_bytes) },
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: params.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: entries.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: region(input, in_size),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: region(output, layout.total_bytes),
+                    },
                 ],
             });
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -308,7 +353,8 @@ impl GpuSplitter {
             let mut view = in_buf
                 .get_mapped_range_mut(..)
                 .map_err(|e| SplitError::Device(format!("mapping the input buffer: {e}")))?;
-            view.slice(..input.bytes().len()).copy_from_slice(input.bytes());
+            view.slice(..input.bytes().len())
+                .copy_from_slice(input.bytes());
         }
         in_buf.unmap();
 
@@ -317,8 +363,14 @@ impl GpuSplitter {
             &mut encoder,
             plan,
             dtype,
-            BufferRegion { buffer: &in_buf, offset: 0 },
-            BufferRegion { buffer: &out_buf, offset: 0 },
+            BufferRegion {
+                buffer: &in_buf,
+                offset: 0,
+            },
+            BufferRegion {
+                buffer: &out_buf,
+                offset: 0,
+            },
         )?;
         scoped(&self.device, "submitting the split", || {
             encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, layout.total_bytes);
@@ -368,11 +420,19 @@ impl GpuSplitter {
 /// Byte-for-byte comparison of two output lists; the error names the first difference.
 pub fn compare_outputs(got: &[HostTensor], want: &[HostTensor]) -> Result<()> {
     if got.len() != want.len() {
-        return Err(SplitError::Mismatch(format!("{} outputs, expected {}", got.len(), want.len())));
+        return Err(SplitError::Mismatch(format!(
+            "{} outputs, expected {}",
+            got.len(),
+            want.len()
+        )));
     }
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         if g.shape() != w.shape() {
-            return Err(SplitError::Mismatch(format!("output {i} has shape {:?}, expected {:?}", g.shape(), w.shape())));
+            return Err(SplitError::Mismatch(format!(
+                "output {i} has shape {:?}, expected {:?}",
+                g.shape(),
+                w.shape()
+            )));
         }
         if let Some(b) = g.bytes().iter().zip(w.bytes()).position(|(a, b)| a != b) {
             return Err(SplitError::Mismatch(format!(

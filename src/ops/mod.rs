@@ -29,7 +29,11 @@ fn read_axis(axis: &IntTensor, rank: usize, allow_shape_1: bool) -> Result<usize
     }
     let ok_shape = axis.shape().is_empty() || (allow_shape_1 && axis.shape() == [1]);
     if !ok_shape {
-        let allowed = if allow_shape_1 { "a scalar or a tensor of shape [1]" } else { "a scalar" };
+        let allowed = if allow_shape_1 {
+            "a scalar or a tensor of shape [1]"
+        } else {
+            "a scalar"
+        };
         return Err(SplitError::BadIntegerInput {
             input: "axis",
             problem: format!("must be {allowed}, got shape {:?}", axis.shape()),
@@ -50,7 +54,12 @@ fn read_lengths<'a>(lengths: &'a IntTensor, input: &'static str) -> Result<&'a [
 }
 
 /// Checks explicit lengths: every entry >= 0 and the sum equals the axis length.
-fn exact_lengths(input: &'static str, lengths: &[i64], axis: usize, length: usize) -> Result<Vec<usize>> {
+fn exact_lengths(
+    input: &'static str,
+    lengths: &[i64],
+    axis: usize,
+    length: usize,
+) -> Result<Vec<usize>> {
     if let Some(bad) = lengths.iter().find(|&&l| l < 0) {
         return Err(SplitError::BadLength {
             input,
@@ -60,19 +69,33 @@ fn exact_lengths(input: &'static str, lengths: &[i64], axis: usize, length: usiz
     }
     let sum: i128 = lengths.iter().map(|&l| l as i128).sum();
     if sum != length as i128 {
-        return Err(SplitError::LengthsSumMismatch { input, lengths: lengths.to_vec(), sum, axis, length });
+        return Err(SplitError::LengthsSumMismatch {
+            input,
+            lengths: lengths.to_vec(),
+            sum,
+            axis,
+            length,
+        });
     }
     Ok(lengths.iter().map(|&l| l as usize).collect())
 }
 
 /// `count` equal parts of `length`, which must divide evenly; `what` names the count.
 fn equal_parts(what: &'static str, count: i64, axis: usize, length: usize) -> Result<Vec<usize>> {
-    let parts = usize::try_from(count).ok().filter(|&p| p >= 1).ok_or(match what {
-        "num_splits" => SplitError::NumSplitsNotPositive { num_splits: count },
-        _ => SplitError::ConflictingInputs(format!("{what} {count} must be at least 1")),
-    })?;
-    if length % parts != 0 {
-        return Err(SplitError::NotDivisible { what, parts: count, axis, length });
+    let parts = usize::try_from(count)
+        .ok()
+        .filter(|&p| p >= 1)
+        .ok_or(match what {
+            "num_splits" => SplitError::NumSplitsNotPositive { num_splits: count },
+            _ => SplitError::ConflictingInputs(format!("{what} {count} must be at least 1")),
+        })?;
+    if !length.is_multiple_of(parts) {
+        return Err(SplitError::NotDivisible {
+            what,
+            parts: count,
+            axis,
+            length,
+        });
     }
     Ok(vec![length / parts; parts])
 }

@@ -39,11 +39,18 @@ pub fn onnx_split(data_shape: &[usize], axis: i64, parts: &OnnxSplitParts) -> Re
             let count = usize::try_from(*n)
                 .ok()
                 .filter(|&c| c >= 1)
-                .ok_or_else(|| SplitError::ConflictingInputs(format!("num_outputs {n} must be at least 1")))?;
+                .ok_or_else(|| {
+                    SplitError::ConflictingInputs(format!("num_outputs {n} must be at least 1"))
+                })?;
             let chunk = length.div_ceil(count);
             let last = length as i128 - chunk as i128 * (count as i128 - 1);
             if last < 0 {
-                return Err(SplitError::NotDivisible { what: "num_outputs", parts: *n, axis, length });
+                return Err(SplitError::NotDivisible {
+                    what: "num_outputs",
+                    parts: *n,
+                    axis,
+                    length,
+                });
             }
             let mut lengths = vec![chunk; count - 1];
             lengths.push(last as usize);
@@ -61,13 +68,30 @@ mod tests {
     #[test]
     fn onnx_node_cases() {
         // split_equal_parts_1d / 2d, default axis 0
-        assert_eq!(onnx_split(&[6], 0, &EqualOutputs(3)).unwrap().output_shapes(), vec![vec![2]; 3]);
-        assert_eq!(onnx_split(&[2, 6], 1, &EqualOutputs(2)).unwrap().output_shapes(), vec![vec![2, 3]; 2]);
+        assert_eq!(
+            onnx_split(&[6], 0, &EqualOutputs(3))
+                .unwrap()
+                .output_shapes(),
+            vec![vec![2]; 3]
+        );
+        assert_eq!(
+            onnx_split(&[2, 6], 1, &EqualOutputs(2))
+                .unwrap()
+                .output_shapes(),
+            vec![vec![2, 3]; 2]
+        );
         // split_variable_parts
-        assert_eq!(onnx_split(&[6], 0, &Lengths(vec![2, 4])).unwrap().output_shapes(), vec![vec![2], vec![4]]);
+        assert_eq!(
+            onnx_split(&[6], 0, &Lengths(vec![2, 4]))
+                .unwrap()
+                .output_shapes(),
+            vec![vec![2], vec![4]]
+        );
         // split_zero_size_splits
         assert_eq!(
-            onnx_split(&[0], 0, &Lengths(vec![0, 0, 0])).unwrap().output_shapes(),
+            onnx_split(&[0], 0, &Lengths(vec![0, 0, 0]))
+                .unwrap()
+                .output_shapes(),
             vec![vec![0]; 3]
         );
         // split_1d_uneven_split_opset18: 7 into 4 gives 2, 2, 2, 1
@@ -80,11 +104,29 @@ mod tests {
 
     #[test]
     fn rules() {
-        assert!(matches!(onnx_split(&[5], 0, &EqualOutputs(2)), Err(SplitError::NotDivisible { .. })));
-        assert!(matches!(onnx_split(&[5], 0, &NumOutputs(4)), Err(SplitError::NotDivisible { .. })));
-        assert!(matches!(onnx_split(&[5], 0, &NumOutputs(0)), Err(SplitError::ConflictingInputs(_))));
-        assert!(matches!(onnx_split(&[5], 0, &Lengths(vec![2, 2])), Err(SplitError::LengthsSumMismatch { .. })));
-        assert!(matches!(onnx_split(&[5], 0, &Lengths(vec![-1, 6])), Err(SplitError::BadLength { .. })));
-        assert!(matches!(onnx_split(&[5], -2, &EqualOutputs(1)), Err(SplitError::AxisOutOfRange { .. })));
+        assert!(matches!(
+            onnx_split(&[5], 0, &EqualOutputs(2)),
+            Err(SplitError::NotDivisible { .. })
+        ));
+        assert!(matches!(
+            onnx_split(&[5], 0, &NumOutputs(4)),
+            Err(SplitError::NotDivisible { .. })
+        ));
+        assert!(matches!(
+            onnx_split(&[5], 0, &NumOutputs(0)),
+            Err(SplitError::ConflictingInputs(_))
+        ));
+        assert!(matches!(
+            onnx_split(&[5], 0, &Lengths(vec![2, 2])),
+            Err(SplitError::LengthsSumMismatch { .. })
+        ));
+        assert!(matches!(
+            onnx_split(&[5], 0, &Lengths(vec![-1, 6])),
+            Err(SplitError::BadLength { .. })
+        ));
+        assert!(matches!(
+            onnx_split(&[5], -2, &EqualOutputs(1)),
+            Err(SplitError::AxisOutOfRange { .. })
+        ));
     }
 }

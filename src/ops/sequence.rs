@@ -20,7 +20,12 @@ use crate::tensor::IntTensor;
 /// let plan = ops::split_to_sequence(&[7, 2], 0, Some(&IntTensor::scalar(3)), true).unwrap();
 /// assert_eq!(plan.output_shapes(), vec![vec![3, 2], vec![3, 2], vec![1, 2]]);
 /// ```
-pub fn split_to_sequence(data_shape: &[usize], axis: i64, split: Option<&IntTensor>, keepdims: bool) -> Result<SplitPlan> {
+pub fn split_to_sequence(
+    data_shape: &[usize],
+    axis: i64,
+    split: Option<&IntTensor>,
+    keepdims: bool,
+) -> Result<SplitPlan> {
     let axis = normalize_axis(axis, data_shape.len())?;
     let length = data_shape[axis];
     let Some(split) = split else {
@@ -29,9 +34,12 @@ pub fn split_to_sequence(data_shape: &[usize], axis: i64, split: Option<&IntTens
     let lengths = match split.shape().len() {
         0 => {
             let s = split.values()[0];
-            let size = usize::try_from(s).ok().filter(|&s| s > 0).ok_or(SplitError::SplitNotPositive { split: s })?;
+            let size = usize::try_from(s)
+                .ok()
+                .filter(|&s| s > 0)
+                .ok_or(SplitError::SplitNotPositive { split: s })?;
             let mut lengths = vec![size; length / size];
-            if length % size != 0 {
+            if !length.is_multiple_of(size) {
                 lengths.push(length % size);
             }
             lengths
@@ -40,7 +48,10 @@ pub fn split_to_sequence(data_shape: &[usize], axis: i64, split: Option<&IntTens
         _ => {
             return Err(SplitError::BadIntegerInput {
                 input: "split",
-                problem: format!("must be a scalar or a 1-D tensor, got shape {:?}", split.shape()),
+                problem: format!(
+                    "must be a scalar or a 1-D tensor, got shape {:?}",
+                    split.shape()
+                ),
             })
         }
     };
@@ -57,24 +68,53 @@ mod tests {
         assert_eq!(p.output_shapes(), vec![vec![2, 2], vec![2, 2], vec![1, 2]]);
         let p = split_to_sequence(&[5, 2], 0, Some(&IntTensor::scalar(9)), true).unwrap();
         assert_eq!(p.output_shapes(), vec![vec![5, 2]]);
-        let p = split_to_sequence(&[5, 2], -2, Some(&IntTensor::vector(vec![2, 0, 3])), false).unwrap();
+        let p =
+            split_to_sequence(&[5, 2], -2, Some(&IntTensor::vector(vec![2, 0, 3])), false).unwrap();
         assert_eq!(p.output_shapes(), vec![vec![2, 2], vec![0, 2], vec![3, 2]]);
         let p = split_to_sequence(&[3, 2], 1, None, true).unwrap();
         assert_eq!(p.output_shapes(), vec![vec![3, 1]; 2]);
         let p = split_to_sequence(&[3, 2], 1, None, false).unwrap();
         assert_eq!(p.output_shapes(), vec![vec![3]; 2]);
-        assert_eq!(split_to_sequence(&[0, 2], 0, None, true).unwrap().num_outputs(), 0);
-        assert_eq!(split_to_sequence(&[0, 2], 0, Some(&IntTensor::scalar(3)), true).unwrap().num_outputs(), 0);
+        assert_eq!(
+            split_to_sequence(&[0, 2], 0, None, true)
+                .unwrap()
+                .num_outputs(),
+            0
+        );
+        assert_eq!(
+            split_to_sequence(&[0, 2], 0, Some(&IntTensor::scalar(3)), true)
+                .unwrap()
+                .num_outputs(),
+            0
+        );
     }
 
     #[test]
     fn rules() {
-        assert!(matches!(split_to_sequence(&[5], 0, Some(&IntTensor::scalar(0)), true), Err(SplitError::SplitNotPositive { .. })));
-        assert!(matches!(split_to_sequence(&[5], 0, Some(&IntTensor::vector(vec![2, 2])), true), Err(SplitError::LengthsSumMismatch { .. })));
-        assert!(matches!(split_to_sequence(&[5], 0, Some(&IntTensor::vector(vec![6, -1])), true), Err(SplitError::BadLength { .. })));
+        assert!(matches!(
+            split_to_sequence(&[5], 0, Some(&IntTensor::scalar(0)), true),
+            Err(SplitError::SplitNotPositive { .. })
+        ));
+        assert!(matches!(
+            split_to_sequence(&[5], 0, Some(&IntTensor::vector(vec![2, 2])), true),
+            Err(SplitError::LengthsSumMismatch { .. })
+        ));
+        assert!(matches!(
+            split_to_sequence(&[5], 0, Some(&IntTensor::vector(vec![6, -1])), true),
+            Err(SplitError::BadLength { .. })
+        ));
         let m = IntTensor::new(vec![1, 1], vec![5]).unwrap();
-        assert!(matches!(split_to_sequence(&[5], 0, Some(&m), true), Err(SplitError::BadIntegerInput { .. })));
-        assert!(matches!(split_to_sequence(&[5], 1, None, true), Err(SplitError::AxisOutOfRange { .. })));
-        assert!(matches!(split_to_sequence(&[], 0, None, true), Err(SplitError::RankZero)));
+        assert!(matches!(
+            split_to_sequence(&[5], 0, Some(&m), true),
+            Err(SplitError::BadIntegerInput { .. })
+        ));
+        assert!(matches!(
+            split_to_sequence(&[5], 1, None, true),
+            Err(SplitError::AxisOutOfRange { .. })
+        ));
+        assert!(matches!(
+            split_to_sequence(&[], 0, None, true),
+            Err(SplitError::RankZero)
+        ));
     }
 }

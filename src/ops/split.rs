@@ -38,16 +38,34 @@ mod tests {
     #[test]
     fn rules() {
         let s = IntTensor::scalar;
-        assert!(matches!(split(&[6], &s(0), 4), Err(SplitError::NotDivisible { .. })));
+        assert!(matches!(
+            split(&[6], &s(0), 4),
+            Err(SplitError::NotDivisible { .. })
+        ));
         assert_eq!(
             split(&[6], &s(0), 4).unwrap_err().to_string(),
             "num_splits 4 does not divide axis 0 of length 6"
         );
-        assert!(matches!(split(&[6], &s(0), 0), Err(SplitError::NumSplitsNotPositive { .. })));
-        assert!(matches!(split(&[6], &s(0), -2), Err(SplitError::NumSplitsNotPositive { .. })));
-        assert!(matches!(split(&[6], &s(1), 1), Err(SplitError::AxisOutOfRange { .. })));
+        assert!(matches!(
+            split(&[6], &s(0), 0),
+            Err(SplitError::NumSplitsNotPositive { .. })
+        ));
+        assert!(matches!(
+            split(&[6], &s(0), -2),
+            Err(SplitError::NumSplitsNotPositive { .. })
+        ));
+        assert!(matches!(
+            split(&[6], &s(1), 1),
+            Err(SplitError::AxisOutOfRange { .. })
+        ));
         assert!(matches!(split(&[], &s(0), 1), Err(SplitError::RankZero)));
-        assert!(matches!(split(&[6], &IntTensor::vector(vec![0]), 1), Err(SplitError::BadIntegerInput { .. })));
-        assert_eq!(split(&[0, 2], &s(0), 5).unwrap().output_shapes(), vec![vec![0, 2]; 5]);
+        assert!(matches!(
+            split(&[6], &IntTensor::vector(vec![0]), 1),
+            Err(SplitError::BadIntegerInput { .. })
+        ));
+        assert_eq!(
+            split(&[0, 2], &s(0), 5).unwrap().output_shapes(),
+            vec![vec![0, 2]; 5]
+        );
     }
 }

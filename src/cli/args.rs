@@ -1,0 +1,164 @@
+//! The command line, as clap sees it, and the parsing of the tensor-valued options.
+
+use super::{CliError, CliResult};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
+use wgpu_split::{npy, BackendChoice, IntTensor};
+
+/// Split-1, VariadicSplit-1, SplitToSequence-11 and ONNX Split on the GPU through wgpu.
+///
+/// With no subcommand, runs the examples of the operator specifications on the default
+/// adapter and checks each against the CPU reference.
+#[derive(Debug, Parser)]
+#[command(name = "wgpu-split", version)]
+pub struct Cli {
+    /// Subcommand; none runs the spec examples.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Backend for the demo: auto, vulkan, gl, metal or dx12 (default: $WGPU_SPLIT_BACKEND or auto).
+    #[arg(long, global = false)]
+    pub backend: Option<String>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the spec examples (the default).
+    Demo,
+    /// List adapters and the limits that matter to a split.
+    Info(InfoArgs),
+    /// Split a .npy file into DIR/output_0.npy ... DIR/output_{k-1}.npy.
+    Run(Box<RunArgs>),
+}
+
+/// Options of `info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The operators `run` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Op {
+    /// OpenVINO Split-1.
+    Split,
+    /// OpenVINO VariadicSplit-1.
+    VariadicSplit,
+    /// ONNX SplitToSequence-11.
+    SplitToSequence,
+    /// ONNX Split (opsets 2, 11, 13, 18).
+    OnnxSplit,
+}
+
+/// Options of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The operator.
+    #[arg(long, value_enum)]
+    pub op: Op,
+    /// Input tensor (.npy).
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Directory for output_{i}.npy; created if missing, written only on success.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Axis: an integer or a .npy holding a scalar or shape-[1] integer tensor.
+    #[arg(long, allow_hyphen_values = true)]
+    pub axis: Option<String>,
+    /// split: number of equal parts.
+    #[arg(long, allow_hyphen_values = true)]
+    pub num_splits: Option<i64>,
+    /// variadic-split: L1,L2,... (one may be -1) or a 1-D integer .npy.
+    #[arg(long, allow_hyphen_values = true)]
+    pub lengths: Option<String>,
+    /// split-to-sequence / onnx-split: N (scalar), [L1,L2,...] (1-D) or a 0-d/1-D integer .npy.
+    #[arg(long, allow_hyphen_values = true)]
+    pub split: Option<String>,
+    /// split-to-sequence: keep the split axis when no split is given (0 or 1, default 1).
+    #[arg(long, allow_hyphen_values = true)]
+    pub keepdims: Option<i64>,
+    /// onnx-split: number of outputs (equal parts before opset 18, ceil-sized chunks in 18).
+    #[arg(long, allow_hyphen_values = true)]
+    pub num_outputs: Option<i64>,
+    /// onnx-split: opset, 2, 11, 13 or 18 (default 18).
+    #[arg(long)]
+    pub opset: Option<u32>,
+    /// auto, vulkan, gl, metal, dx12, or cpu (the CPU reference alone).
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Skip the check against the CPU reference.
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parses a `--backend` value; `None` means `$WGPU_SPLIT_BACKEND` or auto.
+pub fn backend(value: Option<&str>) -> CliResult<BackendChoice> {
+    Ok(match value {
+        Some(v) => v.parse()?,
+        None => BackendChoice::from_env()?,
+    })
+}
+
+fn is_npy(value: &str) -> bool {
+    value.to_ascii_lowercase().ends_with(".npy")
+}
+
+fn parse_int(option: &str, text: &str) -> CliResult<i64> {
+    text.trim()
+        .parse()
+        .map_err(|_| CliError::usage(format!("--{option}: {text:?} is not an integer")))
+}
+
+fn parse_list(option: &str, text: &str) -> CliResult<Vec<i64>> {
+    let inner = text.trim();
+    if inner.is_empty() {
+        return Ok(vec![]);
+    }
+    inner.split(',').map(|t| parse_int(option, t)).collect()
+}
+
+/// Reads an integer tensor from a .npy file.
+fn int_tensor_file(path: &str, input: &'static str) -> CliResult<IntTensor> {
+    let tensor = npy::read(Path::new(path))?;
+    Ok(IntTensor::from_host(&tensor, input)?)
+}
+
+/// `--axis=N` or `--axis=FILE.npy`.
+pub fn axis(value: &str) -> CliResult<IntTensor> {
+    if is_npy(value) {
+        int_tensor_file(value, "axis")
+    } else {
+        Ok(IntTensor::scalar(parse_int("axis", value)?))
+    }
+}
+
+/// `--lengths=L1,L2,...` or `--lengths=FILE.npy`.
+pub fn lengths(value: &str) -> CliResult<IntTensor> {
+    if is_npy(value) {
+        int_tensor_file(value, "split_lengths")
+    } else {
+        Ok(IntTensor::vector(parse_list("lengths", value)?))
+    }
+}
+
+/// `--split=N`, `--split=[L1,L2,...]` or `--split=FILE.npy`.
+pub fn split(value: &str) -> CliResult<IntTensor> {
+    let v = value.trim();
+    if is_npy(v) {
+        int_tensor_file(v, "split")
+    } else if let Some(list) = v.strip_prefix('[') {
+        let list = list.strip_suffix(']').ok_or_else(|| {
+            CliError::usage(format!(
+                "--split: {value:?} opens '[' but does not close it"
+            ))
+        })?;
+        Ok(IntTensor::vector(parse_list("split", list)?))
+    } else {
+        Ok(IntTensor::scalar(parse_int("split", v)?))
+    }
+}

@@ -1,0 +1,106 @@
+//! The demo: every example of the operator specifications, on the GPU, checked against the
+//! CPU reference.
+
+use super::args;
+use super::CliResult;
+use std::process::ExitCode;
+use wgpu_split::{ops, reference, GpuSplitter, HostTensor, IntTensor, Result, SplitPlan};
+
+/// One spec example: a title and its plan over a given input shape.
+struct Example {
+    title: &'static str,
+    shape: Vec<usize>,
+    plan: Result<SplitPlan>,
+}
+
+fn examples() -> Vec<Example> {
+    let spec = vec![6, 12, 10, 24];
+    let small = vec![7, 3];
+    let v = IntTensor::vector;
+    let s = IntTensor::scalar;
+    vec![
+        Example {
+            title: "Split-1: axis 1, num_splits 3",
+            plan: ops::split(&spec, &s(1), 3),
+            shape: spec.clone(),
+        },
+        Example {
+            title: "VariadicSplit-1: axis 0, split_lengths [1, 2, 3]",
+            plan: ops::variadic_split(&spec, &s(0), &v(vec![1, 2, 3])),
+            shape: spec.clone(),
+        },
+        Example {
+            title: "VariadicSplit-1: axis 0, split_lengths [-1, 2]",
+            plan: ops::variadic_split(&spec, &s(0), &v(vec![-1, 2])),
+            shape: spec.clone(),
+        },
+        Example {
+            title: "SplitToSequence-11: axis 0, split 3 (scalar, remainder 1)",
+            plan: ops::split_to_sequence(&small, 0, Some(&s(3)), true),
+            shape: small.clone(),
+        },
+        Example {
+            title: "SplitToSequence-11: axis 0, split [2, 0, 5] (1-D, with a 0)",
+            plan: ops::split_to_sequence(&small, 0, Some(&v(vec![2, 0, 5])), true),
+            shape: small.clone(),
+        },
+        Example {
+            title: "SplitToSequence-11: axis 1, no split, keepdims 1",
+            plan: ops::split_to_sequence(&small, 1, None, true),
+            shape: small.clone(),
+        },
+        Example {
+            title: "SplitToSequence-11: axis 1, no split, keepdims 0",
+            plan: ops::split_to_sequence(&small, 1, None, false),
+            shape: small,
+        },
+    ]
+}
+
+/// Runs the demo on the backend chosen by `--backend` or `$WGPU_SPLIT_BACKEND`.
+pub fn run(backend: &Option<String>) -> CliResult {
+    let gpu = GpuSplitter::open(args::backend(backend.as_deref())?)?;
+    let info = gpu.adapter_info();
+    say!(
+        "wgpu-split: spec examples on {} ({:?}, {:?})\n",
+        info.name,
+        info.backend,
+        info.device_type
+    );
+    let mut all_match = true;
+    for ex in examples() {
+        let n: usize = ex.shape.iter().product();
+        let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let input = HostTensor::from_slice(&ex.shape, &data)?;
+        let plan = ex.plan?;
+        let gpu_out = gpu.run(&plan, &input)?;
+        let cpu_out = reference::split_tensor(&input, &plan)?;
+        say!("{}\n  input  {:?} f32", ex.title, ex.shape);
+        say!(
+            "  {:>6}  {:<18} {:>9}  {}",
+            "output",
+            "shape",
+            "bytes",
+            "GPU == CPU"
+        );
+        for (i, (g, c)) in gpu_out.iter().zip(&cpu_out).enumerate() {
+            let same = g.shape() == c.shape() && g.bytes() == c.bytes();
+            all_match &= same;
+            let shape = format!("{:?}", g.shape());
+            say!(
+                "  {i:>6}  {shape:<18} {:>9}  {}",
+                g.bytes().len(),
+                if same { "yes" } else { "NO" }
+            );
+        }
+        all_match &= gpu_out.len() == cpu_out.len();
+        say!();
+    }
+    if all_match {
+        say!("all outputs equal the CPU reference, byte for byte");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        say!("MISMATCH: some GPU outputs differ from the CPU reference");
+        Ok(ExitCode::from(1))
+    }
+}

@@ -1,0 +1,78 @@
+//! Argument parsing and the subcommands.
+
+/// `println!` that ignores a closed stdout (`wgpu-split | head`) instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+mod args;
+mod demo;
+mod info;
+mod run;
+
+use clap::Parser;
+use std::process::ExitCode;
+use wgpu_split::SplitError;
+
+/// An error as the command reports it: a one-line message and an exit code.
+#[derive(Debug)]
+pub struct CliError {
+    /// Process exit code.
+    pub code: u8,
+    /// The message, printed after `error: `.
+    pub message: String,
+}
+
+impl CliError {
+    /// Bad arguments or inputs: exit code 2.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<SplitError> for CliError {
+    fn from(e: SplitError) -> Self {
+        let code = match e {
+            SplitError::Mismatch(_) => 1,
+            SplitError::NoAdapter(_) | SplitError::Device(_) => 3,
+            _ => 2,
+        };
+        Self {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Result of a subcommand.
+pub type CliResult<T = ExitCode> = Result<T, CliError>;
+
+/// Parses the command line and runs the chosen subcommand.
+pub fn main() -> CliResult {
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return Ok(ExitCode::SUCCESS);
+            }
+            // clap's first line already reads "error: ..."; keep that line alone.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            return Err(CliError::usage(first.trim_start_matches("error: ")));
+        }
+    };
+    match cli.command {
+        None => demo::run(&cli.backend),
+        Some(args::Command::Demo) => demo::run(&cli.backend),
+        Some(args::Command::Info(a)) => info::run(&a),
+        Some(args::Command::Run(a)) => run::run(&a),
+    }
+}
