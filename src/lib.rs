@@ -23,6 +23,7 @@
 //! # Ok::<(), wgpu_split::SplitError>(())
 //! ```
 
+pub mod bench;
 pub mod dtype;
 pub mod error;
 pub mod gpu;
@@ -36,6 +37,6 @@ pub use dtype::DType;
 pub use error::{Result, SplitError};
 pub use gpu::adapter::BackendChoice;
 pub use gpu::layout::{OutputLayout, OutputRange};
-pub use gpu::{BufferRegion, GpuSplitter};
+pub use gpu::{BufferRegion, EncodedSplit, GpuSplitter};
 pub use plan::{Chunk, SplitPlan};
 pub use tensor::{HostTensor, IntTensor};

@@ -29,6 +29,22 @@ pub enum Command {
     Info(InfoArgs),
     /// Split a .npy file into DIR/output_0.npy ... DIR/output_{k-1}.npy.
     Run(Box<RunArgs>),
+    /// Time the standard suite against the device's own copies.
+    Bench(BenchArgs),
+}
+
+/// Options of `bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// auto, vulkan, gl, metal or dx12 (default: $WGPU_SPLIT_BACKEND or auto).
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Five timed runs per figure instead of nine.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 /// Options of `info`.

@@ -9,6 +9,7 @@ macro_rules! say {
 }
 
 mod args;
+mod bench;
 mod demo;
 mod info;
 mod run;
@@ -74,5 +75,6 @@ pub fn main() -> CliResult {
         Some(args::Command::Demo) => demo::run(&cli.backend),
         Some(args::Command::Info(a)) => info::run(&a),
         Some(args::Command::Run(a)) => run::run(&a),
+        Some(args::Command::Bench(a)) => bench::run(&a),
     }
 }

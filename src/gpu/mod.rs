@@ -13,7 +13,7 @@ use crate::reference;
 use crate::tensor::{byte_count, HostTensor};
 use crate::DType;
 use adapter::BackendChoice;
-use layout::{GatherTable, OutputLayout};
+use layout::{GatherTable, OutputLayout, OutputRange};
 use std::num::NonZeroU64;
 use wgpu::util::DeviceExt;
 
@@ -30,6 +30,17 @@ pub struct BufferRegion<'a> {
     pub buffer: &'a wgpu::Buffer,
     /// Byte offset; a multiple of the device's `min_storage_buffer_offset_alignment`.
     pub offset: u64,
+}
+
+/// What [`GpuSplitter::encode`] recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedSplit {
+    /// Where each output lies in the output region.
+    pub layout: OutputLayout,
+    /// Compute dispatches recorded.
+    pub dispatches: u32,
+    /// Buffer-to-buffer copy commands recorded.
+    pub copies: u32,
 }
 
 /// A device, its queue and the split pipeline compiled for it (once, at construction).
@@ -224,7 +235,7 @@ impl GpuSplitter {
         dtype: DType,
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
-    ) -> Result<OutputLayout> {
+    ) -> Result<EncodedSplit> {
         let layout = self.output_layout(plan, dtype)?;
         let table = GatherTable::new(plan, dtype, &layout)?;
         let in_size = Self::input_binding_size(plan, dtype)?;
@@ -236,7 +247,7 @@ impl GpuSplitter {
             wgpu::BufferUsages::STORAGE,
         )?;
         if table.params.num_units == 0 {
-            return Ok(layout);
+            return Ok(EncodedSplit { layout, dispatches: 0, copies: 0 });
         }
         let (x, y) = self.grid(table.params.num_units as u64)?;
         scoped(&self.device, "encoding the split", || {
@@ -291,11 +302,32 @@ impl GpuSplitter {
             pass.set_bind_group(0, &bind_group, &[]);
             pass.dispatch_workgroups(x, y, 1);
         })?;
-        Ok(layout)
+        Ok(EncodedSplit { layout, dispatches: 1, copies: 0 })
     }
 
-    /// Workgroup grid for `units`: as wide as the device allows, then folded into rows.
-    fn grid(&self, units: u64) -> Result<(u32, u32)> {
+    /// Where each output lies inside the input, when every output is one contiguous range of
+    /// it starting at the device's storage offset alignment: the caller can then bind the
+    /// outputs as views of the input and move no bytes at all. `None` otherwise.
+    pub fn output_views(&self, plan: &SplitPlan, dtype: DType) -> Result<Option<Vec<OutputRange>>> {
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let inner_bytes = plan.inner() as u64 * dtype.size() as u64;
+        let contiguous = plan.outer() <= 1 || plan.chunks().iter().filter(|c| c.len > 0).count() <= 1;
+        if !contiguous {
+            return Ok(None);
+        }
+        let mut views = Vec::with_capacity(plan.num_outputs());
+        for (i, c) in plan.chunks().iter().enumerate() {
+            let offset = if c.len == 0 { 0 } else { c.start as u64 * inner_bytes };
+            if !offset.is_multiple_of(align) {
+                return Ok(None);
+            }
+            views.push(OutputRange { offset, size: byte_count(&plan.output_shape(i), dtype)? as u64 });
+        }
+        Ok(Some(views))
+    }
+
+    /// Workgroup grid for `units` invocations: as wide as the device allows, then folded into rows.
+    pub(crate) fn grid(&self, units: u64) -> Result<(u32, u32)> {
         let groups = units.div_ceil(WORKGROUP_SIZE);
         let max = self.limits.max_compute_workgroups_per_dimension as u64;
         let x = groups.min(max);
@@ -359,7 +391,7 @@ impl GpuSplitter {
         in_buf.unmap();
 
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        let layout = self.encode(
+        let EncodedSplit { layout, .. } = self.encode(
             &mut encoder,
             plan,
             dtype,

@@ -1,0 +1,268 @@
+//! The benchmark suite: each case's split timed against the device's own copies, in one run.
+//!
+//! Used by `wgpu-split bench` and by the criterion benches. Every rate is
+//! `input bytes / median time` over at least five timed runs after a warm-up.
+
+use crate::error::{Result, SplitError};
+use crate::gpu::{scoped, BufferRegion, GpuSplitter};
+use crate::ops;
+use crate::plan::SplitPlan;
+use crate::reference;
+use crate::tensor::{byte_count, HostTensor, IntTensor};
+use crate::DType;
+use std::time::Instant;
+
+/// The copy kernel the split is measured against, `shaders/bench_copy_vec4.wgsl`.
+pub const COPY_SHADER_SOURCE: &str = include_str!("../shaders/bench_copy_vec4.wgsl");
+
+/// How a case chooses its parts.
+#[derive(Debug, Clone)]
+pub enum CaseOp {
+    /// Split-1 with `num_splits`.
+    Split(i64),
+    /// VariadicSplit-1 with these lengths.
+    Variadic(Vec<i64>),
+    /// SplitToSequence-11 without `split`, with this `keepdims`.
+    SequenceOfOnes(bool),
+}
+
+/// One benchmark case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// Short name (`qkv`, `glu`, ...).
+    pub name: &'static str,
+    /// Element type.
+    pub dtype: DType,
+    /// Input shape.
+    pub shape: Vec<usize>,
+    /// Split axis (negative counts from the end).
+    pub axis: i64,
+    /// The operator and its parts.
+    pub op: CaseOp,
+}
+
+impl Case {
+    /// The operator's command-line name.
+    pub fn op_name(&self) -> &'static str {
+        match self.op {
+            CaseOp::Split(_) => "split",
+            CaseOp::Variadic(_) => "variadic-split",
+            CaseOp::SequenceOfOnes(_) => "split-to-sequence",
+        }
+    }
+
+    /// Validates and plans the case (timed: host planning is part of a split).
+    pub fn plan(&self) -> Result<SplitPlan> {
+        let axis = IntTensor::scalar(self.axis);
+        match &self.op {
+            CaseOp::Split(n) => ops::split(&self.shape, &axis, *n),
+            CaseOp::Variadic(l) => ops::variadic_split(&self.shape, &axis, &IntTensor::vector(l.clone())),
+            CaseOp::SequenceOfOnes(k) => ops::split_to_sequence(&self.shape, self.axis, None, *k),
+        }
+    }
+
+    /// Input size in bytes.
+    pub fn bytes(&self) -> Result<usize> {
+        byte_count(&self.shape, self.dtype)
+    }
+}
+
+/// The standard suite of the README's results table.
+pub fn standard_suite() -> Vec<Case> {
+    use CaseOp::*;
+    let case = |name, dtype, shape: &[usize], axis, op| Case { name, dtype, shape: shape.to_vec(), axis, op };
+    vec![
+        case("spec_split", DType::F32, &[6, 12, 10, 24], 1, Split(3)),
+        case("qkv", DType::F32, &[4, 512, 3072], -1, Split(3)),
+        case("glu", DType::F16, &[8, 1024, 8192], -1, Split(2)),
+        case("batch0", DType::F32, &[64, 256, 1024], 0, Variadic(vec![16, 16, 32])),
+        case("heads64", DType::F32, &[512, 4096], 1, Split(64)),
+        case("bytes_odd", DType::U8, &[16384, 4095], 1, Variadic(vec![1365, 1365, 1365])),
+        case("seq_many", DType::F32, &[4096, 2048], 0, SequenceOfOnes(false)),
+        case("tiny_runs", DType::F32, &[4194304, 4], 1, Split(4)),
+    ]
+}
+
+/// Measurements of one case.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    /// The case.
+    pub case: Case,
+    /// Number of outputs.
+    pub outputs: usize,
+    /// Input bytes.
+    pub bytes: usize,
+    /// Median device-resident split time (plan, encode, submit, wait), ms.
+    pub split_ms: f64,
+    /// Median `copy_buffer_to_buffer` of the same bytes, ms.
+    pub copy_ms: f64,
+    /// Median vec4 copy kernel over the same bytes, ms.
+    pub shader_copy_ms: f64,
+    /// Median CPU reference split, ms.
+    pub cpu_reference_ms: f64,
+    /// Compute dispatches plus copy commands the split recorded.
+    pub dispatches: u32,
+    /// Whether every output can be a view of the input (no bytes moved).
+    pub zero_copy: bool,
+}
+
+/// GB/s for `bytes` moved in `ms`.
+pub fn gbps(bytes: usize, ms: f64) -> f64 {
+    bytes as f64 / (ms * 1e6)
+}
+
+/// Median of a non-empty list.
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Times `f` once for warm-up, then `runs` times; returns the median in ms.
+fn time_ms(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    f()?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median(times))
+}
+
+/// Runs cases on one device.
+pub struct Bencher<'a> {
+    gpu: &'a GpuSplitter,
+    runs: usize,
+    copy_layout: wgpu::BindGroupLayout,
+    copy_pipeline: wgpu::ComputePipeline,
+}
+
+impl<'a> Bencher<'a> {
+    /// Prepares the baseline copy kernel on `gpu`'s device; `runs` >= 5 timed runs per figure.
+    pub fn new(gpu: &'a GpuSplitter, runs: usize) -> Result<Self> {
+        let device = gpu.device();
+        let (copy_layout, copy_pipeline) = scoped(device, "compiling the copy kernel", || {
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("bench_copy_vec4.wgsl"),
+                source: wgpu::ShaderSource::Wgsl(COPY_SHADER_SOURCE.into()),
+            });
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("bench_copy_vec4"),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            (pipeline.get_bind_group_layout(0), pipeline)
+        })?;
+        Ok(Self { gpu, runs: runs.max(5), copy_layout, copy_pipeline })
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.gpu
+            .device()
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| SplitError::Device(format!("waiting for the device: {e}")))
+    }
+
+    /// Median time of an empty submit and wait, ms.
+    pub fn roundtrip_ms(&self) -> Result<f64> {
+        time_ms(self.runs.max(20), || {
+            let encoder = self.gpu.device().create_command_encoder(&Default::default());
+            self.gpu.queue().submit([encoder.finish()]);
+            self.wait()
+        })
+    }
+
+    /// Measures one case.
+    pub fn run_case(&self, case: &Case) -> Result<CaseResult> {
+        let device = self.gpu.device();
+        let plan = case.plan()?;
+        let bytes = case.bytes()?;
+        let layout = self.gpu.output_layout(&plan, case.dtype)?;
+        let in_size = (bytes as u64).next_multiple_of(16).max(16);
+        let data: Vec<u8> = (0..bytes).map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[3]).collect();
+        let (input, output) = scoped(device, "allocating benchmark buffers", || {
+            let make = |label, size| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            };
+            (make("bench input", in_size), make("bench output", layout.total_bytes.max(in_size)))
+        })?;
+        let mut padded = data.clone();
+        padded.resize(in_size as usize, 0);
+        self.gpu.queue().write_buffer(&input, 0, &padded);
+        drop(padded);
+
+        let mut dispatches = 0;
+        let split_ms = time_ms(self.runs, || {
+            let plan = case.plan()?;
+            let mut encoder = device.create_command_encoder(&Default::default());
+            let encoded = self.gpu.encode(
+                &mut encoder,
+                &plan,
+                case.dtype,
+                BufferRegion { buffer: &input, offset: 0 },
+                BufferRegion { buffer: &output, offset: 0 },
+            )?;
+            dispatches = encoded.dispatches + encoded.copies;
+            self.gpu.queue().submit([encoder.finish()]);
+            self.wait()
+        })?;
+
+        let copy_ms = time_ms(self.runs, || {
+            let mut encoder = device.create_command_encoder(&Default::default());
+            encoder.copy_buffer_to_buffer(&input, 0, &output, 0, in_size);
+            self.gpu.queue().submit([encoder.finish()]);
+            self.wait()
+        })?;
+
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("bench copy"),
+            layout: &self.copy_layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &input, offset: 0, size: std::num::NonZeroU64::new(in_size) }),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &output, offset: 0, size: std::num::NonZeroU64::new(in_size) }),
+                },
+            ],
+        });
+        let (x, y) = self.gpu.grid(in_size / 16)?;
+        let shader_copy_ms = time_ms(self.runs, || {
+            let mut encoder = device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&self.copy_pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(x, y, 1);
+            }
+            self.gpu.queue().submit([encoder.finish()]);
+            self.wait()
+        })?;
+
+        let host = HostTensor::new(case.dtype, case.shape.clone(), data)?;
+        let cpu_reference_ms = time_ms(self.runs, || reference::split_tensor(&host, &plan).map(|_| ()))?;
+
+        Ok(CaseResult {
+            case: case.clone(),
+            outputs: plan.num_outputs(),
+            bytes,
+            split_ms,
+            copy_ms,
+            shader_copy_ms,
+            cpu_reference_ms,
+            dispatches,
+            zero_copy: self.gpu.output_views(&plan, case.dtype)?.is_some(),
+        })
+    }
+}

@@ -1,0 +1,84 @@
+//! `wgpu-split bench`: the standard suite with a progress bar, a table and optional JSON.
+
+use super::args::{self, BenchArgs};
+use super::{CliError, CliResult};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use std::process::ExitCode;
+use wgpu_split::bench::{gbps, standard_suite, Bencher};
+use wgpu_split::GpuSplitter;
+
+/// Runs the suite and prints (and optionally writes) the results.
+pub fn run(a: &BenchArgs) -> CliResult {
+    let gpu = GpuSplitter::open(args::backend(a.backend.as_deref())?)?;
+    let info = gpu.adapter_info().clone();
+    let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 9 })?;
+    let roundtrip_ms = bencher.roundtrip_ms()?;
+    let suite = standard_suite();
+    let bar = ProgressBar::new(suite.len() as u64).with_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut results = Vec::new();
+    for case in &suite {
+        bar.set_message(case.name);
+        results.push(bencher.run_case(case)?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+
+    say!("adapter: {} ({:?}); empty submit + wait: {:.3} ms (median)", info.name, info.backend, roundtrip_ms);
+    say!(
+        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>5}",
+        "case", "op", "dtype", "outputs", "MiB", "split_ms", "split", "copy", "shader", "cpu", "disp"
+    );
+    for r in &results {
+        say!(
+            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>5}{}",
+            r.case.name,
+            r.case.op_name(),
+            r.case.dtype.name(),
+            r.outputs,
+            r.bytes as f64 / (1 << 20) as f64,
+            r.split_ms,
+            gbps(r.bytes, r.split_ms),
+            gbps(r.bytes, r.copy_ms),
+            gbps(r.bytes, r.shader_copy_ms),
+            gbps(r.bytes, r.cpu_reference_ms),
+            r.dispatches,
+            if r.zero_copy { " zero-copy" } else { "" }
+        );
+    }
+    say!("(rates in GB/s = input bytes / median time; copy = copy_buffer_to_buffer, shader = vec4 copy kernel)");
+
+    if let Some(path) = &a.json {
+        let cases: Vec<_> = results
+            .iter()
+            .map(|r| {
+                json!({
+                    "name": r.case.name,
+                    "op": r.case.op_name(),
+                    "dtype": r.case.dtype.name(),
+                    "shape": r.case.shape,
+                    "axis": r.case.axis,
+                    "outputs": r.outputs,
+                    "bytes": r.bytes,
+                    "split_ms": r.split_ms,
+                    "split_gbps": gbps(r.bytes, r.split_ms),
+                    "copy_gbps": gbps(r.bytes, r.copy_ms),
+                    "shader_copy_gbps": gbps(r.bytes, r.shader_copy_ms),
+                    "cpu_reference_gbps": gbps(r.bytes, r.cpu_reference_ms),
+                    "dispatches": r.dispatches,
+                    "zero_copy": r.zero_copy,
+                })
+            })
+            .collect();
+        let report = json!({
+            "adapter": {"name": info.name, "backend": format!("{:?}", info.backend).to_lowercase()},
+            "roundtrip_ms": roundtrip_ms,
+            "cases": cases,
+        });
+        let text = serde_json::to_string_pretty(&report).map_err(|e| CliError::usage(e.to_string()))?;
+        std::fs::write(path, text).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
