@@ -2,82 +2,76 @@
 //
 // The host views the input as [outer, axis_len, inner] and gives each non-empty output one
 // entry: where its rows start in the source, how long a row is, and where the output starts in
-// the destination buffer. All sizes are in bytes, so the shader never interprets an element:
-// it copies u32 words, which keeps NaN payloads, -0.0 and denormals exactly.
+// the destination. All sizes are in bytes, so the shader never interprets an element: it copies
+// u32 words, which keeps NaN payloads, -0.0 and denormals exactly.
 //
-// Work unit: one invocation writes 16 bytes (4 words) of one output. Outputs start at
-// 16-byte-aligned offsets, so a unit never spans two outputs and no two invocations write the
+// Work: the output is cut into 16-byte units. Each invocation writes `units_per_invocation`
+// consecutive units of one entry: it finds its entry and its row once, then steps along the
+// rows, so the table search and the division are paid once per run of units. The host sets
+// the run length per dispatch: long runs on CPU adapters, where invocations are costly, but
+// short enough that a small split still spreads over several workgroups. Entries start on 16-byte
+// aligned destination offsets, so no unit spans two entries and no two invocations write the
 // same word: no atomics are needed even for 1- and 2-byte dtypes.
 
 struct Params {
-    // Units in the whole dispatch.
-    num_units: u32,
+    // Invocations with work in this dispatch.
+    num_invocations: u32,
     // Entries in the table below.
     num_entries: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // 1 when every entry has the same size and rows (equal parts): invocations then take the
+    // entries in turn, so neighbouring invocations read the same input rows for each output.
+    interleaved: u32,
+    // 16-byte units each invocation writes (see the note at the top).
+    units_per_invocation: u32,
 }
 
+// How an entry's words are read.
+const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one vec4 per unit
+const MODE_WORD: u32 = 1u; // multiples of 4: every output word is one source word
+const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from bytes
+
 struct Entry {
-    // First global unit of this output; entries are sorted by it.
-    unit_start: u32,
-    // First u32 word of this output in `dst`.
-    dst_word: u32,
-    // Size of this output in bytes.
+    // First invocation of this entry; entries are sorted by it.
+    invocation_start: u32,
+    // First 16-byte unit of this entry in `dst`.
+    dst_unit: u32,
+    // Byte offset of the entry's first output byte within its first row (row 0 below).
+    first_byte: u32,
+    // Bytes this entry writes.
     out_bytes: u32,
     // Bytes of one output row: len * inner * element size.
     row_bytes: u32,
-    // Bytes between consecutive rows of the source: axis_len * inner * element size.
+    // Bytes between consecutive rows in the source: axis_len * inner * element size.
     src_stride: u32,
-    // Byte offset of this output's first row in the source: start * inner * element size.
+    // Byte offset in `src` of row 0 of this entry.
     src_offset: u32,
-    // 1 when row_bytes, src_stride and src_offset are multiples of 4: every output word is
-    // then one source word.
-    word_aligned: u32,
-    _pad: u32,
+    // MODE_VEC4, MODE_WORD or MODE_BYTE.
+    mode: u32,
 }
 
-const WORKGROUP_SIZE: u32 = 256u;
+const WORKGROUP_SIZE: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> entries: array<Entry>;
 @group(0) @binding(2) var<storage, read> src: array<u32>;
-@group(0) @binding(3) var<storage, read_write> dst: array<u32>;
+// The same source bytes as vec4 words, for MODE_VEC4.
+@group(0) @binding(3) var<storage, read> src4: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> dst: array<vec4<u32>>;
 
 // The byte at source offset `s`, in the low 8 bits.
 fn src_byte(s: u32) -> u32 {
     return (src[s >> 2u] >> ((s & 3u) * 8u)) & 0xffu;
 }
 
-// The 4 bytes at source offset `s`, any alignment; all 4 must lie inside the source.
-fn src_word_unaligned(s: u32) -> u32 {
-    let shift = (s & 3u) * 8u;
-    let lo = src[s >> 2u];
-    if (shift == 0u) {
-        return lo;
-    }
-    return (lo >> shift) | (src[(s >> 2u) + 1u] << (32u - shift));
-}
-
-// Output word starting at (row, col) of entry `e`, holding `n` (1..4) bytes of the output.
-fn gather_word(e: Entry, row: u32, col: u32, n: u32) -> u32 {
-    if (e.word_aligned == 1u) {
-        return src[(row * e.src_stride + e.src_offset + col) >> 2u];
-    }
-    if (n == 4u && col + 4u <= e.row_bytes) {
-        return src_word_unaligned(row * e.src_stride + e.src_offset + col);
-    }
-    // The word crosses a row boundary (or ends the output): assemble it byte by byte.
-    var r = row;
-    var c = col;
-    var word = 0u;
-    for (var j = 0u; j < n; j++) {
-        word |= src_byte(r * e.src_stride + e.src_offset + c) << (8u * j);
-        c += 1u;
-        if (c == e.row_bytes) {
-            c = 0u;
-            r += 1u;
-        }
+// MODE_WORD: the source word at byte offset *s, then one output word further along the
+// rows (jumping `row_gap` bytes at the end of a row).
+fn next_word(s: ptr<function, u32>, col: ptr<function, u32>, row_bytes: u32, row_gap: u32) -> u32 {
+    let word = src[*s >> 2u];
+    *s += 4u;
+    *col += 4u;
+    if (*col == row_bytes) {
+        *col = 0u;
+        *s += row_gap;
     }
     return word;
 }
@@ -89,40 +83,128 @@ fn main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     // Large dispatches are folded into 2-D grids (65,535 workgroups per dimension).
-    let unit = (wg.y * num_wg.x + wg.x) * WORKGROUP_SIZE + lid;
-    if (unit >= params.num_units) {
+    let invocation = (wg.y * num_wg.x + wg.x) * WORKGROUP_SIZE + lid;
+    if (invocation >= params.num_invocations) {
         return;
     }
 
-    // The entry whose unit range holds this unit: the last one with unit_start <= unit.
     var lo = 0u;
-    var hi = params.num_entries;
-    while (hi - lo > 1u) {
-        let mid = (lo + hi) / 2u;
-        if (entries[mid].unit_start <= unit) {
-            lo = mid;
-        } else {
-            hi = mid;
+    var local_invocation = 0u;
+    if (params.interleaved == 1u) {
+        lo = invocation % params.num_entries;
+        local_invocation = invocation / params.num_entries;
+    } else {
+        // The entry holding this invocation: the last one with invocation_start <= invocation.
+        var hi = params.num_entries;
+        while (hi - lo > 1u) {
+            let mid = (lo + hi) / 2u;
+            if (entries[mid].invocation_start <= invocation) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
         }
+        local_invocation = invocation - entries[lo].invocation_start;
     }
     let e = entries[lo];
 
-    let local = unit - e.unit_start;
-    let first_byte = local * 16u;
-    var row = first_byte / e.row_bytes;
-    var col = first_byte - row * e.row_bytes;
-    let dst_base = e.dst_word + local * 4u;
-    for (var k = 0u; k < 4u; k++) {
-        let b = first_byte + 4u * k;
-        if (b >= e.out_bytes) {
-            break;
+    let total_units = (e.out_bytes + 15u) / 16u;
+    let first_unit = local_invocation * params.units_per_invocation;
+    let end_unit = min(first_unit + params.units_per_invocation, total_units);
+    let first = e.first_byte + first_unit * 16u;
+    let end_byte = e.first_byte + e.out_bytes;
+    let row = first / e.row_bytes;
+    var col = first - row * e.row_bytes;
+
+    // Source offset of the next byte to read, stepped along instead of recomputed; at the end
+    // of a row it jumps over the other outputs' parts of the stride.
+    let row_gap = e.src_stride - e.row_bytes;
+    var s = row * e.src_stride + e.src_offset + col;
+    if (e.mode == MODE_VEC4) {
+        var s4 = s / 16u;
+        let gap4 = row_gap / 16u;
+        for (var u = first_unit; u < end_unit; u++) {
+            dst[e.dst_unit + u] = src4[s4];
+            s4 += 1u;
+            col += 16u;
+            if (col == e.row_bytes) {
+                col = 0u;
+                s4 += gap4;
+            }
         }
-        dst[dst_base + k] = gather_word(e, row, col, min(4u, e.out_bytes - b));
-        // Step 4 bytes along the output; rows shorter than 4 bytes wrap more than once.
-        col += 4u;
-        while (col >= e.row_bytes) {
-            col -= e.row_bytes;
-            row += 1u;
+        return;
+    }
+    if (e.mode == MODE_WORD) {
+        // Every output word is one source word; only the output's last unit can be partial.
+        for (var u = first_unit; u < end_unit; u++) {
+            let words = min(4u, (e.out_bytes - u * 16u) / 4u);
+            if (words == 4u) {
+                // Constant lane indices: a dynamically indexed vector is slow on CPU adapters.
+                let x = next_word(&s, &col, e.row_bytes, row_gap);
+                let y = next_word(&s, &col, e.row_bytes, row_gap);
+                let z = next_word(&s, &col, e.row_bytes, row_gap);
+                let w = next_word(&s, &col, e.row_bytes, row_gap);
+                dst[e.dst_unit + u] = vec4<u32>(x, y, z, w);
+            } else {
+                var v = vec4<u32>(0u);
+                for (var k = 0u; k < words; k++) {
+                    v[k] = next_word(&s, &col, e.row_bytes, row_gap);
+                }
+                dst[e.dst_unit + u] = v;
+            }
         }
+        return;
+    }
+
+    // MODE_BYTE. Units inside one row read 5 source words and shift them into place; units
+    // that cross a row end or end the output are assembled byte by byte.
+    var b = first;
+    for (var u = first_unit; u < end_unit; u++) {
+        var v = vec4<u32>(0u);
+        if (col + 16u <= e.row_bytes && b + 16u <= end_byte) {
+            let w = s >> 2u;
+            let shift = (s & 3u) * 8u;
+            let x = vec4<u32>(src[w], src[w + 1u], src[w + 2u], src[w + 3u]);
+            if (shift == 0u) {
+                v = x;
+            } else {
+                let next = vec4<u32>(x.yzw, src[w + 4u]);
+                v = (x >> vec4<u32>(shift)) | (next << vec4<u32>(32u - shift));
+            }
+            b += 16u;
+            s += 16u;
+            col += 16u;
+            if (col == e.row_bytes) {
+                col = 0u;
+                s += row_gap;
+            }
+        } else {
+            for (var k = 0u; k < 4u; k++) {
+                if (b < end_byte) {
+                    var word = 0u;
+                    var ss = s;
+                    var cc = col;
+                    for (var j = 0u; j < min(4u, end_byte - b); j++) {
+                        word |= src_byte(ss) << (8u * j);
+                        ss += 1u;
+                        cc += 1u;
+                        if (cc == e.row_bytes) {
+                            cc = 0u;
+                            ss += row_gap;
+                        }
+                    }
+                    v[k] = word;
+                }
+                b += 4u;
+                s += 4u;
+                col += 4u;
+                // Rows shorter than 4 bytes wrap more than once.
+                while (col >= e.row_bytes) {
+                    col -= e.row_bytes;
+                    s += row_gap;
+                }
+            }
+        }
+        dst[e.dst_unit + u] = v;
     }
 }

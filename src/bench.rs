@@ -56,7 +56,9 @@ impl Case {
         let axis = IntTensor::scalar(self.axis);
         match &self.op {
             CaseOp::Split(n) => ops::split(&self.shape, &axis, *n),
-            CaseOp::Variadic(l) => ops::variadic_split(&self.shape, &axis, &IntTensor::vector(l.clone())),
+            CaseOp::Variadic(l) => {
+                ops::variadic_split(&self.shape, &axis, &IntTensor::vector(l.clone()))
+            }
             CaseOp::SequenceOfOnes(k) => ops::split_to_sequence(&self.shape, self.axis, None, *k),
         }
     }
@@ -70,15 +72,39 @@ impl Case {
 /// The standard suite of the README's results table.
 pub fn standard_suite() -> Vec<Case> {
     use CaseOp::*;
-    let case = |name, dtype, shape: &[usize], axis, op| Case { name, dtype, shape: shape.to_vec(), axis, op };
+    let case = |name, dtype, shape: &[usize], axis, op| Case {
+        name,
+        dtype,
+        shape: shape.to_vec(),
+        axis,
+        op,
+    };
     vec![
         case("spec_split", DType::F32, &[6, 12, 10, 24], 1, Split(3)),
         case("qkv", DType::F32, &[4, 512, 3072], -1, Split(3)),
         case("glu", DType::F16, &[8, 1024, 8192], -1, Split(2)),
-        case("batch0", DType::F32, &[64, 256, 1024], 0, Variadic(vec![16, 16, 32])),
+        case(
+            "batch0",
+            DType::F32,
+            &[64, 256, 1024],
+            0,
+            Variadic(vec![16, 16, 32]),
+        ),
         case("heads64", DType::F32, &[512, 4096], 1, Split(64)),
-        case("bytes_odd", DType::U8, &[16384, 4095], 1, Variadic(vec![1365, 1365, 1365])),
-        case("seq_many", DType::F32, &[4096, 2048], 0, SequenceOfOnes(false)),
+        case(
+            "bytes_odd",
+            DType::U8,
+            &[16384, 4095],
+            1,
+            Variadic(vec![1365, 1365, 1365]),
+        ),
+        case(
+            "seq_many",
+            DType::F32,
+            &[4096, 2048],
+            0,
+            SequenceOfOnes(false),
+        ),
         case("tiny_runs", DType::F32, &[4194304, 4], 1, Split(4)),
     ]
 }
@@ -94,6 +120,8 @@ pub struct CaseResult {
     pub bytes: usize,
     /// Median device-resident split time (plan, encode, submit, wait), ms.
     pub split_ms: f64,
+    /// Median host part of the split alone (plan and encode, no submit), ms.
+    pub host_ms: f64,
     /// Median `copy_buffer_to_buffer` of the same bytes, ms.
     pub copy_ms: f64,
     /// Median vec4 copy kernel over the same bytes, ms.
@@ -129,6 +157,85 @@ fn time_ms(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     Ok(median(times))
 }
 
+/// Device buffers holding one case's input, and room for its outputs.
+pub struct CaseBuffers {
+    /// The input, filled with a byte pattern.
+    pub input: wgpu::Buffer,
+    /// The output region.
+    pub output: wgpu::Buffer,
+    /// The same input on the host.
+    pub host: HostTensor,
+}
+
+impl CaseBuffers {
+    /// Allocates and fills the buffers of `case` on `gpu`'s device.
+    pub fn new(gpu: &GpuSplitter, case: &Case) -> Result<Self> {
+        let device = gpu.device();
+        let plan = case.plan()?;
+        let bytes = case.bytes()?;
+        let layout = gpu.output_layout(&plan, case.dtype)?;
+        let in_size = (bytes as u64).next_multiple_of(16).max(16);
+        let data: Vec<u8> = (0..bytes)
+            .map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[3])
+            .collect();
+        let (input, output) = scoped(device, "allocating benchmark buffers", || {
+            let make = |label, size| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            };
+            (
+                make("bench input", in_size),
+                make("bench output", layout.total_bytes.max(in_size)),
+            )
+        })?;
+        let mut padded = data.clone();
+        padded.resize(in_size as usize, 0);
+        gpu.queue().write_buffer(&input, 0, &padded);
+        Ok(Self {
+            input,
+            output,
+            host: HostTensor::new(case.dtype, case.shape.clone(), data)?,
+        })
+    }
+
+    /// One device-resident split as the suite times it: plan, encode, submit, wait.
+    /// Returns the compute dispatches plus copy commands it recorded.
+    pub fn split(&self, gpu: &GpuSplitter, case: &Case) -> Result<u32> {
+        let plan = case.plan()?;
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let encoded = gpu.encode(
+            &mut encoder,
+            &plan,
+            case.dtype,
+            BufferRegion {
+                buffer: &self.input,
+                offset: 0,
+            },
+            BufferRegion {
+                buffer: &self.output,
+                offset: 0,
+            },
+        )?;
+        gpu.queue().submit([encoder.finish()]);
+        wait(gpu)?;
+        Ok(encoded.dispatches + encoded.copies)
+    }
+}
+
+/// Blocks until the device has finished its submitted work.
+fn wait(gpu: &GpuSplitter) -> Result<()> {
+    gpu.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map(|_| ())
+        .map_err(|e| SplitError::Device(format!("waiting for the device: {e}")))
+}
+
 /// Runs cases on one device.
 pub struct Bencher<'a> {
     gpu: &'a GpuSplitter,
@@ -156,23 +263,23 @@ impl<'a> Bencher<'a> {
             });
             (pipeline.get_bind_group_layout(0), pipeline)
         })?;
-        Ok(Self { gpu, runs: runs.max(5), copy_layout, copy_pipeline })
-    }
-
-    fn wait(&self) -> Result<()> {
-        self.gpu
-            .device()
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
-            .map_err(|e| SplitError::Device(format!("waiting for the device: {e}")))
+        Ok(Self {
+            gpu,
+            runs: runs.max(5),
+            copy_layout,
+            copy_pipeline,
+        })
     }
 
     /// Median time of an empty submit and wait, ms.
     pub fn roundtrip_ms(&self) -> Result<f64> {
         time_ms(self.runs.max(20), || {
-            let encoder = self.gpu.device().create_command_encoder(&Default::default());
+            let encoder = self
+                .gpu
+                .device()
+                .create_command_encoder(&Default::default());
             self.gpu.queue().submit([encoder.finish()]);
-            self.wait()
+            wait(self.gpu)
         })
     }
 
@@ -181,46 +288,41 @@ impl<'a> Bencher<'a> {
         let device = self.gpu.device();
         let plan = case.plan()?;
         let bytes = case.bytes()?;
-        let layout = self.gpu.output_layout(&plan, case.dtype)?;
-        let in_size = (bytes as u64).next_multiple_of(16).max(16);
-        let data: Vec<u8> = (0..bytes).map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[3]).collect();
-        let (input, output) = scoped(device, "allocating benchmark buffers", || {
-            let make = |label, size| {
-                device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            };
-            (make("bench input", in_size), make("bench output", layout.total_bytes.max(in_size)))
-        })?;
-        let mut padded = data.clone();
-        padded.resize(in_size as usize, 0);
-        self.gpu.queue().write_buffer(&input, 0, &padded);
-        drop(padded);
+        let buffers = CaseBuffers::new(self.gpu, case)?;
+        let (input, output) = (&buffers.input, &buffers.output);
+        let in_size = input.size();
 
         let mut dispatches = 0;
         let split_ms = time_ms(self.runs, || {
+            dispatches = buffers.split(self.gpu, case)?;
+            Ok(())
+        })?;
+
+        let host_ms = time_ms(self.runs, || {
             let plan = case.plan()?;
             let mut encoder = device.create_command_encoder(&Default::default());
-            let encoded = self.gpu.encode(
+            let input = BufferRegion {
+                buffer: input,
+                offset: 0,
+            };
+            self.gpu.encode(
                 &mut encoder,
                 &plan,
                 case.dtype,
-                BufferRegion { buffer: &input, offset: 0 },
-                BufferRegion { buffer: &output, offset: 0 },
+                input,
+                BufferRegion {
+                    buffer: output,
+                    offset: 0,
+                },
             )?;
-            dispatches = encoded.dispatches + encoded.copies;
-            self.gpu.queue().submit([encoder.finish()]);
-            self.wait()
+            Ok(())
         })?;
 
         let copy_ms = time_ms(self.runs, || {
             let mut encoder = device.create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(&input, 0, &output, 0, in_size);
+            encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size);
             self.gpu.queue().submit([encoder.finish()]);
-            self.wait()
+            wait(self.gpu)
         })?;
 
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -229,15 +331,23 @@ impl<'a> Bencher<'a> {
             entries: &[
                 wgpu::BindGroupEntry {
                     binding: 0,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &input, offset: 0, size: std::num::NonZeroU64::new(in_size) }),
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: input,
+                        offset: 0,
+                        size: std::num::NonZeroU64::new(in_size),
+                    }),
                 },
                 wgpu::BindGroupEntry {
                     binding: 1,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &output, offset: 0, size: std::num::NonZeroU64::new(in_size) }),
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: output,
+                        offset: 0,
+                        size: std::num::NonZeroU64::new(in_size),
+                    }),
                 },
             ],
         });
-        let (x, y) = self.gpu.grid(in_size / 16)?;
+        let (x, y) = self.gpu.grid(in_size / 16, 256)?;
         let shader_copy_ms = time_ms(self.runs, || {
             let mut encoder = device.create_command_encoder(&Default::default());
             {
@@ -247,17 +357,19 @@ impl<'a> Bencher<'a> {
                 pass.dispatch_workgroups(x, y, 1);
             }
             self.gpu.queue().submit([encoder.finish()]);
-            self.wait()
+            wait(self.gpu)
         })?;
 
-        let host = HostTensor::new(case.dtype, case.shape.clone(), data)?;
-        let cpu_reference_ms = time_ms(self.runs, || reference::split_tensor(&host, &plan).map(|_| ()))?;
+        let cpu_reference_ms = time_ms(self.runs, || {
+            reference::split_tensor(&buffers.host, &plan).map(|_| ())
+        })?;
 
         Ok(CaseResult {
             case: case.clone(),
             outputs: plan.num_outputs(),
             bytes,
             split_ms,
+            host_ms,
             copy_ms,
             shader_copy_ms,
             cpu_reference_ms,

@@ -45,6 +45,9 @@ pub struct BenchArgs {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Run only these cases (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub cases: Vec<String>,
 }
 
 /// Options of `info`.

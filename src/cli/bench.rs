@@ -14,9 +14,24 @@ pub fn run(a: &BenchArgs) -> CliResult {
     let info = gpu.adapter_info().clone();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 9 })?;
     let roundtrip_ms = bencher.roundtrip_ms()?;
-    let suite = standard_suite();
+    let mut suite = standard_suite();
+    if !a.cases.is_empty() {
+        if let Some(unknown) = a
+            .cases
+            .iter()
+            .find(|n| !suite.iter().any(|c| c.name == n.as_str()))
+        {
+            let names: Vec<&str> = suite.iter().map(|c| c.name).collect();
+            return Err(CliError::usage(format!(
+                "unknown case {unknown:?}; cases are {}",
+                names.join(", ")
+            )));
+        }
+        suite.retain(|c| a.cases.iter().any(|n| n == c.name));
+    }
     let bar = ProgressBar::new(suite.len() as u64).with_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut results = Vec::new();
     for case in &suite {
@@ -26,20 +41,37 @@ pub fn run(a: &BenchArgs) -> CliResult {
     }
     bar.finish_and_clear();
 
-    say!("adapter: {} ({:?}); empty submit + wait: {:.3} ms (median)", info.name, info.backend, roundtrip_ms);
     say!(
-        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>5}",
-        "case", "op", "dtype", "outputs", "MiB", "split_ms", "split", "copy", "shader", "cpu", "disp"
+        "adapter: {} ({:?}); empty submit + wait: {:.3} ms (median)",
+        info.name,
+        info.backend,
+        roundtrip_ms
+    );
+    say!(
+        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>5}",
+        "case",
+        "op",
+        "dtype",
+        "outputs",
+        "MiB",
+        "split_ms",
+        "host_ms",
+        "split",
+        "copy",
+        "shader",
+        "cpu",
+        "disp"
     );
     for r in &results {
         say!(
-            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>5}{}",
+            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>5}{}",
             r.case.name,
             r.case.op_name(),
             r.case.dtype.name(),
             r.outputs,
             r.bytes as f64 / (1 << 20) as f64,
             r.split_ms,
+            r.host_ms,
             gbps(r.bytes, r.split_ms),
             gbps(r.bytes, r.copy_ms),
             gbps(r.bytes, r.shader_copy_ms),
@@ -63,6 +95,9 @@ pub fn run(a: &BenchArgs) -> CliResult {
                     "outputs": r.outputs,
                     "bytes": r.bytes,
                     "split_ms": r.split_ms,
+                    "host_ms": r.host_ms,
+                    "copy_ms": r.copy_ms,
+                    "shader_copy_ms": r.shader_copy_ms,
                     "split_gbps": gbps(r.bytes, r.split_ms),
                     "copy_gbps": gbps(r.bytes, r.copy_ms),
                     "shader_copy_gbps": gbps(r.bytes, r.shader_copy_ms),
@@ -77,8 +112,10 @@ pub fn run(a: &BenchArgs) -> CliResult {
             "roundtrip_ms": roundtrip_ms,
             "cases": cases,
         });
-        let text = serde_json::to_string_pretty(&report).map_err(|e| CliError::usage(e.to_string()))?;
-        std::fs::write(path, text).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+        let text =
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::usage(e.to_string()))?;
+        std::fs::write(path, text)
+            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,9 @@ use crate::DType;
 /// The shader writes whole 16-byte units, so outputs start at least 16-byte aligned.
 pub const UNIT_BYTES: u64 = 16;
 
+/// Workgroups a split is spread over before invocations take longer runs of units.
+pub const TARGET_WORKGROUPS: u64 = 4;
+
 /// Byte range of one output inside the output buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputRange {
@@ -67,91 +70,249 @@ impl OutputLayout {
 
 /// Uniform block of the shader (`Params` in `shaders/split_gather.wgsl`).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct Params {
-    pub num_units: u32,
+    pub num_invocations: u32,
     pub num_entries: u32,
-    pub _pad: [u32; 2],
+    pub interleaved: u32,
+    pub units_per_invocation: u32,
+}
+
+/// How the shader reads an entry's words (`MODE_*` in the shader).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Rows, stride and offset are multiples of 16 bytes: one vec4 per unit.
+    Vec4 = 0,
+    /// Multiples of 4 bytes: one source word per output word.
+    Word = 1,
+    /// Anything else: shifted or byte-assembled words.
+    Byte = 2,
 }
 
 /// One row of the shader's entry table (`Entry` in the shader); byte quantities.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct Entry {
-    pub unit_start: u32,
-    pub dst_word: u32,
+    pub invocation_start: u32,
+    pub dst_unit: u32,
+    pub first_byte: u32,
     pub out_bytes: u32,
     pub row_bytes: u32,
     pub src_stride: u32,
     pub src_offset: u32,
-    pub word_aligned: u32,
-    pub _pad: u32,
+    pub mode: u32,
 }
 
-/// What the gather dispatch needs: its uniform block and one entry per non-empty output.
-#[derive(Debug, Clone)]
-pub(crate) struct GatherTable {
+/// One dispatch: a window of the input, a window of the output region, and its entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Piece {
+    /// Start of the input window, relative to the input region; a multiple of the offset alignment.
+    pub src_offset: u64,
+    /// Size of the input window, a multiple of 4.
+    pub src_size: u64,
+    /// Start of the output window, relative to the output region; a multiple of the alignment.
+    pub dst_offset: u64,
+    /// Size of the output window, a multiple of 16.
+    pub dst_size: u64,
+    /// The uniform block.
     pub params: Params,
+    /// One entry per output (part), sorted by `invocation_start`.
     pub entries: Vec<Entry>,
 }
 
-/// The shader addresses bytes with u32, so input and output regions must stay below 4 GiB.
-const MAX_ADDRESSABLE: u64 = u32::MAX as u64;
+/// One output's geometry in bytes over the view `[outer, axis_len, inner]`.
+#[derive(Debug, Clone, Copy)]
+struct OutputRows {
+    /// Bytes of one row of this output.
+    row: u64,
+    /// Bytes between rows in the input.
+    stride: u64,
+    /// Offset of row 0 in the input.
+    offset: u64,
+}
 
-impl GatherTable {
-    /// Builds the table for `plan` on elements of `dtype`, outputs placed by `layout`.
-    pub fn new(plan: &SplitPlan, dtype: DType, layout: &OutputLayout) -> Result<Self> {
-        let size = dtype.size() as u64;
-        let input_bytes = byte_count(plan.input_shape(), dtype)? as u64;
-        let too_large = |what: &str, bytes: u64| {
-            SplitError::TooLarge(format!(
-                "{what} of {bytes} bytes exceeds the 4 GiB the gather shader can address with u32 offsets"
-            ))
-        };
-        if input_bytes > MAX_ADDRESSABLE {
-            return Err(too_large("input", input_bytes));
+impl OutputRows {
+    /// Input byte holding output byte `b`.
+    fn src_of(&self, b: u64) -> u64 {
+        (b / self.row) * self.stride + self.offset + b % self.row
+    }
+}
+
+/// Builds the entry for output bytes `[b0, b1)` of `rows`, reading from an input window that
+/// starts at `window` and writing at unit `dst_unit` of the output window.
+fn entry(
+    rows: &OutputRows,
+    b0: u64,
+    b1: u64,
+    window: u64,
+    dst_unit: u64,
+    invocation_start: u64,
+) -> Entry {
+    // Rebase on the piece's first row so every offset stays inside the window.
+    let r0 = b0 / rows.row;
+    let first_byte = b0 - r0 * rows.row;
+    let src_offset = rows.offset + r0 * rows.stride - window;
+    let all = rows.row | rows.stride | src_offset | first_byte;
+    let mode = if all.is_multiple_of(16) {
+        Mode::Vec4
+    } else if all.is_multiple_of(4) {
+        Mode::Word
+    } else {
+        Mode::Byte
+    };
+    Entry {
+        invocation_start: invocation_start as u32,
+        dst_unit: dst_unit as u32,
+        first_byte: first_byte as u32,
+        out_bytes: (b1 - b0) as u32,
+        row_bytes: rows.row as u32,
+        src_stride: rows.stride as u32,
+        src_offset: src_offset as u32,
+        mode: mode as u32,
+    }
+}
+
+/// Invocations an entry of `bytes` output bytes needs at `units` units per invocation.
+fn invocations(bytes: u64, units: u64) -> u64 {
+    bytes.div_ceil(UNIT_BYTES).div_ceil(units)
+}
+
+/// Plans the gather dispatches for `plan` on elements of `dtype`, outputs placed by `layout`.
+///
+/// Each invocation writes up to `max_units_per_invocation` 16-byte units: fewer when the split
+/// is small, so it still spreads over [`TARGET_WORKGROUPS`] workgroups. `window_limit` is the largest binding the device allows (clamped to 2 GiB so the shader's
+/// u32 byte offsets cannot overflow) and `offset_align` its storage offset alignment. When the
+/// input and the output region each fit one binding, this is **one** dispatch for all outputs.
+/// Otherwise each output is cut into pieces of whole 16-byte units whose input and output
+/// windows fit a binding, one dispatch per piece.
+pub(crate) fn gather_pieces(
+    plan: &SplitPlan,
+    dtype: DType,
+    layout: &OutputLayout,
+    max_units_per_invocation: u64,
+    window_limit: u64,
+    offset_align: u64,
+) -> Result<Vec<Piece>> {
+    let size = dtype.size() as u64;
+    let input_bytes = byte_count(plan.input_shape(), dtype)? as u64;
+    let input_binding = input_bytes.next_multiple_of(4);
+    let window_limit = window_limit.min(1 << 31);
+    let inner_bytes = plan.inner() as u64 * size;
+    let stride = plan.axis_len() as u64 * inner_bytes;
+    let outputs: Vec<(OutputRows, OutputRange)> = plan
+        .chunks()
+        .iter()
+        .zip(&layout.ranges)
+        .filter(|(_, r)| r.size > 0)
+        .map(|(c, r)| {
+            (
+                OutputRows {
+                    row: c.len as u64 * inner_bytes,
+                    stride,
+                    offset: c.start as u64 * inner_bytes,
+                },
+                *r,
+            )
+        })
+        .collect();
+    if outputs.is_empty() {
+        return Ok(vec![]);
+    }
+    let total_units: u64 = outputs
+        .iter()
+        .map(|(_, r)| r.size.div_ceil(UNIT_BYTES))
+        .sum();
+    let units = total_units
+        .div_ceil(TARGET_WORKGROUPS * 64)
+        .clamp(1, max_units_per_invocation.max(1));
+
+    if input_binding <= window_limit && layout.total_bytes <= window_limit {
+        let mut entries = Vec::with_capacity(outputs.len());
+        let mut next = 0u64;
+        for (rows, range) in &outputs {
+            entries.push(entry(
+                rows,
+                0,
+                range.size,
+                0,
+                range.offset / UNIT_BYTES,
+                next,
+            ));
+            next += invocations(range.size, units);
         }
-        if layout.total_bytes > MAX_ADDRESSABLE {
-            return Err(too_large("output region", layout.total_bytes));
-        }
-        // Every quantity below is at most input_bytes or total_bytes, so the casts are exact.
-        let inner_bytes = plan.inner() as u64 * size;
-        let src_stride = plan.axis_len() as u64 * inner_bytes;
-        let mut entries = Vec::new();
-        let mut units = 0u64;
-        for (chunk, range) in plan.chunks().iter().zip(&layout.ranges) {
-            if range.size == 0 {
-                continue;
-            }
-            let row_bytes = chunk.len as u64 * inner_bytes;
-            let src_offset = chunk.start as u64 * inner_bytes;
-            entries.push(Entry {
-                unit_start: units as u32,
-                dst_word: (range.offset / 4) as u32,
-                out_bytes: range.size as u32,
-                row_bytes: row_bytes as u32,
-                src_stride: src_stride as u32,
-                src_offset: src_offset as u32,
-                word_aligned: u32::from((row_bytes | src_stride | src_offset).is_multiple_of(4)),
-                _pad: 0,
-            });
-            units += range.size.div_ceil(UNIT_BYTES);
-        }
-        Ok(Self {
+        // Equal parts (Split-1, ONNX equal splits) take turns, invocation by invocation.
+        let equal = entries
+            .windows(2)
+            .all(|w| (w[0].out_bytes, w[0].row_bytes) == (w[1].out_bytes, w[1].row_bytes));
+        return Ok(vec![Piece {
+            src_offset: 0,
+            src_size: input_binding,
+            dst_offset: 0,
+            dst_size: layout.total_bytes,
             params: Params {
-                num_units: units as u32,
+                num_invocations: next as u32,
                 num_entries: entries.len() as u32,
-                _pad: [0; 2],
+                interleaved: u32::from(equal && entries.len() > 1),
+                units_per_invocation: units as u32,
             },
             entries,
-        })
+        }]);
     }
+
+    // Pieces: output byte ranges of `step` bytes (a multiple of the layout alignment, so
+    // pieces never share a unit) whose input window fits `window_limit`.
+    let align = layout.alignment.max(offset_align);
+    let usable = window_limit.saturating_sub(2 * align);
+    let mut pieces = Vec::new();
+    for (rows, range) in outputs {
+        let one_row = range.size <= rows.row;
+        // A piece of `step` bytes touches at most step / row + 2 rows of the input.
+        let step = if one_row {
+            usable
+        } else {
+            (usable / rows.stride).saturating_sub(2) * rows.row
+        };
+        let step = step / align * align;
+        if step == 0 {
+            return Err(SplitError::TooLarge(format!(
+                "output rows of {} bytes, {} bytes apart in the input, cannot be cut into pieces that fit \
+                 the device's max_storage_buffer_binding_size of {window_limit} bytes",
+                rows.row, rows.stride
+            )));
+        }
+        let mut b0 = 0;
+        while b0 < range.size {
+            let b1 = (b0 + step).min(range.size);
+            let window = rows.src_of(b0) / offset_align * offset_align;
+            let src_end = (rows.src_of(b1 - 1) + 1)
+                .next_multiple_of(4)
+                .min(input_binding);
+            pieces.push(Piece {
+                src_offset: window,
+                src_size: src_end - window,
+                dst_offset: range.offset + b0,
+                dst_size: (b1 - b0).next_multiple_of(UNIT_BYTES),
+                params: Params {
+                    num_invocations: invocations(b1 - b0, units) as u32,
+                    num_entries: 1,
+                    interleaved: 0,
+                    units_per_invocation: units as u32,
+                },
+                entries: vec![entry(&rows, b0, b1, window, 0, 0)],
+            });
+            b0 = b1;
+        }
+    }
+    Ok(pieces)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{ops, IntTensor};
+
+    const BIG: u64 = 1 << 27;
 
     #[test]
     fn outputs_are_aligned_and_zero_sized_ones_take_no_room() {
@@ -167,42 +328,100 @@ mod tests {
         assert_eq!(layout.ranges[2].size, 14);
         assert_eq!(layout.total_bytes, 512);
 
-        let table = GatherTable::new(&plan, DType::U8, &layout).unwrap();
-        assert_eq!(table.entries.len(), 2);
-        assert_eq!(table.entries[1].unit_start, 1);
-        assert_eq!(table.entries[1].src_offset, 3);
-        assert_eq!(table.entries[1].src_stride, 10);
-        assert_eq!(table.entries[1].word_aligned, 0);
-        assert_eq!(table.params.num_units, 2);
+        let pieces = gather_pieces(&plan, DType::U8, &layout, 8, BIG, 256).unwrap();
+        assert_eq!(pieces.len(), 1);
+        let e = &pieces[0].entries;
+        assert_eq!(e.len(), 2);
+        assert_eq!(
+            (
+                e[1].invocation_start,
+                e[1].dst_unit,
+                e[1].src_offset,
+                e[1].src_stride
+            ),
+            (1, 16, 3, 10)
+        );
+        assert_eq!(e[1].mode, Mode::Byte as u32);
+        assert_eq!(pieces[0].params.num_invocations, 2);
     }
 
     #[test]
-    fn word_alignment_follows_bytes() {
+    fn modes_follow_byte_alignment() {
+        let plan = ops::split(&[3, 64], &IntTensor::scalar(1), 2).unwrap();
+        let mode = |d: DType| {
+            let layout = OutputLayout::new(&plan, d, 16).unwrap();
+            gather_pieces(&plan, d, &layout, 8, BIG, 16).unwrap()[0].entries[1].mode
+        };
+        assert_eq!(mode(DType::U8), Mode::Vec4 as u32); // rows of 32 bytes
         let plan = ops::split(&[3, 8], &IntTensor::scalar(1), 2).unwrap();
-        let table = GatherTable::new(
-            &plan,
-            DType::U8,
-            &OutputLayout::new(&plan, DType::U8, 16).unwrap(),
-        )
-        .unwrap();
-        assert!(table.entries.iter().all(|e| e.word_aligned == 1));
-        let table = GatherTable::new(
-            &plan,
-            DType::F16,
-            &OutputLayout::new(&plan, DType::F16, 16).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(table.entries[1].src_offset, 8);
+        let layout = OutputLayout::new(&plan, DType::U8, 16).unwrap();
+        assert_eq!(
+            gather_pieces(&plan, DType::U8, &layout, 8, BIG, 16).unwrap()[0].entries[1].mode,
+            Mode::Word as u32
+        );
     }
 
     #[test]
-    fn refuses_what_u32_cannot_address() {
-        let plan = ops::split(&[1 << 31, 2], &IntTensor::scalar(1), 2).unwrap();
-        let layout = OutputLayout::new(&plan, DType::F32, 256).unwrap();
+    fn many_units_share_an_invocation() {
+        let plan = ops::split(&[1, 1000], &IntTensor::scalar(1), 1).unwrap();
+        let layout = OutputLayout::new(&plan, DType::F32, 16).unwrap();
+        // 4000 bytes = 250 units: small enough for one unit per invocation.
+        let piece = &gather_pieces(&plan, DType::F32, &layout, 8, BIG, 16).unwrap()[0];
+        assert_eq!(
+            (
+                piece.params.num_invocations,
+                piece.params.units_per_invocation
+            ),
+            (250, 1)
+        );
+        // 64 MiB = 4 Mi units: runs grow to the maximum, 8 here.
+        let plan = ops::split(&[1, 1 << 24], &IntTensor::scalar(1), 1).unwrap();
+        let layout = OutputLayout::new(&plan, DType::F32, 16).unwrap();
+        let piece = &gather_pieces(&plan, DType::F32, &layout, 8, BIG, 16).unwrap()[0];
+        assert_eq!(
+            (
+                piece.params.num_invocations,
+                piece.params.units_per_invocation
+            ),
+            (1 << 19, 8)
+        );
+    }
+
+    #[test]
+    fn large_tensors_are_cut_into_windows_that_fit() {
+        // 16 rows of 1000 u8, split into 600 + 400, with a 4096-byte binding limit.
+        let plan = ops::variadic_split(
+            &[16, 1000],
+            &IntTensor::scalar(1),
+            &IntTensor::vector(vec![600, 400]),
+        )
+        .unwrap();
+        let layout = OutputLayout::new(&plan, DType::U8, 32).unwrap();
+        let pieces = gather_pieces(&plan, DType::U8, &layout, 8, 4096, 32).unwrap();
+        assert!(pieces.len() > 2);
+        let mut covered = [0u64; 2];
+        for p in &pieces {
+            assert!(p.src_size <= 4096 && p.dst_size <= 4096, "{p:?}");
+            assert!(p.src_offset.is_multiple_of(32) && p.dst_offset.is_multiple_of(32));
+            assert!(p.src_offset + p.src_size <= 16_000);
+            let out = usize::from(p.dst_offset >= layout.ranges[1].offset);
+            covered[out] += p.entries[0].out_bytes as u64;
+        }
+        assert_eq!(covered, [9600, 6400]);
+        // A row stride wider than the window cannot be cut.
+        let plan = ops::split(&[4, 5000], &IntTensor::scalar(1), 2).unwrap();
+        let layout = OutputLayout::new(&plan, DType::U8, 32).unwrap();
         assert!(matches!(
-            GatherTable::new(&plan, DType::F32, &layout),
+            gather_pieces(&plan, DType::U8, &layout, 8, 4096, 32),
             Err(SplitError::TooLarge(_))
         ));
+    }
+
+    #[test]
+    fn huge_shapes_are_refused_not_wrapped() {
+        let plan = ops::split(&[1 << 40, 1 << 30], &IntTensor::scalar(1), 2).unwrap();
+        assert!(OutputLayout::new(&plan, DType::F32, 256).is_err());
+        let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
         assert!(OutputLayout::new(&plan, DType::F32, 48).is_err());
     }
 }

@@ -13,7 +13,7 @@ use crate::reference;
 use crate::tensor::{byte_count, HostTensor};
 use crate::DType;
 use adapter::BackendChoice;
-use layout::{GatherTable, OutputLayout, OutputRange};
+use layout::{OutputLayout, OutputRange};
 use std::num::NonZeroU64;
 use wgpu::util::DeviceExt;
 
@@ -21,7 +21,18 @@ use wgpu::util::DeviceExt;
 pub const SHADER_SOURCE: &str = include_str!("../../shaders/split_gather.wgsl");
 
 /// Invocations per workgroup; must match `WORKGROUP_SIZE` in the shader.
-const WORKGROUP_SIZE: u64 = 256;
+const WORKGROUP_SIZE: u64 = 64;
+
+/// Most 16-byte units one invocation writes, by device type.
+/// On CPU adapters (lavapipe, llvmpipe) every invocation carries a fixed cost, so long runs
+/// win: 128 units reached the vec4 copy kernel's rate there, 8 reached 60% of it. GPUs want
+/// short runs, so neighbouring invocations touch neighbouring memory.
+fn max_units_per_invocation(device_type: wgpu::DeviceType) -> u32 {
+    match device_type {
+        wgpu::DeviceType::Cpu => 128,
+        _ => 4,
+    }
+}
 
 /// A buffer and a byte offset into it, for [`GpuSplitter::encode`].
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +61,7 @@ pub struct GpuSplitter {
     queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
+    max_units_per_invocation: u32,
     bind_group_layout: wgpu::BindGroupLayout,
     pipeline: wgpu::ComputePipeline,
 }
@@ -79,6 +91,7 @@ impl GpuSplitter {
     /// `info` names the adapter in reports; pass `adapter.get_info()`.
     pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: wgpu::AdapterInfo) -> Result<Self> {
         let limits = device.limits();
+        let max_units_per_invocation = max_units_per_invocation(info.device_type);
         let (bind_group_layout, pipeline) =
             scoped(&device, "compiling the split pipeline", || {
                 Self::build_pipeline(&device)
@@ -88,6 +101,7 @@ impl GpuSplitter {
             queue,
             info,
             limits,
+            max_units_per_invocation,
             bind_group_layout,
             pipeline,
         })
@@ -130,7 +144,8 @@ impl GpuSplitter {
                 entry(0, wgpu::BufferBindingType::Uniform),
                 entry(1, storage(true)),
                 entry(2, storage(true)),
-                entry(3, storage(false)),
+                entry(3, storage(true)),
+                entry(4, storage(false)),
             ],
         });
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -143,7 +158,9 @@ impl GpuSplitter {
             layout: Some(&layout),
             module: &module,
             entry_point: Some("main"),
-            compilation_options: Default::default(),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                ..Default::default()
+            },
             cache: None,
         });
         (bind_group_layout, pipeline)
@@ -192,7 +209,6 @@ impl GpuSplitter {
         usage: wgpu::BufferUsages,
     ) -> Result<()> {
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let max_binding = self.limits.max_storage_buffer_binding_size;
         if !region.buffer.usage().contains(usage) {
             return Err(SplitError::BadBuffer(format!(
                 "{name} buffer has usage {:?}; it needs {usage:?}",
@@ -213,11 +229,6 @@ impl GpuSplitter {
                 region.offset
             )));
         }
-        if needed > max_binding {
-            return Err(SplitError::TooLarge(format!(
-                "{name} of {needed} bytes exceeds the device's max_storage_buffer_binding_size of {max_binding} bytes"
-            )));
-        }
         Ok(())
     }
 
@@ -226,8 +237,13 @@ impl GpuSplitter {
     /// `input` holds the C-order input bytes (at least [`GpuSplitter::input_binding_size`]
     /// bytes from its offset, usage STORAGE). `output` receives every output at the offsets of
     /// the returned layout, relative to `output.offset` (at least `layout.total_bytes` bytes,
-    /// usage STORAGE). Bytes between outputs are padding and may be overwritten. Nothing is
-    /// recorded when every output is empty.
+    /// usage STORAGE). Bytes between outputs are padding and may be overwritten.
+    ///
+    /// Normally this is one compute dispatch for all outputs. When every output is one
+    /// contiguous range of the input and the buffers allow copies (COPY_SRC on the input,
+    /// COPY_DST on the output), long outputs are moved with `copy_buffer_to_buffer` instead,
+    /// the device's fastest path. Tensors larger than one storage binding are processed in
+    /// pieces, one dispatch each. Nothing is recorded when every output is empty.
     pub fn encode(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -237,7 +253,6 @@ impl GpuSplitter {
         output: BufferRegion<'_>,
     ) -> Result<EncodedSplit> {
         let layout = self.output_layout(plan, dtype)?;
-        let table = GatherTable::new(plan, dtype, &layout)?;
         let in_size = Self::input_binding_size(plan, dtype)?;
         self.check_region("input", &input, in_size, wgpu::BufferUsages::STORAGE)?;
         self.check_region(
@@ -246,63 +261,186 @@ impl GpuSplitter {
             layout.total_bytes,
             wgpu::BufferUsages::STORAGE,
         )?;
-        if table.params.num_units == 0 {
-            return Ok(EncodedSplit { layout, dispatches: 0, copies: 0 });
-        }
-        let (x, y) = self.grid(table.params.num_units as u64)?;
-        scoped(&self.device, "encoding the split", || {
-            let params = self
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("split params"),
-                    contents: bytemuck::bytes_of(&table.params),
-                    usage: wgpu::BufferUsages::UNIFORM,
-                });
-            let entries = self
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("split entries"),
-                    contents: bytemuck::cast_slice(&table.entries),
-                    usage: wgpu::BufferUsages::STORAGE,
-                });
-            fn region<'a>(r: BufferRegion<'a>, size: u64) -> wgpu::BindingResource<'a> {
-                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: r.buffer,
-                    offset: r.offset,
-                    size: NonZeroU64::new(size),
-                })
-            }
-            let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("split_gather"),
-                layout: &self.bind_group_layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: params.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: entries.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 2,
-                        resource: region(input, in_size),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 3,
-                        resource: region(output, layout.total_bytes),
-                    },
-                ],
+        if let Some(copies) = self.copy_plan(plan, dtype, &layout, &input, &output)? {
+            scoped(&self.device, "encoding the split copies", || {
+                for &(src, dst, size) in &copies {
+                    encoder.copy_buffer_to_buffer(
+                        input.buffer,
+                        input.offset + src,
+                        output.buffer,
+                        output.offset + dst,
+                        size,
+                    );
+                }
+            })?;
+            return Ok(EncodedSplit {
+                layout,
+                dispatches: 0,
+                copies: copies.len() as u32,
             });
+        }
+        let window_limit = self.limits.max_storage_buffer_binding_size;
+        let offset_align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let max_units = self.max_units_per_invocation as u64;
+        let pieces =
+            layout::gather_pieces(plan, dtype, &layout, max_units, window_limit, offset_align)?;
+        let grids = pieces
+            .iter()
+            .map(|p| self.grid(p.params.num_invocations as u64, WORKGROUP_SIZE))
+            .collect::<Result<Vec<_>>>()?;
+        scoped(&self.device, "encoding the split", || {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("split_gather"),
                 timestamp_writes: None,
             });
             pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(x, y, 1);
+            for (piece, &(x, y)) in pieces.iter().zip(&grids) {
+                let bind_group = self.bind_piece(piece, &input, &output);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(x, y, 1);
+            }
         })?;
-        Ok(EncodedSplit { layout, dispatches: 1, copies: 0 })
+        Ok(EncodedSplit {
+            layout,
+            dispatches: pieces.len() as u32,
+            copies: 0,
+        })
+    }
+
+    /// The bind group of one dispatch: its table, and its windows of the caller's buffers.
+    fn bind_piece(
+        &self,
+        piece: &layout::Piece,
+        input: &BufferRegion<'_>,
+        output: &BufferRegion<'_>,
+    ) -> wgpu::BindGroup {
+        let params = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("split params"),
+                contents: bytemuck::bytes_of(&piece.params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let entries = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("split entries"),
+                contents: bytemuck::cast_slice(&piece.entries),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+        let window = |buffer, offset, size| {
+            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset,
+                size: NonZeroU64::new(size),
+            })
+        };
+        // The vec4 view of the source covers its whole 16-byte words. A window under 16 bytes
+        // has no vec4 entries, but the binding must still be valid: the entry table stands in.
+        let vec4_size = piece.src_size / 16 * 16;
+        let src4 = if vec4_size > 0 {
+            window(input.buffer, input.offset + piece.src_offset, vec4_size)
+        } else {
+            entries.as_entire_binding()
+        };
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("split_gather"),
+            layout: &self.bind_group_layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: params.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: entries.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: window(
+                        input.buffer,
+                        input.offset + piece.src_offset,
+                        piece.src_size,
+                    ),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: src4,
+                },
+                wgpu::BindGroupEntry {
+                    binding: 4,
+                    resource: window(
+                        output.buffer,
+                        output.offset + piece.dst_offset,
+                        piece.dst_size,
+                    ),
+                },
+            ],
+        })
+    }
+
+    /// `(source offset, destination offset, size)` copies that move every output, when each
+    /// output is one contiguous, word-aligned range of the input, the buffers allow copies, and
+    /// the outputs are long enough for per-command costs not to matter. `None` otherwise.
+    fn copy_plan(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        layout: &OutputLayout,
+        input: &BufferRegion<'_>,
+        output: &BufferRegion<'_>,
+    ) -> Result<Option<Vec<(u64, u64, u64)>>> {
+        /// Below this average size a single dispatch beats one command per output.
+        const MIN_AVERAGE_COPY: u64 = 64 << 10;
+        let usable = input.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC)
+            && output.buffer.usage().contains(wgpu::BufferUsages::COPY_DST)
+            && input.offset.is_multiple_of(4)
+            && output.offset.is_multiple_of(4);
+        let Some(views) = self.contiguous_ranges(plan, dtype)? else {
+            return Ok(None);
+        };
+        let copies: Vec<(u64, u64, u64)> = views
+            .iter()
+            .zip(&layout.ranges)
+            .filter(|(v, _)| v.size > 0)
+            .map(|(v, r)| (v.offset, r.offset, v.size.next_multiple_of(4)))
+            .collect();
+        let total: u64 = copies.iter().map(|c| c.2).sum();
+        let aligned = copies.iter().all(|c| c.0.is_multiple_of(4));
+        let long = !copies.is_empty() && total / copies.len() as u64 >= MIN_AVERAGE_COPY;
+        // Rounding a size up to a word may read up to 3 bytes past the output; they exist,
+        // since the input region is rounded up to a word too.
+        Ok((usable && aligned && long).then_some(copies))
+    }
+
+    /// Each output's byte range in the input, when every output is one contiguous range.
+    fn contiguous_ranges(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+    ) -> Result<Option<Vec<OutputRange>>> {
+        let inner_bytes = plan.inner() as u64 * dtype.size() as u64;
+        let contiguous =
+            plan.outer() <= 1 || plan.chunks().iter().filter(|c| c.len > 0).count() <= 1;
+        if !contiguous {
+            return Ok(None);
+        }
+        plan.chunks()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let offset = if c.len == 0 {
+                    0
+                } else {
+                    c.start as u64 * inner_bytes
+                };
+                Ok(OutputRange {
+                    offset,
+                    size: byte_count(&plan.output_shape(i), dtype)? as u64,
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
     }
 
     /// Where each output lies inside the input, when every output is one contiguous range of
@@ -310,25 +448,15 @@ impl GpuSplitter {
     /// outputs as views of the input and move no bytes at all. `None` otherwise.
     pub fn output_views(&self, plan: &SplitPlan, dtype: DType) -> Result<Option<Vec<OutputRange>>> {
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let inner_bytes = plan.inner() as u64 * dtype.size() as u64;
-        let contiguous = plan.outer() <= 1 || plan.chunks().iter().filter(|c| c.len > 0).count() <= 1;
-        if !contiguous {
-            return Ok(None);
-        }
-        let mut views = Vec::with_capacity(plan.num_outputs());
-        for (i, c) in plan.chunks().iter().enumerate() {
-            let offset = if c.len == 0 { 0 } else { c.start as u64 * inner_bytes };
-            if !offset.is_multiple_of(align) {
-                return Ok(None);
-            }
-            views.push(OutputRange { offset, size: byte_count(&plan.output_shape(i), dtype)? as u64 });
-        }
-        Ok(Some(views))
+        Ok(self
+            .contiguous_ranges(plan, dtype)?
+            .filter(|views| views.iter().all(|v| v.offset.is_multiple_of(align))))
     }
 
-    /// Workgroup grid for `units` invocations: as wide as the device allows, then folded into rows.
-    pub(crate) fn grid(&self, units: u64) -> Result<(u32, u32)> {
-        let groups = units.div_ceil(WORKGROUP_SIZE);
+    /// Workgroup grid for `invocations` in workgroups of `workgroup_size`: as wide as the
+    /// device allows, then folded into rows.
+    pub(crate) fn grid(&self, invocations: u64, workgroup_size: u64) -> Result<(u32, u32)> {
+        let groups = invocations.div_ceil(workgroup_size);
         let max = self.limits.max_compute_workgroups_per_dimension as u64;
         let x = groups.min(max);
         let y = groups.div_ceil(x);
@@ -364,13 +492,15 @@ impl GpuSplitter {
             let in_buf = self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("split input"),
                 size: in_size,
-                usage: wgpu::BufferUsages::STORAGE,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: true,
             });
             let out_buf = self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("split outputs"),
                 size: layout.total_bytes,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
             let readback = self.device.create_buffer(&wgpu::BufferDescriptor {
