@@ -43,7 +43,9 @@ struct Entry {
     row_bytes: u32,
     // Bytes between consecutive rows in the source: axis_len * inner * element size.
     src_stride: u32,
-    // Byte offset in `src` of row 0 of this entry.
+    // Byte offset in `src` of row 0 of this entry. It wraps ("negative") when the entry starts
+    // mid-row and its window starts after that row's first byte: WGSL's u32 arithmetic wraps,
+    // and every sum formed from it lands inside the window.
     src_offset: u32,
     // MODE_VEC4, MODE_WORD or MODE_BYTE.
     mode: u32,

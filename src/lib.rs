@@ -26,6 +26,8 @@
 pub mod bench;
 pub mod dtype;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gpu;
 pub mod npy;
 pub mod ops;

@@ -107,22 +107,21 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<HostTensor> {
         data.chunks_exact_mut(scalar).for_each(|c| c.reverse());
     }
     if order == npyz::Order::Fortran && shape.len() > 1 {
-        data = fortran_to_c(&data, &shape, dtype.size());
+        data = fortran_to_c(&data, &shape, dtype.size()).map_err(|e| bad(e.to_string()))?;
     }
     HostTensor::new(dtype, shape, data)
 }
 
 /// Reorders Fortran-order element bytes to C order.
-fn fortran_to_c(data: &[u8], shape: &[usize], elem: usize) -> Vec<u8> {
+fn fortran_to_c(data: &[u8], shape: &[usize], elem: usize) -> Result<Vec<u8>, ndarray::ShapeError> {
     // Fortran data of shape S is C data of the reversed shape; reversing the axes back gives
     // the logical array, whose C-order iteration is the wanted byte order.
     let mut reversed: Vec<usize> = shape.iter().rev().copied().collect();
     reversed.push(elem);
-    let view =
-        ArrayViewD::from_shape(IxDyn(&reversed), data).expect("length checked by the caller");
+    let view = ArrayViewD::from_shape(IxDyn(&reversed), data)?;
     let mut axes: Vec<usize> = (0..shape.len()).rev().collect();
     axes.push(shape.len());
-    view.permuted_axes(IxDyn(&axes)).iter().copied().collect()
+    Ok(view.permuted_axes(IxDyn(&axes)).iter().copied().collect())
 }
 
 /// Reads a `.npy` file.

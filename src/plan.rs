@@ -9,6 +9,21 @@
 use crate::error::{Result, SplitError};
 use crate::tensor::element_count;
 
+/// Most outputs one split may have. Every output costs host memory for its chunk and shape,
+/// so counts beyond this (say, a sequence of 2^63 chunks of an empty axis) are refused
+/// before anything is allocated.
+pub const MAX_OUTPUTS: usize = 1 << 24;
+
+/// Refuses a split into more than [`MAX_OUTPUTS`] outputs.
+pub fn check_output_count(count: u128) -> Result<()> {
+    if count > MAX_OUTPUTS as u128 {
+        return Err(SplitError::TooLarge(format!(
+            "{count} outputs exceed the limit of {MAX_OUTPUTS} outputs per split"
+        )));
+    }
+    Ok(())
+}
+
 /// Converts an axis in `[-rank, rank-1]` to `[0, rank)`.
 pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize> {
     if rank == 0 {
@@ -67,6 +82,7 @@ impl SplitPlan {
         // unrepresentable when one side is zero, so the layout checks bytes again.
         element_count(&input_shape[..axis])?;
         element_count(&input_shape[axis..])?;
+        check_output_count(lengths.len() as u128)?;
         let axis_len = input_shape[axis];
         let mut chunks = Vec::with_capacity(lengths.len());
         let mut start = 0usize;
@@ -135,6 +151,21 @@ impl SplitPlan {
     /// Product of the dimensions after the axis.
     pub fn inner(&self) -> usize {
         self.input_shape[self.axis + 1..].iter().product()
+    }
+
+    /// Bytes of one index on the axis (`inner * elem_size`) and of one outer row of the input
+    /// (`axis_len * inner * elem_size`), or an error if they overflow. They can overflow even
+    /// for an empty tensor, when `outer` is 0.
+    pub fn row_bytes(&self, elem_size: usize) -> Result<(u64, u64)> {
+        let inner = (self.inner() as u64).checked_mul(elem_size as u64);
+        let stride = inner.and_then(|i| i.checked_mul(self.axis_len() as u64));
+        match (inner, stride) {
+            (Some(inner), Some(stride)) => Ok((inner, stride)),
+            _ => Err(SplitError::TooLarge(format!(
+                "rows of shape {:?} with {elem_size}-byte elements overflow a 64-bit byte count",
+                &self.input_shape[self.axis..]
+            ))),
+        }
     }
 
     /// Shape of output `i`.

@@ -6,7 +6,7 @@
 use crate::error::{Result, SplitError};
 use crate::plan::SplitPlan;
 use crate::tensor::HostTensor;
-use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
+use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, Axis, Slice};
 
 /// Splits an ndarray array of any element type (numbers, strings, ...) as `plan` says.
 ///
@@ -48,8 +48,9 @@ fn split_view<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Vec<Array
 
 /// Splits a host tensor of any dtype, moving its bytes exactly.
 ///
-/// The bytes are viewed as an array with one extra trailing dimension of `dtype.size()` bytes,
-/// so one `u8` code path serves every element type, strings included.
+/// The bytes are viewed as the 2-D array `[outer, axis_len * inner * dtype.size()]`; output `i`
+/// is the column band of its chunk, copied row by row. One `u8` code path serves every element
+/// type, strings included.
 pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTensor>> {
     if input.shape() != plan.input_shape() {
         return Err(SplitError::DataMismatch(format!(
@@ -59,15 +60,34 @@ pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTens
         )));
     }
     let dtype = input.dtype();
-    let mut byte_shape = input.shape().to_vec();
-    byte_shape.push(dtype.size());
-    let bytes = ArrayViewD::from_shape(IxDyn(&byte_shape), input.bytes())
+    // The bytes exist, so the row sizes fit usize unless the tensor is empty (outer == 0).
+    let (inner_bytes, stride) = plan.row_bytes(dtype.size())?;
+    let (inner_bytes, stride) = match (usize::try_from(inner_bytes), usize::try_from(stride)) {
+        (Ok(i), Ok(s)) => (i, s),
+        _ => {
+            return Err(SplitError::TooLarge(
+                "rows do not fit this machine's address space".into(),
+            ))
+        }
+    };
+    let rows = ArrayView2::from_shape((plan.outer(), stride), input.bytes())
         .map_err(|e| SplitError::DataMismatch(e.to_string()))?;
-    split_view(bytes, plan)
-        .into_iter()
+    plan.chunks()
+        .iter()
         .enumerate()
-        .map(|(i, part)| {
-            let (data, _) = part.into_raw_vec_and_offset();
+        .map(|(i, c)| {
+            let band = rows.slice(s![
+                ..,
+                c.start * inner_bytes..(c.start + c.len) * inner_bytes
+            ]);
+            let mut data = Vec::with_capacity(band.len());
+            for row in band.outer_iter() {
+                // Rows of a C-order view are contiguous: a straight copy.
+                match row.as_slice() {
+                    Some(bytes) => data.extend_from_slice(bytes),
+                    None => data.extend(row.iter()),
+                }
+            }
             HostTensor::new(dtype, plan.output_shape(i), data)
         })
         .collect()

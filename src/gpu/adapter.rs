@@ -31,6 +31,17 @@ impl BackendChoice {
         }
     }
 
+    /// The choice that opens `backend` (Auto for backends this crate does not name).
+    pub fn from_backend(backend: wgpu::Backend) -> Self {
+        match backend {
+            wgpu::Backend::Vulkan => BackendChoice::Vulkan,
+            wgpu::Backend::Gl => BackendChoice::Gl,
+            wgpu::Backend::Metal => BackendChoice::Metal,
+            wgpu::Backend::Dx12 => BackendChoice::Dx12,
+            _ => BackendChoice::Auto,
+        }
+    }
+
     /// The wgpu backend set this choice allows.
     pub fn backends(self) -> wgpu::Backends {
         match self {

@@ -9,6 +9,12 @@ use crate::DType;
 /// The shader writes whole 16-byte units, so outputs start at least 16-byte aligned.
 pub const UNIT_BYTES: u64 = 16;
 
+/// Largest binding the shader addresses: 2 GiB keeps every u32 byte offset in range.
+pub const MAX_WINDOW: u64 = 1 << 31;
+
+/// Most dispatches one split is cut into (each has its own table and bind group).
+pub const MAX_PIECES: u64 = 1 << 16;
+
 /// Workgroups a split is spread over before invocations take longer runs of units.
 pub const TARGET_WORKGROUPS: u64 = 4;
 
@@ -71,17 +77,21 @@ impl OutputLayout {
 /// Uniform block of the shader (`Params` in `shaders/split_gather.wgsl`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct Params {
+pub struct Params {
+    /// Invocations with work.
     pub num_invocations: u32,
+    /// Entries in the table.
     pub num_entries: u32,
+    /// 1 when invocations take equal-sized entries in turn.
     pub interleaved: u32,
+    /// 16-byte units per invocation.
     pub units_per_invocation: u32,
 }
 
 /// How the shader reads an entry's words (`MODE_*` in the shader).
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
     /// Rows, stride and offset are multiples of 16 bytes: one vec4 per unit.
     Vec4 = 0,
     /// Multiples of 4 bytes: one source word per output word.
@@ -93,20 +103,28 @@ pub(crate) enum Mode {
 /// One row of the shader's entry table (`Entry` in the shader); byte quantities.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct Entry {
+pub struct Entry {
+    /// First invocation of this entry.
     pub invocation_start: u32,
+    /// First 16-byte unit of this entry in the output window.
     pub dst_unit: u32,
+    /// Offset of the entry's first output byte within its first row.
     pub first_byte: u32,
+    /// Bytes this entry writes.
     pub out_bytes: u32,
+    /// Bytes of one output row.
     pub row_bytes: u32,
+    /// Bytes between rows in the source.
     pub src_stride: u32,
+    /// Offset of the entry's first row in the input window.
     pub src_offset: u32,
+    /// A [`Mode`] as u32.
     pub mode: u32,
 }
 
 /// One dispatch: a window of the input, a window of the output region, and its entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Piece {
+pub struct Piece {
     /// Start of the input window, relative to the input region; a multiple of the offset alignment.
     pub src_offset: u64,
     /// Size of the input window, a multiple of 4.
@@ -149,10 +167,12 @@ fn entry(
     dst_unit: u64,
     invocation_start: u64,
 ) -> Entry {
-    // Rebase on the piece's first row so every offset stays inside the window.
+    // Rebase on the piece's first row. When a piece starts mid-row its window starts after
+    // that row's first byte, so `src_offset` is "negative": it is stored wrapped to u32, and
+    // the shader's wrapping u32 sums `row * stride + src_offset + col` land inside the window.
     let r0 = b0 / rows.row;
     let first_byte = b0 - r0 * rows.row;
-    let src_offset = rows.offset + r0 * rows.stride - window;
+    let src_offset = (rows.offset + r0 * rows.stride).wrapping_sub(window) & u32::MAX as u64;
     let all = rows.row | rows.stride | src_offset | first_byte;
     let mode = if all.is_multiple_of(16) {
         Mode::Vec4
@@ -173,6 +193,21 @@ fn entry(
     }
 }
 
+/// The entry of a piece: output bytes `[b0, b1)` of `rows`, read from a window at `window`.
+fn piece_entry(rows: &OutputRows, b0: u64, b1: u64, window: u64) -> Entry {
+    if b0 / rows.row == (b1 - 1) / rows.row {
+        // Inside one row, which may be longer than u32 counts: describe the piece as a
+        // single row of its own.
+        let row = OutputRows {
+            row: b1 - b0,
+            stride: b1 - b0,
+            offset: rows.src_of(b0),
+        };
+        return entry(&row, 0, b1 - b0, window, 0, 0);
+    }
+    entry(rows, b0, b1, window, 0, 0)
+}
+
 /// Invocations an entry of `bytes` output bytes needs at `units` units per invocation.
 fn invocations(bytes: u64, units: u64) -> u64 {
     bytes.div_ceil(UNIT_BYTES).div_ceil(units)
@@ -186,7 +221,7 @@ fn invocations(bytes: u64, units: u64) -> u64 {
 /// input and the output region each fit one binding, this is **one** dispatch for all outputs.
 /// Otherwise each output is cut into pieces of whole 16-byte units whose input and output
 /// windows fit a binding, one dispatch per piece.
-pub(crate) fn gather_pieces(
+pub fn gather_pieces(
     plan: &SplitPlan,
     dtype: DType,
     layout: &OutputLayout,
@@ -194,12 +229,10 @@ pub(crate) fn gather_pieces(
     window_limit: u64,
     offset_align: u64,
 ) -> Result<Vec<Piece>> {
-    let size = dtype.size() as u64;
     let input_bytes = byte_count(plan.input_shape(), dtype)? as u64;
     let input_binding = input_bytes.next_multiple_of(4);
-    let window_limit = window_limit.min(1 << 31);
-    let inner_bytes = plan.inner() as u64 * size;
-    let stride = plan.axis_len() as u64 * inner_bytes;
+    let window_limit = window_limit.min(MAX_WINDOW);
+    let (inner_bytes, stride) = plan.row_bytes(dtype.size())?;
     let outputs: Vec<(OutputRows, OutputRange)> = plan
         .chunks()
         .iter()
@@ -264,8 +297,9 @@ pub(crate) fn gather_pieces(
     // pieces never share a unit) whose input window fits `window_limit`.
     let align = layout.alignment.max(offset_align);
     let usable = window_limit.saturating_sub(2 * align);
-    let mut pieces = Vec::new();
-    for (rows, range) in outputs {
+    let mut steps = Vec::with_capacity(outputs.len());
+    let mut count = 0u64;
+    for (rows, range) in &outputs {
         let one_row = range.size <= rows.row;
         // A piece of `step` bytes touches at most step / row + 2 rows of the input.
         let step = if one_row {
@@ -281,6 +315,16 @@ pub(crate) fn gather_pieces(
                 rows.row, rows.stride
             )));
         }
+        steps.push(step);
+        count += range.size.div_ceil(step);
+    }
+    if count > MAX_PIECES {
+        return Err(SplitError::TooLarge(format!(
+            "this split would need {count} dispatches of at most {window_limit} bytes; the limit is {MAX_PIECES}"
+        )));
+    }
+    let mut pieces = Vec::with_capacity(count as usize);
+    for ((rows, range), step) in outputs.into_iter().zip(steps) {
         let mut b0 = 0;
         while b0 < range.size {
             let b1 = (b0 + step).min(range.size);
@@ -299,7 +343,7 @@ pub(crate) fn gather_pieces(
                     interleaved: 0,
                     units_per_invocation: units as u32,
                 },
-                entries: vec![entry(&rows, b0, b1, window, 0, 0)],
+                entries: vec![piece_entry(&rows, b0, b1, window)],
             });
             b0 = b1;
         }

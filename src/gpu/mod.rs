@@ -166,6 +166,13 @@ impl GpuSplitter {
         (bind_group_layout, pipeline)
     }
 
+    /// Sets the most 16-byte units one invocation writes (at least 1). The default suits the
+    /// device type; benchmark harnesses may tune it. Takes effect at the next split.
+    pub fn with_max_units_per_invocation(mut self, units: u32) -> Self {
+        self.max_units_per_invocation = units.max(1);
+        self
+    }
+
     /// The device.
     pub fn device(&self) -> &wgpu::Device {
         &self.device
@@ -194,6 +201,33 @@ impl GpuSplitter {
             dtype,
             self.limits.min_storage_buffer_offset_alignment as u64,
         )
+    }
+
+    /// The layout [`GpuSplitter::run`] reads back: outputs packed at 16 bytes (memory in
+    /// proportion to the data, even for 100,000 tiny outputs) where one dispatch covers the
+    /// split, bindable offsets where it must be cut into pieces. Fails before any allocation
+    /// if the input or the outputs exceed the device's `max_buffer_size`.
+    pub fn host_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
+        let in_size = Self::input_binding_size(plan, dtype)?;
+        let packed = OutputLayout::new(plan, dtype, layout::UNIT_BYTES)?;
+        let window = self
+            .limits
+            .max_storage_buffer_binding_size
+            .min(layout::MAX_WINDOW);
+        let layout = if in_size <= window && packed.total_bytes <= window {
+            packed
+        } else {
+            self.output_layout(plan, dtype)?
+        };
+        for (what, bytes) in [("input", in_size), ("output region", layout.total_bytes)] {
+            if bytes > self.limits.max_buffer_size {
+                return Err(SplitError::TooLarge(format!(
+                    "{what} of {bytes} bytes exceeds the device's max_buffer_size of {} bytes",
+                    self.limits.max_buffer_size
+                )));
+            }
+        }
+        Ok(layout)
     }
 
     /// Bytes the input buffer must hold from its offset: the input rounded up to a word.
@@ -253,6 +287,19 @@ impl GpuSplitter {
         output: BufferRegion<'_>,
     ) -> Result<EncodedSplit> {
         let layout = self.output_layout(plan, dtype)?;
+        self.encode_into(encoder, plan, dtype, input, output, layout)
+    }
+
+    /// [`GpuSplitter::encode`] with the outputs placed by `layout`.
+    fn encode_into(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+        layout: OutputLayout,
+    ) -> Result<EncodedSplit> {
         let in_size = Self::input_binding_size(plan, dtype)?;
         self.check_region("input", &input, in_size, wgpu::BufferUsages::STORAGE)?;
         self.check_region(
@@ -279,7 +326,10 @@ impl GpuSplitter {
                 copies: copies.len() as u32,
             });
         }
-        let window_limit = self.limits.max_storage_buffer_binding_size;
+        let window_limit = self
+            .limits
+            .max_storage_buffer_binding_size
+            .min(layout::MAX_WINDOW);
         let offset_align = self.limits.min_storage_buffer_offset_alignment as u64;
         let max_units = self.max_units_per_invocation as u64;
         let pieces =
@@ -419,7 +469,7 @@ impl GpuSplitter {
         plan: &SplitPlan,
         dtype: DType,
     ) -> Result<Option<Vec<OutputRange>>> {
-        let inner_bytes = plan.inner() as u64 * dtype.size() as u64;
+        let (inner_bytes, _) = plan.row_bytes(dtype.size())?;
         let contiguous =
             plan.outer() <= 1 || plan.chunks().iter().filter(|c| c.len > 0).count() <= 1;
         if !contiguous {
@@ -470,6 +520,15 @@ impl GpuSplitter {
 
     /// Uploads `input`, splits it as `plan` says and reads every output back.
     pub fn run(&self, plan: &SplitPlan, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        Ok(self.run_detailed(plan, input)?.0)
+    }
+
+    /// [`GpuSplitter::run`], also returning what was recorded (layout, dispatches, copies).
+    pub fn run_detailed(
+        &self,
+        plan: &SplitPlan,
+        input: &HostTensor,
+    ) -> Result<(Vec<HostTensor>, EncodedSplit)> {
         let dtype = input.dtype();
         if input.shape() != plan.input_shape() {
             return Err(SplitError::DataMismatch(format!(
@@ -478,16 +537,8 @@ impl GpuSplitter {
                 input.shape()
             )));
         }
-        let layout = self.output_layout(plan, dtype)?;
+        let layout = self.host_layout(plan, dtype)?;
         let in_size = Self::input_binding_size(plan, dtype)?.max(4);
-        for (what, bytes) in [("input", in_size), ("output region", layout.total_bytes)] {
-            if bytes > self.limits.max_buffer_size {
-                return Err(SplitError::TooLarge(format!(
-                    "{what} of {bytes} bytes exceeds the device's max_buffer_size of {} bytes",
-                    self.limits.max_buffer_size
-                )));
-            }
-        }
         let (in_buf, out_buf, readback) = scoped(&self.device, "allocating buffers", || {
             let in_buf = self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("split input"),
@@ -521,33 +572,39 @@ impl GpuSplitter {
         in_buf.unmap();
 
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        let EncodedSplit { layout, .. } = self.encode(
+        let input_region = BufferRegion {
+            buffer: &in_buf,
+            offset: 0,
+        };
+        let output_region = BufferRegion {
+            buffer: &out_buf,
+            offset: 0,
+        };
+        let encoded = self.encode_into(
             &mut encoder,
             plan,
             dtype,
-            BufferRegion {
-                buffer: &in_buf,
-                offset: 0,
-            },
-            BufferRegion {
-                buffer: &out_buf,
-                offset: 0,
-            },
+            input_region,
+            output_region,
+            layout,
         )?;
+        let total = encoded.layout.total_bytes;
         scoped(&self.device, "submitting the split", || {
-            encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, layout.total_bytes);
+            encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, total);
             self.queue.submit([encoder.finish()]);
         })?;
         let bytes = self.read_back(&readback)?;
-        plan.chunks()
+        let outputs = encoded
+            .layout
+            .ranges
             .iter()
             .enumerate()
-            .map(|(i, _)| {
-                let r = layout.ranges[i];
+            .map(|(i, r)| {
                 let data = bytes[r.offset as usize..(r.offset + r.size) as usize].to_vec();
                 HostTensor::new(dtype, plan.output_shape(i), data)
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok((outputs, encoded))
     }
 
     /// Maps a MAP_READ buffer after the queue's work and copies it out.

@@ -19,7 +19,7 @@ pub use split::split;
 pub use variadic::variadic_split;
 
 use crate::error::{Result, SplitError};
-use crate::plan::normalize_axis;
+use crate::plan::{check_output_count, normalize_axis};
 use crate::tensor::IntTensor;
 
 /// Reads an `axis` input: a scalar, or a shape-[1] tensor where `allow_shape_1` is set.
@@ -97,5 +97,6 @@ fn equal_parts(what: &'static str, count: i64, axis: usize, length: usize) -> Re
             length,
         });
     }
+    check_output_count(parts as u128)?;
     Ok(vec![length / parts; parts])
 }

@@ -2,7 +2,7 @@
 
 use super::{equal_parts, exact_lengths};
 use crate::error::{Result, SplitError};
-use crate::plan::{normalize_axis, SplitPlan};
+use crate::plan::{check_output_count, normalize_axis, SplitPlan};
 
 /// How ONNX Split chooses its parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,10 +19,19 @@ pub enum OnnxSplitParts {
 /// ONNX Split: `axis` attribute (default 0, negative counts from the end) and the parts.
 ///
 /// With [`OnnxSplitParts::NumOutputs`] the lengths are those of the ONNX reference
-/// implementation and ONNX Runtime: `n - 1` chunks of `c = ceil(length / n)` and a last chunk
-/// of `length - c * (n - 1)`. Where that last chunk would be negative (for example length 5 in
-/// 4 outputs: 2, 2, 2, -1) the reference implementation returns a wrong-sized output rather
-/// than failing; this function refuses it with an error.
+/// implementation: `n - 1` chunks of `c = ceil(length / n)` and a last chunk of
+/// `length - c * (n - 1)`. ONNX Runtime agrees wherever `length % c` is that last chunk (7 into
+/// 4: 2, 2, 2, 1; 10 into 4: 3, 3, 3, 1) and differs elsewhere:
+///
+/// | length, n | ONNX reference | ONNX Runtime | this crate |
+/// | --- | --- | --- | --- |
+/// | 6, 4 | 2, 2, 2, 0 | 2, 2, 2, 2 (sums to 8) | 2, 2, 2, 0 |
+/// | 2, 3 | 1, 1, 0 | error: num_outputs > length | 1, 1, 0 |
+/// | 0, 3 | 0, 0, 0 | error: num_outputs > length | 0, 0, 0 |
+/// | 5, 4 | 2, 2, 2, -1 (wrong-sized outputs) | 2, 2, 2, 1 (sums to 7) | error |
+///
+/// that is, the reference's lengths whenever they are valid, and an error where no valid
+/// lengths follow the rule.
 ///
 /// ```
 /// use wgpu_split::ops::{onnx_split, OnnxSplitParts};
@@ -42,6 +51,7 @@ pub fn onnx_split(data_shape: &[usize], axis: i64, parts: &OnnxSplitParts) -> Re
                 .ok_or_else(|| {
                     SplitError::ConflictingInputs(format!("num_outputs {n} must be at least 1"))
                 })?;
+            check_output_count(count as u128)?;
             let chunk = length.div_ceil(count);
             let last = length as i128 - chunk as i128 * (count as i128 - 1);
             if last < 0 {

@@ -2,7 +2,7 @@
 
 use super::exact_lengths;
 use crate::error::{Result, SplitError};
-use crate::plan::{normalize_axis, SplitPlan};
+use crate::plan::{check_output_count, normalize_axis, SplitPlan};
 use crate::tensor::IntTensor;
 
 /// ONNX SplitToSequence-11.
@@ -29,6 +29,7 @@ pub fn split_to_sequence(
     let axis = normalize_axis(axis, data_shape.len())?;
     let length = data_shape[axis];
     let Some(split) = split else {
+        check_output_count(length as u128)?;
         return SplitPlan::from_lengths(data_shape, axis, &vec![1; length], keepdims);
     };
     let lengths = match split.shape().len() {
@@ -38,6 +39,7 @@ pub fn split_to_sequence(
                 .ok()
                 .filter(|&s| s > 0)
                 .ok_or(SplitError::SplitNotPositive { split: s })?;
+            check_output_count(length.div_ceil(size) as u128)?;
             let mut lengths = vec![size; length / size];
             if !length.is_multiple_of(size) {
                 lengths.push(length % size);

@@ -1,0 +1,147 @@
+//! The planner never panics and keeps its invariants on arbitrary inputs, extreme i64 values
+//! included (see `wgpu_split::fuzzing`). CI runs a few thousand cases; set
+//! `WGPU_SPLIT_FUZZ_CASES` for a long run. The coverage-guided run lives in `fuzz/`.
+
+use proptest::prelude::*;
+use wgpu_split::fuzzing::{check_planner, PlannerInput};
+
+fn dim() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        8 => 0u64..8,
+        1 => 0u64..100_000,
+        1 => Just(u64::MAX),
+        1 => Just(1 << 32),
+        1 => Just(1 << 62),
+        1 => any::<u64>(),
+    ]
+}
+
+fn int() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        8 => -3i64..10,
+        1 => Just(i64::MIN),
+        1 => Just(i64::MAX),
+        1 => Just(-1),
+        1 => any::<i64>(),
+    ]
+}
+
+fn input() -> impl Strategy<Value = PlannerInput> {
+    (
+        prop::collection::vec(dim(), 0..6),
+        int(),
+        0u8..3,
+        0u8..9,
+        int(),
+        prop::collection::vec(int(), 0..8),
+        any::<bool>(),
+        any::<u8>(),
+    )
+        .prop_map(
+            |(shape, axis, axis_form, op, scalar, lengths, keepdims, dtype)| PlannerInput {
+                shape,
+                axis,
+                axis_form,
+                op,
+                scalar,
+                lengths,
+                keepdims,
+                dtype,
+            },
+        )
+}
+
+fn cases() -> u32 {
+    std::env::var("WGPU_SPLIT_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4000)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn planner_keeps_its_invariants(input in input()) {
+        check_planner(&input);
+    }
+}
+
+/// Inputs that once mattered, replayed every run (the fuzz corpus keeps the rest).
+#[test]
+fn known_edge_cases() {
+    let base = PlannerInput {
+        shape: vec![6],
+        axis: 0,
+        axis_form: 0,
+        op: 0,
+        scalar: 3,
+        lengths: vec![],
+        keepdims: true,
+        dtype: 9,
+    };
+    let cases = [
+        PlannerInput {
+            shape: vec![0, u64::MAX],
+            axis: 1,
+            op: 2,
+            ..base.clone()
+        },
+        PlannerInput {
+            shape: vec![0, 1 << 62],
+            axis: 1,
+            op: 0,
+            scalar: 2,
+            dtype: 14,
+            ..base.clone()
+        },
+        PlannerInput {
+            shape: vec![6],
+            op: 1,
+            lengths: vec![i64::MAX, i64::MAX, -1],
+            ..base.clone()
+        },
+        PlannerInput {
+            shape: vec![6],
+            op: 1,
+            lengths: vec![i64::MIN, -1],
+            ..base.clone()
+        },
+        PlannerInput {
+            shape: vec![5],
+            op: 7,
+            scalar: i64::MAX,
+            ..base.clone()
+        },
+        PlannerInput {
+            shape: vec![5],
+            op: 3,
+            scalar: i64::MIN,
+            ..base.clone()
+        },
+        PlannerInput {
+            shape: vec![1 << 32, 1 << 32],
+            axis: -1,
+            op: 6,
+            scalar: 1,
+            ..base.clone()
+        },
+        PlannerInput {
+            shape: vec![3, 5000],
+            axis: 1,
+            op: 5,
+            lengths: vec![4999, 1],
+            dtype: 2,
+            ..base.clone()
+        },
+        PlannerInput {
+            shape: vec![],
+            axis: i64::MIN,
+            op: 4,
+            ..base
+        },
+    ];
+    for c in &cases {
+        check_planner(c);
+    }
+}

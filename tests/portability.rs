@@ -1,0 +1,101 @@
+//! The WGSL shaders parse, validate and translate with naga to SPIR-V (Vulkan), MSL (Metal),
+//! HLSL (DX12) and GLSL (GL), so they are known to compile for all four even where only the
+//! Vulkan and GL adapters exist.
+
+use naga::back::{glsl, hlsl, msl, spv};
+use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
+
+fn parse(name: &str, source: &str) -> (naga::Module, ModuleInfo) {
+    let module = naga::front::wgsl::parse_str(source)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+    // No optional capabilities: the shader must need none (no f16, no i64).
+    let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    (module, info)
+}
+
+fn translate_everywhere(name: &str, source: &str) {
+    let (module, info) = parse(name, source);
+    assert_eq!(module.entry_points.len(), 1, "{name}");
+    let entry = module.entry_points[0].name.clone();
+
+    let words = spv::write_vec(&module, &info, &spv::Options::default(), None)
+        .unwrap_or_else(|e| panic!("{name} SPIR-V: {e}"));
+    assert_eq!(words[0], 0x0723_0203, "{name}: SPIR-V magic number");
+
+    let (metal, _) = msl::write_string(
+        &module,
+        &info,
+        &msl::Options::default(),
+        &msl::PipelineOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{name} MSL: {e}"));
+    assert!(metal.contains("kernel void"), "{name}: no Metal kernel");
+
+    let mut hlsl_text = String::new();
+    hlsl::Writer::new(
+        &mut hlsl_text,
+        &hlsl::Options::default(),
+        &hlsl::PipelineOptions::default(),
+    )
+    .write(&module, &info, None)
+    .unwrap_or_else(|e| panic!("{name} HLSL: {e}"));
+    assert!(
+        hlsl_text.contains("[numthreads("),
+        "{name}: no HLSL compute entry"
+    );
+
+    let mut glsl_text = String::new();
+    let options = glsl::Options {
+        version: glsl::Version::new_gles(310),
+        ..Default::default()
+    };
+    let pipeline = glsl::PipelineOptions {
+        shader_stage: naga::ShaderStage::Compute,
+        entry_point: entry,
+        multiview: None,
+    };
+    glsl::Writer::new(
+        &mut glsl_text,
+        &module,
+        &info,
+        &options,
+        &pipeline,
+        Default::default(),
+    )
+    .and_then(|mut w| w.write())
+    .unwrap_or_else(|e| panic!("{name} GLSL: {e}"));
+    assert!(
+        glsl_text.contains("layout(local_size_x"),
+        "{name}: no GLSL compute layout"
+    );
+}
+
+#[test]
+fn split_shader_compiles_for_every_backend() {
+    translate_everywhere("split_gather.wgsl", wgpu_split::gpu::SHADER_SOURCE);
+}
+
+#[test]
+fn bench_copy_shader_compiles_for_every_backend() {
+    translate_everywhere(
+        "bench_copy_vec4.wgsl",
+        wgpu_split::bench::COPY_SHADER_SOURCE,
+    );
+}
+
+#[test]
+fn split_shader_uses_five_bindings_in_group_0() {
+    // The host's bind group layout (uniform, table, source, vec4 source, destination).
+    let (module, _) = parse("split_gather.wgsl", wgpu_split::gpu::SHADER_SOURCE);
+    let mut bindings: Vec<u32> = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, g)| g.binding.as_ref())
+        .inspect(|b| assert_eq!(b.group, 0))
+        .map(|b| b.binding)
+        .collect();
+    bindings.sort_unstable();
+    assert_eq!(bindings, vec![0, 1, 2, 3, 4]);
+}
