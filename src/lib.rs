@@ -23,6 +23,8 @@
 //! # Ok::<(), wgpu_split::SplitError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod bench;
 pub mod dtype;
 pub mod error;

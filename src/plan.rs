@@ -9,10 +9,11 @@
 use crate::error::{Result, SplitError};
 use crate::tensor::element_count;
 
-/// Most outputs one split may have. Every output costs host memory for its chunk and shape,
-/// so counts beyond this (say, a sequence of 2^63 chunks of an empty axis) are refused
-/// before anything is allocated.
-pub const MAX_OUTPUTS: usize = 1 << 24;
+/// Most outputs one split may have: 1,048,576, ten times the largest sequences inference
+/// graphs produce. Every output costs host memory (chunk, layout range, table entry: about
+/// 80 bytes), so counts beyond this (say, a sequence of 2^63 chunks of an empty axis) are
+/// refused before anything is allocated.
+pub const MAX_OUTPUTS: usize = 1 << 20;
 
 /// Refuses a split into more than [`MAX_OUTPUTS`] outputs.
 pub fn check_output_count(count: u128) -> Result<()> {

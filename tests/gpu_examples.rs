@@ -11,14 +11,7 @@ fn check(plan: &SplitPlan, input: &HostTensor) -> Vec<HostTensor> {
         let got = gpu
             .run(plan, input)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(got.len(), want.len(), "{name}");
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g.shape(), w.shape(), "{name} output {i}");
-            assert!(
-                g.bytes() == w.bytes(),
-                "{name}: output {i} differs from the CPU reference"
-            );
-        }
+        common::assert_same_outputs(name, &got, &want);
     }
     want
 }

@@ -20,14 +20,7 @@ fn check_on(name: &str, gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor)
         .run_detailed(plan, input)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let want = reference::split_tensor(input, plan).unwrap();
-    assert_eq!(got.len(), want.len(), "{name}");
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(g.shape(), w.shape(), "{name} output {i}");
-        assert!(
-            g.bytes() == w.bytes(),
-            "{name}: output {i} differs from the CPU reference"
-        );
-    }
+    common::assert_same_outputs(name, &got, &want);
     encoded.dispatches + encoded.copies
 }
 

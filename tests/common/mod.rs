@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::sync::OnceLock;
-use wgpu_split::{BackendChoice, GpuSplitter};
+use wgpu_split::{BackendChoice, GpuSplitter, HostTensor};
 
 /// One splitter per listed backend, opened once per test binary.
 pub fn splitters() -> &'static [(String, GpuSplitter)] {
@@ -24,4 +24,16 @@ pub fn splitters() -> &'static [(String, GpuSplitter)] {
             })
             .collect()
     })
+}
+
+/// Asserts that `got` equals `want` output by output: same shapes, same bytes.
+pub fn assert_same_outputs(name: &str, got: &[HostTensor], want: &[HostTensor]) {
+    assert_eq!(got.len(), want.len(), "{name}: number of outputs");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.shape(), w.shape(), "{name} output {i}");
+        assert!(
+            g.bytes() == w.bytes(),
+            "{name}: output {i} differs from the CPU reference"
+        );
+    }
 }
