@@ -137,6 +137,26 @@ fn main(
         return;
     }
     if (e.mode == MODE_WORD) {
+        if (e.row_bytes == 4u) {
+            // One word per row (a split into single 32-bit elements): a plain strided gather.
+            var w = s >> 2u;
+            let step = e.src_stride >> 2u;
+            // Whole units first, then the output's partial last unit, if any.
+            let whole_end = min(end_unit, e.out_bytes / 16u);
+            var u = first_unit;
+            for (; u < whole_end; u++) {
+                dst[e.dst_unit + u] = vec4<u32>(src[w], src[w + step], src[w + 2u * step], src[w + 3u * step]);
+                w += 4u * step;
+            }
+            if (u < end_unit) {
+                var v = vec4<u32>(0u);
+                for (var k = 0u; k < (e.out_bytes % 16u) / 4u; k++) {
+                    v[k] = src[w + k * step];
+                }
+                dst[e.dst_unit + u] = v;
+            }
+            return;
+        }
         // Every output word is one source word; only the output's last unit can be partial.
         for (var u = first_unit; u < end_unit; u++) {
             let words = min(4u, (e.out_bytes - u * 16u) / 4u);

@@ -219,3 +219,23 @@ fn every_listed_backend_opened() {
         assert!(names.iter().any(|n| n.contains("Gl")), "{names:?}");
     }
 }
+
+#[test]
+fn one_word_rows_with_partial_units() {
+    // Rows of one 32-bit word (the strided-gather path), outputs of 5 and 7 words.
+    for rows in [5usize, 7, 1] {
+        let input = iota_f32(&[rows, 4]);
+        let plan = ops::split(&[rows, 4], &IntTensor::scalar(1), 4).unwrap();
+        let out = check(&plan, &input);
+        assert_eq!(out[3].to_vec::<f32>().unwrap()[0], 3.0);
+        let halves: Vec<u16> = (0..rows as u16 * 6).collect();
+        let input = HostTensor::from_slice(&[rows, 6], &halves).unwrap();
+        let plan = ops::variadic_split(
+            &[rows, 6],
+            &IntTensor::scalar(1),
+            &IntTensor::vector(vec![2, 2, 2]),
+        )
+        .unwrap();
+        check(&plan, &input);
+    }
+}

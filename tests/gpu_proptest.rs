@@ -136,11 +136,15 @@ proptest! {
         let along: usize = plan.chunks().iter().map(|ch| ch.len).sum();
         prop_assert_eq!(along, plan.axis_len());
         for (name, gpu) in common::splitters() {
-            let got = gpu.run(&plan, &input).map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;
-            prop_assert_eq!(got.len(), want.len());
-            for (g, w) in got.iter().zip(&want) {
-                prop_assert_eq!(g.shape(), w.shape());
-                prop_assert!(g.bytes() == w.bytes(), "{}: bytes differ for {:?}", name, c);
+            // Any run length gives the same bytes: the device's default, and an odd one.
+            let odd = gpu.clone().with_max_units_per_invocation(3);
+            for gpu in [gpu, &odd] {
+                let got = gpu.run(&plan, &input).map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;
+                prop_assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    prop_assert_eq!(g.shape(), w.shape());
+                    prop_assert!(g.bytes() == w.bytes(), "{}: bytes differ for {:?}", name, c);
+                }
             }
         }
     }
