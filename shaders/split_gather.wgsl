@@ -123,16 +123,18 @@ fn main(
     let row_gap = e.src_stride - e.row_bytes;
     var s = row * e.src_stride + e.src_offset + col;
     if (e.mode == MODE_VEC4) {
+        // Row segment by row segment: a plain vec4 copy loop inside each.
         var s4 = s / 16u;
         let gap4 = row_gap / 16u;
-        for (var u = first_unit; u < end_unit; u++) {
-            dst[e.dst_unit + u] = src4[s4];
-            s4 += 1u;
-            col += 16u;
-            if (col == e.row_bytes) {
-                col = 0u;
-                s4 += gap4;
+        var u = first_unit;
+        while (u < end_unit) {
+            let count = min(end_unit - u, (e.row_bytes - col) / 16u);
+            for (var k = 0u; k < count; k++) {
+                dst[e.dst_unit + u + k] = src4[s4 + k];
             }
+            u += count;
+            s4 += count + gap4;
+            col = 0u;
         }
         return;
     }

@@ -39,7 +39,7 @@ pub struct BenchArgs {
     /// auto, vulkan, gl, metal or dx12 (default: $WGPU_SPLIT_BACKEND or auto).
     #[arg(long)]
     pub backend: Option<String>,
-    /// Five timed runs per figure instead of nine.
+    /// Five timed runs per figure instead of fifteen.
     #[arg(long)]
     pub quick: bool,
     /// Also write the results as JSON to this file.

@@ -12,7 +12,7 @@ use wgpu_split::GpuSplitter;
 pub fn run(a: &BenchArgs) -> CliResult {
     let gpu = GpuSplitter::open(args::backend(a.backend.as_deref())?)?;
     let info = gpu.adapter_info().clone();
-    let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 9 })?;
+    let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?;
     let roundtrip_ms = bencher.roundtrip_ms()?;
     let mut suite = standard_suite();
     if !a.cases.is_empty() {
