@@ -239,3 +239,22 @@ fn one_word_rows_with_partial_units() {
         check(&plan, &input);
     }
 }
+
+#[test]
+fn copies_and_the_dispatch_give_the_same_bytes() {
+    // A few long word-aligned rows per output: copy commands where the buffers allow them,
+    // the gather dispatch where they do not.
+    let input = iota_f32(&[6, 12, 10, 24]);
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
+    let want = reference::split_tensor(&input, &plan).unwrap();
+    let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+    for (name, gpu) in common::splitters() {
+        let (copied, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+        assert_eq!((how.dispatches, how.copies), (0, 18), "{name}");
+        common::assert_same_outputs(name, &copied, &want);
+        let (gathered, how) =
+            common::encode_and_read(gpu, &plan, &input, wgpu::BufferUsages::empty());
+        assert_eq!((how.dispatches, how.copies), (1, 0), "{name}");
+        common::assert_same_outputs(name, &gathered, &want);
+    }
+}

@@ -429,9 +429,10 @@ impl GpuSplitter {
         })
     }
 
-    /// `(source offset, destination offset, size)` copies that move every output, when each
-    /// output is one contiguous, word-aligned range of the input, the buffers allow copies, and
-    /// the outputs are long enough for per-command costs not to matter. `None` otherwise.
+    /// `(source offset, destination offset, size)` copies that move every output, when the
+    /// outputs are a few long, word-aligned contiguous runs of the input and the buffers allow
+    /// copies. A run is a whole output where its rows lie back to back in the input (a split of
+    /// the outermost axis), else one output row. `None` when a dispatch is the better choice.
     fn copy_plan(
         &self,
         plan: &SplitPlan,
@@ -440,27 +441,51 @@ impl GpuSplitter {
         input: &BufferRegion<'_>,
         output: &BufferRegion<'_>,
     ) -> Result<Option<Vec<(u64, u64, u64)>>> {
-        /// Below this average size a single dispatch beats one command per output.
-        const MIN_AVERAGE_COPY: u64 = 64 << 10;
+        /// Each command has a fixed cost: past this many, one dispatch wins.
+        const MAX_COPIES: u64 = 64;
+        /// Below this average run, one dispatch wins.
+        const MIN_AVERAGE_COPY: u64 = 1 << 10;
         let usable = input.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC)
             && output.buffer.usage().contains(wgpu::BufferUsages::COPY_DST)
             && input.offset.is_multiple_of(4)
             && output.offset.is_multiple_of(4);
-        let Some(views) = self.contiguous_ranges(plan, dtype)? else {
+        if !usable {
             return Ok(None);
-        };
-        let copies: Vec<(u64, u64, u64)> = views
+        }
+        let (inner_bytes, stride) = plan.row_bytes(dtype.size())?;
+        let outer = plan.outer() as u64;
+        let parts: Vec<(u64, u64, &OutputRange)> = plan
+            .chunks()
             .iter()
             .zip(&layout.ranges)
-            .filter(|(v, _)| v.size > 0)
-            .map(|(v, r)| (v.offset, r.offset, v.size.next_multiple_of(4)))
+            .filter(|(_, r)| r.size > 0)
+            .map(|(c, r)| (c.start as u64 * inner_bytes, c.len as u64 * inner_bytes, r))
             .collect();
-        let total: u64 = copies.iter().map(|c| c.2).sum();
-        let aligned = copies.iter().all(|c| c.0.is_multiple_of(4));
-        let long = !copies.is_empty() && total / copies.len() as u64 >= MIN_AVERAGE_COPY;
-        // Rounding a size up to a word may read up to 3 bytes past the output; they exist,
-        // since the input region is rounded up to a word too.
-        Ok((usable && aligned && long).then_some(copies))
+        let whole_outputs = outer <= 1 || parts.len() <= 1;
+        let count = if whole_outputs {
+            parts.len() as u64
+        } else {
+            parts.len() as u64 * outer
+        };
+        let total: u64 = parts.iter().map(|p| p.2.size).sum();
+        if count == 0 || count > MAX_COPIES || total / count < MIN_AVERAGE_COPY {
+            return Ok(None);
+        }
+        let mut copies = Vec::with_capacity(count as usize);
+        for &(start, row, range) in &parts {
+            if whole_outputs {
+                // Rounding up to a word reads at most 3 bytes past the output, which exist (the
+                // input region is rounded up too), and writes them into the output's padding.
+                copies.push((start, range.offset, range.size.next_multiple_of(4)));
+            } else {
+                copies
+                    .extend((0..outer).map(|r| (r * stride + start, range.offset + r * row, row)));
+            }
+        }
+        let aligned = copies
+            .iter()
+            .all(|&(src, _, size)| src.is_multiple_of(4) && size.is_multiple_of(4));
+        Ok(aligned.then_some(copies))
     }
 
     /// Each output's byte range in the input, when every output is one contiguous range.

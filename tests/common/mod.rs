@@ -37,3 +37,62 @@ pub fn assert_same_outputs(name: &str, got: &[HostTensor], want: &[HostTensor]) 
         );
     }
 }
+
+/// Splits `input` through [`GpuSplitter::encode`] on buffers of the given extra usages (STORAGE
+/// is always set), then reads the outputs back: the path an inference backend takes.
+pub fn encode_and_read(
+    gpu: &GpuSplitter,
+    plan: &wgpu_split::SplitPlan,
+    input: &HostTensor,
+    extra_usage: wgpu::BufferUsages,
+) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
+    use wgpu::util::DeviceExt;
+    let device = gpu.device();
+    let mut bytes = input.bytes().to_vec();
+    bytes.resize(bytes.len().next_multiple_of(16).max(16), 0);
+    let in_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: None,
+        contents: &bytes,
+        usage: wgpu::BufferUsages::STORAGE | extra_usage,
+    });
+    let layout = gpu.output_layout(plan, input.dtype()).unwrap();
+    let out_buf = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: layout.total_bytes,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | extra_usage,
+        mapped_at_creation: false,
+    });
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: layout.total_bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    let region = |buffer| wgpu_split::BufferRegion { buffer, offset: 0 };
+    let encoded = gpu
+        .encode(
+            &mut encoder,
+            plan,
+            input.dtype(),
+            region(&in_buf),
+            region(&out_buf),
+        )
+        .unwrap();
+    encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, layout.total_bytes);
+    gpu.queue().submit([encoder.finish()]);
+    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
+    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let data = readback.get_mapped_range(..).unwrap().to_vec();
+    let outputs = encoded
+        .layout
+        .ranges
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let bytes = data[r.offset as usize..(r.offset + r.size) as usize].to_vec();
+            HostTensor::new(input.dtype(), plan.output_shape(i), bytes).unwrap()
+        })
+        .collect();
+    (outputs, encoded)
+}
