@@ -1,7 +1,8 @@
 //! The benchmark suite: each case's split timed against the device's own copies, in one run.
 //!
 //! Used by `wgpu-split bench` and by the criterion benches. Every rate is
-//! `input bytes / median time` over at least five timed runs after a warm-up.
+//! `input bytes / median time` over at least five timed runs after a warm-up (more for short
+//! cases: timing goes on for at least a second).
 
 use crate::error::{Result, SplitError};
 use crate::gpu::{scoped, BufferRegion, GpuSplitter};
@@ -145,14 +146,25 @@ pub fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-/// Times `f` once for warm-up, then `runs` times; returns the median in ms.
+/// Timed runs stop once they add up to this long (and at least the requested count ran):
+/// short cases get many runs, so their medians are steady on a noisy machine.
+const MIN_TIMED_SECONDS: f64 = 1.0;
+
+/// Most timed runs of one figure.
+const MAX_RUNS: usize = 400;
+
+/// Times `f` once for warm-up, then at least `runs` times and at least
+/// [`MIN_TIMED_SECONDS`] in all (at most [`MAX_RUNS`] runs); returns the median in ms.
 fn time_ms(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     f()?;
     let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs {
+    let mut total = 0.0;
+    while times.len() < runs || (total < MIN_TIMED_SECONDS && times.len() < MAX_RUNS) {
         let t = Instant::now();
         f()?;
-        times.push(t.elapsed().as_secs_f64() * 1e3);
+        let seconds = t.elapsed().as_secs_f64();
+        total += seconds;
+        times.push(seconds * 1e3);
     }
     Ok(median(times))
 }

@@ -1,4 +1,5 @@
-//! The GPU path: one device, one cached pipeline, one gather dispatch per split.
+//! The GPU path: one device, one cached pipeline, one gather dispatch per split (copy
+//! commands instead where outputs are long contiguous runs, pieces past one binding).
 //!
 //! [`GpuSplitter`] owns (a handle to) a device and its compiled pipeline. Use
 //! [`GpuSplitter::run`] to go from host bytes to host bytes, or [`GpuSplitter::encode`] to
@@ -25,7 +26,7 @@ const WORKGROUP_SIZE: u64 = 64;
 
 /// Most 16-byte units one invocation writes, by device type.
 /// On CPU adapters (lavapipe, llvmpipe) every invocation carries a fixed cost, so long runs
-/// win: 128 units reached the vec4 copy kernel's rate there, 8 reached 60% of it. GPUs want
+/// win: 128 units reached the vec4 copy kernel's rate there, 8 reached 60 to 70% of it. GPUs want
 /// short runs, so neighbouring invocations touch neighbouring memory.
 fn max_units_per_invocation(device_type: wgpu::DeviceType) -> u32 {
     match device_type {
