@@ -19,7 +19,7 @@ pub struct PlannerInput {
     pub shape: Vec<u64>,
     /// Axis value.
     pub axis: i64,
-    /// Shape of the axis tensor: 0 scalar, 1 shape [1], else shape [2].
+    /// Shape of the axis tensor: 0 scalar, 1 shape `[1]`, else shape `[2]`.
     pub axis_form: u8,
     /// Operator and form of its parts, 0 to 8.
     pub op: u8,

@@ -9,7 +9,7 @@
 //! 2. [`plan`]: output shapes and chunk offsets over the view `[outer, axis_len, inner]`.
 //! 3. [`gpu`]: a [`GpuSplitter`] holds a device and the compiled pipeline, lays the outputs out
 //!    in one buffer and dispatches the gather shader once for all of them.
-//! 4. [`reference`]: the same split on the CPU with ndarray, to check the GPU against.
+//! 4. [`reference`](mod@reference): the same split on the CPU with ndarray, to check the GPU against.
 //!
 //! ```no_run
 //! use wgpu_split::{ops, GpuSplitter, HostTensor, IntTensor};

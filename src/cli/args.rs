@@ -83,7 +83,7 @@ pub struct RunArgs {
     /// Directory for output_{i}.npy; created if missing, written only on success.
     #[arg(long)]
     pub out: PathBuf,
-    /// Axis: an integer or a .npy holding a scalar or shape-[1] integer tensor.
+    /// Axis: an integer or a .npy holding a scalar or shape [1] integer tensor.
     #[arg(long, allow_hyphen_values = true)]
     pub axis: Option<String>,
     /// split: number of equal parts.

@@ -1,5 +1,5 @@
 //! The operators' rules. Each function validates its inputs as its specification says and
-//! returns a [`SplitPlan`]; none of them touches data or a device.
+//! returns a [`SplitPlan`](crate::SplitPlan); none of them touches data or a device.
 //!
 //! | operator | function | lengths come from |
 //! | --- | --- | --- |
@@ -22,7 +22,7 @@ use crate::error::{Result, SplitError};
 use crate::plan::{check_output_count, normalize_axis};
 use crate::tensor::IntTensor;
 
-/// Reads an `axis` input: a scalar, or a shape-[1] tensor where `allow_shape_1` is set.
+/// Reads an `axis` input: a scalar, or a shape-`[1]` tensor where `allow_shape_1` is set.
 fn read_axis(axis: &IntTensor, rank: usize, allow_shape_1: bool) -> Result<usize> {
     if rank == 0 {
         return Err(SplitError::RankZero);

@@ -7,7 +7,7 @@ use crate::tensor::IntTensor;
 
 /// OpenVINO VariadicSplit-1: outputs of the lengths in `split_lengths`.
 ///
-/// - `axis`: a scalar or a shape-[1] tensor of any integer type in `[-rank, rank-1]`.
+/// - `axis`: a scalar or a shape-`[1]` tensor of any integer type in `[-rank, rank-1]`.
 /// - `split_lengths`: 1-D, any integer type, at least one entry. At most one entry is `-1` and
 ///   takes whatever the others leave (possibly 0); every other entry is >= 0; the sum equals the
 ///   axis length.
