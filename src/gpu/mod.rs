@@ -159,9 +159,7 @@ impl GpuSplitter {
             layout: Some(&layout),
             module: &module,
             entry_point: Some("main"),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                ..Default::default()
-            },
+            compilation_options: Default::default(),
             cache: None,
         });
         (bind_group_layout, pipeline)
@@ -339,6 +337,14 @@ impl GpuSplitter {
             .iter()
             .map(|p| self.grid(p.params.num_invocations as u64, WORKGROUP_SIZE))
             .collect::<Result<Vec<_>>>()?;
+        if pieces.is_empty() {
+            // Every output is empty: nothing to record.
+            return Ok(EncodedSplit {
+                layout,
+                dispatches: 0,
+                copies: 0,
+            });
+        }
         scoped(&self.device, "encoding the split", || {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("split_gather"),
