@@ -3,7 +3,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::plan::SplitPlan;
-use crate::tensor::byte_count;
+use crate::tensor::{byte_count, HostTensor};
 use crate::DType;
 
 /// The shader writes whole 16-byte units, so outputs start at least 16-byte aligned.
@@ -71,6 +71,37 @@ impl OutputLayout {
             total_bytes: cursor.max(UNIT_BYTES),
             alignment,
         })
+    }
+}
+
+impl OutputLayout {
+    /// Cuts a read-back output region (`total_bytes` long, as [`GpuSplitter::encode`] left
+    /// it) into one host tensor per output.
+    ///
+    /// [`GpuSplitter::encode`]: crate::GpuSplitter::encode
+    pub fn outputs_from(
+        &self,
+        region: &[u8],
+        plan: &SplitPlan,
+        dtype: DType,
+    ) -> Result<Vec<HostTensor>> {
+        if (region.len() as u64) < self.total_bytes || self.ranges.len() != plan.num_outputs() {
+            return Err(SplitError::DataMismatch(format!(
+                "an output region of {} bytes for {} outputs does not match this layout ({} bytes, {} outputs)",
+                region.len(),
+                plan.num_outputs(),
+                self.total_bytes,
+                self.ranges.len()
+            )));
+        }
+        self.ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let bytes = region[r.offset as usize..(r.offset + r.size) as usize].to_vec();
+                HostTensor::new(dtype, plan.output_shape(i), bytes)
+            })
+            .collect()
     }
 }
 

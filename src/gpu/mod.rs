@@ -626,16 +626,7 @@ impl GpuSplitter {
             self.queue.submit([encoder.finish()]);
         })?;
         let bytes = self.read_back(&readback)?;
-        let outputs = encoded
-            .layout
-            .ranges
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let data = bytes[r.offset as usize..(r.offset + r.size) as usize].to_vec();
-                HostTensor::new(dtype, plan.output_shape(i), data)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let outputs = encoded.layout.outputs_from(&bytes, plan, dtype)?;
         Ok((outputs, encoded))
     }
 

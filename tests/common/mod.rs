@@ -86,13 +86,7 @@ pub fn encode_and_read(
     let data = readback.get_mapped_range(..).unwrap().to_vec();
     let outputs = encoded
         .layout
-        .ranges
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let bytes = data[r.offset as usize..(r.offset + r.size) as usize].to_vec();
-            HostTensor::new(input.dtype(), plan.output_shape(i), bytes).unwrap()
-        })
-        .collect();
+        .outputs_from(&data, plan, input.dtype())
+        .unwrap();
     (outputs, encoded)
 }
