@@ -5,7 +5,7 @@
 //! cases: timing goes on for at least a second).
 
 use crate::error::{Result, SplitError};
-use crate::gpu::{scoped, BufferRegion, GpuSplitter};
+use crate::gpu::{scoped, BufferRegion, EncodedSplit, GpuSplitter};
 use crate::ops;
 use crate::plan::SplitPlan;
 use crate::reference;
@@ -219,24 +219,28 @@ impl CaseBuffers {
     /// One device-resident split as the suite times it: plan, encode, submit, wait.
     /// Returns the compute dispatches plus copy commands it recorded.
     pub fn split(&self, gpu: &GpuSplitter, case: &Case) -> Result<u32> {
-        let plan = case.plan()?;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let encoded = gpu.encode(
-            &mut encoder,
-            &plan,
-            case.dtype,
-            BufferRegion {
-                buffer: &self.input,
-                offset: 0,
-            },
-            BufferRegion {
-                buffer: &self.output,
-                offset: 0,
-            },
-        )?;
+        let encoded = self.encode(gpu, case, &mut encoder)?;
         gpu.queue().submit([encoder.finish()]);
         wait(gpu)?;
         Ok(encoded.dispatches + encoded.copies)
+    }
+
+    /// The host part of a split alone: plan and encode into `encoder`, no submit.
+    pub fn encode(
+        &self,
+        gpu: &GpuSplitter,
+        case: &Case,
+        encoder: &mut wgpu::CommandEncoder,
+    ) -> Result<EncodedSplit> {
+        let region = |buffer| BufferRegion { buffer, offset: 0 };
+        gpu.encode(
+            encoder,
+            &case.plan()?,
+            case.dtype,
+            region(&self.input),
+            region(&self.output),
+        )
     }
 }
 
@@ -311,23 +315,8 @@ impl<'a> Bencher<'a> {
         })?;
 
         let host_ms = time_ms(self.runs, || {
-            let plan = case.plan()?;
             let mut encoder = device.create_command_encoder(&Default::default());
-            let input = BufferRegion {
-                buffer: input,
-                offset: 0,
-            };
-            self.gpu.encode(
-                &mut encoder,
-                &plan,
-                case.dtype,
-                input,
-                BufferRegion {
-                    buffer: output,
-                    offset: 0,
-                },
-            )?;
-            Ok(())
+            buffers.encode(self.gpu, case, &mut encoder).map(|_| ())
         })?;
 
         let copy_ms = time_ms(self.runs, || {

@@ -180,6 +180,17 @@ impl SplitPlan {
         shape
     }
 
+    /// Checks that data of `shape` is what this plan was made for.
+    pub fn check_input_shape(&self, shape: &[usize]) -> Result<()> {
+        if shape != self.input_shape.as_slice() {
+            return Err(SplitError::DataMismatch(format!(
+                "the plan is for shape {:?}, the data has shape {:?}",
+                self.input_shape, shape
+            )));
+        }
+        Ok(())
+    }
+
     /// Shapes of all outputs.
     pub fn output_shapes(&self) -> Vec<Vec<usize>> {
         (0..self.num_outputs())

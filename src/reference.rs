@@ -19,20 +19,10 @@ use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, Axis, Slice};
 /// assert_eq!(parts[1].as_slice().unwrap(), &["c".to_string()]);
 /// ```
 pub fn split_array<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Result<Vec<ArrayD<T>>> {
-    if input.shape() != plan.input_shape() {
-        return Err(SplitError::DataMismatch(format!(
-            "the plan is for shape {:?}, the data has shape {:?}",
-            plan.input_shape(),
-            input.shape()
-        )));
-    }
-    Ok(split_view(input, plan))
-}
-
-/// The slicing itself; `input` may carry trailing dimensions beyond the plan's shape.
-fn split_view<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Vec<ArrayD<T>> {
+    plan.check_input_shape(input.shape())?;
     let axis = Axis(plan.axis());
-    plan.chunks()
+    Ok(plan
+        .chunks()
         .iter()
         .map(|c| {
             let part = input.slice_axis(axis, Slice::from(c.start..c.start + c.len));
@@ -43,7 +33,7 @@ fn split_view<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Vec<Array
             };
             part.as_standard_layout().into_owned()
         })
-        .collect()
+        .collect())
 }
 
 /// Splits a host tensor of any dtype, moving its bytes exactly.
@@ -52,13 +42,7 @@ fn split_view<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Vec<Array
 /// is the column band of its chunk, copied row by row. One `u8` code path serves every element
 /// type, strings included.
 pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTensor>> {
-    if input.shape() != plan.input_shape() {
-        return Err(SplitError::DataMismatch(format!(
-            "the plan is for shape {:?}, the data has shape {:?}",
-            plan.input_shape(),
-            input.shape()
-        )));
-    }
+    plan.check_input_shape(input.shape())?;
     let dtype = input.dtype();
     // The bytes exist, so the row sizes fit usize unless the tensor is empty (outer == 0).
     let (inner_bytes, stride) = plan.row_bytes(dtype.size())?;

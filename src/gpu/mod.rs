@@ -333,10 +333,6 @@ impl GpuSplitter {
         let max_units = self.max_units_per_invocation as u64;
         let pieces =
             layout::gather_pieces(plan, dtype, &layout, max_units, window_limit, offset_align)?;
-        let grids = pieces
-            .iter()
-            .map(|p| self.grid(p.params.num_invocations as u64, WORKGROUP_SIZE))
-            .collect::<Result<Vec<_>>>()?;
         if pieces.is_empty() {
             // Every output is empty: nothing to record.
             return Ok(EncodedSplit {
@@ -345,6 +341,10 @@ impl GpuSplitter {
                 copies: 0,
             });
         }
+        let grids = pieces
+            .iter()
+            .map(|p| self.grid(p.params.num_invocations as u64, WORKGROUP_SIZE))
+            .collect::<Result<Vec<_>>>()?;
         scoped(&self.device, "encoding the split", || {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("split_gather"),
@@ -460,34 +460,40 @@ impl GpuSplitter {
             return Ok(None);
         }
         let (inner_bytes, stride) = plan.row_bytes(dtype.size())?;
-        let outer = plan.outer() as u64;
-        let parts: Vec<(u64, u64, &OutputRange)> = plan
-            .chunks()
-            .iter()
-            .zip(&layout.ranges)
-            .filter(|(_, r)| r.size > 0)
-            .map(|(c, r)| (c.start as u64 * inner_bytes, c.len as u64 * inner_bytes, r))
-            .collect();
-        let whole_outputs = outer <= 1 || parts.len() <= 1;
-        let count = if whole_outputs {
-            parts.len() as u64
-        } else {
-            parts.len() as u64 * outer
+        let nonempty = || {
+            plan.chunks()
+                .iter()
+                .zip(&layout.ranges)
+                .filter(|(_, r)| r.size > 0)
         };
-        let total: u64 = parts.iter().map(|p| p.2.size).sum();
+        let copies: Vec<(u64, u64, u64)> = match self.contiguous_ranges(plan, dtype)? {
+            // Rounding up to a word reads at most 3 bytes past an output, which exist (the input
+            // region is rounded up too), and writes them into the output's padding.
+            Some(views) => views
+                .iter()
+                .zip(&layout.ranges)
+                .filter(|(_, r)| r.size > 0)
+                .map(|(v, r)| (v.offset, r.offset, r.size.next_multiple_of(4)))
+                .collect(),
+            // Otherwise one run per output row; count before building.
+            None => {
+                if nonempty().count() as u64 * plan.outer() as u64 > MAX_COPIES {
+                    return Ok(None);
+                }
+                nonempty()
+                    .flat_map(|(c, r)| {
+                        let (start, row) =
+                            (c.start as u64 * inner_bytes, c.len as u64 * inner_bytes);
+                        (0..plan.outer() as u64)
+                            .map(move |i| (i * stride + start, r.offset + i * row, row))
+                    })
+                    .collect()
+            }
+        };
+        let count = copies.len() as u64;
+        let total: u64 = nonempty().map(|(_, r)| r.size).sum();
         if count == 0 || count > MAX_COPIES || total / count < MIN_AVERAGE_COPY {
             return Ok(None);
-        }
-        let mut copies = Vec::with_capacity(count as usize);
-        for &(start, row, range) in &parts {
-            if whole_outputs {
-                // Rounding up to a word reads at most 3 bytes past the output, which exist (the
-                // input region is rounded up too), and writes them into the output's padding.
-                copies.push((start, range.offset, range.size.next_multiple_of(4)));
-            } else {
-                copies
-                    .extend((0..outer).map(|r| (r * stride + start, range.offset + r * row, row)));
-            }
         }
         let aligned = copies
             .iter()
@@ -562,13 +568,7 @@ impl GpuSplitter {
         input: &HostTensor,
     ) -> Result<(Vec<HostTensor>, EncodedSplit)> {
         let dtype = input.dtype();
-        if input.shape() != plan.input_shape() {
-            return Err(SplitError::DataMismatch(format!(
-                "the plan is for shape {:?}, the data has shape {:?}",
-                plan.input_shape(),
-                input.shape()
-            )));
-        }
+        plan.check_input_shape(input.shape())?;
         let layout = self.host_layout(plan, dtype)?;
         let in_size = Self::input_binding_size(plan, dtype)?.max(4);
         let (in_buf, out_buf, readback) = scoped(&self.device, "allocating buffers", || {
@@ -625,13 +625,19 @@ impl GpuSplitter {
             encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, total);
             self.queue.submit([encoder.finish()]);
         })?;
-        let bytes = self.read_back(&readback)?;
-        let outputs = encoded.layout.outputs_from(&bytes, plan, dtype)?;
+        let outputs = self.read_back(&readback, |bytes| {
+            encoded.layout.outputs_from(bytes, plan, dtype)
+        })?;
         Ok((outputs, encoded))
     }
 
-    /// Maps a MAP_READ buffer after the queue's work and copies it out.
-    fn read_back(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
+    /// Maps a MAP_READ buffer after the queue's work and hands its bytes to `read`, which copies
+    /// out what it needs (the mapped bytes are not copied as a whole first).
+    fn read_back<T>(
+        &self,
+        buffer: &wgpu::Buffer,
+        read: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<T> {
         let (tx, rx) = std::sync::mpsc::channel();
         buffer.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
@@ -642,12 +648,14 @@ impl GpuSplitter {
         rx.recv()
             .map_err(|_| SplitError::Device("the device dropped the readback".into()))?
             .map_err(|e| SplitError::Device(format!("mapping the readback buffer: {e}")))?;
-        let bytes = buffer
-            .get_mapped_range(..)
-            .map_err(|e| SplitError::Device(format!("reading the readback buffer: {e}")))?
-            .to_vec();
+        let result = {
+            let view = buffer
+                .get_mapped_range(..)
+                .map_err(|e| SplitError::Device(format!("reading the readback buffer: {e}")))?;
+            read(&view)
+        };
         buffer.unmap();
-        Ok(bytes)
+        result
     }
 
     /// [`GpuSplitter::run`], then checks every output byte for byte against the CPU reference.

@@ -28,13 +28,8 @@ pub fn splitters() -> &'static [(String, GpuSplitter)] {
 
 /// Asserts that `got` equals `want` output by output: same shapes, same bytes.
 pub fn assert_same_outputs(name: &str, got: &[HostTensor], want: &[HostTensor]) {
-    assert_eq!(got.len(), want.len(), "{name}: number of outputs");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(g.shape(), w.shape(), "{name} output {i}");
-        assert!(
-            g.bytes() == w.bytes(),
-            "{name}: output {i} differs from the CPU reference"
-        );
+    if let Err(e) = wgpu_split::gpu::compare_outputs(got, want) {
+        panic!("{name}: {e}");
     }
 }
 
