@@ -272,11 +272,12 @@ impl GpuSplitter {
     /// the returned layout, relative to `output.offset` (at least `layout.total_bytes` bytes,
     /// usage STORAGE). Bytes between outputs are padding and may be overwritten.
     ///
-    /// Normally this is one compute dispatch for all outputs. When every output is one
-    /// contiguous range of the input and the buffers allow copies (COPY_SRC on the input,
-    /// COPY_DST on the output), long outputs are moved with `copy_buffer_to_buffer` instead,
-    /// the device's fastest path. Tensors larger than one storage binding are processed in
-    /// pieces, one dispatch each. Nothing is recorded when every output is empty.
+    /// Normally this is one compute dispatch for all outputs. When the outputs are a few long,
+    /// word-aligned contiguous runs of the input (whole outputs, or output rows) and the buffers
+    /// allow copies (COPY_SRC on the input, COPY_DST on the output), they are moved with
+    /// `copy_buffer_to_buffer` instead, the device's fastest path. Tensors larger than one
+    /// storage binding are processed in pieces, one dispatch each. Nothing is recorded when
+    /// every output is empty.
     pub fn encode(
         &self,
         encoder: &mut wgpu::CommandEncoder,
