@@ -53,12 +53,18 @@ struct Entry {
 
 const WORKGROUP_SIZE: u32 = 64u;
 
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> entries: array<Entry>;
-@group(0) @binding(2) var<storage, read> src: array<u32>;
+// One buffer per dispatch holds both, so a split uploads (or finds in the host's cache) a
+// single small buffer. Params is 16 bytes, so the entries start at byte 16.
+struct Table {
+    params: Params,
+    entries: array<Entry>,
+}
+
+@group(0) @binding(0) var<storage, read> table: Table;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
 // The same source bytes as vec4 words, for MODE_VEC4.
-@group(0) @binding(3) var<storage, read> src4: array<vec4<u32>>;
-@group(0) @binding(4) var<storage, read_write> dst: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> src4: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;
 
 // The byte at source offset `s`, in the low 8 bits.
 fn src_byte(s: u32) -> u32 {
@@ -86,6 +92,7 @@ fn main(
 ) {
     // Large dispatches are folded into 2-D grids (65,535 workgroups per dimension).
     let invocation = (wg.y * num_wg.x + wg.x) * WORKGROUP_SIZE + lid;
+    let params = table.params;
     if (invocation >= params.num_invocations) {
         return;
     }
@@ -100,15 +107,15 @@ fn main(
         var hi = params.num_entries;
         while (hi - lo > 1u) {
             let mid = (lo + hi) / 2u;
-            if (entries[mid].invocation_start <= invocation) {
+            if (table.entries[mid].invocation_start <= invocation) {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        local_invocation = invocation - entries[lo].invocation_start;
+        local_invocation = invocation - table.entries[lo].invocation_start;
     }
-    let e = entries[lo];
+    let e = table.entries[lo];
 
     let total_units = (e.out_bytes + 15u) / 16u;
     let first_unit = local_invocation * params.units_per_invocation;

@@ -121,6 +121,9 @@ pub struct CaseResult {
     pub bytes: usize,
     /// Median device-resident split time (plan, encode, submit, wait), ms.
     pub split_ms: f64,
+    /// Median empty submit and wait, ms, timed in turn with the split runs (see
+    /// [`Bencher::roundtrip_ms`]).
+    pub roundtrip_ms: f64,
     /// Median host part of the split alone (plan and encode, no submit), ms.
     pub host_ms: f64,
     /// Median `copy_buffer_to_buffer` of the same bytes, ms.
@@ -156,17 +159,34 @@ const MAX_RUNS: usize = 400;
 /// Times `f` once for warm-up, then at least `runs` times and at least
 /// [`MIN_TIMED_SECONDS`] in all (at most [`MAX_RUNS`] runs); returns the median in ms.
 fn time_ms(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    f()?;
-    let mut times = Vec::with_capacity(runs);
-    let mut total = 0.0;
-    while times.len() < runs || (total < MIN_TIMED_SECONDS && times.len() < MAX_RUNS) {
-        let t = Instant::now();
+    let [ms] = time_interleaved_ms(runs, [&mut f])?;
+    Ok(ms)
+}
+
+/// [`time_ms`] for several closures at once, run in turn (a, b, a, b, ...): each median is
+/// then taken over the same stretch of time, so a ratio of two of them does not carry the
+/// drift of a shared, noisy machine between two separate measurements.
+fn time_interleaved_ms<const N: usize>(
+    runs: usize,
+    mut fs: [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[f64; N]> {
+    for f in fs.iter_mut() {
         f()?;
-        let seconds = t.elapsed().as_secs_f64();
-        total += seconds;
-        times.push(seconds * 1e3);
     }
-    Ok(median(times))
+    let mut times: [Vec<f64>; N] = std::array::from_fn(|_| Vec::with_capacity(runs));
+    let mut total = 0.0;
+    let mut done = 0;
+    while done < runs || (total < MIN_TIMED_SECONDS && done < MAX_RUNS) {
+        for (f, times) in fs.iter_mut().zip(times.iter_mut()) {
+            let t = Instant::now();
+            f()?;
+            let seconds = t.elapsed().as_secs_f64();
+            total += seconds;
+            times.push(seconds * 1e3);
+        }
+        done += 1;
+    }
+    Ok(times.map(median))
 }
 
 /// Device buffers holding one case's input, and room for its outputs.
@@ -287,16 +307,19 @@ impl<'a> Bencher<'a> {
         })
     }
 
-    /// Median time of an empty submit and wait, ms.
+    /// Median time of an empty submit and wait, ms: the device's fixed cost per submission.
     pub fn roundtrip_ms(&self) -> Result<f64> {
-        time_ms(self.runs.max(20), || {
-            let encoder = self
-                .gpu
-                .device()
-                .create_command_encoder(&Default::default());
-            self.gpu.queue().submit([encoder.finish()]);
-            wait(self.gpu)
-        })
+        time_ms(self.runs.max(20), || self.empty_roundtrip())
+    }
+
+    /// One empty submit and wait.
+    fn empty_roundtrip(&self) -> Result<()> {
+        let encoder = self
+            .gpu
+            .device()
+            .create_command_encoder(&Default::default());
+        self.gpu.queue().submit([encoder.finish()]);
+        wait(self.gpu)
     }
 
     /// Measures one case.
@@ -309,10 +332,16 @@ impl<'a> Bencher<'a> {
         let in_size = input.size();
 
         let mut dispatches = 0;
-        let split_ms = time_ms(self.runs, || {
-            dispatches = buffers.split(self.gpu, case)?;
-            Ok(())
-        })?;
+        let [split_ms, roundtrip_ms] = time_interleaved_ms(
+            self.runs,
+            [
+                &mut || {
+                    dispatches = buffers.split(self.gpu, case)?;
+                    Ok(())
+                },
+                &mut || self.empty_roundtrip(),
+            ],
+        )?;
 
         let host_ms = time_ms(self.runs, || {
             let mut encoder = device.create_command_encoder(&Default::default());
@@ -370,6 +399,7 @@ impl<'a> Bencher<'a> {
             outputs: plan.num_outputs(),
             bytes,
             split_ms,
+            roundtrip_ms,
             host_ms,
             copy_ms,
             shader_copy_ms,

@@ -73,6 +73,57 @@ fn info_lists_adapters_and_limits() {
 }
 
 #[test]
+fn bench_writes_the_report_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let backend = &backends()[0];
+    let out = wgpu_split(&[
+        "bench",
+        backend,
+        "--quick",
+        "--cases=spec_split",
+        &format!("--json={}", s(&json)),
+    ]);
+    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("spec_split"), "{}", out.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the report is JSON");
+    assert!(v["adapter"]["name"].is_string() && v["adapter"]["backend"].is_string());
+    assert!(v["roundtrip_ms"].as_f64().unwrap() > 0.0);
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 1);
+    let case = &cases[0];
+    assert_eq!(case["name"], "spec_split");
+    assert_eq!(case["op"], "split");
+    assert_eq!(case["dtype"], "f32");
+    assert_eq!(case["shape"], serde_json::json!([6, 12, 10, 24]));
+    assert_eq!(case["axis"], 1);
+    assert_eq!(case["outputs"], 3);
+    assert_eq!(case["bytes"], 6 * 12 * 10 * 24 * 4);
+    assert_eq!(case["zero_copy"], false);
+    assert!(case["dispatches"].as_u64().unwrap() >= 1);
+    for field in [
+        "split_ms",
+        "roundtrip_ms",
+        "split_gbps",
+        "copy_gbps",
+        "shader_copy_gbps",
+        "cpu_reference_gbps",
+    ] {
+        let x = case[field].as_f64().unwrap_or(-1.0);
+        assert!(x.is_finite() && x > 0.0, "{field}: {}", case[field]);
+    }
+
+    let out = wgpu_split(&["bench", backend, "--cases=nope"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("unknown case \"nope\""),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn every_dtype_round_trips_through_run() {
     let dir = tempfile::tempdir().unwrap();
     for dtype in DType::ALL_NUMERIC

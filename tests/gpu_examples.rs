@@ -258,3 +258,22 @@ fn copies_and_the_dispatch_give_the_same_bytes() {
         common::assert_same_outputs(name, &gathered, &want);
     }
 }
+
+#[test]
+fn repeated_splits_find_their_own_tables() {
+    // Later rounds find their tables in each splitter's cache; the two plans have tables of
+    // the same size, so serving one's table for the other would show in the bytes.
+    let shape = [5, 9, 7];
+    let axis = IntTensor::scalar(1);
+    let plans = [
+        ops::variadic_split(&shape, &axis, &IntTensor::vector(vec![2, -1, 3])).unwrap(),
+        ops::variadic_split(&shape, &axis, &IntTensor::vector(vec![3, 4, 2])).unwrap(),
+    ];
+    for round in 0..4u8 {
+        let bytes: Vec<u8> = (0..5 * 9 * 7 * 2)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(round))
+            .collect();
+        let input = HostTensor::new(DType::F16, shape.to_vec(), bytes).unwrap();
+        check(&plans[round as usize % 2], &input);
+    }
+}

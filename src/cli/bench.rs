@@ -48,13 +48,14 @@ pub fn run(a: &BenchArgs) -> CliResult {
         roundtrip_ms
     );
     say!(
-        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>5}",
+        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>5}",
         "case",
         "op",
         "dtype",
         "outputs",
         "MiB",
         "split_ms",
+        "x rt",
         "host_ms",
         "split",
         "copy",
@@ -64,13 +65,14 @@ pub fn run(a: &BenchArgs) -> CliResult {
     );
     for r in &results {
         say!(
-            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>5}{}",
+            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>5}{}",
             r.case.name,
             r.case.op_name(),
             r.case.dtype.name(),
             r.outputs,
             r.bytes as f64 / (1 << 20) as f64,
             r.split_ms,
+            r.split_ms / r.roundtrip_ms,
             r.host_ms,
             gbps(r.bytes, r.split_ms),
             gbps(r.bytes, r.copy_ms),
@@ -80,7 +82,8 @@ pub fn run(a: &BenchArgs) -> CliResult {
             if r.zero_copy { " zero-copy" } else { "" }
         );
     }
-    say!("(rates in GB/s = input bytes / median time; copy = copy_buffer_to_buffer, shader = vec4 copy kernel)");
+    say!("(x rt = split_ms / an empty submit + wait timed in turn with the split runs; rates in GB/s =");
+    say!(" input bytes / median time; copy = copy_buffer_to_buffer, shader = vec4 copy kernel)");
 
     if let Some(path) = &a.json {
         let cases: Vec<_> = results
@@ -95,6 +98,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
                     "outputs": r.outputs,
                     "bytes": r.bytes,
                     "split_ms": r.split_ms,
+                    "roundtrip_ms": r.roundtrip_ms,
                     "host_ms": r.host_ms,
                     "copy_ms": r.copy_ms,
                     "shader_copy_ms": r.shader_copy_ms,

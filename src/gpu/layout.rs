@@ -105,7 +105,8 @@ impl OutputLayout {
     }
 }
 
-/// Uniform block of the shader (`Params` in `shaders/split_gather.wgsl`).
+/// Header of the shader's table (`Params` in `shaders/split_gather.wgsl`); 16 bytes, followed
+/// by the entries in the same buffer.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Params {
@@ -164,10 +165,22 @@ pub struct Piece {
     pub dst_offset: u64,
     /// Size of the output window, a multiple of 16.
     pub dst_size: u64,
-    /// The uniform block.
+    /// The table's header.
     pub params: Params,
     /// One entry per output (part), sorted by `invocation_start`.
     pub entries: Vec<Entry>,
+}
+
+impl Piece {
+    /// The bytes of the shader's `Table`: the header, then the entries.
+    pub fn table_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(
+            std::mem::size_of::<Params>() + std::mem::size_of_val(self.entries.as_slice()),
+        );
+        bytes.extend_from_slice(bytemuck::bytes_of(&self.params));
+        bytes.extend_from_slice(bytemuck::cast_slice(&self.entries));
+        bytes
+    }
 }
 
 /// One output's geometry in bytes over the view `[outer, axis_len, inner]`.

@@ -7,6 +7,7 @@
 
 pub mod adapter;
 pub mod layout;
+mod tables;
 
 use crate::error::{Result, SplitError};
 use crate::plan::SplitPlan;
@@ -16,7 +17,8 @@ use crate::DType;
 use adapter::BackendChoice;
 use layout::{OutputLayout, OutputRange};
 use std::num::NonZeroU64;
-use wgpu::util::DeviceExt;
+use std::sync::Arc;
+use tables::TableCache;
 
 /// The gather shader, `shaders/split_gather.wgsl`.
 pub const SHADER_SOURCE: &str = include_str!("../../shaders/split_gather.wgsl");
@@ -65,6 +67,8 @@ pub struct GpuSplitter {
     max_units_per_invocation: u32,
     bind_group_layout: wgpu::BindGroupLayout,
     pipeline: wgpu::ComputePipeline,
+    /// Dispatch tables already on the device; shared by clones.
+    tables: Arc<TableCache>,
 }
 
 /// Runs `f` inside validation, out-of-memory and internal error scopes and turns whatever
@@ -105,6 +109,7 @@ impl GpuSplitter {
             max_units_per_invocation,
             bind_group_layout,
             pipeline,
+            tables: Arc::default(),
         })
     }
 
@@ -142,11 +147,10 @@ impl GpuSplitter {
         let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("split_gather"),
             entries: &[
-                entry(0, wgpu::BufferBindingType::Uniform),
+                entry(0, storage(true)),
                 entry(1, storage(true)),
                 entry(2, storage(true)),
-                entry(3, storage(true)),
-                entry(4, storage(false)),
+                entry(3, storage(false)),
             ],
         });
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -346,14 +350,16 @@ impl GpuSplitter {
             .iter()
             .map(|p| self.grid(p.params.num_invocations as u64, WORKGROUP_SIZE))
             .collect::<Result<Vec<_>>>()?;
+        let table_bytes: Vec<Vec<u8>> = pieces.iter().map(layout::Piece::table_bytes).collect();
+        let tables = self.tables.buffers(&self.device, &table_bytes)?;
         scoped(&self.device, "encoding the split", || {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("split_gather"),
                 timestamp_writes: None,
             });
             pass.set_pipeline(&self.pipeline);
-            for (piece, &(x, y)) in pieces.iter().zip(&grids) {
-                let bind_group = self.bind_piece(piece, &input, &output);
+            for ((piece, table), &(x, y)) in pieces.iter().zip(&tables).zip(&grids) {
+                let bind_group = self.bind_piece(piece, table, &input, &output);
                 pass.set_bind_group(0, &bind_group, &[]);
                 pass.dispatch_workgroups(x, y, 1);
             }
@@ -369,23 +375,10 @@ impl GpuSplitter {
     fn bind_piece(
         &self,
         piece: &layout::Piece,
+        table: &wgpu::Buffer,
         input: &BufferRegion<'_>,
         output: &BufferRegion<'_>,
     ) -> wgpu::BindGroup {
-        let params = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("split params"),
-                contents: bytemuck::bytes_of(&piece.params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        let entries = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("split entries"),
-                contents: bytemuck::cast_slice(&piece.entries),
-                usage: wgpu::BufferUsages::STORAGE,
-            });
         let window = |buffer, offset, size| {
             wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                 buffer,
@@ -394,12 +387,13 @@ impl GpuSplitter {
             })
         };
         // The vec4 view of the source covers its whole 16-byte words. A window under 16 bytes
-        // has no vec4 entries, but the binding must still be valid: the entry table stands in.
+        // has no vec4 entries, but the binding must still be valid: the table (at least 48
+        // bytes) stands in.
         let vec4_size = piece.src_size / 16 * 16;
         let src4 = if vec4_size > 0 {
             window(input.buffer, input.offset + piece.src_offset, vec4_size)
         } else {
-            entries.as_entire_binding()
+            table.as_entire_binding()
         };
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("split_gather"),
@@ -407,14 +401,10 @@ impl GpuSplitter {
             entries: &[
                 wgpu::BindGroupEntry {
                     binding: 0,
-                    resource: params.as_entire_binding(),
+                    resource: table.as_entire_binding(),
                 },
                 wgpu::BindGroupEntry {
                     binding: 1,
-                    resource: entries.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
                     resource: window(
                         input.buffer,
                         input.offset + piece.src_offset,
@@ -422,11 +412,11 @@ impl GpuSplitter {
                     ),
                 },
                 wgpu::BindGroupEntry {
-                    binding: 3,
+                    binding: 2,
                     resource: src4,
                 },
                 wgpu::BindGroupEntry {
-                    binding: 4,
+                    binding: 3,
                     resource: window(
                         output.buffer,
                         output.offset + piece.dst_offset,
