@@ -2,7 +2,9 @@
 //!
 //! Used by `wgpu-split bench` and by the criterion benches. Every rate is
 //! `input bytes / median time` over at least five timed runs after a warm-up (more for short
-//! cases: timing goes on for at least a second).
+//! cases: timing goes on for at least a second). A case's split, an empty round trip, a
+//! `copy_buffer_to_buffer` and the copy kernel are timed in turn in one loop, so their ratios
+//! compare the same stretch of time on a shared machine.
 
 use crate::error::{Result, SplitError};
 use crate::gpu::{scoped, BufferRegion, EncodedSplit, GpuSplitter};
@@ -121,8 +123,7 @@ pub struct CaseResult {
     pub bytes: usize,
     /// Median device-resident split time (plan, encode, submit, wait), ms.
     pub split_ms: f64,
-    /// Median empty submit and wait, ms, timed in turn with the split runs (see
-    /// [`Bencher::roundtrip_ms`]).
+    /// Median empty submit and wait, ms: the device's fixed cost per submission.
     pub roundtrip_ms: f64,
     /// Median host part of the split alone (plan and encode, no submit), ms.
     pub host_ms: f64,
@@ -143,10 +144,10 @@ pub fn gbps(bytes: usize, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e6)
 }
 
-/// Median of a non-empty list.
+/// Median of a list (the upper one of the middle two for an even count); NaN when empty.
 pub fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
+    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Timed runs stop once they add up to this long (and at least the requested count ran):
@@ -307,17 +308,13 @@ impl<'a> Bencher<'a> {
         })
     }
 
-    /// Median time of an empty submit and wait, ms: the device's fixed cost per submission.
-    pub fn roundtrip_ms(&self) -> Result<f64> {
-        time_ms(self.runs.max(20), || self.empty_roundtrip())
-    }
-
-    /// One empty submit and wait.
-    fn empty_roundtrip(&self) -> Result<()> {
-        let encoder = self
+    /// Records with `record`, submits, and waits for the device.
+    fn submit(&self, record: impl FnOnce(&mut wgpu::CommandEncoder)) -> Result<()> {
+        let mut encoder = self
             .gpu
             .device()
             .create_command_encoder(&Default::default());
+        record(&mut encoder);
         self.gpu.queue().submit([encoder.finish()]);
         wait(self.gpu)
     }
@@ -331,63 +328,61 @@ impl<'a> Bencher<'a> {
         let (input, output) = (&buffers.input, &buffers.output);
         let in_size = input.size();
 
+        let binding = |buffer| {
+            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset: 0,
+                size: std::num::NonZeroU64::new(in_size),
+            })
+        };
+        let bind_group = scoped(device, "binding the copy kernel", || {
+            device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("bench copy"),
+                layout: &self.copy_layout,
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: binding(input),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: binding(output),
+                    },
+                ],
+            })
+        })?;
+        let (x, y) = self.gpu.grid(in_size / 16, 256)?;
+
+        // The split and its three yardsticks, timed in turn so every ratio of two of them
+        // compares the same stretch of time.
         let mut dispatches = 0;
-        let [split_ms, roundtrip_ms] = time_interleaved_ms(
+        let [split_ms, roundtrip_ms, copy_ms, shader_copy_ms] = time_interleaved_ms(
             self.runs,
             [
                 &mut || {
                     dispatches = buffers.split(self.gpu, case)?;
                     Ok(())
                 },
-                &mut || self.empty_roundtrip(),
+                &mut || self.submit(|_| {}),
+                &mut || {
+                    self.submit(|encoder| {
+                        encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size)
+                    })
+                },
+                &mut || {
+                    self.submit(|encoder| {
+                        let mut pass = encoder.begin_compute_pass(&Default::default());
+                        pass.set_pipeline(&self.copy_pipeline);
+                        pass.set_bind_group(0, &bind_group, &[]);
+                        pass.dispatch_workgroups(x, y, 1);
+                    })
+                },
             ],
         )?;
 
         let host_ms = time_ms(self.runs, || {
             let mut encoder = device.create_command_encoder(&Default::default());
             buffers.encode(self.gpu, case, &mut encoder).map(|_| ())
-        })?;
-
-        let copy_ms = time_ms(self.runs, || {
-            let mut encoder = device.create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size);
-            self.gpu.queue().submit([encoder.finish()]);
-            wait(self.gpu)
-        })?;
-
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("bench copy"),
-            layout: &self.copy_layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: input,
-                        offset: 0,
-                        size: std::num::NonZeroU64::new(in_size),
-                    }),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: output,
-                        offset: 0,
-                        size: std::num::NonZeroU64::new(in_size),
-                    }),
-                },
-            ],
-        });
-        let (x, y) = self.gpu.grid(in_size / 16, 256)?;
-        let shader_copy_ms = time_ms(self.runs, || {
-            let mut encoder = device.create_command_encoder(&Default::default());
-            {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&self.copy_pipeline);
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(x, y, 1);
-            }
-            self.gpu.queue().submit([encoder.finish()]);
-            wait(self.gpu)
         })?;
 
         let cpu_reference_ms = time_ms(self.runs, || {

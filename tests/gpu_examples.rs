@@ -241,21 +241,70 @@ fn one_word_rows_with_partial_units() {
 }
 
 #[test]
-fn copies_and_the_dispatch_give_the_same_bytes() {
-    // A few long word-aligned rows per output: copy commands where the buffers allow them,
-    // the gather dispatch where they do not.
+fn texture_copies_row_copies_and_the_dispatch_give_the_same_bytes() {
+    // Six rows of 3,840 bytes per output at a stride of 11,520: through the scratch texture
+    // (two commands per output) on CPU adapters, as row copies when that is turned off, and
+    // with the gather dispatch where the buffers allow no copies.
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     for (name, gpu) in common::splitters() {
-        let (copied, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+        let (through_texture, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+        assert_eq!((how.dispatches, how.copies), (0, 6), "{name}");
+        common::assert_same_outputs(name, &through_texture, &want);
+        let rows_only = gpu.clone().with_texture_copies(false);
+        let (copied, how) = common::encode_and_read(&rows_only, &plan, &input, copy_usage);
         assert_eq!((how.dispatches, how.copies), (0, 18), "{name}");
         common::assert_same_outputs(name, &copied, &want);
         let (gathered, how) =
             common::encode_and_read(gpu, &plan, &input, wgpu::BufferUsages::empty());
         assert_eq!((how.dispatches, how.copies), (1, 0), "{name}");
         common::assert_same_outputs(name, &gathered, &want);
+    }
+}
+
+#[test]
+fn texture_copies_keep_every_bit_at_offsets_and_in_bands() {
+    let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+    // Arbitrary bytes (NaN payloads, -0.0 and denormals among them) as f64, with an empty
+    // output, at non-zero offsets of both buffers: rows of 1,024 and 2,560 bytes at a stride
+    // of 3,584.
+    let shape = [3usize, 7, 64];
+    let bytes: Vec<u8> = (0..3 * 7 * 64 * 8u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let input = HostTensor::new(DType::F64, shape.to_vec(), bytes).unwrap();
+    let plan = ops::variadic_split(
+        &shape,
+        &IntTensor::scalar(1),
+        &IntTensor::vector(vec![2, 0, 5]),
+    )
+    .unwrap();
+    let want = reference::split_tensor(&input, &plan).unwrap();
+    for (name, gpu) in common::splitters() {
+        let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
+        let (got, how) =
+            common::encode_and_read_at(gpu, &plan, &input, copy_usage, (align * 3, align));
+        assert_eq!((how.dispatches, how.copies), (0, 4), "{name}");
+        common::assert_same_outputs(name, &got, &want);
+    }
+
+    // 20,000 rows of 256 bytes per output: taller than one texture, so several bands each.
+    let input = iota_f32(&[20000, 128]);
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
+    let want = reference::split_tensor(&input, &plan).unwrap();
+    for (name, gpu) in common::splitters() {
+        let max_rows = gpu.limits().max_texture_dimension_2d;
+        let bands_per_output = 20000u32.div_ceil(max_rows);
+        assert!(bands_per_output >= 2, "{name}: texture limit {max_rows}");
+        let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+        assert_eq!(
+            (how.dispatches, how.copies),
+            (0, 2 * 2 * bands_per_output),
+            "{name}"
+        );
+        common::assert_same_outputs(name, &got, &want);
     }
 }
 
@@ -275,5 +324,29 @@ fn repeated_splits_find_their_own_tables() {
             .collect();
         let input = HostTensor::new(DType::F16, shape.to_vec(), bytes).unwrap();
         check(&plans[round as usize % 2], &input);
+    }
+}
+
+#[test]
+fn neighbouring_contiguous_outputs_share_one_copy() {
+    let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+    // 64 slices of 1 KiB along axis 0 lie back to back in the output region as in the input.
+    let input = iota_f32(&[64, 256]);
+    let plan = ops::split_to_sequence(input.shape(), 0, None, false).unwrap();
+    let want = reference::split_tensor(&input, &plan).unwrap();
+    for (name, gpu) in common::splitters() {
+        let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+        assert_eq!((how.dispatches, how.copies), (0, 1), "{name}");
+        common::assert_same_outputs(name, &got, &want);
+    }
+    // Slices of 2,000 bytes: each output is padded to the storage alignment, so one copy each.
+    let bytes: Vec<u8> = (0..5 * 2000u32).map(|i| (i % 251) as u8).collect();
+    let input = HostTensor::new(DType::U8, vec![5, 2000], bytes).unwrap();
+    let plan = ops::split(input.shape(), &IntTensor::scalar(0), 5).unwrap();
+    let want = reference::split_tensor(&input, &plan).unwrap();
+    for (name, gpu) in common::splitters() {
+        let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+        assert_eq!((how.dispatches, how.copies), (0, 5), "{name}");
+        common::assert_same_outputs(name, &got, &want);
     }
 }

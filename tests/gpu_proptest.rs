@@ -149,3 +149,42 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Rows that are multiples of 256 bytes: the copy routes (through the scratch texture on
+    /// CPU adapters, else row copies) must give the reference's bytes too.
+    #[test]
+    fn copy_routes_equal_cpu_reference(
+        outer in 2usize..12,
+        axis_len in 1usize..8,
+        row_blocks in 1usize..3,
+        dtype in prop::sample::select(DType::ALL_NUMERIC.to_vec()),
+        cuts in prop::collection::vec(any::<u8>(), 1..5),
+        seed in any::<u8>(),
+    ) {
+        let inner = row_blocks * 256 / dtype.size();
+        let shape = vec![outer, axis_len, inner];
+        let plan = ops::variadic_split(
+            &shape,
+            &IntTensor::scalar(1),
+            &IntTensor::vector(partition(axis_len, &cuts)),
+        )
+        .unwrap();
+        let n_bytes = outer * axis_len * inner * dtype.size();
+        let bytes: Vec<u8> = (0..n_bytes).map(|i| (i as u8).wrapping_mul(73).wrapping_add(seed)).collect();
+        let input = HostTensor::new(dtype, shape.clone(), bytes).unwrap();
+        let want = reference::split_tensor(&input, &plan).unwrap();
+        let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        for (name, gpu) in common::splitters() {
+            let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+            prop_assert_eq!(how.dispatches, 0, "{}: {:?}", name, shape);
+            prop_assert!(compare(&got, &want), "{}: bytes differ for {:?} {:?}", name, shape, dtype);
+        }
+    }
+}
+
+fn compare(got: &[HostTensor], want: &[HostTensor]) -> bool {
+    wgpu_split::gpu::compare_outputs(got, want).is_ok()
+}

@@ -41,9 +41,22 @@ pub fn encode_and_read(
     input: &HostTensor,
     extra_usage: wgpu::BufferUsages,
 ) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
+    encode_and_read_at(gpu, plan, input, extra_usage, (0, 0))
+}
+
+/// [`encode_and_read`] with the input and output regions at these byte offsets of their
+/// buffers (multiples of the storage offset alignment); the bytes before them hold 0xA5.
+pub fn encode_and_read_at(
+    gpu: &GpuSplitter,
+    plan: &wgpu_split::SplitPlan,
+    input: &HostTensor,
+    extra_usage: wgpu::BufferUsages,
+    (in_offset, out_offset): (u64, u64),
+) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
     use wgpu::util::DeviceExt;
     let device = gpu.device();
-    let mut bytes = input.bytes().to_vec();
+    let mut bytes = vec![0xA5; in_offset as usize];
+    bytes.extend_from_slice(input.bytes());
     bytes.resize(bytes.len().next_multiple_of(16).max(16), 0);
     let in_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: None,
@@ -51,37 +64,46 @@ pub fn encode_and_read(
         usage: wgpu::BufferUsages::STORAGE | extra_usage,
     });
     let layout = gpu.output_layout(plan, input.dtype()).unwrap();
-    let out_buf = device.create_buffer(&wgpu::BufferDescriptor {
+    let out_size = out_offset + layout.total_bytes;
+    let out_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: None,
-        size: layout.total_bytes,
+        contents: &vec![0xA5; out_size as usize],
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | extra_usage,
-        mapped_at_creation: false,
     });
     let readback = device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
-        size: layout.total_bytes,
+        size: out_size,
         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
     let mut encoder = device.create_command_encoder(&Default::default());
-    let region = |buffer| wgpu_split::BufferRegion { buffer, offset: 0 };
     let encoded = gpu
         .encode(
             &mut encoder,
             plan,
             input.dtype(),
-            region(&in_buf),
-            region(&out_buf),
+            wgpu_split::BufferRegion {
+                buffer: &in_buf,
+                offset: in_offset,
+            },
+            wgpu_split::BufferRegion {
+                buffer: &out_buf,
+                offset: out_offset,
+            },
         )
         .unwrap();
-    encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, layout.total_bytes);
+    encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, out_size);
     gpu.queue().submit([encoder.finish()]);
     readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
     device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
     let data = readback.get_mapped_range(..).unwrap().to_vec();
+    assert!(
+        data[..out_offset as usize].iter().all(|&b| b == 0xA5),
+        "bytes before the output region changed"
+    );
     let outputs = encoded
         .layout
-        .outputs_from(&data, plan, input.dtype())
+        .outputs_from(&data[out_offset as usize..], plan, input.dtype())
         .unwrap();
     (outputs, encoded)
 }
