@@ -169,6 +169,21 @@ impl SplitPlan {
         }
     }
 
+    /// Bytes of output `i` for `elem_size`-byte elements (`outer * len * inner * elem_size`),
+    /// without building its shape; an error if the count overflows.
+    pub fn output_bytes(&self, i: usize, elem_size: usize) -> Result<u64> {
+        let (inner_bytes, _) = self.row_bytes(elem_size)?;
+        (self.outer() as u64)
+            .checked_mul(self.chunks[i].len as u64)
+            .and_then(|rows| rows.checked_mul(inner_bytes))
+            .ok_or_else(|| {
+                SplitError::TooLarge(format!(
+                    "output {i} of shape {:?} with {elem_size}-byte elements overflows a 64-bit byte count",
+                    self.output_shape(i)
+                ))
+            })
+    }
+
     /// Shape of output `i`.
     pub fn output_shape(&self, i: usize) -> Vec<usize> {
         let mut shape = self.input_shape.clone();
@@ -218,6 +233,26 @@ mod tests {
         let p = SplitPlan::from_lengths(&[0, 3], 0, &[0, 0], true).unwrap();
         assert_eq!(p.output_shapes(), vec![vec![0, 3], vec![0, 3]]);
         assert!(SplitPlan::from_lengths(&[2, 3], 1, &[1, 2], false).is_err());
+    }
+
+    #[test]
+    fn output_bytes_match_the_output_shapes() {
+        let plans = [
+            SplitPlan::from_lengths(&[6, 12, 10, 24], 1, &[4, 0, 8], true).unwrap(),
+            SplitPlan::from_lengths(&[2, 3, 5], 1, &[1, 1, 1], false).unwrap(),
+            SplitPlan::from_lengths(&[0, 3], 1, &[2, 1], true).unwrap(),
+        ];
+        for p in &plans {
+            for i in 0..p.num_outputs() {
+                let elements: usize = p.output_shape(i).iter().product();
+                assert_eq!(p.output_bytes(i, 8).unwrap(), elements as u64 * 8);
+            }
+        }
+        let huge = SplitPlan::from_lengths(&[1 << 40, 1 << 20, 2], 1, &[1 << 20], true).unwrap();
+        assert!(matches!(
+            huge.output_bytes(0, 16),
+            Err(SplitError::TooLarge(_))
+        ));
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl OutputLayout {
         let mut ranges = Vec::with_capacity(plan.num_outputs());
         let mut cursor = 0u64;
         for i in 0..plan.num_outputs() {
-            let size = byte_count(&plan.output_shape(i), dtype)? as u64;
+            let size = plan.output_bytes(i, dtype.size())?;
             ranges.push(OutputRange {
                 offset: cursor,
                 size,

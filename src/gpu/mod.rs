@@ -332,12 +332,12 @@ impl GpuSplitter {
         )?;
         let copies = self.copy_plan(plan, dtype, &layout, &input, &output)?;
         let through_texture = self.texture_plan(plan, dtype, &layout, &input, &output)?;
-        // Each command has a fixed cost: the plan with fewer commands wins (whole-output
-        // copies, one per output, always do).
+        // Each command has a fixed cost, a texture copy's several times a buffer copy's: the
+        // cheaper plan wins (whole-output copies, at most one per output, always do).
         let through_texture = through_texture.filter(|t| {
             copies
                 .as_ref()
-                .is_none_or(|c| t.commands() < c.len() as u64)
+                .is_none_or(|c| t.commands() * strided::TEXTURE_COMMAND_COST < c.len() as u64)
         });
         if let Some(t) = through_texture {
             let (width, height) = t.scratch;
@@ -594,7 +594,7 @@ impl GpuSplitter {
                 };
                 Ok(OutputRange {
                     offset,
-                    size: byte_count(&plan.output_shape(i), dtype)? as u64,
+                    size: plan.output_bytes(i, dtype.size())?,
                 })
             })
             .collect::<Result<Vec<_>>>()
