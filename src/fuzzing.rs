@@ -2,11 +2,13 @@
 //! proptest in the test suite. Not part of the stable API.
 //!
 //! [`check_planner`] feeds one input to an operator and, when the operator accepts it, checks
-//! that the plan tiles the axis, that the output layout and the dispatch pieces stay inside
-//! their buffers, and that every byte of every output is written exactly once. It panics on a
+//! that the plan tiles the axis, that the output layout, the dispatch pieces and the texture
+//! copy bands stay inside their buffers, and that every byte of every output is written
+//! exactly once. It panics on a
 //! broken invariant; an operator must never panic, whatever the input.
 
 use crate::gpu::layout::{gather_pieces, OutputLayout};
+use crate::gpu::strided::texture_plan;
 use crate::ops::{self, OnnxSplitParts};
 use crate::plan::SplitPlan;
 use crate::tensor::IntTensor;
@@ -123,6 +125,7 @@ pub fn check_planner(input: &PlannerInput) {
         .map(|&d| d as u128)
         .product::<u128>()
         * dtype.size() as u128;
+    check_texture_bands(input, &plan, dtype, &layout, input_bytes);
     for (units, window) in [(1, 1u64 << 27), (128, 4096)] {
         let Ok(pieces) = gather_pieces(&plan, dtype, &layout, units, window, 32) else {
             continue;
@@ -169,5 +172,57 @@ pub fn check_planner(input: &PlannerInput) {
                 "output {i} must be written exactly once: {input:?}"
             );
         }
+    }
+}
+
+/// The texture route's bands: rows read inside the input, written inside their output, each
+/// output's bytes exactly once, and the copy rules (256-byte rows, 16-byte offsets) kept.
+fn check_texture_bands(
+    input: &PlannerInput,
+    plan: &SplitPlan,
+    dtype: DType,
+    layout: &OutputLayout,
+    input_bytes: u128,
+) {
+    let Ok(Some(t)) = texture_plan(plan, dtype, layout, 0, 0, 8192) else {
+        return;
+    };
+    assert!(t.src_stride.is_multiple_of(256), "{input:?} {t:?}");
+    let mut written = vec![0u64; layout.ranges.len()];
+    let mut last_end = 0;
+    for b in &t.bands {
+        let row = b.width as u64 * 16;
+        assert!(
+            row.is_multiple_of(256)
+                && b.src_offset.is_multiple_of(16)
+                && b.dst_offset.is_multiple_of(16),
+            "{input:?} {b:?}"
+        );
+        assert!(
+            b.rows >= 1 && b.width <= t.scratch.0 && b.rows <= t.scratch.1,
+            "{t:?}"
+        );
+        let read_end =
+            b.src_offset as u128 + (b.rows as u128 - 1) * t.src_stride as u128 + row as u128;
+        assert!(read_end <= input_bytes, "{input:?} {b:?}");
+        // Bands are in output order and never overlap.
+        assert!(b.dst_offset >= last_end, "{input:?} {b:?}");
+        last_end = b.dst_offset + b.rows as u64 * row;
+        let i = layout
+            .ranges
+            .iter()
+            .rposition(|r| r.offset <= b.dst_offset && r.size > 0)
+            .expect("band inside an output");
+        assert!(
+            last_end <= layout.ranges[i].offset + layout.ranges[i].size,
+            "{b:?}"
+        );
+        written[i] += b.rows as u64 * row;
+    }
+    for (i, r) in layout.ranges.iter().enumerate() {
+        assert_eq!(
+            written[i], r.size,
+            "output {i} through the texture: {input:?}"
+        );
     }
 }

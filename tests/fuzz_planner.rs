@@ -9,6 +9,9 @@ use wgpu_split::fuzzing::{check_planner, PlannerInput};
 fn dim() -> impl Strategy<Value = u64> {
     prop_oneof![
         8 => 0u64..8,
+        // Rows of whole 256-byte blocks reach the texture copy route.
+        1 => Just(64),
+        1 => Just(256),
         1 => 0u64..100_000,
         1 => Just(u64::MAX),
         1 => Just(1 << 32),

@@ -48,6 +48,10 @@ pub struct BenchArgs {
     /// Run only these cases (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     pub cases: Vec<String>,
+    /// Never route strided outputs through a scratch texture (the default on CPU adapters),
+    /// to compare the gather dispatch and row copies alone.
+    #[arg(long)]
+    pub no_texture_copies: bool,
 }
 
 /// Options of `info`.

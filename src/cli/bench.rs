@@ -10,7 +10,10 @@ use wgpu_split::GpuSplitter;
 
 /// Runs the suite and prints (and optionally writes) the results.
 pub fn run(a: &BenchArgs) -> CliResult {
-    let gpu = GpuSplitter::open(args::backend(a.backend.as_deref())?)?;
+    let mut gpu = GpuSplitter::open(args::backend(a.backend.as_deref())?)?;
+    if a.no_texture_copies {
+        gpu = gpu.with_texture_copies(false);
+    }
     let info = gpu.adapter_info().clone();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?;
     let mut suite = standard_suite();

@@ -1,5 +1,6 @@
 //! The GPU path: one device, one cached pipeline, one gather dispatch per split (copy
-//! commands instead where outputs are long contiguous runs, pieces past one binding).
+//! commands instead where they are faster: long contiguous runs everywhere, strided rows
+//! through a texture on CPU adapters; pieces past one binding).
 //!
 //! [`GpuSplitter`] owns (a handle to) a device and its compiled pipeline. Use
 //! [`GpuSplitter::run`] to go from host bytes to host bytes, or [`GpuSplitter::encode`] to
@@ -294,12 +295,13 @@ impl GpuSplitter {
     /// the returned layout, relative to `output.offset` (at least `layout.total_bytes` bytes,
     /// usage STORAGE). Bytes between outputs are padding and may be overwritten.
     ///
-    /// Normally this is one compute dispatch for all outputs. When the outputs are a few long,
-    /// word-aligned contiguous runs of the input (whole outputs, or output rows) and the buffers
-    /// allow copies (COPY_SRC on the input, COPY_DST on the output), they are moved with
-    /// `copy_buffer_to_buffer` instead, the device's fastest path. Tensors larger than one
-    /// storage binding are processed in pieces, one dispatch each. Nothing is recorded when
-    /// every output is empty.
+    /// Normally this is one compute dispatch for all outputs. When the buffers allow copies
+    /// (COPY_SRC on the input, COPY_DST on the output), copy commands replace it where they are
+    /// cheaper: `copy_buffer_to_buffer` where the outputs are a few long, word-aligned
+    /// contiguous runs of the input (whole outputs, or output rows), and on CPU adapters a
+    /// buffer-to-texture-to-buffer round trip per band of rows where rows and stride are
+    /// multiples of 256 bytes ([`strided`]). Tensors larger than one storage binding are
+    /// dispatched in pieces. Nothing is recorded when every output is empty.
     pub fn encode(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -339,9 +341,12 @@ impl GpuSplitter {
                 .as_ref()
                 .is_none_or(|c| t.commands() * strided::TEXTURE_COMMAND_COST < c.len() as u64)
         });
-        if let Some(t) = through_texture {
+        // A scratch texture the device cannot give (out of memory) leaves the other routes.
+        let scratch = through_texture.as_ref().and_then(|t| {
             let (width, height) = t.scratch;
-            let scratch = self.scratch.get(&self.device, width, height)?;
+            self.scratch.get(&self.device, width, height).ok()
+        });
+        if let (Some(t), Some(scratch)) = (through_texture, scratch) {
             scoped(&self.device, "encoding the split copies", || {
                 strided::encode(encoder, &t, &scratch, input.buffer, output.buffer)
             })?;
