@@ -60,6 +60,14 @@ pub struct EncodedSplit {
     pub copies: u32,
 }
 
+/// How copy commands move a split's outputs (see [`GpuSplitter::encode`]).
+enum CopyRoute {
+    /// `(source offset, destination offset, size)` buffer-to-buffer copies.
+    Buffer(Vec<(u64, u64, u64)>),
+    /// Bands of rows through the scratch texture.
+    Texture(TexturePlan, wgpu::Texture),
+}
+
 /// A device, its queue and the split pipeline compiled for it (once, at construction).
 #[derive(Debug, Clone)]
 pub struct GpuSplitter {
@@ -332,46 +340,29 @@ impl GpuSplitter {
             layout.total_bytes,
             wgpu::BufferUsages::STORAGE,
         )?;
-        let copies = self.copy_plan(plan, dtype, &layout, &input, &output)?;
-        let through_texture = self.texture_plan(plan, dtype, &layout, &input, &output)?;
-        // Each command has a fixed cost, a texture copy's several times a buffer copy's: the
-        // cheaper plan wins (whole-output copies, at most one per output, always do).
-        let through_texture = through_texture.filter(|t| {
-            copies
-                .as_ref()
-                .is_none_or(|c| t.commands() * strided::TEXTURE_COMMAND_COST < c.len() as u64)
-        });
-        // A scratch texture the device cannot give (out of memory) leaves the other routes.
-        let scratch = through_texture.as_ref().and_then(|t| {
-            let (width, height) = t.scratch;
-            self.scratch.get(&self.device, width, height).ok()
-        });
-        if let (Some(t), Some(scratch)) = (through_texture, scratch) {
-            scoped(&self.device, "encoding the split copies", || {
-                strided::encode(encoder, &t, &scratch, input.buffer, output.buffer)
-            })?;
-            return Ok(EncodedSplit {
-                layout,
-                dispatches: 0,
-                copies: t.commands() as u32,
-            });
-        }
-        if let Some(copies) = copies {
-            scoped(&self.device, "encoding the split copies", || {
-                for &(src, dst, size) in &copies {
-                    encoder.copy_buffer_to_buffer(
-                        input.buffer,
-                        input.offset + src,
-                        output.buffer,
-                        output.offset + dst,
-                        size,
-                    );
+        if let Some(route) = self.copy_route(plan, dtype, &layout, &input, &output)? {
+            let copies = scoped(&self.device, "encoding the split copies", || match &route {
+                CopyRoute::Buffer(copies) => {
+                    for &(src, dst, size) in copies {
+                        encoder.copy_buffer_to_buffer(
+                            input.buffer,
+                            input.offset + src,
+                            output.buffer,
+                            output.offset + dst,
+                            size,
+                        );
+                    }
+                    copies.len() as u64
+                }
+                CopyRoute::Texture(t, scratch) => {
+                    strided::encode(encoder, t, scratch, input.buffer, output.buffer);
+                    t.commands()
                 }
             })?;
             return Ok(EncodedSplit {
                 layout,
                 dispatches: 0,
-                copies: copies.len() as u32,
+                copies: copies as u32,
             });
         }
         let window_limit = self
@@ -469,6 +460,35 @@ impl GpuSplitter {
                 },
             ],
         })
+    }
+
+    /// The copy commands that replace the dispatch, if any route applies. Each command has a
+    /// fixed cost, a texture copy's several times a buffer copy's, so the cheaper plan wins
+    /// (whole-output copies, at most one per output, always do).
+    fn copy_route(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        layout: &OutputLayout,
+        input: &BufferRegion<'_>,
+        output: &BufferRegion<'_>,
+    ) -> Result<Option<CopyRoute>> {
+        let copies = self.copy_plan(plan, dtype, layout, input, output)?;
+        let through_texture = self
+            .texture_plan(plan, dtype, layout, input, output)?
+            .filter(|t| {
+                copies
+                    .as_ref()
+                    .is_none_or(|c| t.commands() * strided::TEXTURE_COMMAND_COST < c.len() as u64)
+            });
+        if let Some(t) = through_texture {
+            // A scratch texture the device cannot give (out of memory) leaves the other routes.
+            let (width, height) = t.scratch;
+            if let Ok(scratch) = self.scratch.get(&self.device, width, height) {
+                return Ok(Some(CopyRoute::Texture(t, scratch)));
+            }
+        }
+        Ok(copies.map(CopyRoute::Buffer))
     }
 
     /// `(source offset, destination offset, size)` copies that move every output, when the
