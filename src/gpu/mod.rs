@@ -463,8 +463,9 @@ impl GpuSplitter {
     }
 
     /// The copy commands that replace the dispatch, if any route applies. Each command has a
-    /// fixed cost, a texture copy's several times a buffer copy's, so the cheaper plan wins
-    /// (whole-output copies, at most one per output, always do).
+    /// fixed cost, a texture copy's two to four times a buffer copy's
+    /// ([`strided::texture_command_cost`]), so the cheaper plan wins (whole-output copies, at
+    /// most one per output, always do).
     fn copy_route(
         &self,
         plan: &SplitPlan,
@@ -477,9 +478,10 @@ impl GpuSplitter {
         let through_texture = self
             .texture_plan(plan, dtype, layout, input, output)?
             .filter(|t| {
+                let cost = strided::texture_command_cost(self.info.backend);
                 copies
                     .as_ref()
-                    .is_none_or(|c| t.commands() * strided::TEXTURE_COMMAND_COST < c.len() as u64)
+                    .is_none_or(|c| t.commands() * cost < c.len() as u64)
             });
         if let Some(t) = through_texture {
             // A scratch texture the device cannot give (out of memory) leaves the other routes.
