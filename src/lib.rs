@@ -8,7 +8,9 @@
 //! 1. [`ops`]: each operator's rules; validate the inputs and produce a [`SplitPlan`].
 //! 2. [`plan`]: output shapes and chunk offsets over the view `[outer, axis_len, inner]`.
 //! 3. [`gpu`]: a [`GpuSplitter`] holds a device and the compiled pipeline, lays the outputs out
-//!    in one buffer and dispatches the gather shader once for all of them.
+//!    in one buffer and dispatches the gather shader once for all of them, or records copy
+//!    commands where the device copies faster (contiguous outputs; strided rows through a
+//!    texture on CPU adapters).
 //! 4. [`reference`](mod@reference): the same split on the CPU with ndarray, to check the GPU against.
 //!
 //! ```no_run
