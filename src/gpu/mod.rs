@@ -81,7 +81,7 @@ pub struct GpuSplitter {
     pipeline: wgpu::ComputePipeline,
     /// Dispatch tables already on the device; shared by clones.
     tables: Arc<TableCache>,
-    /// The texture strided copies go through; shared by clones.
+    /// The textures strided copies go through; shared by clones.
     scratch: Arc<Scratch>,
 }
 
@@ -475,14 +475,24 @@ impl GpuSplitter {
         output: &BufferRegion<'_>,
     ) -> Result<Option<CopyRoute>> {
         let copies = self.copy_plan(plan, dtype, layout, input, output)?;
-        let through_texture = self
-            .texture_plan(plan, dtype, layout, input, output)?
-            .filter(|t| {
-                let cost = strided::texture_command_cost(self.info.backend);
-                copies
-                    .as_ref()
-                    .is_none_or(|c| t.commands() * cost < c.len() as u64)
-            });
+        let through_texture = if self.texture_copies && Self::copies_allowed(input, output) {
+            strided::texture_plan(
+                plan,
+                dtype,
+                layout,
+                input.offset,
+                output.offset,
+                self.limits.max_texture_dimension_2d,
+            )?
+        } else {
+            None
+        };
+        let through_texture = through_texture.filter(|t| {
+            let cost = strided::texture_command_cost(self.info.backend);
+            copies
+                .as_ref()
+                .is_none_or(|c| t.commands() * cost < c.len() as u64)
+        });
         if let Some(t) = through_texture {
             // A scratch texture the device cannot give (out of memory) leaves the other routes.
             let (width, height) = t.scratch;
@@ -573,29 +583,6 @@ impl GpuSplitter {
     fn copies_allowed(input: &BufferRegion<'_>, output: &BufferRegion<'_>) -> bool {
         input.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC)
             && output.buffer.usage().contains(wgpu::BufferUsages::COPY_DST)
-    }
-
-    /// The texture route for strided outputs ([`strided`]), where it is enabled, the buffers
-    /// allow copies and the split fits its rules.
-    fn texture_plan(
-        &self,
-        plan: &SplitPlan,
-        dtype: DType,
-        layout: &OutputLayout,
-        input: &BufferRegion<'_>,
-        output: &BufferRegion<'_>,
-    ) -> Result<Option<TexturePlan>> {
-        if !self.texture_copies || !Self::copies_allowed(input, output) {
-            return Ok(None);
-        }
-        strided::texture_plan(
-            plan,
-            dtype,
-            layout,
-            input.offset,
-            output.offset,
-            self.limits.max_texture_dimension_2d,
-        )
     }
 
     /// Each output's byte range in the input, when every output is one contiguous range.

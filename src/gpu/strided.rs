@@ -188,17 +188,24 @@ pub fn encode(
     }
 }
 
-/// The scratch texture kept between splits (at most `MAX_SCRATCH_BYTES`).
+/// Scratch textures kept between splits. A graph alternates splits of different shapes (the
+/// attention projections, then the MLP gate), and their bands need differently shaped
+/// textures: keeping a few means none is recreated on every call.
+const KEPT_SCRATCH: usize = 4;
+
+/// The scratch textures kept between splits: at most `KEPT_SCRATCH` of at most
+/// `MAX_SCRATCH_BYTES` each, the least recently used first out.
 ///
-/// Sharing one texture between encoders and threads is safe: every split writes the rows it
+/// Sharing a texture between encoders and threads is safe: every split writes the rows it
 /// reads within its own commands, and wgpu places a barrier between uses.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    kept: Mutex<Option<wgpu::Texture>>,
+    /// Most recently used last.
+    kept: Mutex<Vec<wgpu::Texture>>,
 }
 
 impl Scratch {
-    /// A texture of at least `width` x `height` texels: the kept one if it is large enough,
+    /// A texture of at least `width` x `height` texels: a kept one if one is large enough,
     /// else a new one, kept when it was created without a device error.
     pub(crate) fn get(
         &self,
@@ -207,10 +214,13 @@ impl Scratch {
         height: u32,
     ) -> Result<wgpu::Texture> {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(texture) = kept.as_ref() {
-            if texture.width() >= width && texture.height() >= height {
-                return Ok(texture.clone());
-            }
+        if let Some(i) = kept
+            .iter()
+            .position(|t| t.width() >= width && t.height() >= height)
+        {
+            let texture = kept.remove(i);
+            kept.push(texture.clone());
+            return Ok(texture);
         }
         let texture = scoped(device, "creating the scratch texture", || {
             device.create_texture(&wgpu::TextureDescriptor {
@@ -228,7 +238,10 @@ impl Scratch {
                 view_formats: &[],
             })
         })?;
-        *kept = Some(texture.clone());
+        if kept.len() == KEPT_SCRATCH {
+            kept.remove(0);
+        }
+        kept.push(texture.clone());
         Ok(texture)
     }
 }
@@ -334,5 +347,30 @@ mod tests {
         // 1,100 outputs of 64 f32 each: 1,100 bands, past MAX_BANDS.
         let many = plan_for(&[2, 1100 * 64], 1, vec![64; 1100]);
         assert!(bands(&many, DType::F32, 0, 0, 8192).is_none());
+    }
+
+    #[test]
+    fn alternating_shapes_reuse_their_kept_textures() {
+        use crate::gpu::adapter::{open_device, BackendChoice};
+        let choice = BackendChoice::from_env().expect("WGPU_SPLIT_BACKEND");
+        let device = open_device(choice)
+            .expect("an adapter for the scratch tests")
+            .1;
+        let scratch = Scratch::default();
+        let wide = scratch.get(&device, 512, 512).unwrap();
+        let tall = scratch.get(&device, 256, 1024).unwrap();
+        assert_ne!(wide, tall);
+        for _ in 0..3 {
+            assert_eq!(scratch.get(&device, 512, 512).unwrap(), wide);
+            assert_eq!(scratch.get(&device, 256, 1024).unwrap(), tall);
+            // A smaller request takes a kept texture that is large enough.
+            let small = scratch.get(&device, 16, 16).unwrap();
+            assert!(small == wide || small == tall);
+        }
+        // Past KEPT_SCRATCH new shapes, the least recently used goes.
+        for i in 1..=KEPT_SCRATCH as u32 {
+            scratch.get(&device, 1024 + i, 1).unwrap();
+        }
+        assert_ne!(scratch.get(&device, 512, 512).unwrap(), wide);
     }
 }
