@@ -7,27 +7,18 @@
 //! compare the same stretch of time on a shared machine.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::{scoped, BufferRegion, EncodedSplit, GpuSplitter};
-use crate::ops;
+use crate::gpu::device::scoped;
+use crate::gpu::gather::record::grid;
+use crate::ops::Operator;
 use crate::plan::SplitPlan;
 use crate::reference;
 use crate::tensor::{byte_count, HostTensor, IntTensor};
 use crate::DType;
+use crate::{BufferRegion, EncodedSplit, GpuSplitter};
 use std::time::Instant;
 
 /// The copy kernel the split is measured against, `shaders/bench_copy_vec4.wgsl`.
 pub const COPY_SHADER_SOURCE: &str = include_str!("../shaders/bench_copy_vec4.wgsl");
-
-/// How a case chooses its parts.
-#[derive(Debug, Clone)]
-pub enum CaseOp {
-    /// Split-1 with `num_splits`.
-    Split(i64),
-    /// VariadicSplit-1 with these lengths.
-    Variadic(Vec<i64>),
-    /// SplitToSequence-11 without `split`, with this `keepdims`.
-    SequenceOfOnes(bool),
-}
 
 /// One benchmark case.
 #[derive(Debug, Clone)]
@@ -38,32 +29,14 @@ pub struct Case {
     pub dtype: DType,
     /// Input shape.
     pub shape: Vec<usize>,
-    /// Split axis (negative counts from the end).
-    pub axis: i64,
-    /// The operator and its parts.
-    pub op: CaseOp,
+    /// The operator and its parameters.
+    pub op: Operator,
 }
 
 impl Case {
-    /// The operator's command-line name.
-    pub fn op_name(&self) -> &'static str {
-        match self.op {
-            CaseOp::Split(_) => "split",
-            CaseOp::Variadic(_) => "variadic-split",
-            CaseOp::SequenceOfOnes(_) => "split-to-sequence",
-        }
-    }
-
     /// Validates and plans the case (timed: host planning is part of a split).
     pub fn plan(&self) -> Result<SplitPlan> {
-        let axis = IntTensor::scalar(self.axis);
-        match &self.op {
-            CaseOp::Split(n) => ops::split(&self.shape, &axis, *n),
-            CaseOp::Variadic(l) => {
-                ops::variadic_split(&self.shape, &axis, &IntTensor::vector(l.clone()))
-            }
-            CaseOp::SequenceOfOnes(k) => ops::split_to_sequence(&self.shape, self.axis, None, *k),
-        }
+        self.op.plan(&self.shape)
     }
 
     /// Input size in bytes.
@@ -74,41 +47,48 @@ impl Case {
 
 /// The standard suite of the README's results table.
 pub fn standard_suite() -> Vec<Case> {
-    use CaseOp::*;
-    let case = |name, dtype, shape: &[usize], axis, op| Case {
+    let case = |name, dtype, shape: &[usize], op| Case {
         name,
         dtype,
         shape: shape.to_vec(),
-        axis,
         op,
     };
+    let split = |axis, num_splits| Operator::Split {
+        axis: IntTensor::scalar(axis),
+        num_splits,
+    };
+    let variadic = |axis, lengths: &[i64]| Operator::VariadicSplit {
+        axis: IntTensor::scalar(axis),
+        split_lengths: IntTensor::vector(lengths.to_vec()),
+    };
     vec![
-        case("spec_split", DType::F32, &[6, 12, 10, 24], 1, Split(3)),
-        case("qkv", DType::F32, &[4, 512, 3072], -1, Split(3)),
-        case("glu", DType::F16, &[8, 1024, 8192], -1, Split(2)),
+        case("spec_split", DType::F32, &[6, 12, 10, 24], split(1, 3)),
+        case("qkv", DType::F32, &[4, 512, 3072], split(-1, 3)),
+        case("glu", DType::F16, &[8, 1024, 8192], split(-1, 2)),
         case(
             "batch0",
             DType::F32,
             &[64, 256, 1024],
-            0,
-            Variadic(vec![16, 16, 32]),
+            variadic(0, &[16, 16, 32]),
         ),
-        case("heads64", DType::F32, &[512, 4096], 1, Split(64)),
+        case("heads64", DType::F32, &[512, 4096], split(1, 64)),
         case(
             "bytes_odd",
             DType::U8,
             &[16384, 4095],
-            1,
-            Variadic(vec![1365, 1365, 1365]),
+            variadic(1, &[1365, 1365, 1365]),
         ),
         case(
             "seq_many",
             DType::F32,
             &[4096, 2048],
-            0,
-            SequenceOfOnes(false),
+            Operator::SplitToSequence {
+                axis: 0,
+                split: None,
+                keepdims: false,
+            },
         ),
-        case("tiny_runs", DType::F32, &[4194304, 4], 1, Split(4)),
+        case("tiny_runs", DType::F32, &[4194304, 4], split(1, 4)),
     ]
 }
 
@@ -133,10 +113,31 @@ pub struct CaseResult {
     pub shader_copy_ms: f64,
     /// Median CPU reference split, ms.
     pub cpu_reference_ms: f64,
-    /// Compute dispatches plus copy commands the split recorded.
-    pub dispatches: u32,
+    /// What the split recorded: gather dispatches, buffer copies and texture copies.
+    pub recorded: Recorded,
     /// Whether every output can be a view of the input (no bytes moved).
     pub zero_copy: bool,
+}
+
+/// The commands one split recorded, by kind (from [`EncodedSplit`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// Gather dispatches.
+    pub dispatches: u32,
+    /// `copy_buffer_to_buffer` commands.
+    pub buffer_copies: u32,
+    /// Buffer-to-texture and texture-to-buffer copy commands.
+    pub texture_copies: u32,
+}
+
+impl From<&EncodedSplit> for Recorded {
+    fn from(e: &EncodedSplit) -> Self {
+        Self {
+            dispatches: e.dispatches,
+            buffer_copies: e.buffer_copies,
+            texture_copies: e.texture_copies,
+        }
+    }
 }
 
 /// GB/s for `bytes` moved in `ms`.
@@ -238,13 +239,13 @@ impl CaseBuffers {
     }
 
     /// One device-resident split as the suite times it: plan, encode, submit, wait.
-    /// Returns the compute dispatches plus copy commands it recorded.
-    pub fn split(&self, gpu: &GpuSplitter, case: &Case) -> Result<u32> {
+    /// Returns what it recorded.
+    pub fn split(&self, gpu: &GpuSplitter, case: &Case) -> Result<Recorded> {
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         let encoded = self.encode(gpu, case, &mut encoder)?;
         gpu.queue().submit([encoder.finish()]);
         wait(gpu)?;
-        Ok(encoded.dispatches + encoded.copies)
+        Ok(Recorded::from(&encoded))
     }
 
     /// The host part of a split alone: plan and encode into `encoder`, no submit.
@@ -351,16 +352,16 @@ impl<'a> Bencher<'a> {
                 ],
             })
         })?;
-        let (x, y) = self.gpu.grid(in_size / 16, 256)?;
+        let (x, y) = grid(self.gpu.limits(), in_size / 16, 256)?;
 
         // The split and its three yardsticks, timed in turn so every ratio of two of them
         // compares the same stretch of time.
-        let mut dispatches = 0;
+        let mut recorded = Recorded::default();
         let [split_ms, roundtrip_ms, copy_ms, shader_copy_ms] = time_interleaved_ms(
             self.runs,
             [
                 &mut || {
-                    dispatches = buffers.split(self.gpu, case)?;
+                    recorded = buffers.split(self.gpu, case)?;
                     Ok(())
                 },
                 &mut || self.submit(|_| {}),
@@ -399,7 +400,7 @@ impl<'a> Bencher<'a> {
             copy_ms,
             shader_copy_ms,
             cpu_reference_ms,
-            dispatches,
+            recorded,
             zero_copy: self.gpu.output_views(&plan, case.dtype)?.is_some(),
         })
     }

@@ -6,12 +6,14 @@
 //! Data flows through the crate in this order:
 //!
 //! 1. [`ops`]: each operator's rules; validate the inputs and produce a [`SplitPlan`].
-//! 2. [`plan`]: output shapes and chunk offsets over the view `[outer, axis_len, inner]`.
-//! 3. [`gpu`]: a [`GpuSplitter`] holds a device and the compiled pipeline, lays the outputs out
-//!    in one buffer and dispatches the gather shader once for all of them, or records copy
-//!    commands where the device copies faster (contiguous outputs; strided rows through a
-//!    texture on CPU adapters).
-//! 4. [`reference`](mod@reference): the same split on the CPU with ndarray, to check the GPU against.
+//! 2. [`plan`]: output shapes and chunks over the view `[outer, axis_len, inner]`, and
+//!    ([`plan::bytes`]) the byte rows of each output in the input.
+//! 3. [`gpu`]: a [`GpuSplitter`] holds a device and the compiled pipeline. It places the
+//!    outputs ([`gpu::output_layout`]), chooses a route ([`gpu::route`]: buffer copies, the
+//!    texture route on CPU adapters, or one gather dispatch for all outputs), records it into
+//!    an encoder ([`GpuSplitter::encode`]) and runs host round trips ([`GpuSplitter::run`]).
+//! 4. [`verify`]: GPU outputs against [`reference`](mod@reference), the same split on the CPU
+//!    with ndarray.
 //!
 //! ```no_run
 //! use wgpu_split::{ops, GpuSplitter, HostTensor, IntTensor};
@@ -38,11 +40,14 @@ pub mod ops;
 pub mod plan;
 pub mod reference;
 pub mod tensor;
+pub mod verify;
 
 pub use dtype::DType;
 pub use error::{Result, SplitError};
-pub use gpu::adapter::BackendChoice;
-pub use gpu::layout::{OutputLayout, OutputRange};
-pub use gpu::{BufferRegion, EncodedSplit, GpuSplitter};
+pub use gpu::device::BackendChoice;
+pub use gpu::output_layout::{OutputLayout, OutputRange};
+pub use gpu::region::BufferRegion;
+pub use gpu::{EncodedSplit, GpuSplitter};
+pub use ops::Operator;
 pub use plan::{Chunk, SplitPlan};
 pub use tensor::{HostTensor, IntTensor};

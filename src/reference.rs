@@ -1,9 +1,12 @@
 //! The CPU reference: the same splits computed with ndarray slicing, for any element type.
 //!
-//! It shares nothing with the GPU path but the [`SplitPlan`], so agreement between the two is
+//! [`split_array`] slices elements with ndarray and shares nothing with the GPU path but the
+//! [`SplitPlan`]; [`split_tensor`] copies bytes along the plan's [`ByteRows`], and is checked
+//! against [`split_array`] in the tests below, so agreement with the GPU is
 //! a real check.
 
 use crate::error::{Result, SplitError};
+use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::HostTensor;
 use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, Axis, Slice};
@@ -38,42 +41,41 @@ pub fn split_array<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Resu
 
 /// Splits a host tensor of any dtype, moving its bytes exactly.
 ///
-/// The bytes are viewed as the 2-D array `[outer, axis_len * inner * dtype.size()]`; output `i`
-/// is the column band of its chunk, copied row by row. One `u8` code path serves every element
-/// type, strings included.
+/// The bytes are viewed as the 2-D array `[rows, stride]` of the plan's [`ByteRows`]; output
+/// `i` is the column band of its rows, copied row by row. One `u8` code path serves every
+/// element type, strings included.
 pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTensor>> {
     plan.check_input_shape(input.shape())?;
     let dtype = input.dtype();
-    // The bytes exist, so the row sizes fit usize unless the tensor is empty (outer == 0).
-    let (inner_bytes, stride) = plan.row_bytes(dtype.size())?;
-    let (inner_bytes, stride) = match (usize::try_from(inner_bytes), usize::try_from(stride)) {
-        (Ok(i), Ok(s)) => (i, s),
-        _ => {
-            return Err(SplitError::TooLarge(
-                "rows do not fit this machine's address space".into(),
-            ))
-        }
-    };
-    let rows = ArrayView2::from_shape((plan.outer(), stride), input.bytes())
-        .map_err(|e| SplitError::DataMismatch(e.to_string()))?;
-    plan.chunks()
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let band = rows.slice(s![
-                ..,
-                c.start * inner_bytes..(c.start + c.len) * inner_bytes
-            ]);
-            let mut data = Vec::with_capacity(band.len());
-            for row in band.outer_iter() {
-                // Rows of a C-order view are contiguous: a straight copy.
-                match row.as_slice() {
-                    Some(bytes) => data.extend_from_slice(bytes),
-                    None => data.extend(row.iter()),
-                }
-            }
-            HostTensor::new(dtype, plan.output_shape(i), data)
+    let bytes = ByteRows::new(plan, dtype.size())?;
+    // The bytes exist, so the row sizes fit usize unless the tensor is empty (no rows).
+    let to_usize = |n: u64| {
+        usize::try_from(n).map_err(|_| {
+            SplitError::TooLarge("rows do not fit this machine's address space".into())
         })
+    };
+    let rows = ArrayView2::from_shape(
+        (to_usize(bytes.rows)?, to_usize(bytes.stride)?),
+        input.bytes(),
+    )
+    .map_err(|e| SplitError::DataMismatch(e.to_string()))?;
+    let mut data = vec![Vec::new(); plan.num_outputs()];
+    for o in &bytes.outputs {
+        let start = to_usize(o.offset)?;
+        let band = rows.slice(s![.., start..start + to_usize(o.row_bytes)?]);
+        let out = &mut data[o.output];
+        out.reserve_exact(band.len());
+        for row in band.outer_iter() {
+            // Rows of a C-order view are contiguous: a straight copy.
+            match row.as_slice() {
+                Some(bytes) => out.extend_from_slice(bytes),
+                None => out.extend(row.iter()),
+            }
+        }
+    }
+    data.into_iter()
+        .enumerate()
+        .map(|(i, bytes)| HostTensor::new(dtype, plan.output_shape(i), bytes))
         .collect()
 }
 
@@ -96,6 +98,27 @@ mod tests {
         assert_eq!(out[0].to_vec::<u16>().unwrap(), vec![0, 4, 8, 12, 16, 20]);
         assert_eq!(out[1].shape(), &[2, 3, 3]);
         assert_eq!(out[1].to_vec::<u16>().unwrap()[..4], [1, 2, 3, 5]);
+    }
+
+    #[test]
+    fn byte_rows_agree_with_element_slicing() {
+        // Every axis of a [3, 4, 5] u32 tensor, with empty and uneven parts.
+        let values: Vec<u32> = (0..60).map(|i| i * 2654435761u32).collect();
+        let t = HostTensor::from_slice(&[3, 4, 5], &values).unwrap();
+        let array = ArrayD::from_shape_vec(vec![3, 4, 5], values).unwrap();
+        for (axis, lengths) in [(0, vec![1, 0, 2]), (1, vec![3, 1]), (2, vec![2, 0, 2, 1])] {
+            let lengths = IntTensor::vector(lengths);
+            let plan = ops::variadic_split(&[3, 4, 5], &IntTensor::scalar(axis), &lengths).unwrap();
+            let bytes = split_tensor(&t, &plan).unwrap();
+            let elements = split_array(array.view(), &plan).unwrap();
+            for (b, e) in bytes.iter().zip(&elements) {
+                assert_eq!(b.shape(), e.shape());
+                assert_eq!(
+                    b.to_vec::<u32>().unwrap(),
+                    e.iter().copied().collect::<Vec<_>>()
+                );
+            }
+        }
     }
 
     #[test]

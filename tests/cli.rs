@@ -1,5 +1,8 @@
 //! The built `wgpu-split` binary: the demo, round trips through `run`, and every error path.
 
+#[macro_use]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use wgpu_split::{npy, ops, reference, DType, HostTensor, IntTensor};
@@ -22,16 +25,6 @@ fn wgpu_split(args: &[&str]) -> Out {
     }
 }
 
-/// The GPU backends under test, as `--backend=` values.
-fn backends() -> Vec<String> {
-    std::env::var("WGPU_SPLIT_TEST_BACKENDS")
-        .unwrap_or_else(|_| "vulkan,gl".into())
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| format!("--backend={}", s.trim()))
-        .collect()
-}
-
 fn save(dir: &Path, name: &str, t: &HostTensor) -> String {
     let p = dir.join(name);
     npy::write(&p, t).unwrap();
@@ -42,19 +35,16 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
-#[test]
-fn demo_runs_every_spec_example_and_matches() {
-    for backend in backends() {
-        let out = wgpu_split(&[&backend]);
-        assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
-        assert!(
-            out.stdout.contains("all outputs equal the CPU reference"),
-            "{}",
-            out.stdout
-        );
-        assert!(out.stdout.contains("[6, 4, 10, 24]") && out.stdout.contains("keepdims 0"));
-        assert!(!out.stdout.contains(" NO"));
-    }
+fn demo_runs_every_spec_example_and_matches(backend: &str) {
+    let out = wgpu_split(&[&format!("--backend={backend}")]);
+    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("all outputs equal the CPU reference"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("[6, 4, 10, 24]") && out.stdout.contains("keepdims 0"));
+    assert!(!out.stdout.contains(" NO"));
 }
 
 #[test]
@@ -72,11 +62,10 @@ fn info_lists_adapters_and_limits() {
     );
 }
 
-#[test]
-fn bench_writes_the_report_fields() {
+fn bench_writes_the_report_fields(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
-    let backend = &backends()[0];
+    let backend = &format!("--backend={backend}");
     let out = wgpu_split(&[
         "bench",
         backend,
@@ -101,7 +90,11 @@ fn bench_writes_the_report_fields() {
     assert_eq!(case["outputs"], 3);
     assert_eq!(case["bytes"], 6 * 12 * 10 * 24 * 4);
     assert_eq!(case["zero_copy"], false);
-    assert!(case["dispatches"].as_u64().unwrap() >= 1);
+    let commands: Vec<u64> = ["dispatches", "buffer_copies", "texture_copies"]
+        .iter()
+        .map(|field| case[field].as_u64().unwrap_or_else(|| panic!("{field}")))
+        .collect();
+    assert!(commands.iter().sum::<u64>() >= 1, "{commands:?}");
     for field in [
         "split_ms",
         "roundtrip_ms",
@@ -123,8 +116,8 @@ fn bench_writes_the_report_fields() {
     );
 }
 
-#[test]
-fn every_dtype_round_trips_through_run() {
+fn every_dtype_round_trips_through_run(backend: &str) {
+    let gpu_flag = format!("--backend={backend}");
     let dir = tempfile::tempdir().unwrap();
     for dtype in DType::ALL_NUMERIC
         .into_iter()
@@ -157,11 +150,7 @@ fn every_dtype_round_trips_through_run() {
         )
         .unwrap();
         let want = reference::split_tensor(&input, &plan).unwrap();
-        for backend in backends()
-            .iter()
-            .map(String::as_str)
-            .chain(["--backend=cpu"])
-        {
+        for backend in [gpu_flag.as_str(), "--backend=cpu"] {
             let out_dir = dir.path().join(format!(
                 "out_{}_{}",
                 dtype.name().replace('<', ""),
@@ -210,8 +199,7 @@ fn raw_npy(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
     f
 }
 
-#[test]
-fn fortran_order_and_big_endian_inputs() {
+fn fortran_order_and_big_endian_inputs(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
     // [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]] as Fortran-order big-endian i32.
     let mut data = Vec::new();
@@ -222,28 +210,26 @@ fn fortran_order_and_big_endian_inputs() {
     }
     let path = dir.path().join("f.npy");
     std::fs::write(&path, raw_npy(">i4", true, "(3, 4)", &data)).unwrap();
-    for backend in backends() {
-        let out_dir = dir.path().join(&backend[10..]);
-        let out = wgpu_split(&[
-            "run",
-            "--op",
-            "split",
-            "--input",
-            &s(&path),
-            "--out",
-            &s(&out_dir),
-            "--axis=-1",
-            "--num-splits=2",
-            &backend,
-        ]);
-        assert_eq!(out.code, 0, "{}", out.stderr);
-        let second = npy::read(&out_dir.join("output_1.npy")).unwrap();
-        assert_eq!(second.to_vec::<i32>().unwrap(), vec![2, 3, 6, 7, 10, 11]);
-    }
+    let flag = format!("--backend={backend}");
+    let out_dir = dir.path().join(backend);
+    let out = wgpu_split(&[
+        "run",
+        "--op",
+        "split",
+        "--input",
+        &s(&path),
+        "--out",
+        &s(&out_dir),
+        "--axis=-1",
+        "--num-splits=2",
+        &flag,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let second = npy::read(&out_dir.join("output_1.npy")).unwrap();
+    assert_eq!(second.to_vec::<i32>().unwrap(), vec![2, 3, 6, 7, 10, 11]);
 }
 
-#[test]
-fn strings_split_to_sequence() {
+fn strings_split_to_sequence(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
     let words = ["alpha", "be", "", "δέλτα", "e", "zeta"];
     let mut data = Vec::new();
@@ -255,26 +241,25 @@ fn strings_split_to_sequence() {
     }
     let path = dir.path().join("s.npy");
     std::fs::write(&path, raw_npy("<U5", false, "(3, 2)", &data)).unwrap();
-    for backend in backends() {
-        let out_dir = dir.path().join(&backend[10..]);
-        let out = wgpu_split(&[
-            "run",
-            "--op",
-            "split-to-sequence",
-            "--input",
-            &s(&path),
-            "--out",
-            &s(&out_dir),
-            "--axis=0",
-            "--split=2",
-            &backend,
-        ]);
-        assert_eq!(out.code, 0, "{}", out.stderr);
-        let first = npy::utf32_strings(&npy::read(&out_dir.join("output_0.npy")).unwrap()).unwrap();
-        assert_eq!(first, vec!["alpha", "be", "", "δέλτα"]);
-        let last = npy::utf32_strings(&npy::read(&out_dir.join("output_1.npy")).unwrap()).unwrap();
-        assert_eq!(last, vec!["e", "zeta"]);
-    }
+    let flag = format!("--backend={backend}");
+    let out_dir = dir.path().join(backend);
+    let out = wgpu_split(&[
+        "run",
+        "--op",
+        "split-to-sequence",
+        "--input",
+        &s(&path),
+        "--out",
+        &s(&out_dir),
+        "--axis=0",
+        "--split=2",
+        &flag,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let first = npy::utf32_strings(&npy::read(&out_dir.join("output_0.npy")).unwrap()).unwrap();
+    assert_eq!(first, vec!["alpha", "be", "", "δέλτα"]);
+    let last = npy::utf32_strings(&npy::read(&out_dir.join("output_1.npy")).unwrap()).unwrap();
+    assert_eq!(last, vec!["e", "zeta"]);
 }
 
 #[test]
@@ -598,3 +583,11 @@ fn error_paths_exit_2_with_one_line_and_leave_dir_untouched() {
         .to_string_lossy()
         .starts_with(".wgpu-split-")));
 }
+
+per_backend_command!(
+    demo_runs_every_spec_example_and_matches,
+    bench_writes_the_report_fields,
+    every_dtype_round_trips_through_run,
+    fortran_order_and_big_endian_inputs,
+    strings_split_to_sequence,
+);

@@ -1,9 +1,10 @@
 //! Every rule of the operators and of the GPU entry points returns a typed error, never a panic.
 
+#[macro_use]
 mod common;
 
 use wgpu_split::ops::{self, OnnxSplitParts};
-use wgpu_split::{reference, BufferRegion, DType, HostTensor, IntTensor, SplitError};
+use wgpu_split::{reference, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, SplitError};
 
 fn v(l: &[i64]) -> IntTensor {
     IntTensor::vector(l.to_vec())
@@ -125,8 +126,7 @@ fn split_to_sequence_rules() {
     ));
 }
 
-#[test]
-fn data_that_does_not_match_its_plan() {
+fn data_that_does_not_match_its_plan(gpu: &'static GpuSplitter) {
     assert!(matches!(
         HostTensor::new(DType::F32, vec![2, 3], vec![0; 23]),
         Err(SplitError::DataMismatch(_))
@@ -137,85 +137,86 @@ fn data_that_does_not_match_its_plan() {
         reference::split_tensor(&t, &plan),
         Err(SplitError::DataMismatch(_))
     ));
-    for (_, gpu) in common::splitters() {
-        assert!(matches!(
-            gpu.run(&plan, &t),
-            Err(SplitError::DataMismatch(_))
-        ));
-    }
+    assert!(matches!(
+        gpu.run(&plan, &t),
+        Err(SplitError::DataMismatch(_))
+    ));
 }
 
-#[test]
-fn caller_buffers_are_checked_before_encoding() {
+fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
     let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
-    for (name, gpu) in common::splitters() {
-        let dev = gpu.device();
-        let buffer = |size, usage| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
-        let storage = wgpu::BufferUsages::STORAGE;
-        let good_in = buffer(128, storage);
-        let good_out = buffer(
-            gpu.output_layout(&plan, DType::F32).unwrap().total_bytes,
-            storage,
-        );
-        let mut enc = dev.create_command_encoder(&Default::default());
-        let r = |b| BufferRegion {
-            buffer: b,
-            offset: 0,
-        };
+    let dev = gpu.device();
+    let buffer = |size, usage| {
+        dev.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let storage = wgpu::BufferUsages::STORAGE;
+    let good_in = buffer(128, storage);
+    let good_out = buffer(
+        gpu.output_layout(&plan, DType::F32).unwrap().total_bytes,
+        storage,
+    );
+    let mut enc = dev.create_command_encoder(&Default::default());
+    let r = |b| BufferRegion {
+        buffer: b,
+        offset: 0,
+    };
 
-        let small_in = buffer(64, storage);
-        let e = gpu
-            .encode(&mut enc, &plan, DType::F32, r(&small_in), r(&good_out))
-            .unwrap_err();
-        assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
-        assert_eq!(
-            e.to_string(),
-            "input buffer holds 64 bytes; the split needs 128 bytes from offset 0"
-        );
+    let small_in = buffer(64, storage);
+    let e = gpu
+        .encode(&mut enc, &plan, DType::F32, r(&small_in), r(&good_out))
+        .unwrap_err();
+    assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
+    assert_eq!(
+        e.to_string(),
+        "input buffer holds 64 bytes; the split needs 128 bytes from offset 0"
+    );
 
-        let no_storage = buffer(128, wgpu::BufferUsages::COPY_DST);
-        let e = gpu
-            .encode(&mut enc, &plan, DType::F32, r(&no_storage), r(&good_out))
-            .unwrap_err();
-        assert!(
-            e.to_string().starts_with("input buffer has usage"),
-            "{name}: {e}"
-        );
+    let no_storage = buffer(128, wgpu::BufferUsages::COPY_DST);
+    let e = gpu
+        .encode(&mut enc, &plan, DType::F32, r(&no_storage), r(&good_out))
+        .unwrap_err();
+    assert!(
+        e.to_string().starts_with("input buffer has usage"),
+        "{name}: {e}"
+    );
 
-        let small_out = buffer(16, storage);
-        let e = gpu
-            .encode(&mut enc, &plan, DType::F32, r(&good_in), r(&small_out))
-            .unwrap_err();
-        assert!(
-            e.to_string().starts_with("output buffer holds 16 bytes"),
-            "{name}: {e}"
-        );
+    let small_out = buffer(16, storage);
+    let e = gpu
+        .encode(&mut enc, &plan, DType::F32, r(&good_in), r(&small_out))
+        .unwrap_err();
+    assert!(
+        e.to_string().starts_with("output buffer holds 16 bytes"),
+        "{name}: {e}"
+    );
 
-        let misaligned = BufferRegion {
-            buffer: &good_in,
-            offset: 4,
-        };
-        let e = gpu
-            .encode(&mut enc, &plan, DType::F32, misaligned, r(&good_out))
-            .unwrap_err();
-        assert!(
-            e.to_string().contains("storage offset alignment"),
-            "{name}: {e}"
-        );
+    let misaligned = BufferRegion {
+        buffer: &good_in,
+        offset: 4,
+    };
+    let e = gpu
+        .encode(&mut enc, &plan, DType::F32, misaligned, r(&good_out))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("storage offset alignment"),
+        "{name}: {e}"
+    );
 
-        // A destroyed buffer passes the host checks; wgpu's validation error comes back typed.
-        let destroyed = buffer(128, storage);
-        destroyed.destroy();
-        let e = gpu
-            .encode(&mut enc, &plan, DType::F32, r(&destroyed), r(&good_out))
-            .unwrap_err();
-        assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
-    }
+    // A destroyed buffer passes the host checks; wgpu's validation error comes back typed.
+    let destroyed = buffer(128, storage);
+    destroyed.destroy();
+    let e = gpu
+        .encode(&mut enc, &plan, DType::F32, r(&destroyed), r(&good_out))
+        .unwrap_err();
+    assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
 }
+
+per_backend!(
+    data_that_does_not_match_its_plan,
+    caller_buffers_are_checked_before_encoding,
+);

@@ -1,19 +1,24 @@
 //! The spec examples and the hard cases, on every test adapter, byte for byte.
 
+#[macro_use]
 mod common;
 
-use wgpu_split::{ops, reference, DType, HostTensor, IntTensor, SplitPlan};
+use wgpu_split::{ops, reference, DType, GpuSplitter, HostTensor, IntTensor, SplitPlan};
 
-/// Runs `plan` on every adapter and asserts the outputs equal the CPU reference exactly.
-fn check(plan: &SplitPlan, input: &HostTensor) -> Vec<HostTensor> {
+/// Runs `plan` on `gpu` and asserts the outputs equal the CPU reference exactly.
+fn check(gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor) -> Vec<HostTensor> {
     let want = reference::split_tensor(input, plan).unwrap();
-    for (name, gpu) in common::splitters() {
-        let got = gpu
-            .run(plan, input)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        common::assert_same_outputs(name, &got, &want);
-    }
+    let name = common::name(gpu);
+    let got = gpu
+        .run(plan, input)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    common::assert_same_outputs(&name, &got, &want);
     want
+}
+
+/// Gather dispatches, buffer copies and texture copies recorded.
+fn counts(how: &wgpu_split::EncodedSplit) -> (u32, u32, u32) {
+    (how.dispatches, how.buffer_copies, how.texture_copies)
 }
 
 fn iota_f32(shape: &[usize]) -> HostTensor {
@@ -21,11 +26,10 @@ fn iota_f32(shape: &[usize]) -> HostTensor {
     HostTensor::from_slice(shape, &(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap()
 }
 
-#[test]
-fn spec_split_example() {
+fn spec_split_example(gpu: &'static GpuSplitter) {
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
-    let out = check(&plan, &input);
+    let out = check(gpu, &plan, &input);
     assert_eq!(
         out.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>(),
         vec![vec![6, 4, 10, 24]; 3]
@@ -34,8 +38,7 @@ fn spec_split_example() {
     assert_eq!(out[1].to_vec::<f32>().unwrap()[0], 960.0);
 }
 
-#[test]
-fn spec_variadic_split_examples() {
+fn spec_variadic_split_examples(gpu: &'static GpuSplitter) {
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::variadic_split(
         input.shape(),
@@ -43,7 +46,10 @@ fn spec_variadic_split_examples() {
         &IntTensor::vector(vec![1, 2, 3]),
     )
     .unwrap();
-    let shapes: Vec<_> = check(&plan, &input).iter().map(|t| t.shape()[0]).collect();
+    let shapes: Vec<_> = check(gpu, &plan, &input)
+        .iter()
+        .map(|t| t.shape()[0])
+        .collect();
     assert_eq!(shapes, vec![1, 2, 3]);
     let plan = ops::variadic_split(
         input.shape(),
@@ -51,16 +57,18 @@ fn spec_variadic_split_examples() {
         &IntTensor::vector(vec![-1, 2]),
     )
     .unwrap();
-    let shapes: Vec<_> = check(&plan, &input).iter().map(|t| t.shape()[0]).collect();
+    let shapes: Vec<_> = check(gpu, &plan, &input)
+        .iter()
+        .map(|t| t.shape()[0])
+        .collect();
     assert_eq!(shapes, vec![4, 2]);
 }
 
-#[test]
-fn split_to_sequence_forms() {
+fn split_to_sequence_forms(gpu: &'static GpuSplitter) {
     let input = iota_f32(&[5, 3]);
     let plan = ops::split_to_sequence(input.shape(), 0, Some(&IntTensor::scalar(2)), true).unwrap();
     assert_eq!(
-        check(&plan, &input)[2].to_vec::<f32>().unwrap(),
+        check(gpu, &plan, &input)[2].to_vec::<f32>().unwrap(),
         vec![12.0, 13.0, 14.0]
     );
     let plan = ops::split_to_sequence(
@@ -70,16 +78,15 @@ fn split_to_sequence_forms() {
         false,
     )
     .unwrap();
-    assert_eq!(check(&plan, &input)[1].shape(), &[5, 0]);
+    assert_eq!(check(gpu, &plan, &input)[1].shape(), &[5, 0]);
     let plan = ops::split_to_sequence(input.shape(), 1, None, false).unwrap();
     assert_eq!(
-        check(&plan, &input)[2].to_vec::<f32>().unwrap(),
+        check(gpu, &plan, &input)[2].to_vec::<f32>().unwrap(),
         vec![2.0, 5.0, 8.0, 11.0, 14.0]
     );
 }
 
-#[test]
-fn special_floats_survive_bit_for_bit() {
+fn special_floats_survive_bit_for_bit(gpu: &'static GpuSplitter) {
     let specials32 = [
         f32::from_bits(0x7fc0_0001), // quiet NaN with payload
         f32::from_bits(0x7f80_0001), // signalling NaN
@@ -92,7 +99,7 @@ fn special_floats_survive_bit_for_bit() {
     ];
     let input = HostTensor::from_slice(&[2, 4], &specials32).unwrap();
     let plan = ops::split(&[2, 4], &IntTensor::scalar(1), 2).unwrap();
-    let out = check(&plan, &input);
+    let out = check(gpu, &plan, &input);
     assert_eq!(out[0].to_vec::<f32>().unwrap()[0].to_bits(), 0x7fc0_0001);
 
     let specials64 = [
@@ -104,7 +111,7 @@ fn special_floats_survive_bit_for_bit() {
     let input = HostTensor::from_slice(&[4], &specials64).unwrap();
     let plan = ops::split_to_sequence(&[4], 0, None, false).unwrap();
     assert_eq!(
-        check(&plan, &input)[3].to_vec::<f64>().unwrap()[0].to_bits(),
+        check(gpu, &plan, &input)[3].to_vec::<f64>().unwrap()[0].to_bits(),
         0xfff8_dead_beef_0001
     );
 
@@ -120,22 +127,21 @@ fn special_floats_survive_bit_for_bit() {
     )
     .unwrap();
     assert_eq!(
-        check(&plan, &input)[1].to_vec::<half::f16>().unwrap()[0].to_bits(),
+        check(gpu, &plan, &input)[1].to_vec::<half::f16>().unwrap()[0].to_bits(),
         0x0001
     );
 }
 
-#[test]
-fn odd_byte_boundaries() {
+fn odd_byte_boundaries(gpu: &'static GpuSplitter) {
     // u8 rows of 5, 7 and 13 bytes, split into pieces that start and end mid-word.
     for (rows, cols) in [(3usize, 5usize), (7, 7), (5, 13), (33, 1)] {
         let data: Vec<u8> = (0..rows * cols).map(|i| (i * 37 + 11) as u8).collect();
         let input = HostTensor::from_slice(&[rows, cols], &data).unwrap();
         let plan = ops::split_to_sequence(&[rows, cols], 1, None, false).unwrap();
-        check(&plan, &input);
+        check(gpu, &plan, &input);
         let plan =
             ops::split_to_sequence(&[rows, cols], 0, Some(&IntTensor::scalar(2)), true).unwrap();
-        check(&plan, &input);
+        check(gpu, &plan, &input);
         let bools: Vec<bool> = data.iter().map(|b| b % 3 == 0).collect();
         let input = HostTensor::from_bools(&[rows, cols], &bools).unwrap();
         let lengths = vec![1, (cols as i64) - 1];
@@ -145,7 +151,7 @@ fn odd_byte_boundaries() {
             &IntTensor::vector(lengths),
         )
         .unwrap();
-        check(&plan, &input);
+        check(gpu, &plan, &input);
     }
     let halves: Vec<half::f16> = (0..3 * 5)
         .map(|i| half::f16::from_bits(0x3c00 + i))
@@ -157,14 +163,13 @@ fn odd_byte_boundaries() {
         &IntTensor::vector(vec![1, 3, 1]),
     )
     .unwrap();
-    check(&plan, &input);
+    check(gpu, &plan, &input);
 }
 
-#[test]
-fn three_thousand_outputs_in_one_dispatch() {
+fn three_thousand_outputs_in_one_dispatch(gpu: &'static GpuSplitter) {
     let input = iota_f32(&[3000, 3]);
     let plan = ops::split(&[3000, 3], &IntTensor::scalar(0), 3000).unwrap();
-    let out = check(&plan, &input);
+    let out = check(gpu, &plan, &input);
     assert_eq!(
         out[2999].to_vec::<f32>().unwrap(),
         vec![8997.0, 8998.0, 8999.0]
@@ -172,11 +177,10 @@ fn three_thousand_outputs_in_one_dispatch() {
     let bytes: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
     let input = HostTensor::from_slice(&[1, 3000], &bytes).unwrap();
     let plan = ops::split_to_sequence(&[1, 3000], 1, None, true).unwrap();
-    assert_eq!(check(&plan, &input)[2999].bytes(), &[(2999u32 as u8)]);
+    assert_eq!(check(gpu, &plan, &input)[2999].bytes(), &[(2999u32 as u8)]);
 }
 
-#[test]
-fn every_dtype_round_trips() {
+fn every_dtype_round_trips(gpu: &'static GpuSplitter) {
     for dtype in DType::ALL_NUMERIC.into_iter().chain([DType::Utf32(3)]) {
         let shape = [3, 7, 2];
         let n = 3 * 7 * 2 * dtype.size();
@@ -188,45 +192,35 @@ fn every_dtype_round_trips() {
             &IntTensor::vector(vec![2, -1, 0, 3]),
         )
         .unwrap();
-        check(&plan, &input);
+        check(gpu, &plan, &input);
     }
 }
 
-#[test]
-fn empty_outputs_and_empty_inputs() {
+fn empty_outputs_and_empty_inputs(gpu: &'static GpuSplitter) {
     let input = HostTensor::from_slice::<f32>(&[0, 4], &[]).unwrap();
     let plan = ops::split(&[0, 4], &IntTensor::scalar(1), 2).unwrap();
-    assert_eq!(check(&plan, &input)[1].shape(), &[0, 2]);
+    assert_eq!(check(gpu, &plan, &input)[1].shape(), &[0, 2]);
     let input = iota_f32(&[2, 0, 3]);
     let plan = ops::split(&[2, 0, 3], &IntTensor::scalar(1), 4).unwrap();
-    assert_eq!(check(&plan, &input).len(), 4);
+    assert_eq!(check(gpu, &plan, &input).len(), 4);
 }
 
-#[test]
-fn every_listed_backend_opened() {
-    let names: Vec<&str> = common::splitters()
-        .iter()
-        .map(|(n, _)| n.as_str())
-        .collect();
-    eprintln!("GPU tests ran on: {names:?}");
-    let listed = std::env::var("WGPU_SPLIT_TEST_BACKENDS").unwrap_or_else(|_| "vulkan,gl".into());
-    assert_eq!(
-        names.len(),
-        listed.split(',').filter(|s| !s.trim().is_empty()).count()
+/// Each stamped test runs on the adapter its name says.
+fn the_adapter_is_the_named_backend(gpu: &'static GpuSplitter) {
+    let backend = gpu.adapter_info().backend;
+    eprintln!("GPU tests run on: {}", common::name(gpu));
+    assert!(
+        matches!(backend, wgpu::Backend::Vulkan | wgpu::Backend::Gl),
+        "{backend:?}"
     );
-    if listed == "vulkan,gl" {
-        assert!(names.iter().any(|n| n.contains("Vulkan")), "{names:?}");
-        assert!(names.iter().any(|n| n.contains("Gl")), "{names:?}");
-    }
 }
 
-#[test]
-fn one_word_rows_with_partial_units() {
+fn one_word_rows_with_partial_units(gpu: &'static GpuSplitter) {
     // Rows of one 32-bit word (the strided-gather path), outputs of 5 and 7 words.
     for rows in [5usize, 7, 1] {
         let input = iota_f32(&[rows, 4]);
         let plan = ops::split(&[rows, 4], &IntTensor::scalar(1), 4).unwrap();
-        let out = check(&plan, &input);
+        let out = check(gpu, &plan, &input);
         assert_eq!(out[3].to_vec::<f32>().unwrap()[0], 3.0);
         let halves: Vec<u16> = (0..rows as u16 * 6).collect();
         let input = HostTensor::from_slice(&[rows, 6], &halves).unwrap();
@@ -236,12 +230,12 @@ fn one_word_rows_with_partial_units() {
             &IntTensor::vector(vec![2, 2, 2]),
         )
         .unwrap();
-        check(&plan, &input);
+        check(gpu, &plan, &input);
     }
 }
 
-#[test]
-fn texture_copies_row_copies_and_the_dispatch_give_the_same_bytes() {
+fn texture_copies_row_copies_and_the_dispatch_give_the_same_bytes(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
     // 32 rows of 2,048 bytes per output at a stride of 4,096: through the scratch texture (two
     // commands per output) on CPU adapters, as 64 row copies when that is turned off, and with
     // the gather dispatch where the buffers allow no copies.
@@ -249,43 +243,38 @@ fn texture_copies_row_copies_and_the_dispatch_give_the_same_bytes() {
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-    for (name, gpu) in common::splitters() {
-        let (through_texture, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
-        assert_eq!((how.dispatches, how.copies), (0, 4), "{name}");
-        common::assert_same_outputs(name, &through_texture, &want);
-        let rows_only = gpu.clone().with_texture_copies(false);
-        let (copied, how) = common::encode_and_read(&rows_only, &plan, &input, copy_usage);
-        assert_eq!((how.dispatches, how.copies), (0, 64), "{name}");
-        common::assert_same_outputs(name, &copied, &want);
-        let (gathered, how) =
-            common::encode_and_read(gpu, &plan, &input, wgpu::BufferUsages::empty());
-        assert_eq!((how.dispatches, how.copies), (1, 0), "{name}");
-        common::assert_same_outputs(name, &gathered, &want);
-    }
+    let (through_texture, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+    assert_eq!(counts(&how), (0, 0, 4), "{name}");
+    common::assert_same_outputs(name, &through_texture, &want);
+    let rows_only = gpu.clone().with_texture_copies(false);
+    let (copied, how) = common::encode_and_read(&rows_only, &plan, &input, copy_usage);
+    assert_eq!(counts(&how), (0, 64, 0), "{name}");
+    common::assert_same_outputs(name, &copied, &want);
+    let (gathered, how) = common::encode_and_read(gpu, &plan, &input, wgpu::BufferUsages::empty());
+    assert_eq!(counts(&how), (1, 0, 0), "{name}");
+    common::assert_same_outputs(name, &gathered, &want);
 }
 
-#[test]
-fn few_long_rows_take_the_cheaper_copy_route() {
+fn few_long_rows_take_the_cheaper_copy_route(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
     // The spec example: 18 row copies of 3,840 bytes, or 6 texture copies. A texture copy
     // costs about two row copies on lavapipe (Vulkan) and four on llvmpipe GL.
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-    for (name, gpu) in common::splitters() {
-        let info = gpu.adapter_info();
-        let expected = match (info.device_type, info.backend) {
-            (wgpu::DeviceType::Cpu, wgpu::Backend::Vulkan) => 6,
-            _ => 18,
-        };
-        let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
-        assert_eq!((how.dispatches, how.copies), (0, expected), "{name}");
-        common::assert_same_outputs(name, &got, &want);
-    }
+    let info = gpu.adapter_info();
+    let expected = match (info.device_type, info.backend) {
+        (wgpu::DeviceType::Cpu, wgpu::Backend::Vulkan) => (0, 0, 6),
+        _ => (0, 18, 0),
+    };
+    let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+    assert_eq!(counts(&how), expected, "{name}");
+    common::assert_same_outputs(name, &got, &want);
 }
 
-#[test]
-fn texture_copies_keep_every_bit_at_offsets_and_in_bands() {
+fn texture_copies_keep_every_bit_at_offsets_and_in_bands(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     // Arbitrary bytes (NaN payloads, -0.0 and denormals among them) as f64, with an empty
     // output, at non-zero offsets of both buffers: 24 rows of 1,024 and 2,560 bytes at a
@@ -302,35 +291,25 @@ fn texture_copies_keep_every_bit_at_offsets_and_in_bands() {
     )
     .unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
-    for (name, gpu) in common::splitters() {
-        let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
-        let (got, how) =
-            common::encode_and_read_at(gpu, &plan, &input, copy_usage, (align * 3, align));
-        assert_eq!((how.dispatches, how.copies), (0, 4), "{name}");
-        common::assert_same_outputs(name, &got, &want);
-    }
+    let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
+    let (got, how) = common::encode_and_read_at(gpu, &plan, &input, copy_usage, (align * 3, align));
+    assert_eq!(counts(&how), (0, 0, 4), "{name}");
+    common::assert_same_outputs(name, &got, &want);
 
     // 20,000 rows of 256 bytes per output: taller than one band (the texture limit, or the
     // 16,384 rows of 256 bytes that fill the 4 MiB scratch), so several bands each.
     let input = iota_f32(&[20000, 128]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
-    for (name, gpu) in common::splitters() {
-        let max_rows = gpu.limits().max_texture_dimension_2d.min(16384);
-        let bands_per_output = 20000u32.div_ceil(max_rows);
-        assert!(bands_per_output >= 2, "{name}: texture limit {max_rows}");
-        let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
-        assert_eq!(
-            (how.dispatches, how.copies),
-            (0, 2 * 2 * bands_per_output),
-            "{name}"
-        );
-        common::assert_same_outputs(name, &got, &want);
-    }
+    let max_rows = gpu.limits().max_texture_dimension_2d.min(16384);
+    let bands_per_output = 20000u32.div_ceil(max_rows);
+    assert!(bands_per_output >= 2, "{name}: texture limit {max_rows}");
+    let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+    assert_eq!(counts(&how), (0, 0, 2 * 2 * bands_per_output), "{name}");
+    common::assert_same_outputs(name, &got, &want);
 }
 
-#[test]
-fn repeated_splits_find_their_own_tables() {
+fn repeated_splits_find_their_own_tables(gpu: &'static GpuSplitter) {
     // Later rounds find their tables in each splitter's cache; the two plans have tables of
     // the same size, so serving one's table for the other would show in the bytes.
     let shape = [5, 9, 7];
@@ -344,30 +323,44 @@ fn repeated_splits_find_their_own_tables() {
             .map(|i| (i as u8).wrapping_mul(31).wrapping_add(round))
             .collect();
         let input = HostTensor::new(DType::F16, shape.to_vec(), bytes).unwrap();
-        check(&plans[round as usize % 2], &input);
+        check(gpu, &plans[round as usize % 2], &input);
     }
 }
 
-#[test]
-fn neighbouring_contiguous_outputs_share_one_copy() {
+fn neighbouring_contiguous_outputs_share_one_copy(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     // 64 slices of 1 KiB along axis 0 lie back to back in the output region as in the input.
     let input = iota_f32(&[64, 256]);
     let plan = ops::split_to_sequence(input.shape(), 0, None, false).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
-    for (name, gpu) in common::splitters() {
-        let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
-        assert_eq!((how.dispatches, how.copies), (0, 1), "{name}");
-        common::assert_same_outputs(name, &got, &want);
-    }
+    let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+    assert_eq!(counts(&how), (0, 1, 0), "{name}");
+    common::assert_same_outputs(name, &got, &want);
     // Slices of 2,000 bytes: each output is padded to the storage alignment, so one copy each.
     let bytes: Vec<u8> = (0..5 * 2000u32).map(|i| (i % 251) as u8).collect();
     let input = HostTensor::new(DType::U8, vec![5, 2000], bytes).unwrap();
     let plan = ops::split(input.shape(), &IntTensor::scalar(0), 5).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
-    for (name, gpu) in common::splitters() {
-        let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
-        assert_eq!((how.dispatches, how.copies), (0, 5), "{name}");
-        common::assert_same_outputs(name, &got, &want);
-    }
+    let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+    assert_eq!(counts(&how), (0, 5, 0), "{name}");
+    common::assert_same_outputs(name, &got, &want);
 }
+
+per_backend!(
+    the_adapter_is_the_named_backend,
+    spec_split_example,
+    spec_variadic_split_examples,
+    split_to_sequence_forms,
+    special_floats_survive_bit_for_bit,
+    odd_byte_boundaries,
+    three_thousand_outputs_in_one_dispatch,
+    every_dtype_round_trips,
+    empty_outputs_and_empty_inputs,
+    one_word_rows_with_partial_units,
+    texture_copies_row_copies_and_the_dispatch_give_the_same_bytes,
+    few_long_rows_take_the_cheaper_copy_route,
+    texture_copies_keep_every_bit_at_offsets_and_in_bands,
+    repeated_splits_find_their_own_tables,
+    neighbouring_contiguous_outputs_share_one_copy,
+);

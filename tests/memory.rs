@@ -1,10 +1,16 @@
 //! 10,000 repeated splits leave resident memory flat: no leaked buffers or bind groups.
 //!
-//! Alone in its test binary, so no other test's allocations move the figure.
+//! Alone in its test binary, so no other test's allocations move the figure; the adapters'
+//! tests take turns (one lock), so neither moves the other's.
 
+#[macro_use]
 mod common;
 
-use wgpu_split::{ops, DType, HostTensor, IntTensor};
+use std::sync::Mutex;
+use wgpu_split::{ops, DType, GpuSplitter, HostTensor, IntTensor};
+
+/// Held by each adapter's test while it measures.
+static MEASURING: Mutex<()> = Mutex::new(());
 
 /// Resident set size of this process, in bytes.
 fn rss_bytes() -> u64 {
@@ -17,8 +23,9 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
-#[test]
-fn ten_thousand_splits_keep_memory_flat() {
+fn ten_thousand_splits_keep_memory_flat(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     if !std::path::Path::new("/proc/self/statm").exists() {
         panic!("this test reads /proc/self/statm (Linux)");
     }
@@ -35,20 +42,20 @@ fn ten_thousand_splits_keep_memory_flat() {
         &IntTensor::vector(vec![5, 27, -1]),
     )
     .unwrap();
-    for (name, gpu) in common::splitters() {
-        for _ in 0..1000 {
-            gpu.run(&plan, &input).unwrap();
-        }
-        let before = rss_bytes();
-        for _ in 0..10_000 {
-            gpu.run(&plan, &input).unwrap();
-        }
-        let after = rss_bytes();
-        let growth = after.saturating_sub(before);
-        eprintln!("{name}: resident memory {before} -> {after} bytes over 10,000 splits");
-        assert!(
-            growth < 16 << 20,
-            "{name}: resident memory grew by {growth} bytes over 10,000 splits"
-        );
+    for _ in 0..1000 {
+        gpu.run(&plan, &input).unwrap();
     }
+    let before = rss_bytes();
+    for _ in 0..10_000 {
+        gpu.run(&plan, &input).unwrap();
+    }
+    let after = rss_bytes();
+    let growth = after.saturating_sub(before);
+    eprintln!("{name}: resident memory {before} -> {after} bytes over 10,000 splits");
+    assert!(
+        growth < 16 << 20,
+        "{name}: resident memory grew by {growth} bytes over 10,000 splits"
+    );
 }
+
+per_backend!(ten_thousand_splits_keep_memory_flat,);

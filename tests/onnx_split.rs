@@ -1,18 +1,25 @@
 //! The ONNX backend node tests for Split (opsets 2, 11, 13, 18), on every test adapter: the
 //! expected values of the ONNX test data, and the CPU reference, byte for byte.
 
+#[macro_use]
 mod common;
 
 use wgpu_split::ops::{onnx_split, OnnxSplitParts};
-use wgpu_split::{reference, HostTensor, SplitError};
+use wgpu_split::{reference, GpuSplitter, HostTensor, SplitError};
 
 fn seq(shape: &[usize], from: f32) -> HostTensor {
     let n: usize = shape.iter().product();
     HostTensor::from_slice(shape, &(0..n).map(|i| from + i as f32).collect::<Vec<_>>()).unwrap()
 }
 
-/// Runs the case on every adapter and compares with `expected` (shape, values) and the reference.
-fn check(input: &HostTensor, axis: i64, parts: OnnxSplitParts, expected: &[(&[usize], &[f32])]) {
+/// Runs the case on `gpu` and compares with `expected` (shape, values) and the reference.
+fn check(
+    gpu: &GpuSplitter,
+    input: &HostTensor,
+    axis: i64,
+    parts: OnnxSplitParts,
+    expected: &[(&[usize], &[f32])],
+) {
     let plan = onnx_split(input.shape(), axis, &parts).unwrap();
     let want = reference::split_tensor(input, &plan).unwrap();
     assert_eq!(want.len(), expected.len());
@@ -20,60 +27,54 @@ fn check(input: &HostTensor, axis: i64, parts: OnnxSplitParts, expected: &[(&[us
         assert_eq!(w.shape(), *shape);
         assert_eq!(w.to_vec::<f32>().unwrap(), values.to_vec());
     }
-    for (name, gpu) in common::splitters() {
-        let got = gpu
-            .run(&plan, input)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(
-            got == want,
-            "{name}: {parts:?} differs from the CPU reference"
-        );
-    }
+    let name = common::name(gpu);
+    let got = gpu
+        .run(&plan, input)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(
+        got == want,
+        "{name}: {parts:?} differs from the CPU reference"
+    );
 }
 
-#[test]
-fn equal_parts_1d_and_default_axis() {
+fn equal_parts_1d_and_default_axis(gpu: &'static GpuSplitter) {
     let x = seq(&[6], 1.0);
     let expected: &[(&[usize], &[f32])] = &[
         (&[2], &[1.0, 2.0]),
         (&[2], &[3.0, 4.0]),
         (&[2], &[5.0, 6.0]),
     ];
-    check(&x, 0, OnnxSplitParts::EqualOutputs(3), expected);
+    check(gpu, &x, 0, OnnxSplitParts::EqualOutputs(3), expected);
 }
 
-#[test]
-fn equal_parts_2d() {
+fn equal_parts_2d(gpu: &'static GpuSplitter) {
     let x = seq(&[2, 6], 1.0);
     let expected: &[(&[usize], &[f32])] = &[
         (&[2, 3], &[1.0, 2.0, 3.0, 7.0, 8.0, 9.0]),
         (&[2, 3], &[4.0, 5.0, 6.0, 10.0, 11.0, 12.0]),
     ];
-    check(&x, 1, OnnxSplitParts::EqualOutputs(2), expected);
+    check(gpu, &x, 1, OnnxSplitParts::EqualOutputs(2), expected);
 }
 
-#[test]
-fn variable_parts_1d_2d_and_default_axis() {
+fn variable_parts_1d_2d_and_default_axis(gpu: &'static GpuSplitter) {
     let x = seq(&[6], 1.0);
     let expected: &[(&[usize], &[f32])] = &[(&[2], &[1.0, 2.0]), (&[4], &[3.0, 4.0, 5.0, 6.0])];
-    check(&x, 0, OnnxSplitParts::Lengths(vec![2, 4]), expected);
+    check(gpu, &x, 0, OnnxSplitParts::Lengths(vec![2, 4]), expected);
     let x = seq(&[2, 6], 1.0);
     let expected: &[(&[usize], &[f32])] = &[
         (&[2, 2], &[1.0, 2.0, 7.0, 8.0]),
         (&[2, 4], &[3.0, 4.0, 5.0, 6.0, 9.0, 10.0, 11.0, 12.0]),
     ];
-    check(&x, 1, OnnxSplitParts::Lengths(vec![2, 4]), expected);
+    check(gpu, &x, 1, OnnxSplitParts::Lengths(vec![2, 4]), expected);
 }
 
-#[test]
-fn zero_size_splits() {
+fn zero_size_splits(gpu: &'static GpuSplitter) {
     let x = seq(&[0], 1.0);
     let expected: &[(&[usize], &[f32])] = &[(&[0], &[]), (&[0], &[]), (&[0], &[])];
-    check(&x, 0, OnnxSplitParts::Lengths(vec![0, 0, 0]), expected);
+    check(gpu, &x, 0, OnnxSplitParts::Lengths(vec![0, 0, 0]), expected);
 }
 
-#[test]
-fn uneven_splits_opset18() {
+fn uneven_splits_opset18(gpu: &'static GpuSplitter) {
     let x = seq(&[7], 1.0);
     let expected: &[(&[usize], &[f32])] = &[
         (&[2], &[1.0, 2.0]),
@@ -81,14 +82,14 @@ fn uneven_splits_opset18() {
         (&[2], &[5.0, 6.0]),
         (&[1], &[7.0]),
     ];
-    check(&x, 0, OnnxSplitParts::NumOutputs(4), expected);
+    check(gpu, &x, 0, OnnxSplitParts::NumOutputs(4), expected);
     let x = seq(&[2, 8], 1.0);
     let expected: &[(&[usize], &[f32])] = &[
         (&[2, 3], &[1.0, 2.0, 3.0, 9.0, 10.0, 11.0]),
         (&[2, 3], &[4.0, 5.0, 6.0, 12.0, 13.0, 14.0]),
         (&[2, 2], &[7.0, 8.0, 15.0, 16.0]),
     ];
-    check(&x, 1, OnnxSplitParts::NumOutputs(3), expected);
+    check(gpu, &x, 1, OnnxSplitParts::NumOutputs(3), expected);
 }
 
 #[test]
@@ -125,3 +126,11 @@ fn errors() {
         Err(SplitError::RankZero)
     );
 }
+
+per_backend!(
+    equal_parts_1d_and_default_axis,
+    equal_parts_2d,
+    variable_parts_1d_2d_and_default_axis,
+    zero_size_splits,
+    uneven_splits_opset18,
+);

@@ -74,7 +74,10 @@ fn translate_everywhere(name: &str, source: &str) {
 
 #[test]
 fn split_shader_compiles_for_every_backend() {
-    translate_everywhere("split_gather.wgsl", wgpu_split::gpu::SHADER_SOURCE);
+    translate_everywhere(
+        "split_gather.wgsl",
+        wgpu_split::gpu::gather::abi::SHADER_SOURCE,
+    );
 }
 
 #[test]
@@ -88,7 +91,10 @@ fn bench_copy_shader_compiles_for_every_backend() {
 #[test]
 fn split_shader_uses_four_bindings_in_group_0() {
     // The host's bind group layout (table, source, vec4 source, destination).
-    let (module, _) = parse("split_gather.wgsl", wgpu_split::gpu::SHADER_SOURCE);
+    let (module, _) = parse(
+        "split_gather.wgsl",
+        wgpu_split::gpu::gather::abi::SHADER_SOURCE,
+    );
     let mut bindings: Vec<u32> = module
         .global_variables
         .iter()

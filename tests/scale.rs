@@ -1,6 +1,7 @@
 //! Scale and robustness: tensors past one storage binding, grids past 65,535 workgroups,
 //! 100,000 outputs, shared devices under threads, steady memory, device faults.
 
+#[macro_use]
 mod common;
 
 use wgpu_split::{
@@ -14,38 +15,37 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
-/// Runs `plan` on `gpu`, asserts byte equality with the CPU reference, returns the dispatches.
+/// Runs `plan` on `gpu`, asserts byte equality with the CPU reference, returns the gather
+/// dispatches it recorded.
 fn check_on(name: &str, gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor) -> u32 {
     let (got, encoded) = gpu
         .run_detailed(plan, input)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let want = reference::split_tensor(input, plan).unwrap();
     common::assert_same_outputs(name, &got, &want);
-    encoded.dispatches + encoded.copies
+    encoded.dispatches
 }
 
 const MIB: usize = 1 << 20;
 
-#[test]
-fn f32_320_mib_split_on_an_inner_axis() {
+fn f32_320_mib_split_on_an_inner_axis(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
     // [80, 1 Mi] f32 = 320 MiB, split on axis 1: each output is cut into pieces that fit the
     // 128 MiB storage binding of the software adapters.
     let shape = [80, 1 << 20];
     let input = HostTensor::new(DType::F32, shape.to_vec(), pattern(320 * MIB, 1)).unwrap();
     let plan = ops::split(&shape, &IntTensor::scalar(-1), 2).unwrap();
-    for (name, gpu) in common::splitters() {
-        let dispatches = check_on(name, gpu, &plan, &input);
-        if gpu.limits().max_storage_buffer_binding_size < (320 * MIB) as u64 {
-            assert!(
-                dispatches > 2,
-                "{name}: expected pieces, got {dispatches} dispatch(es)"
-            );
-        }
+    let dispatches = check_on(name, gpu, &plan, &input);
+    if gpu.limits().max_storage_buffer_binding_size < (320 * MIB) as u64 {
+        assert!(
+            dispatches > 2,
+            "{name}: expected pieces, got {dispatches} dispatch(es)"
+        );
     }
 }
 
-#[test]
-fn u8_320_mib_split_on_axis_0() {
+fn u8_320_mib_split_on_axis_0(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
     // [64 Mi, 5] u8 split on axis 0 at row 3: chunk offsets are not word aligned, so the shader
     // (not a buffer copy) moves the bytes, in pieces.
     let shape = [64 << 20, 5];
@@ -56,111 +56,108 @@ fn u8_320_mib_split_on_axis_0() {
         &IntTensor::vector(vec![3, -1]),
     )
     .unwrap();
-    for (name, gpu) in common::splitters() {
-        check_on(name, gpu, &plan, &input);
-    }
+    check_on(name, gpu, &plan, &input);
 }
 
-#[test]
-fn grids_past_65535_workgroups() {
+fn grids_past_65535_workgroups(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
     // One unit per invocation: 4,202,500 units need 65,665 workgroups of 64, a 2-D grid.
     let shape = [4100, 4100];
     let input = HostTensor::new(DType::F32, shape.to_vec(), pattern(4100 * 4100 * 4, 3)).unwrap();
     let plan = ops::split(&shape, &IntTensor::scalar(1), 2).unwrap();
-    for (name, gpu) in common::splitters() {
-        let gpu = gpu.clone().with_max_units_per_invocation(1);
-        assert_eq!(check_on(name, &gpu, &plan, &input), 1);
-    }
+    let gpu = gpu.clone().with_max_units_per_invocation(1);
+    assert_eq!(check_on(name, &gpu, &plan, &input), 1);
 }
 
-#[test]
-fn one_hundred_thousand_outputs_in_one_call() {
+fn one_hundred_thousand_outputs_in_one_call(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
     let shape = [100_000, 3];
     let data: Vec<f32> = (0..300_000).map(|i| i as f32).collect();
     let input = HostTensor::from_slice(&shape, &data).unwrap();
     let plan = ops::split_to_sequence(&shape, 0, None, true).unwrap();
-    for (name, gpu) in common::splitters() {
-        // 12-byte outputs packed at 16 bytes: memory in proportion to the data.
-        let layout = gpu.host_layout(&plan, DType::F32).unwrap();
-        assert_eq!(layout.total_bytes, 16 * 100_000);
-        assert_eq!(check_on(name, gpu, &plan, &input), 1);
-    }
+    // 12-byte outputs packed at 16 bytes: memory in proportion to the data.
+    let layout = gpu.host_layout(&plan, DType::F32).unwrap();
+    assert_eq!(layout.total_bytes, 16 * 100_000);
+    assert_eq!(check_on(name, gpu, &plan, &input), 1);
 }
 
-#[test]
-fn one_device_shared_by_eight_threads() {
-    for (name, gpu) in common::splitters() {
-        std::thread::scope(|scope| {
-            for t in 0..8u64 {
-                scope.spawn(move || {
-                    let mut seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(t + 1);
-                    let mut next = move |m: u64| {
-                        seed = seed
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        (seed >> 33) % m
+fn one_device_shared_by_eight_threads(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
+    std::thread::scope(|scope| {
+        for t in 0..8u64 {
+            scope.spawn(move || {
+                let mut seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(t + 1);
+                let mut next = move |m: u64| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (seed >> 33) % m
+                };
+                for _ in 0..500 {
+                    let rank = 1 + next(3) as usize;
+                    let shape: Vec<usize> = (0..rank).map(|_| next(9) as usize).collect();
+                    let axis = next(rank as u64) as usize;
+                    let dtype = DType::ALL_NUMERIC[next(15) as usize];
+                    let len = shape[axis];
+                    let first = if len == 0 {
+                        0
+                    } else {
+                        next(len as u64 + 1) as i64
                     };
-                    for _ in 0..500 {
-                        let rank = 1 + next(3) as usize;
-                        let shape: Vec<usize> = (0..rank).map(|_| next(9) as usize).collect();
-                        let axis = next(rank as u64) as usize;
-                        let dtype = DType::ALL_NUMERIC[next(15) as usize];
-                        let len = shape[axis];
-                        let first = if len == 0 {
-                            0
-                        } else {
-                            next(len as u64 + 1) as i64
-                        };
-                        let plan = ops::variadic_split(
-                            &shape,
-                            &IntTensor::scalar(axis as i64),
-                            &IntTensor::vector(vec![first, -1]),
-                        )
-                        .unwrap();
-                        let n = shape.iter().product::<usize>() * dtype.size();
-                        let input =
-                            HostTensor::new(dtype, shape.clone(), pattern(n, next(256) as u8))
-                                .unwrap();
-                        let got = gpu
-                            .run(&plan, &input)
-                            .unwrap_or_else(|e| panic!("{name}: {e}"));
-                        let want = reference::split_tensor(&input, &plan).unwrap();
-                        assert!(
-                            got == want,
-                            "{name}: thread {t} differs for {shape:?} on axis {axis}"
-                        );
-                    }
-                });
-            }
-        });
-    }
+                    let plan = ops::variadic_split(
+                        &shape,
+                        &IntTensor::scalar(axis as i64),
+                        &IntTensor::vector(vec![first, -1]),
+                    )
+                    .unwrap();
+                    let n = shape.iter().product::<usize>() * dtype.size();
+                    let input =
+                        HostTensor::new(dtype, shape.clone(), pattern(n, next(256) as u8)).unwrap();
+                    let got = gpu
+                        .run(&plan, &input)
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let want = reference::split_tensor(&input, &plan).unwrap();
+                    assert!(
+                        got == want,
+                        "{name}: thread {t} differs for {shape:?} on axis {axis}"
+                    );
+                }
+            });
+        }
+    });
 }
 
-#[test]
-fn a_tensor_past_max_buffer_size_is_refused_before_any_allocation() {
-    for (name, gpu) in common::splitters() {
-        let max = gpu.limits().max_buffer_size;
-        let rows = (max / 1024 + 1) as usize;
-        let plan = ops::split(&[rows, 1024], &IntTensor::scalar(0), 1).unwrap();
-        let e = gpu.host_layout(&plan, DType::U8).unwrap_err();
-        assert!(matches!(e, SplitError::TooLarge(_)), "{name}: {e}");
-        assert!(e.to_string().contains("max_buffer_size"), "{name}: {e}");
-    }
+fn a_tensor_past_max_buffer_size_is_refused_before_any_allocation(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
+    let max = gpu.limits().max_buffer_size;
+    let rows = (max / 1024 + 1) as usize;
+    let plan = ops::split(&[rows, 1024], &IntTensor::scalar(0), 1).unwrap();
+    let e = gpu.host_layout(&plan, DType::U8).unwrap_err();
+    assert!(matches!(e, SplitError::TooLarge(_)), "{name}: {e}");
+    assert!(e.to_string().contains("max_buffer_size"), "{name}: {e}");
 }
 
-#[test]
-fn a_lost_device_is_an_error_not_a_panic() {
-    for (name, gpu) in common::splitters() {
-        // A device of its own, so the shared one stays usable.
-        let (_, device, queue) = wgpu_split::gpu::adapter::open_device(
-            BackendChoice::from_backend(gpu.adapter_info().backend),
-        )
-        .unwrap();
-        let lost = GpuSplitter::new(device, queue, gpu.adapter_info().clone()).unwrap();
-        lost.device().destroy();
-        let input = HostTensor::from_slice(&[4, 4], &[1.0f32; 16]).unwrap();
-        let plan = ops::split(&[4, 4], &IntTensor::scalar(0), 2).unwrap();
-        let e = lost.run(&plan, &input).unwrap_err();
-        assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
-    }
+fn a_lost_device_is_an_error_not_a_panic(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
+    // A device of its own, so the shared one stays usable.
+    let (_, device, queue) = wgpu_split::gpu::device::open_device(BackendChoice::from_backend(
+        gpu.adapter_info().backend,
+    ))
+    .unwrap();
+    let lost = GpuSplitter::new(device, queue, gpu.adapter_info().clone()).unwrap();
+    lost.device().destroy();
+    let input = HostTensor::from_slice(&[4, 4], &[1.0f32; 16]).unwrap();
+    let plan = ops::split(&[4, 4], &IntTensor::scalar(0), 2).unwrap();
+    let e = lost.run(&plan, &input).unwrap_err();
+    assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
 }
+
+per_backend!(
+    f32_320_mib_split_on_an_inner_axis,
+    u8_320_mib_split_on_axis_0,
+    grids_past_65535_workgroups,
+    one_hundred_thousand_outputs_in_one_call,
+    one_device_shared_by_eight_threads,
+    a_tensor_past_max_buffer_size_is_refused_before_any_allocation,
+    a_lost_device_is_an_error_not_a_panic,
+);

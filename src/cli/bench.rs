@@ -1,7 +1,7 @@
 //! `wgpu-split bench`: the standard suite with a progress bar, a table and optional JSON.
 
 use super::args::{self, BenchArgs};
-use super::{CliError, CliResult};
+use super::error::{CliError, CliResult};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use std::process::ExitCode;
@@ -53,7 +53,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         roundtrip_ms
     );
     say!(
-        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>5}",
+        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>13}",
         "case",
         "op",
         "dtype",
@@ -66,13 +66,13 @@ pub fn run(a: &BenchArgs) -> CliResult {
         "copy",
         "shader",
         "cpu",
-        "disp"
+        "disp/buf/tex"
     );
     for r in &results {
         say!(
-            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>5}{}",
+            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>13}{}",
             r.case.name,
-            r.case.op_name(),
+            r.case.op.name(),
             r.case.dtype.name(),
             r.outputs,
             r.bytes as f64 / (1 << 20) as f64,
@@ -83,13 +83,17 @@ pub fn run(a: &BenchArgs) -> CliResult {
             gbps(r.bytes, r.copy_ms),
             gbps(r.bytes, r.shader_copy_ms),
             gbps(r.bytes, r.cpu_reference_ms),
-            r.dispatches,
+            format!(
+                "{}/{}/{}",
+                r.recorded.dispatches, r.recorded.buffer_copies, r.recorded.texture_copies
+            ),
             if r.zero_copy { " zero-copy" } else { "" }
         );
     }
     say!("(x rt = split_ms / the case's empty submit + wait; rates in GB/s = input bytes / median time;");
     say!(" copy = copy_buffer_to_buffer, shader = vec4 copy kernel; each case times its split, round");
-    say!(" trip, copy and copy kernel in turn)");
+    say!(" trip, copy and copy kernel in turn; disp/buf/tex = gather dispatches / buffer copies /");
+    say!(" texture copies the split recorded)");
 
     if let Some(path) = &a.json {
         let cases: Vec<_> = results
@@ -97,10 +101,10 @@ pub fn run(a: &BenchArgs) -> CliResult {
             .map(|r| {
                 json!({
                     "name": r.case.name,
-                    "op": r.case.op_name(),
+                    "op": r.case.op.name(),
                     "dtype": r.case.dtype.name(),
                     "shape": r.case.shape,
-                    "axis": r.case.axis,
+                    "axis": r.case.op.axis(),
                     "outputs": r.outputs,
                     "bytes": r.bytes,
                     "split_ms": r.split_ms,
@@ -112,7 +116,9 @@ pub fn run(a: &BenchArgs) -> CliResult {
                     "copy_gbps": gbps(r.bytes, r.copy_ms),
                     "shader_copy_gbps": gbps(r.bytes, r.shader_copy_ms),
                     "cpu_reference_gbps": gbps(r.bytes, r.cpu_reference_ms),
-                    "dispatches": r.dispatches,
+                    "dispatches": r.recorded.dispatches,
+                    "buffer_copies": r.recorded.buffer_copies,
+                    "texture_copies": r.recorded.texture_copies,
                     "zero_copy": r.zero_copy,
                 })
             })

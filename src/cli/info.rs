@@ -1,10 +1,10 @@
 //! `wgpu-split info`: adapters and the limits that matter to a split.
 
 use super::args::InfoArgs;
-use super::CliResult;
+use super::error::CliResult;
 use serde_json::json;
 use std::process::ExitCode;
-use wgpu_split::gpu::adapter::list_adapters;
+use wgpu_split::gpu::device::list_adapters;
 use wgpu_split::BackendChoice;
 
 /// Lists every adapter on every backend.

@@ -1,13 +1,15 @@
 //! `wgpu-split run`: split a .npy file.
 
 use super::args::{self, Op, RunArgs};
-use super::{CliError, CliResult};
+use super::error::{CliError, CliResult};
 use serde_json::json;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
-use wgpu_split::ops::{self, OnnxSplitParts};
-use wgpu_split::{gpu, npy, reference, BackendChoice, DType, GpuSplitter, HostTensor, SplitPlan};
+use wgpu_split::ops::{OnnxSplitParts, Operator};
+use wgpu_split::{
+    npy, reference, verify, BackendChoice, DType, GpuSplitter, HostTensor, SplitPlan,
+};
 
 /// Refuses options that belong to other operators.
 fn only_for(op: Op, present: &[(&str, bool, &[Op])]) -> CliResult<()> {
@@ -22,13 +24,9 @@ fn only_for(op: Op, present: &[(&str, bool, &[Op])]) -> CliResult<()> {
     Ok(())
 }
 
+/// The name `--op` takes: the registry's ([`Operator::NAMES`]), in the same order as [`Op`].
 fn op_name(op: Op) -> &'static str {
-    match op {
-        Op::Split => "split",
-        Op::VariadicSplit => "variadic-split",
-        Op::SplitToSequence => "split-to-sequence",
-        Op::OnnxSplit => "onnx-split",
-    }
+    Operator::NAMES[op as usize]
 }
 
 fn required<'a>(value: &'a Option<String>, name: &str, op: Op) -> CliResult<&'a str> {
@@ -52,6 +50,11 @@ fn attribute_axis(value: &Option<String>) -> CliResult<i64> {
 
 /// Validates the operator's options against the input shape and produces the plan.
 pub fn plan(a: &RunArgs, shape: &[usize]) -> CliResult<SplitPlan> {
+    Ok(operator(a)?.plan(shape)?)
+}
+
+/// The operator and its parameters, from the options.
+fn operator(a: &RunArgs) -> CliResult<Operator> {
     use Op::*;
     only_for(
         a.op,
@@ -65,18 +68,16 @@ pub fn plan(a: &RunArgs, shape: &[usize]) -> CliResult<SplitPlan> {
         ],
     )?;
     Ok(match a.op {
-        Split => {
-            let axis = args::axis(required(&a.axis, "axis", a.op)?)?;
-            let n = a
+        Split => Operator::Split {
+            axis: args::axis(required(&a.axis, "axis", a.op)?)?,
+            num_splits: a
                 .num_splits
-                .ok_or_else(|| CliError::usage("--op split needs --num-splits"))?;
-            ops::split(shape, &axis, n)?
-        }
-        VariadicSplit => {
-            let axis = args::axis(required(&a.axis, "axis", a.op)?)?;
-            let lengths = args::lengths(required(&a.lengths, "lengths", a.op)?)?;
-            ops::variadic_split(shape, &axis, &lengths)?
-        }
+                .ok_or_else(|| CliError::usage("--op split needs --num-splits"))?,
+        },
+        VariadicSplit => Operator::VariadicSplit {
+            axis: args::axis(required(&a.axis, "axis", a.op)?)?,
+            split_lengths: args::lengths(required(&a.lengths, "lengths", a.op)?)?,
+        },
         SplitToSequence => {
             let keepdims = match a.keepdims {
                 None | Some(1) => true,
@@ -87,8 +88,11 @@ pub fn plan(a: &RunArgs, shape: &[usize]) -> CliResult<SplitPlan> {
                     )))
                 }
             };
-            let split = a.split.as_deref().map(args::split).transpose()?;
-            ops::split_to_sequence(shape, attribute_axis(&a.axis)?, split.as_ref(), keepdims)?
+            Operator::SplitToSequence {
+                axis: attribute_axis(&a.axis)?,
+                split: a.split.as_deref().map(args::split).transpose()?,
+                keepdims,
+            }
         }
         OnnxSplit => {
             let opset = a.opset.unwrap_or(18);
@@ -121,7 +125,10 @@ pub fn plan(a: &RunArgs, shape: &[usize]) -> CliResult<SplitPlan> {
                 (None, Some(n)) if opset >= 18 => OnnxSplitParts::NumOutputs(n),
                 (None, Some(n)) => OnnxSplitParts::EqualOutputs(n),
             };
-            ops::onnx_split(shape, attribute_axis(&a.axis)?, &parts)?
+            Operator::OnnxSplit {
+                axis: attribute_axis(&a.axis)?,
+                parts,
+            }
         }
     })
 }
@@ -150,7 +157,7 @@ fn verify(input: &HostTensor, plan: &SplitPlan, outputs: &[HostTensor]) -> CliRe
         }
         return Ok(());
     }
-    Ok(gpu::compare_outputs(
+    Ok(verify::compare_outputs(
         outputs,
         &reference::split_tensor(input, plan)?,
     )?)
@@ -294,4 +301,19 @@ pub fn run(a: &RunArgs) -> CliResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn op_names_are_the_registry_names() {
+        for op in Op::value_variants() {
+            let clap_name = op.to_possible_value().map(|v| v.get_name().to_string());
+            assert_eq!(clap_name.as_deref(), Some(op_name(*op)));
+        }
+        assert_eq!(Op::value_variants().len(), Operator::NAMES.len());
+    }
 }

@@ -1,6 +1,6 @@
 //! ONNX Split, opsets 2, 11, 13 and 18.
 
-use super::{equal_parts, exact_lengths};
+use super::inputs::{equal_parts, exact_lengths};
 use crate::error::{Result, SplitError};
 use crate::plan::{check_output_count, normalize_axis, SplitPlan};
 

@@ -1,6 +1,6 @@
 //! ONNX SplitToSequence-11.
 
-use super::exact_lengths;
+use super::inputs::exact_lengths;
 use crate::error::{Result, SplitError};
 use crate::plan::{check_output_count, normalize_axis, SplitPlan};
 use crate::tensor::IntTensor;

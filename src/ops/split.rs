@@ -1,6 +1,6 @@
 //! OpenVINO Split-1.
 
-use super::{equal_parts, read_axis};
+use super::inputs::{equal_parts, read_axis};
 use crate::error::Result;
 use crate::plan::SplitPlan;
 use crate::tensor::IntTensor;

@@ -1,6 +1,6 @@
 //! OpenVINO VariadicSplit-1.
 
-use super::{exact_lengths, read_axis, read_lengths};
+use super::inputs::{exact_lengths, read_axis, read_lengths};
 use crate::error::{Result, SplitError};
 use crate::plan::SplitPlan;
 use crate::tensor::IntTensor;

@@ -1,34 +1,72 @@
-//! Adapters the GPU tests run on.
+//! The adapters the GPU tests run on, and what the tests share.
 //!
-//! `WGPU_SPLIT_TEST_BACKENDS` lists them (default `vulkan,gl`, the two this project's CI has).
-//! Every listed backend must open: a missing adapter fails the test, it never skips it.
-#![allow(dead_code)]
+//! [`per_backend!`] stamps out one test per CI adapter (`NAME::vulkan`, `NAME::gl`), so a
+//! failure names its backend. Each must find its adapter: a missing one fails the test, it is
+//! never skipped. On a machine without one of them, leave its tests out by name, for example
+//! `cargo test --release -- --skip ::gl`; cargo then counts them as filtered out.
+#![allow(dead_code, unused_macros)]
 
 use std::sync::OnceLock;
 use wgpu_split::{BackendChoice, GpuSplitter, HostTensor};
 
-/// One splitter per listed backend, opened once per test binary.
-pub fn splitters() -> &'static [(String, GpuSplitter)] {
-    static SPLITTERS: OnceLock<Vec<(String, GpuSplitter)>> = OnceLock::new();
-    SPLITTERS.get_or_init(|| {
-        let list = std::env::var("WGPU_SPLIT_TEST_BACKENDS").unwrap_or_else(|_| "vulkan,gl".into());
-        list.split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|name| {
-                let choice: BackendChoice = name.trim().parse().unwrap_or_else(|e| panic!("{e}"));
-                let gpu = GpuSplitter::open(choice).unwrap_or_else(|e| {
-                    panic!("backend {name} is listed in WGPU_SPLIT_TEST_BACKENDS but failed to open: {e}")
-                });
-                let info = gpu.adapter_info();
-                (format!("{} ({:?})", info.name, info.backend), gpu)
-            })
-            .collect()
+/// The splitter of `choice`'s adapter, opened once per test binary.
+pub fn gpu(choice: BackendChoice) -> &'static GpuSplitter {
+    static VULKAN: OnceLock<GpuSplitter> = OnceLock::new();
+    static GL: OnceLock<GpuSplitter> = OnceLock::new();
+    let cell = match choice {
+        BackendChoice::Vulkan => &VULKAN,
+        BackendChoice::Gl => &GL,
+        other => panic!("the tests run on Vulkan and GL, not {other:?}"),
+    };
+    cell.get_or_init(|| {
+        GpuSplitter::open(choice)
+            .unwrap_or_else(|e| panic!("the {choice:?} adapter must open for this test: {e}"))
     })
+}
+
+/// The adapter's name and backend, for messages.
+pub fn name(gpu: &GpuSplitter) -> String {
+    let info = gpu.adapter_info();
+    format!("{} ({:?})", info.name, info.backend)
+}
+
+/// Stamps out, for each named `fn(&'static GpuSplitter)`, a module of the same name with the
+/// tests `vulkan` and `gl`.
+macro_rules! per_backend {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn vulkan() {
+                super::$name(crate::common::gpu(wgpu_split::BackendChoice::Vulkan))
+            }
+            #[test]
+            fn gl() {
+                super::$name(crate::common::gpu(wgpu_split::BackendChoice::Gl))
+            }
+        }
+    )*};
+}
+
+/// [`per_backend!`] for tests of the command: each named `fn(&str)` gets the `--backend`
+/// value (`vulkan`, `gl`).
+macro_rules! per_backend_command {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn vulkan() {
+                super::$name("vulkan")
+            }
+            #[test]
+            fn gl() {
+                super::$name("gl")
+            }
+        }
+    )*};
 }
 
 /// Asserts that `got` equals `want` output by output: same shapes, same bytes.
 pub fn assert_same_outputs(name: &str, got: &[HostTensor], want: &[HostTensor]) {
-    if let Err(e) = wgpu_split::gpu::compare_outputs(got, want) {
+    if let Err(e) = wgpu_split::verify::compare_outputs(got, want) {
         panic!("{name}: {e}");
     }
 }

@@ -5,8 +5,8 @@
 //! than a small split's copying (about 45 us per buffer on lavapipe). Tables are immutable once
 //! uploaded, so a cached one is safe to bind from any encoder, thread or submission.
 
-use super::scoped;
 use crate::error::Result;
+use crate::gpu::device::scoped;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use wgpu::util::DeviceExt;
@@ -115,15 +115,8 @@ impl CacheState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::adapter::{open_device, BackendChoice};
-
-    /// A device from `WGPU_SPLIT_BACKEND` (default: any); no adapter fails the test.
-    fn device() -> wgpu::Device {
-        let choice = BackendChoice::from_env().expect("WGPU_SPLIT_BACKEND");
-        open_device(choice)
-            .expect("an adapter for the table cache tests")
-            .1
-    }
+    use crate::gpu::device::tests::{per_backend, test_device};
+    use crate::BackendChoice;
 
     fn table(tag: u8, len: usize) -> Vec<u8> {
         let mut t = vec![0u8; len];
@@ -131,9 +124,8 @@ mod tests {
         t
     }
 
-    #[test]
-    fn a_table_seen_again_is_served_from_the_cache() {
-        let device = device();
+    fn a_table_seen_again_is_served_from_the_cache(choice: BackendChoice) {
+        let device = test_device(choice);
         let cache = TableCache::default();
         let first = cache.buffers(&device, &[table(1, 48)]).unwrap();
         let again = cache.buffers(&device, &[table(1, 48)]).unwrap();
@@ -142,9 +134,8 @@ mod tests {
         assert_ne!(first, other);
     }
 
-    #[test]
-    fn equal_tables_of_one_split_share_one_upload() {
-        let device = device();
+    fn equal_tables_of_one_split_share_one_upload(choice: BackendChoice) {
+        let device = test_device(choice);
         let cache = TableCache::default();
         let got = cache
             .buffers(&device, &[table(1, 48), table(2, 48), table(1, 48)])
@@ -154,9 +145,8 @@ mod tests {
         assert_eq!(cache.lock().buffers.len(), 2);
     }
 
-    #[test]
-    fn the_cache_is_bounded_and_drops_the_least_recently_used() {
-        let device = device();
+    fn the_cache_is_bounded_and_drops_the_least_recently_used(choice: BackendChoice) {
+        let device = test_device(choice);
         let cache = TableCache::default();
         let kept = cache.buffers(&device, &[table(0, 48)]).unwrap();
         for tag in 1..=(MAX_TABLES as u8 + 8) {
@@ -174,4 +164,10 @@ mod tests {
         let again = cache.buffers(&device, std::slice::from_ref(&big)).unwrap();
         assert_ne!(first, again, "tables past MAX_TABLE_BYTES are not kept");
     }
+
+    per_backend!(
+        a_table_seen_again_is_served_from_the_cache,
+        equal_tables_of_one_split_share_one_upload,
+        the_cache_is_bounded_and_drops_the_least_recently_used,
+    );
 }

@@ -1,28 +1,14 @@
-//! Strided outputs moved by the device's copy commands, through a scratch texture.
-//!
-//! A buffer-to-texture copy reads rows at any `bytes_per_row` that is a multiple of 256, and a
-//! texture-to-buffer copy writes them at another: two copy commands gather one output's rows
-//! from the input's stride and write them back to back. On CPU adapters (lavapipe, llvmpipe)
-//! copy commands run at memcpy speed, several times faster than any compute shader there, so
-//! this beats the gather dispatch by 3 to 5x on splits with 256-byte-multiple rows. On GPUs it
-//! moves every byte twice, so [`GpuSplitter`](super::GpuSplitter) uses it on CPU adapters only
-//! unless told otherwise.
-//!
-//! The texture is `Rgba32Uint`: 16-byte texels copied as raw bits, so every dtype comes out
-//! bit-exact. The planning here is pure and tested without a device.
+//! The texture route's plan: bands of rows, each moved by one buffer-to-texture and one
+//! texture-to-buffer copy. Pure arithmetic, tested without a device.
 
-use super::layout::OutputLayout;
-use super::scoped;
-use crate::error::Result;
-use crate::plan::SplitPlan;
-use crate::DType;
-use std::sync::Mutex;
+use crate::gpu::output_layout::OutputLayout;
+use crate::plan::bytes::ByteRows;
 
 /// `bytes_per_row` of a buffer-texture copy must be a multiple of this (wgpu's rule).
 const ROW_ALIGN: u64 = wgpu::COPY_BYTES_PER_ROW_ALIGNMENT as u64;
 
 /// Bytes of one `Rgba32Uint` texel; buffer offsets of a copy must be multiples of it.
-const TEXEL_BYTES: u64 = 16;
+pub(super) const TEXEL_BYTES: u64 = 16;
 
 /// Largest scratch texture: taller outputs go through it in bands of rows, one copy pair each.
 /// A 4 MiB band takes about a millisecond on a CPU adapter, so the few microseconds each
@@ -75,36 +61,30 @@ impl TexturePlan {
     }
 }
 
-/// The bands that move `plan`'s outputs, placed by `layout`, from an input region at byte
-/// `src_base` of its buffer to an output region at `dst_base`. `None` when the split does not
-/// fit the texture copy rules: every non-empty output row and the input stride must be
+/// The bands that move the outputs of `bytes`, placed by `layout`, from an input region at
+/// byte `src_base` of its buffer to an output region at `dst_base`. `None` when the split does
+/// not fit the texture copy rules: every non-empty output row and the input stride must be
 /// multiples of 256 bytes, offsets multiples of 16, rows at most `max_dimension` texels, and
-/// at most `MAX_BANDS` bands in all. Splits whose outputs are contiguous (one row each) are
-/// left to plain buffer copies.
+/// at most `MAX_BANDS` bands in all. Splits of a single row are left to buffer copies.
 pub fn texture_plan(
-    plan: &SplitPlan,
-    dtype: DType,
+    bytes: &ByteRows,
     layout: &OutputLayout,
     src_base: u64,
     dst_base: u64,
     max_dimension: u32,
-) -> Result<Option<TexturePlan>> {
-    let (inner_bytes, stride) = plan.row_bytes(dtype.size())?;
-    let outer = plan.outer() as u64;
+) -> Option<TexturePlan> {
+    let (outer, stride) = (bytes.rows, bytes.stride);
     if outer < 2 || !stride.is_multiple_of(ROW_ALIGN) || stride > u32::MAX as u64 {
-        return Ok(None);
+        return None;
     }
-    let outputs: Vec<(u64, u64, u64)> = plan
-        .chunks()
+    let outputs: Vec<(u64, u64, u64)> = bytes
+        .outputs
         .iter()
-        .zip(&layout.ranges)
-        .filter(|(c, _)| c.len > 0 && inner_bytes > 0)
-        .map(|(c, r)| {
-            let row = c.len as u64 * inner_bytes;
+        .map(|o| {
             (
-                src_base + c.start as u64 * inner_bytes,
-                dst_base + r.offset,
-                row,
+                src_base + o.offset,
+                dst_base + layout.ranges[o.output].offset,
+                o.row_bytes,
             )
         })
         .collect();
@@ -115,7 +95,7 @@ pub fn texture_plan(
             && row / TEXEL_BYTES <= max_dimension as u64
     };
     if outputs.is_empty() || !outputs.iter().all(fits) {
-        return Ok(None);
+        return None;
     }
     let widest = outputs.iter().map(|o| o.2).max().unwrap_or(ROW_ALIGN);
     let band_rows = (MAX_SCRATCH_BYTES / widest)
@@ -123,7 +103,7 @@ pub fn texture_plan(
         .min(outer);
     let bands_per_output = outer.div_ceil(band_rows);
     if bands_per_output * outputs.len() as u64 > MAX_BANDS {
-        return Ok(None);
+        return None;
     }
     let mut bands = Vec::new();
     for &(src, dst, row) in &outputs {
@@ -139,118 +119,19 @@ pub fn texture_plan(
             first += rows;
         }
     }
-    Ok(Some(TexturePlan {
+    Some(TexturePlan {
         src_stride: stride as u32,
         bands,
         scratch: ((widest / TEXEL_BYTES) as u32, band_rows as u32),
-    }))
-}
-
-/// Records `plan`'s copies from `input` to `output` through `scratch` (at least
-/// `plan.scratch` texels). The bands reuse the one texture; wgpu orders the copies.
-pub fn encode(
-    encoder: &mut wgpu::CommandEncoder,
-    plan: &TexturePlan,
-    scratch: &wgpu::Texture,
-    input: &wgpu::Buffer,
-    output: &wgpu::Buffer,
-) {
-    for band in &plan.bands {
-        let extent = wgpu::Extent3d {
-            width: band.width,
-            height: band.rows,
-            depth_or_array_layers: 1,
-        };
-        encoder.copy_buffer_to_texture(
-            wgpu::TexelCopyBufferInfo {
-                buffer: input,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: band.src_offset,
-                    bytes_per_row: Some(plan.src_stride),
-                    rows_per_image: None,
-                },
-            },
-            scratch.as_image_copy(),
-            extent,
-        );
-        encoder.copy_texture_to_buffer(
-            scratch.as_image_copy(),
-            wgpu::TexelCopyBufferInfo {
-                buffer: output,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: band.dst_offset,
-                    bytes_per_row: Some(band.width * TEXEL_BYTES as u32),
-                    rows_per_image: None,
-                },
-            },
-            extent,
-        );
-    }
-}
-
-/// Scratch textures kept between splits. A graph alternates splits of different shapes (the
-/// attention projections, then the MLP gate), and their bands need differently shaped
-/// textures: keeping a few means none is recreated on every call.
-const KEPT_SCRATCH: usize = 4;
-
-/// The scratch textures kept between splits: at most `KEPT_SCRATCH` of at most
-/// `MAX_SCRATCH_BYTES` each, the least recently used first out.
-///
-/// Sharing a texture between encoders and threads is safe: every split writes the rows it
-/// reads within its own commands, and wgpu places a barrier between uses.
-#[derive(Debug, Default)]
-pub(crate) struct Scratch {
-    /// Most recently used last.
-    kept: Mutex<Vec<wgpu::Texture>>,
-}
-
-impl Scratch {
-    /// A texture of at least `width` x `height` texels: a kept one if one is large enough,
-    /// else a new one, kept when it was created without a device error.
-    pub(crate) fn get(
-        &self,
-        device: &wgpu::Device,
-        width: u32,
-        height: u32,
-    ) -> Result<wgpu::Texture> {
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = kept
-            .iter()
-            .position(|t| t.width() >= width && t.height() >= height)
-        {
-            let texture = kept.remove(i);
-            kept.push(texture.clone());
-            return Ok(texture);
-        }
-        let texture = scoped(device, "creating the scratch texture", || {
-            device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("split scratch"),
-                size: wgpu::Extent3d {
-                    width,
-                    height,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::Rgba32Uint,
-                usage: wgpu::TextureUsages::COPY_SRC | wgpu::TextureUsages::COPY_DST,
-                view_formats: &[],
-            })
-        })?;
-        if kept.len() == KEPT_SCRATCH {
-            kept.remove(0);
-        }
-        kept.push(texture.clone());
-        Ok(texture)
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops;
+    use crate::plan::SplitPlan;
     use crate::tensor::IntTensor;
+    use crate::{ops, DType};
 
     fn plan_for(shape: &[usize], axis: i64, lengths: Vec<i64>) -> SplitPlan {
         ops::variadic_split(shape, &IntTensor::scalar(axis), &IntTensor::vector(lengths)).unwrap()
@@ -264,7 +145,8 @@ mod tests {
         max_dim: u32,
     ) -> Option<TexturePlan> {
         let layout = OutputLayout::new(plan, dtype, 16).unwrap();
-        texture_plan(plan, dtype, &layout, src, dst, max_dim).unwrap()
+        let bytes = ByteRows::new(plan, dtype.size()).unwrap();
+        texture_plan(&bytes, &layout, src, dst, max_dim)
     }
 
     #[test]
@@ -347,30 +229,5 @@ mod tests {
         // 1,100 outputs of 64 f32 each: 1,100 bands, past MAX_BANDS.
         let many = plan_for(&[2, 1100 * 64], 1, vec![64; 1100]);
         assert!(bands(&many, DType::F32, 0, 0, 8192).is_none());
-    }
-
-    #[test]
-    fn alternating_shapes_reuse_their_kept_textures() {
-        use crate::gpu::adapter::{open_device, BackendChoice};
-        let choice = BackendChoice::from_env().expect("WGPU_SPLIT_BACKEND");
-        let device = open_device(choice)
-            .expect("an adapter for the scratch tests")
-            .1;
-        let scratch = Scratch::default();
-        let wide = scratch.get(&device, 512, 512).unwrap();
-        let tall = scratch.get(&device, 256, 1024).unwrap();
-        assert_ne!(wide, tall);
-        for _ in 0..3 {
-            assert_eq!(scratch.get(&device, 512, 512).unwrap(), wide);
-            assert_eq!(scratch.get(&device, 256, 1024).unwrap(), tall);
-            // A smaller request takes a kept texture that is large enough.
-            let small = scratch.get(&device, 16, 16).unwrap();
-            assert!(small == wide || small == tall);
-        }
-        // Past KEPT_SCRATCH new shapes, the least recently used goes.
-        for i in 1..=KEPT_SCRATCH as u32 {
-            scratch.get(&device, 1024 + i, 1).unwrap();
-        }
-        assert_ne!(scratch.get(&device, 512, 512).unwrap(), wide);
     }
 }

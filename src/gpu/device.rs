@@ -1,4 +1,4 @@
-//! Choosing an adapter and opening a device for the convenience constructors.
+//! The device: choosing an adapter, opening a device on it, and capturing wgpu's errors.
 
 use crate::error::{Result, SplitError};
 use std::str::FromStr;
@@ -97,4 +97,54 @@ pub fn open_device(choice: BackendChoice) -> Result<(wgpu::Adapter, wgpu::Device
     }))
     .map_err(|e| SplitError::NoAdapter(format!("{}: {e}", adapter.get_info().name)))?;
     Ok((adapter, device, queue))
+}
+
+/// Runs `f` inside validation, out-of-memory and internal error scopes and turns whatever
+/// they catch into [`SplitError::Device`]; wgpu's default handler would panic instead.
+pub fn scoped<T>(device: &wgpu::Device, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let out = f();
+    // Scopes pop in reverse order of their pushes.
+    let errors = [
+        pollster::block_on(validation.pop()),
+        pollster::block_on(oom.pop()),
+        pollster::block_on(internal.pop()),
+    ];
+    match errors.into_iter().flatten().next() {
+        Some(e) => Err(SplitError::Device(format!("{what}: {e}"))),
+        None => Ok(out),
+    }
+}
+
+/// Helpers for the unit tests that need a device.
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A device on `choice`'s adapter; no adapter fails the test.
+    pub(crate) fn test_device(choice: BackendChoice) -> wgpu::Device {
+        open_device(choice)
+            .unwrap_or_else(|e| panic!("{choice:?} must have an adapter for this test: {e}"))
+            .1
+    }
+
+    /// Stamps out one test per CI adapter for each named `fn(BackendChoice)`: a module of
+    /// the function's name with the tests `vulkan` and `gl`, so a failure names its backend.
+    macro_rules! per_backend {
+        ($($name:ident),* $(,)?) => {$(
+            mod $name {
+                #[test]
+                fn vulkan() {
+                    super::$name($crate::BackendChoice::Vulkan)
+                }
+                #[test]
+                fn gl() {
+                    super::$name($crate::BackendChoice::Gl)
+                }
+            }
+        )*};
+    }
+    pub(crate) use per_backend;
 }

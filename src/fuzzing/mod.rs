@@ -1,0 +1,178 @@
+//! The planner's invariants, checked on arbitrary inputs by the fuzz target (`fuzz/`) and by a
+//! proptest in the test suite. Not part of the stable API.
+//!
+//! [`check_planner`] feeds one input to an operator and, when the operator accepts it, checks
+//! that the plan tiles the axis and that the output layout stays inside its region; then
+//! ([`routes`]) that every route (buffer copies, texture bands, gather dispatches, and what
+//! [`route::choose`] picks) keeps inside its buffers and writes every output byte exactly once,
+//! from the right input byte. It panics on a broken invariant; an operator must never panic,
+//! whatever the input.
+
+mod input;
+mod routes;
+
+pub use input::PlannerInput;
+
+use crate::gpu::output_layout::OutputLayout;
+use crate::gpu::route::{self, DeviceCaps, Regions};
+use crate::ops::{OnnxSplitParts, Operator};
+use crate::plan::bytes::ByteRows;
+use crate::plan::SplitPlan;
+use crate::tensor::IntTensor;
+use crate::DType;
+
+/// The operator an input names: every [`Operator`], with each form of its parameters.
+fn operator_of(input: &PlannerInput) -> crate::Result<Operator> {
+    let axis = match input.axis_form {
+        0 => IntTensor::scalar(input.axis),
+        1 => IntTensor::vector(vec![input.axis]),
+        _ => IntTensor::vector(vec![input.axis, input.axis]),
+    };
+    let lengths = IntTensor::vector(input.lengths.clone());
+    let sequence = |split| Operator::SplitToSequence {
+        axis: input.axis,
+        split,
+        keepdims: input.keepdims,
+    };
+    let onnx = |parts| Operator::OnnxSplit {
+        axis: input.axis,
+        parts,
+    };
+    Ok(match input.op % 9 {
+        0 => Operator::Split {
+            axis,
+            num_splits: input.scalar,
+        },
+        1 => Operator::VariadicSplit {
+            axis,
+            split_lengths: lengths,
+        },
+        2 => sequence(None),
+        3 => sequence(Some(IntTensor::scalar(input.scalar))),
+        4 => sequence(Some(lengths)),
+        5 => onnx(OnnxSplitParts::Lengths(input.lengths.clone())),
+        6 => onnx(OnnxSplitParts::EqualOutputs(input.scalar)),
+        7 => onnx(OnnxSplitParts::NumOutputs(input.scalar)),
+        _ => sequence(Some(IntTensor::new(
+            vec![1, input.lengths.len()],
+            input.lengths.clone(),
+        )?)),
+    })
+}
+
+/// Checks one input; panics if an invariant breaks.
+pub fn check_planner(input: &PlannerInput) {
+    let Ok(shape) = input
+        .shape
+        .iter()
+        .map(|&d| usize::try_from(d))
+        .collect::<Result<Vec<usize>, _>>()
+    else {
+        return;
+    };
+    let Ok(plan) = operator_of(input).and_then(|op| op.plan(&shape)) else {
+        return;
+    };
+    check_plan(input, &plan, &shape);
+
+    let dtype = DType::ALL_NUMERIC[input.dtype as usize % DType::ALL_NUMERIC.len()];
+    let Ok(layout) = OutputLayout::new(&plan, dtype, 256) else {
+        return;
+    };
+    let mut end = 0;
+    for r in &layout.ranges {
+        assert!(r.offset % 256 == 0 && r.offset >= end, "{input:?}");
+        end = r.offset + r.size;
+    }
+    assert!(end <= layout.total_bytes, "{input:?}");
+    assert_eq!(layout.check(&plan, dtype), Ok(()), "{input:?}");
+    let Ok(bytes) = ByteRows::new(&plan, dtype.size()) else {
+        return;
+    };
+    for (i, r) in layout.ranges.iter().enumerate() {
+        let rows = bytes.outputs.iter().find(|o| o.output == i);
+        assert_eq!(rows.map_or(0, |o| bytes.size(o)), r.size, "{input:?}");
+    }
+
+    let check = routes::RouteCheck {
+        input,
+        bytes: &bytes,
+        layout: &layout,
+    };
+    // Each route's planner on its own, at offsets that are and are not aligned for it.
+    for regions in [
+        Regions {
+            input_offset: 0,
+            output_offset: 0,
+            copies_allowed: true,
+        },
+        Regions {
+            input_offset: 256,
+            output_offset: 4096,
+            copies_allowed: true,
+        },
+    ] {
+        if let Some(copies) = route::buffer_copies(&bytes, &layout, &regions) {
+            check.buffer_copies(&copies, &regions);
+        }
+        let texture = crate::gpu::texture::plan::texture_plan(
+            &bytes,
+            &layout,
+            regions.input_offset,
+            regions.output_offset,
+            8192,
+        );
+        if let Some(t) = texture {
+            check.texture_bands(&t, &regions);
+        }
+    }
+    for (units, window) in [(1, 1u64 << 27), (128, 4096)] {
+        let planned = crate::gpu::gather::plan::plan_dispatches(&bytes, &layout, units, window, 32);
+        if let Ok(dispatches) = planned {
+            check.dispatches(&dispatches, window);
+        }
+    }
+    // And the route the splitter would choose, for a CPU adapter and for a GPU.
+    for (texture_copies, copies_allowed) in [(true, true), (false, true), (false, false)] {
+        let caps = DeviceCaps {
+            window_limit: 1 << 27,
+            offset_align: 256,
+            max_texture_dimension: 8192,
+            texture_copies,
+            texture_command_cost: 2,
+            max_units_per_invocation: 4,
+        };
+        let regions = Regions {
+            input_offset: 0,
+            output_offset: 0,
+            copies_allowed,
+        };
+        if let Ok(chosen) = route::choose(&bytes, &layout, &caps, &regions) {
+            check.route(&chosen, &caps, &regions);
+        }
+    }
+}
+
+/// The chunks tile the axis in order, and the output shapes follow them.
+fn check_plan(input: &PlannerInput, plan: &SplitPlan, shape: &[usize]) {
+    let mut next = 0usize;
+    for c in plan.chunks() {
+        assert_eq!(c.start, next, "chunks must be contiguous: {input:?}");
+        next += c.len;
+    }
+    assert_eq!(
+        next,
+        plan.axis_len(),
+        "chunks must cover the axis: {input:?}"
+    );
+    for i in 0..plan.num_outputs() {
+        let mut expect = shape.to_vec();
+        if plan.keep_axis() {
+            expect[plan.axis()] = plan.chunks()[i].len;
+        } else {
+            assert_eq!(plan.chunks()[i].len, 1, "{input:?}");
+            expect.remove(plan.axis());
+        }
+        assert_eq!(plan.output_shape(i), expect, "{input:?}");
+    }
+}

@@ -1,0 +1,242 @@
+//! What every route must keep, whatever the split: each command stays inside its buffers, and
+//! every output byte is written exactly once, from the input byte the plan says.
+
+use super::input::PlannerInput;
+use crate::gpu::gather::abi::input_binding;
+use crate::gpu::gather::plan::Dispatch;
+use crate::gpu::output_layout::OutputLayout;
+use crate::gpu::route::{BufferCopy, DeviceCaps, Regions, Route};
+use crate::gpu::texture::plan::TexturePlan;
+use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
+
+/// The split a route is checked against.
+pub(super) struct RouteCheck<'a> {
+    pub(super) input: &'a PlannerInput,
+    pub(super) bytes: &'a ByteRows,
+    pub(super) layout: &'a OutputLayout,
+}
+
+/// The output bytes written so far, as `(start, end)` offsets in the output region.
+struct Coverage<'a> {
+    check: &'a RouteCheck<'a>,
+    /// `(offset, end)` of each non-empty output in the region, in order, beside its rows.
+    outputs: Vec<(u64, u64, &'a OutputRows)>,
+    written: Vec<(u64, u64)>,
+}
+
+impl<'a> Coverage<'a> {
+    fn new(check: &'a RouteCheck<'a>) -> Self {
+        let outputs = check
+            .bytes
+            .outputs
+            .iter()
+            .map(|o| {
+                let r = check.layout.ranges[o.output];
+                (r.offset, r.offset + r.size, o)
+            })
+            .collect();
+        Self {
+            check,
+            outputs,
+            written: Vec::new(),
+        }
+    }
+
+    /// The non-empty output holding region byte `dst`: its start, end and rows.
+    fn output_at(&self, dst: u64) -> (u64, u64, &'a OutputRows) {
+        let i = self.outputs.partition_point(|&(start, _, _)| start <= dst);
+        assert!(
+            i > 0,
+            "a command writes before every output: {:?}",
+            self.check.input
+        );
+        self.outputs[i - 1]
+    }
+
+    /// Records a command that writes region bytes `[dst, dst + len)`, of which the first
+    /// `useful` belong to one output (the rest may only be padding after it). Returns that
+    /// output's rows and the offset of `dst` within the output.
+    fn write(&mut self, dst: u64, len: u64, useful: u64) -> (&'a OutputRows, u64) {
+        let input = self.check.input;
+        assert!(
+            dst + len <= self.check.layout.total_bytes,
+            "a command writes past the output region: {input:?}"
+        );
+        let (start, end, rows) = self.output_at(dst);
+        assert!(
+            dst + useful <= end,
+            "a command runs past its output: {input:?}"
+        );
+        let next = self.outputs.partition_point(|&(start, _, _)| start <= dst);
+        if let Some(&(next, _, _)) = self.outputs.get(next) {
+            assert!(
+                dst + len <= next,
+                "a command's padding reaches the next output: {input:?}"
+            );
+        }
+        self.written.push((dst, dst + useful));
+        (rows, dst - start)
+    }
+
+    /// Every output byte was written, none twice.
+    fn finish(mut self) {
+        let input = self.check.input;
+        self.written.sort_unstable();
+        for w in self.written.windows(2) {
+            assert!(w[0].1 <= w[1].0, "output bytes written twice: {input:?}");
+        }
+        let total: u64 = self.written.iter().map(|(s, e)| e - s).sum();
+        let want: u64 = self.outputs.iter().map(|(s, e, _)| e - s).sum();
+        assert_eq!(
+            total, want,
+            "every output byte must be written once: {input:?}"
+        );
+    }
+}
+
+impl RouteCheck<'_> {
+    /// The input byte of byte `b` of output `o`, for an input region at byte `base`.
+    fn source(&self, base: u64, o: &OutputRows, b: u64) -> u64 {
+        base + self.bytes.source_of(o, b)
+    }
+
+    /// Buffer copies: word-aligned, inside both buffers, each a run that is contiguous in the
+    /// input and in the output.
+    pub(super) fn buffer_copies(&self, copies: &[BufferCopy], regions: &Regions) {
+        let input = self.input;
+        let binding = regions.input_offset + input_binding(self.bytes.input_bytes());
+        let mut coverage = Coverage::new(self);
+        for c in copies {
+            assert!(
+                c.src.is_multiple_of(4)
+                    && c.dst.is_multiple_of(4)
+                    && c.size.is_multiple_of(4)
+                    && c.size > 0,
+                "{input:?} {c:?}"
+            );
+            assert!(
+                c.src + c.size <= binding,
+                "a copy reads past the input: {input:?} {c:?}"
+            );
+            // A copy may cover several outputs that lie back to back: walk them.
+            let mut done = 0;
+            while done < c.size {
+                let dst = c.dst - regions.output_offset + done;
+                let (start, end, o) = coverage.output_at(dst);
+                assert!(
+                    dst < end,
+                    "a copy writes outside the outputs: {input:?} {c:?}"
+                );
+                let b0 = dst - start;
+                let useful = (self.bytes.size(o) - b0).min(c.size - done);
+                let len = useful.next_multiple_of(4).min(c.size - done);
+                coverage.write(dst, len, useful);
+                let (first, last) = (b0, b0 + useful - 1);
+                if self.bytes.kind == RowKind::Strided {
+                    assert_eq!(first / o.row_bytes, last / o.row_bytes, "{input:?} {c:?}");
+                }
+                let base = regions.input_offset;
+                assert_eq!(c.src + done, self.source(base, o, first), "{input:?} {c:?}");
+                assert_eq!(
+                    c.src + done + useful - 1,
+                    self.source(base, o, last),
+                    "{input:?}"
+                );
+                done += len;
+            }
+        }
+        coverage.finish();
+    }
+
+    /// Texture bands: the copy rules (256-byte rows, 16-byte offsets), inside the scratch
+    /// texture and both buffers, each band whole rows of one output.
+    pub(super) fn texture_bands(&self, t: &TexturePlan, regions: &Regions) {
+        let input = self.input;
+        assert!(t.src_stride.is_multiple_of(256), "{input:?} {t:?}");
+        let input_end = regions.input_offset + self.bytes.input_bytes();
+        let mut coverage = Coverage::new(self);
+        for b in &t.bands {
+            let row = b.width as u64 * 16;
+            assert!(
+                row.is_multiple_of(256)
+                    && b.src_offset.is_multiple_of(16)
+                    && b.dst_offset.is_multiple_of(16),
+                "{input:?} {b:?}"
+            );
+            assert!(
+                b.rows >= 1 && b.width <= t.scratch.0 && b.rows <= t.scratch.1,
+                "{t:?}"
+            );
+            let read_end = b.src_offset + (b.rows as u64 - 1) * t.src_stride as u64 + row;
+            assert!(
+                read_end <= input_end,
+                "a band reads past the input: {input:?} {b:?}"
+            );
+            let len = b.rows as u64 * row;
+            let (o, b0) = coverage.write(b.dst_offset - regions.output_offset, len, len);
+            assert_eq!(
+                row, o.row_bytes,
+                "a band row is one output row: {input:?} {b:?}"
+            );
+            let first = self.source(regions.input_offset, o, b0);
+            assert_eq!(b.src_offset, first, "{input:?} {b:?}");
+        }
+        coverage.finish();
+    }
+
+    /// Gather dispatches: windows inside both buffers and within the binding limit, and each
+    /// entry's first and last bytes read from the right input bytes.
+    pub(super) fn dispatches(&self, dispatches: &[Dispatch], window: u64) {
+        let input = self.input;
+        let binding = input_binding(self.bytes.input_bytes());
+        let mut coverage = Coverage::new(self);
+        for d in dispatches {
+            assert!(d.src_offset + d.src_size <= binding, "{input:?} {d:?}");
+            assert!(
+                d.dst_offset + d.dst_size <= self.layout.total_bytes,
+                "{input:?} {d:?}"
+            );
+            assert!(
+                d.src_size <= window && d.dst_size <= window,
+                "{input:?} {d:?}"
+            );
+            assert_eq!(d.entries.len() as u32, d.params.num_entries);
+            for e in &d.entries {
+                let dst = d.dst_offset + e.dst_unit as u64 * 16;
+                let out = e.out_bytes as u64;
+                let (o, b0) = coverage.write(dst, out.next_multiple_of(16), out);
+                // The shader's wrapping u32 offset is read back as signed (windows are at most
+                // 2 GiB); its byte `b` of the entry comes from window byte `source(b)`.
+                let source = |b: u64| {
+                    let row = (b / e.row_bytes as u64) as i128;
+                    row * e.src_stride as i128
+                        + e.src_offset as i32 as i128
+                        + (b % e.row_bytes as u64) as i128
+                };
+                let (first, last) = (e.first_byte as u64, e.first_byte as u64 + out - 1);
+                assert!(
+                    source(first) >= 0 && source(last) < d.src_size as i128,
+                    "{input:?}"
+                );
+                // Windows are relative to the input region.
+                let at = |b| d.src_offset as i128 + source(b);
+                assert_eq!(at(first), self.source(0, o, b0) as i128, "{input:?} {d:?}");
+                assert_eq!(
+                    at(last),
+                    self.source(0, o, b0 + out - 1) as i128,
+                    "{input:?}"
+                );
+            }
+        }
+        coverage.finish();
+    }
+
+    /// Whatever [`crate::gpu::route::choose`] picked, checked as its kind is.
+    pub(super) fn route(&self, route: &Route, caps: &DeviceCaps, regions: &Regions) {
+        match route {
+            Route::BufferCopies(copies) => self.buffer_copies(copies, regions),
+            Route::Texture(t) => self.texture_bands(t, regions),
+            Route::Gather(d) => self.dispatches(d, caps.window_limit),
+        }
+    }
+}

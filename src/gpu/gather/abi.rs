@@ -1,0 +1,192 @@
+//! The contract between the host and `shaders/split_gather.wgsl`: the table's structs, the
+//! modes, the workgroup size and the unit size. The Rust side here is checked against the
+//! WGSL as naga parses it (the tests below), so the two cannot drift apart silently.
+
+/// The gather shader, `shaders/split_gather.wgsl`.
+pub const SHADER_SOURCE: &str = include_str!("../../../shaders/split_gather.wgsl");
+
+/// Invocations per workgroup (`WORKGROUP_SIZE` in the shader).
+pub const WORKGROUP_SIZE: u64 = 64;
+
+/// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding. Outputs start
+/// on multiples of it, so no two invocations write the same word.
+pub const UNIT_BYTES: u64 = 16;
+
+/// Largest window the shader addresses: 2 GiB keeps every u32 byte offset in range.
+pub const MAX_WINDOW: u64 = 1 << 31;
+
+/// Header of the shader's table (`Params` in the shader); 16 bytes, followed by the entries
+/// in the same buffer.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Params {
+    /// Invocations with work.
+    pub num_invocations: u32,
+    /// Entries in the table.
+    pub num_entries: u32,
+    /// 1 when invocations take equal-sized entries in turn.
+    pub interleaved: u32,
+    /// 16-byte units per invocation.
+    pub units_per_invocation: u32,
+}
+
+/// How the shader reads an entry's words (`MODE_*` in the shader).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Rows, stride and offset are multiples of 16 bytes: one vec4 per unit.
+    Vec4 = 0,
+    /// Multiples of 4 bytes: one source word per output word.
+    Word = 1,
+    /// Anything else: shifted or byte-assembled words.
+    Byte = 2,
+}
+
+/// One row of the shader's table (`Entry` in the shader): one output's part in one dispatch.
+/// Byte quantities.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Entry {
+    /// First invocation of this entry.
+    pub invocation_start: u32,
+    /// First unit of this entry in the output window.
+    pub dst_unit: u32,
+    /// Offset of the entry's first output byte within its first row.
+    pub first_byte: u32,
+    /// Bytes this entry writes.
+    pub out_bytes: u32,
+    /// Bytes of one output row.
+    pub row_bytes: u32,
+    /// Bytes between rows in the source.
+    pub src_stride: u32,
+    /// Offset of the entry's first row in the input window.
+    pub src_offset: u32,
+    /// A [`Mode`] as u32.
+    pub mode: u32,
+}
+
+/// Bytes the shader's `src` binding covers for an input of `input_bytes`: whole u32 words.
+pub fn input_binding(input_bytes: u64) -> u64 {
+    input_bytes.next_multiple_of(4)
+}
+
+/// The largest window a device allows the shader: its binding limit, at most [`MAX_WINDOW`].
+pub fn window_limit(limits: &wgpu::Limits) -> u64 {
+    limits.max_storage_buffer_binding_size.min(MAX_WINDOW)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use naga::{Expression, Literal, Module, TypeInner};
+
+    fn module() -> Module {
+        naga::front::wgsl::parse_str(SHADER_SOURCE).expect("the shader parses")
+    }
+
+    /// `(name, offset)` of each member of the WGSL struct `name`, and its size.
+    fn wgsl_struct(module: &Module, name: &str) -> (Vec<(String, u32)>, u32) {
+        let ty = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("struct {name} in the shader"))
+            .1;
+        let TypeInner::Struct { members, span } = &ty.inner else {
+            panic!("{name} is a struct");
+        };
+        let members = members
+            .iter()
+            .map(|m| (m.name.clone().unwrap_or_default(), m.offset))
+            .collect();
+        (members, *span)
+    }
+
+    fn wgsl_u32_constant(module: &Module, name: &str) -> u32 {
+        let c = module
+            .constants
+            .iter()
+            .find(|(_, c)| c.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("constant {name} in the shader"))
+            .1;
+        match module.global_expressions[c.init] {
+            Expression::Literal(Literal::U32(v)) => v,
+            ref other => panic!("{name} is {other:?}, not a u32 literal"),
+        }
+    }
+
+    #[test]
+    fn params_and_entry_match_the_shader_structs() {
+        let module = module();
+        let params = [
+            (
+                "num_invocations",
+                std::mem::offset_of!(Params, num_invocations),
+            ),
+            ("num_entries", std::mem::offset_of!(Params, num_entries)),
+            ("interleaved", std::mem::offset_of!(Params, interleaved)),
+            (
+                "units_per_invocation",
+                std::mem::offset_of!(Params, units_per_invocation),
+            ),
+        ];
+        let entry = [
+            (
+                "invocation_start",
+                std::mem::offset_of!(Entry, invocation_start),
+            ),
+            ("dst_unit", std::mem::offset_of!(Entry, dst_unit)),
+            ("first_byte", std::mem::offset_of!(Entry, first_byte)),
+            ("out_bytes", std::mem::offset_of!(Entry, out_bytes)),
+            ("row_bytes", std::mem::offset_of!(Entry, row_bytes)),
+            ("src_stride", std::mem::offset_of!(Entry, src_stride)),
+            ("src_offset", std::mem::offset_of!(Entry, src_offset)),
+            ("mode", std::mem::offset_of!(Entry, mode)),
+        ];
+        for (name, rust, size) in [
+            ("Params", &params[..], std::mem::size_of::<Params>()),
+            ("Entry", &entry[..], std::mem::size_of::<Entry>()),
+        ] {
+            let rust: Vec<(String, u32)> = rust
+                .iter()
+                .map(|&(n, o)| (n.to_string(), o as u32))
+                .collect();
+            assert_eq!(wgsl_struct(&module, name), (rust, size as u32), "{name}");
+        }
+        // The table's entries start right after the header.
+        let (table, _) = wgsl_struct(&module, "Table");
+        assert_eq!(
+            table[1],
+            ("entries".into(), std::mem::size_of::<Params>() as u32)
+        );
+    }
+
+    #[test]
+    fn modes_workgroup_size_and_units_match_the_shader() {
+        let module = module();
+        for (name, mode) in [
+            ("MODE_VEC4", Mode::Vec4),
+            ("MODE_WORD", Mode::Word),
+            ("MODE_BYTE", Mode::Byte),
+        ] {
+            assert_eq!(wgsl_u32_constant(&module, name), mode as u32, "{name}");
+        }
+        assert_eq!(
+            wgsl_u32_constant(&module, "WORKGROUP_SIZE") as u64,
+            WORKGROUP_SIZE
+        );
+        let main = &module.entry_points[0];
+        assert_eq!(main.workgroup_size, [WORKGROUP_SIZE as u32, 1, 1]);
+        // `dst` is an array of vec4<u32>: one unit per element.
+        let dst = module
+            .global_variables
+            .iter()
+            .find(|(_, v)| v.name.as_deref() == Some("dst"))
+            .expect("dst binding")
+            .1;
+        let TypeInner::Array { stride, .. } = module.types[dst.ty].inner else {
+            panic!("dst is an array");
+        };
+        assert_eq!(stride as u64, UNIT_BYTES);
+    }
+}

@@ -1,0 +1,12 @@
+//! The gather route: one compute dispatch of `shaders/split_gather.wgsl` for every output
+//! (several only past one binding).
+//!
+//! - [`abi`]: the table's structs, modes and sizes, checked against the WGSL.
+//! - [`plan`]: the dispatches and their tables (pure).
+//! - [`record`]: the pipeline, bind groups and dispatches.
+//! - `tables`: device copies of the tables, kept for the next split of the same shapes.
+
+pub mod abi;
+pub mod plan;
+pub mod record;
+pub(crate) mod tables;

@@ -1,0 +1,327 @@
+//! The gather's dispatches: each one a window of the input, a window of the output region,
+//! and a table of entries. Pure arithmetic, tested without a device.
+
+use super::abi::{input_binding, Entry, Mode, Params, UNIT_BYTES, WORKGROUP_SIZE};
+use crate::error::{Result, SplitError};
+use crate::gpu::output_layout::OutputLayout;
+use crate::plan::bytes::{ByteRows, OutputRows};
+
+/// Most dispatches one split is cut into (each has its own table and bind group).
+pub const MAX_DISPATCHES: u64 = 1 << 16;
+
+/// Workgroups a split is spread over before invocations take longer runs of units.
+pub const TARGET_WORKGROUPS: u64 = 4;
+
+/// One dispatch: a window of the input, a window of the output region, and its table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Start of the input window, relative to the input region; a multiple of the offset alignment.
+    pub src_offset: u64,
+    /// Size of the input window, a multiple of 4.
+    pub src_size: u64,
+    /// Start of the output window, relative to the output region; a multiple of the alignment.
+    pub dst_offset: u64,
+    /// Size of the output window, a multiple of 16.
+    pub dst_size: u64,
+    /// The table's header.
+    pub params: Params,
+    /// One entry per output (or part of one), sorted by `invocation_start`.
+    pub entries: Vec<Entry>,
+}
+
+impl Dispatch {
+    /// The bytes of the shader's `Table`: the header, then the entries.
+    pub fn table_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(
+            std::mem::size_of::<Params>() + std::mem::size_of_val(self.entries.as_slice()),
+        );
+        bytes.extend_from_slice(bytemuck::bytes_of(&self.params));
+        bytes.extend_from_slice(bytemuck::cast_slice(&self.entries));
+        bytes
+    }
+}
+
+/// Whether an input of `input_bytes` and an output region of `output_bytes` each fit one
+/// window of `window_limit` bytes, so that one dispatch covers the whole split.
+pub fn fits_one_dispatch(input_bytes: u64, output_bytes: u64, window_limit: u64) -> bool {
+    input_binding(input_bytes) <= window_limit && output_bytes <= window_limit
+}
+
+/// Builds the entry for bytes `[b0, b1)` of output `o`, whose rows are `stride` bytes apart,
+/// reading from an input window that starts at `window` and writing at unit `dst_unit` of the
+/// output window.
+fn entry(
+    stride: u64,
+    o: &OutputRows,
+    (b0, b1): (u64, u64),
+    window: u64,
+    dst_unit: u64,
+    invocation_start: u64,
+) -> Entry {
+    // Rebase on the dispatch's first row. When a dispatch starts mid-row its window starts
+    // after that row's first byte, so `src_offset` is "negative": it is stored wrapped to u32,
+    // and the shader's wrapping u32 sums `row * stride + src_offset + col` land inside it.
+    let r0 = b0 / o.row_bytes;
+    let first_byte = b0 - r0 * o.row_bytes;
+    let src_offset = (o.offset + r0 * stride).wrapping_sub(window) & u32::MAX as u64;
+    let all = o.row_bytes | stride | src_offset | first_byte;
+    let mode = if all.is_multiple_of(16) {
+        Mode::Vec4
+    } else if all.is_multiple_of(4) {
+        Mode::Word
+    } else {
+        Mode::Byte
+    };
+    Entry {
+        invocation_start: invocation_start as u32,
+        dst_unit: dst_unit as u32,
+        first_byte: first_byte as u32,
+        out_bytes: (b1 - b0) as u32,
+        row_bytes: o.row_bytes as u32,
+        src_stride: stride as u32,
+        src_offset: src_offset as u32,
+        mode: mode as u32,
+    }
+}
+
+/// The entry of one of several dispatches: bytes `[b0, b1)` of output `o`, read from a
+/// window at `window`.
+fn part_entry(bytes: &ByteRows, o: &OutputRows, (b0, b1): (u64, u64), window: u64) -> Entry {
+    if b0 / o.row_bytes == (b1 - 1) / o.row_bytes {
+        // Inside one row, which may be longer than u32 counts: describe the part as a single
+        // row of its own.
+        let part = OutputRows {
+            output: o.output,
+            offset: bytes.source_of(o, b0),
+            row_bytes: b1 - b0,
+        };
+        return entry(b1 - b0, &part, (0, b1 - b0), window, 0, 0);
+    }
+    entry(bytes.stride, o, (b0, b1), window, 0, 0)
+}
+
+/// Invocations an entry of `out_bytes` needs at `units` units per invocation.
+fn invocations(out_bytes: u64, units: u64) -> u64 {
+    out_bytes.div_ceil(UNIT_BYTES).div_ceil(units)
+}
+
+/// Plans the gather for the outputs of `bytes`, placed by `layout`.
+///
+/// Each invocation writes up to `max_units_per_invocation` units: fewer when the split is
+/// small, so it still spreads over [`TARGET_WORKGROUPS`] workgroups. `window_limit` is the
+/// largest window the device allows ([`super::abi::window_limit`]) and `offset_align` its
+/// storage offset alignment. When the input and the output region each fit one window
+/// ([`fits_one_dispatch`]), this is **one** dispatch for all outputs. Otherwise each output is
+/// cut into parts of whole units whose input and output windows fit, one dispatch per part.
+/// No dispatch at all when every output is empty.
+pub fn plan_dispatches(
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    max_units_per_invocation: u64,
+    window_limit: u64,
+    offset_align: u64,
+) -> Result<Vec<Dispatch>> {
+    if bytes.outputs.is_empty() {
+        return Ok(vec![]);
+    }
+    let size = |o: &OutputRows| layout.ranges[o.output].size;
+    let total_units: u64 = bytes
+        .outputs
+        .iter()
+        .map(|o| size(o).div_ceil(UNIT_BYTES))
+        .sum();
+    let units = total_units
+        .div_ceil(TARGET_WORKGROUPS * WORKGROUP_SIZE)
+        .clamp(1, max_units_per_invocation.max(1));
+
+    if fits_one_dispatch(bytes.input_bytes(), layout.total_bytes, window_limit) {
+        let mut entries = Vec::with_capacity(bytes.outputs.len());
+        let mut next = 0u64;
+        for o in &bytes.outputs {
+            let range = layout.ranges[o.output];
+            let dst_unit = range.offset / UNIT_BYTES;
+            entries.push(entry(bytes.stride, o, (0, range.size), 0, dst_unit, next));
+            next += invocations(range.size, units);
+        }
+        // Equal parts (Split-1, ONNX equal splits) take turns, invocation by invocation.
+        let equal = entries
+            .windows(2)
+            .all(|w| (w[0].out_bytes, w[0].row_bytes) == (w[1].out_bytes, w[1].row_bytes));
+        return Ok(vec![Dispatch {
+            src_offset: 0,
+            src_size: input_binding(bytes.input_bytes()),
+            dst_offset: 0,
+            dst_size: layout.total_bytes,
+            params: Params {
+                num_invocations: next as u32,
+                num_entries: entries.len() as u32,
+                interleaved: u32::from(equal && entries.len() > 1),
+                units_per_invocation: units as u32,
+            },
+            entries,
+        }]);
+    }
+
+    // Parts: output byte ranges of `step` bytes (a multiple of the layout alignment, so
+    // parts never share a unit) whose input window fits `window_limit`.
+    let align = layout.alignment.max(offset_align);
+    let usable = window_limit.saturating_sub(2 * align);
+    let mut steps = Vec::with_capacity(bytes.outputs.len());
+    let mut count = 0u64;
+    for o in &bytes.outputs {
+        let one_row = size(o) <= o.row_bytes;
+        // A part of `step` bytes touches at most step / row + 2 rows of the input.
+        let step = if one_row {
+            usable
+        } else {
+            (usable / bytes.stride).saturating_sub(2) * o.row_bytes
+        };
+        let step = step / align * align;
+        if step == 0 {
+            return Err(SplitError::TooLarge(format!(
+                "output rows of {} bytes, {} bytes apart in the input, cannot be cut into parts that fit \
+                 the device's max_storage_buffer_binding_size of {window_limit} bytes",
+                o.row_bytes, bytes.stride
+            )));
+        }
+        steps.push(step);
+        count += size(o).div_ceil(step);
+    }
+    if count > MAX_DISPATCHES {
+        return Err(SplitError::TooLarge(format!(
+            "this split would need {count} dispatches of at most {window_limit} bytes; the limit is {MAX_DISPATCHES}"
+        )));
+    }
+    let binding = input_binding(bytes.input_bytes());
+    let mut dispatches = Vec::with_capacity(count as usize);
+    for (o, step) in bytes.outputs.iter().zip(steps) {
+        let range = layout.ranges[o.output];
+        let mut b0 = 0;
+        while b0 < range.size {
+            let b1 = (b0 + step).min(range.size);
+            let window = bytes.source_of(o, b0) / offset_align * offset_align;
+            let src_end = (bytes.source_of(o, b1 - 1) + 1)
+                .next_multiple_of(4)
+                .min(binding);
+            dispatches.push(Dispatch {
+                src_offset: window,
+                src_size: src_end - window,
+                dst_offset: range.offset + b0,
+                dst_size: (b1 - b0).next_multiple_of(UNIT_BYTES),
+                params: Params {
+                    num_invocations: invocations(b1 - b0, units) as u32,
+                    num_entries: 1,
+                    interleaved: 0,
+                    units_per_invocation: units as u32,
+                },
+                entries: vec![part_entry(bytes, o, (b0, b1), window)],
+            });
+            b0 = b1;
+        }
+    }
+    Ok(dispatches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::SplitError;
+    use crate::plan::SplitPlan;
+    use crate::{ops, DType, IntTensor};
+
+    const BIG: u64 = 1 << 27;
+
+    fn dispatches(
+        plan: &SplitPlan,
+        dtype: DType,
+        align: u64,
+        units: u64,
+        window: u64,
+    ) -> Result<Vec<Dispatch>> {
+        let layout = OutputLayout::new(plan, dtype, align)?;
+        plan_dispatches(
+            &ByteRows::new(plan, dtype.size())?,
+            &layout,
+            units,
+            window,
+            align,
+        )
+    }
+
+    #[test]
+    fn empty_outputs_get_no_entry() {
+        let plan = ops::variadic_split(
+            &[2, 10],
+            &IntTensor::scalar(1),
+            &IntTensor::vector(vec![3, 0, 7]),
+        )
+        .unwrap();
+        let d = dispatches(&plan, DType::U8, 256, 8, BIG).unwrap();
+        assert_eq!(d.len(), 1);
+        let e = &d[0].entries;
+        assert_eq!(e.len(), 2);
+        assert_eq!(
+            (
+                e[1].invocation_start,
+                e[1].dst_unit,
+                e[1].src_offset,
+                e[1].src_stride
+            ),
+            (1, 16, 3, 10)
+        );
+        assert_eq!(e[1].mode, Mode::Byte as u32);
+        assert_eq!(d[0].params.num_invocations, 2);
+    }
+
+    #[test]
+    fn modes_follow_byte_alignment() {
+        let plan = ops::split(&[3, 64], &IntTensor::scalar(1), 2).unwrap();
+        let mode =
+            |plan: &SplitPlan| dispatches(plan, DType::U8, 16, 8, BIG).unwrap()[0].entries[1].mode;
+        assert_eq!(mode(&plan), Mode::Vec4 as u32); // rows of 32 bytes
+        let plan = ops::split(&[3, 8], &IntTensor::scalar(1), 2).unwrap();
+        assert_eq!(mode(&plan), Mode::Word as u32);
+    }
+
+    #[test]
+    fn many_units_share_an_invocation() {
+        let run = |len: usize| {
+            let plan = ops::split(&[1, len], &IntTensor::scalar(1), 1).unwrap();
+            let p = dispatches(&plan, DType::F32, 16, 8, BIG).unwrap()[0].params;
+            (p.num_invocations, p.units_per_invocation)
+        };
+        // 4000 bytes = 250 units: small enough for one unit per invocation.
+        assert_eq!(run(1000), (250, 1));
+        // 64 MiB = 4 Mi units: runs grow to the maximum, 8 here.
+        assert_eq!(run(1 << 24), (1 << 19, 8));
+    }
+
+    #[test]
+    fn large_tensors_are_cut_into_windows_that_fit() {
+        // 16 rows of 1000 u8, split into 600 + 400, with a 4096-byte binding limit.
+        let plan = ops::variadic_split(
+            &[16, 1000],
+            &IntTensor::scalar(1),
+            &IntTensor::vector(vec![600, 400]),
+        )
+        .unwrap();
+        let layout = OutputLayout::new(&plan, DType::U8, 32).unwrap();
+        let d = dispatches(&plan, DType::U8, 32, 8, 4096).unwrap();
+        assert!(d.len() > 2);
+        let mut covered = [0u64; 2];
+        for p in &d {
+            assert!(p.src_size <= 4096 && p.dst_size <= 4096, "{p:?}");
+            assert!(p.src_offset.is_multiple_of(32) && p.dst_offset.is_multiple_of(32));
+            assert!(p.src_offset + p.src_size <= 16_000);
+            let out = usize::from(p.dst_offset >= layout.ranges[1].offset);
+            covered[out] += p.entries[0].out_bytes as u64;
+        }
+        assert_eq!(covered, [9600, 6400]);
+        // A row stride wider than the window cannot be cut.
+        let plan = ops::split(&[4, 5000], &IntTensor::scalar(1), 2).unwrap();
+        assert!(matches!(
+            dispatches(&plan, DType::U8, 32, 8, 4096),
+            Err(SplitError::TooLarge(_))
+        ));
+    }
+}

@@ -1,0 +1,165 @@
+//! Recording a split into the caller's encoder: check the buffers, choose the route, record
+//! it.
+
+use crate::error::{Result, SplitError};
+use crate::gpu::device::scoped;
+use crate::gpu::gather::abi::{input_binding, window_limit};
+use crate::gpu::output_layout::OutputLayout;
+use crate::gpu::region::BufferRegion;
+use crate::gpu::route::{self, DeviceCaps, Regions, Route};
+use crate::gpu::splitter::GpuSplitter;
+use crate::gpu::texture;
+use crate::plan::bytes::ByteRows;
+use crate::plan::SplitPlan;
+use crate::tensor::byte_count;
+use crate::DType;
+
+/// What [`GpuSplitter::encode`] recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedSplit {
+    /// Where each output lies in the output region.
+    pub layout: OutputLayout,
+    /// Compute dispatches of the gather shader (0 when copies moved the outputs).
+    pub dispatches: u32,
+    /// `copy_buffer_to_buffer` commands.
+    pub buffer_copies: u32,
+    /// Buffer-to-texture plus texture-to-buffer copy commands (two per band of rows).
+    pub texture_copies: u32,
+}
+
+impl GpuSplitter {
+    /// Bytes the input buffer must hold from its offset: the input rounded up to a word.
+    pub fn input_binding_size(plan: &SplitPlan, dtype: DType) -> Result<u64> {
+        Ok(input_binding(byte_count(plan.input_shape(), dtype)? as u64))
+    }
+
+    /// Records the split into `encoder` without submitting it.
+    ///
+    /// `input` holds the C-order input bytes (at least [`GpuSplitter::input_binding_size`]
+    /// bytes from its offset, usage STORAGE). `output` receives every output at the offsets of
+    /// the returned layout, relative to `output.offset` (at least `layout.total_bytes` bytes,
+    /// usage STORAGE). Bytes between outputs are padding and may be overwritten.
+    ///
+    /// Normally this is one compute dispatch for all outputs. When the buffers allow copies
+    /// (COPY_SRC on the input, COPY_DST on the output), copy commands replace it where they are
+    /// cheaper ([`route`]): `copy_buffer_to_buffer` where the outputs are a few long,
+    /// word-aligned contiguous runs of the input (whole outputs, or output rows), and on CPU
+    /// adapters a buffer-to-texture-to-buffer round trip per band of rows where rows and stride
+    /// are multiples of 256 bytes ([`texture`]). Tensors larger than one storage binding are
+    /// dispatched in parts. Nothing is recorded when every output is empty.
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+    ) -> Result<EncodedSplit> {
+        let layout = self.output_layout(plan, dtype)?;
+        self.encode_with_layout(encoder, plan, dtype, input, output, layout)
+    }
+
+    /// [`GpuSplitter::encode`] with the outputs placed by `layout` instead of the device's
+    /// storage offset alignment: for example [`OutputLayout::packed`] (16 bytes), where 10,000
+    /// outputs of 12 bytes take 160 KB instead of 2.5 MB at a 256-byte alignment. A layout built
+    /// by hand is checked first ([`OutputLayout::check`]).
+    pub fn encode_with_layout(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+        layout: OutputLayout,
+    ) -> Result<EncodedSplit> {
+        layout.check(plan, dtype)?;
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let storage = wgpu::BufferUsages::STORAGE;
+        input.check(
+            "input",
+            Self::input_binding_size(plan, dtype)?,
+            storage,
+            align,
+        )?;
+        output.check("output", layout.total_bytes, storage, align)?;
+        let bytes = ByteRows::new(plan, dtype.size())?;
+        let regions = Regions {
+            input_offset: input.offset,
+            output_offset: output.offset,
+            copies_allowed: input.allows(wgpu::BufferUsages::COPY_SRC)
+                && output.allows(wgpu::BufferUsages::COPY_DST),
+        };
+        let caps = self.caps();
+        let (route, scratch) = match route::choose(&bytes, &layout, &caps, &regions)? {
+            Route::Texture(t) => match self.scratch.get(&self.device, t.scratch.0, t.scratch.1) {
+                Ok(scratch) => (Route::Texture(t), Some(scratch)),
+                // A scratch texture the device cannot give (out of memory) leaves the others.
+                Err(_) => {
+                    let caps = DeviceCaps {
+                        texture_copies: false,
+                        ..caps
+                    };
+                    (route::choose(&bytes, &layout, &caps, &regions)?, None)
+                }
+            },
+            other => (other, None),
+        };
+        let mut encoded = EncodedSplit {
+            layout,
+            dispatches: 0,
+            buffer_copies: 0,
+            texture_copies: 0,
+        };
+        match (&route, scratch) {
+            (Route::BufferCopies(copies), _) => {
+                scoped(&self.device, "encoding the split copies", || {
+                    for c in copies {
+                        encoder.copy_buffer_to_buffer(
+                            input.buffer,
+                            c.src,
+                            output.buffer,
+                            c.dst,
+                            c.size,
+                        );
+                    }
+                })?;
+                encoded.buffer_copies = copies.len() as u32;
+            }
+            (Route::Texture(t), Some(scratch)) => {
+                scoped(&self.device, "encoding the split copies", || {
+                    texture::record::record(encoder, t, &scratch, input.buffer, output.buffer)
+                })?;
+                encoded.texture_copies = t.commands() as u32;
+            }
+            (Route::Texture(_), None) => {
+                return Err(SplitError::Device(
+                    "the texture route was chosen without a scratch texture".into(),
+                ))
+            }
+            (Route::Gather(dispatches), _) => {
+                if dispatches.is_empty() {
+                    // Every output is empty: nothing to record.
+                    return Ok(encoded);
+                }
+                let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
+                let tables = self.tables.buffers(&self.device, &tables)?;
+                self.gather
+                    .record(&self.device, encoder, dispatches, &tables, &input, &output)?;
+                encoded.dispatches = dispatches.len() as u32;
+            }
+        }
+        Ok(encoded)
+    }
+
+    /// What this device and these settings offer the route.
+    fn caps(&self) -> DeviceCaps {
+        DeviceCaps {
+            window_limit: window_limit(&self.limits),
+            offset_align: self.limits.min_storage_buffer_offset_alignment as u64,
+            max_texture_dimension: self.limits.max_texture_dimension_2d,
+            texture_copies: self.texture_copies,
+            texture_command_cost: route::texture_command_cost(self.info.backend),
+            max_units_per_invocation: self.max_units_per_invocation as u64,
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! How a split's bytes move: the route. Pure: it reads the plan's byte rows, the output
+//! layout, what the device can do and what the caller's buffers allow, and records nothing.
+//!
+//! Copy commands replace the gather dispatch where they move the outputs faster and the
+//! buffers allow them (COPY_SRC on the input, COPY_DST on the output). Each command has a
+//! fixed cost, a texture copy's [`texture_command_cost`] times a buffer copy's, so the
+//! cheaper plan of copies wins; the gather takes everything else.
+
+use crate::error::Result;
+use crate::gpu::gather::plan::{plan_dispatches, Dispatch};
+use crate::gpu::output_layout::OutputLayout;
+use crate::gpu::texture::plan::{texture_plan, TexturePlan};
+use crate::plan::bytes::{ByteRows, RowKind};
+
+pub use crate::gpu::texture::plan::texture_command_cost;
+
+/// Each copy command has a fixed cost: past this many, one dispatch wins.
+pub const MAX_BUFFER_COPIES: u64 = 64;
+
+/// Below this average copy size, one dispatch wins.
+pub const MIN_AVERAGE_COPY: u64 = 1 << 10;
+
+/// What the device offers a split, read once from the device and the splitter's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceCaps {
+    /// Largest gather window ([`crate::gpu::gather::abi::window_limit`]).
+    pub window_limit: u64,
+    /// `min_storage_buffer_offset_alignment`.
+    pub offset_align: u64,
+    /// `max_texture_dimension_2d`.
+    pub max_texture_dimension: u32,
+    /// Whether the texture route may be used.
+    pub texture_copies: bool,
+    /// What one texture copy costs, in buffer copies.
+    pub texture_command_cost: u64,
+    /// Most units one gather invocation writes.
+    pub max_units_per_invocation: u64,
+}
+
+/// What the caller's buffers allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Regions {
+    /// Byte offset of the input region in its buffer.
+    pub input_offset: u64,
+    /// Byte offset of the output region in its buffer.
+    pub output_offset: u64,
+    /// COPY_SRC on the input buffer and COPY_DST on the output buffer.
+    pub copies_allowed: bool,
+}
+
+/// One `copy_buffer_to_buffer`, at byte offsets of the caller's buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferCopy {
+    /// Offset in the input buffer.
+    pub src: u64,
+    /// Offset in the output buffer.
+    pub dst: u64,
+    /// Bytes, a multiple of 4.
+    pub size: u64,
+}
+
+/// How a split's bytes move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// Buffer-to-buffer copies of a few long contiguous runs.
+    BufferCopies(Vec<BufferCopy>),
+    /// Bands of rows through a scratch texture (offsets in the caller's buffers).
+    Texture(TexturePlan),
+    /// Gather dispatches (windows relative to the regions); none when every output is empty.
+    Gather(Vec<Dispatch>),
+}
+
+/// Chooses the route for the outputs of `bytes`, placed by `layout`.
+pub fn choose(
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    caps: &DeviceCaps,
+    regions: &Regions,
+) -> Result<Route> {
+    if regions.copies_allowed {
+        let copies = buffer_copies(bytes, layout, regions);
+        let texture = if caps.texture_copies {
+            texture_plan(
+                bytes,
+                layout,
+                regions.input_offset,
+                regions.output_offset,
+                caps.max_texture_dimension,
+            )
+        } else {
+            None
+        };
+        let texture = texture.filter(|t| {
+            copies
+                .as_ref()
+                .is_none_or(|c| t.commands() * caps.texture_command_cost < c.len() as u64)
+        });
+        if let Some(t) = texture {
+            return Ok(Route::Texture(t));
+        }
+        if let Some(c) = copies {
+            return Ok(Route::BufferCopies(c));
+        }
+    }
+    Ok(Route::Gather(plan_dispatches(
+        bytes,
+        layout,
+        caps.max_units_per_invocation,
+        caps.window_limit,
+        caps.offset_align,
+    )?))
+}
+
+/// The buffer copies that move every output, when the outputs are a few long, word-aligned
+/// contiguous runs of the input: whole outputs where each is one range of the input
+/// ([`RowKind::Contiguous`]; neighbouring outputs with no padding between them share one
+/// copy), else one copy per output row. `None` when a dispatch is the better choice.
+pub fn buffer_copies(
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    regions: &Regions,
+) -> Option<Vec<BufferCopy>> {
+    let (src_base, dst_base) = (regions.input_offset, regions.output_offset);
+    if !src_base.is_multiple_of(4) || !dst_base.is_multiple_of(4) || bytes.outputs.is_empty() {
+        return None;
+    }
+    let dst = |o: &crate::plan::bytes::OutputRows| dst_base + layout.ranges[o.output].offset;
+    let copies: Vec<BufferCopy> = match bytes.kind {
+        // Rounding up to a word reads at most 3 bytes past an output, which exist (the input
+        // binding is rounded up too), and writes them into the output's padding.
+        RowKind::Contiguous => {
+            let mut merged: Vec<BufferCopy> = Vec::new();
+            for o in &bytes.outputs {
+                let (src, dst, size) = (src_base + o.offset, dst(o), bytes.size(o));
+                match merged.last_mut() {
+                    Some(c) if c.src + c.size == src && c.dst + c.size == dst => {
+                        c.size += size.next_multiple_of(4)
+                    }
+                    _ => merged.push(BufferCopy {
+                        src,
+                        dst,
+                        size: size.next_multiple_of(4),
+                    }),
+                }
+            }
+            merged
+        }
+        RowKind::Strided => {
+            // One copy per output row; count before building.
+            if bytes.outputs.len() as u64 * bytes.rows > MAX_BUFFER_COPIES {
+                return None;
+            }
+            bytes
+                .outputs
+                .iter()
+                .flat_map(|o| {
+                    (0..bytes.rows).map(move |i| BufferCopy {
+                        src: src_base + o.offset + i * bytes.stride,
+                        dst: dst(o) + i * o.row_bytes,
+                        size: o.row_bytes,
+                    })
+                })
+                .collect()
+        }
+    };
+    let count = copies.len() as u64;
+    let total: u64 = bytes.outputs.iter().map(|o| bytes.size(o)).sum();
+    if count > MAX_BUFFER_COPIES || total / count < MIN_AVERAGE_COPY {
+        return None;
+    }
+    let aligned = copies
+        .iter()
+        .all(|c| c.src.is_multiple_of(4) && c.size.is_multiple_of(4));
+    aligned.then_some(copies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::SplitPlan;
+    use crate::DType;
+
+    const CAPS: DeviceCaps = DeviceCaps {
+        window_limit: 1 << 27,
+        offset_align: 256,
+        max_texture_dimension: 8192,
+        texture_copies: true,
+        texture_command_cost: 2,
+        max_units_per_invocation: 128,
+    };
+
+    const COPIES: Regions = Regions {
+        input_offset: 0,
+        output_offset: 0,
+        copies_allowed: true,
+    };
+
+    fn route(
+        shape: &[usize],
+        axis: usize,
+        lengths: &[usize],
+        caps: &DeviceCaps,
+        regions: &Regions,
+    ) -> Route {
+        let plan = SplitPlan::from_lengths(shape, axis, lengths, true).unwrap();
+        let layout = OutputLayout::new(&plan, DType::F32, caps.offset_align).unwrap();
+        let bytes = ByteRows::new(&plan, 4).unwrap();
+        choose(&bytes, &layout, caps, regions).unwrap()
+    }
+
+    fn kind(r: &Route) -> (&'static str, usize) {
+        match r {
+            Route::BufferCopies(c) => ("copies", c.len()),
+            Route::Texture(t) => ("texture", t.commands() as usize),
+            Route::Gather(d) => ("gather", d.len()),
+        }
+    }
+
+    #[test]
+    fn the_cheaper_copies_win_and_the_gather_takes_the_rest() {
+        let spec = (&[6, 12, 10, 24][..], 1, &[4, 4, 4][..]);
+        // 6 texture copies at 2 each beat 18 row copies; at 4 each they do not.
+        assert_eq!(
+            kind(&route(spec.0, spec.1, spec.2, &CAPS, &COPIES)),
+            ("texture", 6)
+        );
+        let gl = DeviceCaps {
+            texture_command_cost: 4,
+            ..CAPS
+        };
+        assert_eq!(
+            kind(&route(spec.0, spec.1, spec.2, &gl, &COPIES)),
+            ("copies", 18)
+        );
+        // Without COPY_SRC / COPY_DST, one dispatch.
+        let no_copies = Regions {
+            copies_allowed: false,
+            ..COPIES
+        };
+        assert_eq!(
+            kind(&route(spec.0, spec.1, spec.2, &CAPS, &no_copies)),
+            ("gather", 1)
+        );
+        // Rows of 4 bytes: too many, too short copies.
+        assert_eq!(
+            kind(&route(&[4096, 4], 1, &[1, 1, 1, 1], &CAPS, &COPIES)),
+            ("gather", 1)
+        );
+        // Every output empty: nothing at all.
+        assert_eq!(
+            kind(&route(&[0, 4], 1, &[2, 2], &CAPS, &COPIES)),
+            ("gather", 0)
+        );
+    }
+
+    #[test]
+    fn back_to_back_outputs_share_one_copy() {
+        // 4096 slices of 2048 f32 on axis 0, each 8 KiB, at 256-byte alignment: no padding.
+        let r = route(&[4096, 2048], 0, &[1; 4096], &CAPS, &COPIES);
+        assert_eq!(
+            r,
+            Route::BufferCopies(vec![BufferCopy {
+                src: 0,
+                dst: 0,
+                size: 4096 * 8192
+            }])
+        );
+        // Region offsets are added, and an unaligned one leaves the copies.
+        let at = Regions {
+            input_offset: 256,
+            output_offset: 512,
+            copies_allowed: true,
+        };
+        let r = route(&[4, 1024], 0, &[1, 3], &CAPS, &at);
+        assert_eq!(
+            r,
+            Route::BufferCopies(vec![BufferCopy {
+                src: 256,
+                dst: 512,
+                size: 16384
+            }])
+        );
+        let odd = Regions {
+            input_offset: 2,
+            ..at
+        };
+        assert_eq!(
+            kind(&route(&[4, 1024], 0, &[1, 3], &CAPS, &odd)),
+            ("gather", 1)
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! [`GpuSplitter`]: a device, its compiled pipeline and the caches its clones share.
+
+use crate::error::Result;
+use crate::gpu::device::{self, BackendChoice};
+use crate::gpu::gather::record::GatherPipeline;
+use crate::gpu::gather::tables::TableCache;
+use crate::gpu::output_layout::{OutputLayout, OutputRange};
+use crate::gpu::texture::record::Scratch;
+use crate::plan::bytes::{ByteRows, RowKind};
+use crate::plan::SplitPlan;
+use crate::DType;
+use std::sync::Arc;
+
+/// Most units one gather invocation writes, by device type.
+/// On CPU adapters (lavapipe, llvmpipe) every invocation carries a fixed cost, so long runs
+/// win: 128 units reached the vec4 copy kernel's rate there, 8 reached 60 to 70% of it. GPUs want
+/// short runs, so neighbouring invocations touch neighbouring memory.
+fn max_units_per_invocation(device_type: wgpu::DeviceType) -> u32 {
+    match device_type {
+        wgpu::DeviceType::Cpu => 128,
+        _ => 4,
+    }
+}
+
+/// A device, its queue and the split pipeline compiled for it (once, at construction).
+#[derive(Debug, Clone)]
+pub struct GpuSplitter {
+    pub(super) device: wgpu::Device,
+    pub(super) queue: wgpu::Queue,
+    pub(super) info: wgpu::AdapterInfo,
+    pub(super) limits: wgpu::Limits,
+    pub(super) max_units_per_invocation: u32,
+    pub(super) texture_copies: bool,
+    pub(super) gather: GatherPipeline,
+    /// Dispatch tables already on the device; shared by clones.
+    pub(super) tables: Arc<TableCache>,
+    /// The textures of the texture route; shared by clones.
+    pub(super) scratch: Arc<Scratch>,
+}
+
+impl GpuSplitter {
+    /// Uses a device the caller already has and compiles the pipeline on it.
+    ///
+    /// `info` names the adapter in reports; pass `adapter.get_info()`.
+    pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: wgpu::AdapterInfo) -> Result<Self> {
+        let limits = device.limits();
+        let max_units_per_invocation = max_units_per_invocation(info.device_type);
+        // Copy commands are memcpy on CPU adapters, far faster than a shader there; on GPUs a
+        // texture round trip moves every byte twice.
+        let texture_copies = info.device_type == wgpu::DeviceType::Cpu;
+        let gather = GatherPipeline::new(&device)?;
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            max_units_per_invocation,
+            texture_copies,
+            gather,
+            tables: Arc::default(),
+            scratch: Arc::default(),
+        })
+    }
+
+    /// Opens the best adapter of `choice` with its full limits and compiles the pipeline.
+    pub fn open(choice: BackendChoice) -> Result<Self> {
+        let (adapter, device, queue) = device::open_device(choice)?;
+        // Errors are captured by scopes around every call; a stray one is reported, not panicked on.
+        device.on_uncaptured_error(Arc::new(|e: wgpu::Error| {
+            eprintln!("wgpu-split: uncaptured wgpu error: {e}")
+        }));
+        Self::new(device, queue, adapter.get_info())
+    }
+
+    /// [`GpuSplitter::open`] with the backend from the `WGPU_SPLIT_BACKEND` variable.
+    pub fn open_from_env() -> Result<Self> {
+        Self::open(BackendChoice::from_env()?)
+    }
+
+    /// Sets the most 16-byte units one invocation writes (at least 1). The default suits the
+    /// device type; benchmark harnesses may tune it. Takes effect at the next split.
+    pub fn with_max_units_per_invocation(mut self, units: u32) -> Self {
+        self.max_units_per_invocation = units.max(1);
+        self
+    }
+
+    /// Whether strided outputs whose rows are multiples of 256 bytes may move with copy
+    /// commands through a scratch texture ([`crate::gpu::texture`]) instead of the gather dispatch. On by
+    /// default on CPU adapters, where it is 3 to 5x faster; off on GPUs.
+    pub fn with_texture_copies(mut self, enabled: bool) -> Self {
+        self.texture_copies = enabled;
+        self
+    }
+
+    /// The device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// The adapter's name, backend, device type and driver.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    /// The device's limits.
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// Places the outputs of `plan` at the device's storage offset alignment, so each output
+    /// can be bound on its own by a following kernel.
+    pub fn output_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
+        OutputLayout::new(plan, dtype, self.offset_align())
+    }
+
+    /// Where each output lies inside the input, when every output is one contiguous range of
+    /// it starting at the device's storage offset alignment: the caller can then bind the
+    /// outputs as views of the input and move no bytes at all. `None` otherwise.
+    pub fn output_views(&self, plan: &SplitPlan, dtype: DType) -> Result<Option<Vec<OutputRange>>> {
+        let bytes = ByteRows::new(plan, dtype.size())?;
+        if bytes.kind != RowKind::Contiguous {
+            return Ok(None);
+        }
+        let mut views = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
+        for o in &bytes.outputs {
+            views[o.output] = OutputRange {
+                offset: o.offset,
+                size: bytes.size(o),
+            };
+        }
+        let align = self.offset_align();
+        Ok(views
+            .iter()
+            .all(|v| v.offset.is_multiple_of(align))
+            .then_some(views))
+    }
+
+    /// `min_storage_buffer_offset_alignment`.
+    fn offset_align(&self) -> u64 {
+        self.limits.min_storage_buffer_offset_alignment as u64
+    }
+}

@@ -1,0 +1,15 @@
+//! The split plan: pure shape arithmetic, no GPU.
+//!
+//! Every operator in this crate reduces to the same picture. View the input of shape
+//! `[d0, …, d(r-1)]` split on `axis` as a 3-D array `[outer, axis_len, inner]`, where `outer` is
+//! the product of the dimensions before the axis and `inner` the product of those after it.
+//! Output `i` takes the slab `[.., start_i .. start_i + len_i, ..]` of that view, and the chunks
+//! tile the axis in order. The operators differ only in how they choose the lengths.
+//!
+//! [`bytes`] turns a plan into byte rows for one element size: the geometry every copy route
+//! and the CPU reference work from.
+
+pub mod bytes;
+mod split_plan;
+
+pub use split_plan::{check_output_count, normalize_axis, Chunk, SplitPlan, MAX_OUTPUTS};
