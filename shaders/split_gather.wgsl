@@ -5,24 +5,48 @@
 // the destination. All sizes are in bytes, so the shader never interprets an element: it copies
 // u32 words, which keeps NaN payloads, -0.0 and denormals exactly.
 //
-// Work: the output is cut into 16-byte units. Each invocation writes `units_per_invocation`
-// consecutive units of one entry: it finds its entry and its row once, then steps along the
-// rows, so the table search and the division are paid once per run of units. The host sets
-// the run length per dispatch: long runs on CPU adapters, where invocations are costly, but
-// short enough that a small split still spreads over several workgroups. Entries start on 16-byte
-// aligned destination offsets, so no unit spans two entries and no two invocations write the
-// same word: no atomics are needed even for 1- and 2-byte dtypes.
+// Work is cut into blocks, one per workgroup. Outputs are written in 16-byte units; entries
+// start on 16-byte aligned destination offsets, so no unit spans two entries and no two
+// invocations write the same word (no atomics, even for 1- and 2-byte dtypes). The host picks
+// one of three layouts per dispatch (`Params.lane_layout`):
+//
+// - LAYOUT_RUNS (CPU adapters, where every invocation has a fixed cost): each lane writes a run
+//   of `units_per_lane` consecutive units of one entry, stepping along the rows, and finds its
+//   entry itself (entries get whole lanes, numbered by `lane_start`), so small outputs share
+//   workgroups. Unaligned rows are funnel-shifted from a sliding window of aligned vec4 loads,
+//   one load per unit.
+// - LAYOUT_LANES (GPUs): entries get whole blocks (numbered by `block_start`), and lane 0 finds
+//   the block's entry once and hands it to the workgroup through workgroup memory, so the table
+//   is read once per block and every later branch is uniform. Step by step, consecutive lanes
+//   write consecutive units, so a warp's
+//   stores cover whole sectors. Aligned rows load one vec4 per lane, which is coalesced the same
+//   way. Unaligned rows first stage the step's source bytes in workgroup memory with coalesced
+//   aligned vec4 loads, then each lane assembles its unit from there.
+// - LAYOUT_TILES (GPUs, rows shorter than a few units): each workgroup stages `tile_rows` whole
+//   input rows with coalesced loads, then writes every output's part of them with coalesced
+//   stores.
+//
+// Every global access goes through the access functions below, which call `trace`. It is empty
+// here; the trace build (src/trace) gives it a body that records the access, so the memory
+// figures come from the addresses this very shader computes.
 
 struct Params {
-    // Invocations with work in this dispatch.
-    num_invocations: u32,
+    // Workgroups with work (blocks).
+    num_blocks: u32,
     // Entries in the table below.
     num_entries: u32,
-    // 1 when every entry has the same size and rows (equal parts): invocations then take the
-    // entries in turn, so neighbouring invocations read the same input rows for each output.
-    interleaved: u32,
-    // 16-byte units each invocation writes (see the note at the top).
-    units_per_invocation: u32,
+    // LAYOUT_RUNS, LAYOUT_LANES: units per lane in a block. LAYOUT_TILES: tiles per block.
+    units_per_lane: u32,
+    // LAYOUT_RUNS, LAYOUT_LANES or LAYOUT_TILES.
+    lane_layout: u32,
+    // LAYOUT_TILES: input rows per tile.
+    tile_rows: u32,
+    // LAYOUT_TILES: input rows in all.
+    rows: u32,
+    // LAYOUT_RUNS: lanes with work.
+    num_lanes: u32,
+    // Unused; keeps the entries 32-byte aligned.
+    pad: u32,
 }
 
 // How an entry's words are read.
@@ -30,9 +54,14 @@ const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one v
 const MODE_WORD: u32 = 1u; // multiples of 4: every output word is one source word
 const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from bytes
 
+const LAYOUT_RUNS: u32 = 0u;
+const LAYOUT_LANES: u32 = 1u;
+const LAYOUT_TILES: u32 = 2u;
+
 struct Entry {
-    // First invocation of this entry; entries are sorted by it.
-    invocation_start: u32,
+    // LAYOUT_LANES: first block of this entry. LAYOUT_RUNS: first lane (in the whole
+    // dispatch). Entries are sorted by it. LAYOUT_TILES: unused.
+    block_start: u32,
     // First 16-byte unit of this entry in `dst`.
     dst_unit: u32,
     // Byte offset of the entry's first output byte within its first row (row 0 below).
@@ -51,10 +80,18 @@ struct Entry {
     mode: u32,
 }
 
-const WORKGROUP_SIZE: u32 = 64u;
+const WORKGROUP_SIZE: u32 = 256u;
+
+// Workgroup memory: 16,160 bytes in all, inside the 16,352 that every device allows.
+// Staged source words (LAYOUT_LANES, LAYOUT_TILES).
+const STAGE_WORDS: u32 = 3776u;
+// Row segments one LAYOUT_LANES step may stage.
+const MAX_SEGMENTS: u32 = 128u;
+// Entries LAYOUT_TILES keeps at hand.
+const MAX_TILE_ENTRIES: u32 = 16u;
 
 // One buffer per dispatch holds both, so a split uploads (or finds in the host's cache) a
-// single small buffer. Params is 16 bytes, so the entries start at byte 16.
+// single small buffer. Params is 32 bytes, so the entries start at byte 32.
 struct Table {
     params: Params,
     entries: array<Entry>,
@@ -62,169 +99,308 @@ struct Table {
 
 @group(0) @binding(0) var<storage, read> table: Table;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
-// The same source bytes as vec4 words, for MODE_VEC4.
+// The same source bytes as vec4 words.
 @group(0) @binding(2) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;
 
-// The byte at source offset `s`, in the low 8 bits.
-fn src_byte(s: u32) -> u32 {
-    return (src[s >> 2u] >> ((s & 3u) * 8u)) & 0xffu;
+// What lane 0 found for the block.
+struct Block {
+    params: Params,
+    entry: Entry,
+    // The block's index among its entry's blocks.
+    local_block: u32,
 }
 
-// MODE_WORD: the source word at byte offset *s, then one output word further along the
-// rows (jumping `row_gap` bytes at the end of a row).
-fn next_word(s: ptr<function, u32>, col: ptr<function, u32>, row_bytes: u32, row_gap: u32) -> u32 {
-    let word = src[*s >> 2u];
-    *s += 4u;
-    *col += 4u;
-    if (*col == row_bytes) {
-        *col = 0u;
-        *s += row_gap;
+var<workgroup> wg_block: Block;
+var<workgroup> stage: array<u32, STAGE_WORDS>;
+// LAYOUT_LANES: workgroup byte position of column 0 of each staged row (wrapping).
+var<workgroup> seg_pos: array<u32, MAX_SEGMENTS>;
+var<workgroup> tile_entries: array<Entry, MAX_TILE_ENTRIES>;
+
+// ---- Global accesses, each through the trace hook ----
+
+const TRACE_TABLE: u32 = 0u;
+const TRACE_SRC: u32 = 1u;
+const TRACE_DST: u32 = 2u;
+
+// Who is accessing: set at the start of `main`, read by the trace build's hook.
+var<private> trace_lane: u32;
+var<private> trace_block: u32;
+var<private> trace_seq: u32;
+
+// The trace hook: `kind` (TRACE_*), byte `address` in its binding, `size` bytes.
+fn trace(kind: u32, address: u32, size: u32) {}
+
+fn read_params() -> Params {
+    trace(TRACE_TABLE, 0u, 32u);
+    return table.params;
+}
+
+fn read_block_start(i: u32) -> u32 {
+    trace(TRACE_TABLE, 32u + 32u * i, 4u);
+    return table.entries[i].block_start;
+}
+
+fn read_entry(i: u32) -> Entry {
+    trace(TRACE_TABLE, 32u + 32u * i, 32u);
+    return table.entries[i];
+}
+
+fn load_word(w: u32) -> u32 {
+    trace(TRACE_SRC, w * 4u, 4u);
+    return src[w];
+}
+
+fn load_vec4(i: u32) -> vec4<u32> {
+    trace(TRACE_SRC, i * 16u, 16u);
+    return src4[i];
+}
+
+fn store_unit(i: u32, v: vec4<u32>) {
+    trace(TRACE_DST, i * 16u, 16u);
+    dst[i] = v;
+}
+
+// ---- Word assembly ----
+
+// The 16 bytes at byte `sh` (0 to 15) of the 32 bytes `lo ++ hi`. Constant lane indices only:
+// a dynamically indexed vector is slow on CPU adapters.
+fn funnel(lo: vec4<u32>, hi: vec4<u32>, sh: u32) -> vec4<u32> {
+    var w: vec4<u32>;
+    var x: u32;
+    switch (sh / 4u) {
+        case 0u: {
+            w = lo;
+            x = hi.x;
+        }
+        case 1u: {
+            w = vec4<u32>(lo.yzw, hi.x);
+            x = hi.y;
+        }
+        case 2u: {
+            w = vec4<u32>(lo.zw, hi.xy);
+            x = hi.z;
+        }
+        default: {
+            w = vec4<u32>(lo.w, hi.xyz);
+            x = hi.w;
+        }
+    }
+    let r = (sh % 4u) * 8u;
+    if (r == 0u) {
+        return w;
+    }
+    return (w >> vec4<u32>(r)) | (vec4<u32>(w.yzw, x) << vec4<u32>(32u - r));
+}
+
+// The byte at source offset `s`, in the low 8 bits.
+fn src_byte(s: u32) -> u32 {
+    return (load_word(s >> 2u) >> ((s & 3u) * 8u)) & 0xffu;
+}
+
+// The output word at entry byte `b` (row `row`, column `col`), read from global memory
+// byte by byte: for words that cross a row end or the end of the output.
+fn global_word_bytes(e: Entry, b: u32, row: u32, col: u32) -> u32 {
+    let end_byte = e.first_byte + e.out_bytes;
+    var word = 0u;
+    var r = row;
+    var c = col;
+    for (var j = 0u; j < 4u; j++) {
+        if (b + j < end_byte) {
+            word |= src_byte(r * e.src_stride + e.src_offset + c) << (8u * j);
+        }
+        c += 1u;
+        if (c == e.row_bytes) {
+            c = 0u;
+            r += 1u;
+        }
     }
     return word;
 }
+
+// The word at workgroup byte position `p`.
+fn staged_word(p: u32) -> u32 {
+    let w = p >> 2u;
+    let r = (p & 3u) * 8u;
+    if (r == 0u) {
+        return stage[w];
+    }
+    return (stage[w] >> r) | (stage[w + 1u] << (32u - r));
+}
+
+// The byte at workgroup byte position `p`, in the low 8 bits.
+fn staged_byte(p: u32) -> u32 {
+    return (stage[p >> 2u] >> ((p & 3u) * 8u)) & 0xffu;
+}
+
+// ---- main ----
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) num_wg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
+    @builtin(local_invocation_index) lane: u32,
 ) {
     // Large dispatches are folded into 2-D grids (65,535 workgroups per dimension).
-    let invocation = (wg.y * num_wg.x + wg.x) * WORKGROUP_SIZE + lid;
-    let params = table.params;
-    if (invocation >= params.num_invocations) {
+    let block = wg.y * num_wg.x + wg.x;
+    trace_lane = lane;
+    trace_block = block;
+    trace_seq = 0u;
+    if (lane == 0u) {
+        let p = read_params();
+        wg_block.params = p;
+        if (p.lane_layout == LAYOUT_LANES && block < p.num_blocks) {
+            let e = read_entry(find_entry(p, block));
+            wg_block.entry = e;
+            wg_block.local_block = block - e.block_start;
+        }
+    }
+    let found = workgroupUniformLoad(&wg_block);
+    let p = found.params;
+    if (block >= p.num_blocks) {
         return;
     }
-
-    var lo = 0u;
-    var local_invocation = 0u;
-    if (params.interleaved == 1u) {
-        lo = invocation % params.num_entries;
-        local_invocation = invocation / params.num_entries;
+    if (p.lane_layout == LAYOUT_TILES) {
+        copy_tiles(p, block, lane);
+    } else if (p.lane_layout == LAYOUT_LANES) {
+        copy_lanes(p, found.entry, found.local_block, lane);
     } else {
-        // The entry holding this invocation: the last one with invocation_start <= invocation.
-        var hi = params.num_entries;
-        while (hi - lo > 1u) {
-            let mid = (lo + hi) / 2u;
-            if (table.entries[mid].invocation_start <= invocation) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        local_invocation = invocation - table.entries[lo].invocation_start;
+        copy_run(p, block * WORKGROUP_SIZE + lane);
     }
-    let e = table.entries[lo];
+}
 
+// The entry holding block (or lane) `n`: the last one with block_start <= n.
+fn find_entry(p: Params, n: u32) -> u32 {
+    var lo = 0u;
+    var hi = p.num_entries;
+    while (hi - lo > 1u) {
+        let mid = (lo + hi) / 2u;
+        if (read_block_start(mid) <= n) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+// ---- LAYOUT_RUNS ----
+
+// Lane `g` of the dispatch.
+fn copy_run(p: Params, g: u32) {
+    if (g >= p.num_lanes) {
+        return;
+    }
+    let e = read_entry(find_entry(p, g));
     let total_units = (e.out_bytes + 15u) / 16u;
-    let first_unit = local_invocation * params.units_per_invocation;
-    let end_unit = min(first_unit + params.units_per_invocation, total_units);
-    let first = e.first_byte + first_unit * 16u;
-    let end_byte = e.first_byte + e.out_bytes;
-    let row = first / e.row_bytes;
-    var col = first - row * e.row_bytes;
-
+    let first_unit = (g - e.block_start) * p.units_per_lane;
+    let end_unit = min(first_unit + p.units_per_lane, total_units);
+    if (first_unit >= end_unit) {
+        return;
+    }
+    let b = e.first_byte + first_unit * 16u;
+    let row = b / e.row_bytes;
+    let col = b - row * e.row_bytes;
     // Source offset of the next byte to read, stepped along instead of recomputed; at the end
     // of a row it jumps over the other outputs' parts of the stride.
-    let row_gap = e.src_stride - e.row_bytes;
-    var s = row * e.src_stride + e.src_offset + col;
+    let s = row * e.src_stride + e.src_offset + col;
     if (e.mode == MODE_VEC4) {
-        // Row segment by row segment: a plain vec4 copy loop inside each.
-        var s4 = s / 16u;
-        let gap4 = row_gap / 16u;
-        var u = first_unit;
-        while (u < end_unit) {
-            let count = min(end_unit - u, (e.row_bytes - col) / 16u);
-            for (var k = 0u; k < count; k++) {
-                dst[e.dst_unit + u + k] = src4[s4 + k];
-            }
-            u += count;
-            s4 += count + gap4;
-            col = 0u;
-        }
-        return;
+        run_vec4(e, first_unit, end_unit, s, col);
+    } else if (e.mode == MODE_WORD && e.row_bytes == 4u) {
+        run_one_word_rows(e, first_unit, end_unit, s);
+    } else {
+        run_shifted(e, first_unit, end_unit, s, row, col);
     }
-    if (e.mode == MODE_WORD) {
-        if (e.row_bytes == 4u) {
-            // One word per row (a split into single 32-bit elements): a plain strided gather.
-            var w = s >> 2u;
-            let step = e.src_stride >> 2u;
-            // Whole units first, then the output's partial last unit, if any.
-            let whole_end = min(end_unit, e.out_bytes / 16u);
-            var u = first_unit;
-            for (; u < whole_end; u++) {
-                dst[e.dst_unit + u] = vec4<u32>(src[w], src[w + step], src[w + 2u * step], src[w + 3u * step]);
-                w += 4u * step;
-            }
-            if (u < end_unit) {
-                var v = vec4<u32>(0u);
-                for (var k = 0u; k < (e.out_bytes % 16u) / 4u; k++) {
-                    v[k] = src[w + k * step];
-                }
-                dst[e.dst_unit + u] = v;
-            }
-            return;
-        }
-        // Every output word is one source word; only the output's last unit can be partial.
-        for (var u = first_unit; u < end_unit; u++) {
-            let words = min(4u, (e.out_bytes - u * 16u) / 4u);
-            if (words == 4u) {
-                // Constant lane indices: a dynamically indexed vector is slow on CPU adapters.
-                let x = next_word(&s, &col, e.row_bytes, row_gap);
-                let y = next_word(&s, &col, e.row_bytes, row_gap);
-                let z = next_word(&s, &col, e.row_bytes, row_gap);
-                let w = next_word(&s, &col, e.row_bytes, row_gap);
-                dst[e.dst_unit + u] = vec4<u32>(x, y, z, w);
-            } else {
-                var v = vec4<u32>(0u);
-                for (var k = 0u; k < words; k++) {
-                    v[k] = next_word(&s, &col, e.row_bytes, row_gap);
-                }
-                dst[e.dst_unit + u] = v;
-            }
-        }
-        return;
-    }
+}
 
-    // MODE_BYTE. Units inside one row read 5 source words and shift them into place; units
-    // that cross a row end or end the output are assembled byte by byte.
-    var b = first;
-    for (var u = first_unit; u < end_unit; u++) {
+// Rows, stride and offset are multiples of 16: a plain vec4 copy loop per row segment.
+fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, s: u32, col0: u32) {
+    var s4 = s / 16u;
+    var col = col0;
+    let gap4 = (e.src_stride - e.row_bytes) / 16u;
+    var u = first_unit;
+    while (u < end_unit) {
+        let count = min(end_unit - u, (e.row_bytes - col) / 16u);
+        for (var k = 0u; k < count; k++) {
+            store_unit(e.dst_unit + u + k, load_vec4(s4 + k));
+        }
+        u += count;
+        s4 += count + gap4;
+        col = 0u;
+    }
+}
+
+// One word per row (a split into single 32-bit elements): a plain strided gather.
+fn run_one_word_rows(e: Entry, first_unit: u32, end_unit: u32, s: u32) {
+    var w = s >> 2u;
+    let step = e.src_stride >> 2u;
+    // Whole units first, then the output's partial last unit, if any.
+    let whole_end = min(end_unit, e.out_bytes / 16u);
+    var u = first_unit;
+    for (; u < whole_end; u++) {
+        store_unit(e.dst_unit + u, vec4<u32>(load_word(w), load_word(w + step), load_word(w + 2u * step), load_word(w + 3u * step)));
+        w += 4u * step;
+    }
+    if (u < end_unit) {
         var v = vec4<u32>(0u);
-        if (col + 16u <= e.row_bytes && b + 16u <= end_byte) {
-            let w = s >> 2u;
-            let shift = (s & 3u) * 8u;
-            let x = vec4<u32>(src[w], src[w + 1u], src[w + 2u], src[w + 3u]);
-            if (shift == 0u) {
-                v = x;
-            } else {
-                let next = vec4<u32>(x.yzw, src[w + 4u]);
-                v = (x >> vec4<u32>(shift)) | (next << vec4<u32>(32u - shift));
+        for (var k = 0u; k < (e.out_bytes % 16u) / 4u; k++) {
+            v[k] = load_word(w + k * step);
+        }
+        store_unit(e.dst_unit + u, v);
+    }
+}
+
+// MODE_WORD and MODE_BYTE: units that lie inside one row are funnel-shifted from a sliding
+// window of aligned vec4 loads (one load per unit); a unit that crosses a row end or ends the
+// output is assembled word by word.
+fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col0: u32) {
+    let end_byte = e.first_byte + e.out_bytes;
+    let row_gap = e.src_stride - e.row_bytes;
+    var u = first_unit;
+    var b = e.first_byte + first_unit * 16u;
+    var s = s0;
+    var row = row0;
+    var col = col0;
+    while (u < end_unit) {
+        // Whole units inside this row.
+        let count = min(end_unit - u, min(e.row_bytes - col, end_byte - b) / 16u);
+        let sh = s % 16u;
+        let a = s / 16u;
+        if (sh == 0u) {
+            for (var k = 0u; k < count; k++) {
+                store_unit(e.dst_unit + u + k, load_vec4(a + k));
             }
-            b += 16u;
-            s += 16u;
-            col += 16u;
-            if (col == e.row_bytes) {
-                col = 0u;
-                s += row_gap;
+        } else if (count > 0u) {
+            var lo = load_vec4(a);
+            for (var k = 0u; k < count; k++) {
+                let hi = load_vec4(a + k + 1u);
+                store_unit(e.dst_unit + u + k, funnel(lo, hi, sh));
+                lo = hi;
             }
-        } else {
+        }
+        u += count;
+        b += count * 16u;
+        s += count * 16u;
+        col += count * 16u;
+        if (col == e.row_bytes) {
+            col = 0u;
+            row += 1u;
+            s += row_gap;
+        }
+        if (u < end_unit && count == 0u) {
+            // This unit crosses a row end (or ends the output): word by word.
+            var v = vec4<u32>(0u);
             for (var k = 0u; k < 4u; k++) {
-                if (b < end_byte) {
-                    var word = 0u;
-                    var ss = s;
-                    var cc = col;
-                    for (var j = 0u; j < min(4u, end_byte - b); j++) {
-                        word |= src_byte(ss) << (8u * j);
-                        ss += 1u;
-                        cc += 1u;
-                        if (cc == e.row_bytes) {
-                            cc = 0u;
-                            ss += row_gap;
-                        }
+                if (col + 4u <= e.row_bytes && b + 4u <= end_byte) {
+                    let w = s >> 2u;
+                    let r = (s & 3u) * 8u;
+                    if (r == 0u) {
+                        v[k] = load_word(w);
+                    } else {
+                        v[k] = (load_word(w) >> r) | (load_word(w + 1u) << (32u - r));
                     }
-                    v[k] = word;
+                } else if (b < end_byte) {
+                    v[k] = global_word_bytes(e, b, row, col);
                 }
                 b += 4u;
                 s += 4u;
@@ -232,10 +408,182 @@ fn main(
                 // Rows shorter than 4 bytes wrap more than once.
                 while (col >= e.row_bytes) {
                     col -= e.row_bytes;
+                    row += 1u;
                     s += row_gap;
                 }
             }
+            store_unit(e.dst_unit + u, v);
+            u += 1u;
         }
-        dst[e.dst_unit + u] = v;
     }
+}
+
+// ---- LAYOUT_LANES ----
+
+fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
+    let total_units = (e.out_bytes + 15u) / 16u;
+    let base = local_block * p.units_per_lane * WORKGROUP_SIZE;
+    for (var k = 0u; k < p.units_per_lane; k++) {
+        let first = base + k * WORKGROUP_SIZE;
+        if (first >= total_units) {
+            break;
+        }
+        let end = min(first + WORKGROUP_SIZE, total_units);
+        if (e.mode == MODE_VEC4) {
+            let u = first + lane;
+            if (u < end) {
+                let b = e.first_byte + u * 16u;
+                let row = b / e.row_bytes;
+                let s = row * e.src_stride + e.src_offset + (b - row * e.row_bytes);
+                store_unit(e.dst_unit + u, load_vec4(s / 16u));
+            }
+        } else {
+            stage_and_assemble(e, first, end, lane);
+        }
+    }
+}
+
+// Units [first, end) of an entry: their source bytes, row segment by row segment, go to
+// workgroup memory with coalesced aligned vec4 loads; then each lane assembles one unit.
+fn stage_and_assemble(e: Entry, first: u32, end: u32, lane: u32) {
+    let end_byte = e.first_byte + e.out_bytes;
+    let b0 = e.first_byte + first * 16u;
+    let b1 = min(e.first_byte + end * 16u, end_byte);
+    let row_a = b0 / e.row_bytes;
+    let row_b = (b1 - 1u) / e.row_bytes;
+    var pos = 0u; // next free vec4 of `stage`
+    for (var r = row_a; r <= row_b; r++) {
+        let c0 = select(0u, b0 - row_a * e.row_bytes, r == row_a);
+        let c1 = select(e.row_bytes, b1 - row_b * e.row_bytes, r == row_b);
+        let s0 = r * e.src_stride + e.src_offset + c0;
+        let a0 = s0 / 16u;
+        let count = (s0 + (c1 - c0) + 15u) / 16u - a0;
+        if (lane == 0u && r - row_a < MAX_SEGMENTS) {
+            seg_pos[r - row_a] = pos * 16u + (s0 % 16u) - c0;
+        }
+        for (var i = lane; i < count; i += WORKGROUP_SIZE) {
+            let v = load_vec4(a0 + i);
+            let w = (pos + i) * 4u;
+            if (w + 3u < STAGE_WORDS) {
+                stage[w] = v.x;
+                stage[w + 1u] = v.y;
+                stage[w + 2u] = v.z;
+                stage[w + 3u] = v.w;
+            }
+        }
+        pos += count;
+    }
+    workgroupBarrier();
+    let u = first + lane;
+    if (u < end) {
+        var b = e.first_byte + u * 16u;
+        var row = b / e.row_bytes;
+        var col = b - row * e.row_bytes;
+        var v = vec4<u32>(0u);
+        for (var k = 0u; k < 4u; k++) {
+            if (b < end_byte) {
+                let base = seg_pos[min(row - row_a, MAX_SEGMENTS - 1u)];
+                if (col + 4u <= e.row_bytes && b + 4u <= end_byte) {
+                    v[k] = staged_word(base + col);
+                } else {
+                    // The word crosses a row end or ends the output: byte by byte.
+                    var word = 0u;
+                    var rr = row;
+                    var cc = col;
+                    for (var j = 0u; j < min(4u, end_byte - b); j++) {
+                        word |= staged_byte(seg_pos[min(rr - row_a, MAX_SEGMENTS - 1u)] + cc) << (8u * j);
+                        cc += 1u;
+                        if (cc == e.row_bytes) {
+                            cc = 0u;
+                            rr += 1u;
+                        }
+                    }
+                    v[k] = word;
+                }
+            }
+            b += 4u;
+            col += 4u;
+            while (col >= e.row_bytes) {
+                col -= e.row_bytes;
+                row += 1u;
+            }
+        }
+        store_unit(e.dst_unit + u, v);
+    }
+    // The next step reuses the workgroup memory.
+    workgroupBarrier();
+}
+
+// ---- LAYOUT_TILES ----
+
+fn copy_tiles(p: Params, block: u32, lane: u32) {
+    if (lane < min(p.num_entries, MAX_TILE_ENTRIES)) {
+        tile_entries[lane] = read_entry(lane);
+    }
+    workgroupBarrier();
+    // Every entry has the same stride.
+    let stride = workgroupUniformLoad(&tile_entries[0].src_stride);
+    for (var t = block * p.units_per_lane; t < (block + 1u) * p.units_per_lane; t++) {
+        let r0 = t * p.tile_rows;
+        if (r0 >= p.rows) {
+            break;
+        }
+        let r1 = min(r0 + p.tile_rows, p.rows);
+        // The tile's input rows, whole: one contiguous span.
+        let s0 = r0 * stride;
+        let a0 = s0 / 16u;
+        let count = (r1 * stride + 15u) / 16u - a0;
+        for (var i = lane; i < count; i += WORKGROUP_SIZE) {
+            let v = load_vec4(a0 + i);
+            let w = i * 4u;
+            if (w + 3u < STAGE_WORDS) {
+                stage[w] = v.x;
+                stage[w + 1u] = v.y;
+                stage[w + 2u] = v.z;
+                stage[w + 3u] = v.w;
+            }
+        }
+        workgroupBarrier();
+        // Workgroup byte position of input byte s0.
+        let shift = s0 % 16u;
+        for (var i = 0u; i < min(p.num_entries, MAX_TILE_ENTRIES); i++) {
+            let e = tile_entries[i];
+            // The units of this entry whose first byte lies in rows [r0, r1).
+            let q0 = (r0 * e.row_bytes + 15u) / 16u;
+            let q1 = min((r1 * e.row_bytes + 15u) / 16u, (e.out_bytes + 15u) / 16u);
+            for (var q = q0 + lane; q < q1; q += WORKGROUP_SIZE) {
+                var v = vec4<u32>(0u);
+                for (var k = 0u; k < 4u; k++) {
+                    let b = q * 16u + k * 4u;
+                    if (b < e.out_bytes) {
+                        let row = b / e.row_bytes;
+                        let col = b - row * e.row_bytes;
+                        if (row < r1 && col + 4u <= e.row_bytes && b + 4u <= e.out_bytes) {
+                            v[k] = staged_word((row - r0) * stride + e.src_offset + col + shift);
+                        } else {
+                            v[k] = tile_word_bytes(e, b, r0, r1, stride, shift);
+                        }
+                    }
+                }
+                store_unit(e.dst_unit + q, v);
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+// The output word at byte `b` of entry `e`, byte by byte: from the staged rows [r0, r1), or
+// from global memory for bytes of the next tile's rows.
+fn tile_word_bytes(e: Entry, b: u32, r0: u32, r1: u32, stride: u32, shift: u32) -> u32 {
+    var word = 0u;
+    for (var j = 0u; j < min(4u, e.out_bytes - b); j++) {
+        let row = (b + j) / e.row_bytes;
+        let col = (b + j) - row * e.row_bytes;
+        if (row < r1) {
+            word |= staged_byte((row - r0) * stride + e.src_offset + col + shift) << (8u * j);
+        } else {
+            word |= src_byte(row * stride + e.src_offset + col) << (8u * j);
+        }
+    }
+    return word;
 }

@@ -45,6 +45,8 @@ pub mod verify;
 pub use dtype::DType;
 pub use error::{Result, SplitError};
 pub use gpu::device::BackendChoice;
+pub use gpu::gather::plan::GatherMode;
+pub use gpu::route::RouteChoice;
 pub use gpu::output_layout::{OutputLayout, OutputRange};
 pub use gpu::region::BufferRegion;
 pub use gpu::{EncodedSplit, GpuSplitter};

@@ -8,7 +8,8 @@ mod common;
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use wgpu_split::{
-    ops, reference, DType, GpuSplitter, HostTensor, IntTensor, SplitError, SplitPlan,
+    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitError,
+    SplitPlan,
 };
 
 #[derive(Debug, Clone)]
@@ -157,9 +158,16 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
     // The outputs tile the axis.
     let along: usize = plan.chunks().iter().map(|ch| ch.len).sum();
     prop_assert_eq!(along, plan.axis_len());
-    // Any run length gives the same bytes: the device's default, and an odd one.
-    let odd = gpu.clone().with_max_units_per_invocation(3);
-    for gpu in [gpu, &odd] {
+    // Every route and gather layout gives the same bytes: the device's defaults, and the
+    // gather alone in runs of an odd length and in coalesced lanes of 1 and 4 units.
+    let gather = gpu.clone().with_route(RouteChoice::Gather);
+    let variants = [
+        gpu.clone(),
+        gather.clone().with_gather_mode(GatherMode::Runs).with_max_units_per_lane(3),
+        gather.clone().with_gather_mode(GatherMode::Coalesced).with_max_units_per_lane(1),
+        gather.with_gather_mode(GatherMode::Coalesced).with_max_units_per_lane(4),
+    ];
+    for gpu in &variants {
         let got = gpu
             .run(&plan, &input)
             .map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;

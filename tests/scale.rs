@@ -5,7 +5,7 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, BackendChoice, DType, GpuSplitter, HostTensor, IntTensor, SplitError, SplitPlan,
+    ops, reference, BackendChoice, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, SplitError, SplitPlan,
 };
 
 /// A deterministic byte pattern that differs at every offset modulo 251.
@@ -61,12 +61,15 @@ fn u8_320_mib_split_on_axis_0(gpu: &'static GpuSplitter) {
 
 fn grids_past_65535_workgroups(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
-    // One unit per invocation: 4,202,500 units need 65,665 workgroups of 64, a 2-D grid.
-    let shape = [4100, 4100];
-    let input = HostTensor::new(DType::F32, shape.to_vec(), pattern(4100 * 4100 * 4, 3)).unwrap();
-    let plan = ops::split(&shape, &IntTensor::scalar(1), 2).unwrap();
-    let gpu = gpu.clone().with_max_units_per_invocation(1);
-    assert_eq!(check_on(name, &gpu, &plan, &input), 1);
+    // 70,000 outputs of one unit each take a block each: 70,000 workgroups, a 2-D grid, in
+    // both gather modes.
+    let shape = [70_000, 3];
+    let input = HostTensor::new(DType::F32, shape.to_vec(), pattern(70_000 * 12, 3)).unwrap();
+    let plan = ops::split_to_sequence(&shape, 0, None, false).unwrap();
+    for mode in [GatherMode::Runs, GatherMode::Coalesced] {
+        let gpu = gpu.clone().with_gather_mode(mode);
+        assert_eq!(check_on(name, &gpu, &plan, &input), 1);
+    }
 }
 
 fn one_hundred_thousand_outputs_in_one_call(gpu: &'static GpuSplitter) {

@@ -13,6 +13,7 @@ mod routes;
 
 pub use input::PlannerInput;
 
+use crate::gpu::gather::plan::{plan_dispatches, GatherMode};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::route::{self, DeviceCaps, Regions};
 use crate::ops::{OnnxSplitParts, Operator};
@@ -126,21 +127,31 @@ pub fn check_planner(input: &PlannerInput) {
             check.texture_bands(&t, &regions);
         }
     }
-    for (units, window) in [(1, 1u64 << 27), (128, 4096)] {
-        let planned = crate::gpu::gather::plan::plan_dispatches(&bytes, &layout, units, window, 32);
+    for (mode, units, window) in [
+        (GatherMode::Runs, 1, 1u64 << 27),
+        (GatherMode::Runs, 128, 4096),
+        (GatherMode::Coalesced, 4, 1 << 27),
+        (GatherMode::Coalesced, 2, 4096),
+    ] {
+        let planned = plan_dispatches(&bytes, &layout, mode, units, window, 32);
         if let Ok(dispatches) = planned {
             check.dispatches(&dispatches, window);
         }
     }
     // And the route the splitter would choose, for a CPU adapter and for a GPU.
-    for (texture_copies, copies_allowed) in [(true, true), (false, true), (false, false)] {
+    for (texture_copies, copies_allowed, gather_mode) in [
+        (true, true, GatherMode::Runs),
+        (false, true, GatherMode::Coalesced),
+        (false, false, GatherMode::Coalesced),
+    ] {
         let caps = DeviceCaps {
             window_limit: 1 << 27,
             offset_align: 256,
             max_texture_dimension: 8192,
             texture_copies,
             texture_command_cost: 2,
-            max_units_per_invocation: 4,
+            gather_mode,
+            max_units_per_lane: 4,
         };
         let regions = Regions {
             input_offset: 0,

@@ -6,7 +6,7 @@ use crate::gpu::device::scoped;
 use crate::gpu::gather::abi::{input_binding, window_limit};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::region::BufferRegion;
-use crate::gpu::route::{self, DeviceCaps, Regions, Route};
+use crate::gpu::route::{self, DeviceCaps, Regions, Route, RouteChoice};
 use crate::gpu::splitter::GpuSplitter;
 use crate::gpu::texture;
 use crate::plan::bytes::ByteRows;
@@ -86,7 +86,8 @@ impl GpuSplitter {
         let regions = Regions {
             input_offset: input.offset,
             output_offset: output.offset,
-            copies_allowed: input.allows(wgpu::BufferUsages::COPY_SRC)
+            copies_allowed: self.route != RouteChoice::Gather
+                && input.allows(wgpu::BufferUsages::COPY_SRC)
                 && output.allows(wgpu::BufferUsages::COPY_DST),
         };
         let caps = self.caps();
@@ -157,9 +158,14 @@ impl GpuSplitter {
             window_limit: window_limit(&self.limits),
             offset_align: self.limits.min_storage_buffer_offset_alignment as u64,
             max_texture_dimension: self.limits.max_texture_dimension_2d,
-            texture_copies: self.texture_copies,
+            texture_copies: match self.route {
+                RouteChoice::Auto => self.texture_copies,
+                RouteChoice::Gather => false,
+                RouteChoice::Copies => true,
+            },
             texture_command_cost: route::texture_command_cost(self.info.backend),
-            max_units_per_invocation: self.max_units_per_invocation as u64,
+            gather_mode: self.gather_mode,
+            max_units_per_lane: self.max_units_per_lane as u64,
         }
     }
 }

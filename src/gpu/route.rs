@@ -7,7 +7,7 @@
 //! cheaper plan of copies wins; the gather takes everything else.
 
 use crate::error::Result;
-use crate::gpu::gather::plan::{plan_dispatches, Dispatch};
+use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherMode};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::texture::plan::{texture_plan, TexturePlan};
 use crate::plan::bytes::{ByteRows, RowKind};
@@ -19,6 +19,34 @@ pub const MAX_BUFFER_COPIES: u64 = 64;
 
 /// Below this average copy size, one dispatch wins.
 pub const MIN_AVERAGE_COPY: u64 = 1 << 10;
+
+/// Which routes a splitter may take ([`crate::GpuSplitter::with_route`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RouteChoice {
+    /// The cheapest route for the device (the texture route only on CPU adapters).
+    #[default]
+    Auto,
+    /// The gather dispatch alone, never copy commands.
+    Gather,
+    /// Copy commands wherever a copy route applies (the texture route on any device), the
+    /// gather only where none does.
+    Copies,
+}
+
+impl std::str::FromStr for RouteChoice {
+    type Err = crate::SplitError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "gather" => Ok(Self::Gather),
+            "copies" => Ok(Self::Copies),
+            other => Err(crate::SplitError::ConflictingInputs(format!(
+                "route {other:?} is not one of auto, gather, copies"
+            ))),
+        }
+    }
+}
 
 /// What the device offers a split, read once from the device and the splitter's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +61,10 @@ pub struct DeviceCaps {
     pub texture_copies: bool,
     /// What one texture copy costs, in buffer copies.
     pub texture_command_cost: u64,
-    /// Most units one gather invocation writes.
-    pub max_units_per_invocation: u64,
+    /// How the gather maps lanes to units.
+    pub gather_mode: GatherMode,
+    /// Most units one gather lane writes.
+    pub max_units_per_lane: u64,
 }
 
 /// What the caller's buffers allow.
@@ -105,7 +135,8 @@ pub fn choose(
     Ok(Route::Gather(plan_dispatches(
         bytes,
         layout,
-        caps.max_units_per_invocation,
+        caps.gather_mode,
+        caps.max_units_per_lane,
         caps.window_limit,
         caps.offset_align,
     )?))
@@ -186,7 +217,8 @@ mod tests {
         max_texture_dimension: 8192,
         texture_copies: true,
         texture_command_cost: 2,
-        max_units_per_invocation: 128,
+        gather_mode: GatherMode::Runs,
+        max_units_per_lane: 128,
     };
 
     const COPIES: Regions = Regions {

@@ -2,6 +2,8 @@
 
 use crate::error::Result;
 use crate::gpu::device::{self, BackendChoice};
+use crate::gpu::gather::plan::GatherMode;
+use crate::gpu::route::RouteChoice;
 use crate::gpu::gather::record::GatherPipeline;
 use crate::gpu::gather::tables::TableCache;
 use crate::gpu::output_layout::{OutputLayout, OutputRange};
@@ -11,14 +13,15 @@ use crate::plan::SplitPlan;
 use crate::DType;
 use std::sync::Arc;
 
-/// Most units one gather invocation writes, by device type.
-/// On CPU adapters (lavapipe, llvmpipe) every invocation carries a fixed cost, so long runs
-/// win: 128 units reached the vec4 copy kernel's rate there, 8 reached 60 to 70% of it. GPUs want
-/// short runs, so neighbouring invocations touch neighbouring memory.
-fn max_units_per_invocation(device_type: wgpu::DeviceType) -> u32 {
+/// How the gather maps lanes to units, and the most units one lane writes, by device type.
+/// On CPU adapters (lavapipe, llvmpipe) every invocation carries a fixed cost, so each lane
+/// writes a long run: 128 units reached the vec4 copy kernel's rate there, 8 reached 60 to 70%
+/// of it. On GPUs consecutive lanes write consecutive units, 4 steps per lane, so a block of
+/// 16 KiB pays for one table lookup.
+fn gather_defaults(device_type: wgpu::DeviceType) -> (GatherMode, u32) {
     match device_type {
-        wgpu::DeviceType::Cpu => 128,
-        _ => 4,
+        wgpu::DeviceType::Cpu => (GatherMode::Runs, 128),
+        _ => (GatherMode::Coalesced, 4),
     }
 }
 
@@ -29,8 +32,10 @@ pub struct GpuSplitter {
     pub(super) queue: wgpu::Queue,
     pub(super) info: wgpu::AdapterInfo,
     pub(super) limits: wgpu::Limits,
-    pub(super) max_units_per_invocation: u32,
+    pub(super) gather_mode: GatherMode,
+    pub(super) max_units_per_lane: u32,
     pub(super) texture_copies: bool,
+    pub(super) route: RouteChoice,
     pub(super) gather: GatherPipeline,
     /// Dispatch tables already on the device; shared by clones.
     pub(super) tables: Arc<TableCache>,
@@ -44,7 +49,7 @@ impl GpuSplitter {
     /// `info` names the adapter in reports; pass `adapter.get_info()`.
     pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: wgpu::AdapterInfo) -> Result<Self> {
         let limits = device.limits();
-        let max_units_per_invocation = max_units_per_invocation(info.device_type);
+        let (gather_mode, max_units_per_lane) = gather_defaults(info.device_type);
         // Copy commands are memcpy on CPU adapters, far faster than a shader there; on GPUs a
         // texture round trip moves every byte twice.
         let texture_copies = info.device_type == wgpu::DeviceType::Cpu;
@@ -54,8 +59,10 @@ impl GpuSplitter {
             queue,
             info,
             limits,
-            max_units_per_invocation,
+            gather_mode,
+            max_units_per_lane,
             texture_copies,
+            route: RouteChoice::Auto,
             gather,
             tables: Arc::default(),
             scratch: Arc::default(),
@@ -77,10 +84,18 @@ impl GpuSplitter {
         Self::open(BackendChoice::from_env()?)
     }
 
-    /// Sets the most 16-byte units one invocation writes (at least 1). The default suits the
+    /// Sets the most 16-byte units one gather lane writes (at least 1). The default suits the
     /// device type; benchmark harnesses may tune it. Takes effect at the next split.
-    pub fn with_max_units_per_invocation(mut self, units: u32) -> Self {
-        self.max_units_per_invocation = units.max(1);
+    pub fn with_max_units_per_lane(mut self, units: u32) -> Self {
+        self.max_units_per_lane = units.max(1);
+        self
+    }
+
+    /// Sets how the gather maps lanes to units ([`GatherMode`]): runs per lane (the default
+    /// on CPU adapters) or coalesced lanes (the default on GPUs). Either gives the same bytes
+    /// on any device; tests and the memory trace use it to run the GPU kernel on a CPU adapter.
+    pub fn with_gather_mode(mut self, mode: GatherMode) -> Self {
+        self.gather_mode = mode;
         self
     }
 
@@ -89,6 +104,13 @@ impl GpuSplitter {
     /// default on CPU adapters, where it is 3 to 5x faster; off on GPUs.
     pub fn with_texture_copies(mut self, enabled: bool) -> Self {
         self.texture_copies = enabled;
+        self
+    }
+
+    /// Restricts the routes a split may take ([`RouteChoice`]); `Auto` by default. Benchmark
+    /// harnesses use `Gather` to measure the kernel on its own.
+    pub fn with_route(mut self, route: RouteChoice) -> Self {
+        self.route = route;
         self
     }
 

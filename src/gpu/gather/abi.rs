@@ -6,7 +6,16 @@
 pub const SHADER_SOURCE: &str = include_str!("../../../shaders/split_gather.wgsl");
 
 /// Invocations per workgroup (`WORKGROUP_SIZE` in the shader).
-pub const WORKGROUP_SIZE: u64 = 64;
+pub const WORKGROUP_SIZE: u64 = 256;
+
+/// Words of workgroup memory the shader stages source bytes in (`STAGE_WORDS`).
+pub const STAGE_WORDS: u64 = 3776;
+
+/// Row segments one [`Layout::Lanes`] step may stage (`MAX_SEGMENTS`).
+pub const MAX_SEGMENTS: u64 = 128;
+
+/// Entries a [`Layout::Tiles`] dispatch may have (`MAX_TILE_ENTRIES`).
+pub const MAX_TILE_ENTRIES: u64 = 16;
 
 /// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding. Outputs start
 /// on multiples of it, so no two invocations write the same word.
@@ -15,19 +24,40 @@ pub const UNIT_BYTES: u64 = 16;
 /// Largest window the shader addresses: 2 GiB keeps every u32 byte offset in range.
 pub const MAX_WINDOW: u64 = 1 << 31;
 
-/// Header of the shader's table (`Params` in the shader); 16 bytes, followed by the entries
+/// Header of the shader's table (`Params` in the shader); 32 bytes, followed by the entries
 /// in the same buffer.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Params {
-    /// Invocations with work.
-    pub num_invocations: u32,
+    /// Workgroups with work (blocks).
+    pub num_blocks: u32,
     /// Entries in the table.
     pub num_entries: u32,
-    /// 1 when invocations take equal-sized entries in turn.
-    pub interleaved: u32,
-    /// 16-byte units per invocation.
-    pub units_per_invocation: u32,
+    /// [`Layout::Runs`], [`Layout::Lanes`]: units per lane in a block. [`Layout::Tiles`]:
+    /// tiles per block.
+    pub units_per_lane: u32,
+    /// A [`Layout`] as u32.
+    pub lane_layout: u32,
+    /// [`Layout::Tiles`]: input rows per tile.
+    pub tile_rows: u32,
+    /// [`Layout::Tiles`]: input rows in all.
+    pub rows: u32,
+    /// [`Layout::Runs`]: lanes with work.
+    pub num_lanes: u32,
+    /// Unused; keeps the entries 32-byte aligned.
+    pub pad: u32,
+}
+
+/// How a dispatch maps lanes to units (`LAYOUT_*` in the shader).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Each lane writes a run of consecutive units of the entry it finds itself (CPU adapters).
+    Runs = 0,
+    /// Consecutive lanes write consecutive units, step by step (GPUs).
+    Lanes = 1,
+    /// Each workgroup stages whole input rows, then writes every output's part (GPUs, short rows).
+    Tiles = 2,
 }
 
 /// How the shader reads an entry's words (`MODE_*` in the shader).
@@ -47,8 +77,9 @@ pub enum Mode {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Entry {
-    /// First invocation of this entry.
-    pub invocation_start: u32,
+    /// [`Layout::Lanes`]: first block (workgroup) of this entry. [`Layout::Runs`]: first lane
+    /// of the dispatch. [`Layout::Tiles`]: unused.
+    pub block_start: u32,
     /// First unit of this entry in the output window.
     pub dst_unit: u32,
     /// Offset of the entry's first output byte within its first row.
@@ -65,9 +96,10 @@ pub struct Entry {
     pub mode: u32,
 }
 
-/// Bytes the shader's `src` binding covers for an input of `input_bytes`: whole u32 words.
+/// Bytes the shader's `src` and `src4` bindings cover for an input of `input_bytes`: whole
+/// units, so the aligned vec4 loads of unaligned rows never fall off the end.
 pub fn input_binding(input_bytes: u64) -> u64 {
-    input_bytes.next_multiple_of(4)
+    input_bytes.next_multiple_of(UNIT_BYTES)
 }
 
 /// The largest window a device allows the shader: its binding limit, at most [`MAX_WINDOW`].
@@ -119,22 +151,17 @@ mod tests {
     fn params_and_entry_match_the_shader_structs() {
         let module = module();
         let params = [
-            (
-                "num_invocations",
-                std::mem::offset_of!(Params, num_invocations),
-            ),
+            ("num_blocks", std::mem::offset_of!(Params, num_blocks)),
             ("num_entries", std::mem::offset_of!(Params, num_entries)),
-            ("interleaved", std::mem::offset_of!(Params, interleaved)),
-            (
-                "units_per_invocation",
-                std::mem::offset_of!(Params, units_per_invocation),
-            ),
+            ("units_per_lane", std::mem::offset_of!(Params, units_per_lane)),
+            ("lane_layout", std::mem::offset_of!(Params, lane_layout)),
+            ("tile_rows", std::mem::offset_of!(Params, tile_rows)),
+            ("rows", std::mem::offset_of!(Params, rows)),
+            ("num_lanes", std::mem::offset_of!(Params, num_lanes)),
+            ("pad", std::mem::offset_of!(Params, pad)),
         ];
         let entry = [
-            (
-                "invocation_start",
-                std::mem::offset_of!(Entry, invocation_start),
-            ),
+            ("block_start", std::mem::offset_of!(Entry, block_start)),
             ("dst_unit", std::mem::offset_of!(Entry, dst_unit)),
             ("first_byte", std::mem::offset_of!(Entry, first_byte)),
             ("out_bytes", std::mem::offset_of!(Entry, out_bytes)),
@@ -171,10 +198,17 @@ mod tests {
         ] {
             assert_eq!(wgsl_u32_constant(&module, name), mode as u32, "{name}");
         }
-        assert_eq!(
-            wgsl_u32_constant(&module, "WORKGROUP_SIZE") as u64,
-            WORKGROUP_SIZE
-        );
+        for (name, value) in [
+            ("LAYOUT_RUNS", Layout::Runs as u64),
+            ("LAYOUT_LANES", Layout::Lanes as u64),
+            ("LAYOUT_TILES", Layout::Tiles as u64),
+            ("WORKGROUP_SIZE", WORKGROUP_SIZE),
+            ("STAGE_WORDS", STAGE_WORDS),
+            ("MAX_SEGMENTS", MAX_SEGMENTS),
+            ("MAX_TILE_ENTRIES", MAX_TILE_ENTRIES),
+        ] {
+            assert_eq!(wgsl_u32_constant(&module, name) as u64, value, "{name}");
+        }
         let main = &module.entry_points[0];
         assert_eq!(main.workgroup_size, [WORKGROUP_SIZE as u32, 1, 1]);
         // `dst` is an array of vec4<u32>: one unit per element.

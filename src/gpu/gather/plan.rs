@@ -1,23 +1,45 @@
 //! The gather's dispatches: each one a window of the input, a window of the output region,
 //! and a table of entries. Pure arithmetic, tested without a device.
 
-use super::abi::{input_binding, Entry, Mode, Params, UNIT_BYTES, WORKGROUP_SIZE};
+use super::abi::{
+    input_binding, Entry, Layout, Mode, Params, MAX_TILE_ENTRIES, STAGE_WORDS,
+    UNIT_BYTES, WORKGROUP_SIZE,
+};
 use crate::error::{Result, SplitError};
 use crate::gpu::output_layout::OutputLayout;
-use crate::plan::bytes::{ByteRows, OutputRows};
+use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
 
 /// Most dispatches one split is cut into (each has its own table and bind group).
 pub const MAX_DISPATCHES: u64 = 1 << 16;
 
-/// Workgroups a split is spread over before invocations take longer runs of units.
+/// Workgroups a split is spread over before lanes take longer runs of units (CPU adapters).
 pub const TARGET_WORKGROUPS: u64 = 4;
+
+/// Output rows shorter than this are not staged row by row ([`Layout::Lanes`]): a step of the
+/// workgroup would span too many rows. They go through [`Layout::Tiles`] where they can.
+const MIN_STAGED_ROW: u64 = 64;
+
+/// Input bytes one [`Layout::Tiles`] tile may stage: the workgroup memory, less the two
+/// partial units at its ends.
+const TILE_BYTES: u64 = STAGE_WORDS * 4 - 2 * UNIT_BYTES;
+
+/// How the gather maps lanes to units: the one choice the host makes per device type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatherMode {
+    /// Each lane writes a run of consecutive units: CPU adapters, where every invocation has a
+    /// fixed cost ([`Layout::Runs`]).
+    Runs,
+    /// Consecutive lanes write consecutive units, so a warp touches memory as a plain copy
+    /// does: GPUs ([`Layout::Lanes`], and [`Layout::Tiles`] for short rows).
+    Coalesced,
+}
 
 /// One dispatch: a window of the input, a window of the output region, and its table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dispatch {
     /// Start of the input window, relative to the input region; a multiple of the offset alignment.
     pub src_offset: u64,
-    /// Size of the input window, a multiple of 4.
+    /// Size of the input window, a multiple of 16.
     pub src_size: u64,
     /// Start of the output window, relative to the output region; a multiple of the alignment.
     pub dst_offset: u64,
@@ -25,7 +47,7 @@ pub struct Dispatch {
     pub dst_size: u64,
     /// The table's header.
     pub params: Params,
-    /// One entry per output (or part of one), sorted by `invocation_start`.
+    /// One entry per output (or part of one), sorted by `block_start`.
     pub entries: Vec<Entry>,
 }
 
@@ -56,7 +78,6 @@ fn entry(
     (b0, b1): (u64, u64),
     window: u64,
     dst_unit: u64,
-    invocation_start: u64,
 ) -> Entry {
     // Rebase on the dispatch's first row. When a dispatch starts mid-row its window starts
     // after that row's first byte, so `src_offset` is "negative": it is stored wrapped to u32,
@@ -73,7 +94,8 @@ fn entry(
         Mode::Byte
     };
     Entry {
-        invocation_start: invocation_start as u32,
+        // Numbered by `number_blocks`.
+        block_start: 0,
         dst_unit: dst_unit as u32,
         first_byte: first_byte as u32,
         out_bytes: (b1 - b0) as u32,
@@ -95,29 +117,125 @@ fn part_entry(bytes: &ByteRows, o: &OutputRows, (b0, b1): (u64, u64), window: u6
             offset: bytes.source_of(o, b0),
             row_bytes: b1 - b0,
         };
-        return entry(b1 - b0, &part, (0, b1 - b0), window, 0, 0);
+        return entry(b1 - b0, &part, (0, b1 - b0), window, 0);
     }
-    entry(bytes.stride, o, (b0, b1), window, 0, 0)
+    entry(bytes.stride, o, (b0, b1), window, 0)
 }
 
-/// Invocations an entry of `out_bytes` needs at `units` units per invocation.
-fn invocations(out_bytes: u64, units: u64) -> u64 {
-    out_bytes.div_ceil(UNIT_BYTES).div_ceil(units)
+/// Units of an entry of `out_bytes`.
+fn units(out_bytes: u64) -> u64 {
+    out_bytes.div_ceil(UNIT_BYTES)
+}
+
+/// The layout of a dispatch of `entries` in `mode`: [`Layout::Lanes`] needs every unaligned
+/// entry's rows long enough to stage.
+fn entry_layout(mode: GatherMode, entries: &[Entry]) -> Layout {
+    let stageable = entries
+        .iter()
+        .all(|e| e.mode == Mode::Vec4 as u32 || e.row_bytes as u64 >= MIN_STAGED_ROW);
+    match mode {
+        GatherMode::Coalesced if stageable => Layout::Lanes,
+        _ => Layout::Runs,
+    }
+}
+
+/// Units per lane for entries of `entry_units` units (`total` in all) in `layout`.
+fn units_per_lane(layout: Layout, entry_units: impl Iterator<Item = u64>, max: u64) -> u64 {
+    let (largest, total) = entry_units.fold((0, 0), |(l, t), u| (l.max(u), t + u));
+    let upl = match layout {
+        // Spread small splits over a few workgroups: a CPU adapter runs them in parallel.
+        Layout::Runs => total.div_ceil(TARGET_WORKGROUPS * WORKGROUP_SIZE),
+        // A block no larger than the largest entry, so small entries do not idle whole
+        // workgroups.
+        _ => largest.div_ceil(WORKGROUP_SIZE),
+    };
+    upl.clamp(1, max.max(1))
+}
+
+/// Numbers `entries` (their `block_start`) by lane ([`Layout::Runs`]) or by block of `upl`
+/// units per lane ([`Layout::Lanes`]), and returns the header of their dispatch.
+fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> Params {
+    let step = match layout {
+        Layout::Runs => upl,
+        _ => upl * WORKGROUP_SIZE,
+    };
+    let mut next = 0u64;
+    for e in entries.iter_mut() {
+        e.block_start = next as u32;
+        next += units(e.out_bytes as u64).div_ceil(step);
+    }
+    let (num_blocks, num_lanes) = match layout {
+        Layout::Runs => (next.div_ceil(WORKGROUP_SIZE), next),
+        _ => (next, 0),
+    };
+    Params {
+        num_blocks: num_blocks as u32,
+        num_entries: entries.len() as u32,
+        units_per_lane: upl as u32,
+        lane_layout: layout as u32,
+        tile_rows: 0,
+        rows: 0,
+        num_lanes: num_lanes as u32,
+        pad: 0,
+    }
+}
+
+/// The [`Layout::Tiles`] dispatch of a split whose rows are short, when it fits: every output
+/// takes its part of `tile_rows` staged input rows. `None` when the split is not strided, has
+/// more than [`MAX_TILE_ENTRIES`] outputs, has no row shorter than `MIN_STAGED_ROW` bytes or
+/// has rows too long to stage.
+fn tiles(
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    entries: &[Entry],
+    tiles_per_block: u64,
+) -> Option<Dispatch> {
+    let short = bytes.outputs.iter().any(|o| o.row_bytes < MIN_STAGED_ROW);
+    if bytes.kind != RowKind::Strided
+        || !short
+        || bytes.outputs.len() as u64 > MAX_TILE_ENTRIES
+        || bytes.stride > TILE_BYTES
+    {
+        return None;
+    }
+    let tile_rows = TILE_BYTES / bytes.stride;
+    let num_tiles = bytes.rows.div_ceil(tile_rows);
+    let tiles_per_block = tiles_per_block.max(1);
+    let mut entries = entries.to_vec();
+    entries.iter_mut().for_each(|e| e.block_start = 0);
+    Some(Dispatch {
+        src_offset: 0,
+        src_size: input_binding(bytes.input_bytes()),
+        dst_offset: 0,
+        dst_size: layout.total_bytes,
+        params: Params {
+            num_blocks: num_tiles.div_ceil(tiles_per_block) as u32,
+            num_entries: entries.len() as u32,
+            units_per_lane: tiles_per_block as u32,
+            lane_layout: Layout::Tiles as u32,
+            tile_rows: tile_rows as u32,
+            rows: bytes.rows as u32,
+            num_lanes: 0,
+            pad: 0,
+        },
+        entries,
+    })
 }
 
 /// Plans the gather for the outputs of `bytes`, placed by `layout`.
 ///
-/// Each invocation writes up to `max_units_per_invocation` units: fewer when the split is
-/// small, so it still spreads over [`TARGET_WORKGROUPS`] workgroups. `window_limit` is the
-/// largest window the device allows ([`super::abi::window_limit`]) and `offset_align` its
-/// storage offset alignment. When the input and the output region each fit one window
+/// `mode` maps lanes to units ([`GatherMode`]); each lane writes up to
+/// `max_units_per_lane` units (fewer for small splits). `window_limit` is the largest window
+/// the device allows ([`super::abi::window_limit`]) and `offset_align` its storage offset
+/// alignment. When the input and the output region each fit one window
 /// ([`fits_one_dispatch`]), this is **one** dispatch for all outputs. Otherwise each output is
 /// cut into parts of whole units whose input and output windows fit, one dispatch per part.
 /// No dispatch at all when every output is empty.
 pub fn plan_dispatches(
     bytes: &ByteRows,
     layout: &OutputLayout,
-    max_units_per_invocation: u64,
+    mode: GatherMode,
+    max_units_per_lane: u64,
     window_limit: u64,
     offset_align: u64,
 ) -> Result<Vec<Dispatch>> {
@@ -125,39 +243,34 @@ pub fn plan_dispatches(
         return Ok(vec![]);
     }
     let size = |o: &OutputRows| layout.ranges[o.output].size;
-    let total_units: u64 = bytes
-        .outputs
-        .iter()
-        .map(|o| size(o).div_ceil(UNIT_BYTES))
-        .sum();
-    let units = total_units
-        .div_ceil(TARGET_WORKGROUPS * WORKGROUP_SIZE)
-        .clamp(1, max_units_per_invocation.max(1));
 
     if fits_one_dispatch(bytes.input_bytes(), layout.total_bytes, window_limit) {
-        let mut entries = Vec::with_capacity(bytes.outputs.len());
-        let mut next = 0u64;
-        for o in &bytes.outputs {
-            let range = layout.ranges[o.output];
-            let dst_unit = range.offset / UNIT_BYTES;
-            entries.push(entry(bytes.stride, o, (0, range.size), 0, dst_unit, next));
-            next += invocations(range.size, units);
+        let mut entries: Vec<Entry> = bytes
+            .outputs
+            .iter()
+            .map(|o| {
+                let range = layout.ranges[o.output];
+                entry(bytes.stride, o, (0, range.size), 0, range.offset / UNIT_BYTES)
+            })
+            .collect();
+        if mode == GatherMode::Coalesced {
+            if let Some(d) = tiles(bytes, layout, &entries, max_units_per_lane) {
+                return Ok(vec![d]);
+            }
         }
-        // Equal parts (Split-1, ONNX equal splits) take turns, invocation by invocation.
-        let equal = entries
-            .windows(2)
-            .all(|w| (w[0].out_bytes, w[0].row_bytes) == (w[1].out_bytes, w[1].row_bytes));
+        let kind = entry_layout(mode, &entries);
+        let upl = units_per_lane(
+            kind,
+            entries.iter().map(|e| units(e.out_bytes as u64)),
+            max_units_per_lane,
+        );
+        let params = number_blocks(&mut entries, kind, upl);
         return Ok(vec![Dispatch {
             src_offset: 0,
             src_size: input_binding(bytes.input_bytes()),
             dst_offset: 0,
             dst_size: layout.total_bytes,
-            params: Params {
-                num_invocations: next as u32,
-                num_entries: entries.len() as u32,
-                interleaved: u32::from(equal && entries.len() > 1),
-                units_per_invocation: units as u32,
-            },
+            params,
             entries,
         }]);
     }
@@ -201,20 +314,19 @@ pub fn plan_dispatches(
             let b1 = (b0 + step).min(range.size);
             let window = bytes.source_of(o, b0) / offset_align * offset_align;
             let src_end = (bytes.source_of(o, b1 - 1) + 1)
-                .next_multiple_of(4)
+                .next_multiple_of(UNIT_BYTES)
                 .min(binding);
+            let mut entries = vec![part_entry(bytes, o, (b0, b1), window)];
+            let kind = entry_layout(mode, &entries);
+            let upl = units_per_lane(kind, [units(b1 - b0)].into_iter(), max_units_per_lane);
+            let params = number_blocks(&mut entries, kind, upl);
             dispatches.push(Dispatch {
                 src_offset: window,
                 src_size: src_end - window,
                 dst_offset: range.offset + b0,
                 dst_size: (b1 - b0).next_multiple_of(UNIT_BYTES),
-                params: Params {
-                    num_invocations: invocations(b1 - b0, units) as u32,
-                    num_entries: 1,
-                    interleaved: 0,
-                    units_per_invocation: units as u32,
-                },
-                entries: vec![part_entry(bytes, o, (b0, b1), window)],
+                params,
+                entries,
             });
             b0 = b1;
         }
@@ -235,17 +347,13 @@ mod tests {
         plan: &SplitPlan,
         dtype: DType,
         align: u64,
+        mode: GatherMode,
         units: u64,
         window: u64,
     ) -> Result<Vec<Dispatch>> {
         let layout = OutputLayout::new(plan, dtype, align)?;
-        plan_dispatches(
-            &ByteRows::new(plan, dtype.size())?,
-            &layout,
-            units,
-            window,
-            align,
-        )
+        let bytes = ByteRows::new(plan, dtype.size())?;
+        plan_dispatches(&bytes, &layout, mode, units, window, align)
     }
 
     #[test]
@@ -256,44 +364,79 @@ mod tests {
             &IntTensor::vector(vec![3, 0, 7]),
         )
         .unwrap();
-        let d = dispatches(&plan, DType::U8, 256, 8, BIG).unwrap();
+        let d = dispatches(&plan, DType::U8, 256, GatherMode::Runs, 8, BIG).unwrap();
         assert_eq!(d.len(), 1);
         let e = &d[0].entries;
         assert_eq!(e.len(), 2);
         assert_eq!(
-            (
-                e[1].invocation_start,
-                e[1].dst_unit,
-                e[1].src_offset,
-                e[1].src_stride
-            ),
+            (e[1].block_start, e[1].dst_unit, e[1].src_offset, e[1].src_stride),
             (1, 16, 3, 10)
         );
         assert_eq!(e[1].mode, Mode::Byte as u32);
-        assert_eq!(d[0].params.num_invocations, 2);
+        // Runs: one lane each, in one block.
+        assert_eq!((d[0].params.num_blocks, d[0].params.num_lanes), (1, 2));
+        assert_eq!(d[0].params.lane_layout, Layout::Runs as u32);
     }
 
     #[test]
     fn modes_follow_byte_alignment() {
+        let mode = |plan: &SplitPlan| {
+            dispatches(plan, DType::U8, 16, GatherMode::Runs, 8, BIG).unwrap()[0].entries[1].mode
+        };
         let plan = ops::split(&[3, 64], &IntTensor::scalar(1), 2).unwrap();
-        let mode =
-            |plan: &SplitPlan| dispatches(plan, DType::U8, 16, 8, BIG).unwrap()[0].entries[1].mode;
         assert_eq!(mode(&plan), Mode::Vec4 as u32); // rows of 32 bytes
         let plan = ops::split(&[3, 8], &IntTensor::scalar(1), 2).unwrap();
         assert_eq!(mode(&plan), Mode::Word as u32);
     }
 
     #[test]
-    fn many_units_share_an_invocation() {
+    fn runs_spread_small_splits_and_lengthen_for_large_ones() {
         let run = |len: usize| {
             let plan = ops::split(&[1, len], &IntTensor::scalar(1), 1).unwrap();
-            let p = dispatches(&plan, DType::F32, 16, 8, BIG).unwrap()[0].params;
-            (p.num_invocations, p.units_per_invocation)
+            let p = dispatches(&plan, DType::F32, 16, GatherMode::Runs, 8, BIG).unwrap()[0].params;
+            (p.num_blocks, p.units_per_lane)
         };
-        // 4000 bytes = 250 units: small enough for one unit per invocation.
-        assert_eq!(run(1000), (250, 1));
-        // 64 MiB = 4 Mi units: runs grow to the maximum, 8 here.
-        assert_eq!(run(1 << 24), (1 << 19, 8));
+        // 4000 bytes = 250 units: one unit per lane, one block.
+        assert_eq!(run(1000), (1, 1));
+        // 64 MiB = 4 Mi units: runs grow to the maximum, 8 here, in blocks of 2,048 units.
+        assert_eq!(run(1 << 24), (2048, 8));
+    }
+
+    #[test]
+    fn coalesced_layouts_follow_the_rows() {
+        let layout_of = |shape: &[usize], lengths: Vec<i64>, dtype| {
+            let plan =
+                ops::variadic_split(shape, &IntTensor::scalar(1), &IntTensor::vector(lengths))
+                    .unwrap();
+            let d = dispatches(&plan, dtype, 256, GatherMode::Coalesced, 4, BIG).unwrap();
+            (d[0].params.lane_layout, d[0].params.units_per_lane, d[0].params.tile_rows)
+        };
+        // Aligned rows and long unaligned rows: lanes, 4 units each.
+        let lanes = Layout::Lanes as u32;
+        assert_eq!(layout_of(&[512, 4096], vec![2048, 2048], DType::F32), (lanes, 4, 0));
+        assert_eq!(
+            layout_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8),
+            (lanes, 4, 0)
+        );
+        // Rows of 4 bytes at a stride of 16: tiles of 942 rows.
+        assert_eq!(
+            layout_of(&[4096, 4], vec![1, 1, 1, 1], DType::F32),
+            (Layout::Tiles as u32, 4, 942)
+        );
+        // Short rows, but 17 outputs: too many for tiles, so runs.
+        assert_eq!(
+            layout_of(&[64, 17], vec![1; 17], DType::U8).0,
+            Layout::Runs as u32
+        );
+    }
+
+    #[test]
+    fn entries_get_whole_blocks() {
+        // Three outputs of 1,440 units in blocks of 2 x 256 units: 3 blocks each.
+        let plan = ops::split(&[6, 12, 10, 24], &IntTensor::scalar(1), 3).unwrap();
+        let d = &dispatches(&plan, DType::F32, 256, GatherMode::Coalesced, 2, BIG).unwrap()[0];
+        let starts: Vec<u32> = d.entries.iter().map(|e| e.block_start).collect();
+        assert_eq!((starts, d.params.num_blocks), (vec![0, 3, 6], 9));
     }
 
     #[test]
@@ -306,7 +449,7 @@ mod tests {
         )
         .unwrap();
         let layout = OutputLayout::new(&plan, DType::U8, 32).unwrap();
-        let d = dispatches(&plan, DType::U8, 32, 8, 4096).unwrap();
+        let d = dispatches(&plan, DType::U8, 32, GatherMode::Runs, 8, 4096).unwrap();
         assert!(d.len() > 2);
         let mut covered = [0u64; 2];
         for p in &d {
@@ -320,7 +463,7 @@ mod tests {
         // A row stride wider than the window cannot be cut.
         let plan = ops::split(&[4, 5000], &IntTensor::scalar(1), 2).unwrap();
         assert!(matches!(
-            dispatches(&plan, DType::U8, 32, 8, 4096),
+            dispatches(&plan, DType::U8, 32, GatherMode::Runs, 8, 4096),
             Err(SplitError::TooLarge(_))
         ));
     }

@@ -1,7 +1,7 @@
 //! Recording the gather: the pipeline (compiled once per device), one bind group per
 //! dispatch, and the dispatches themselves.
 
-use super::abi::{SHADER_SOURCE, UNIT_BYTES, WORKGROUP_SIZE};
+use super::abi::{SHADER_SOURCE, WORKGROUP_SIZE};
 use super::plan::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped;
@@ -58,7 +58,12 @@ impl GatherPipeline {
             layout: Some(&layout),
             module: &module,
             entry_point: Some("main"),
-            compilation_options: Default::default(),
+            // The shader writes every word of workgroup memory before it reads it, so zeroing
+            // it first (16 KiB per workgroup) would be pure cost.
+            compilation_options: wgpu::PipelineCompilationOptions {
+                zero_initialize_workgroup_memory: false,
+                ..Default::default()
+            },
             cache: None,
         });
         Self {
@@ -82,7 +87,7 @@ impl GatherPipeline {
         let limits = device.limits();
         let grids = dispatches
             .iter()
-            .map(|d| grid(&limits, d.params.num_invocations as u64, WORKGROUP_SIZE))
+            .map(|d| grid(&limits, d.params.num_blocks as u64 * WORKGROUP_SIZE, WORKGROUP_SIZE))
             .collect::<Result<Vec<_>>>()?;
         scoped(device, "encoding the split", || {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -114,20 +119,12 @@ impl GatherPipeline {
                 size: NonZeroU64::new(size),
             })
         };
+        // `src` and `src4` view the same window, whole units (`abi::input_binding`).
         let src_offset = input.offset + dispatch.src_offset;
-        // The vec4 view of the source covers its whole units. A window under 16 bytes has no
-        // vec4 entries, but the binding must still be valid: the table (at least 48 bytes)
-        // stands in.
-        let vec4_size = dispatch.src_size / UNIT_BYTES * UNIT_BYTES;
-        let src4 = if vec4_size > 0 {
-            window(input.buffer, src_offset, vec4_size)
-        } else {
-            table.as_entire_binding()
-        };
         let resources = [
             table.as_entire_binding(),
             window(input.buffer, src_offset, dispatch.src_size),
-            src4,
+            window(input.buffer, src_offset, dispatch.src_size),
             window(
                 output.buffer,
                 output.offset + dispatch.dst_offset,
