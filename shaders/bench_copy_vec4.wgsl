@@ -1,8 +1,20 @@
 // Benchmark baseline: the plain device copy kernel a split is measured against.
 // One vec4<u32> per invocation, 256 invocations per workgroup, 2-D grid for large copies.
+// Its accesses go through the same trace hook as the gather's (see split_gather.wgsl), so the
+// memory trace measures both the same way.
 
 @group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+
+const TRACE_SRC: u32 = 1u;
+const TRACE_DST: u32 = 2u;
+
+var<private> trace_lane: u32;
+var<private> trace_block: u32;
+var<private> trace_seq: u32;
+
+// The trace hook: `kind` (TRACE_*), byte `address` in its binding, `size` bytes.
+fn trace(kind: u32, address: u32, size: u32) {}
 
 @compute @workgroup_size(256)
 fn main(
@@ -10,8 +22,15 @@ fn main(
     @builtin(num_workgroups) num_wg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i = (wg.y * num_wg.x + wg.x) * 256u + lid;
+    let block = wg.y * num_wg.x + wg.x;
+    trace_lane = lid;
+    trace_block = block;
+    trace_seq = 0u;
+    let i = block * 256u + lid;
     if (i < arrayLength(&dst)) {
-        dst[i] = src[i];
+        trace(TRACE_SRC, i * 16u, 16u);
+        let v = src[i];
+        trace(TRACE_DST, i * 16u, 16u);
+        dst[i] = v;
     }
 }

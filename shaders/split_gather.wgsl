@@ -10,11 +10,12 @@
 // invocations write the same word (no atomics, even for 1- and 2-byte dtypes). The host picks
 // one of three layouts per dispatch (`Params.lane_layout`):
 //
-// - LAYOUT_RUNS (CPU adapters, where every invocation has a fixed cost): each lane writes a run
-//   of `units_per_lane` consecutive units of one entry, stepping along the rows, and finds its
-//   entry itself (entries get whole lanes, numbered by `lane_start`), so small outputs share
-//   workgroups. Unaligned rows are funnel-shifted from a sliding window of aligned vec4 loads,
-//   one load per unit.
+// - LAYOUT_RUNS (CPU adapters, where every invocation has a fixed cost; entry point
+//   `main_runs`, with no barrier and no workgroup memory): each lane writes a run of
+//   `units_per_lane` consecutive units of one entry, stepping along the rows, and finds its
+//   entry itself (entries get whole lanes, numbered by `block_start`; equal entries take lanes
+//   in turn), so small outputs share workgroups. Unaligned rows are funnel-shifted from a
+//   sliding window of aligned vec4 loads, one load per unit.
 // - LAYOUT_LANES (GPUs): entries get whole blocks (numbered by `block_start`), and lane 0 finds
 //   the block's entry once and hands it to the workgroup through workgroup memory, so the table
 //   is read once per block and every later branch is uniform. Step by step, consecutive lanes
@@ -45,8 +46,9 @@ struct Params {
     rows: u32,
     // LAYOUT_RUNS: lanes with work.
     num_lanes: u32,
-    // Unused; keeps the entries 32-byte aligned.
-    pad: u32,
+    // LAYOUT_RUNS: 1 when every entry has the same size and rows: lane g then serves entry
+    // g % num_entries, so neighbouring lanes read neighbouring bytes of the same input rows.
+    interleaved: u32,
 }
 
 // How an entry's words are read.
@@ -166,31 +168,17 @@ fn store_unit(i: u32, v: vec4<u32>) {
 // The 16 bytes at byte `sh` (0 to 15) of the 32 bytes `lo ++ hi`. Constant lane indices only:
 // a dynamically indexed vector is slow on CPU adapters.
 fn funnel(lo: vec4<u32>, hi: vec4<u32>, sh: u32) -> vec4<u32> {
-    var w: vec4<u32>;
-    var x: u32;
-    switch (sh / 4u) {
-        case 0u: {
-            w = lo;
-            x = hi.x;
-        }
-        case 1u: {
-            w = vec4<u32>(lo.yzw, hi.x);
-            x = hi.y;
-        }
-        case 2u: {
-            w = vec4<u32>(lo.zw, hi.xy);
-            x = hi.z;
-        }
-        default: {
-            w = vec4<u32>(lo.w, hi.xyz);
-            x = hi.w;
-        }
-    }
+    // Words q .. q + 4 of lo ++ hi, by selects rather than branches (lanes of a SIMD group
+    // may differ in q).
+    let q = sh / 4u;
+    let c1 = vec4<u32>(lo.yzw, hi.x);
+    let c2 = vec4<u32>(lo.zw, hi.xy);
+    let c3 = vec4<u32>(lo.w, hi.xyz);
+    let w = select(select(lo, c1, q == 1u), select(c2, c3, q == 3u), q >= 2u);
+    let next = select(select(c1, c2, q == 1u), select(c3, hi, q == 3u), q >= 2u);
     let r = (sh % 4u) * 8u;
-    if (r == 0u) {
-        return w;
-    }
-    return (w >> vec4<u32>(r)) | (vec4<u32>(w.yzw, x) << vec4<u32>(32u - r));
+    // A shift by 32 would wrap to 0, hence the select for r = 0.
+    return select((w >> vec4<u32>(r)) | (next << vec4<u32>(32u - r)), w, r == 0u);
 }
 
 // The byte at source offset `s`, in the low 8 bits.
@@ -262,10 +250,32 @@ fn main(
     }
     if (p.lane_layout == LAYOUT_TILES) {
         copy_tiles(p, block, lane);
-    } else if (p.lane_layout == LAYOUT_LANES) {
-        copy_lanes(p, found.entry, found.local_block, lane);
     } else {
-        copy_run(p, block * WORKGROUP_SIZE + lane);
+        copy_lanes(p, found.entry, found.local_block, lane);
+    }
+}
+
+// LAYOUT_RUNS.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main_runs(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) num_wg: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let block = wg.y * num_wg.x + wg.x;
+    trace_lane = lane;
+    trace_block = block;
+    trace_seq = 0u;
+    let p = read_params();
+    let g = block * WORKGROUP_SIZE + lane;
+    if (g >= p.num_lanes) {
+        return;
+    }
+    if (p.interleaved == 1u) {
+        copy_run(p, read_entry(g % p.num_entries), g / p.num_entries);
+    } else {
+        let e = read_entry(find_entry(p, g));
+        copy_run(p, e, g - e.block_start);
     }
 }
 
@@ -286,14 +296,10 @@ fn find_entry(p: Params, n: u32) -> u32 {
 
 // ---- LAYOUT_RUNS ----
 
-// Lane `g` of the dispatch.
-fn copy_run(p: Params, g: u32) {
-    if (g >= p.num_lanes) {
-        return;
-    }
-    let e = read_entry(find_entry(p, g));
+// The `local_lane`-th run of entry `e`.
+fn copy_run(p: Params, e: Entry, local_lane: u32) {
     let total_units = (e.out_bytes + 15u) / 16u;
-    let first_unit = (g - e.block_start) * p.units_per_lane;
+    let first_unit = local_lane * p.units_per_lane;
     let end_unit = min(first_unit + p.units_per_lane, total_units);
     if (first_unit >= end_unit) {
         return;

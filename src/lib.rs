@@ -40,15 +40,16 @@ pub mod ops;
 pub mod plan;
 pub mod reference;
 pub mod tensor;
+pub mod trace;
 pub mod verify;
 
 pub use dtype::DType;
 pub use error::{Result, SplitError};
 pub use gpu::device::BackendChoice;
 pub use gpu::gather::plan::GatherMode;
-pub use gpu::route::RouteChoice;
 pub use gpu::output_layout::{OutputLayout, OutputRange};
 pub use gpu::region::BufferRegion;
+pub use gpu::route::RouteChoice;
 pub use gpu::{EncodedSplit, GpuSplitter};
 pub use ops::Operator;
 pub use plan::{Chunk, SplitPlan};

@@ -163,9 +163,17 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
     let gather = gpu.clone().with_route(RouteChoice::Gather);
     let variants = [
         gpu.clone(),
-        gather.clone().with_gather_mode(GatherMode::Runs).with_max_units_per_lane(3),
-        gather.clone().with_gather_mode(GatherMode::Coalesced).with_max_units_per_lane(1),
-        gather.with_gather_mode(GatherMode::Coalesced).with_max_units_per_lane(4),
+        gather
+            .clone()
+            .with_gather_mode(GatherMode::Runs)
+            .with_max_units_per_lane(3),
+        gather
+            .clone()
+            .with_gather_mode(GatherMode::Coalesced)
+            .with_max_units_per_lane(1),
+        gather
+            .with_gather_mode(GatherMode::Coalesced)
+            .with_max_units_per_lane(4),
     ];
     for gpu in &variants {
         let got = gpu

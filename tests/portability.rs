@@ -15,10 +15,11 @@ fn parse(name: &str, source: &str) -> (naga::Module, ModuleInfo) {
     (module, info)
 }
 
-fn translate_everywhere(name: &str, source: &str) {
+/// Translates `source` to every backend's language; it has the entry points `entries`.
+fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
     let (module, info) = parse(name, source);
-    assert_eq!(module.entry_points.len(), 1, "{name}");
-    let entry = module.entry_points[0].name.clone();
+    let names: Vec<&str> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, entries, "{name}");
 
     let words = spv::write_vec(&module, &info, &spv::Options::default(), None)
         .unwrap_or_else(|e| panic!("{name} SPIR-V: {e}"));
@@ -46,46 +47,52 @@ fn translate_everywhere(name: &str, source: &str) {
         "{name}: no HLSL compute entry"
     );
 
-    let mut glsl_text = String::new();
-    let options = glsl::Options {
-        version: glsl::Version::new_gles(310),
-        ..Default::default()
-    };
-    let pipeline = glsl::PipelineOptions {
-        shader_stage: naga::ShaderStage::Compute,
-        entry_point: entry,
-        multiview: None,
-    };
-    glsl::Writer::new(
-        &mut glsl_text,
-        &module,
-        &info,
-        &options,
-        &pipeline,
-        Default::default(),
-    )
-    .and_then(|mut w| w.write())
-    .unwrap_or_else(|e| panic!("{name} GLSL: {e}"));
-    assert!(
-        glsl_text.contains("layout(local_size_x"),
-        "{name}: no GLSL compute layout"
-    );
+    // GLSL takes one entry point per program.
+    for entry in entries {
+        let mut glsl_text = String::new();
+        let options = glsl::Options {
+            version: glsl::Version::new_gles(310),
+            ..Default::default()
+        };
+        let pipeline = glsl::PipelineOptions {
+            shader_stage: naga::ShaderStage::Compute,
+            entry_point: entry.to_string(),
+            multiview: None,
+        };
+        glsl::Writer::new(
+            &mut glsl_text,
+            &module,
+            &info,
+            &options,
+            &pipeline,
+            Default::default(),
+        )
+        .and_then(|mut w| w.write())
+        .unwrap_or_else(|e| panic!("{name} GLSL {entry}: {e}"));
+        assert!(
+            glsl_text.contains("layout(local_size_x"),
+            "{name}: no GLSL compute layout for {entry}"
+        );
+    }
 }
+
+const GATHER_ENTRIES: [&str; 2] = ["main", "main_runs"];
 
 #[test]
 fn split_shader_compiles_for_every_backend() {
-    translate_everywhere(
-        "split_gather.wgsl",
-        wgpu_split::gpu::gather::abi::SHADER_SOURCE,
-    );
+    let source = wgpu_split::gpu::gather::abi::SHADER_SOURCE;
+    translate_everywhere("split_gather.wgsl", source, &GATHER_ENTRIES);
+    // The trace build too: the same shader with the hook given a body.
+    let traced = wgpu_split::trace::traced_source(source, 4).unwrap();
+    translate_everywhere("split_gather.wgsl (traced)", &traced, &GATHER_ENTRIES);
 }
 
 #[test]
 fn bench_copy_shader_compiles_for_every_backend() {
-    translate_everywhere(
-        "bench_copy_vec4.wgsl",
-        wgpu_split::bench::COPY_SHADER_SOURCE,
-    );
+    let source = wgpu_split::bench::COPY_SHADER_SOURCE;
+    translate_everywhere("bench_copy_vec4.wgsl", source, &["main"]);
+    let traced = wgpu_split::trace::traced_source(source, 2).unwrap();
+    translate_everywhere("bench_copy_vec4.wgsl (traced)", &traced, &["main"]);
 }
 
 #[test]

@@ -5,7 +5,8 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, BackendChoice, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, SplitError, SplitPlan,
+    ops, reference, BackendChoice, DType, GatherMode, GpuSplitter, HostTensor, IntTensor,
+    SplitError, SplitPlan,
 };
 
 /// A deterministic byte pattern that differs at every offset modulo 251.

@@ -52,6 +52,14 @@ pub struct BenchArgs {
     /// to compare the gather dispatch and row copies alone.
     #[arg(long)]
     pub no_texture_copies: bool,
+    /// Which routes the splits may take: auto (the device's cheapest), gather (the gather
+    /// dispatch alone, to measure the kernel on any adapter) or copies.
+    #[arg(long, default_value = "auto")]
+    pub route: String,
+    /// Also trace each case's gather as a GPU runs it and report its memory figures (sector
+    /// efficiency, lines and table bytes per 512 bytes moved) beside the copy kernel's.
+    #[arg(long)]
+    pub memory: bool,
 }
 
 /// Options of `info`.

@@ -1,36 +1,27 @@
-//! `wgpu-split bench`: the standard suite with a progress bar, a table and optional JSON.
+//! `wgpu-split bench`: the standard suite with a progress bar, a table and optional JSON; with
+//! `--memory`, the traced memory figures of each case beside the copy kernel's.
 
 use super::args::{self, BenchArgs};
 use super::error::{CliError, CliResult};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::process::ExitCode;
-use wgpu_split::bench::{gbps, median, standard_suite, Bencher};
-use wgpu_split::GpuSplitter;
+use wgpu_split::bench::{
+    gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, MemoryReport, WARPS,
+};
+use wgpu_split::trace::analysis::MemoryFigures;
+use wgpu_split::{GpuSplitter, RouteChoice};
 
 /// Runs the suite and prints (and optionally writes) the results.
 pub fn run(a: &BenchArgs) -> CliResult {
-    let mut gpu = GpuSplitter::open(args::backend(a.backend.as_deref())?)?;
+    let route: RouteChoice = a.route.parse()?;
+    let mut gpu = GpuSplitter::open(args::backend(a.backend.as_deref())?)?.with_route(route);
     if a.no_texture_copies {
         gpu = gpu.with_texture_copies(false);
     }
     let info = gpu.adapter_info().clone();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?;
-    let mut suite = standard_suite();
-    if !a.cases.is_empty() {
-        if let Some(unknown) = a
-            .cases
-            .iter()
-            .find(|n| !suite.iter().any(|c| c.name == n.as_str()))
-        {
-            let names: Vec<&str> = suite.iter().map(|c| c.name).collect();
-            return Err(CliError::usage(format!(
-                "unknown case {unknown:?}; cases are {}",
-                names.join(", ")
-            )));
-        }
-        suite.retain(|c| a.cases.iter().any(|n| n == c.name));
-    }
+    let suite = chosen_cases(&a.cases)?;
     let bar = ProgressBar::new(suite.len() as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -38,20 +29,68 @@ pub fn run(a: &BenchArgs) -> CliResult {
     let mut results = Vec::new();
     for case in &suite {
         bar.set_message(case.name);
-        results.push(bencher.run_case(case)?);
+        let result = bencher.run_case(case)?;
+        let memory = if a.memory {
+            Some(memory_report(&gpu, case)?)
+        } else {
+            None
+        };
+        results.push((result, memory));
         bar.inc(1);
     }
     bar.finish_and_clear();
     // Each case times empty round trips in turn with its split; the adapter's figure is the
     // median over the cases.
-    let roundtrip_ms = median(results.iter().map(|r| r.roundtrip_ms).collect());
+    let roundtrip_ms = median(results.iter().map(|(r, _)| r.roundtrip_ms).collect());
 
     say!(
-        "adapter: {} ({:?}); empty submit + wait: {:.3} ms (median over the cases)",
+        "adapter: {} ({:?}); route: {}; empty submit + wait: {:.3} ms (median over the cases)",
         info.name,
         info.backend,
+        a.route,
         roundtrip_ms
     );
+    print_rates(&results);
+    if a.memory {
+        print_memory(&results);
+    }
+    if let Some(path) = &a.json {
+        let cases: Vec<Value> = results.iter().map(|(r, m)| case_json(r, m)).collect();
+        let report = json!({
+            "adapter": {"name": info.name, "backend": format!("{:?}", info.backend).to_lowercase()},
+            "route": a.route,
+            "roundtrip_ms": roundtrip_ms,
+            "cases": cases,
+        });
+        let text =
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::usage(e.to_string()))?;
+        std::fs::write(path, text)
+            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The standard suite, or the named cases of it; an unknown name is a usage error.
+fn chosen_cases(names: &[String]) -> CliResult<Vec<Case>> {
+    let mut suite = standard_suite();
+    if names.is_empty() {
+        return Ok(suite);
+    }
+    if let Some(unknown) = names
+        .iter()
+        .find(|n| !suite.iter().any(|c| c.name == n.as_str()))
+    {
+        let all: Vec<&str> = suite.iter().map(|c| c.name).collect();
+        return Err(CliError::usage(format!(
+            "unknown case {unknown:?}; cases are {}",
+            all.join(", ")
+        )));
+    }
+    suite.retain(|c| names.iter().any(|n| n == c.name));
+    Ok(suite)
+}
+
+fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!(
         "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>13}",
         "case",
@@ -68,7 +107,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         "cpu",
         "disp/buf/tex"
     );
-    for r in &results {
+    for (r, _) in results {
         say!(
             "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>13}{}",
             r.case.name,
@@ -94,44 +133,91 @@ pub fn run(a: &BenchArgs) -> CliResult {
     say!(" copy = copy_buffer_to_buffer, shader = vec4 copy kernel; each case times its split, round");
     say!(" trip, copy and copy kernel in turn; disp/buf/tex = gather dispatches / buffer copies /");
     say!(" texture copies the split recorded)");
+}
 
-    if let Some(path) = &a.json {
-        let cases: Vec<_> = results
-            .iter()
-            .map(|r| {
-                json!({
-                    "name": r.case.name,
-                    "op": r.case.op.name(),
-                    "dtype": r.case.dtype.name(),
-                    "shape": r.case.shape,
-                    "axis": r.case.op.axis(),
-                    "outputs": r.outputs,
-                    "bytes": r.bytes,
-                    "split_ms": r.split_ms,
-                    "roundtrip_ms": r.roundtrip_ms,
-                    "host_ms": r.host_ms,
-                    "copy_ms": r.copy_ms,
-                    "shader_copy_ms": r.shader_copy_ms,
-                    "split_gbps": gbps(r.bytes, r.split_ms),
-                    "copy_gbps": gbps(r.bytes, r.copy_ms),
-                    "shader_copy_gbps": gbps(r.bytes, r.shader_copy_ms),
-                    "cpu_reference_gbps": gbps(r.bytes, r.cpu_reference_ms),
-                    "dispatches": r.recorded.dispatches,
-                    "buffer_copies": r.recorded.buffer_copies,
-                    "texture_copies": r.recorded.texture_copies,
-                    "zero_copy": r.zero_copy,
-                })
-            })
-            .collect();
-        let report = json!({
-            "adapter": {"name": info.name, "backend": format!("{:?}", info.backend).to_lowercase()},
-            "roundtrip_ms": roundtrip_ms,
-            "cases": cases,
-        });
-        let text =
-            serde_json::to_string_pretty(&report).map_err(|e| CliError::usage(e.to_string()))?;
-        std::fs::write(path, text)
-            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
+    say!();
+    say!("memory, traced: the gather as a GPU runs it (coalesced lanes), whatever the adapter");
+    say!(
+        "{:<11} {:>4} {:>9} {:>10} {:>10} {:>11} {:>10}",
+        "case",
+        "warp",
+        "load eff",
+        "store eff",
+        "load l/512",
+        "store l/512",
+        "table B/512"
+    );
+    let row = |name: &str, f: &MemoryFigures| {
+        say!(
+            "{:<11} {:>4} {:>9.3} {:>10.3} {:>10.2} {:>11.2} {:>10.2}",
+            name,
+            f.warp,
+            f.load_efficiency,
+            f.store_efficiency,
+            f.load_lines_per_512,
+            f.store_lines_per_512,
+            f.table_bytes_per_512
+        );
+    };
+    for (r, m) in results {
+        let Some(m) = m else { continue };
+        for f in &m.split {
+            row(r.case.name, f);
+        }
     }
-    Ok(ExitCode::SUCCESS)
+    if let Some((_, Some(m))) = results.first() {
+        for f in &m.copy_kernel {
+            row("copy kernel", f);
+        }
+    }
+    say!("(eff = useful bytes / (32-byte sectors touched x 32) per warp instruction; l/512 = 128-byte");
+    say!(" lines touched per 512 bytes stored; table B/512 = table bytes read per 512 bytes stored)");
+}
+
+fn figures_json(f: &MemoryFigures) -> Value {
+    json!({
+        "load_efficiency": f.load_efficiency,
+        "store_efficiency": f.store_efficiency,
+        "load_lines_per_512": f.load_lines_per_512,
+        "store_lines_per_512": f.store_lines_per_512,
+        "table_bytes_per_512": f.table_bytes_per_512,
+    })
+}
+
+fn case_json(r: &CaseResult, memory: &Option<MemoryReport>) -> Value {
+    let mut v = json!({
+        "name": r.case.name,
+        "op": r.case.op.name(),
+        "dtype": r.case.dtype.name(),
+        "shape": r.case.shape,
+        "axis": r.case.op.axis(),
+        "outputs": r.outputs,
+        "bytes": r.bytes,
+        "split_ms": r.split_ms,
+        "roundtrip_ms": r.roundtrip_ms,
+        "host_ms": r.host_ms,
+        "copy_ms": r.copy_ms,
+        "shader_copy_ms": r.shader_copy_ms,
+        "split_gbps": gbps(r.bytes, r.split_ms),
+        "copy_gbps": gbps(r.bytes, r.copy_ms),
+        "shader_copy_gbps": gbps(r.bytes, r.shader_copy_ms),
+        "cpu_reference_gbps": gbps(r.bytes, r.cpu_reference_ms),
+        "dispatches": r.recorded.dispatches,
+        "buffer_copies": r.recorded.buffer_copies,
+        "texture_copies": r.recorded.texture_copies,
+        "zero_copy": r.zero_copy,
+    });
+    if let Some(m) = memory {
+        let warps = |fs: &[MemoryFigures; 2]| {
+            let mut o = serde_json::Map::new();
+            for (w, f) in WARPS.iter().zip(fs) {
+                o.insert(format!("warp{w}"), figures_json(f));
+            }
+            Value::Object(o)
+        };
+        v["memory"] = warps(&m.split);
+        v["copy_kernel_memory"] = warps(&m.copy_kernel);
+    }
+    v
 }

@@ -22,4 +22,4 @@ mod splitter;
 pub mod texture;
 
 pub use record::EncodedSplit;
-pub use splitter::GpuSplitter;
+pub use splitter::{gather_defaults, GpuSplitter};

@@ -144,8 +144,15 @@ impl GpuSplitter {
                 }
                 let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
                 let tables = self.tables.buffers(&self.device, &tables)?;
-                self.gather
-                    .record(&self.device, encoder, dispatches, &tables, &input, &output)?;
+                self.gather.record(
+                    &self.device,
+                    encoder,
+                    dispatches,
+                    &tables,
+                    &input,
+                    &output,
+                    None,
+                )?;
                 encoded.dispatches = dispatches.len() as u32;
             }
         }
@@ -153,7 +160,7 @@ impl GpuSplitter {
     }
 
     /// What this device and these settings offer the route.
-    fn caps(&self) -> DeviceCaps {
+    pub(crate) fn caps(&self) -> DeviceCaps {
         DeviceCaps {
             window_limit: window_limit(&self.limits),
             offset_align: self.limits.min_storage_buffer_offset_alignment as u64,

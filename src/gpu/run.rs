@@ -115,7 +115,7 @@ impl GpuSplitter {
 
     /// Maps a MAP_READ buffer after the queue's work and hands its bytes to `read`, which copies
     /// out what it needs (the mapped bytes are not copied as a whole first).
-    fn read_back<T>(
+    pub(crate) fn read_back<T>(
         &self,
         buffer: &wgpu::Buffer,
         read: impl FnOnce(&[u8]) -> Result<T>,

@@ -3,10 +3,10 @@
 use crate::error::Result;
 use crate::gpu::device::{self, BackendChoice};
 use crate::gpu::gather::plan::GatherMode;
-use crate::gpu::route::RouteChoice;
 use crate::gpu::gather::record::GatherPipeline;
 use crate::gpu::gather::tables::TableCache;
 use crate::gpu::output_layout::{OutputLayout, OutputRange};
+use crate::gpu::route::RouteChoice;
 use crate::gpu::texture::record::Scratch;
 use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// writes a long run: 128 units reached the vec4 copy kernel's rate there, 8 reached 60 to 70%
 /// of it. On GPUs consecutive lanes write consecutive units, 4 steps per lane, so a block of
 /// 16 KiB pays for one table lookup.
-fn gather_defaults(device_type: wgpu::DeviceType) -> (GatherMode, u32) {
+pub fn gather_defaults(device_type: wgpu::DeviceType) -> (GatherMode, u32) {
     match device_type {
         wgpu::DeviceType::Cpu => (GatherMode::Runs, 128),
         _ => (GatherMode::Coalesced, 4),

@@ -44,15 +44,16 @@ pub struct Params {
     pub rows: u32,
     /// [`Layout::Runs`]: lanes with work.
     pub num_lanes: u32,
-    /// Unused; keeps the entries 32-byte aligned.
-    pub pad: u32,
+    /// [`Layout::Runs`]: 1 when equal entries take lanes in turn.
+    pub interleaved: u32,
 }
 
 /// How a dispatch maps lanes to units (`LAYOUT_*` in the shader).
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
-    /// Each lane writes a run of consecutive units of the entry it finds itself (CPU adapters).
+    /// Each lane writes a run of consecutive units of the entry it finds itself (CPU adapters;
+    /// the shader's `main_runs` entry point).
     Runs = 0,
     /// Consecutive lanes write consecutive units, step by step (GPUs).
     Lanes = 1,
@@ -153,12 +154,15 @@ mod tests {
         let params = [
             ("num_blocks", std::mem::offset_of!(Params, num_blocks)),
             ("num_entries", std::mem::offset_of!(Params, num_entries)),
-            ("units_per_lane", std::mem::offset_of!(Params, units_per_lane)),
+            (
+                "units_per_lane",
+                std::mem::offset_of!(Params, units_per_lane),
+            ),
             ("lane_layout", std::mem::offset_of!(Params, lane_layout)),
             ("tile_rows", std::mem::offset_of!(Params, tile_rows)),
             ("rows", std::mem::offset_of!(Params, rows)),
             ("num_lanes", std::mem::offset_of!(Params, num_lanes)),
-            ("pad", std::mem::offset_of!(Params, pad)),
+            ("interleaved", std::mem::offset_of!(Params, interleaved)),
         ];
         let entry = [
             ("block_start", std::mem::offset_of!(Entry, block_start)),

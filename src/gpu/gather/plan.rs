@@ -2,8 +2,8 @@
 //! and a table of entries. Pure arithmetic, tested without a device.
 
 use super::abi::{
-    input_binding, Entry, Layout, Mode, Params, MAX_TILE_ENTRIES, STAGE_WORDS,
-    UNIT_BYTES, WORKGROUP_SIZE,
+    input_binding, Entry, Layout, Mode, Params, MAX_TILE_ENTRIES, STAGE_WORDS, UNIT_BYTES,
+    WORKGROUP_SIZE,
 };
 use crate::error::{Result, SplitError};
 use crate::gpu::output_layout::OutputLayout;
@@ -72,13 +72,7 @@ pub fn fits_one_dispatch(input_bytes: u64, output_bytes: u64, window_limit: u64)
 /// Builds the entry for bytes `[b0, b1)` of output `o`, whose rows are `stride` bytes apart,
 /// reading from an input window that starts at `window` and writing at unit `dst_unit` of the
 /// output window.
-fn entry(
-    stride: u64,
-    o: &OutputRows,
-    (b0, b1): (u64, u64),
-    window: u64,
-    dst_unit: u64,
-) -> Entry {
+fn entry(stride: u64, o: &OutputRows, (b0, b1): (u64, u64), window: u64, dst_unit: u64) -> Entry {
     // Rebase on the dispatch's first row. When a dispatch starts mid-row its window starts
     // after that row's first byte, so `src_offset` is "negative": it is stored wrapped to u32,
     // and the shader's wrapping u32 sums `row * stride + src_offset + col` land inside it.
@@ -164,6 +158,12 @@ fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> Params {
         e.block_start = next as u32;
         next += units(e.out_bytes as u64).div_ceil(step);
     }
+    // Equal entries take lanes in turn (Runs): neighbouring lanes then read the same rows.
+    let equal = entries.len() > 1
+        && entries
+            .windows(2)
+            .all(|w| (w[0].out_bytes, w[0].row_bytes) == (w[1].out_bytes, w[1].row_bytes));
+    let interleaved = layout == Layout::Runs && equal;
     let (num_blocks, num_lanes) = match layout {
         Layout::Runs => (next.div_ceil(WORKGROUP_SIZE), next),
         _ => (next, 0),
@@ -176,8 +176,33 @@ fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> Params {
         tile_rows: 0,
         rows: 0,
         num_lanes: num_lanes as u32,
-        pad: 0,
+        interleaved: u32::from(interleaved),
     }
+}
+
+/// The entries of a split whose outputs are each one range of the input: one entry per run of
+/// outputs that lie back to back in both the input and the output region (a sequence of
+/// aligned slices is one entry, so its blocks need no table search).
+fn contiguous_entries(bytes: &ByteRows, layout: &OutputLayout) -> Vec<Entry> {
+    // (first output, input offset, output offset, bytes) of each run.
+    let mut runs: Vec<(usize, u64, u64, u64)> = Vec::new();
+    for o in &bytes.outputs {
+        let (src, dst, size) = (o.offset, layout.ranges[o.output].offset, bytes.size(o));
+        match runs.last_mut() {
+            Some((_, s, d, len)) if *s + *len == src && *d + *len == dst => *len += size,
+            _ => runs.push((o.output, src, dst, size)),
+        }
+    }
+    runs.into_iter()
+        .map(|(output, src, dst, len)| {
+            let run = OutputRows {
+                output,
+                offset: src,
+                row_bytes: len,
+            };
+            entry(len, &run, (0, len), 0, dst / UNIT_BYTES)
+        })
+        .collect()
 }
 
 /// The [`Layout::Tiles`] dispatch of a split whose rows are short, when it fits: every output
@@ -216,7 +241,7 @@ fn tiles(
             tile_rows: tile_rows as u32,
             rows: bytes.rows as u32,
             num_lanes: 0,
-            pad: 0,
+            interleaved: 0,
         },
         entries,
     })
@@ -245,14 +270,17 @@ pub fn plan_dispatches(
     let size = |o: &OutputRows| layout.ranges[o.output].size;
 
     if fits_one_dispatch(bytes.input_bytes(), layout.total_bytes, window_limit) {
-        let mut entries: Vec<Entry> = bytes
-            .outputs
-            .iter()
-            .map(|o| {
-                let range = layout.ranges[o.output];
-                entry(bytes.stride, o, (0, range.size), 0, range.offset / UNIT_BYTES)
-            })
-            .collect();
+        let mut entries = match bytes.kind {
+            RowKind::Contiguous => contiguous_entries(bytes, layout),
+            RowKind::Strided => bytes
+                .outputs
+                .iter()
+                .map(|o| {
+                    let range = layout.ranges[o.output];
+                    entry(bytes.stride, o, (0, range.size), 0, range.offset / UNIT_BYTES)
+                })
+                .collect(),
+        };
         if mode == GatherMode::Coalesced {
             if let Some(d) = tiles(bytes, layout, &entries, max_units_per_lane) {
                 return Ok(vec![d]);
@@ -369,7 +397,12 @@ mod tests {
         let e = &d[0].entries;
         assert_eq!(e.len(), 2);
         assert_eq!(
-            (e[1].block_start, e[1].dst_unit, e[1].src_offset, e[1].src_stride),
+            (
+                e[1].block_start,
+                e[1].dst_unit,
+                e[1].src_offset,
+                e[1].src_stride
+            ),
             (1, 16, 3, 10)
         );
         assert_eq!(e[1].mode, Mode::Byte as u32);
@@ -409,11 +442,18 @@ mod tests {
                 ops::variadic_split(shape, &IntTensor::scalar(1), &IntTensor::vector(lengths))
                     .unwrap();
             let d = dispatches(&plan, dtype, 256, GatherMode::Coalesced, 4, BIG).unwrap();
-            (d[0].params.lane_layout, d[0].params.units_per_lane, d[0].params.tile_rows)
+            (
+                d[0].params.lane_layout,
+                d[0].params.units_per_lane,
+                d[0].params.tile_rows,
+            )
         };
         // Aligned rows and long unaligned rows: lanes, 4 units each.
         let lanes = Layout::Lanes as u32;
-        assert_eq!(layout_of(&[512, 4096], vec![2048, 2048], DType::F32), (lanes, 4, 0));
+        assert_eq!(
+            layout_of(&[512, 4096], vec![2048, 2048], DType::F32),
+            (lanes, 4, 0)
+        );
         assert_eq!(
             layout_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8),
             (lanes, 4, 0)

@@ -1,32 +1,46 @@
 //! Recording the gather: the pipeline (compiled once per device), one bind group per
 //! dispatch, and the dispatches themselves.
 
-use super::abi::{SHADER_SOURCE, WORKGROUP_SIZE};
+use super::abi::{Layout, SHADER_SOURCE};
 use super::plan::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped;
 use crate::gpu::region::BufferRegion;
 use std::num::NonZeroU64;
 
-/// The gather shader compiled for one device, with its bind group layout.
+/// The gather shader compiled for one device (both entry points), with its bind group layout.
 #[derive(Debug, Clone)]
 pub struct GatherPipeline {
     bind_group_layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    /// Entry point `main`: [`Layout::Lanes`] and [`Layout::Tiles`].
+    blocks: wgpu::ComputePipeline,
+    /// Entry point `main_runs`: [`Layout::Runs`].
+    runs: wgpu::ComputePipeline,
+    /// Whether this is the trace build, with the trace buffer at binding 4.
+    traced: bool,
 }
 
 impl GatherPipeline {
     /// Compiles the shader on `device`; a device error becomes [`SplitError::Device`].
     pub fn new(device: &wgpu::Device) -> Result<Self> {
         scoped(device, "compiling the split pipeline", || {
-            Self::build(device)
+            Self::build(device, SHADER_SOURCE, false)
         })
     }
 
-    fn build(device: &wgpu::Device) -> Self {
+    /// Compiles the trace build of the shader ([`crate::trace::traced_source`]): the same
+    /// shader, whose every global access also writes a record into a buffer at binding 4.
+    pub fn traced(device: &wgpu::Device) -> Result<Self> {
+        let source = crate::trace::traced_source(SHADER_SOURCE, 4)?;
+        scoped(device, "compiling the traced split pipeline", || {
+            Self::build(device, &source, true)
+        })
+    }
+
+    fn build(device: &wgpu::Device, source: &str, traced: bool) -> Self {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("split_gather.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
         });
         let entry = |binding, read_only| wgpu::BindGroupLayoutEntry {
             binding,
@@ -38,43 +52,53 @@ impl GatherPipeline {
             },
             count: None,
         };
-        // table, src, src4 (read-only), dst.
+        // table, src, src4 (read-only), dst; the trace build's records.
+        let mut entries = vec![
+            entry(0, true),
+            entry(1, true),
+            entry(2, true),
+            entry(3, false),
+        ];
+        if traced {
+            entries.push(entry(4, false));
+        }
         let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("split_gather"),
-            entries: &[
-                entry(0, true),
-                entry(1, true),
-                entry(2, true),
-                entry(3, false),
-            ],
+            entries: &entries,
         });
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("split_gather"),
             bind_group_layouts: &[Some(&bind_group_layout)],
             immediate_size: 0,
         });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("split_gather"),
-            layout: Some(&layout),
-            module: &module,
-            entry_point: Some("main"),
-            // The shader writes every word of workgroup memory before it reads it, so zeroing
-            // it first (16 KiB per workgroup) would be pure cost.
-            compilation_options: wgpu::PipelineCompilationOptions {
-                zero_initialize_workgroup_memory: false,
-                ..Default::default()
-            },
-            cache: None,
-        });
+        let pipeline = |entry_point| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry_point),
+                layout: Some(&layout),
+                module: &module,
+                entry_point: Some(entry_point),
+                // The shader writes every word of workgroup memory before it reads it, so
+                // zeroing it first (16 KiB per workgroup) would be pure cost.
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    zero_initialize_workgroup_memory: false,
+                    ..Default::default()
+                },
+                cache: None,
+            })
+        };
         Self {
             bind_group_layout,
-            pipeline,
+            blocks: pipeline("main"),
+            runs: pipeline("main_runs"),
+            traced,
         }
     }
 
     /// Records `dispatches` (with their `tables`, one buffer each) into one compute pass of
-    /// `encoder`, reading `input` and writing `output`. Fails before recording anything if a
-    /// grid exceeds the device's limits.
+    /// `encoder`, reading `input` and writing `output`; the trace build also writes its
+    /// records into `trace`. Fails before recording anything if a grid exceeds the device's
+    /// limits, or if `trace` is given to the plain build or missing for the trace build.
+    #[allow(clippy::too_many_arguments)]
     pub fn record(
         &self,
         device: &wgpu::Device,
@@ -83,27 +107,38 @@ impl GatherPipeline {
         tables: &[wgpu::Buffer],
         input: &BufferRegion<'_>,
         output: &BufferRegion<'_>,
+        trace: Option<&wgpu::Buffer>,
     ) -> Result<()> {
+        if self.traced != trace.is_some() {
+            return Err(SplitError::Device(
+                "a trace buffer goes with the trace build of the pipeline, and only there".into(),
+            ));
+        }
         let limits = device.limits();
         let grids = dispatches
             .iter()
-            .map(|d| grid(&limits, d.params.num_blocks as u64 * WORKGROUP_SIZE, WORKGROUP_SIZE))
+            .map(|d| grid(&limits, d.params.num_blocks as u64))
             .collect::<Result<Vec<_>>>()?;
         scoped(device, "encoding the split", || {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("split_gather"),
                 timestamp_writes: None,
             });
-            pass.set_pipeline(&self.pipeline);
             for ((dispatch, table), &(x, y)) in dispatches.iter().zip(tables).zip(&grids) {
-                let bind_group = self.bind(device, dispatch, table, input, output);
+                pass.set_pipeline(if dispatch.params.lane_layout == Layout::Runs as u32 {
+                    &self.runs
+                } else {
+                    &self.blocks
+                });
+                let bind_group = self.bind(device, dispatch, table, input, output, trace);
                 pass.set_bind_group(0, &bind_group, &[]);
                 pass.dispatch_workgroups(x, y, 1);
             }
         })
     }
 
-    /// The bind group of one dispatch: its table, and its windows of the caller's buffers.
+    /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
+    /// the trace buffer of the trace build.
     fn bind(
         &self,
         device: &wgpu::Device,
@@ -111,6 +146,7 @@ impl GatherPipeline {
         table: &wgpu::Buffer,
         input: &BufferRegion<'_>,
         output: &BufferRegion<'_>,
+        trace: Option<&wgpu::Buffer>,
     ) -> wgpu::BindGroup {
         let window = |buffer, offset, size| {
             wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -122,17 +158,19 @@ impl GatherPipeline {
         // `src` and `src4` view the same window, whole units (`abi::input_binding`).
         let src_offset = input.offset + dispatch.src_offset;
         let resources = [
-            table.as_entire_binding(),
-            window(input.buffer, src_offset, dispatch.src_size),
-            window(input.buffer, src_offset, dispatch.src_size),
-            window(
+            Some(table.as_entire_binding()),
+            Some(window(input.buffer, src_offset, dispatch.src_size)),
+            Some(window(input.buffer, src_offset, dispatch.src_size)),
+            Some(window(
                 output.buffer,
                 output.offset + dispatch.dst_offset,
                 dispatch.dst_size,
-            ),
+            )),
+            trace.map(|t| t.as_entire_binding()),
         ];
         let entries: Vec<wgpu::BindGroupEntry> = resources
             .into_iter()
+            .flatten()
             .enumerate()
             .map(|(binding, resource)| wgpu::BindGroupEntry {
                 binding: binding as u32,
@@ -147,10 +185,9 @@ impl GatherPipeline {
     }
 }
 
-/// Workgroup grid for `invocations` in workgroups of `workgroup_size`: as wide as the device
-/// allows, then folded into rows (the shader rebuilds the flat index).
-pub fn grid(limits: &wgpu::Limits, invocations: u64, workgroup_size: u64) -> Result<(u32, u32)> {
-    let groups = invocations.div_ceil(workgroup_size);
+/// Grid for `groups` workgroups: as wide as the device allows, then folded into rows (the
+/// shaders rebuild the flat index).
+pub fn grid(limits: &wgpu::Limits, groups: u64) -> Result<(u32, u32)> {
     let max = limits.max_compute_workgroups_per_dimension as u64;
     let x = groups.min(max);
     let y = groups.div_ceil(x.max(1));
@@ -172,10 +209,10 @@ mod tests {
             max_compute_workgroups_per_dimension: 100,
             ..wgpu::Limits::default()
         };
-        assert_eq!(grid(&limits, 64 * 7, 64).unwrap(), (7, 1));
-        assert_eq!(grid(&limits, 64 * 250, 64).unwrap(), (100, 3));
+        assert_eq!(grid(&limits, 7).unwrap(), (7, 1));
+        assert_eq!(grid(&limits, 250).unwrap(), (100, 3));
         assert!(matches!(
-            grid(&limits, 64 * 10_001, 64),
+            grid(&limits, 10_001),
             Err(SplitError::TooLarge(_))
         ));
     }

@@ -6,6 +6,10 @@
 //! `copy_buffer_to_buffer` and the copy kernel are timed in turn in one loop, so their ratios
 //! compare the same stretch of time on a shared machine.
 
+mod memory;
+
+pub use memory::{memory_report, MemoryReport, WARPS};
+
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped;
 use crate::gpu::gather::record::grid;
@@ -17,8 +21,7 @@ use crate::DType;
 use crate::{BufferRegion, EncodedSplit, GpuSplitter};
 use std::time::Instant;
 
-/// The copy kernel the split is measured against, `shaders/bench_copy_vec4.wgsl`.
-pub const COPY_SHADER_SOURCE: &str = include_str!("../shaders/bench_copy_vec4.wgsl");
+pub use crate::trace::COPY_SHADER_SOURCE;
 
 /// One benchmark case.
 #[derive(Debug, Clone)]
@@ -89,6 +92,12 @@ pub fn standard_suite() -> Vec<Case> {
             },
         ),
         case("tiny_runs", DType::F32, &[4194304, 4], split(1, 4)),
+        case(
+            "word_odd",
+            DType::F32,
+            &[16384, 1023],
+            variadic(1, &[341, 341, 341]),
+        ),
     ]
 }
 
@@ -352,7 +361,7 @@ impl<'a> Bencher<'a> {
                 ],
             })
         })?;
-        let (x, y) = grid(self.gpu.limits(), in_size / 16, 256)?;
+        let (x, y) = grid(self.gpu.limits(), (in_size / 16).div_ceil(256))?;
 
         // The split and its three yardsticks, timed in turn so every ratio of two of them
         // compares the same stretch of time.

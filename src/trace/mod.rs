@@ -1,0 +1,293 @@
+//! The memory trace: the addresses the gather shader itself computes, recorded on any adapter
+//! and grouped into warps ([`analysis`]).
+//!
+//! Every global access of `shaders/split_gather.wgsl` (and of the benchmark's copy kernel)
+//! goes through small access functions that call an empty `trace` hook. The trace build is the
+//! same WGSL with that one function given a body ([`traced_source`]): it appends
+//! `(kind, address, size)` to a buffer, per lane and per access, for a sample of workgroups.
+//! So the figures come from the addresses the real shader computed, with the host's real
+//! tables, not from a model of its index math. The trace runs the kernel as it would run on a
+//! GPU (coalesced lanes, see [`gpu_settings`]), whatever adapter executes it.
+
+pub mod analysis;
+
+use crate::error::{Result, SplitError};
+use crate::gpu::device::scoped;
+use crate::gpu::gather::abi::{input_binding, WORKGROUP_SIZE};
+use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherMode};
+use crate::gpu::gather::record::{grid, GatherPipeline};
+use crate::gpu::region::BufferRegion;
+use crate::plan::bytes::ByteRows;
+use crate::plan::SplitPlan;
+use crate::{DType, GpuSplitter, RouteChoice};
+use analysis::{Access, Kind};
+use wgpu::util::DeviceExt;
+
+/// The hook as the shaders declare it; the trace build replaces this line.
+pub const TRACE_HOOK: &str = "fn trace(kind: u32, address: u32, size: u32) {}";
+
+/// The benchmark's copy kernel, `shaders/bench_copy_vec4.wgsl`.
+pub const COPY_SHADER_SOURCE: &str = include_str!("../../shaders/bench_copy_vec4.wgsl");
+
+/// Which workgroups record, and how many accesses each lane keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampling {
+    /// Most workgroups traced per dispatch, spread evenly over it.
+    pub workgroups: u32,
+    /// Accesses kept per lane; a lane that makes more fails the trace.
+    pub records_per_lane: u32,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Self {
+            workgroups: 16,
+            records_per_lane: 512,
+        }
+    }
+}
+
+/// The trace build of `source`: its trace hook records into a buffer at `binding` of group 0.
+///
+/// The buffer starts with one `vec4<u32>` header written by the host (workgroup sampling
+/// stride, traced workgroups, records per lane, lanes per workgroup); the `seq`-th access of
+/// lane `lane` of traced workgroup `slot` is the `vec4<u32>` (kind, address, size, n + 1) at
+/// index `1 + (slot * lanes + lane) * records + seq`, where `n` counts the lane's earlier
+/// accesses of the same kind. Lanes in step make their n-th load (or store) together, so `n`
+/// is what groups accesses into warp instructions: lane 0's table reads do not shift its loads.
+pub fn traced_source(source: &str, binding: u32) -> Result<String> {
+    if source.matches(TRACE_HOOK).count() != 1 {
+        return Err(SplitError::Device(
+            "the shader must declare the trace hook exactly once".into(),
+        ));
+    }
+    let body = format!(
+        "@group(0) @binding({binding}) var<storage, read_write> trace_out: array<vec4<u32>>;
+var<private> trace_kind_seq: array<u32, 3>;
+
+fn trace(kind: u32, address: u32, size: u32) {{
+    let seq = trace_seq;
+    trace_seq = seq + 1u;
+    let n = trace_kind_seq[kind];
+    trace_kind_seq[kind] = n + 1u;
+    let cfg = trace_out[0];
+    let slot = trace_block / cfg.x;
+    if (trace_block % cfg.x != 0u || slot >= cfg.y || seq >= cfg.z) {{
+        return;
+    }}
+    trace_out[1u + (slot * cfg.w + trace_lane) * cfg.z + seq] = vec4<u32>(kind, address, size, n + 1u);
+}}"
+    );
+    Ok(source.replace(TRACE_HOOK, &body))
+}
+
+/// How a GPU runs the gather, by this crate's defaults: coalesced lanes, 4 units each.
+pub fn gpu_settings(gpu: &GpuSplitter) -> GpuSplitter {
+    let (mode, units) = crate::gpu::gather_defaults(wgpu::DeviceType::DiscreteGpu);
+    gpu.clone()
+        .with_route(RouteChoice::Gather)
+        .with_gather_mode(mode)
+        .with_max_units_per_lane(units)
+}
+
+/// Traces the gather of `plan` for `dtype` as `gpu`'s settings plan it (whatever its route
+/// choice: the gather is traced), on buffers of zeros (addresses do not depend on data).
+pub fn trace_split(
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    dtype: DType,
+    sampling: Sampling,
+) -> Result<Vec<Access>> {
+    let device = gpu.device();
+    let bytes = ByteRows::new(plan, dtype.size())?;
+    let layout = gpu.output_layout(plan, dtype)?;
+    let caps = gpu.caps();
+    let mode: GatherMode = caps.gather_mode;
+    let dispatches = plan_dispatches(
+        &bytes,
+        &layout,
+        mode,
+        caps.max_units_per_lane,
+        caps.window_limit,
+        caps.offset_align,
+    )?;
+    let pipeline = GatherPipeline::traced(device)?;
+    let usage = wgpu::BufferUsages::STORAGE;
+    let (input, output) = scoped(device, "allocating the traced split's buffers", || {
+        let buffer = |label, size: u64| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: size.max(16),
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        (
+            buffer("traced input", input_binding(bytes.input_bytes())),
+            buffer("traced outputs", layout.total_bytes),
+        )
+    })?;
+    let mut accesses = Vec::new();
+    for (i, d) in dispatches.iter().enumerate() {
+        let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("traced table"),
+            contents: &d.table_bytes(),
+            usage,
+        });
+        let region = |buffer| BufferRegion { buffer, offset: 0 };
+        let records = run_traced(gpu, d.params.num_blocks, sampling, |encoder, trace| {
+            pipeline.record(
+                device,
+                encoder,
+                std::slice::from_ref::<Dispatch>(d),
+                std::slice::from_ref(&table),
+                &region(&input),
+                &region(&output),
+                Some(trace),
+            )
+        })?;
+        accesses.extend(records.into_iter().map(|mut a| {
+            a.workgroup += i as u32 * sampling.workgroups;
+            a
+        }));
+    }
+    Ok(accesses)
+}
+
+/// Traces the benchmark's copy kernel copying `bytes` (rounded up to 16).
+pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> Result<Vec<Access>> {
+    let device = gpu.device();
+    let size = bytes.next_multiple_of(16).max(16);
+    let source = traced_source(COPY_SHADER_SOURCE, 2)?;
+    let (pipeline, src, dst) = scoped(device, "preparing the traced copy kernel", || {
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("bench_copy_vec4.wgsl (traced)"),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("traced copy kernel"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let buffer = |label| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
+        (pipeline, buffer("traced copy source"), buffer("traced copy destination"))
+    })?;
+    let groups = (size / 16).div_ceil(256);
+    let (x, y) = grid(gpu.limits(), groups)?;
+    run_traced(gpu, groups as u32, sampling, |encoder, trace| {
+        scoped(device, "recording the traced copy kernel", || {
+            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("traced copy kernel"),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: src.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: dst.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: trace.as_entire_binding(),
+                    },
+                ],
+            });
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        })
+    })
+}
+
+/// Runs what `record` records for a dispatch of `blocks` workgroups with a fresh trace buffer,
+/// and reads the records back.
+fn run_traced(
+    gpu: &GpuSplitter,
+    blocks: u32,
+    sampling: Sampling,
+    record: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer) -> Result<()>,
+) -> Result<Vec<Access>> {
+    let device = gpu.device();
+    let lanes = WORKGROUP_SIZE as u32;
+    let stride = blocks.div_ceil(sampling.workgroups.max(1)).max(1);
+    let slots = sampling.workgroups.max(1);
+    let records = sampling.records_per_lane.max(1);
+    let size = 16 * (1 + slots as u64 * lanes as u64 * records as u64);
+    let header: [u32; 4] = [stride, slots, records, lanes];
+    let (trace, readback) = scoped(device, "allocating the trace buffers", || {
+        let trace = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("trace records"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("trace readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        (trace, readback)
+    })?;
+    gpu.queue()
+        .write_buffer(&trace, 0, bytemuck::cast_slice(&header));
+    let mut encoder = device.create_command_encoder(&Default::default());
+    record(&mut encoder, &trace)?;
+    scoped(device, "submitting the traced kernel", || {
+        encoder.copy_buffer_to_buffer(&trace, 0, &readback, 0, size);
+        gpu.queue().submit([encoder.finish()]);
+    })?;
+    gpu.read_back(&readback, |bytes| parse(bytes, slots, lanes, records))
+}
+
+/// The records of a read-back trace buffer.
+fn parse(bytes: &[u8], slots: u32, lanes: u32, records: u32) -> Result<Vec<Access>> {
+    let words: &[u32] = bytemuck::try_cast_slice(bytes)
+        .map_err(|e| SplitError::Device(format!("reading the trace: {e}")))?;
+    let mut accesses = Vec::new();
+    for slot in 0..slots {
+        for lane in 0..lanes {
+            let first = 4 * (1 + (slot as usize * lanes as usize + lane as usize) * records as usize);
+            for seq in 0..records as usize {
+                let r = &words[first + 4 * seq..first + 4 * seq + 4];
+                if r[3] == 0 {
+                    break;
+                }
+                if seq + 1 == records as usize {
+                    return Err(SplitError::TooLarge(format!(
+                        "a traced lane made more than {records} accesses; raise records_per_lane"
+                    )));
+                }
+                let kind = match r[0] {
+                    0 => Kind::Table,
+                    1 => Kind::Load,
+                    _ => Kind::Store,
+                };
+                accesses.push(Access {
+                    workgroup: slot,
+                    lane,
+                    seq: r[3] - 1,
+                    kind,
+                    address: r[1] as u64,
+                    size: r[2],
+                });
+            }
+        }
+    }
+    Ok(accesses)
+}

@@ -1,0 +1,103 @@
+//! The gather kernel in each of its layouts, on each adapter: runs (CPU adapters), coalesced
+//! lanes with aligned loads or staged rows, and row tiles (GPUs). Every row length from 1 to 80
+//! bytes at every offset modulo 16, outputs that span many workgroups, empty outputs between
+//! non-empty ones, long unaligned rows, and 100,000 outputs; byte for byte against the CPU
+//! reference.
+
+#[macro_use]
+mod common;
+
+use wgpu_split::{
+    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitPlan,
+};
+
+/// The gather alone, in every layout and at two run lengths.
+fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
+    let gather = gpu.clone().with_route(RouteChoice::Gather);
+    [
+        (GatherMode::Runs, 128),
+        (GatherMode::Runs, 3),
+        (GatherMode::Coalesced, 4),
+        (GatherMode::Coalesced, 1),
+    ]
+    .into_iter()
+    .map(|(mode, units)| {
+        let variant = gather
+            .clone()
+            .with_gather_mode(mode)
+            .with_max_units_per_lane(units);
+        (format!("{} {mode:?} x{units}", common::name(gpu)), variant)
+    })
+    .collect()
+}
+
+/// A byte pattern that differs at every offset modulo 251.
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| ((i % 251) as u8).wrapping_mul(37).wrapping_add(seed))
+        .collect()
+}
+
+fn check_all(variants: &[(String, GpuSplitter)], plan: &SplitPlan, input: &HostTensor) {
+    let want = reference::split_tensor(input, plan).unwrap();
+    for (name, gpu) in variants {
+        let got = gpu
+            .run(plan, input)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        common::assert_same_outputs(&format!("{name}, {plan:?}"), &got, &want);
+    }
+}
+
+fn every_row_length_at_every_offset(gpu: &'static GpuSplitter) {
+    let variants = variants(gpu);
+    // u8 rows of `m` bytes, then an empty output, then `r` bytes (the one under test), then 3:
+    // output 2 starts at every residue mod 16 and has every length up to 80 bytes. 300 rows
+    // make most outputs span several workgroups.
+    for r in 1..=80usize {
+        for m in 0..16usize {
+            let cols = m + r + 3;
+            let shape = [300, cols];
+            let input =
+                HostTensor::new(DType::U8, shape.to_vec(), pattern(300 * cols, r as u8)).unwrap();
+            let lengths = IntTensor::vector(vec![m as i64, 0, r as i64, 3]);
+            let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
+            check_all(&variants, &plan, &input);
+        }
+    }
+}
+
+fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
+    let variants = variants(gpu);
+    // The bench's word_odd and bytes_odd shapes, smaller: 4-byte aligned rows of 1,364 bytes,
+    // and rows of 1,365 bytes at odd offsets.
+    let input = HostTensor::new(DType::F32, vec![97, 1023], pattern(97 * 1023 * 4, 1)).unwrap();
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
+    check_all(&variants, &plan, &input);
+    let input = HostTensor::new(DType::U8, vec![97, 4095], pattern(97 * 4095, 2)).unwrap();
+    let lengths = IntTensor::vector(vec![1365, 1365, 1365]);
+    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
+    check_all(&variants, &plan, &input);
+    // Short rows at a stride too long for a tile: lanes fall back to runs.
+    let input = HostTensor::new(DType::U8, vec![9, 20000], pattern(9 * 20000, 3)).unwrap();
+    let lengths = IntTensor::vector(vec![7, 19990, 3]);
+    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
+    check_all(&variants, &plan, &input);
+    // Tiles whose last unit reaches into the next tile's rows: 3-byte rows, 5,000 of them.
+    let input = HostTensor::new(DType::U8, vec![5000, 7], pattern(5000 * 7, 4)).unwrap();
+    let lengths = IntTensor::vector(vec![3, 4]);
+    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
+    check_all(&variants, &plan, &input);
+}
+
+fn one_hundred_thousand_outputs(gpu: &'static GpuSplitter) {
+    let variants = variants(gpu);
+    let input = HostTensor::new(DType::U8, vec![100_000, 5], pattern(500_000, 5)).unwrap();
+    let plan = ops::split_to_sequence(input.shape(), 0, None, false).unwrap();
+    check_all(&variants, &plan, &input);
+}
+
+per_backend!(
+    every_row_length_at_every_offset,
+    word_rows_and_long_unaligned_rows,
+    one_hundred_thousand_outputs,
+);
