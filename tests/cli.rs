@@ -107,6 +107,50 @@ fn bench_writes_the_report_fields(backend: &str) {
         assert!(x.is_finite() && x > 0.0, "{field}: {}", case[field]);
     }
 
+    // The gather alone, with the traced memory figures beside the copy kernel's.
+    let out = wgpu_split(&[
+        "bench",
+        backend,
+        "--quick",
+        "--cases=tiny_runs",
+        "--route=gather",
+        "--memory",
+        &format!("--json={}", s(&json)),
+    ]);
+    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("copy kernel"), "{}", out.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the report is JSON");
+    assert_eq!(v["route"], "gather");
+    let case = &v["cases"][0];
+    assert_eq!(
+        (case["dispatches"].as_u64(), case["buffer_copies"].as_u64()),
+        (Some(1), Some(0))
+    );
+    for warp in ["warp32", "warp64"] {
+        let split = &case["memory"][warp];
+        let copy = &case["copy_kernel_memory"][warp];
+        for field in ["load_efficiency", "store_efficiency"] {
+            let x = split[field].as_f64().unwrap();
+            assert!(x > 0.5 && x <= 1.0, "{warp} {field}: {x}");
+            assert_eq!(copy[field].as_f64(), Some(1.0), "{warp} {field}");
+        }
+        for field in [
+            "load_lines_per_512",
+            "store_lines_per_512",
+            "table_bytes_per_512",
+        ] {
+            assert!(split[field].as_f64().unwrap() >= 0.0, "{warp} {field}");
+        }
+    }
+    let out = wgpu_split(&["bench", backend, "--route=fastest"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("auto, gather, copies"),
+        "{}",
+        out.stderr
+    );
+
     let out = wgpu_split(&["bench", backend, "--cases=nope"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(

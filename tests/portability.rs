@@ -18,7 +18,11 @@ fn parse(name: &str, source: &str) -> (naga::Module, ModuleInfo) {
 /// Translates `source` to every backend's language; it has the entry points `entries`.
 fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
     let (module, info) = parse(name, source);
-    let names: Vec<&str> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
+    let names: Vec<&str> = module
+        .entry_points
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
     assert_eq!(names, entries, "{name}");
 
     let words = spv::write_vec(&module, &info, &spv::Options::default(), None)

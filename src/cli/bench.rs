@@ -172,7 +172,9 @@ fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
         }
     }
     say!("(eff = useful bytes / (32-byte sectors touched x 32) per warp instruction; l/512 = 128-byte");
-    say!(" lines touched per 512 bytes stored; table B/512 = table bytes read per 512 bytes stored)");
+    say!(
+        " lines touched per 512 bytes stored; table B/512 = table bytes read per 512 bytes stored)"
+    );
 }
 
 fn figures_json(f: &MemoryFigures) -> Value {

@@ -234,7 +234,11 @@ impl RouteCheck<'_> {
                     coverage.write(dst + done, len, useful);
                     let (f, l) = (first + done, first + done + useful - 1);
                     assert_eq!(at(f), self.source(0, o, b0) as i128, "{input:?} {d:?}");
-                    assert_eq!(at(l), self.source(0, o, b0 + useful - 1) as i128, "{input:?}");
+                    assert_eq!(
+                        at(l),
+                        self.source(0, o, b0 + useful - 1) as i128,
+                        "{input:?}"
+                    );
                     done += useful;
                 }
             }

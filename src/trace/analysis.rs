@@ -63,12 +63,18 @@ struct Totals {
     lines: u64,
 }
 
+/// A warp instruction: (workgroup, warp, sequence number, kind).
+type Instruction = (u32, u32, u32, Kind);
+
 /// The figures of `accesses` for warps of `warp` lanes.
 pub fn figures(accesses: &[Access], warp: u32) -> MemoryFigures {
-    let mut instructions: HashMap<(u32, u32, u32, Kind), Vec<(u64, u32)>> = HashMap::new();
+    let mut instructions: HashMap<Instruction, Vec<(u64, u32)>> = HashMap::new();
     for a in accesses {
         let key = (a.workgroup, a.lane / warp, a.seq, a.kind);
-        instructions.entry(key).or_default().push((a.address, a.size));
+        instructions
+            .entry(key)
+            .or_default()
+            .push((a.address, a.size));
     }
     let mut totals: HashMap<Kind, Totals> = HashMap::new();
     for ((_, _, _, kind), spans) in &instructions {
@@ -142,7 +148,12 @@ mod tests {
 
     #[test]
     fn a_plain_copy_is_the_reference() {
-        let copy = trace(256, |l| vec![(Kind::Load, l as u64 * 16, 16), (Kind::Store, l as u64 * 16, 16)]);
+        let copy = trace(256, |l| {
+            vec![
+                (Kind::Load, l as u64 * 16, 16),
+                (Kind::Store, l as u64 * 16, 16),
+            ]
+        });
         for warp in [32, 64] {
             let f = figures(&copy, warp);
             assert_eq!((f.load_efficiency, f.store_efficiency), (1.0, 1.0));
@@ -156,7 +167,10 @@ mod tests {
         // Each lane copies 16 bytes at a 64-byte stride: its 16 bytes sit alone in their
         // 32-byte sector, and the warp spans 16 lines.
         let strided = trace(32, |l| {
-            vec![(Kind::Load, l as u64 * 64, 16), (Kind::Store, l as u64 * 64, 16)]
+            vec![
+                (Kind::Load, l as u64 * 64, 16),
+                (Kind::Store, l as u64 * 64, 16),
+            ]
         });
         let f = figures(&strided, 32);
         assert_eq!(f.load_efficiency, 0.5);
@@ -166,7 +180,9 @@ mod tests {
     #[test]
     fn uniform_table_reads_count_once_per_warp() {
         // Every lane reads the same 32-byte entry, then stores 16 bytes.
-        let t = trace(64, |l| vec![(Kind::Table, 32, 32), (Kind::Store, l as u64 * 16, 16)]);
+        let t = trace(64, |l| {
+            vec![(Kind::Table, 32, 32), (Kind::Store, l as u64 * 16, 16)]
+        });
         assert_eq!(figures(&t, 32).table_bytes_per_512, 32.0);
         assert_eq!(figures(&t, 64).table_bytes_per_512, 16.0);
     }

@@ -180,7 +180,11 @@ pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> R
                 mapped_at_creation: false,
             })
         };
-        (pipeline, buffer("traced copy source"), buffer("traced copy destination"))
+        (
+            pipeline,
+            buffer("traced copy source"),
+            buffer("traced copy destination"),
+        )
     })?;
     let groups = (size / 16).div_ceil(256);
     let (x, y) = grid(gpu.limits(), groups)?;
@@ -223,7 +227,8 @@ fn run_traced(
     let device = gpu.device();
     let lanes = WORKGROUP_SIZE as u32;
     let stride = blocks.div_ceil(sampling.workgroups.max(1)).max(1);
-    let slots = sampling.workgroups.max(1);
+    // Workgroups stride, 2 * stride, ... record: no more than the dispatch has.
+    let slots = blocks.div_ceil(stride).max(1);
     let records = sampling.records_per_lane.max(1);
     let size = 16 * (1 + slots as u64 * lanes as u64 * records as u64);
     let header: [u32; 4] = [stride, slots, records, lanes];
@@ -262,7 +267,8 @@ fn parse(bytes: &[u8], slots: u32, lanes: u32, records: u32) -> Result<Vec<Acces
     let mut accesses = Vec::new();
     for slot in 0..slots {
         for lane in 0..lanes {
-            let first = 4 * (1 + (slot as usize * lanes as usize + lane as usize) * records as usize);
+            let first =
+                4 * (1 + (slot as usize * lanes as usize + lane as usize) * records as usize);
             for seq in 0..records as usize {
                 let r = &words[first + 4 * seq..first + 4 * seq + 4];
                 if r[3] == 0 {

@@ -277,7 +277,13 @@ pub fn plan_dispatches(
                 .iter()
                 .map(|o| {
                     let range = layout.ranges[o.output];
-                    entry(bytes.stride, o, (0, range.size), 0, range.offset / UNIT_BYTES)
+                    entry(
+                        bytes.stride,
+                        o,
+                        (0, range.size),
+                        0,
+                        range.offset / UNIT_BYTES,
+                    )
                 })
                 .collect(),
         };
