@@ -83,6 +83,9 @@ struct Entry {
 }
 
 const WORKGROUP_SIZE: u32 = 256u;
+// LAYOUT_RUNS workgroups are smaller: a small split still spreads over a few of them (and so
+// over a CPU adapter's threads) while each lane writes a long run.
+const RUNS_WORKGROUP_SIZE: u32 = 64u;
 
 // Workgroup memory: 16,160 bytes in all, inside the 16,352 that every device allows.
 // Staged source words (LAYOUT_LANES, LAYOUT_TILES).
@@ -256,7 +259,7 @@ fn main(
 }
 
 // LAYOUT_RUNS.
-@compute @workgroup_size(WORKGROUP_SIZE)
+@compute @workgroup_size(RUNS_WORKGROUP_SIZE)
 fn main_runs(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) num_wg: vec3<u32>,
@@ -267,7 +270,7 @@ fn main_runs(
     trace_block = block;
     trace_seq = 0u;
     let p = read_params();
-    let g = block * WORKGROUP_SIZE + lane;
+    let g = block * RUNS_WORKGROUP_SIZE + lane;
     if (g >= p.num_lanes) {
         return;
     }

@@ -8,6 +8,9 @@ pub const SHADER_SOURCE: &str = include_str!("../../../shaders/split_gather.wgsl
 /// Invocations per workgroup (`WORKGROUP_SIZE` in the shader).
 pub const WORKGROUP_SIZE: u64 = 256;
 
+/// Invocations per [`Layout::Runs`] workgroup (`RUNS_WORKGROUP_SIZE`).
+pub const RUNS_WORKGROUP_SIZE: u64 = 64;
+
 /// Words of workgroup memory the shader stages source bytes in (`STAGE_WORDS`).
 pub const STAGE_WORDS: u64 = 3776;
 
@@ -207,14 +210,19 @@ mod tests {
             ("LAYOUT_LANES", Layout::Lanes as u64),
             ("LAYOUT_TILES", Layout::Tiles as u64),
             ("WORKGROUP_SIZE", WORKGROUP_SIZE),
+            ("RUNS_WORKGROUP_SIZE", RUNS_WORKGROUP_SIZE),
             ("STAGE_WORDS", STAGE_WORDS),
             ("MAX_SEGMENTS", MAX_SEGMENTS),
             ("MAX_TILE_ENTRIES", MAX_TILE_ENTRIES),
         ] {
             assert_eq!(wgsl_u32_constant(&module, name) as u64, value, "{name}");
         }
-        let main = &module.entry_points[0];
-        assert_eq!(main.workgroup_size, [WORKGROUP_SIZE as u32, 1, 1]);
+        let size = |name: &str| {
+            let e = module.entry_points.iter().find(|e| e.name == name);
+            e.map(|e| e.workgroup_size)
+        };
+        assert_eq!(size("main"), Some([WORKGROUP_SIZE as u32, 1, 1]));
+        assert_eq!(size("main_runs"), Some([RUNS_WORKGROUP_SIZE as u32, 1, 1]));
         // `dst` is an array of vec4<u32>: one unit per element.
         let dst = module
             .global_variables
