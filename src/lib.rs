@@ -43,6 +43,10 @@ pub mod tensor;
 pub mod trace;
 pub mod verify;
 
+/// The wgpu this crate is built against (version 30): use it to create the devices, buffers
+/// and encoders passed to [`GpuSplitter`], so both name the same types.
+pub use wgpu;
+
 pub use dtype::DType;
 pub use error::{Result, SplitError};
 pub use gpu::device::BackendChoice;

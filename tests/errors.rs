@@ -207,6 +207,21 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
         "{name}: {e}"
     );
 
+    // Input and output in one buffer (arena style, regions apart): refused before recording.
+    let arena = buffer(
+        4096,
+        storage | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    );
+    let at = |offset| BufferRegion {
+        buffer: &arena,
+        offset,
+    };
+    let e = gpu
+        .encode(&mut enc, &plan, DType::F32, at(0), at(1024))
+        .unwrap_err();
+    assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
+    assert!(e.to_string().contains("in one buffer"), "{name}: {e}");
+
     // A destroyed buffer passes the host checks; wgpu's validation error comes back typed.
     let destroyed = buffer(128, storage);
     destroyed.destroy();

@@ -148,7 +148,7 @@ fn a_lost_device_is_an_error_not_a_panic(gpu: &'static GpuSplitter) {
         gpu.adapter_info().backend,
     ))
     .unwrap();
-    let lost = GpuSplitter::new(device, queue, gpu.adapter_info().clone()).unwrap();
+    let lost = GpuSplitter::new(device, queue).unwrap();
     lost.device().destroy();
     let input = HostTensor::from_slice(&[4, 4], &[1.0f32; 16]).unwrap();
     let plan = ops::split(&[4, 4], &IntTensor::scalar(0), 2).unwrap();

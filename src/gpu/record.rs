@@ -35,6 +35,14 @@ impl GpuSplitter {
 
     /// Records the split into `encoder` without submitting it.
     ///
+    /// Misuse comes back as a [`SplitError`] before anything is recorded: a region with the
+    /// wrong usage, size or offset alignment, input and output in one buffer, a destroyed
+    /// buffer (a wgpu validation error, captured). wgpu gives `encode` no way to see which
+    /// device or instance a buffer or an encoder belongs to, so three misuses are the caller's
+    /// to avoid: an `encoder` or a buffer of another device (wgpu reports it, if at all, at
+    /// `finish` or `submit`, through that device's error handler, which panics by default),
+    /// and a buffer of another `wgpu::Instance` (wgpu-core panics inside `encode`).
+    ///
     /// `input` holds the C-order input bytes (at least [`GpuSplitter::input_binding_size`]
     /// bytes from its offset, usage STORAGE). `output` receives every output at the offsets of
     /// the returned layout, relative to `output.offset` (at least `layout.total_bytes` bytes,
@@ -82,6 +90,17 @@ impl GpuSplitter {
             align,
         )?;
         output.check("output", layout.total_bytes, storage, align)?;
+        if input.buffer == output.buffer {
+            // wgpu refuses both at `finish`, through the encoder's device's default handler
+            // (a panic): a buffer bound as read-only and as writable storage in one dispatch,
+            // and a copy from a buffer into itself.
+            return Err(SplitError::BadBuffer(
+                "the input and output regions are in one buffer; a split reads one buffer and \
+                 writes another (wgpu binds a buffer read-only or writable in one dispatch, \
+                 and copies between two buffers)"
+                    .into(),
+            ));
+        }
         let bytes = ByteRows::new(plan, dtype.size())?;
         let regions = Regions {
             input_offset: input.offset,

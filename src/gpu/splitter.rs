@@ -45,10 +45,10 @@ pub struct GpuSplitter {
 }
 
 impl GpuSplitter {
-    /// Uses a device the caller already has and compiles the pipeline on it.
-    ///
-    /// `info` names the adapter in reports; pass `adapter.get_info()`.
-    pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: wgpu::AdapterInfo) -> Result<Self> {
+    /// Uses a device the caller already has and compiles the pipeline on it. The adapter's
+    /// info (its device type picks the defaults) comes from the device.
+    pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
+        let info = device.adapter_info();
         let limits = device.limits();
         let (gather_mode, max_units_per_lane) = gather_defaults(info.device_type);
         // Copy commands are memcpy on CPU adapters, far faster than a shader there; on GPUs a
@@ -77,7 +77,8 @@ impl GpuSplitter {
         device.on_uncaptured_error(Arc::new(|e: wgpu::Error| {
             eprintln!("wgpu-split: uncaptured wgpu error: {e}")
         }));
-        Self::new(device, queue, adapter.get_info())
+        drop(adapter);
+        Self::new(device, queue)
     }
 
     /// [`GpuSplitter::open`] with the backend from the `WGPU_SPLIT_BACKEND` variable.
