@@ -49,7 +49,7 @@ pub use wgpu;
 
 pub use dtype::DType;
 pub use error::{Result, SplitError};
-pub use gpu::device::BackendChoice;
+pub use gpu::device::{AdapterPick, BackendChoice, DeviceChoice};
 pub use gpu::gather::plan::GatherMode;
 pub use gpu::output_layout::{OutputLayout, OutputRange};
 pub use gpu::region::BufferRegion;

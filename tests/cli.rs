@@ -14,8 +14,15 @@ struct Out {
 }
 
 fn wgpu_split(args: &[&str]) -> Out {
+    wgpu_split_with(args, &[])
+}
+
+/// [`wgpu_split`] with these environment variables set.
+fn wgpu_split_with(args: &[&str], env: &[(&str, &str)]) -> Out {
     let out = Command::new(env!("CARGO_BIN_EXE_wgpu-split"))
         .args(args)
+        .envs(env.iter().copied())
+        .env_remove("WGPU_SPLIT_BACKEND")
         .output()
         .expect("the binary runs");
     Out {
@@ -45,6 +52,40 @@ fn demo_runs_every_spec_example_and_matches(backend: &str) {
     );
     assert!(out.stdout.contains("[6, 4, 10, 24]") && out.stdout.contains("keepdims 0"));
     assert!(!out.stdout.contains(" NO"));
+}
+
+#[test]
+fn adapters_are_picked_by_index_name_and_wgpu_variables() {
+    let out = wgpu_split(&["info", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let adapters = v["adapters"].as_array().unwrap();
+    for (i, a) in adapters.iter().enumerate() {
+        assert_eq!(a["index"], i);
+    }
+    // By index within a backend, by part of a name, and through wgpu's own variables.
+    let out = wgpu_split(&["--backend=gl", "--adapter=0"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("(Gl, "), "{}", out.stdout);
+    let out = wgpu_split(&["--backend=vulkan", "--adapter=LLVMPIPE"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("(Vulkan, "), "{}", out.stdout);
+    let out = wgpu_split_with(&[], &[("WGPU_BACKEND", "gl")]);
+    assert!(out.stdout.contains("(Gl, "), "{}", out.stdout);
+    let out = wgpu_split_with(
+        &[],
+        &[("WGPU_BACKEND", "vulkan"), ("WGPU_ADAPTER_NAME", "llvm")],
+    );
+    assert!(out.stdout.contains("(Vulkan, "), "{}", out.stdout);
+    // No such adapter: exit 3, one line naming what was asked for and what there is.
+    for args in [&["--adapter=no-such-gpu"][..], &["--adapter=99"]] {
+        let out = wgpu_split(args);
+        assert_eq!(out.code, 3, "{}", out.stderr);
+        assert!(out.stderr.contains("the adapters are"), "{}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    }
+    let out = wgpu_split_with(&[], &[("WGPU_ADAPTER_NAME", "no-such-gpu")]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("no-such-gpu"), "{}", out.stderr);
 }
 
 #[test]

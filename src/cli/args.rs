@@ -3,7 +3,7 @@
 use super::error::{CliError, CliResult};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
-use wgpu_split::{npy, BackendChoice, IntTensor};
+use wgpu_split::{npy, DeviceChoice, IntTensor};
 
 /// Split-1, VariadicSplit-1, SplitToSequence-11 and ONNX Split on the GPU through wgpu.
 ///
@@ -15,9 +15,14 @@ pub struct Cli {
     /// Subcommand; none runs the spec examples.
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// Backend for the demo: auto, vulkan, gl, metal or dx12 (default: $WGPU_SPLIT_BACKEND or auto).
+    /// Backend for the demo: auto, vulkan, gl, metal or dx12 (default: $WGPU_SPLIT_BACKEND,
+    /// $WGPU_BACKEND or auto).
     #[arg(long, global = false)]
     pub backend: Option<String>,
+    /// Adapter for the demo: an index of `wgpu-split info` or part of a name (default:
+    /// $WGPU_ADAPTER_NAME, else the preferred one).
+    #[arg(long, global = false)]
+    pub adapter: Option<String>,
 }
 
 /// The subcommands.
@@ -36,9 +41,12 @@ pub enum Command {
 /// Options of `bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// auto, vulkan, gl, metal or dx12 (default: $WGPU_SPLIT_BACKEND or auto).
+    /// auto, vulkan, gl, metal or dx12 (default: $WGPU_SPLIT_BACKEND, $WGPU_BACKEND or auto).
     #[arg(long)]
     pub backend: Option<String>,
+    /// An adapter index of `wgpu-split info`, or part of an adapter's name.
+    #[arg(long)]
+    pub adapter: Option<String>,
     /// Five timed runs per figure instead of fifteen.
     #[arg(long)]
     pub quick: bool,
@@ -119,6 +127,9 @@ pub struct RunArgs {
     /// auto, vulkan, gl, metal, dx12, or cpu (the CPU reference alone).
     #[arg(long)]
     pub backend: Option<String>,
+    /// An adapter index of `wgpu-split info`, or part of an adapter's name.
+    #[arg(long)]
+    pub adapter: Option<String>,
     /// Skip the check against the CPU reference.
     #[arg(long)]
     pub no_verify: bool,
@@ -127,12 +138,17 @@ pub struct RunArgs {
     pub json: bool,
 }
 
-/// Parses a `--backend` value; `None` means `$WGPU_SPLIT_BACKEND` or auto.
-pub fn backend(value: Option<&str>) -> CliResult<BackendChoice> {
-    Ok(match value {
-        Some(v) => v.parse()?,
-        None => BackendChoice::from_env()?,
-    })
+/// The device `--backend` and `--adapter` pick, the environment filling in what they leave
+/// out (`WGPU_SPLIT_BACKEND` or `WGPU_BACKEND`, `WGPU_ADAPTER_NAME`, `WGPU_POWER_PREF`).
+pub fn device(backend: Option<&str>, adapter: Option<&str>) -> CliResult<DeviceChoice> {
+    let mut choice = DeviceChoice::from_env()?;
+    if let Some(b) = backend {
+        choice.backend = b.parse()?;
+    }
+    if let Some(a) = adapter {
+        choice.adapter = a.parse()?;
+    }
+    Ok(choice)
 }
 
 fn is_npy(value: &str) -> bool {

@@ -15,7 +15,8 @@ use wgpu_split::{GpuSplitter, RouteChoice};
 /// Runs the suite and prints (and optionally writes) the results.
 pub fn run(a: &BenchArgs) -> CliResult {
     let route: RouteChoice = a.route.parse()?;
-    let mut gpu = GpuSplitter::open(args::backend(a.backend.as_deref())?)?.with_route(route);
+    let choice = args::device(a.backend.as_deref(), a.adapter.as_deref())?;
+    let mut gpu = GpuSplitter::open_chosen(&choice)?.with_route(route);
     if a.no_texture_copies {
         gpu = gpu.with_texture_copies(false);
     }

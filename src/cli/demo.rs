@@ -57,9 +57,9 @@ fn examples() -> Vec<Example> {
     ]
 }
 
-/// Runs the demo on the backend chosen by `--backend` or `$WGPU_SPLIT_BACKEND`.
-pub fn run(backend: &Option<String>) -> CliResult {
-    let gpu = GpuSplitter::open(args::backend(backend.as_deref())?)?;
+/// Runs the demo on the device `--backend` and `--adapter` (or the environment) pick.
+pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
+    let gpu = GpuSplitter::open_chosen(&args::device(backend.as_deref(), adapter.as_deref())?)?;
     let info = gpu.adapter_info();
     say!(
         "wgpu-split: spec examples on {} ({:?}, {:?})\n",

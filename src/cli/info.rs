@@ -12,10 +12,12 @@ pub fn run(a: &InfoArgs) -> CliResult {
     let adapters = list_adapters(BackendChoice::Auto);
     let rows: Vec<_> = adapters
         .iter()
-        .map(|ad| {
+        .enumerate()
+        .map(|(index, ad)| {
             let i = ad.get_info();
             let l = ad.limits();
             json!({
+                "index": index,
                 "name": i.name,
                 "backend": format!("{:?}", i.backend).to_lowercase(),
                 "device_type": format!("{:?}", i.device_type),
@@ -26,6 +28,8 @@ pub fn run(a: &InfoArgs) -> CliResult {
                     "max_storage_buffers_per_shader_stage": l.max_storage_buffers_per_shader_stage,
                     "max_compute_workgroups_per_dimension": l.max_compute_workgroups_per_dimension,
                     "min_storage_buffer_offset_alignment": l.min_storage_buffer_offset_alignment,
+                    "max_compute_invocations_per_workgroup": l.max_compute_invocations_per_workgroup,
+                    "max_compute_workgroup_storage_size": l.max_compute_workgroup_storage_size,
                 }
             })
         })
@@ -37,7 +41,8 @@ pub fn run(a: &InfoArgs) -> CliResult {
     } else {
         for r in &rows {
             say!(
-                "{} [{}] {} — driver: {}",
+                "[{}] {} ({}) {} — driver: {}",
+                r["index"],
                 r["name"].as_str().unwrap_or(""),
                 r["backend"].as_str().unwrap_or(""),
                 r["device_type"].as_str().unwrap_or(""),

@@ -37,8 +37,8 @@ pub fn main() -> CliResult {
         }
     };
     match cli.command {
-        None => demo::run(&cli.backend),
-        Some(args::Command::Demo) => demo::run(&cli.backend),
+        None => demo::run(&cli.backend, &cli.adapter),
+        Some(args::Command::Demo) => demo::run(&cli.backend, &cli.adapter),
         Some(args::Command::Info(a)) => info::run(&a),
         Some(args::Command::Run(a)) => run::run(&a),
         Some(args::Command::Bench(a)) => bench::run(&a),

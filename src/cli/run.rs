@@ -7,9 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 use wgpu_split::ops::{OnnxSplitParts, Operator};
-use wgpu_split::{
-    npy, reference, verify, BackendChoice, DType, GpuSplitter, HostTensor, SplitPlan,
-};
+use wgpu_split::{npy, reference, verify, DType, DeviceChoice, GpuSplitter, HostTensor, SplitPlan};
 
 /// Refuses options that belong to other operators.
 fn only_for(op: Op, present: &[(&str, bool, &[Op])]) -> CliResult<()> {
@@ -223,9 +221,9 @@ pub fn run(a: &RunArgs) -> CliResult {
     let engine_choice = a.backend.as_deref().unwrap_or("");
     let use_cpu = engine_choice.eq_ignore_ascii_case("cpu");
     let choice = if use_cpu {
-        BackendChoice::Auto
+        DeviceChoice::default()
     } else {
-        args::backend(a.backend.as_deref())?
+        args::device(a.backend.as_deref(), a.adapter.as_deref())?
     };
 
     let t = Instant::now();
@@ -238,7 +236,7 @@ pub fn run(a: &RunArgs) -> CliResult {
     let engine = if use_cpu {
         Engine::Cpu
     } else {
-        Engine::Gpu(Box::new(GpuSplitter::open(choice)?))
+        Engine::Gpu(Box::new(GpuSplitter::open_chosen(&choice)?))
     };
     let t = Instant::now();
     let outputs = match &engine {

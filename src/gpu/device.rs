@@ -3,8 +3,15 @@
 use crate::error::{Result, SplitError};
 use std::str::FromStr;
 
-/// Environment variable read by [`BackendChoice::from_env`].
+/// Environment variable read by [`BackendChoice::from_env`]; wgpu's own `WGPU_BACKEND` is read
+/// when it is unset.
 pub const BACKEND_ENV: &str = "WGPU_SPLIT_BACKEND";
+
+/// wgpu's variable for the backend ([`BackendChoice::from_env`] reads it second).
+pub const WGPU_BACKEND_ENV: &str = "WGPU_BACKEND";
+
+/// wgpu's variable for the adapter: part of its name ([`DeviceChoice::from_env`]).
+pub const WGPU_ADAPTER_NAME_ENV: &str = "WGPU_ADAPTER_NAME";
 
 /// Which graphics API to open a device on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,12 +30,17 @@ pub enum BackendChoice {
 }
 
 impl BackendChoice {
-    /// Reads [`BACKEND_ENV`]; unset or empty means [`BackendChoice::Auto`].
+    /// Reads [`BACKEND_ENV`], else wgpu's [`WGPU_BACKEND_ENV`] (one backend name); unset or
+    /// empty means [`BackendChoice::Auto`].
     pub fn from_env() -> Result<Self> {
-        match std::env::var(BACKEND_ENV) {
-            Ok(v) if !v.is_empty() => v.parse(),
-            _ => Ok(BackendChoice::Auto),
+        for var in [BACKEND_ENV, WGPU_BACKEND_ENV] {
+            if let Ok(v) = std::env::var(var) {
+                if !v.is_empty() {
+                    return v.parse();
+                }
+            }
         }
+        Ok(BackendChoice::Auto)
     }
 
     /// The choice that opens `backend` (Auto for backends this crate does not name).
@@ -69,6 +81,82 @@ impl FromStr for BackendChoice {
     }
 }
 
+/// Which adapter of the chosen backends to open.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum AdapterPick {
+    /// The one wgpu prefers for the power preference.
+    #[default]
+    Preferred,
+    /// The adapter at this index of [`list_adapters`], as `wgpu-split info` numbers them.
+    Index(usize),
+    /// The first adapter whose name contains this text, ignoring case (as wgpu's
+    /// `WGPU_ADAPTER_NAME`).
+    Name(String),
+}
+
+impl FromStr for AdapterPick {
+    type Err = SplitError;
+
+    /// A number is an index; any other text part of a name; empty text the preferred one.
+    fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim();
+        Ok(if s.is_empty() {
+            AdapterPick::Preferred
+        } else if let Ok(i) = s.parse() {
+            AdapterPick::Index(i)
+        } else {
+            AdapterPick::Name(s.to_string())
+        })
+    }
+}
+
+/// Everything that picks a device: backend, adapter and power preference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceChoice {
+    /// The backends to look at.
+    pub backend: BackendChoice,
+    /// Which of their adapters.
+    pub adapter: AdapterPick,
+    /// What wgpu prefers when no adapter is named.
+    pub power: wgpu::PowerPreference,
+}
+
+impl Default for DeviceChoice {
+    fn default() -> Self {
+        Self {
+            backend: BackendChoice::Auto,
+            adapter: AdapterPick::Preferred,
+            power: wgpu::PowerPreference::HighPerformance,
+        }
+    }
+}
+
+impl DeviceChoice {
+    /// The choice of `backend`'s preferred adapter.
+    pub fn backend(backend: BackendChoice) -> Self {
+        Self {
+            backend,
+            ..Self::default()
+        }
+    }
+
+    /// From the environment, as wgpu's own tools read it: the backend from
+    /// [`BackendChoice::from_env`], the adapter from `WGPU_ADAPTER_NAME`, the power preference
+    /// from `WGPU_POWER_PREF` (`low` or `high`; high by default).
+    pub fn from_env() -> Result<Self> {
+        let adapter = match std::env::var(WGPU_ADAPTER_NAME_ENV) {
+            Ok(name) if !name.is_empty() => AdapterPick::Name(name),
+            _ => AdapterPick::Preferred,
+        };
+        Ok(Self {
+            backend: BackendChoice::from_env()?,
+            adapter,
+            power: wgpu::PowerPreference::from_env()
+                .unwrap_or(wgpu::PowerPreference::HighPerformance),
+        })
+    }
+}
+
 /// A wgpu instance limited to `backends`, with no window system.
 pub fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
@@ -81,15 +169,50 @@ pub fn list_adapters(choice: BackendChoice) -> Vec<wgpu::Adapter> {
     pollster::block_on(instance(choice.backends()).enumerate_adapters(choice.backends()))
 }
 
-/// Opens a device on the best adapter of `choice`, with the adapter's own limits (not wgpu's
-/// conservative defaults), so tensors up to the adapter's binding size fit.
+/// Opens a device on the preferred adapter of `choice`; see [`open_chosen`].
 pub fn open_device(choice: BackendChoice) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
-    let instance = instance(choice.backends());
-    let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-        power_preference: wgpu::PowerPreference::HighPerformance,
-        ..Default::default()
-    }))
-    .map_err(|e| SplitError::NoAdapter(format!("backend {choice:?}: {e}")))?;
+    open_chosen(&DeviceChoice::backend(choice))
+}
+
+/// Opens a device on the adapter `choice` picks, with the adapter's own limits (not wgpu's
+/// conservative defaults), so tensors up to the adapter's binding size fit.
+pub fn open_chosen(choice: &DeviceChoice) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
+    let backends = choice.backend.backends();
+    let instance = instance(backends);
+    let adapter = match &choice.adapter {
+        AdapterPick::Preferred => {
+            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: choice.power,
+                ..Default::default()
+            }))
+            .map_err(|e| SplitError::NoAdapter(format!("backend {:?}: {e}", choice.backend)))?
+        }
+        pick => {
+            let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+            let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+            let found = match pick {
+                AdapterPick::Index(i) => adapters.into_iter().nth(*i),
+                AdapterPick::Name(n) => {
+                    let n = n.to_lowercase();
+                    adapters
+                        .into_iter()
+                        .find(|a| a.get_info().name.to_lowercase().contains(&n))
+                }
+                AdapterPick::Preferred => None,
+            };
+            found.ok_or_else(|| {
+                let wanted = match pick {
+                    AdapterPick::Index(i) => format!("number {i}"),
+                    AdapterPick::Name(n) => format!("named like {n:?}"),
+                    AdapterPick::Preferred => "preferred".into(),
+                };
+                SplitError::NoAdapter(format!(
+                    "no adapter {wanted} on backend {:?}; the adapters are {names:?}",
+                    choice.backend
+                ))
+            })?
+        }
+    };
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("wgpu-split"),
         required_limits: adapter.limits(),

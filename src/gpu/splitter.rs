@@ -1,7 +1,7 @@
 //! [`GpuSplitter`]: a device, its compiled pipeline and the caches its clones share.
 
 use crate::error::Result;
-use crate::gpu::device::{self, BackendChoice};
+use crate::gpu::device::{self, BackendChoice, DeviceChoice};
 use crate::gpu::gather::plan::GatherMode;
 use crate::gpu::gather::record::GatherPipeline;
 use crate::gpu::gather::tables::TableCache;
@@ -72,7 +72,13 @@ impl GpuSplitter {
 
     /// Opens the best adapter of `choice` with its full limits and compiles the pipeline.
     pub fn open(choice: BackendChoice) -> Result<Self> {
-        let (adapter, device, queue) = device::open_device(choice)?;
+        Self::open_chosen(&DeviceChoice::backend(choice))
+    }
+
+    /// Opens the adapter `choice` picks (backend, adapter index or name, power preference)
+    /// with its full limits and compiles the pipeline.
+    pub fn open_chosen(choice: &DeviceChoice) -> Result<Self> {
+        let (adapter, device, queue) = device::open_chosen(choice)?;
         // Errors are captured by scopes around every call; a stray one is reported, not panicked on.
         device.on_uncaptured_error(Arc::new(|e: wgpu::Error| {
             eprintln!("wgpu-split: uncaptured wgpu error: {e}")
@@ -81,9 +87,11 @@ impl GpuSplitter {
         Self::new(device, queue)
     }
 
-    /// [`GpuSplitter::open`] with the backend from the `WGPU_SPLIT_BACKEND` variable.
+    /// [`GpuSplitter::open_chosen`] as the environment says, with wgpu's own variables
+    /// ([`DeviceChoice::from_env`]): `WGPU_SPLIT_BACKEND` or `WGPU_BACKEND`,
+    /// `WGPU_ADAPTER_NAME`, `WGPU_POWER_PREF`.
     pub fn open_from_env() -> Result<Self> {
-        Self::open(BackendChoice::from_env()?)
+        Self::open_chosen(&DeviceChoice::from_env()?)
     }
 
     /// Sets the most 16-byte units one gather lane writes (at least 1). The default suits the
