@@ -58,3 +58,8 @@ pub use gpu::{EncodedSplit, GpuSplitter};
 pub use ops::Operator;
 pub use plan::{Chunk, SplitPlan};
 pub use tensor::{HostTensor, IntTensor};
+
+/// The README's code, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
