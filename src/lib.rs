@@ -29,17 +29,20 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod dtype;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gpu;
+#[cfg(feature = "npy")]
 pub mod npy;
 pub mod ops;
 pub mod plan;
 pub mod reference;
 pub mod tensor;
+#[cfg(feature = "bench")]
 pub mod trace;
 pub mod verify;
 

@@ -17,8 +17,9 @@ macro_rules! element {
 element!(
     i8 => I8, u8 => U8, i16 => I16, u16 => U16, half::f16 => F16, half::bf16 => BF16,
     i32 => I32, u32 => U32, f32 => F32, i64 => I64, u64 => U64, f64 => F64,
-    num_complex::Complex<f32> => Complex64, num_complex::Complex<f64> => Complex128,
 );
+#[cfg(feature = "complex")]
+element!(num_complex::Complex<f32> => Complex64, num_complex::Complex<f64> => Complex128);
 
 /// Number of elements of a shape, or an error naming the shape if the product overflows.
 pub fn element_count(shape: &[usize]) -> Result<usize> {

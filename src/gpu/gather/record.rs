@@ -28,6 +28,7 @@ impl GatherPipeline {
         })
     }
 
+    #[cfg(feature = "bench")]
     /// Compiles the trace build of the shader ([`crate::trace::traced_source`]): the same
     /// shader, whose every global access also writes a record into a buffer at binding 4.
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
