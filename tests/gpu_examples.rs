@@ -205,6 +205,24 @@ fn empty_outputs_and_empty_inputs(gpu: &'static GpuSplitter) {
     assert_eq!(check(gpu, &plan, &input).len(), 4);
 }
 
+/// The async path gives the same bytes: `run_async` and `encode_async`, driven by an
+/// executor (pollster here; any other works, nothing inside blocks on wgpu).
+fn async_run_and_encode(gpu: &'static GpuSplitter) {
+    let input = iota_f32(&[6, 12, 10, 24]);
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
+    let want = reference::split_tensor(&input, &plan).unwrap();
+    let got = pollster::block_on(gpu.run_async(&plan, &input)).unwrap();
+    common::assert_same_outputs(&common::name(gpu), &got, &want);
+    // encode_async on buffers with copies allowed and without.
+    for usage in [
+        wgpu::BufferUsages::empty(),
+        wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    ] {
+        let (got, _) = common::encode_and_read_with(gpu, &plan, &input, usage, true);
+        common::assert_same_outputs(&common::name(gpu), &got, &want);
+    }
+}
+
 /// Each stamped test runs on the adapter its name says.
 fn the_adapter_is_the_named_backend(gpu: &'static GpuSplitter) {
     let backend = gpu.adapter_info().backend;
@@ -349,6 +367,7 @@ fn neighbouring_contiguous_outputs_share_one_copy(gpu: &'static GpuSplitter) {
 
 per_backend!(
     the_adapter_is_the_named_backend,
+    async_run_and_encode,
     spec_split_example,
     spec_variadic_split_examples,
     split_to_sequence_forms,

@@ -223,22 +223,33 @@ pub fn open_chosen(choice: &DeviceChoice) -> Result<(wgpu::Adapter, wgpu::Device
 }
 
 /// Runs `f` inside validation, out-of-memory and internal error scopes and turns whatever
-/// they catch into [`SplitError::Device`]; wgpu's default handler would panic instead.
-pub fn scoped<T>(device: &wgpu::Device, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+/// they catch into [`SplitError::Device`]; wgpu's default handler would panic instead. The
+/// scopes are awaited, never blocked on, so this runs under any async executor (on native
+/// wgpu the futures are ready at once; on WebGPU they resolve through the browser).
+pub async fn scoped_async<T>(
+    device: &wgpu::Device,
+    what: &str,
+    f: impl FnOnce() -> T,
+) -> Result<T> {
     let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
     let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let out = f();
     // Scopes pop in reverse order of their pushes.
     let errors = [
-        pollster::block_on(validation.pop()),
-        pollster::block_on(oom.pop()),
-        pollster::block_on(internal.pop()),
+        validation.pop().await,
+        oom.pop().await,
+        internal.pop().await,
     ];
     match errors.into_iter().flatten().next() {
         Some(e) => Err(SplitError::Device(format!("{what}: {e}"))),
         None => Ok(out),
     }
+}
+
+/// [`scoped_async`], blocking the thread until the scopes report (at once on native wgpu).
+pub fn scoped<T>(device: &wgpu::Device, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+    pollster::block_on(scoped_async(device, what, f))
 }
 
 /// Helpers for the unit tests that need a device.

@@ -2,7 +2,7 @@
 //! it.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::scoped;
+use crate::gpu::device::scoped_async;
 use crate::gpu::gather::abi::{input_binding, window_limit};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::region::BufferRegion;
@@ -67,11 +67,42 @@ impl GpuSplitter {
         self.encode_with_layout(encoder, plan, dtype, input, output, layout)
     }
 
+    /// [`GpuSplitter::encode`] for async callers: wgpu's error scopes are awaited, never
+    /// blocked on, so it runs under any executor and on WebGPU.
+    pub async fn encode_async(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+    ) -> Result<EncodedSplit> {
+        let layout = self.output_layout(plan, dtype)?;
+        self.encode_with_layout_async(encoder, plan, dtype, input, output, layout)
+            .await
+    }
+
     /// [`GpuSplitter::encode`] with the outputs placed by `layout` instead of the device's
     /// storage offset alignment: for example [`OutputLayout::packed`] (16 bytes), where 10,000
     /// outputs of 12 bytes take 160 KB instead of 2.5 MB at a 256-byte alignment. A layout built
     /// by hand is checked first ([`OutputLayout::check`]).
     pub fn encode_with_layout(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+        layout: OutputLayout,
+    ) -> Result<EncodedSplit> {
+        // The error scopes of native wgpu are ready at once: this does not wait.
+        pollster::block_on(
+            self.encode_with_layout_async(encoder, plan, dtype, input, output, layout),
+        )
+    }
+
+    /// [`GpuSplitter::encode_with_layout`] for async callers, as [`GpuSplitter::encode_async`].
+    pub async fn encode_with_layout_async(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         plan: &SplitPlan,
@@ -111,7 +142,11 @@ impl GpuSplitter {
         };
         let caps = self.caps();
         let (route, scratch) = match route::choose(&bytes, &layout, &caps, &regions)? {
-            Route::Texture(t) => match self.scratch.get(&self.device, t.scratch.0, t.scratch.1) {
+            Route::Texture(t) => match self
+                .scratch
+                .get(&self.device, t.scratch.0, t.scratch.1)
+                .await
+            {
                 Ok(scratch) => (Route::Texture(t), Some(scratch)),
                 // A scratch texture the device cannot give (out of memory) leaves the others.
                 Err(_) => {
@@ -132,7 +167,7 @@ impl GpuSplitter {
         };
         match (&route, scratch) {
             (Route::BufferCopies(copies), _) => {
-                scoped(&self.device, "encoding the split copies", || {
+                scoped_async(&self.device, "encoding the split copies", || {
                     for c in copies {
                         encoder.copy_buffer_to_buffer(
                             input.buffer,
@@ -142,13 +177,15 @@ impl GpuSplitter {
                             c.size,
                         );
                     }
-                })?;
+                })
+                .await?;
                 encoded.buffer_copies = copies.len() as u32;
             }
             (Route::Texture(t), Some(scratch)) => {
-                scoped(&self.device, "encoding the split copies", || {
+                scoped_async(&self.device, "encoding the split copies", || {
                     texture::record::record(encoder, t, &scratch, input.buffer, output.buffer)
-                })?;
+                })
+                .await?;
                 encoded.texture_copies = t.commands() as u32;
             }
             (Route::Texture(_), None) => {
@@ -162,16 +199,18 @@ impl GpuSplitter {
                     return Ok(encoded);
                 }
                 let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
-                let tables = self.tables.buffers(&self.device, &tables)?;
-                self.gather.record(
-                    &self.device,
-                    encoder,
-                    dispatches,
-                    &tables,
-                    &input,
-                    &output,
-                    None,
-                )?;
+                let tables = self.tables.buffers(&self.device, &tables).await?;
+                self.gather
+                    .record(
+                        &self.device,
+                        encoder,
+                        dispatches,
+                        &tables,
+                        &input,
+                        &output,
+                        None,
+                    )
+                    .await?;
                 encoded.dispatches = dispatches.len() as u32;
             }
         }

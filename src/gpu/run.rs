@@ -2,7 +2,7 @@
 //! outputs back.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::scoped;
+use crate::gpu::device::scoped_async;
 use crate::gpu::gather::abi::window_limit;
 use crate::gpu::gather::plan::fits_one_dispatch;
 use crate::gpu::output_layout::OutputLayout;
@@ -53,11 +53,43 @@ impl GpuSplitter {
         plan: &SplitPlan,
         input: &HostTensor,
     ) -> Result<(Vec<HostTensor>, EncodedSplit)> {
+        // Native wgpu's error scopes are ready at once: this does not wait; the read-back does.
+        let (readback, encoded) = pollster::block_on(self.submit(plan, input))?;
+        let dtype = input.dtype();
+        let outputs = self.read_back(&readback, |bytes| {
+            encoded.layout.outputs_from(bytes, plan, dtype)
+        })?;
+        Ok((outputs, encoded))
+    }
+
+    /// [`GpuSplitter::run`] for async callers: nothing blocks the thread. The outputs are read
+    /// back once the buffer maps; on native wgpu, each time the future is polled it polls the
+    /// device without waiting (on WebGPU the browser maps it).
+    pub async fn run_async(&self, plan: &SplitPlan, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        let (readback, encoded) = self.submit(plan, input).await?;
+        map_read(&self.device, &readback).await?;
+        let outputs = {
+            let view = readback
+                .get_mapped_range(..)
+                .map_err(|e| SplitError::Device(format!("reading the readback buffer: {e}")))?;
+            encoded.layout.outputs_from(&view, plan, input.dtype())
+        };
+        readback.unmap();
+        outputs
+    }
+
+    /// Uploads `input`, records the split and the copy into a readback buffer, and submits;
+    /// returns the readback buffer and what was recorded.
+    async fn submit(
+        &self,
+        plan: &SplitPlan,
+        input: &HostTensor,
+    ) -> Result<(wgpu::Buffer, EncodedSplit)> {
         let dtype = input.dtype();
         plan.check_input_shape(input.shape())?;
         let layout = self.host_layout(plan, dtype)?;
-        let in_size = Self::input_binding_size(plan, dtype)?.max(4);
-        let (in_buf, out_buf, readback) = scoped(&self.device, "allocating buffers", || {
+        let in_size = Self::input_binding_size(plan, dtype)?.max(16);
+        let (in_buf, out_buf, readback) = scoped_async(&self.device, "allocating buffers", || {
             let buffer = |label, size, usage, mapped_at_creation| {
                 self.device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some(label),
@@ -82,7 +114,8 @@ impl GpuSplitter {
                     false,
                 ),
             )
-        })?;
+        })
+        .await?;
         {
             let mut view = in_buf
                 .get_mapped_range_mut(..)
@@ -94,23 +127,23 @@ impl GpuSplitter {
 
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let region = |buffer| BufferRegion { buffer, offset: 0 };
-        let encoded = self.encode_with_layout(
-            &mut encoder,
-            plan,
-            dtype,
-            region(&in_buf),
-            region(&out_buf),
-            layout,
-        )?;
+        let encoded = self
+            .encode_with_layout_async(
+                &mut encoder,
+                plan,
+                dtype,
+                region(&in_buf),
+                region(&out_buf),
+                layout,
+            )
+            .await?;
         let total = encoded.layout.total_bytes;
-        scoped(&self.device, "submitting the split", || {
+        scoped_async(&self.device, "submitting the split", || {
             encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, total);
             self.queue.submit([encoder.finish()]);
-        })?;
-        let outputs = self.read_back(&readback, |bytes| {
-            encoded.layout.outputs_from(bytes, plan, dtype)
-        })?;
-        Ok((outputs, encoded))
+        })
+        .await?;
+        Ok((readback, encoded))
     }
 
     /// Maps a MAP_READ buffer after the queue's work and hands its bytes to `read`, which copies
@@ -139,4 +172,38 @@ impl GpuSplitter {
         buffer.unmap();
         result
     }
+}
+
+/// Maps `buffer` for reading without blocking: a future that, on native wgpu, polls the
+/// device (without waiting) each time it is polled, and wakes itself until the map is done.
+async fn map_read(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<()> {
+    use std::sync::{Arc, Mutex};
+    use std::task::Poll;
+    let done: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>> = Arc::default();
+    let slot = done.clone();
+    buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    });
+    let mapped = |r: std::result::Result<(), wgpu::BufferAsyncError>| {
+        r.map_err(|e| SplitError::Device(format!("mapping the readback buffer: {e}")))
+    };
+    std::future::poll_fn(|cx| {
+        let take = || done.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(r) = take() {
+            return Poll::Ready(mapped(r));
+        }
+        if let Err(e) = device.poll(wgpu::PollType::Poll) {
+            return Poll::Ready(Err(SplitError::Device(format!(
+                "waiting for the split: {e}"
+            ))));
+        }
+        match take() {
+            Some(r) => Poll::Ready(mapped(r)),
+            None => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    })
+    .await
 }

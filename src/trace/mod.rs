@@ -136,7 +136,7 @@ pub fn trace_split(
         });
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         let records = run_traced(gpu, d.params.num_blocks, sampling, |encoder, trace| {
-            pipeline.record(
+            pollster::block_on(pipeline.record(
                 device,
                 encoder,
                 std::slice::from_ref::<Dispatch>(d),
@@ -144,7 +144,7 @@ pub fn trace_split(
                 &region(&input),
                 &region(&output),
                 Some(trace),
-            )
+            ))
         })?;
         accesses.extend(records.into_iter().map(|mut a| {
             a.workgroup += i as u32 * sampling.workgroups;

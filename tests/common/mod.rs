@@ -82,6 +82,17 @@ pub fn encode_and_read(
     encode_and_read_at(gpu, plan, input, extra_usage, (0, 0))
 }
 
+/// [`encode_and_read`], through `encode_async` when `asynchronous`.
+pub fn encode_and_read_with(
+    gpu: &GpuSplitter,
+    plan: &wgpu_split::SplitPlan,
+    input: &HostTensor,
+    extra_usage: wgpu::BufferUsages,
+    asynchronous: bool,
+) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
+    encode_and_read_inner(gpu, plan, input, extra_usage, (0, 0), asynchronous)
+}
+
 /// [`encode_and_read`] with the input and output regions at these byte offsets of their
 /// buffers (multiples of the storage offset alignment); the bytes before them hold 0xA5.
 pub fn encode_and_read_at(
@@ -89,7 +100,18 @@ pub fn encode_and_read_at(
     plan: &wgpu_split::SplitPlan,
     input: &HostTensor,
     extra_usage: wgpu::BufferUsages,
+    offsets: (u64, u64),
+) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
+    encode_and_read_inner(gpu, plan, input, extra_usage, offsets, false)
+}
+
+fn encode_and_read_inner(
+    gpu: &GpuSplitter,
+    plan: &wgpu_split::SplitPlan,
+    input: &HostTensor,
+    extra_usage: wgpu::BufferUsages,
     (in_offset, out_offset): (u64, u64),
+    asynchronous: bool,
 ) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
     use wgpu::util::DeviceExt;
     let device = gpu.device();
@@ -115,21 +137,26 @@ pub fn encode_and_read_at(
         mapped_at_creation: false,
     });
     let mut encoder = device.create_command_encoder(&Default::default());
-    let encoded = gpu
-        .encode(
+    let in_region = wgpu_split::BufferRegion {
+        buffer: &in_buf,
+        offset: in_offset,
+    };
+    let out_region = wgpu_split::BufferRegion {
+        buffer: &out_buf,
+        offset: out_offset,
+    };
+    let encoded = if asynchronous {
+        pollster::block_on(gpu.encode_async(
             &mut encoder,
             plan,
             input.dtype(),
-            wgpu_split::BufferRegion {
-                buffer: &in_buf,
-                offset: in_offset,
-            },
-            wgpu_split::BufferRegion {
-                buffer: &out_buf,
-                offset: out_offset,
-            },
-        )
-        .unwrap();
+            in_region,
+            out_region,
+        ))
+    } else {
+        gpu.encode(&mut encoder, plan, input.dtype(), in_region, out_region)
+    }
+    .unwrap();
     encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, out_size);
     gpu.queue().submit([encoder.finish()]);
     readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());

@@ -4,7 +4,7 @@
 use super::abi::{Layout, SHADER_SOURCE};
 use super::plan::Dispatch;
 use crate::error::{Result, SplitError};
-use crate::gpu::device::scoped;
+use crate::gpu::device::{scoped, scoped_async};
 use crate::gpu::region::BufferRegion;
 use std::num::NonZeroU64;
 
@@ -100,7 +100,7 @@ impl GatherPipeline {
     /// records into `trace`. Fails before recording anything if a grid exceeds the device's
     /// limits, or if `trace` is given to the plain build or missing for the trace build.
     #[allow(clippy::too_many_arguments)]
-    pub fn record(
+    pub async fn record(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
@@ -120,7 +120,7 @@ impl GatherPipeline {
             .iter()
             .map(|d| grid(&limits, d.params.num_blocks as u64))
             .collect::<Result<Vec<_>>>()?;
-        scoped(device, "encoding the split", || {
+        scoped_async(device, "encoding the split", || {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("split_gather"),
                 timestamp_writes: None,
@@ -136,6 +136,7 @@ impl GatherPipeline {
                 pass.dispatch_workgroups(x, y, 1);
             }
         })
+        .await
     }
 
     /// The bind group of one dispatch: its table, its windows of the caller's buffers, and

@@ -6,7 +6,7 @@
 //! uploaded, so a cached one is safe to bind from any encoder, thread or submission.
 
 use crate::error::Result;
-use crate::gpu::device::scoped;
+use crate::gpu::device::scoped_async;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use wgpu::util::DeviceExt;
@@ -36,7 +36,7 @@ impl TableCache {
     /// One storage buffer per table, from the cache where it holds one. Buffers created here
     /// enter the cache only when their creation raised no device error, so a failed upload
     /// (out of memory) is not served again.
-    pub(crate) fn buffers(
+    pub(crate) async fn buffers(
         &self,
         device: &wgpu::Device,
         tables: &[Vec<u8>],
@@ -49,7 +49,7 @@ impl TableCache {
             return Ok(found.into_iter().flatten().collect());
         }
         // Pieces of one split can have equal tables (their windows differ): one upload each.
-        let created = scoped(device, "uploading the split tables", || {
+        let created = scoped_async(device, "uploading the split tables", || {
             let mut created: HashMap<&[u8], wgpu::Buffer> = HashMap::new();
             for (table, slot) in tables.iter().zip(&mut found) {
                 if slot.is_none() {
@@ -64,7 +64,8 @@ impl TableCache {
                 }
             }
             created
-        })?;
+        })
+        .await?;
         let mut state = self.lock();
         for (table, buffer) in created {
             state.insert(table, buffer);
@@ -118,6 +119,10 @@ mod tests {
     use crate::gpu::device::tests::{per_backend, test_device};
     use crate::BackendChoice;
 
+    fn get(cache: &TableCache, device: &wgpu::Device, tables: &[Vec<u8>]) -> Vec<wgpu::Buffer> {
+        pollster::block_on(cache.buffers(device, tables)).unwrap()
+    }
+
     fn table(tag: u8, len: usize) -> Vec<u8> {
         let mut t = vec![0u8; len];
         t[0] = tag;
@@ -127,19 +132,17 @@ mod tests {
     fn a_table_seen_again_is_served_from_the_cache(choice: BackendChoice) {
         let device = test_device(choice);
         let cache = TableCache::default();
-        let first = cache.buffers(&device, &[table(1, 48)]).unwrap();
-        let again = cache.buffers(&device, &[table(1, 48)]).unwrap();
+        let first = get(&cache, &device, &[table(1, 48)]);
+        let again = get(&cache, &device, &[table(1, 48)]);
         assert_eq!(first, again);
-        let other = cache.buffers(&device, &[table(2, 48)]).unwrap();
+        let other = get(&cache, &device, &[table(2, 48)]);
         assert_ne!(first, other);
     }
 
     fn equal_tables_of_one_split_share_one_upload(choice: BackendChoice) {
         let device = test_device(choice);
         let cache = TableCache::default();
-        let got = cache
-            .buffers(&device, &[table(1, 48), table(2, 48), table(1, 48)])
-            .unwrap();
+        let got = get(&cache, &device, &[table(1, 48), table(2, 48), table(1, 48)]);
         assert_eq!(got[0], got[2]);
         assert_ne!(got[0], got[1]);
         assert_eq!(cache.lock().buffers.len(), 2);
@@ -148,11 +151,11 @@ mod tests {
     fn the_cache_is_bounded_and_drops_the_least_recently_used(choice: BackendChoice) {
         let device = test_device(choice);
         let cache = TableCache::default();
-        let kept = cache.buffers(&device, &[table(0, 48)]).unwrap();
+        let kept = get(&cache, &device, &[table(0, 48)]);
         for tag in 1..=(MAX_TABLES as u8 + 8) {
-            cache.buffers(&device, &[table(tag, 48)]).unwrap();
+            get(&cache, &device, &[table(tag, 48)]);
             // Table 0 stays the most recently used one before each new upload.
-            assert_eq!(cache.buffers(&device, &[table(0, 48)]).unwrap(), kept);
+            assert_eq!(get(&cache, &device, &[table(0, 48)]), kept);
         }
         let state = cache.lock();
         assert_eq!(state.buffers.len(), MAX_TABLES);
@@ -160,8 +163,8 @@ mod tests {
         drop(state);
 
         let big = table(9, MAX_TABLE_BYTES + 32);
-        let first = cache.buffers(&device, std::slice::from_ref(&big)).unwrap();
-        let again = cache.buffers(&device, std::slice::from_ref(&big)).unwrap();
+        let first = get(&cache, &device, std::slice::from_ref(&big));
+        let again = get(&cache, &device, std::slice::from_ref(&big));
         assert_ne!(first, again, "tables past MAX_TABLE_BYTES are not kept");
     }
 

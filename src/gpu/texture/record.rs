@@ -3,7 +3,7 @@
 
 use super::plan::{TexturePlan, TEXEL_BYTES};
 use crate::error::Result;
-use crate::gpu::device::scoped;
+use crate::gpu::device::scoped_async;
 use std::sync::Mutex;
 
 /// Records `plan`'s copies from `input` to `output` through `scratch` (at least
@@ -67,22 +67,25 @@ pub(crate) struct Scratch {
 impl Scratch {
     /// A texture of at least `width` x `height` texels: a kept one if one is large enough,
     /// else a new one, kept when it was created without a device error.
-    pub(crate) fn get(
+    pub(crate) async fn get(
         &self,
         device: &wgpu::Device,
         width: u32,
         height: u32,
     ) -> Result<wgpu::Texture> {
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = kept
-            .iter()
-            .position(|t| t.width() >= width && t.height() >= height)
         {
-            let texture = kept.remove(i);
-            kept.push(texture.clone());
-            return Ok(texture);
+            let mut kept = self.lock();
+            if let Some(i) = kept
+                .iter()
+                .position(|t| t.width() >= width && t.height() >= height)
+            {
+                let texture = kept.remove(i);
+                kept.push(texture.clone());
+                return Ok(texture);
+            }
         }
-        let texture = scoped(device, "creating the scratch texture", || {
+        // No lock is held across the wait for the device's verdict.
+        let texture = scoped_async(device, "creating the scratch texture", || {
             device.create_texture(&wgpu::TextureDescriptor {
                 label: Some("split scratch"),
                 size: wgpu::Extent3d {
@@ -97,12 +100,20 @@ impl Scratch {
                 usage: wgpu::TextureUsages::COPY_SRC | wgpu::TextureUsages::COPY_DST,
                 view_formats: &[],
             })
-        })?;
+        })
+        .await?;
+        let mut kept = self.lock();
         if kept.len() == KEPT_SCRATCH {
             kept.remove(0);
         }
         kept.push(texture.clone());
         Ok(texture)
+    }
+
+    /// The kept textures; a panic elsewhere while the lock was held leaves the list
+    /// consistent, so a poisoned lock is taken as is.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<wgpu::Texture>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -115,21 +126,30 @@ mod tests {
     fn alternating_shapes_reuse_their_kept_textures(choice: BackendChoice) {
         let device = test_device(choice);
         let scratch = Scratch::default();
-        let wide = scratch.get(&device, 512, 512).unwrap();
-        let tall = scratch.get(&device, 256, 1024).unwrap();
+        let wide = pollster::block_on(scratch.get(&device, 512, 512)).unwrap();
+        let tall = pollster::block_on(scratch.get(&device, 256, 1024)).unwrap();
         assert_ne!(wide, tall);
         for _ in 0..3 {
-            assert_eq!(scratch.get(&device, 512, 512).unwrap(), wide);
-            assert_eq!(scratch.get(&device, 256, 1024).unwrap(), tall);
+            assert_eq!(
+                pollster::block_on(scratch.get(&device, 512, 512)).unwrap(),
+                wide
+            );
+            assert_eq!(
+                pollster::block_on(scratch.get(&device, 256, 1024)).unwrap(),
+                tall
+            );
             // A smaller request takes a kept texture that is large enough.
-            let small = scratch.get(&device, 16, 16).unwrap();
+            let small = pollster::block_on(scratch.get(&device, 16, 16)).unwrap();
             assert!(small == wide || small == tall);
         }
         // Past KEPT_SCRATCH new shapes, the least recently used goes.
         for i in 1..=KEPT_SCRATCH as u32 {
-            scratch.get(&device, 1024 + i, 1).unwrap();
+            pollster::block_on(scratch.get(&device, 1024 + i, 1)).unwrap();
         }
-        assert_ne!(scratch.get(&device, 512, 512).unwrap(), wide);
+        assert_ne!(
+            pollster::block_on(scratch.get(&device, 512, 512)).unwrap(),
+            wide
+        );
     }
 
     per_backend!(alternating_shapes_reuse_their_kept_textures);
