@@ -184,6 +184,36 @@ fn bench_writes_the_report_fields(backend: &str) {
             assert!(split[field].as_f64().unwrap() >= 0.0, "{warp} {field}");
         }
     }
+    // The chart: an SVG with every case and the three rates.
+    let svg = dir.path().join("bench.svg");
+    let out = wgpu_split(&[
+        "bench",
+        backend,
+        "--quick",
+        "--cases=spec_split,tiny_runs",
+        &format!("--plot={}", s(&svg)),
+    ]);
+    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"), "{}", &text[..text.len().min(80)]);
+    for label in [
+        "spec_split",
+        "tiny_runs",
+        "split",
+        "copy_buffer_to_buffer",
+        "vec4 copy kernel",
+    ] {
+        assert!(text.contains(label), "the chart lacks {label}");
+    }
+    let out = wgpu_split(&[
+        "bench",
+        backend,
+        "--quick",
+        "--cases=spec_split",
+        "--plot=/nonexistent/dir/x.svg",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+
     let out = wgpu_split(&["bench", backend, "--route=fastest"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(

@@ -64,6 +64,10 @@ pub struct BenchArgs {
     /// dispatch alone, to measure the kernel on any adapter) or copies.
     #[arg(long, default_value = "auto")]
     pub route: String,
+    /// Also draw the rates as an SVG chart: per case, the split beside the device's copy and
+    /// copy kernel in the same run.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     /// Also trace each case's gather as a GPU runs it and report its memory figures (sector
     /// efficiency, lines and table bytes per 512 bytes moved) beside the copy kernel's.
     #[arg(long)]

@@ -55,6 +55,14 @@ pub fn run(a: &BenchArgs) -> CliResult {
     if a.memory {
         print_memory(&results);
     }
+    if let Some(path) = &a.plot {
+        let title = format!(
+            "wgpu-split bench: {} ({:?}), route {}",
+            info.name, info.backend, a.route
+        );
+        let rates: Vec<&CaseResult> = results.iter().map(|(r, _)| r).collect();
+        super::plot::rates(path, &title, &rates)?;
+    }
     if let Some(path) = &a.json {
         let cases: Vec<Value> = results.iter().map(|(r, m)| case_json(r, m)).collect();
         let report = json!({

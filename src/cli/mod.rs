@@ -13,6 +13,7 @@ mod bench;
 mod demo;
 mod error;
 mod info;
+mod plot;
 mod run;
 
 pub use error::{CliError, CliResult};
