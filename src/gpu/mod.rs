@@ -4,6 +4,8 @@
 //! 2. [`route`] (pure): buffer copies, the [`texture`] route, or the [`gather`] dispatch.
 //! 3. `record` ([`GpuSplitter::encode`]): checks the caller's buffers ([`region`]), chooses the
 //!    route and records it into the caller's encoder.
+//!    `separate` ([`GpuSplitter::encode_to_regions`]) does the same for outputs in buffers of
+//!    the caller's choosing.
 //! 4. `run` ([`GpuSplitter::run`]): the host round trip (upload, `encode`, read back), written
 //!    on top of the public `encode`.
 //!
@@ -18,6 +20,7 @@ mod record;
 pub mod region;
 pub mod route;
 mod run;
+mod separate;
 mod splitter;
 pub mod texture;
 

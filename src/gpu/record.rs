@@ -133,6 +133,20 @@ impl GpuSplitter {
             ));
         }
         let bytes = ByteRows::new(plan, dtype.size())?;
+        self.record_route(encoder, &bytes, layout, input, output)
+            .await
+    }
+
+    /// Chooses the route for the outputs of `bytes`, placed by `layout` in `output`, and
+    /// records it; the regions are checked already.
+    pub(crate) async fn record_route(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bytes: &ByteRows,
+        layout: OutputLayout,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+    ) -> Result<EncodedSplit> {
         let regions = Regions {
             input_offset: input.offset,
             output_offset: output.offset,
@@ -141,7 +155,7 @@ impl GpuSplitter {
                 && output.allows(wgpu::BufferUsages::COPY_DST),
         };
         let caps = self.caps();
-        let (route, scratch) = match route::choose(&bytes, &layout, &caps, &regions)? {
+        let (route, scratch) = match route::choose(bytes, &layout, &caps, &regions)? {
             Route::Texture(t) => match self
                 .scratch
                 .get(&self.device, t.scratch.0, t.scratch.1)
@@ -154,7 +168,7 @@ impl GpuSplitter {
                         texture_copies: false,
                         ..caps
                     };
-                    (route::choose(&bytes, &layout, &caps, &regions)?, None)
+                    (route::choose(bytes, &layout, &caps, &regions)?, None)
                 }
             },
             other => (other, None),

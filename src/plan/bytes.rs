@@ -31,6 +31,18 @@ pub enum RowKind {
     Strided,
 }
 
+impl RowKind {
+    /// Contiguous when there is one row, or every output's rows are whole input rows (one
+    /// output spanning the axis).
+    fn of(rows: u64, stride: u64, outputs: &[OutputRows]) -> Self {
+        if rows <= 1 || outputs.iter().all(|o| o.row_bytes == stride) {
+            RowKind::Contiguous
+        } else {
+            RowKind::Strided
+        }
+    }
+}
+
 /// The byte geometry of a split, for elements of one size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ByteRows {
@@ -61,11 +73,7 @@ impl ByteRows {
                 });
             }
         }
-        let kind = if rows <= 1 || outputs.len() <= 1 {
-            RowKind::Contiguous
-        } else {
-            RowKind::Strided
-        };
+        let kind = RowKind::of(rows, stride, &outputs);
         if rows.checked_mul(stride).is_none() {
             return Err(SplitError::TooLarge(format!(
                 "an input of shape {:?} with {elem_size}-byte elements overflows a 64-bit byte count",
@@ -78,6 +86,18 @@ impl ByteRows {
             outputs,
             kind,
         })
+    }
+
+    /// The same input with only the outputs `keep` picks (by position in `outputs`), classified
+    /// anew: one output of several is strided, though the whole split's outputs were not.
+    pub fn subset(&self, keep: impl IntoIterator<Item = usize>) -> ByteRows {
+        let outputs: Vec<OutputRows> = keep.into_iter().map(|k| self.outputs[k]).collect();
+        ByteRows {
+            rows: self.rows,
+            stride: self.stride,
+            kind: RowKind::of(self.rows, self.stride, &outputs),
+            outputs,
+        }
     }
 
     /// Bytes of the input.
@@ -133,6 +153,14 @@ mod tests {
         assert_eq!(r.outputs[0].row_bytes, r.stride);
         // An empty input has no non-empty output.
         assert!(rows(&[0, 4], 1, &[2, 2], 4).outputs.is_empty());
+        // One output of several, on its own, is strided; both, or one row, are what they were.
+        let r = rows(&[5, 4], 1, &[1, 3], 8);
+        assert_eq!(r.subset([1]).kind, RowKind::Strided);
+        assert_eq!(r.subset([0, 1]), r);
+        assert_eq!(
+            rows(&[1, 4], 1, &[1, 3], 8).subset([1]).kind,
+            RowKind::Contiguous
+        );
     }
 
     #[test]

@@ -1,0 +1,139 @@
+//! Outputs where the engine's allocator put them: one region per output, in any buffers.
+
+use crate::error::{Result, SplitError};
+use crate::gpu::gather::abi::UNIT_BYTES;
+use crate::gpu::output_layout::{OutputLayout, OutputRange};
+use crate::gpu::record::EncodedSplit;
+use crate::gpu::region::BufferRegion;
+use crate::gpu::splitter::GpuSplitter;
+use crate::plan::bytes::ByteRows;
+use crate::plan::SplitPlan;
+use crate::DType;
+use std::collections::BTreeMap;
+
+impl GpuSplitter {
+    /// [`GpuSplitter::encode`] with one region per output, each in any buffer: the engine
+    /// allocates every tensor itself.
+    ///
+    /// Output `i` needs STORAGE and `plan.output_bytes(i)` rounded up to 16 bytes from its
+    /// offset (the gather writes whole 16-byte units; the bytes past the output are padding it
+    /// may overwrite), at the storage offset alignment. Regions in one buffer must not overlap;
+    /// the regions of empty outputs are not touched. Outputs that share a buffer move together
+    /// (one dispatch, or copy commands where the buffers allow them and they are cheaper);
+    /// each further buffer takes its own, so `n` buffers take `n` dispatches. The returned
+    /// layout gives each output's offset in its own buffer.
+    pub fn encode_to_regions(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        outputs: &[BufferRegion<'_>],
+    ) -> Result<EncodedSplit> {
+        // Native wgpu's error scopes are ready at once: this does not wait.
+        pollster::block_on(self.encode_to_regions_async(encoder, plan, dtype, input, outputs))
+    }
+
+    /// [`GpuSplitter::encode_to_regions`] for async callers, as [`GpuSplitter::encode_async`].
+    pub async fn encode_to_regions_async(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        outputs: &[BufferRegion<'_>],
+    ) -> Result<EncodedSplit> {
+        if outputs.len() != plan.num_outputs() {
+            return Err(SplitError::BadBuffer(format!(
+                "{} output regions for {} outputs",
+                outputs.len(),
+                plan.num_outputs()
+            )));
+        }
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let storage = wgpu::BufferUsages::STORAGE;
+        input.check(
+            "input",
+            Self::input_binding_size(plan, dtype)?,
+            storage,
+            align,
+        )?;
+        let bytes = ByteRows::new(plan, dtype.size())?;
+        let mut ranges = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
+        // The non-empty outputs of each buffer. A buffer compares by wgpu's resource id, which
+        // never changes, so its interior mutability cannot move it within the map.
+        #[allow(clippy::mutable_key_type)]
+        let mut groups: BTreeMap<&wgpu::Buffer, Vec<usize>> = BTreeMap::new();
+        for (k, o) in bytes.outputs.iter().enumerate() {
+            let region = &outputs[o.output];
+            let size = bytes.size(o);
+            region.check(
+                &format!("output {}", o.output),
+                size.next_multiple_of(UNIT_BYTES),
+                storage,
+                align,
+            )?;
+            if region.buffer == input.buffer {
+                return Err(SplitError::BadBuffer(format!(
+                    "output {} is in the input's buffer; a split reads one buffer and writes others",
+                    o.output
+                )));
+            }
+            ranges[o.output] = OutputRange {
+                offset: region.offset,
+                size,
+            };
+            groups.entry(region.buffer).or_default().push(k);
+        }
+        let mut encoded = EncodedSplit {
+            layout: OutputLayout {
+                total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
+                ranges: ranges.clone(),
+                alignment: align.max(UNIT_BYTES),
+            },
+            dispatches: 0,
+            buffer_copies: 0,
+            texture_copies: 0,
+        };
+        for (buffer, mut members) in groups {
+            members.sort_by_key(|&k| ranges[bytes.outputs[k].output].offset);
+            // One window over the buffer's outputs, from the first offset.
+            let base = ranges[bytes.outputs[members[0]].output].offset;
+            let mut end = base;
+            let mut window = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
+            for &k in &members {
+                let i = bytes.outputs[k].output;
+                let r = ranges[i];
+                if r.offset < end {
+                    return Err(SplitError::BadBuffer(format!(
+                        "output {i} at offset {} overlaps the output before it in its buffer, \
+                         which ends at byte {end} (outputs take whole 16-byte units)",
+                        r.offset
+                    )));
+                }
+                window[i] = OutputRange {
+                    offset: r.offset - base,
+                    size: r.size,
+                };
+                end = r.offset + r.size.next_multiple_of(UNIT_BYTES);
+            }
+            let group = bytes.subset(members);
+            let layout = OutputLayout {
+                ranges: window,
+                total_bytes: end - base,
+                alignment: align.max(UNIT_BYTES),
+            };
+            let region = BufferRegion {
+                buffer,
+                offset: base,
+            };
+            let recorded = self
+                .record_route(encoder, &group, layout, input, region)
+                .await?;
+            encoded.dispatches += recorded.dispatches;
+            encoded.buffer_copies += recorded.buffer_copies;
+            encoded.texture_copies += recorded.texture_copies;
+        }
+        Ok(encoded)
+    }
+}

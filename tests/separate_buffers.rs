@@ -1,0 +1,176 @@
+//! Outputs in buffers of the caller's choosing (`encode_to_regions`): 1, 7, 8, 64 and 10,000
+//! outputs each in its own buffer, outputs sharing a buffer at offsets of their own, with and
+//! without copy usages; byte for byte against the CPU reference, on each adapter.
+
+#[macro_use]
+mod common;
+
+use wgpu::util::DeviceExt;
+use wgpu_split::{
+    ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, SplitError, SplitPlan,
+};
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| ((i * 131 + 7) % 251) as u8).collect()
+}
+
+/// Splits `input` into the regions `place(i, size)` gives (buffer index, offset), in buffers
+/// of the sizes needed, reads every output back and compares with the reference. Returns the
+/// dispatches and copies recorded.
+fn check(
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    input: &HostTensor,
+    usage: wgpu::BufferUsages,
+    place: impl Fn(usize) -> (usize, u64),
+) -> (u32, u32) {
+    let name = common::name(gpu);
+    let device = gpu.device();
+    let mut bytes = input.bytes().to_vec();
+    bytes.resize(bytes.len().next_multiple_of(16).max(16), 0);
+    let in_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: None,
+        contents: &bytes,
+        usage: wgpu::BufferUsages::STORAGE | usage,
+    });
+    let sizes: Vec<u64> = (0..plan.num_outputs())
+        .map(|i| plan.output_bytes(i, input.dtype().size()).unwrap())
+        .collect();
+    let places: Vec<(usize, u64)> = (0..plan.num_outputs()).map(&place).collect();
+    let count = places.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+    let mut ends = vec![16u64; count];
+    for (&(b, offset), size) in places.iter().zip(&sizes) {
+        ends[b] = ends[b].max(offset + size.next_multiple_of(16));
+    }
+    let buffers: Vec<wgpu::Buffer> = ends
+        .iter()
+        .map(|&size| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | usage,
+                mapped_at_creation: false,
+            })
+        })
+        .collect();
+    let regions: Vec<BufferRegion> = places
+        .iter()
+        .map(|&(b, offset)| BufferRegion {
+            buffer: &buffers[b],
+            offset,
+        })
+        .collect();
+    let mut encoder = device.create_command_encoder(&Default::default());
+    let input_region = BufferRegion {
+        buffer: &in_buf,
+        offset: 0,
+    };
+    let encoded = gpu
+        .encode_to_regions(&mut encoder, plan, input.dtype(), input_region, &regions)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    // Every output buffer back to back into one readback buffer.
+    let total: u64 = ends.iter().sum();
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: total,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut starts = Vec::with_capacity(count);
+    let mut at = 0;
+    for (b, &size) in buffers.iter().zip(&ends) {
+        encoder.copy_buffer_to_buffer(b, 0, &readback, at, size);
+        starts.push(at);
+        at += size;
+    }
+    gpu.queue().submit([encoder.finish()]);
+    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
+    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let data = readback.get_mapped_range(..).unwrap().to_vec();
+    let got: Vec<HostTensor> = (0..plan.num_outputs())
+        .map(|i| {
+            let (b, offset) = places[i];
+            let from = (starts[b] + offset) as usize;
+            let bytes = data[from..from + sizes[i] as usize].to_vec();
+            HostTensor::new(input.dtype(), plan.output_shape(i), bytes).unwrap()
+        })
+        .collect();
+    let want = reference::split_tensor(input, plan).unwrap();
+    common::assert_same_outputs(&name, &got, &want);
+    (
+        encoded.dispatches,
+        encoded.buffer_copies + encoded.texture_copies,
+    )
+}
+
+fn one_buffer_per_output(gpu: &'static GpuSplitter) {
+    let copies = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+    for n in [1usize, 7, 8, 64, 10_000] {
+        // n outputs of 3 x 5 bytes (unaligned rows: the gather), each in a buffer of its own.
+        let shape = [3, n * 5];
+        let input = HostTensor::new(DType::U8, shape.to_vec(), pattern(3 * n * 5)).unwrap();
+        let plan = ops::split(&shape, &IntTensor::scalar(1), n as i64).unwrap();
+        let (dispatches, _) = check(gpu, &plan, &input, wgpu::BufferUsages::empty(), |i| (i, 0));
+        assert_eq!(dispatches as usize, n, "one dispatch per buffer");
+        // Whole rows of 1 KiB on axis 0: copy commands write the buffers directly.
+        if n <= 64 {
+            let input = HostTensor::new(DType::F32, vec![n, 256], pattern(n * 1024)).unwrap();
+            let plan = ops::split_to_sequence(input.shape(), 0, None, false).unwrap();
+            let (dispatches, commands) = check(gpu, &plan, &input, copies, |i| (i, 0));
+            assert_eq!((dispatches, commands as usize), (0, n));
+        }
+    }
+}
+
+fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
+    let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
+    // Six outputs, one empty, in two buffers, in reverse order and with gaps between them.
+    let shape = [9, 2 + 7 + 0 + 16 + 3 + 5];
+    let input = HostTensor::new(DType::F16, shape.to_vec(), pattern(9 * 33 * 2)).unwrap();
+    let lengths = IntTensor::vector(vec![2, 7, 0, 16, 3, 5]);
+    let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
+    let place = |i: usize| (i % 2, align * 16 * (6 - i as u64));
+    check(gpu, &plan, &input, wgpu::BufferUsages::empty(), place);
+    let copies = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+    check(gpu, &plan, &input, copies, place);
+}
+
+fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
+    let device = gpu.device();
+    let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
+    let buffer = |size| {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        })
+    };
+    let (input, out) = (buffer(128), buffer(1024));
+    let r = |buffer, offset| BufferRegion { buffer, offset };
+    let mut encoder = device.create_command_encoder(&Default::default());
+    let mut encode = |outputs: &[BufferRegion]| {
+        gpu.encode_to_regions(&mut encoder, &plan, DType::F32, r(&input, 0), outputs)
+            .unwrap_err()
+    };
+    let e = encode(&[r(&out, 0)]);
+    assert!(
+        e.to_string().contains("1 output regions for 2 outputs"),
+        "{e}"
+    );
+    let e = encode(&[r(&out, 0), r(&out, 32)]);
+    assert!(
+        matches!(e, SplitError::BadBuffer(_)) && e.to_string().contains("overlaps"),
+        "{e}"
+    );
+    let e = encode(&[r(&out, 0), r(&input, 0)]);
+    assert!(e.to_string().contains("in the input's buffer"), "{e}");
+    let e = encode(&[r(&out, 0), r(&out, 1000)]);
+    assert!(e.to_string().starts_with("output 1 "), "{e}");
+}
+
+per_backend!(
+    one_buffer_per_output,
+    outputs_sharing_buffers_at_their_own_offsets,
+    bad_regions_are_refused,
+);
