@@ -125,7 +125,7 @@ fn one_buffer_per_output(gpu: &'static GpuSplitter) {
 fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
     let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
     // Six outputs, one empty, in two buffers, in reverse order and with gaps between them.
-    let shape = [9, 2 + 7 + 0 + 16 + 3 + 5];
+    let shape = [9, 33]; // lengths 2, 7, 0, 16, 3, 5
     let input = HostTensor::new(DType::F16, shape.to_vec(), pattern(9 * 33 * 2)).unwrap();
     let lengths = IntTensor::vector(vec![2, 7, 0, 16, 3, 5]);
     let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
