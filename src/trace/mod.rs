@@ -13,6 +13,8 @@ pub mod analysis;
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped;
+pub use crate::gpu::gather::abi::{traced_source, TRACE_HOOK};
+
 use crate::gpu::gather::abi::{input_binding, WORKGROUP_SIZE};
 use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherMode};
 use crate::gpu::gather::record::{grid, GatherPipeline};
@@ -22,9 +24,6 @@ use crate::plan::SplitPlan;
 use crate::{DType, GpuSplitter, RouteChoice};
 use analysis::{Access, Kind};
 use wgpu::util::DeviceExt;
-
-/// The hook as the shaders declare it; the trace build replaces this line.
-pub const TRACE_HOOK: &str = "fn trace(kind: u32, address: u32, size: u32) {}";
 
 /// The benchmark's copy kernel, `shaders/bench_copy_vec4.wgsl`.
 pub const COPY_SHADER_SOURCE: &str = include_str!("../../shaders/bench_copy_vec4.wgsl");
@@ -45,40 +44,6 @@ impl Default for Sampling {
             records_per_lane: 512,
         }
     }
-}
-
-/// The trace build of `source`: its trace hook records into a buffer at `binding` of group 0.
-///
-/// The buffer starts with one `vec4<u32>` header written by the host (workgroup sampling
-/// stride, traced workgroups, records per lane, lanes per workgroup); the `seq`-th access of
-/// lane `lane` of traced workgroup `slot` is the `vec4<u32>` (kind, address, size, n + 1) at
-/// index `1 + (slot * lanes + lane) * records + seq`, where `n` counts the lane's earlier
-/// accesses of the same kind. Lanes in step make their n-th load (or store) together, so `n`
-/// is what groups accesses into warp instructions: lane 0's table reads do not shift its loads.
-pub fn traced_source(source: &str, binding: u32) -> Result<String> {
-    if source.matches(TRACE_HOOK).count() != 1 {
-        return Err(SplitError::Device(
-            "the shader must declare the trace hook exactly once".into(),
-        ));
-    }
-    let body = format!(
-        "@group(0) @binding({binding}) var<storage, read_write> trace_out: array<vec4<u32>>;
-var<private> trace_kind_seq: array<u32, 3>;
-
-fn trace(kind: u32, address: u32, size: u32) {{
-    let seq = trace_seq;
-    trace_seq = seq + 1u;
-    let n = trace_kind_seq[kind];
-    trace_kind_seq[kind] = n + 1u;
-    let cfg = trace_out[0];
-    let slot = trace_block / cfg.x;
-    if (trace_block % cfg.x != 0u || slot >= cfg.y || seq >= cfg.z) {{
-        return;
-    }}
-    trace_out[1u + (slot * cfg.w + trace_lane) * cfg.z + seq] = vec4<u32>(kind, address, size, n + 1u);
-}}"
-    );
-    Ok(source.replace(TRACE_HOOK, &body))
 }
 
 /// How a GPU runs the gather, by this crate's defaults: coalesced lanes, 4 units each.

@@ -111,6 +111,43 @@ pub fn window_limit(limits: &wgpu::Limits) -> u64 {
     limits.max_storage_buffer_binding_size.min(MAX_WINDOW)
 }
 
+/// The hook as the shaders declare it; the trace build replaces this line.
+pub const TRACE_HOOK: &str = "fn trace(kind: u32, address: u32, size: u32) {}";
+
+/// The trace build of `source`: its trace hook records into a buffer at `binding` of group 0.
+///
+/// The buffer starts with one `vec4<u32>` header written by the host (workgroup sampling
+/// stride, traced workgroups, records per lane, lanes per workgroup); the `seq`-th access of
+/// lane `lane` of traced workgroup `slot` is the `vec4<u32>` (kind, address, size, n + 1) at
+/// index `1 + (slot * lanes + lane) * records + seq`, where `n` counts the lane's earlier
+/// accesses of the same kind. Lanes in step make their n-th load (or store) together, so `n`
+/// is what groups accesses into warp instructions: lane 0's table reads do not shift its loads.
+pub fn traced_source(source: &str, binding: u32) -> crate::Result<String> {
+    if source.matches(TRACE_HOOK).count() != 1 {
+        return Err(crate::SplitError::Device(
+            "the shader must declare the trace hook exactly once".into(),
+        ));
+    }
+    let body = format!(
+        "@group(0) @binding({binding}) var<storage, read_write> trace_out: array<vec4<u32>>;
+var<private> trace_kind_seq: array<u32, 3>;
+
+fn trace(kind: u32, address: u32, size: u32) {{
+    let seq = trace_seq;
+    trace_seq = seq + 1u;
+    let n = trace_kind_seq[kind];
+    trace_kind_seq[kind] = n + 1u;
+    let cfg = trace_out[0];
+    let slot = trace_block / cfg.x;
+    if (trace_block % cfg.x != 0u || slot >= cfg.y || seq >= cfg.z) {{
+        return;
+    }}
+    trace_out[1u + (slot * cfg.w + trace_lane) * cfg.z + seq] = vec4<u32>(kind, address, size, n + 1u);
+}}"
+    );
+    Ok(source.replace(TRACE_HOOK, &body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,11 +2,13 @@
 //! (several only past one binding).
 //!
 //! - [`abi`]: the table's structs, modes and sizes, checked against the WGSL.
-//! - [`plan`]: the dispatches and their tables (pure).
+//! - [`plan`]: the dispatches and their tables (pure); `blocks` numbers their entries into
+//!   workgroups and lanes per layout.
 //! - [`record`]: the pipeline, bind groups and dispatches.
 //! - `tables`: device copies of the tables, kept for the next split of the same shapes.
 
 pub mod abi;
+mod blocks;
 pub mod plan;
 pub mod record;
 pub(crate) mod tables;

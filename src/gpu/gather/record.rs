@@ -1,7 +1,7 @@
 //! Recording the gather: the pipeline (compiled once per device), one bind group per
 //! dispatch, and the dispatches themselves.
 
-use super::abi::{Layout, SHADER_SOURCE};
+use super::abi::{traced_source, Layout, SHADER_SOURCE};
 use super::plan::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
@@ -28,11 +28,10 @@ impl GatherPipeline {
         })
     }
 
-    #[cfg(feature = "bench")]
-    /// Compiles the trace build of the shader ([`crate::trace::traced_source`]): the same
+    /// Compiles the trace build of the shader ([`traced_source`]): the same
     /// shader, whose every global access also writes a record into a buffer at binding 4.
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
-        let source = crate::trace::traced_source(SHADER_SOURCE, 4)?;
+        let source = traced_source(SHADER_SOURCE, 4)?;
         scoped(device, "compiling the traced split pipeline", || {
             Self::build(device, &source, true)
         })
