@@ -2,12 +2,21 @@
 //! the tile dispatch of splits with short rows. Pure arithmetic.
 
 use super::abi::{
-    input_binding, Entry, Layout, Mode, Params, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS,
-    UNIT_BYTES, WORKGROUP_SIZE,
+    Entry, Layout, Mode, Params, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
+    WORKGROUP_SIZE,
 };
-use super::plan::{Dispatch, GatherMode};
-use crate::gpu::output_layout::OutputLayout;
 use crate::plan::bytes::{ByteRows, RowKind};
+
+/// How the gather maps lanes to units: the one choice the host makes per device type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatherMode {
+    /// Each lane writes a run of consecutive units: CPU adapters, where every invocation has a
+    /// fixed cost ([`Layout::Runs`]).
+    Runs,
+    /// Consecutive lanes write consecutive units, so a warp touches memory as a plain copy
+    /// does: GPUs ([`Layout::Lanes`], and [`Layout::Tiles`] for short rows).
+    Coalesced,
+}
 
 /// Workgroups a small split is spread over before lanes take longer runs of units
 /// ([`Layout::Runs`], CPU adapters). One: every lane there has a fixed cost (measured on
@@ -93,16 +102,16 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
     }
 }
 
-/// The [`Layout::Tiles`] dispatch of a split whose rows are short, when it fits: every output
+/// The header and entries of the [`Layout::Tiles`] dispatch of a split whose rows are short,
+/// when it fits: every output
 /// takes its part of `tile_rows` staged input rows. `None` when the split is not strided, has
 /// more than [`MAX_TILE_ENTRIES`] outputs, has no row shorter than `MIN_STAGED_ROW` bytes or
 /// has rows too long to stage.
 pub(super) fn tiles(
     bytes: &ByteRows,
-    layout: &OutputLayout,
     entries: &[Entry],
     tiles_per_block: u64,
-) -> Option<Dispatch> {
+) -> Option<(Params, Vec<Entry>)> {
     let short = bytes.outputs.iter().any(|o| o.row_bytes < MIN_STAGED_ROW);
     if bytes.kind != RowKind::Strided
         || !short
@@ -116,21 +125,15 @@ pub(super) fn tiles(
     let tiles_per_block = tiles_per_block.max(1);
     let mut entries = entries.to_vec();
     entries.iter_mut().for_each(|e| e.block_start = 0);
-    Some(Dispatch {
-        src_offset: 0,
-        src_size: input_binding(bytes.input_bytes()),
-        dst_offset: 0,
-        dst_size: layout.total_bytes,
-        params: Params {
-            num_blocks: num_tiles.div_ceil(tiles_per_block) as u32,
-            num_entries: entries.len() as u32,
-            units_per_lane: tiles_per_block as u32,
-            lane_layout: Layout::Tiles as u32,
-            tile_rows: tile_rows as u32,
-            rows: bytes.rows as u32,
-            num_lanes: 0,
-            interleaved: 0,
-        },
-        entries,
-    })
+    let params = Params {
+        num_blocks: num_tiles.div_ceil(tiles_per_block) as u32,
+        num_entries: entries.len() as u32,
+        units_per_lane: tiles_per_block as u32,
+        lane_layout: Layout::Tiles as u32,
+        tile_rows: tile_rows as u32,
+        rows: bytes.rows as u32,
+        num_lanes: 0,
+        interleaved: 0,
+    };
+    Some((params, entries))
 }

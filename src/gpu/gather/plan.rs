@@ -2,6 +2,7 @@
 //! and a table of entries. Pure arithmetic, tested without a device.
 
 use super::abi::{input_binding, Entry, Mode, Params, UNIT_BYTES};
+pub use super::blocks::GatherMode;
 use super::blocks::{entry_layout, number_blocks, tiles, units, units_per_lane};
 use crate::error::{Result, SplitError};
 use crate::gpu::output_layout::OutputLayout;
@@ -9,17 +10,6 @@ use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
 
 /// Most dispatches one split is cut into (each has its own table and bind group).
 pub const MAX_DISPATCHES: u64 = 1 << 16;
-
-/// How the gather maps lanes to units: the one choice the host makes per device type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GatherMode {
-    /// Each lane writes a run of consecutive units: CPU adapters, where every invocation has a
-    /// fixed cost ([`Layout::Runs`]).
-    Runs,
-    /// Consecutive lanes write consecutive units, so a warp touches memory as a plain copy
-    /// does: GPUs ([`Layout::Lanes`], and [`Layout::Tiles`] for short rows).
-    Coalesced,
-}
 
 /// One dispatch: a window of the input, a window of the output region, and its table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,8 +159,15 @@ pub fn plan_dispatches(
                 .collect(),
         };
         if mode == GatherMode::Coalesced {
-            if let Some(d) = tiles(bytes, layout, &entries, max_units_per_lane) {
-                return Ok(vec![d]);
+            if let Some((params, entries)) = tiles(bytes, &entries, max_units_per_lane) {
+                return Ok(vec![Dispatch {
+                    src_offset: 0,
+                    src_size: input_binding(bytes.input_bytes()),
+                    dst_offset: 0,
+                    dst_size: layout.total_bytes,
+                    params,
+                    entries,
+                }]);
             }
         }
         let kind = entry_layout(mode, &entries);
