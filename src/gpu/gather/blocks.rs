@@ -103,10 +103,9 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
 }
 
 /// The header and entries of the [`Layout::Tiles`] dispatch of a split whose rows are short,
-/// when it fits: every output
-/// takes its part of `tile_rows` staged input rows. `None` when the split is not strided, has
-/// more than [`MAX_TILE_ENTRIES`] outputs, has no row shorter than `MIN_STAGED_ROW` bytes or
-/// has rows too long to stage.
+/// when it fits: every output takes its part of `tile_rows` staged input rows. `None` when the
+/// split is not strided, has more than [`MAX_TILE_ENTRIES`] outputs, has no row shorter than
+/// `MIN_STAGED_ROW` bytes or has rows too long to stage.
 pub(super) fn tiles(
     bytes: &ByteRows,
     entries: &[Entry],
