@@ -226,17 +226,23 @@ fn staged_byte(p: u32) -> u32 {
 
 // ---- main ----
 
+// The workgroup's flat index (large dispatches are folded into 2-D grids of 65,535 workgroups
+// per dimension); also tells the trace hook who is accessing.
+fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
+    let block = wg.y * num_wg.x + wg.x;
+    trace_lane = lane;
+    trace_block = block;
+    trace_seq = 0u;
+    return block;
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) num_wg: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    // Large dispatches are folded into 2-D grids (65,535 workgroups per dimension).
-    let block = wg.y * num_wg.x + wg.x;
-    trace_lane = lane;
-    trace_block = block;
-    trace_seq = 0u;
+    let block = start(wg, num_wg, lane);
     if (lane == 0u) {
         let p = read_params();
         wg_block.params = p;
@@ -265,10 +271,7 @@ fn main_runs(
     @builtin(num_workgroups) num_wg: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let block = wg.y * num_wg.x + wg.x;
-    trace_lane = lane;
-    trace_block = block;
-    trace_seq = 0u;
+    let block = start(wg, num_wg, lane);
     let p = read_params();
     let g = block * RUNS_WORKGROUP_SIZE + lane;
     if (g >= p.num_lanes) {

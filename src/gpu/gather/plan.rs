@@ -158,25 +158,20 @@ pub fn plan_dispatches(
                 })
                 .collect(),
         };
-        if mode == GatherMode::Coalesced {
-            if let Some((params, entries)) = tiles(bytes, &entries, max_units_per_lane) {
-                return Ok(vec![Dispatch {
-                    src_offset: 0,
-                    src_size: input_binding(bytes.input_bytes()),
-                    dst_offset: 0,
-                    dst_size: layout.total_bytes,
-                    params,
-                    entries,
-                }]);
-            }
-        }
-        let kind = entry_layout(mode, &entries);
-        let upl = units_per_lane(
-            kind,
-            entries.iter().map(|e| units(e.out_bytes as u64)),
-            max_units_per_lane,
-        );
-        let params = number_blocks(&mut entries, kind, upl);
+        let tiled = match mode {
+            GatherMode::Coalesced => tiles(bytes, &entries, max_units_per_lane),
+            GatherMode::Runs => None,
+        };
+        let (params, entries) = tiled.unwrap_or_else(|| {
+            let kind = entry_layout(mode, &entries);
+            let upl = units_per_lane(
+                kind,
+                entries.iter().map(|e| units(e.out_bytes as u64)),
+                max_units_per_lane,
+            );
+            (number_blocks(&mut entries, kind, upl), entries)
+        });
+        // One dispatch over the whole input and output region.
         return Ok(vec![Dispatch {
             src_offset: 0,
             src_size: input_binding(bytes.input_bytes()),
