@@ -48,7 +48,7 @@ impl TableCache {
         if found.iter().all(Option::is_some) {
             return Ok(found.into_iter().flatten().collect());
         }
-        // Pieces of one split can have equal tables (their windows differ): one upload each.
+        // Dispatches of one split can have equal tables (their windows differ): one upload each.
         let created = scoped_async(device, "uploading the split tables", || {
             let mut created: HashMap<&[u8], wgpu::Buffer> = HashMap::new();
             for (table, slot) in tables.iter().zip(&mut found) {
