@@ -112,15 +112,14 @@ impl GpuSplitter {
         layout: OutputLayout,
     ) -> Result<EncodedSplit> {
         layout.check(plan, dtype)?;
+        self.check_input(&input, plan, dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let storage = wgpu::BufferUsages::STORAGE;
-        input.check(
-            "input",
-            Self::input_binding_size(plan, dtype)?,
-            storage,
+        output.check(
+            "output",
+            layout.total_bytes,
+            wgpu::BufferUsages::STORAGE,
             align,
         )?;
-        output.check("output", layout.total_bytes, storage, align)?;
         if input.buffer == output.buffer {
             // wgpu refuses both at `finish`, through the encoder's device's default handler
             // (a panic): a buffer bound as read-only and as writable storage in one dispatch,
@@ -135,6 +134,19 @@ impl GpuSplitter {
         let bytes = ByteRows::new(plan, dtype.size())?;
         self.record_route(encoder, &bytes, layout, input, output)
             .await
+    }
+
+    /// Checks the input region of a split of `plan`: usage STORAGE, the storage offset
+    /// alignment, and [`GpuSplitter::input_binding_size`] bytes.
+    pub(crate) fn check_input(
+        &self,
+        input: &BufferRegion<'_>,
+        plan: &SplitPlan,
+        dtype: DType,
+    ) -> Result<()> {
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let needed = Self::input_binding_size(plan, dtype)?;
+        input.check("input", needed, wgpu::BufferUsages::STORAGE, align)
     }
 
     /// Chooses the route for the outputs of `bytes`, placed by `layout` in `output`, and

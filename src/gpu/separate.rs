@@ -50,14 +50,9 @@ impl GpuSplitter {
                 plan.num_outputs()
             )));
         }
+        self.check_input(&input, plan, dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         let storage = wgpu::BufferUsages::STORAGE;
-        input.check(
-            "input",
-            Self::input_binding_size(plan, dtype)?,
-            storage,
-            align,
-        )?;
         let bytes = ByteRows::new(plan, dtype.size())?;
         let mut ranges = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
         // The non-empty outputs of each buffer. A buffer compares by wgpu's resource id, which
