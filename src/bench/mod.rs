@@ -294,22 +294,8 @@ pub struct Bencher<'a> {
 impl<'a> Bencher<'a> {
     /// Prepares the baseline copy kernel on `gpu`'s device; `runs` >= 5 timed runs per figure.
     pub fn new(gpu: &'a GpuSplitter, runs: usize) -> Result<Self> {
-        let device = gpu.device();
-        let (copy_layout, copy_pipeline) = scoped(device, "compiling the copy kernel", || {
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("bench_copy_vec4.wgsl"),
-                source: wgpu::ShaderSource::Wgsl(COPY_SHADER_SOURCE.into()),
-            });
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("bench_copy_vec4"),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-            (pipeline.get_bind_group_layout(0), pipeline)
-        })?;
+        let copy_pipeline = crate::trace::copy_kernel(gpu.device(), COPY_SHADER_SOURCE)?;
+        let copy_layout = copy_pipeline.get_bind_group_layout(0);
         Ok(Self {
             gpu,
             runs: runs.max(5),

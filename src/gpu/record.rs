@@ -28,7 +28,8 @@ pub struct EncodedSplit {
 }
 
 impl GpuSplitter {
-    /// Bytes the input buffer must hold from its offset: the input rounded up to a word.
+    /// Bytes the input buffer must hold from its offset: the input rounded up to 16 bytes (the
+    /// gather reads unaligned rows with aligned 16-byte loads).
     pub fn input_binding_size(plan: &SplitPlan, dtype: DType) -> Result<u64> {
         Ok(input_binding(byte_count(plan.input_shape(), dtype)? as u64))
     }
@@ -63,8 +64,8 @@ impl GpuSplitter {
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
     ) -> Result<EncodedSplit> {
-        let layout = self.output_layout(plan, dtype)?;
-        self.encode_with_layout(encoder, plan, dtype, input, output, layout)
+        // The error scopes of native wgpu are ready at once: this does not wait.
+        pollster::block_on(self.encode_async(encoder, plan, dtype, input, output))
     }
 
     /// [`GpuSplitter::encode`] for async callers: wgpu's error scopes are awaited, never
@@ -78,7 +79,7 @@ impl GpuSplitter {
         output: BufferRegion<'_>,
     ) -> Result<EncodedSplit> {
         let layout = self.output_layout(plan, dtype)?;
-        self.encode_with_layout_async(encoder, plan, dtype, input, output, layout)
+        self.encode_placed(encoder, plan, dtype, input, output, layout)
             .await
     }
 
@@ -112,6 +113,21 @@ impl GpuSplitter {
         layout: OutputLayout,
     ) -> Result<EncodedSplit> {
         layout.check(plan, dtype)?;
+        self.encode_placed(encoder, plan, dtype, input, output, layout)
+            .await
+    }
+
+    /// [`GpuSplitter::encode_with_layout_async`] for a layout this crate placed itself, which
+    /// needs no check.
+    pub(crate) async fn encode_placed(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+        layout: OutputLayout,
+    ) -> Result<EncodedSplit> {
         self.check_input(&input, plan, dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         output.check(

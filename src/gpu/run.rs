@@ -68,14 +68,9 @@ impl GpuSplitter {
     pub async fn run_async(&self, plan: &SplitPlan, input: &HostTensor) -> Result<Vec<HostTensor>> {
         let (readback, encoded) = self.submit(plan, input).await?;
         map_read(&self.device, &readback).await?;
-        let outputs = {
-            let view = readback
-                .get_mapped_range(..)
-                .map_err(|e| SplitError::Device(format!("reading the readback buffer: {e}")))?;
-            encoded.layout.outputs_from(&view, plan, input.dtype())
-        };
-        readback.unmap();
-        outputs
+        read_mapped(&readback, |bytes| {
+            encoded.layout.outputs_from(bytes, plan, input.dtype())
+        })
     }
 
     /// Uploads `input`, records the split and the copy into a readback buffer, and submits;
@@ -128,7 +123,7 @@ impl GpuSplitter {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         let encoded = self
-            .encode_with_layout_async(
+            .encode_placed(
                 &mut encoder,
                 plan,
                 dtype,
@@ -146,8 +141,8 @@ impl GpuSplitter {
         Ok((readback, encoded))
     }
 
-    /// Maps a MAP_READ buffer after the queue's work and hands its bytes to `read`, which copies
-    /// out what it needs (the mapped bytes are not copied as a whole first).
+    /// Maps a MAP_READ buffer after the queue's work, waiting for the device, and hands its
+    /// bytes to `read` ([`read_mapped`]).
     pub(crate) fn read_back<T>(
         &self,
         buffer: &wgpu::Buffer,
@@ -163,15 +158,21 @@ impl GpuSplitter {
         rx.recv()
             .map_err(|_| SplitError::Device("the device dropped the readback".into()))?
             .map_err(|e| SplitError::Device(format!("mapping the readback buffer: {e}")))?;
-        let result = {
-            let view = buffer
-                .get_mapped_range(..)
-                .map_err(|e| SplitError::Device(format!("reading the readback buffer: {e}")))?;
-            read(&view)
-        };
-        buffer.unmap();
-        result
+        read_mapped(buffer, read)
     }
+}
+
+/// Hands the bytes of a mapped buffer to `read`, which copies out what it needs (the mapped
+/// bytes are not copied as a whole first), then unmaps it.
+fn read_mapped<T>(buffer: &wgpu::Buffer, read: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
+    let result = {
+        let view = buffer
+            .get_mapped_range(..)
+            .map_err(|e| SplitError::Device(format!("reading the readback buffer: {e}")))?;
+        read(&view)
+    };
+    buffer.unmap();
+    result
 }
 
 /// Maps `buffer` for reading without blocking: a future that, on native wgpu, polls the

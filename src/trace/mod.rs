@@ -119,24 +119,31 @@ pub fn trace_split(
     Ok(accesses)
 }
 
-/// Traces the benchmark's copy kernel copying `bytes` (rounded up to 16).
-pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> Result<Vec<Access>> {
-    let device = gpu.device();
-    let size = bytes.next_multiple_of(16).max(16);
-    let source = traced_source(COPY_SHADER_SOURCE, 2)?;
-    let (pipeline, src, dst) = scoped(device, "preparing the traced copy kernel", || {
+/// The benchmark's copy kernel compiled from `source` (its plain or its trace build), with
+/// the bind group layout the shader implies.
+pub fn copy_kernel(device: &wgpu::Device, source: &str) -> Result<wgpu::ComputePipeline> {
+    scoped(device, "compiling the copy kernel", || {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("bench_copy_vec4.wgsl (traced)"),
+            label: Some("bench_copy_vec4.wgsl"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("traced copy kernel"),
+        device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("bench_copy_vec4"),
             layout: None,
             module: &module,
             entry_point: Some("main"),
             compilation_options: Default::default(),
             cache: None,
-        });
+        })
+    })
+}
+
+/// Traces the benchmark's copy kernel copying `bytes` (rounded up to 16).
+pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> Result<Vec<Access>> {
+    let device = gpu.device();
+    let size = bytes.next_multiple_of(16).max(16);
+    let pipeline = copy_kernel(device, &traced_source(COPY_SHADER_SOURCE, 2)?)?;
+    let (src, dst) = scoped(device, "allocating the traced copy's buffers", || {
         let buffer = |label| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -146,7 +153,6 @@ pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> R
             })
         };
         (
-            pipeline,
             buffer("traced copy source"),
             buffer("traced copy destination"),
         )

@@ -19,8 +19,12 @@ pub fn gpu(choice: BackendChoice) -> &'static GpuSplitter {
         other => panic!("the tests run on Vulkan and GL, not {other:?}"),
     };
     cell.get_or_init(|| {
-        GpuSplitter::open(choice)
-            .unwrap_or_else(|e| panic!("the {choice:?} adapter must open for this test: {e}"))
+        let gpu = GpuSplitter::open(choice)
+            .unwrap_or_else(|e| panic!("the {choice:?} adapter must open for this test: {e}"));
+        // A test named after a backend runs on that backend, never on another.
+        let backend = gpu.adapter_info().backend;
+        assert_eq!(BackendChoice::from_backend(backend), choice, "{backend:?}");
+        gpu
     })
 }
 
