@@ -41,6 +41,7 @@ pub mod npy;
 pub mod ops;
 pub mod plan;
 pub mod reference;
+pub mod stream;
 pub mod tensor;
 #[cfg(feature = "bench")]
 pub mod trace;
@@ -60,6 +61,7 @@ pub use gpu::route::RouteChoice;
 pub use gpu::{EncodedSplit, GpuSplitter};
 pub use ops::Operator;
 pub use plan::{Chunk, SplitPlan};
+pub use stream::{OutputSink, StreamOptions, StreamReport};
 pub use tensor::{HostTensor, IntTensor};
 
 /// The README's code, compiled and run as doctests.

@@ -9,6 +9,8 @@ use crate::error::{Result, SplitError};
 use crate::tensor::{byte_count, HostTensor};
 use ndarray::{ArrayViewD, IxDyn};
 use npyz::{TypeChar, TypeStr, WriterBuilder};
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Maps a numpy type string to a dtype and whether its bytes are big-endian.
@@ -57,59 +59,196 @@ pub fn type_str(dtype: DType) -> Result<String> {
     })
 }
 
-/// Parses `.npy` bytes; `name` labels errors.
-pub fn from_bytes(bytes: &[u8], name: &str) -> Result<HostTensor> {
-    let bad = |why: String| SplitError::File(format!("{name}: {why}"));
-    let npy = npyz::NpyFile::new(bytes).map_err(|e| bad(format!("not a valid .npy file ({e})")))?;
-    let ts = match npy.dtype() {
-        npyz::DType::Plain(ts) => ts,
-        other => {
-            return Err(bad(format!(
-                "structured dtype {} is not supported",
-                other.descr()
-            )))
+/// What a `.npy` header says about the data after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Element type.
+    pub dtype: DType,
+    /// Shape, in elements.
+    pub shape: Vec<usize>,
+    /// Whether the scalars are stored big-endian (swapped to little-endian on reading).
+    pub big_endian: bool,
+    /// Whether the data is in Fortran (column-major) order (reordered to C order on reading).
+    pub fortran_order: bool,
+    /// Bytes before the data: the header's own size.
+    pub data_offset: u64,
+}
+
+/// Counts the bytes a reader hands out, to find where a header ends.
+struct Counting<R> {
+    inner: R,
+    count: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+impl Header {
+    /// Parses the header at the start of `reader`, which is left at the first data byte;
+    /// `name` labels errors. No data is read.
+    pub fn read(reader: impl Read, name: &str) -> Result<Self> {
+        let bad = |why: String| SplitError::File(format!("{name}: {why}"));
+        let mut counting = Counting {
+            inner: reader,
+            count: 0,
+        };
+        let header = npyz::NpyHeader::from_reader(&mut counting)
+            .map_err(|e| bad(format!("not a valid .npy file ({e})")))?;
+        let ts = match header.dtype() {
+            npyz::DType::Plain(ts) => ts,
+            other => {
+                return Err(bad(format!(
+                    "structured dtype {} is not supported",
+                    other.descr()
+                )))
+            }
+        };
+        let (dtype, big_endian) = dtype_of(&ts).ok_or_else(|| {
+            bad(format!(
+                "dtype {ts} is not supported (bool, i1, u1, i2, u2, f2, i4, u4, f4, i8, u8, f8, c8, c16, <U)"
+            ))
+        })?;
+        let shape: Vec<usize> = header
+            .shape()
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| bad(format!("dimension {d} is too large"))))
+            .collect::<Result<_>>()?;
+        byte_count(&shape, dtype).map_err(|e| bad(e.to_string()))?;
+        Ok(Self {
+            dtype,
+            fortran_order: header.order() == npyz::Order::Fortran && shape.len() > 1,
+            shape,
+            big_endian,
+            data_offset: counting.count,
+        })
+    }
+
+    /// Bytes of data the shape and dtype need.
+    pub fn data_bytes(&self) -> Result<u64> {
+        Ok(byte_count(&self.shape, self.dtype)? as u64)
+    }
+
+    /// Checks that a file holds exactly the data its header announces: `len` bytes after the
+    /// header, neither truncated nor followed by trailing bytes.
+    pub fn check_data_len(&self, len: u64, name: &str) -> Result<()> {
+        let (shape, dtype) = (&self.shape, self.dtype);
+        let expected = self.data_bytes()?;
+        let bad = |why: String| Err(SplitError::File(format!("{name}: {why}")));
+        if len < expected {
+            return bad(format!(
+                "truncated: shape {shape:?} of {dtype} needs {expected} data bytes, the file has {len}"
+            ));
         }
-    };
-    let (dtype, big_endian) = dtype_of(&ts).ok_or_else(|| {
-        bad(format!(
-            "dtype {ts} is not supported (bool, i1, u1, i2, u2, f2, i4, u4, f4, i8, u8, f8, c8, c16, <U)"
-        ))
-    })?;
-    let shape: Vec<usize> = npy
-        .shape()
-        .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| bad(format!("dimension {d} is too large"))))
-        .collect::<Result<_>>()?;
-    let order = npy.order();
-    let data: &[u8] = npy.into_inner();
-    let expected = byte_count(&shape, dtype).map_err(|e| bad(e.to_string()))?;
-    if data.len() < expected {
-        return Err(bad(format!(
-            "truncated: shape {shape:?} of {dtype} needs {expected} data bytes, the file has {}",
-            data.len()
-        )));
+        if len > expected {
+            return bad(format!(
+                "{} bytes of trailing data after the {expected} bytes shape {shape:?} of {dtype} needs",
+                len - expected
+            ));
+        }
+        Ok(())
     }
-    if data.len() > expected {
-        return Err(bad(format!(
-            "{} bytes of trailing data after the {expected} bytes shape {shape:?} of {dtype} needs",
-            data.len() - expected
-        )));
-    }
-    let mut data = data.to_vec();
-    if big_endian {
-        // Swap within each scalar: the halves of a complex, the code points of a string.
-        let scalar = match dtype {
+
+    /// Bytes of one scalar as stored: the halves of a complex and the code points of a string
+    /// are swapped one by one.
+    fn scalar_size(&self) -> usize {
+        match self.dtype {
             DType::Complex64 => 4,
             DType::Complex128 => 8,
             DType::Utf32(_) => 4,
             d => d.size(),
+        }
+    }
+
+    /// Turns stored scalars into little-endian ones in place (nothing to do unless the file
+    /// is big-endian). `data` holds whole scalars.
+    fn to_little_endian(&self, data: &mut [u8]) {
+        if self.big_endian {
+            data.chunks_exact_mut(self.scalar_size())
+                .for_each(|c| c.reverse());
+        }
+    }
+}
+
+/// Parses `.npy` bytes; `name` labels errors.
+pub fn from_bytes(bytes: &[u8], name: &str) -> Result<HostTensor> {
+    let mut rest = bytes;
+    let header = Header::read(&mut rest, name)?;
+    header.check_data_len(rest.len() as u64, name)?;
+    let mut data = rest.to_vec();
+    header.to_little_endian(&mut data);
+    if header.fortran_order {
+        data = fortran_to_c(&data, &header.shape, header.dtype.size())
+            .map_err(|e| SplitError::File(format!("{name}: {e}")))?;
+    }
+    HostTensor::new(header.dtype, header.shape, data)
+}
+
+/// A file's data as little-endian C-order bytes, read straight from the file.
+struct LittleEndianReader<R> {
+    inner: R,
+    scalar: usize,
+    left: u64,
+}
+
+impl<R: Read> Read for LittleEndianReader<R> {
+    /// Reads whole scalars only: `buf` must hold at least one unless the data is done.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = (buf.len() / self.scalar * self.scalar).min(self.left as usize);
+        if n == 0 && self.left > 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "reads of big-endian data take whole {}-byte scalars",
+                    self.scalar
+                ),
+            ));
+        }
+        self.inner.read_exact(&mut buf[..n])?;
+        buf[..n]
+            .chunks_exact_mut(self.scalar)
+            .for_each(|c| c.reverse());
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// Opens a `.npy` file: parses its header and checks the file's size against it, reading no
+/// data. Returns the header and a reader of the data as little-endian C-order bytes.
+///
+/// C-order data is read straight from the file (big-endian data swapped as it is read), so a
+/// caller can stream it in bounded memory. Fortran-order data of rank 2 or more is reordered
+/// in memory first: it takes its own size in memory.
+pub fn open(path: &Path) -> Result<(Header, Box<dyn Read + Send>)> {
+    let name = path.display().to_string();
+    let io_error = |e: io::Error| SplitError::File(format!("{name}: {e}"));
+    let mut file = File::open(path).map_err(io_error)?;
+    let len = file.metadata().map_err(io_error)?.len();
+    let header = Header::read(BufReader::new(&file), &name)?;
+    header.check_data_len(len.saturating_sub(header.data_offset), &name)?;
+    file.seek(SeekFrom::Start(header.data_offset))
+        .map_err(io_error)?;
+    if header.fortran_order {
+        let mut data = Vec::new();
+        file.read_to_end(&mut data).map_err(io_error)?;
+        header.to_little_endian(&mut data);
+        let data = fortran_to_c(&data, &header.shape, header.dtype.size())
+            .map_err(|e| SplitError::File(format!("{name}: {e}")))?;
+        return Ok((header, Box::new(io::Cursor::new(data))));
+    }
+    if header.big_endian {
+        let reader = LittleEndianReader {
+            inner: file,
+            scalar: header.scalar_size(),
+            left: header.data_bytes()?,
         };
-        data.chunks_exact_mut(scalar).for_each(|c| c.reverse());
+        return Ok((header, Box::new(reader)));
     }
-    if order == npyz::Order::Fortran && shape.len() > 1 {
-        data = fortran_to_c(&data, &shape, dtype.size()).map_err(|e| bad(e.to_string()))?;
-    }
-    HostTensor::new(dtype, shape, data)
+    Ok((header, Box::new(file)))
 }
 
 /// Reorders Fortran-order element bytes to C order.
@@ -131,19 +270,25 @@ pub fn read(path: &Path) -> Result<HostTensor> {
     from_bytes(&bytes, &path.display().to_string())
 }
 
-/// Serialises a tensor as `.npy` bytes (C order, little-endian).
-pub fn to_bytes(tensor: &HostTensor) -> Result<Vec<u8>> {
-    let ts: TypeStr = type_str(tensor.dtype())?
+/// The `.npy` header of C-order little-endian data of `dtype` and `shape`.
+pub fn header_bytes(dtype: DType, shape: &[usize]) -> Result<Vec<u8>> {
+    let ts: TypeStr = type_str(dtype)?
         .parse()
         .map_err(|e| SplitError::File(format!("{e}")))?;
-    let shape: Vec<u64> = tensor.shape().iter().map(|&d| d as u64).collect();
-    let mut out = Vec::with_capacity(tensor.bytes().len() + 128);
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    let mut out = Vec::with_capacity(128);
     npyz::WriteOptions::new_header_only()
         .dtype(npyz::DType::Plain(ts))
         .shape(&shape)
         .writer(&mut out)
         .write_header_only()
         .map_err(|e| SplitError::File(format!("writing a .npy header: {e}")))?;
+    Ok(out)
+}
+
+/// Serialises a tensor as `.npy` bytes (C order, little-endian).
+pub fn to_bytes(tensor: &HostTensor) -> Result<Vec<u8>> {
+    let mut out = header_bytes(tensor.dtype(), tensor.shape())?;
     out.extend_from_slice(tensor.bytes());
     Ok(out)
 }

@@ -45,6 +45,22 @@ pub fn split_array<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Resu
 /// `i` is the column band of its rows, copied row by row. One `u8` code path serves every
 /// element type, strings included.
 pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTensor>> {
+    let mut data = Vec::new();
+    split_bytes_into(input, plan, &mut data)?;
+    let dtype = input.dtype();
+    data.into_iter()
+        .enumerate()
+        .map(|(i, bytes)| HostTensor::new(dtype, plan.output_shape(i), bytes))
+        .collect()
+}
+
+/// [`split_tensor`]'s bytes, into `outputs` (one `Vec` per output, resized to the plan's
+/// count): their memory is reused, so a caller splitting window after window allocates once.
+pub fn split_bytes_into(
+    input: &HostTensor,
+    plan: &SplitPlan,
+    outputs: &mut Vec<Vec<u8>>,
+) -> Result<()> {
     plan.check_input_shape(input.shape())?;
     let dtype = input.dtype();
     let bytes = ByteRows::new(plan, dtype.size())?;
@@ -59,11 +75,12 @@ pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTens
         input.bytes(),
     )
     .map_err(|e| SplitError::DataMismatch(e.to_string()))?;
-    let mut data = vec![Vec::new(); plan.num_outputs()];
+    outputs.resize_with(plan.num_outputs(), Vec::new);
+    outputs.iter_mut().for_each(Vec::clear);
     for o in &bytes.outputs {
         let start = to_usize(o.offset)?;
         let band = rows.slice(s![.., start..start + to_usize(o.row_bytes)?]);
-        let out = &mut data[o.output];
+        let out = &mut outputs[o.output];
         out.reserve_exact(band.len());
         for row in band.outer_iter() {
             // Rows of a C-order view are contiguous: a straight copy.
@@ -73,10 +90,7 @@ pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTens
             }
         }
     }
-    data.into_iter()
-        .enumerate()
-        .map(|(i, bytes)| HostTensor::new(dtype, plan.output_shape(i), bytes))
-        .collect()
+    Ok(())
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 mod common;
 
 use wgpu_split::ops::{self, OnnxSplitParts};
-use wgpu_split::{reference, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, SplitError};
+use wgpu_split::{
+    reference, BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, SplitError,
+};
 
 fn v(l: &[i64]) -> IntTensor {
     IntTensor::vector(l.to_vec())
@@ -231,7 +233,72 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
     assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
 }
 
+/// The misuses wgpu gives `encode` no way to see, with the symptoms its docs name: an encoder
+/// of another device of the same instance is reported by that device at `finish` (caught here
+/// with an error scope; the default handler panics), and an encoder or a buffer of another
+/// `wgpu::Instance` panics in wgpu-core inside `encode`. If wgpu starts reporting any of them,
+/// this test fails and the docs want updating.
+fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
+    let backend = BackendChoice::from_backend(gpu.adapter_info().backend);
+    let (adapter, device, queue) = wgpu_split::gpu::device::open_device(backend).unwrap();
+    let ours = GpuSplitter::new(device, queue).unwrap();
+    let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
+    let buffer = |dev: &wgpu::Device, size| {
+        dev.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        })
+    };
+    let r = |b| BufferRegion {
+        buffer: b,
+        offset: 0,
+    };
+    let out_size = ours.output_layout(&plan, DType::F32).unwrap().total_bytes;
+    let (input, output) = (buffer(ours.device(), 128), buffer(ours.device(), out_size));
+
+    // An encoder of another device of the same instance: encode records, the other device
+    // reports it at finish.
+    let (sibling, _sibling_queue) =
+        pollster::block_on(adapter.request_device(&Default::default())).unwrap();
+    let mut foreign = sibling.create_command_encoder(&Default::default());
+    let recorded = ours.encode(&mut foreign, &plan, DType::F32, r(&input), r(&output));
+    assert!(recorded.is_ok(), "{name}: {recorded:?}");
+    let scope = sibling.push_error_scope(wgpu::ErrorFilter::Validation);
+    drop(foreign.finish());
+    let error = pollster::block_on(scope.pop());
+    assert!(error.is_some(), "{name}: finish reported nothing");
+
+    // An encoder of another instance: wgpu-core looks the pipeline up in that instance's
+    // registry, finds nothing there and panics inside encode.
+    let (_, elsewhere, _elsewhere_queue) = wgpu_split::gpu::device::open_device(backend).unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut enc = elsewhere.create_command_encoder(&Default::default());
+        let _ = ours.encode(&mut enc, &plan, DType::F32, r(&input), r(&output));
+    }));
+    assert!(
+        outcome.is_err(),
+        "{name}: an encoder of another instance did not panic"
+    );
+
+    // A buffer of another instance is looked up by its index in this instance's registry:
+    // a panic where no buffer has that index, otherwise another buffer of this device,
+    // silently. Either way nothing can report it, which is what the docs say.
+    let alien = buffer(&elsewhere, 128);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut enc = ours.device().create_command_encoder(&Default::default());
+        ours.encode(&mut enc, &plan, DType::F32, r(&alien), r(&output))
+    }));
+    assert!(
+        !matches!(outcome, Ok(Err(_))),
+        "{name}: wgpu now reports a buffer of another instance; encode's docs want updating"
+    );
+}
+
 per_backend!(
     data_that_does_not_match_its_plan,
     caller_buffers_are_checked_before_encoding,
+    misuse_wgpu_cannot_report_has_the_documented_symptoms,
 );

@@ -137,9 +137,35 @@ pub struct RunArgs {
     /// Skip the check against the CPU reference.
     #[arg(long)]
     pub no_verify: bool,
-    /// Print one JSON object instead of text.
+    /// Print one JSON object instead of text (and no progress bar).
     #[arg(long)]
     pub json: bool,
+    /// No progress bar (it otherwise appears on a terminal once a split takes a second).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Input bytes split at a time, with a K, M or G suffix (default 4M): memory holds a
+    /// few windows, whatever the size of the input.
+    #[arg(long, value_parser = size)]
+    pub window: Option<u64>,
+}
+
+/// A byte count with an optional K, M or G suffix (powers of 1024): `--window=64M`.
+fn size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a byte count (like 65536, 64K, 16M or 1G)"))?;
+    match n.checked_mul(1 << shift) {
+        Some(bytes) if bytes > 0 => Ok(bytes),
+        Some(_) => Err("a window must hold at least one byte".into()),
+        None => Err(format!("{text:?} overflows a 64-bit byte count")),
+    }
 }
 
 /// The device `--backend` and `--adapter` pick, the environment filling in what they leave

@@ -13,7 +13,9 @@ mod bench;
 mod demo;
 mod error;
 mod info;
+mod outputs;
 mod plot;
+mod progress;
 mod run;
 
 pub use error::{CliError, CliResult};

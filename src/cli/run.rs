@@ -1,13 +1,15 @@
-//! `wgpu-split run`: split a .npy file.
+//! `wgpu-split run`: split a .npy file, streamed from the file to the output files.
 
 use super::args::{self, Op, RunArgs};
 use super::error::{CliError, CliResult};
+use super::outputs::OutputFiles;
+use super::progress::Progress;
 use serde_json::json;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 use wgpu_split::ops::{OnnxSplitParts, Operator};
-use wgpu_split::{npy, reference, verify, DType, DeviceChoice, GpuSplitter, HostTensor, SplitPlan};
+use wgpu_split::stream::run_reference_stream;
+use wgpu_split::{npy, DeviceChoice, GpuSplitter, SplitPlan, StreamOptions};
 
 /// Refuses options that belong to other operators.
 fn only_for(op: Op, present: &[(&str, bool, &[Op])]) -> CliResult<()> {
@@ -137,79 +139,15 @@ enum Engine {
     Gpu(Box<GpuSplitter>),
 }
 
-/// Checks GPU outputs against the CPU reference. Strings are compared through the generic
-/// reference on decoded `String`s, an independent path from the byte-level one.
-fn verify(input: &HostTensor, plan: &SplitPlan, outputs: &[HostTensor]) -> CliResult<()> {
-    if let DType::Utf32(_) = input.dtype() {
-        let strings = npy::utf32_strings(input)?;
-        let array = ndarray::ArrayD::from_shape_vec(input.shape(), strings)
-            .map_err(|e| CliError::usage(e.to_string()))?;
-        let want = reference::split_array(array.view(), plan)?;
-        for (i, (w, g)) in want.iter().zip(outputs).enumerate() {
-            if w.iter().cloned().collect::<Vec<_>>() != npy::utf32_strings(g)? {
-                return Err(wgpu_split::SplitError::Mismatch(format!(
-                    "output {i} holds different strings"
-                ))
-                .into());
-            }
-        }
-        return Ok(());
-    }
-    Ok(verify::compare_outputs(
-        outputs,
-        &reference::split_tensor(input, plan)?,
-    )?)
-}
-
-/// Writes the outputs into a temporary directory beside `dir`, then moves them in, so a
-/// failure leaves `dir` as it was. Stale `output_{i}.npy` files with i >= k are removed.
-fn write_outputs(dir: &Path, outputs: &[HostTensor]) -> CliResult<Vec<String>> {
-    let io = |what: &str, e: std::io::Error| CliError {
-        code: 2,
-        message: format!("{what}: {e}"),
-    };
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => Path::new(".").to_path_buf(),
-    };
-    std::fs::create_dir_all(&parent).map_err(|e| io(&parent.display().to_string(), e))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".wgpu-split-")
-        .tempdir_in(&parent)
-        .map_err(|e| io(&parent.display().to_string(), e))?;
-    let names: Vec<String> = (0..outputs.len())
-        .map(|i| format!("output_{i}.npy"))
-        .collect();
-    for (name, t) in names.iter().zip(outputs) {
-        npy::write(&tmp.path().join(name), t)?;
-    }
-    if !dir.exists() {
-        let staged = tmp.keep();
-        std::fs::rename(&staged, dir).map_err(|e| io(&dir.display().to_string(), e))?;
-        return Ok(names);
-    }
-    for name in &names {
-        std::fs::rename(tmp.path().join(name), dir.join(name)).map_err(|e| io(name, e))?;
-    }
-    let entries = std::fs::read_dir(dir).map_err(|e| io(&dir.display().to_string(), e))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        let index = name
-            .strip_prefix("output_")
-            .and_then(|r| r.strip_suffix(".npy"))
-            .and_then(|i| i.parse::<usize>().ok());
-        if index.is_some_and(|i| i >= outputs.len()) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-    Ok(names)
-}
-
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
 /// Runs `wgpu-split run`.
+///
+/// Everything the .npy header decides (the shape, the dtype, every split rule, room for the
+/// outputs) is checked before any data is read or a device is opened. The split then streams
+/// window by window from the file into the output files, verified as it goes.
 pub fn run(a: &RunArgs) -> CliResult {
     let t_total = Instant::now();
     if a.out.exists() && !a.out.is_dir() {
@@ -226,12 +164,13 @@ pub fn run(a: &RunArgs) -> CliResult {
         args::device(a.backend.as_deref(), a.adapter.as_deref())?
     };
 
-    let t = Instant::now();
-    let input = npy::read(&a.input)?;
-    let read_ms = ms(t);
-    let t = Instant::now();
-    let plan = plan(a, input.shape())?;
-    let plan_ms = ms(t);
+    let (header, data) = npy::open(&a.input)?;
+    let plan = plan(a, &header.shape)?;
+    let dtype = header.dtype;
+    let files = OutputFiles::new(&plan, dtype)?;
+    files.check_room(&a.out)?;
+    let names = files.names().to_vec();
+    let check_ms = ms(t_total);
 
     let engine = if use_cpu {
         Engine::Cpu
@@ -239,23 +178,17 @@ pub fn run(a: &RunArgs) -> CliResult {
         Engine::Gpu(Box::new(GpuSplitter::open_chosen(&choice)?))
     };
     let t = Instant::now();
-    let outputs = match &engine {
-        Engine::Cpu => reference::split_tensor(&input, &plan)?,
-        Engine::Gpu(g) => g.run(&plan, &input)?,
+    let mut staged = files.stage(&a.out, Progress::new(!a.quiet && !a.json))?;
+    let options = StreamOptions {
+        window_bytes: a.window.unwrap_or(StreamOptions::default().window_bytes),
+        verify: !a.no_verify,
     };
+    let report = match &engine {
+        Engine::Cpu => run_reference_stream(&plan, dtype, data, &mut staged, options.window_bytes)?,
+        Engine::Gpu(g) => g.run_stream(&plan, dtype, data, &mut staged, &options)?,
+    };
+    staged.commit(&a.out)?;
     let split_ms = ms(t);
-    let t = Instant::now();
-    let verified = match (&engine, a.no_verify) {
-        (Engine::Gpu(_), false) => {
-            verify(&input, &plan, &outputs)?;
-            Some(true)
-        }
-        _ => None,
-    };
-    let verify_ms = ms(t);
-    let t = Instant::now();
-    let files = write_outputs(&a.out, &outputs)?;
-    let write_ms = ms(t);
 
     let (adapter, backend) = match &engine {
         Engine::Cpu => ("CPU reference".to_string(), "cpu".to_string()),
@@ -264,33 +197,35 @@ pub fn run(a: &RunArgs) -> CliResult {
             format!("{:?}", g.adapter_info().backend).to_lowercase(),
         ),
     };
+    let verified = report.verified.then_some(true);
     if a.json {
-        let outs: Vec<_> = outputs
+        let outs: Vec<_> = names
             .iter()
-            .zip(&files)
-            .map(|(t, f)| json!({"shape": t.shape(), "file": a.out.join(f).display().to_string()}))
+            .enumerate()
+            .map(|(i, f)| json!({"shape": plan.output_shape(i), "file": a.out.join(f).display().to_string()}))
             .collect();
         let report = json!({
             "op": op_name(a.op),
             "adapter": adapter,
             "backend": backend,
-            "input": {"shape": input.shape(), "dtype": input.dtype().name(), "file": a.input.display().to_string()},
+            "input": {"shape": header.shape, "dtype": dtype.name(), "file": a.input.display().to_string()},
             "outputs": outs,
             "verified": verified,
-            "timings_ms": {"read": read_ms, "plan": plan_ms, "split": split_ms, "verify": verify_ms,
-                           "write": write_ms, "total": ms(t_total)},
+            "windows": report.windows,
+            "window_bytes": options.window_bytes,
+            "timings_ms": {"check": check_ms, "split": split_ms, "total": ms(t_total)},
         });
         say!("{report}");
     } else {
         say!(
             "{} of {:?} {} on {adapter} ({backend}): {} output(s)",
             op_name(a.op),
-            input.shape(),
-            input.dtype(),
-            outputs.len()
+            header.shape,
+            dtype,
+            names.len()
         );
-        for (t, f) in outputs.iter().zip(&files) {
-            say!("  {:<16} {:?}", f, t.shape());
+        for (i, f) in names.iter().enumerate() {
+            say!("  {:<16} {:?}", f, plan.output_shape(i));
         }
         match verified {
             Some(_) => say!("verified: GPU result equals the CPU reference, byte for byte"),

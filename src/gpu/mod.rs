@@ -22,6 +22,7 @@ pub mod route;
 mod run;
 mod separate;
 mod splitter;
+mod stream;
 pub mod texture;
 
 pub use record::EncodedSplit;

@@ -39,10 +39,13 @@ impl GpuSplitter {
     /// Misuse comes back as a [`SplitError`] before anything is recorded: a region with the
     /// wrong usage, size or offset alignment, input and output in one buffer, a destroyed
     /// buffer (a wgpu validation error, captured). wgpu gives `encode` no way to see which
-    /// device or instance a buffer or an encoder belongs to, so three misuses are the caller's
-    /// to avoid: an `encoder` or a buffer of another device (wgpu reports it, if at all, at
-    /// `finish` or `submit`, through that device's error handler, which panics by default),
-    /// and a buffer of another `wgpu::Instance` (wgpu-core panics inside `encode`).
+    /// device or instance a buffer or an encoder belongs to, so these misuses are the caller's
+    /// to avoid: an `encoder` or a buffer of another device of the same instance (wgpu reports
+    /// it at `finish` or `submit`, through that device's error handler, which panics by
+    /// default); an `encoder` of another `wgpu::Instance` (wgpu-core panics inside `encode`);
+    /// and a buffer of another instance, which wgpu looks up by its index in this instance's
+    /// registry (a panic inside `encode` where no buffer has that index, otherwise, silently,
+    /// another buffer of this device). `tests/errors.rs` checks each symptom.
     ///
     /// `input` holds the C-order input bytes (at least [`GpuSplitter::input_binding_size`]
     /// bytes from its offset, usage STORAGE). `output` receives every output at the offsets of

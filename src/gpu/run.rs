@@ -83,43 +83,30 @@ impl GpuSplitter {
         let dtype = input.dtype();
         plan.check_input_shape(input.shape())?;
         let layout = self.host_layout(plan, dtype)?;
-        let in_size = Self::input_binding_size(plan, dtype)?.max(16);
-        let (in_buf, out_buf, readback) = scoped_async(&self.device, "allocating buffers", || {
-            let buffer = |label, size, usage, mapped_at_creation| {
-                self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size,
-                    usage,
-                    mapped_at_creation,
-                })
-            };
-            use wgpu::BufferUsages as U;
-            (
-                buffer("split input", in_size, U::STORAGE | U::COPY_SRC, true),
-                buffer(
-                    "split outputs",
-                    layout.total_bytes,
-                    U::STORAGE | U::COPY_SRC | U::COPY_DST,
-                    false,
-                ),
-                buffer(
-                    "split readback",
-                    layout.total_bytes,
-                    U::MAP_READ | U::COPY_DST,
-                    false,
-                ),
-            )
-        })
-        .await?;
+        let in_size = Self::input_binding_size(plan, dtype)?;
+        let buffers = HostBuffers::new(&self.device, in_size, layout.total_bytes, true).await?;
         {
-            let mut view = in_buf
+            let mut view = buffers
+                .input
                 .get_mapped_range_mut(..)
                 .map_err(|e| SplitError::Device(format!("mapping the input buffer: {e}")))?;
             view.slice(..input.bytes().len())
                 .copy_from_slice(input.bytes());
         }
-        in_buf.unmap();
+        buffers.input.unmap();
+        let encoded = self.split_into(&buffers, plan, dtype, layout).await?;
+        Ok((buffers.readback, encoded))
+    }
 
+    /// Records the split of `buffers.input` into `buffers.output` and the copy of the outputs
+    /// into `buffers.readback`, and submits them.
+    pub(crate) async fn split_into(
+        &self,
+        buffers: &HostBuffers,
+        plan: &SplitPlan,
+        dtype: DType,
+        layout: OutputLayout,
+    ) -> Result<EncodedSplit> {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         let encoded = self
@@ -127,18 +114,18 @@ impl GpuSplitter {
                 &mut encoder,
                 plan,
                 dtype,
-                region(&in_buf),
-                region(&out_buf),
+                region(&buffers.input),
+                region(&buffers.output),
                 layout,
             )
             .await?;
         let total = encoded.layout.total_bytes;
         scoped_async(&self.device, "submitting the split", || {
-            encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, total);
+            encoder.copy_buffer_to_buffer(&buffers.output, 0, &buffers.readback, 0, total);
             self.queue.submit([encoder.finish()]);
         })
         .await?;
-        Ok((readback, encoded))
+        Ok(encoded)
     }
 
     /// Maps a MAP_READ buffer after the queue's work, waiting for the device, and hands its
@@ -159,6 +146,60 @@ impl GpuSplitter {
             .map_err(|_| SplitError::Device("the device dropped the readback".into()))?
             .map_err(|e| SplitError::Device(format!("mapping the readback buffer: {e}")))?;
         read_mapped(buffer, read)
+    }
+}
+
+/// The buffers of a host round trip: the input, the outputs and the readback.
+pub(crate) struct HostBuffers {
+    /// The input (STORAGE, COPY_SRC for the copy routes, COPY_DST for uploads).
+    pub input: wgpu::Buffer,
+    /// The output region (STORAGE, COPY_SRC, COPY_DST).
+    pub output: wgpu::Buffer,
+    /// Where the outputs are copied to be read (MAP_READ).
+    pub readback: wgpu::Buffer,
+}
+
+impl HostBuffers {
+    /// Allocates `input_bytes` (at least 16) of input, mapped for writing if `mapped_input`,
+    /// and `output_bytes` of outputs and of readback; a device error is captured.
+    pub(crate) async fn new(
+        device: &wgpu::Device,
+        input_bytes: u64,
+        output_bytes: u64,
+        mapped_input: bool,
+    ) -> Result<Self> {
+        use wgpu::BufferUsages as U;
+        scoped_async(device, "allocating buffers", || {
+            let buffer = |label, size, usage, mapped_at_creation| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage,
+                    mapped_at_creation,
+                })
+            };
+            Self {
+                input: buffer(
+                    "split input",
+                    input_bytes.max(16),
+                    U::STORAGE | U::COPY_SRC | U::COPY_DST,
+                    mapped_input,
+                ),
+                output: buffer(
+                    "split outputs",
+                    output_bytes,
+                    U::STORAGE | U::COPY_SRC | U::COPY_DST,
+                    false,
+                ),
+                readback: buffer(
+                    "split readback",
+                    output_bytes,
+                    U::MAP_READ | U::COPY_DST,
+                    false,
+                ),
+            }
+        })
+        .await
     }
 }
 

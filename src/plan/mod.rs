@@ -7,9 +7,11 @@
 //! tile the axis in order. The operators differ only in how they choose the lengths.
 //!
 //! [`bytes`] turns a plan into byte rows for one element size: the geometry every copy route
-//! and the CPU reference work from.
+//! and the CPU reference work from; [`windows`] cuts the input into pieces that split one at a
+//! time, for inputs larger than memory or than one device buffer.
 
 pub mod bytes;
 mod split_plan;
+pub mod windows;
 
 pub use split_plan::{check_output_count, normalize_axis, Chunk, SplitPlan, MAX_OUTPUTS};

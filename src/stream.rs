@@ -1,0 +1,254 @@
+//! Splits streamed through bounded memory: host data larger than memory or the device.
+//!
+//! The input is read window by window ([`crate::plan::windows`]); each window is split, and
+//! its part of every output is appended to that output's writer. Every output byte depends on
+//! exactly one input byte, so the outputs come out in order and nothing is kept between
+//! windows: memory holds a few windows, whatever the size of the input. Verification is
+//! streamed the same way: each window's outputs are checked against the CPU reference split
+//! of that window before they are written.
+//!
+//! [`GpuSplitter::run_stream`](crate::GpuSplitter::run_stream) splits on the GPU;
+//! [`run_reference_stream`] on the CPU reference alone.
+
+use crate::error::{Result, SplitError};
+use crate::plan::windows::windows;
+use crate::plan::SplitPlan;
+use crate::reference;
+use crate::tensor::{byte_count, HostTensor};
+use crate::DType;
+use std::io::{Read, Write};
+
+/// Default input bytes per window: 4 MiB. A window takes about six times this in memory
+/// (the window, the CPU reference's outputs, and on software adapters the upload, the device
+/// buffers and the readback).
+pub const DEFAULT_WINDOW_BYTES: u64 = 4 << 20;
+
+/// How a split is streamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Input bytes per window (at least one element per window). The GPU path also keeps
+    /// windows within the device's buffer limits.
+    pub window_bytes: u64,
+    /// Check every window's outputs against the CPU reference, byte for byte.
+    pub verify: bool,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            window_bytes: DEFAULT_WINDOW_BYTES,
+            verify: true,
+        }
+    }
+}
+
+/// What a streamed split did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamReport {
+    /// Windows split.
+    pub windows: u64,
+    /// Input bytes read.
+    pub input_bytes: u64,
+    /// Whether every output byte was checked against the CPU reference.
+    pub verified: bool,
+}
+
+/// Where the outputs of a streamed split go.
+pub trait OutputSink {
+    /// Appends `bytes` to output `output`. The bytes of each output arrive in order.
+    fn write(&mut self, output: usize, bytes: &[u8]) -> std::io::Result<()>;
+
+    /// Called after each window with the input bytes done so far and the total.
+    fn progress(&mut self, _done: u64, _total: u64) {}
+}
+
+/// One writer per output, in output order.
+impl<W: Write> OutputSink for [W] {
+    fn write(&mut self, output: usize, bytes: &[u8]) -> std::io::Result<()> {
+        self[output].write_all(bytes)
+    }
+}
+
+/// One writer per output, in output order.
+impl<W: Write> OutputSink for Vec<W> {
+    fn write(&mut self, output: usize, bytes: &[u8]) -> std::io::Result<()> {
+        self[output].write_all(bytes)
+    }
+}
+
+/// Splits one window: called with the window's plan and input, it hands each output's bytes
+/// to `emit`, once per non-empty output.
+pub(crate) type SplitWindow<'a> = dyn FnMut(&SplitPlan, &HostTensor, &mut dyn FnMut(usize, &[u8]) -> Result<()>) -> Result<()>
+    + 'a;
+
+/// Streams the split of `plan` from `input` (the C-order little-endian input bytes) to
+/// `outputs`, one window at a time, with `split` doing each window's work.
+pub(crate) fn stream(
+    plan: &SplitPlan,
+    dtype: DType,
+    mut input: impl Read,
+    outputs: &mut (impl OutputSink + ?Sized),
+    options: &StreamOptions,
+    split: &mut SplitWindow<'_>,
+) -> Result<StreamReport> {
+    let total = byte_count(plan.input_shape(), dtype)? as u64;
+    let all = windows(plan, dtype.size(), options.window_bytes)?;
+    let mut report = StreamReport {
+        windows: all.len() as u64,
+        input_bytes: 0,
+        verified: options.verify,
+    };
+    // The window's bytes and the reference's outputs, reused from window to window.
+    let mut buffer = Vec::new();
+    let mut want = Vec::new();
+    for window in all {
+        let window_plan = window.plan(plan)?;
+        let n = byte_count(window_plan.input_shape(), dtype)?;
+        buffer.resize(n, 0);
+        input.read_exact(&mut buffer).map_err(|e| {
+            SplitError::File(format!(
+                "reading input bytes {} to {}: {e}",
+                report.input_bytes,
+                report.input_bytes + n as u64
+            ))
+        })?;
+        let tensor = HostTensor::new(dtype, window_plan.input_shape().to_vec(), buffer)?;
+        if options.verify {
+            reference::split_bytes_into(&tensor, &window_plan, &mut want)?;
+        }
+        let mut emitted = vec![false; plan.num_outputs()];
+        let mut emit = |output: usize, bytes: &[u8]| -> Result<()> {
+            check_emitted(&window_plan, dtype, output, bytes.len(), &mut emitted)?;
+            if options.verify {
+                compare_part(output, report.input_bytes, bytes, &want[output])?;
+            }
+            outputs
+                .write(output, bytes)
+                .map_err(|e| SplitError::File(format!("writing output {output}: {e}")))
+        };
+        split(&window_plan, &tensor, &mut emit)?;
+        for (i, done) in emitted.iter().enumerate() {
+            if !done && window_plan.output_bytes(i, dtype.size())? > 0 {
+                return Err(SplitError::Mismatch(format!(
+                    "output {i} got no bytes from the window at input byte {}",
+                    report.input_bytes
+                )));
+            }
+        }
+        buffer = tensor.into_bytes();
+        report.input_bytes += n as u64;
+        outputs.progress(report.input_bytes, total);
+    }
+    Ok(report)
+}
+
+/// Checks that a window hands over each output once, with its size.
+fn check_emitted(
+    window: &SplitPlan,
+    dtype: DType,
+    output: usize,
+    len: usize,
+    emitted: &mut [bool],
+) -> Result<()> {
+    let expected = window.output_bytes(output, dtype.size())?;
+    if emitted[output] || len as u64 != expected {
+        return Err(SplitError::Mismatch(format!(
+            "output {output} was handed {len} bytes of a window that gives it {expected}, \
+             or handed them twice"
+        )));
+    }
+    emitted[output] = true;
+    Ok(())
+}
+
+/// Compares one window's part of an output with the reference's; the error names the first
+/// different byte by its position in the window.
+fn compare_part(output: usize, window_start: u64, got: &[u8], want: &[u8]) -> Result<()> {
+    if got == want {
+        return Ok(()); // memcmp; the byte loop below only names the difference
+    }
+    match got.iter().zip(want).position(|(a, b)| a != b) {
+        None => Ok(()),
+        Some(b) => Err(SplitError::Mismatch(format!(
+            "output {output} differs at byte {b} of the window at input byte {window_start}: \
+             {:#04x}, expected {:#04x}",
+            got[b], want[b]
+        ))),
+    }
+}
+
+/// Streams the split of `plan` through the CPU reference alone: the outputs of
+/// [`crate::GpuSplitter::run_stream`], in the same bounded memory, without a device.
+pub fn run_reference_stream(
+    plan: &SplitPlan,
+    dtype: DType,
+    input: impl Read,
+    outputs: &mut (impl OutputSink + ?Sized),
+    window_bytes: u64,
+) -> Result<StreamReport> {
+    let options = StreamOptions {
+        window_bytes,
+        verify: false,
+    };
+    let mut parts = Vec::new();
+    stream(
+        plan,
+        dtype,
+        input,
+        outputs,
+        &options,
+        &mut |plan, input, emit| {
+            reference::split_bytes_into(input, plan, &mut parts)?;
+            for (i, part) in parts.iter().enumerate() {
+                if !part.is_empty() {
+                    emit(i, part)?;
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reference_stream_writes_the_whole_split_in_order() {
+        let shape = [5, 7, 3];
+        let data: Vec<u16> = (0..105).map(|i| i * 3 + 1).collect();
+        let input = HostTensor::from_slice(&shape, &data).unwrap();
+        let plan = SplitPlan::from_lengths(&shape, 1, &[2, 0, 5], true).unwrap();
+        let want = reference::split_tensor(&input, &plan).unwrap();
+        for window in [2, 6, 20, 1 << 20] {
+            let mut outs: Vec<Vec<u8>> = vec![Vec::new(); 3];
+            let r =
+                run_reference_stream(&plan, DType::U16, input.bytes(), &mut outs, window).unwrap();
+            assert_eq!(r.input_bytes, 210);
+            for (g, w) in outs.iter().zip(&want) {
+                assert_eq!(g.as_slice(), w.bytes(), "window {window}");
+            }
+        }
+    }
+
+    #[test]
+    fn short_input_and_failing_writers_are_errors() {
+        let plan = SplitPlan::from_lengths(&[4, 4], 1, &[1, 3], true).unwrap();
+        let mut outs: Vec<Vec<u8>> = vec![Vec::new(); 2];
+        let e = run_reference_stream(&plan, DType::U8, &[0u8; 10][..], &mut outs, 4).unwrap_err();
+        assert!(e.to_string().contains("reading input bytes 8 to 12"), "{e}");
+        let mut full = [std::io::sink(), std::io::sink()];
+        assert!(run_reference_stream(&plan, DType::U8, &[0u8; 16][..], &mut full[..], 4).is_ok());
+        struct Full;
+        impl OutputSink for Full {
+            fn write(&mut self, _: usize, _: &[u8]) -> std::io::Result<()> {
+                Err(std::io::Error::other("no space left"))
+            }
+        }
+        let e = run_reference_stream(&plan, DType::U8, &[0u8; 16][..], &mut Full, 4).unwrap_err();
+        assert!(
+            e.to_string().contains("writing output 0: no space left"),
+            "{e}"
+        );
+    }
+}
