@@ -198,7 +198,7 @@ fn a_refused_input_is_refused_without_reading_its_data() {
     let input = dir.path().join("huge.npy");
     write_npy(&input, DType::U8, &[(1 << 40) + 1], true);
     let out = dir.path().join("out");
-    let run = run(
+    let run = split_file(
         &input,
         &out,
         &["--op", "split", "--axis=0", "--num-splits=3"],
@@ -221,7 +221,7 @@ fn outputs_that_cannot_fit_are_refused_before_any_work() {
     let input = dir.path().join("huge.npy");
     write_npy(&input, DType::U8, &[1 << 42], true);
     let out = dir.path().join("out");
-    let run = run(
+    let run = split_file(
         &input,
         &out,
         &["--op", "split", "--axis=0", "--num-splits=2"],
@@ -261,7 +261,7 @@ fn a_failed_write_mid_stream_leaves_dir_untouched(backend: &str) {
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("output_0.npy"), b"the previous run").unwrap();
-    let run = run(
+    let run = split_file(
         &input,
         &out,
         &[
@@ -300,7 +300,7 @@ fn quiet_and_json_print_nothing_on_stderr() {
     write_npy(&input, DType::U16, &[64, 1024], false);
     for flag in ["--quiet", "--json"] {
         let out = dir.path().join(flag.trim_start_matches('-'));
-        let run = run(
+        let run = split_file(
             &input,
             &out,
             &[
@@ -328,7 +328,7 @@ fn many_outputs_over_many_windows() {
     let input = dir.path().join("in.npy");
     write_npy(&input, DType::F32, &[40, 300], false);
     let out = dir.path().join("out");
-    let run = run(
+    let run = split_file(
         &input,
         &out,
         &[
