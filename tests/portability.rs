@@ -89,6 +89,10 @@ fn split_shader_compiles_for_every_backend() {
     // The trace build too: the same shader with the hook given a body.
     let traced = wgpu_split::trace::traced_source(source, 4).unwrap();
     translate_everywhere("split_gather.wgsl (traced)", &traced, &GATHER_ENTRIES);
+    // And the multi-output build, at its most bindings.
+    let bindings = wgpu_split::gpu::gather::abi::MAX_DST_BINDINGS;
+    let multi = wgpu_split::gpu::gather::abi::multi_output_source(source, bindings).unwrap();
+    translate_everywhere("split_gather.wgsl (multi-output)", &multi, &GATHER_ENTRIES);
 }
 
 #[test]

@@ -138,7 +138,14 @@ pub fn check_planner(input: &PlannerInput) {
             check.dispatches(&dispatches, window);
         }
     }
+    // The multi-output build: consecutive outputs in 1, 2 or 3 bindings.
+    for groups in [1, 2, 3] {
+        for mode in [GatherMode::Runs, GatherMode::Coalesced] {
+            check.multi_output(groups, mode);
+        }
+    }
     // And the route the splitter would choose, for a CPU adapter and for a GPU.
+
     for (texture_copies, copies_allowed, gather_mode) in [
         (true, true, GatherMode::Runs),
         (false, true, GatherMode::Coalesced),

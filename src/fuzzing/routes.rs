@@ -2,8 +2,8 @@
 //! every output byte is written exactly once, from the input byte the plan says.
 
 use super::input::PlannerInput;
-use crate::gpu::gather::abi::input_binding;
-use crate::gpu::gather::plan::Dispatch;
+use crate::gpu::gather::abi::{input_binding, DST_BINDING_SHIFT, MAX_WINDOW};
+use crate::gpu::gather::plan::{multi_output_dispatch, Dispatch, GatherMode};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::route::{BufferCopy, DeviceCaps, Regions, Route};
 use crate::gpu::texture::plan::TexturePlan;
@@ -244,6 +244,40 @@ impl RouteCheck<'_> {
             }
         }
         coverage.finish();
+    }
+
+    /// A dispatch of the multi-output build with the non-empty outputs dealt, in order, into
+    /// `groups` bindings, each binding's window starting at its first output: read back into
+    /// the one output region (binding `j`'s units from its window's start), it must be what
+    /// [`RouteCheck::dispatches`] expects of any gather.
+    pub(super) fn multi_output(&self, groups: usize, mode: GatherMode) {
+        let outputs = &self.bytes.outputs;
+        if outputs.is_empty() || self.layout.total_bytes > MAX_WINDOW {
+            return;
+        }
+        let per = outputs.len().div_ceil(groups);
+        let mut local = self.layout.clone();
+        let mut bindings = vec![0u32; self.layout.ranges.len()];
+        let mut bases = Vec::new();
+        for (k, o) in outputs.iter().enumerate() {
+            let j = k / per;
+            if bases.len() == j {
+                bases.push(self.layout.ranges[o.output].offset);
+            }
+            bindings[o.output] = j as u32;
+            local.ranges[o.output].offset -= bases[j];
+        }
+        let Ok(mut d) = multi_output_dispatch(self.bytes, &local, &bindings, mode, 4, MAX_WINDOW)
+        else {
+            panic!("the multi-output dispatch of {:?} failed", self.input);
+        };
+        let mask = (1u32 << DST_BINDING_SHIFT) - 1;
+        for e in &mut d.entries {
+            let j = (e.dst_unit >> DST_BINDING_SHIFT) as usize;
+            e.dst_unit = (bases[j] / 16) as u32 + (e.dst_unit & mask);
+        }
+        d.dst_size = self.layout.total_bytes;
+        self.dispatches(&[d], MAX_WINDOW);
     }
 
     /// Whatever [`crate::gpu::route::choose`] picked, checked as its kind is.

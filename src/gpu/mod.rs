@@ -26,4 +26,4 @@ mod stream;
 pub mod texture;
 
 pub use record::EncodedSplit;
-pub use splitter::{gather_defaults, GpuSplitter};
+pub use splitter::{gather_defaults, multi_output_group_limit, GpuSplitter};

@@ -4,6 +4,7 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped_async;
 use crate::gpu::gather::abi::{input_binding, window_limit};
+use crate::gpu::gather::record::Outputs;
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::region::BufferRegion;
 use crate::gpu::route::{self, DeviceCaps, Regions, Route, RouteChoice};
@@ -178,6 +179,20 @@ impl GpuSplitter {
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
     ) -> Result<EncodedSplit> {
+        let chosen = self.choose_route(bytes, &layout, &input, &output).await?;
+        self.record_chosen(encoder, chosen, layout, input, output)
+            .await
+    }
+
+    /// The route for the outputs of `bytes`, placed by `layout` in `output`, with the scratch
+    /// texture the texture route needs.
+    pub(crate) async fn choose_route(
+        &self,
+        bytes: &ByteRows,
+        layout: &OutputLayout,
+        input: &BufferRegion<'_>,
+        output: &BufferRegion<'_>,
+    ) -> Result<(Route, Option<wgpu::Texture>)> {
         let regions = Regions {
             input_offset: input.offset,
             output_offset: output.offset,
@@ -186,7 +201,7 @@ impl GpuSplitter {
                 && output.allows(wgpu::BufferUsages::COPY_DST),
         };
         let caps = self.caps();
-        let (route, scratch) = match route::choose(bytes, &layout, &caps, &regions)? {
+        Ok(match route::choose(bytes, layout, &caps, &regions)? {
             Route::Texture(t) => match self
                 .scratch
                 .get(&self.device, t.scratch.0, t.scratch.1)
@@ -199,11 +214,22 @@ impl GpuSplitter {
                         texture_copies: false,
                         ..caps
                     };
-                    (route::choose(bytes, &layout, &caps, &regions)?, None)
+                    (route::choose(bytes, layout, &caps, &regions)?, None)
                 }
             },
             other => (other, None),
-        };
+        })
+    }
+
+    /// Records a route [`GpuSplitter::choose_route`] chose.
+    pub(crate) async fn record_chosen(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        (route, scratch): (Route, Option<wgpu::Texture>),
+        layout: OutputLayout,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+    ) -> Result<EncodedSplit> {
         let mut encoded = EncodedSplit {
             layout,
             dispatches: 0,
@@ -252,7 +278,7 @@ impl GpuSplitter {
                         dispatches,
                         &tables,
                         &input,
-                        &output,
+                        Outputs::Region(&output),
                         None,
                     )
                     .await?;

@@ -1,11 +1,14 @@
 //! Outputs where the engine's allocator put them: one region per output, in any buffers.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::gather::abi::UNIT_BYTES;
+use crate::gpu::gather::abi::{window_limit, UNIT_BYTES};
+use crate::gpu::gather::plan::multi_output_dispatch;
+use crate::gpu::gather::record::Outputs;
 use crate::gpu::output_layout::{OutputLayout, OutputRange};
 use crate::gpu::record::EncodedSplit;
 use crate::gpu::region::BufferRegion;
-use crate::gpu::splitter::GpuSplitter;
+use crate::gpu::route::Route;
+use crate::gpu::splitter::{multi_output_group_limit, GpuSplitter};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -19,9 +22,13 @@ impl GpuSplitter {
     /// offset (the gather writes whole 16-byte units; the bytes past the output are padding it
     /// may overwrite), at the storage offset alignment. Regions in one buffer must not overlap;
     /// the regions of empty outputs are not touched. Outputs that share a buffer move together
-    /// (one dispatch, or copy commands where the buffers allow them and they are cheaper);
-    /// each further buffer takes its own, so `n` buffers take `n` dispatches. The returned
-    /// layout gives each output's offset in its own buffer.
+    /// (copy commands where the buffers allow them and they are cheaper, else the gather).
+    /// Buffers the gather writes are bound together, [`GpuSplitter::output_bindings`] of them
+    /// per dispatch (the device's storage buffers per shader stage less three, at most 32: 29
+    /// on lavapipe, 13 on llvmpipe GL), so `n` buffers take `n / bindings` dispatches, rounded
+    /// up; on CPU adapters only buffers of up to 4 KiB of outputs are
+    /// ([`crate::gpu::multi_output_group_limit`]). The returned layout gives each output's
+    /// offset in its own buffer.
     pub fn encode_to_regions(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -90,6 +97,10 @@ impl GpuSplitter {
             buffer_copies: 0,
             texture_copies: 0,
         };
+        // Buffers whose outputs take one gather dispatch each are gathered up, up to
+        // `bindings` of them per dispatch of the multi-output build.
+        let bindings = self.output_bindings();
+        let mut gathered: Vec<Group<'_>> = Vec::new();
         for (buffer, mut members) in groups {
             members.sort_by_key(|&k| ranges[bytes.outputs[k].output].offset);
             // One window over the buffer's outputs, from the first offset.
@@ -112,7 +123,7 @@ impl GpuSplitter {
                 };
                 end = r.offset + r.size.next_multiple_of(UNIT_BYTES);
             }
-            let group = bytes.subset(members);
+            let group = bytes.subset(members.iter().copied());
             let layout = OutputLayout {
                 ranges: window,
                 total_bytes: end - base,
@@ -122,13 +133,92 @@ impl GpuSplitter {
                 buffer,
                 offset: base,
             };
+            let chosen = self.choose_route(&group, &layout, &input, &region).await?;
+            let small = layout.total_bytes <= multi_output_group_limit(self.info.device_type);
+            if bindings > 1 && small && matches!(&chosen.0, Route::Gather(d) if d.len() == 1) {
+                gathered.push(Group {
+                    members,
+                    layout,
+                    region,
+                });
+                continue;
+            }
             let recorded = self
-                .record_route(encoder, &group, layout, input, region)
+                .record_chosen(encoder, chosen, layout, input, region)
                 .await?;
             encoded.dispatches += recorded.dispatches;
             encoded.buffer_copies += recorded.buffer_copies;
             encoded.texture_copies += recorded.texture_copies;
         }
+        for batch in gathered.chunks(bindings as usize) {
+            self.record_multi_output(encoder, &bytes, plan.num_outputs(), batch, input)
+                .await?;
+            encoded.dispatches += 1;
+        }
         Ok(encoded)
+    }
+}
+
+/// The outputs of one buffer: their positions in the split's [`ByteRows`], their places in
+/// the buffer's window, and the window.
+struct Group<'a> {
+    members: Vec<usize>,
+    layout: OutputLayout,
+    region: BufferRegion<'a>,
+}
+
+impl GpuSplitter {
+    /// Records one dispatch of the multi-output build writing the outputs of every group in
+    /// `batch`, group `j` through output binding `j`.
+    async fn record_multi_output(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bytes: &ByteRows,
+        num_outputs: usize,
+        batch: &[Group<'_>],
+        input: BufferRegion<'_>,
+    ) -> Result<()> {
+        let mut layout = OutputLayout {
+            ranges: vec![OutputRange { offset: 0, size: 0 }; num_outputs],
+            total_bytes: 0,
+            alignment: UNIT_BYTES,
+        };
+        let mut bindings = vec![0u32; num_outputs];
+        let mut windows = Vec::with_capacity(batch.len());
+        for (j, group) in batch.iter().enumerate() {
+            for &k in &group.members {
+                let i = bytes.outputs[k].output;
+                layout.ranges[i] = group.layout.ranges[i];
+                bindings[i] = j as u32;
+            }
+            windows.push((group.region, group.layout.total_bytes));
+        }
+        let members = batch.iter().flat_map(|g| g.members.iter().copied());
+        let mut keep: Vec<usize> = members.collect();
+        keep.sort_unstable();
+        let dispatch = multi_output_dispatch(
+            &bytes.subset(keep),
+            &layout,
+            &bindings,
+            self.gather_mode,
+            self.max_units_per_lane as u64,
+            window_limit(&self.limits),
+        )?;
+        let tables = self
+            .tables
+            .buffers(&self.device, &[dispatch.table_bytes()])
+            .await?;
+        let pipeline = self.multi_output_pipeline(batch.len() as u32).await?;
+        pipeline
+            .record(
+                &self.device,
+                encoder,
+                std::slice::from_ref(&dispatch),
+                &tables,
+                &input,
+                Outputs::Windows(&windows),
+                None,
+            )
+            .await
     }
 }

@@ -17,7 +17,7 @@ pub use crate::gpu::gather::abi::{traced_source, TRACE_HOOK};
 
 use crate::gpu::gather::abi::{input_binding, WORKGROUP_SIZE};
 use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherMode};
-use crate::gpu::gather::record::{grid, GatherPipeline};
+use crate::gpu::gather::record::{grid, GatherPipeline, Outputs};
 use crate::gpu::region::BufferRegion;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
@@ -107,7 +107,7 @@ pub fn trace_split(
                 std::slice::from_ref::<Dispatch>(d),
                 std::slice::from_ref(&table),
                 &region(&input),
-                &region(&output),
+                Outputs::Region(&region(&output)),
                 Some(trace),
             ))
         })?;

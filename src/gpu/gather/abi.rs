@@ -111,6 +111,57 @@ pub fn window_limit(limits: &wgpu::Limits) -> u64 {
     limits.max_storage_buffer_binding_size.min(MAX_WINDOW)
 }
 
+/// A dispatch over several output buffers (the multi-output build, [`multi_output_source`])
+/// keeps the output binding of an entry in the bits of `dst_unit` from this one up: a window is
+/// at most [`MAX_WINDOW`] bytes, 2^27 units, so the unit within the binding fits below it.
+pub const DST_BINDING_SHIFT: u32 = 27;
+
+/// Most output bindings one dispatch of the multi-output build takes: the bits of `dst_unit`
+/// above [`DST_BINDING_SHIFT`].
+pub const MAX_DST_BINDINGS: u32 = 1 << (32 - DST_BINDING_SHIFT);
+
+/// The output binding as the shader declares it; the multi-output build replaces this line.
+pub const DST_DECLARATION: &str =
+    "@group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;";
+
+/// The one store to it, in `store_unit`; the multi-output build replaces this line.
+pub const DST_STORE: &str = "    dst[i] = v;";
+
+/// The multi-output build of `source`: `bindings` output buffers at bindings 3, 4, ... of
+/// group 0, the entry's binding taken from the top bits of its unit ([`DST_BINDING_SHIFT`]).
+/// The rest of the shader is the same text.
+pub fn multi_output_source(source: &str, bindings: u32) -> crate::Result<String> {
+    let once = |text: &str| source.matches(text).count() == 1;
+    if !once(DST_DECLARATION) || !once(DST_STORE) {
+        return Err(crate::SplitError::Device(
+            "the shader must declare and store to its output binding exactly once".into(),
+        ));
+    }
+    if !(1..=MAX_DST_BINDINGS).contains(&bindings) {
+        return Err(crate::SplitError::Device(format!(
+            "the multi-output build takes 1 to {MAX_DST_BINDINGS} output bindings, not {bindings}"
+        )));
+    }
+    let declarations: String = (0..bindings)
+        .map(|j| {
+            format!(
+                "@group(0) @binding({}) var<storage, read_write> dst{j}: array<vec4<u32>>;\n",
+                3 + j
+            )
+        })
+        .collect();
+    let cases: String = (0..bindings)
+        .map(|j| format!("        case {j}u: {{ dst{j}[unit] = v; }}\n"))
+        .collect();
+    let store = format!(
+        "    let unit = i & {mask:#x}u;\n    switch (i >> {DST_BINDING_SHIFT}u) {{\n{cases}        default: {{}}\n    }}",
+        mask = (1u32 << DST_BINDING_SHIFT) - 1
+    );
+    Ok(source
+        .replace(DST_DECLARATION, &declarations)
+        .replace(DST_STORE, &store))
+}
+
 /// The hook as the shaders declare it; the trace build replaces this line.
 pub const TRACE_HOOK: &str = "fn trace(kind: u32, address: u32, size: u32) {}";
 
@@ -271,5 +322,35 @@ mod tests {
             panic!("dst is an array");
         };
         assert_eq!(stride as u64, UNIT_BYTES);
+    }
+
+    #[test]
+    fn the_multi_output_build_binds_one_buffer_per_binding() {
+        for bindings in [1, 2, MAX_DST_BINDINGS] {
+            let source = multi_output_source(SHADER_SOURCE, bindings).unwrap();
+            let module = naga::front::wgsl::parse_str(&source).expect("the build parses");
+            let mut dst: Vec<(String, u32)> = module
+                .global_variables
+                .iter()
+                .filter_map(|(_, v)| {
+                    let name = v.name.clone()?;
+                    let binding = v.binding.as_ref()?.binding;
+                    name.starts_with("dst").then_some((name, binding))
+                })
+                .collect();
+            dst.sort_by_key(|d| d.1);
+            let want: Vec<(String, u32)> =
+                (0..bindings).map(|j| (format!("dst{j}"), 3 + j)).collect();
+            assert_eq!(dst, want);
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::empty(),
+            )
+            .validate(&module)
+            .expect("the build validates");
+        }
+        assert!(multi_output_source(SHADER_SOURCE, 0).is_err());
+        assert!(multi_output_source(SHADER_SOURCE, MAX_DST_BINDINGS + 1).is_err());
+        assert!(multi_output_source("fn f() {}", 2).is_err());
     }
 }

@@ -1,7 +1,8 @@
 //! The gather route: one compute dispatch of `shaders/split_gather.wgsl` for every output
 //! (several only past one binding).
 //!
-//! - [`abi`]: the table's structs, modes and sizes, checked against the WGSL.
+//! - [`abi`]: the table's structs, modes and sizes, checked against the WGSL; the trace and
+//!   multi-output builds of the shader.
 //! - [`plan`]: the dispatches and their tables (pure); `blocks` numbers their entries into
 //!   workgroups and lanes per layout.
 //! - [`record`]: the pipeline, bind groups and dispatches.

@@ -118,6 +118,94 @@ fn contiguous_entries(bytes: &ByteRows, layout: &OutputLayout) -> Vec<Entry> {
         .collect()
 }
 
+/// The table of one dispatch over the whole input that writes every output of `bytes` at its
+/// offset in `layout`.
+fn whole_table(
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    mode: GatherMode,
+    max_units_per_lane: u64,
+) -> (Params, Vec<Entry>) {
+    let mut entries = match bytes.kind {
+        RowKind::Contiguous => contiguous_entries(bytes, layout),
+        RowKind::Strided => bytes
+            .outputs
+            .iter()
+            .map(|o| {
+                let range = layout.ranges[o.output];
+                entry(
+                    bytes.stride,
+                    o,
+                    (0, range.size),
+                    0,
+                    range.offset / UNIT_BYTES,
+                )
+            })
+            .collect(),
+    };
+    let tiled = match mode {
+        GatherMode::Coalesced => tiles(bytes, &entries, max_units_per_lane),
+        GatherMode::Runs => None,
+    };
+    tiled.unwrap_or_else(|| {
+        let kind = entry_layout(mode, &entries);
+        let upl = units_per_lane(
+            kind,
+            entries.iter().map(|e| units(e.out_bytes as u64)),
+            max_units_per_lane,
+        );
+        (number_blocks(&mut entries, kind, upl), entries)
+    })
+}
+
+/// One dispatch of the multi-output build ([`super::abi::multi_output_source`]): output
+/// `o` of `bytes` goes to output binding `bindings[o]`, at `layout.ranges[o].offset` within
+/// that binding's window. Each binding's window and the input must fit `window_limit`;
+/// `dst_offset` and `dst_size` are 0, as each binding has a window of its own.
+pub fn multi_output_dispatch(
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    bindings: &[u32],
+    mode: GatherMode,
+    max_units_per_lane: u64,
+    window_limit: u64,
+) -> Result<Dispatch> {
+    let limit = window_limit.min(super::abi::MAX_WINDOW);
+    // The binding rides in the top bits of every entry's first unit: at a virtual byte offset
+    // of binding << (DST_BINDING_SHIFT + 4), whose unit is binding << DST_BINDING_SHIFT.
+    let mut placed = layout.clone();
+    for o in &bytes.outputs {
+        let range = &mut placed.ranges[o.output];
+        let binding = bindings[o.output];
+        if binding >= super::abi::MAX_DST_BINDINGS || range.offset + range.size > limit {
+            return Err(SplitError::TooLarge(format!(
+                "output {} at binding {binding}, bytes {} to {}, is past the {} bindings of \
+                 {limit} bytes one dispatch takes",
+                o.output,
+                range.offset,
+                range.offset + range.size,
+                super::abi::MAX_DST_BINDINGS
+            )));
+        }
+        range.offset += (binding as u64) << (super::abi::DST_BINDING_SHIFT + 4);
+    }
+    if input_binding(bytes.input_bytes()) > limit {
+        return Err(SplitError::TooLarge(format!(
+            "an input of {} bytes is past one binding of {limit} bytes",
+            bytes.input_bytes()
+        )));
+    }
+    let (params, entries) = whole_table(bytes, &placed, mode, max_units_per_lane);
+    Ok(Dispatch {
+        src_offset: 0,
+        src_size: input_binding(bytes.input_bytes()),
+        dst_offset: 0,
+        dst_size: 0,
+        params,
+        entries,
+    })
+}
+
 /// Plans the gather for the outputs of `bytes`, placed by `layout`.
 ///
 /// `mode` maps lanes to units ([`GatherMode`]); each lane writes up to
@@ -141,36 +229,7 @@ pub fn plan_dispatches(
     let size = |o: &OutputRows| layout.ranges[o.output].size;
 
     if fits_one_dispatch(bytes.input_bytes(), layout.total_bytes, window_limit) {
-        let mut entries = match bytes.kind {
-            RowKind::Contiguous => contiguous_entries(bytes, layout),
-            RowKind::Strided => bytes
-                .outputs
-                .iter()
-                .map(|o| {
-                    let range = layout.ranges[o.output];
-                    entry(
-                        bytes.stride,
-                        o,
-                        (0, range.size),
-                        0,
-                        range.offset / UNIT_BYTES,
-                    )
-                })
-                .collect(),
-        };
-        let tiled = match mode {
-            GatherMode::Coalesced => tiles(bytes, &entries, max_units_per_lane),
-            GatherMode::Runs => None,
-        };
-        let (params, entries) = tiled.unwrap_or_else(|| {
-            let kind = entry_layout(mode, &entries);
-            let upl = units_per_lane(
-                kind,
-                entries.iter().map(|e| units(e.out_bytes as u64)),
-                max_units_per_lane,
-            );
-            (number_blocks(&mut entries, kind, upl), entries)
-        });
+        let (params, entries) = whole_table(bytes, layout, mode, max_units_per_lane);
         // One dispatch over the whole input and output region.
         return Ok(vec![Dispatch {
             src_offset: 0,

@@ -1,7 +1,7 @@
 //! Recording the gather: the pipeline (compiled once per device), one bind group per
 //! dispatch, and the dispatches themselves.
 
-use super::abi::{traced_source, Layout, SHADER_SOURCE};
+use super::abi::{multi_output_source, traced_source, Layout, SHADER_SOURCE};
 use super::plan::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
@@ -18,14 +18,36 @@ pub struct GatherPipeline {
     runs: wgpu::ComputePipeline,
     /// Whether this is the trace build, with the trace buffer at binding 4.
     traced: bool,
+    /// Output bindings: 1, or more in the multi-output build.
+    dst_bindings: u32,
+}
+
+/// Where a gather's dispatches write.
+#[derive(Debug, Clone, Copy)]
+pub enum Outputs<'a> {
+    /// One output region; each dispatch binds its own window of it.
+    Region(&'a BufferRegion<'a>),
+    /// The multi-output build: one window (region and size) per output binding, the same
+    /// for every dispatch.
+    Windows(&'a [(BufferRegion<'a>, u64)]),
 }
 
 impl GatherPipeline {
     /// Compiles the shader on `device`; a device error becomes [`SplitError::Device`].
     pub fn new(device: &wgpu::Device) -> Result<Self> {
         scoped(device, "compiling the split pipeline", || {
-            Self::build(device, SHADER_SOURCE, false)
+            Self::build(device, SHADER_SOURCE, false, 1)
         })
+    }
+
+    /// Compiles the multi-output build ([`multi_output_source`]) with `bindings` output
+    /// bindings: one dispatch writes into that many buffers.
+    pub async fn multi_output(device: &wgpu::Device, bindings: u32) -> Result<Self> {
+        let source = multi_output_source(SHADER_SOURCE, bindings)?;
+        scoped_async(device, "compiling the multi-output split pipeline", || {
+            Self::build(device, &source, false, bindings)
+        })
+        .await
     }
 
     /// Compiles the trace build of the shader ([`traced_source`]): the same
@@ -33,11 +55,11 @@ impl GatherPipeline {
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
         let source = traced_source(SHADER_SOURCE, 4)?;
         scoped(device, "compiling the traced split pipeline", || {
-            Self::build(device, &source, true)
+            Self::build(device, &source, true, 1)
         })
     }
 
-    fn build(device: &wgpu::Device, source: &str, traced: bool) -> Self {
+    fn build(device: &wgpu::Device, source: &str, traced: bool, dst_bindings: u32) -> Self {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("split_gather.wgsl"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -52,15 +74,11 @@ impl GatherPipeline {
             },
             count: None,
         };
-        // table, src, src4 (read-only), dst; the trace build's records.
-        let mut entries = vec![
-            entry(0, true),
-            entry(1, true),
-            entry(2, true),
-            entry(3, false),
-        ];
+        // table, src, src4 (read-only), dst (one or more); the trace build's records.
+        let mut entries = vec![entry(0, true), entry(1, true), entry(2, true)];
+        entries.extend((0..dst_bindings).map(|j| entry(3 + j, false)));
         if traced {
-            entries.push(entry(4, false));
+            entries.push(entry(3 + dst_bindings, false));
         }
         let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("split_gather"),
@@ -91,13 +109,15 @@ impl GatherPipeline {
             blocks: pipeline("main"),
             runs: pipeline("main_runs"),
             traced,
+            dst_bindings,
         }
     }
 
     /// Records `dispatches` (with their `tables`, one buffer each) into one compute pass of
-    /// `encoder`, reading `input` and writing `output`; the trace build also writes its
+    /// `encoder`, reading `input` and writing `outputs`; the trace build also writes its
     /// records into `trace`. Fails before recording anything if a grid exceeds the device's
-    /// limits, or if `trace` is given to the plain build or missing for the trace build.
+    /// limits, if `trace` is given to the plain build or missing for the trace build, or if
+    /// `outputs` does not match the build's output bindings.
     #[allow(clippy::too_many_arguments)]
     pub async fn record(
         &self,
@@ -106,13 +126,23 @@ impl GatherPipeline {
         dispatches: &[Dispatch],
         tables: &[wgpu::Buffer],
         input: &BufferRegion<'_>,
-        output: &BufferRegion<'_>,
+        outputs: Outputs<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> Result<()> {
         if self.traced != trace.is_some() {
             return Err(SplitError::Device(
                 "a trace buffer goes with the trace build of the pipeline, and only there".into(),
             ));
+        }
+        let windows = match outputs {
+            Outputs::Region(_) => 1,
+            Outputs::Windows(w) => w.len() as u32,
+        };
+        if windows != self.dst_bindings {
+            return Err(SplitError::Device(format!(
+                "{windows} output windows for a build with {} output bindings",
+                self.dst_bindings
+            )));
         }
         let limits = device.limits();
         let grids = dispatches
@@ -130,7 +160,7 @@ impl GatherPipeline {
                 } else {
                     &self.blocks
                 });
-                let bind_group = self.bind(device, dispatch, table, input, output, trace);
+                let bind_group = self.bind(device, dispatch, table, input, outputs, trace);
                 pass.set_bind_group(0, &bind_group, &[]);
                 pass.dispatch_workgroups(x, y, 1);
             }
@@ -146,7 +176,7 @@ impl GatherPipeline {
         dispatch: &Dispatch,
         table: &wgpu::Buffer,
         input: &BufferRegion<'_>,
-        output: &BufferRegion<'_>,
+        outputs: Outputs<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> wgpu::BindGroup {
         let window = |buffer, offset, size| {
@@ -158,20 +188,26 @@ impl GatherPipeline {
         };
         // `src` and `src4` view the same window, whole units (`abi::input_binding`).
         let src_offset = input.offset + dispatch.src_offset;
-        let resources = [
-            Some(table.as_entire_binding()),
-            Some(window(input.buffer, src_offset, dispatch.src_size)),
-            Some(window(input.buffer, src_offset, dispatch.src_size)),
-            Some(window(
+        let mut resources = vec![
+            table.as_entire_binding(),
+            window(input.buffer, src_offset, dispatch.src_size),
+            window(input.buffer, src_offset, dispatch.src_size),
+        ];
+        match outputs {
+            Outputs::Region(output) => resources.push(window(
                 output.buffer,
                 output.offset + dispatch.dst_offset,
                 dispatch.dst_size,
             )),
-            trace.map(|t| t.as_entire_binding()),
-        ];
+            Outputs::Windows(windows) => resources.extend(
+                windows
+                    .iter()
+                    .map(|(region, size)| window(region.buffer, region.offset, *size)),
+            ),
+        }
+        resources.extend(trace.map(|t| t.as_entire_binding()));
         let entries: Vec<wgpu::BindGroupEntry> = resources
             .into_iter()
-            .flatten()
             .enumerate()
             .map(|(binding, resource)| wgpu::BindGroupEntry {
                 binding: binding as u32,

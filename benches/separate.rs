@@ -1,0 +1,77 @@
+//! `cargo bench --bench separate`: `encode_to_regions` into 64 buffers, as many per gather
+//! dispatch as the device binds against one buffer per dispatch.
+//!
+//! The adapter comes from `WGPU_BACKEND` (default: auto). The input has no COPY_SRC usage, so
+//! every buffer is written by the gather.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use wgpu_split::{ops, wgpu, BufferRegion, DType, GpuSplitter, IntTensor, SplitPlan};
+
+/// The buffers of one case: the input and one buffer per output.
+struct Buffers {
+    input: wgpu::Buffer,
+    outputs: Vec<wgpu::Buffer>,
+}
+
+impl Buffers {
+    fn new(gpu: &GpuSplitter, plan: &SplitPlan, dtype: DType) -> Self {
+        let device = gpu.device();
+        let buffer = |size: u64| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: size.next_multiple_of(256).max(256),
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
+        let input = buffer(GpuSplitter::input_binding_size(plan, dtype).unwrap());
+        let outputs = (0..plan.num_outputs())
+            .map(|i| buffer(plan.output_bytes(i, dtype.size()).unwrap()))
+            .collect();
+        Self { input, outputs }
+    }
+
+    /// Records the split, submits it and waits for it.
+    fn split(&self, gpu: &GpuSplitter, plan: &SplitPlan, dtype: DType) -> u32 {
+        let region = |buffer| BufferRegion { buffer, offset: 0 };
+        let regions: Vec<BufferRegion> = self.outputs.iter().map(region).collect();
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let encoded = gpu
+            .encode_to_regions(&mut encoder, plan, dtype, region(&self.input), &regions)
+            .expect("encode_to_regions");
+        gpu.queue().submit([encoder.finish()]);
+        gpu.device()
+            .poll(wgpu::PollType::wait_indefinitely())
+            .expect("the split finishes");
+        encoded.dispatches
+    }
+}
+
+fn separate_buffers(c: &mut Criterion) {
+    let gpu = GpuSplitter::open_from_env().expect("an adapter for the benches");
+    let mut group = c.benchmark_group("separate_buffers");
+    group.sample_size(20);
+    // 64 outputs of 15 bytes (the cost is per dispatch), of 64 KiB and of 1 MiB in rows of
+    // 1,028 bytes (the cost is per byte).
+    let cases = [
+        ("tiny_64", [3usize, 64 * 5], DType::U8),
+        ("64k_64", [64, 64 * 257], DType::F32),
+        ("1m_64", [1024, 64 * 257], DType::F32),
+    ];
+    for (name, shape, dtype) in cases {
+        let plan = ops::split(&shape, &IntTensor::scalar(1), 64).unwrap();
+        let buffers = Buffers::new(&gpu, &plan, dtype);
+        let bytes = shape.iter().product::<usize>() * dtype.size();
+        group.throughput(Throughput::Bytes(bytes as u64));
+        for bindings in [gpu.output_bindings(), 1] {
+            let gpu = gpu.clone().with_output_bindings(bindings);
+            let dispatches = buffers.split(&gpu, &plan, dtype);
+            let id = format!("{name}/{bindings}_per_dispatch_{dispatches}_dispatches");
+            group.bench_function(id, |b| b.iter(|| buffers.split(&gpu, &plan, dtype)));
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, separate_buffers);
+criterion_main!(benches);
