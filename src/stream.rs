@@ -62,17 +62,24 @@ pub trait OutputSink {
     fn progress(&mut self, _done: u64, _total: u64) {}
 }
 
-/// One writer per output, in output order.
+/// One writer per output, in output order; too few writers is an error, not a panic.
 impl<W: Write> OutputSink for [W] {
     fn write(&mut self, output: usize, bytes: &[u8]) -> std::io::Result<()> {
-        self[output].write_all(bytes)
+        let count = self.len();
+        let writer = self.get_mut(output).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("there are {count} writers, so none for output {output}"),
+            )
+        })?;
+        writer.write_all(bytes)
     }
 }
 
-/// One writer per output, in output order.
+/// One writer per output, in output order, as for a slice.
 impl<W: Write> OutputSink for Vec<W> {
     fn write(&mut self, output: usize, bytes: &[u8]) -> std::io::Result<()> {
-        self[output].write_all(bytes)
+        self.as_mut_slice().write(output, bytes)
     }
 }
 
@@ -250,5 +257,9 @@ mod tests {
             e.to_string().contains("writing output 0: no space left"),
             "{e}"
         );
+        let mut one: Vec<Vec<u8>> = vec![Vec::new()];
+        let e = run_reference_stream(&plan, DType::U8, &[0u8; 16][..], &mut one, 4).unwrap_err();
+        let rule = "writing output 1: there are 1 writers, so none for output 1";
+        assert!(e.to_string().contains(rule), "{e}");
     }
 }
