@@ -17,6 +17,7 @@ use crate::reference;
 use crate::tensor::{byte_count, HostTensor};
 use crate::DType;
 use std::io::{Read, Write};
+use std::time::{Duration, Instant};
 
 /// Default input bytes per window: 4 MiB. A window takes about six times this in memory
 /// (the window, the CPU reference's outputs, and on software adapters the upload, the device
@@ -51,6 +52,21 @@ pub struct StreamReport {
     pub input_bytes: u64,
     /// Whether every output byte was checked against the CPU reference.
     pub verified: bool,
+    /// Where the time went, summed over the windows.
+    pub timings: StreamTimings,
+}
+
+/// Time spent in each step of a streamed split, summed over its windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StreamTimings {
+    /// Reading the input.
+    pub read: Duration,
+    /// Splitting (upload, split and read-back on the GPU path).
+    pub split: Duration,
+    /// The CPU reference's split and the comparison.
+    pub verify: Duration,
+    /// Handing the outputs to the sink.
+    pub write: Duration,
 }
 
 /// Where the outputs of a streamed split go.
@@ -104,6 +120,7 @@ pub(crate) fn stream(
         windows: all.len() as u64,
         input_bytes: 0,
         verified: options.verify,
+        timings: StreamTimings::default(),
     };
     // The window's bytes and the reference's outputs, reused from window to window.
     let mut buffer = Vec::new();
@@ -112,6 +129,7 @@ pub(crate) fn stream(
         let window_plan = window.plan(plan)?;
         let n = byte_count(window_plan.input_shape(), dtype)?;
         buffer.resize(n, 0);
+        let started = Instant::now();
         input.read_exact(&mut buffer).map_err(|e| {
             SplitError::File(format!(
                 "reading input bytes {} to {}: {e}",
@@ -119,21 +137,37 @@ pub(crate) fn stream(
                 report.input_bytes + n as u64
             ))
         })?;
+        report.timings.read += started.elapsed();
         let tensor = HostTensor::new(dtype, window_plan.input_shape().to_vec(), buffer)?;
+        let started = Instant::now();
         if options.verify {
             reference::split_bytes_into(&tensor, &window_plan, &mut want)?;
         }
+        report.timings.verify += started.elapsed();
+        // Time spent inside `emit`: comparing (verify) and writing.
+        let mut handed = StreamTimings::default();
         let mut emitted = vec![false; plan.num_outputs()];
+        let window_start = report.input_bytes;
         let mut emit = |output: usize, bytes: &[u8]| -> Result<()> {
             check_emitted(&window_plan, dtype, output, bytes.len(), &mut emitted)?;
+            let started = Instant::now();
             if options.verify {
-                compare_part(output, report.input_bytes, bytes, &want[output])?;
+                compare_part(output, window_start, bytes, &want[output])?;
             }
-            outputs
+            let compared = Instant::now();
+            handed.verify += compared - started;
+            let written = outputs
                 .write(output, bytes)
-                .map_err(|e| SplitError::File(format!("writing output {output}: {e}")))
+                .map_err(|e| SplitError::File(format!("writing output {output}: {e}")));
+            handed.write += compared.elapsed();
+            written
         };
+        let started = Instant::now();
         split(&window_plan, &tensor, &mut emit)?;
+        let inside = started.elapsed();
+        report.timings.split += inside.saturating_sub(handed.verify + handed.write);
+        report.timings.verify += handed.verify;
+        report.timings.write += handed.write;
         for (i, done) in emitted.iter().enumerate() {
             if !done && window_plan.output_bytes(i, dtype.size())? > 0 {
                 return Err(SplitError::Mismatch(format!(

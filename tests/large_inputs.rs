@@ -180,6 +180,13 @@ fn a_300_mib_input_streams_in_bounded_memory(backend: &str) {
         let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         assert_eq!(report["verified"], true);
         assert!(report["windows"].as_u64().unwrap() > 10, "{}", run.stdout);
+        for key in ["read", "plan", "split", "verify", "write", "total"] {
+            assert!(
+                report["timings_ms"][key].as_f64().is_some(),
+                "{key}: {}",
+                run.stdout
+            );
+        }
         let plan = SplitPlan::from_lengths(&shape, axis, &lengths, true).unwrap();
         check_outputs_streamed(&input, &plan, &out);
         let peak = children_peak_rss();

@@ -140,7 +140,11 @@ enum Engine {
 }
 
 fn ms(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e3
+    ms_of(t.elapsed())
+}
+
+fn ms_of(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 /// Runs `wgpu-split run`.
@@ -170,14 +174,13 @@ pub fn run(a: &RunArgs) -> CliResult {
     let files = OutputFiles::new(&plan, dtype)?;
     files.check_room(&a.out)?;
     let names = files.names().to_vec();
-    let check_ms = ms(t_total);
+    let plan_ms = ms(t_total);
 
     let engine = if use_cpu {
         Engine::Cpu
     } else {
         Engine::Gpu(Box::new(GpuSplitter::open_chosen(&choice)?))
     };
-    let t = Instant::now();
     let mut staged = files.stage(&a.out, Progress::new(!a.quiet && !a.json))?;
     let options = StreamOptions {
         window_bytes: a.window.unwrap_or(StreamOptions::default().window_bytes),
@@ -187,8 +190,9 @@ pub fn run(a: &RunArgs) -> CliResult {
         Engine::Cpu => run_reference_stream(&plan, dtype, data, &mut staged, options.window_bytes)?,
         Engine::Gpu(g) => g.run_stream(&plan, dtype, data, &mut staged, &options)?,
     };
+    let t = Instant::now();
     staged.commit(&a.out)?;
-    let split_ms = ms(t);
+    let commit_ms = ms(t);
 
     let (adapter, backend) = match &engine {
         Engine::Cpu => ("CPU reference".to_string(), "cpu".to_string()),
@@ -198,6 +202,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         ),
     };
     let verified = report.verified.then_some(true);
+    let t = report.timings;
     if a.json {
         let outs: Vec<_> = names
             .iter()
@@ -213,7 +218,9 @@ pub fn run(a: &RunArgs) -> CliResult {
             "verified": verified,
             "windows": report.windows,
             "window_bytes": options.window_bytes,
-            "timings_ms": {"check": check_ms, "split": split_ms, "total": ms(t_total)},
+            "timings_ms": {"read": ms_of(t.read), "plan": plan_ms, "split": ms_of(t.split),
+                           "verify": ms_of(t.verify), "write": ms_of(t.write) + commit_ms,
+                           "total": ms(t_total)},
         });
         say!("{report}");
     } else {
