@@ -202,7 +202,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         ),
     };
     let verified = report.verified.then_some(true);
-    let t = report.timings;
+    let timings = report.timings;
     if a.json {
         let outs: Vec<_> = names
             .iter()
@@ -218,8 +218,8 @@ pub fn run(a: &RunArgs) -> CliResult {
             "verified": verified,
             "windows": report.windows,
             "window_bytes": options.window_bytes,
-            "timings_ms": {"read": ms_of(t.read), "plan": plan_ms, "split": ms_of(t.split),
-                           "verify": ms_of(t.verify), "write": ms_of(t.write) + commit_ms,
+            "timings_ms": {"read": ms_of(timings.read), "plan": plan_ms, "split": ms_of(timings.split),
+                           "verify": ms_of(timings.verify), "write": ms_of(timings.write) + commit_ms,
                            "total": ms(t_total)},
         });
         say!("{report}");

@@ -3,7 +3,7 @@
 //!
 //! [`check_planner`] feeds one input to an operator and, when the operator accepts it, checks
 //! that the plan tiles the axis and that the output layout stays inside its region; then
-//! ([`routes`]) that every route (buffer copies, texture bands, gather dispatches, and what
+//! (`routes`) that every route (buffer copies, texture bands, gather dispatches, and what
 //! [`route::choose`] picks) keeps inside its buffers and writes every output byte exactly once,
 //! from the right input byte. It panics on a broken invariant; an operator must never panic,
 //! whatever the input.
