@@ -24,11 +24,16 @@ use std::time::{Duration, Instant};
 /// buffers and the readback).
 pub const DEFAULT_WINDOW_BYTES: u64 = 4 << 20;
 
+/// Most input bytes per window, whatever [`StreamOptions::window_bytes`] asks: 1 GiB. A
+/// window takes a few times its size in host memory, and larger windows gain nothing (the
+/// per-window cost is one submit and one read-back).
+pub const MAX_WINDOW_BYTES: u64 = 1 << 30;
+
 /// How a split is streamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamOptions {
-    /// Input bytes per window (at least one element per window). The GPU path also keeps
-    /// windows within the device's buffer limits.
+    /// Input bytes per window (at least one element, at most [`MAX_WINDOW_BYTES`]). The GPU
+    /// path also keeps windows within the device's buffer limits.
     pub window_bytes: u64,
     /// Check every window's outputs against the CPU reference, byte for byte.
     pub verify: bool,
@@ -115,7 +120,11 @@ pub(crate) fn stream(
     split: &mut SplitWindow<'_>,
 ) -> Result<StreamReport> {
     let total = byte_count(plan.input_shape(), dtype)? as u64;
-    let all = windows(plan, dtype.size(), options.window_bytes)?;
+    let all = windows(
+        plan,
+        dtype.size(),
+        options.window_bytes.min(MAX_WINDOW_BYTES),
+    )?;
     let mut report = StreamReport {
         windows: all.len() as u64,
         input_bytes: 0,
@@ -128,6 +137,11 @@ pub(crate) fn stream(
     for window in all {
         let window_plan = window.plan(plan)?;
         let n = byte_count(window_plan.input_shape(), dtype)?;
+        if let Err(e) = buffer.try_reserve_exact(n.saturating_sub(buffer.len())) {
+            return Err(SplitError::TooLarge(format!(
+                "a window of {n} bytes does not fit in memory ({e}); choose a smaller window"
+            )));
+        }
         buffer.resize(n, 0);
         let started = Instant::now();
         input.read_exact(&mut buffer).map_err(|e| {
@@ -261,7 +275,7 @@ mod tests {
         let input = HostTensor::from_slice(&shape, &data).unwrap();
         let plan = SplitPlan::from_lengths(&shape, 1, &[2, 0, 5], true).unwrap();
         let want = reference::split_tensor(&input, &plan).unwrap();
-        for window in [2, 6, 20, 1 << 20] {
+        for window in [2, 6, 20, 1 << 20, u64::MAX] {
             let mut outs: Vec<Vec<u8>> = vec![Vec::new(); 3];
             let r =
                 run_reference_stream(&plan, DType::U16, input.bytes(), &mut outs, window).unwrap();
