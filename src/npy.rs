@@ -164,14 +164,23 @@ impl Header {
         }
     }
 
-    /// Turns stored scalars into little-endian ones in place (nothing to do unless the file
-    /// is big-endian). `data` holds whole scalars.
-    fn to_little_endian(&self, data: &mut [u8]) {
+    /// The whole data as stored turned into little-endian C-order bytes: scalars swapped if
+    /// the file is big-endian, elements reordered if it is in Fortran order.
+    fn to_c_order(&self, mut data: Vec<u8>, name: &str) -> Result<Vec<u8>> {
         if self.big_endian {
-            data.chunks_exact_mut(self.scalar_size())
-                .for_each(|c| c.reverse());
+            swap_scalars(&mut data, self.scalar_size());
         }
+        if !self.fortran_order {
+            return Ok(data);
+        }
+        fortran_to_c(&data, &self.shape, self.dtype.size())
+            .map_err(|e| SplitError::File(format!("{name}: {e}")))
     }
+}
+
+/// Reverses the bytes of each `scalar`-byte scalar of `data` (whole scalars).
+fn swap_scalars(data: &mut [u8], scalar: usize) {
+    data.chunks_exact_mut(scalar).for_each(|c| c.reverse());
 }
 
 /// Parses `.npy` bytes; `name` labels errors.
@@ -179,39 +188,39 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<HostTensor> {
     let mut rest = bytes;
     let header = Header::read(&mut rest, name)?;
     header.check_data_len(rest.len() as u64, name)?;
-    let mut data = rest.to_vec();
-    header.to_little_endian(&mut data);
-    if header.fortran_order {
-        data = fortran_to_c(&data, &header.shape, header.dtype.size())
-            .map_err(|e| SplitError::File(format!("{name}: {e}")))?;
-    }
+    let data = header.to_c_order(rest.to_vec(), name)?;
     HostTensor::new(header.dtype, header.shape, data)
 }
 
-/// A file's data as little-endian C-order bytes, read straight from the file.
+/// A file's big-endian data as little-endian bytes, swapped as it is read.
 struct LittleEndianReader<R> {
     inner: R,
     scalar: usize,
+    /// Data bytes not yet read from `inner`.
     left: u64,
+    /// The rest of a scalar swapped for a read shorter than one.
+    pending: Vec<u8>,
 }
 
 impl<R: Read> Read for LittleEndianReader<R> {
-    /// Reads whole scalars only: `buf` must hold at least one unless the data is done.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = (buf.len() / self.scalar * self.scalar).min(self.left as usize);
-        if n == 0 && self.left > 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "reads of big-endian data take whole {}-byte scalars",
-                    self.scalar
-                ),
-            ));
+        if self.pending.is_empty() && buf.len() < self.scalar && self.left > 0 {
+            // A read shorter than a scalar: swap one whole scalar and hand it out in parts.
+            let mut one = vec![0; self.scalar];
+            self.inner.read_exact(&mut one)?;
+            swap_scalars(&mut one, self.scalar);
+            self.left -= self.scalar as u64;
+            self.pending = one;
         }
+        if !self.pending.is_empty() {
+            let n = buf.len().min(self.pending.len());
+            buf[..n].copy_from_slice(&self.pending[..n]);
+            self.pending.drain(..n);
+            return Ok(n);
+        }
+        let n = (buf.len() / self.scalar * self.scalar).min(self.left as usize);
         self.inner.read_exact(&mut buf[..n])?;
-        buf[..n]
-            .chunks_exact_mut(self.scalar)
-            .for_each(|c| c.reverse());
+        swap_scalars(&mut buf[..n], self.scalar);
         self.left -= n as u64;
         Ok(n)
     }
@@ -235,9 +244,7 @@ pub fn open(path: &Path) -> Result<(Header, Box<dyn Read + Send>)> {
     if header.fortran_order {
         let mut data = Vec::new();
         file.read_to_end(&mut data).map_err(io_error)?;
-        header.to_little_endian(&mut data);
-        let data = fortran_to_c(&data, &header.shape, header.dtype.size())
-            .map_err(|e| SplitError::File(format!("{name}: {e}")))?;
+        let data = header.to_c_order(data, &name)?;
         return Ok((header, Box::new(io::Cursor::new(data))));
     }
     if header.big_endian {
@@ -245,6 +252,7 @@ pub fn open(path: &Path) -> Result<(Header, Box<dyn Read + Send>)> {
             inner: file,
             scalar: header.scalar_size(),
             left: header.data_bytes()?,
+            pending: Vec::new(),
         };
         return Ok((header, Box::new(reader)));
     }
@@ -263,11 +271,13 @@ fn fortran_to_c(data: &[u8], shape: &[usize], elem: usize) -> Result<Vec<u8>, nd
     Ok(view.permuted_axes(IxDyn(&axes)).iter().copied().collect())
 }
 
-/// Reads a `.npy` file.
+/// Reads a `.npy` file: [`open`], then its data into one buffer.
 pub fn read(path: &Path) -> Result<HostTensor> {
-    let bytes =
-        std::fs::read(path).map_err(|e| SplitError::File(format!("{}: {e}", path.display())))?;
-    from_bytes(&bytes, &path.display().to_string())
+    let (header, mut data) = open(path)?;
+    let mut bytes = Vec::with_capacity(header.data_bytes()? as usize);
+    data.read_to_end(&mut bytes)
+        .map_err(|e| SplitError::File(format!("{}: {e}", path.display())))?;
+    HostTensor::new(header.dtype, header.shape, bytes)
 }
 
 /// The `.npy` header of C-order little-endian data of `dtype` and `shape`.
@@ -341,6 +351,33 @@ mod tests {
         assert!(e.to_string().starts_with("t.npy: truncated"), "{e}");
         assert!(from_bytes(b"PK\x03\x04 not npy", "x").is_err());
         assert!(from_bytes(&[], "x").is_err());
+    }
+
+    #[test]
+    fn big_endian_data_reads_whole_in_reads_of_any_length() {
+        let stored: Vec<u8> = (0..24).collect();
+        for chunk in [1, 3, 5, 8, 64] {
+            let mut reader = LittleEndianReader {
+                inner: &stored[..],
+                scalar: 4,
+                left: 24,
+                pending: Vec::new(),
+            };
+            let mut got = Vec::new();
+            let mut buf = vec![0; chunk];
+            loop {
+                let n = reader.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            let want: Vec<u8> = stored
+                .chunks(4)
+                .flat_map(|c| c.iter().rev().copied())
+                .collect();
+            assert_eq!(got, want, "reads of {chunk}");
+        }
     }
 
     #[test]

@@ -197,57 +197,46 @@ fn a_300_mib_input_streams_in_bounded_memory(backend: &str) {
     }
 }
 
-/// A valid header for 1 TiB + 1 of u8 over a hole (no disk used), split by a rule that fails:
-/// the command exits 2 with that rule's error. Reading the data would exhaust memory first.
-#[test]
-fn a_refused_input_is_refused_without_reading_its_data() {
+/// Splits a sparse u8 input of `elements` (a valid header over a hole: no disk used) with
+/// `args`, which must be refused: exit 2, one error line, and nothing left beside the input.
+/// Returns that line and the directory that held the input.
+fn refused_sparse(elements: usize, args: &[&str]) -> (String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("huge.npy");
-    write_npy(&input, DType::U8, &[(1 << 40) + 1], true);
-    let out = dir.path().join("out");
-    let run = split_file(
-        &input,
-        &out,
-        &["--op", "split", "--axis=0", "--num-splits=3"],
-        None,
-    );
+    write_npy(&input, DType::U8, &[elements], true);
+    let run = split_file(&input, &dir.path().join("out"), args, None);
     assert_eq!(run.code, 2, "{}", run.stderr);
     let lines = error_lines(&run);
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert_eq!(entries(dir.path()), vec![input]);
+    (lines[0].to_string(), dir)
+}
+
+/// A valid header for 1 TiB + 1 of u8, split by a rule that fails: the command exits 2 with
+/// that rule's error. Reading the data would exhaust memory first.
+#[test]
+fn a_refused_input_is_refused_without_reading_its_data() {
+    let args = ["--op", "split", "--axis=0", "--num-splits=3"];
+    let (line, _dir) = refused_sparse((1 << 40) + 1, &args);
     assert_eq!(
-        lines,
-        vec!["error: num_splits 3 does not divide axis 0 of length 1099511627777"]
+        line,
+        "error: num_splits 3 does not divide axis 0 of length 1099511627777"
     );
-    assert!(!out.exists());
 }
 
 /// Outputs that cannot fit on DIR's filesystem (4 TiB here) are refused before any work, with
 /// the sizes named; DIR and its parent are left as they were.
 #[test]
 fn outputs_that_cannot_fit_are_refused_before_any_work() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("huge.npy");
-    write_npy(&input, DType::U8, &[1 << 42], true);
-    let out = dir.path().join("out");
-    let run = split_file(
-        &input,
-        &out,
-        &["--op", "split", "--axis=0", "--num-splits=2"],
-        None,
-    );
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    let lines = error_lines(&run);
-    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    let args = ["--op", "split", "--axis=0", "--num-splits=2"];
+    let (line, dir) = refused_sparse(1 << 42, &args);
     let need = (1u64 << 42) + 2 * npy::header_bytes(DType::U8, &[1 << 41]).unwrap().len() as u64;
-    assert!(
-        lines[0].starts_with(&format!(
-            "error: the outputs need {need} bytes, but the filesystem of {} has ",
-            s(dir.path())
-        )),
-        "{}",
-        lines[0]
+    let start = format!(
+        "error: the outputs need {need} bytes, but the filesystem of {} has ",
+        s(dir.path())
     );
-    assert!(lines[0].ends_with(" bytes free"), "{}", lines[0]);
-    assert_eq!(entries(dir.path()), vec![input]);
+    assert!(line.starts_with(&start), "{line}");
+    assert!(line.ends_with(" bytes free"), "{line}");
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {

@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use wgpu_split::trace::analysis::{figures, Access, Kind};
+use wgpu_split::trace::analysis::{figures, Access, Kind, MemoryFigures};
 use wgpu_split::trace::{gpu_settings, trace_copy_kernel, trace_split, Sampling};
 use wgpu_split::{ops, DType, GatherMode, GpuSplitter, IntTensor, RouteChoice};
 
@@ -26,16 +26,24 @@ fn stored_units(accesses: &[Access]) -> BTreeSet<u64> {
         .collect()
 }
 
-fn the_copy_kernel_is_the_reference(gpu: &'static GpuSplitter) {
-    let accesses = trace_copy_kernel(gpu, 1 << 20, Sampling::default()).unwrap();
-    for warp in [32, 64] {
-        let f = figures(&accesses, warp);
+/// The figures of `accesses` for 32- and 64-lane warps, asserted to be a plain copy's: every
+/// sector fully used, 4 lines per 512 bytes, loads and stores.
+fn copy_like_figures(accesses: &[Access]) -> Vec<MemoryFigures> {
+    let all = [32, 64].map(|warp| figures(accesses, warp));
+    for f in &all {
         assert_eq!((f.load_efficiency, f.store_efficiency), (1.0, 1.0), "{f:?}");
         assert_eq!(
             (f.load_lines_per_512, f.store_lines_per_512),
             (4.0, 4.0),
             "{f:?}"
         );
+    }
+    all.to_vec()
+}
+
+fn the_copy_kernel_is_the_reference(gpu: &'static GpuSplitter) {
+    let accesses = trace_copy_kernel(gpu, 1 << 20, Sampling::default()).unwrap();
+    for f in copy_like_figures(&accesses) {
         assert_eq!(f.table_bytes_per_512, 0.0);
     }
 }
@@ -80,14 +88,7 @@ fn aligned_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
     let gpu = gpu.clone().with_route(RouteChoice::Gather);
     let accesses =
         trace_split(&gpu_settings(&gpu), &plan, DType::F32, Sampling::default()).unwrap();
-    for warp in [32, 64] {
-        let f = figures(&accesses, warp);
-        assert_eq!((f.load_efficiency, f.store_efficiency), (1.0, 1.0), "{f:?}");
-        assert_eq!(
-            (f.load_lines_per_512, f.store_lines_per_512),
-            (4.0, 4.0),
-            "{f:?}"
-        );
+    for f in copy_like_figures(&accesses) {
         assert!(f.table_bytes_per_512 <= 4.0, "{f:?}");
     }
 }
