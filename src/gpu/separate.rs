@@ -106,7 +106,8 @@ impl GpuSplitter {
             // One window over the buffer's outputs, from the first offset.
             let base = ranges[bytes.outputs[members[0]].output].offset;
             let mut end = base;
-            let mut window = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
+            // The buffer's outputs on their own, numbered in offset order, and their places.
+            let mut window = Vec::with_capacity(members.len());
             for &k in &members {
                 let i = bytes.outputs[k].output;
                 let r = ranges[i];
@@ -117,10 +118,10 @@ impl GpuSplitter {
                         r.offset
                     )));
                 }
-                window[i] = OutputRange {
+                window.push(OutputRange {
                     offset: r.offset - base,
                     size: r.size,
-                };
+                });
                 end = r.offset + r.size.next_multiple_of(UNIT_BYTES);
             }
             let group = bytes.subset(members.iter().copied());
@@ -151,7 +152,7 @@ impl GpuSplitter {
             encoded.texture_copies += recorded.texture_copies;
         }
         for batch in gathered.chunks(bindings as usize) {
-            self.record_multi_output(encoder, &bytes, plan.num_outputs(), batch, input)
+            self.record_multi_output(encoder, &bytes, batch, input)
                 .await?;
             encoded.dispatches += 1;
         }
@@ -159,8 +160,8 @@ impl GpuSplitter {
     }
 }
 
-/// The outputs of one buffer: their positions in the split's [`ByteRows`], their places in
-/// the buffer's window, and the window.
+/// The outputs of one buffer: their positions in the split's [`ByteRows`], in offset order,
+/// their places in the buffer's window (`layout.ranges`, in the same order), and the window.
 struct Group<'a> {
     members: Vec<usize>,
     layout: OutputLayout,
@@ -174,28 +175,26 @@ impl GpuSplitter {
         &self,
         encoder: &mut wgpu::CommandEncoder,
         bytes: &ByteRows,
-        num_outputs: usize,
         batch: &[Group<'_>],
         input: BufferRegion<'_>,
     ) -> Result<()> {
-        let mut layout = OutputLayout {
-            ranges: vec![OutputRange { offset: 0, size: 0 }; num_outputs],
+        // The batch's outputs on their own, group after group, as `subset` numbers them.
+        let keep = batch.iter().flat_map(|g| g.members.iter().copied());
+        let layout = OutputLayout {
+            ranges: batch
+                .iter()
+                .flat_map(|g| g.layout.ranges.iter().copied())
+                .collect(),
             total_bytes: 0,
             alignment: UNIT_BYTES,
         };
-        let mut bindings = vec![0u32; num_outputs];
-        let mut windows = Vec::with_capacity(batch.len());
-        for (j, group) in batch.iter().enumerate() {
-            for &k in &group.members {
-                let i = bytes.outputs[k].output;
-                layout.ranges[i] = group.layout.ranges[i];
-                bindings[i] = j as u32;
-            }
-            windows.push((group.region, group.layout.total_bytes));
-        }
-        let members = batch.iter().flat_map(|g| g.members.iter().copied());
-        let mut keep: Vec<usize> = members.collect();
-        keep.sort_unstable();
+        let bindings: Vec<u32> = (0..batch.len() as u32)
+            .flat_map(|j| std::iter::repeat_n(j, batch[j as usize].members.len()))
+            .collect();
+        let windows: Vec<(BufferRegion<'_>, u64)> = batch
+            .iter()
+            .map(|g| (g.region, g.layout.total_bytes))
+            .collect();
         let dispatch = multi_output_dispatch(
             &bytes.subset(keep),
             &layout,

@@ -88,10 +88,18 @@ impl ByteRows {
         })
     }
 
-    /// The same input with only the outputs `keep` picks (by position in `outputs`), classified
+    /// The same input with only the outputs `keep` picks (by position in `outputs`), numbered
+    /// 0, 1, ... in that order, so a layout of just these outputs goes with it, and classified
     /// anew: one output of several is strided, though the whole split's outputs were not.
     pub fn subset(&self, keep: impl IntoIterator<Item = usize>) -> ByteRows {
-        let outputs: Vec<OutputRows> = keep.into_iter().map(|k| self.outputs[k]).collect();
+        let outputs: Vec<OutputRows> = keep
+            .into_iter()
+            .enumerate()
+            .map(|(output, k)| OutputRows {
+                output,
+                ..self.outputs[k]
+            })
+            .collect();
         ByteRows {
             rows: self.rows,
             stride: self.stride,
@@ -156,6 +164,11 @@ mod tests {
         // One output of several, on its own, is strided; both, or one row, are what they were.
         let r = rows(&[5, 4], 1, &[1, 3], 8);
         assert_eq!(r.subset([1]).kind, RowKind::Strided);
+        assert_eq!(
+            r.subset([1]).outputs[0].output,
+            0,
+            "numbered within the subset"
+        );
         assert_eq!(r.subset([0, 1]), r);
         assert_eq!(
             rows(&[1, 4], 1, &[1, 3], 8).subset([1]).kind,
