@@ -8,6 +8,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::abi::UNIT_BYTES;
+use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::HostTensor;
 use crate::DType;
@@ -32,7 +33,40 @@ pub struct OutputLayout {
     pub alignment: u64,
 }
 
+/// Outputs that lie back to back both in the input and in the output region, which one copy
+/// (or one gather entry) moves together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ContiguousRun {
+    /// The first output of the run.
+    pub output: usize,
+    /// Input byte offset of the run.
+    pub src: u64,
+    /// Output-region byte offset of the run.
+    pub dst: u64,
+    /// Bytes of the run.
+    pub len: u64,
+}
+
 impl OutputLayout {
+    /// The runs of the non-empty outputs of `bytes`, in order, each output being one range of
+    /// the input ([`RowKind::Contiguous`](crate::plan::bytes::RowKind::Contiguous)).
+    pub(crate) fn contiguous_runs(&self, bytes: &ByteRows) -> Vec<ContiguousRun> {
+        let mut runs: Vec<ContiguousRun> = Vec::new();
+        for o in &bytes.outputs {
+            let (src, dst, len) = (o.offset, self.ranges[o.output].offset, bytes.size(o));
+            match runs.last_mut() {
+                Some(r) if r.src + r.len == src && r.dst + r.len == dst => r.len += len,
+                _ => runs.push(ContiguousRun {
+                    output: o.output,
+                    src,
+                    dst,
+                    len,
+                }),
+            }
+        }
+        runs
+    }
+
     /// Places the outputs of `plan` for elements of `dtype`, each at a multiple of `alignment`
     /// (raised to 16 if smaller, since the gather writes whole 16-byte units; must be a power of
     /// two). Empty outputs take no room.

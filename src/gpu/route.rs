@@ -155,27 +155,18 @@ pub fn buffer_copies(
     if !src_base.is_multiple_of(4) || !dst_base.is_multiple_of(4) || bytes.outputs.is_empty() {
         return None;
     }
-    let dst = |o: &crate::plan::bytes::OutputRows| dst_base + layout.ranges[o.output].offset;
     let copies: Vec<BufferCopy> = match bytes.kind {
-        // Rounding up to a word reads at most 3 bytes past an output, which exist (the input
-        // binding is rounded up too), and writes them into the output's padding.
-        RowKind::Contiguous => {
-            let mut merged: Vec<BufferCopy> = Vec::new();
-            for o in &bytes.outputs {
-                let (src, dst, size) = (src_base + o.offset, dst(o), bytes.size(o));
-                match merged.last_mut() {
-                    Some(c) if c.src + c.size == src && c.dst + c.size == dst => {
-                        c.size += size.next_multiple_of(4)
-                    }
-                    _ => merged.push(BufferCopy {
-                        src,
-                        dst,
-                        size: size.next_multiple_of(4),
-                    }),
-                }
-            }
-            merged
-        }
+        // Rounding up to a word reads at most 3 bytes past a run, which exist (the input
+        // binding is rounded up too), and writes them into its last output's padding.
+        RowKind::Contiguous => layout
+            .contiguous_runs(bytes)
+            .into_iter()
+            .map(|r| BufferCopy {
+                src: src_base + r.src,
+                dst: dst_base + r.dst,
+                size: r.len.next_multiple_of(4),
+            })
+            .collect(),
         RowKind::Strided => {
             // One copy per output row; count before building.
             if bytes.outputs.len() as u64 * bytes.rows > MAX_BUFFER_COPIES {
@@ -187,7 +178,7 @@ pub fn buffer_copies(
                 .flat_map(|o| {
                     (0..bytes.rows).map(move |i| BufferCopy {
                         src: src_base + o.offset + i * bytes.stride,
-                        dst: dst(o) + i * o.row_bytes,
+                        dst: dst_base + layout.ranges[o.output].offset + i * o.row_bytes,
                         size: o.row_bytes,
                     })
                 })

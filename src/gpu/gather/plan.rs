@@ -97,23 +97,16 @@ fn part_entry(bytes: &ByteRows, o: &OutputRows, (b0, b1): (u64, u64), window: u6
 /// outputs that lie back to back in both the input and the output region (a sequence of
 /// aligned slices is one entry, so its blocks need no table search).
 fn contiguous_entries(bytes: &ByteRows, layout: &OutputLayout) -> Vec<Entry> {
-    // (first output, input offset, output offset, bytes) of each run.
-    let mut runs: Vec<(usize, u64, u64, u64)> = Vec::new();
-    for o in &bytes.outputs {
-        let (src, dst, size) = (o.offset, layout.ranges[o.output].offset, bytes.size(o));
-        match runs.last_mut() {
-            Some((_, s, d, len)) if *s + *len == src && *d + *len == dst => *len += size,
-            _ => runs.push((o.output, src, dst, size)),
-        }
-    }
-    runs.into_iter()
-        .map(|(output, src, dst, len)| {
+    layout
+        .contiguous_runs(bytes)
+        .into_iter()
+        .map(|r| {
             let run = OutputRows {
-                output,
-                offset: src,
-                row_bytes: len,
+                output: r.output,
+                offset: r.src,
+                row_bytes: r.len,
             };
-            entry(len, &run, (0, len), 0, dst / UNIT_BYTES)
+            entry(r.len, &run, (0, r.len), 0, r.dst / UNIT_BYTES)
         })
         .collect()
 }
