@@ -288,7 +288,8 @@ fn a_failed_write_mid_stream_leaves_dir_untouched(backend: &str) {
     );
 }
 
-/// `--quiet` and `--json` leave stderr empty: no progress bar, even on a long split.
+/// `--quiet` and `--json` runs over many windows leave stderr empty and write whole outputs.
+/// (The bar itself, which appears only on a terminal, is tested in `cli::progress`.)
 #[test]
 fn quiet_and_json_print_nothing_on_stderr() {
     let dir = tempfile::tempdir().unwrap();

@@ -55,3 +55,30 @@ impl Drop for Progress {
         self.finish();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A progress whose split started `ago`.
+    fn started(enabled: bool, ago: Duration) -> Progress {
+        let mut p = Progress::new(enabled);
+        p.start = Instant::now().checked_sub(ago).unwrap_or(p.start);
+        p
+    }
+
+    #[test]
+    fn the_bar_appears_after_a_second_unless_turned_off() {
+        let mut quick = started(true, Duration::ZERO);
+        quick.update(1, 2);
+        assert!(quick.bar.is_none(), "a split under a second shows no bar");
+        let mut slow = started(true, 2 * SHOW_AFTER);
+        slow.update(1, 2);
+        assert_eq!(slow.bar.as_ref().map(|b| b.position()), Some(1));
+        slow.finish();
+        assert!(slow.bar.is_none());
+        let mut quiet = started(false, 2 * SHOW_AFTER);
+        quiet.update(1, 2);
+        assert!(quiet.bar.is_none(), "--quiet and --json show none");
+    }
+}
