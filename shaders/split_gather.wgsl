@@ -328,20 +328,22 @@ fn copy_run(p: Params, e: Entry, local_lane: u32) {
     }
 }
 
-// Rows, stride and offset are multiples of 16: a plain vec4 copy loop per row segment.
+// Rows, stride and offset are multiples of 16: one vec4 per unit. One flat loop over the
+// lane's units, stepping over the gap at each row end, keeps SIMD lanes of a CPU adapter in
+// step (a loop per row segment would run each lane's row ends one after another).
 fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, s: u32, col0: u32) {
     var s4 = s / 16u;
-    var col = col0;
+    let row_units = e.row_bytes / 16u;
     let gap4 = (e.src_stride - e.row_bytes) / 16u;
-    var u = first_unit;
-    while (u < end_unit) {
-        let count = min(end_unit - u, (e.row_bytes - col) / 16u);
-        for (var k = 0u; k < count; k++) {
-            store_unit(e.dst_unit + u + k, load_vec4(s4 + k));
+    var left = row_units - col0 / 16u;
+    for (var u = first_unit; u < end_unit; u++) {
+        store_unit(e.dst_unit + u, load_vec4(s4));
+        s4 += 1u;
+        left -= 1u;
+        if (left == 0u) {
+            left = row_units;
+            s4 += gap4;
         }
-        u += count;
-        s4 += count + gap4;
-        col = 0u;
     }
 }
 

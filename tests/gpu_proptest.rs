@@ -159,10 +159,13 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
     let along: usize = plan.chunks().iter().map(|ch| ch.len).sum();
     prop_assert_eq!(along, plan.axis_len());
     // Every route and gather layout gives the same bytes: the device's defaults, and the
-    // gather alone in runs of an odd length and in coalesced lanes of 1 and 4 units.
+    // gather alone with the device's runs (spread, or one long run per entry), in runs of an
+    // odd length and in coalesced lanes of 1 and 4 units.
     let gather = gpu.clone().with_route(RouteChoice::Gather);
     let variants = [
         gpu.clone(),
+        gather.clone(),
+        gather.clone().with_spread_lanes(1),
         gather
             .clone()
             .with_gather_mode(GatherMode::Runs)

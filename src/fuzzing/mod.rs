@@ -13,7 +13,7 @@ mod routes;
 
 pub use input::PlannerInput;
 
-use crate::gpu::gather::plan::{plan_dispatches, GatherMode};
+use crate::gpu::gather::plan::{plan_dispatches, GatherMode, GatherTuning};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::route::{self, DeviceCaps, Regions};
 use crate::ops::{OnnxSplitParts, Operator};
@@ -127,13 +127,14 @@ pub fn check_planner(input: &PlannerInput) {
             check.texture_bands(&t, &regions);
         }
     }
-    for (mode, units, window) in [
-        (GatherMode::Runs, 1, 1u64 << 27),
-        (GatherMode::Runs, 128, 4096),
-        (GatherMode::Coalesced, 4, 1 << 27),
-        (GatherMode::Coalesced, 2, 4096),
+    for (mode, units, spread, window) in [
+        (GatherMode::Runs, 1, 96, 1u64 << 27),
+        (GatherMode::Runs, 128, 48, 4096),
+        (GatherMode::Runs, 2048, 1, 1 << 27),
+        (GatherMode::Coalesced, 4, 96, 1 << 27),
+        (GatherMode::Coalesced, 2, 96, 4096),
     ] {
-        let planned = plan_dispatches(&bytes, &layout, mode, units, window, 32);
+        let planned = plan_dispatches(&bytes, &layout, tuning(mode, units, spread), window, 32);
         if let Ok(dispatches) = planned {
             check.dispatches(&dispatches, window);
         }
@@ -157,8 +158,7 @@ pub fn check_planner(input: &PlannerInput) {
             max_texture_dimension: 8192,
             texture_copies,
             texture_command_cost: 2,
-            gather_mode,
-            max_units_per_lane: 4,
+            gather: tuning(gather_mode, 4, 96),
         };
         let regions = Regions {
             input_offset: 0,
@@ -192,5 +192,14 @@ fn check_plan(input: &PlannerInput, plan: &SplitPlan, shape: &[usize]) {
             expect.remove(plan.axis());
         }
         assert_eq!(plan.output_shape(i), expect, "{input:?}");
+    }
+}
+
+/// A [`GatherTuning`] for the checks above.
+fn tuning(mode: GatherMode, max_units_per_lane: u64, spread_lanes: u64) -> GatherTuning {
+    GatherTuning {
+        mode,
+        max_units_per_lane,
+        spread_lanes,
     }
 }

@@ -267,7 +267,8 @@ impl RouteCheck<'_> {
             bindings[o.output] = j as u32;
             local.ranges[o.output].offset -= bases[j];
         }
-        let Ok(mut d) = multi_output_dispatch(self.bytes, &local, &bindings, mode, 4, MAX_WINDOW)
+        let tuning = super::tuning(mode, 4, 96);
+        let Ok(mut d) = multi_output_dispatch(self.bytes, &local, &bindings, tuning, MAX_WINDOW)
         else {
             panic!("the multi-output dispatch of {:?} failed", self.input);
         };

@@ -300,8 +300,7 @@ impl GpuSplitter {
                 RouteChoice::Copies => true,
             },
             texture_command_cost: route::texture_command_cost(self.info.backend),
-            gather_mode: self.gather_mode,
-            max_units_per_lane: self.max_units_per_lane as u64,
+            gather: self.gather_tuning,
         }
     }
 }

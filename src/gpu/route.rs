@@ -7,7 +7,7 @@
 //! cheaper plan of copies wins; the gather takes everything else.
 
 use crate::error::Result;
-use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherMode};
+use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherTuning};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::texture::plan::{texture_plan, TexturePlan};
 use crate::plan::bytes::{ByteRows, RowKind};
@@ -61,10 +61,8 @@ pub struct DeviceCaps {
     pub texture_copies: bool,
     /// What one texture copy costs, in buffer copies.
     pub texture_command_cost: u64,
-    /// How the gather maps lanes to units.
-    pub gather_mode: GatherMode,
-    /// Most units one gather lane writes.
-    pub max_units_per_lane: u64,
+    /// How the gather spreads a split over its lanes.
+    pub gather: GatherTuning,
 }
 
 /// What the caller's buffers allow.
@@ -135,8 +133,7 @@ pub fn choose(
     Ok(Route::Gather(plan_dispatches(
         bytes,
         layout,
-        caps.gather_mode,
-        caps.max_units_per_lane,
+        caps.gather,
         caps.window_limit,
         caps.offset_align,
     )?))
@@ -208,8 +205,11 @@ mod tests {
         max_texture_dimension: 8192,
         texture_copies: true,
         texture_command_cost: 2,
-        gather_mode: GatherMode::Runs,
-        max_units_per_lane: 128,
+        gather: GatherTuning {
+            mode: crate::gpu::gather::plan::GatherMode::Runs,
+            max_units_per_lane: 128,
+            spread_lanes: crate::gpu::gather::plan::SPREAD_TWO_WORKGROUPS,
+        },
     };
 
     const COPIES: Regions = Regions {

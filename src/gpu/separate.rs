@@ -199,8 +199,7 @@ impl GpuSplitter {
             &bytes.subset(keep),
             &layout,
             &bindings,
-            self.gather_mode,
-            self.max_units_per_lane as u64,
+            self.gather_tuning,
             window_limit(&self.limits),
         )?;
         let tables = self

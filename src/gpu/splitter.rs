@@ -3,7 +3,9 @@
 use crate::error::Result;
 use crate::gpu::device::{self, BackendChoice, DeviceChoice};
 use crate::gpu::gather::abi::MAX_DST_BINDINGS;
-use crate::gpu::gather::plan::GatherMode;
+use crate::gpu::gather::plan::{
+    GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
+};
 use crate::gpu::gather::record::GatherPipeline;
 use crate::gpu::gather::tables::TableCache;
 use crate::gpu::output_layout::{OutputLayout, OutputRange};
@@ -15,16 +17,30 @@ use crate::DType;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// How the gather maps lanes to units, and the most units one lane writes, by device type.
+/// How the gather spreads a split over its lanes, by device type and backend.
+///
 /// On CPU adapters (lavapipe, llvmpipe) every invocation carries a fixed cost, so each lane
 /// writes a long run: against the vec4 copy kernel on lavapipe, runs of 128, 512 and 2,048
 /// units took word_odd from 0.74 to 0.81 and 0.90, bytes_odd from 0.75 to 0.79 and 0.83
-/// (8,192 cost qkv a fifth). On GPUs consecutive lanes write consecutive units, 4 steps per
-/// lane, so a block of 16 KiB pays for one table lookup.
-pub fn gather_defaults(device_type: wgpu::DeviceType) -> (GatherMode, u32) {
-    match device_type {
-        wgpu::DeviceType::Cpu => (GatherMode::Runs, 2048),
-        _ => (GatherMode::Coalesced, 4),
+/// (8,192 cost qkv a fifth). Small splits spread over two workgroups on Vulkan
+/// ([`SPREAD_TWO_WORKGROUPS`]) and stay in one through GL ([`SPREAD_ONE_WORKGROUP`]), as
+/// measured on Mesa's two drivers. On GPUs consecutive lanes write consecutive units, 4 steps
+/// per lane, so a block of 16 KiB pays for one table lookup.
+pub fn gather_defaults(device_type: wgpu::DeviceType, backend: wgpu::Backend) -> GatherTuning {
+    match (device_type, backend) {
+        (wgpu::DeviceType::Cpu, backend) => GatherTuning {
+            mode: GatherMode::Runs,
+            max_units_per_lane: 2048,
+            spread_lanes: match backend {
+                wgpu::Backend::Gl => SPREAD_ONE_WORKGROUP,
+                _ => SPREAD_TWO_WORKGROUPS,
+            },
+        },
+        _ => GatherTuning {
+            mode: GatherMode::Coalesced,
+            max_units_per_lane: 4,
+            spread_lanes: SPREAD_TWO_WORKGROUPS,
+        },
     }
 }
 
@@ -49,8 +65,7 @@ pub struct GpuSplitter {
     pub(super) queue: wgpu::Queue,
     pub(super) info: wgpu::AdapterInfo,
     pub(super) limits: wgpu::Limits,
-    pub(super) gather_mode: GatherMode,
-    pub(super) max_units_per_lane: u32,
+    pub(super) gather_tuning: GatherTuning,
     pub(super) texture_copies: bool,
     pub(super) route: RouteChoice,
     pub(super) gather: GatherPipeline,
@@ -71,7 +86,7 @@ impl GpuSplitter {
     pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
         let info = device.adapter_info();
         let limits = device.limits();
-        let (gather_mode, max_units_per_lane) = gather_defaults(info.device_type);
+        let gather_tuning = gather_defaults(info.device_type, info.backend);
         // Copy commands are memcpy on CPU adapters, far faster than a shader there; on GPUs a
         // texture round trip moves every byte twice.
         let texture_copies = info.device_type == wgpu::DeviceType::Cpu;
@@ -81,8 +96,7 @@ impl GpuSplitter {
             queue,
             info,
             limits: limits.clone(),
-            gather_mode,
-            max_units_per_lane,
+            gather_tuning,
             texture_copies,
             route: RouteChoice::Auto,
             gather,
@@ -124,7 +138,15 @@ impl GpuSplitter {
     /// Sets the most 16-byte units one gather lane writes (at least 1). The default suits the
     /// device type; benchmark harnesses may tune it. Takes effect at the next split.
     pub fn with_max_units_per_lane(mut self, units: u32) -> Self {
-        self.max_units_per_lane = units.max(1);
+        self.gather_tuning.max_units_per_lane = units.max(1) as u64;
+        self
+    }
+
+    /// Sets the lanes a small split is spread over when each lane writes a run of units (the
+    /// default on CPU adapters, [`GatherTuning::spread_lanes`]), at least 1. The default suits
+    /// the adapter as measured on a two-core machine; benchmark harnesses may tune it.
+    pub fn with_spread_lanes(mut self, lanes: u32) -> Self {
+        self.gather_tuning.spread_lanes = lanes.max(1) as u64;
         self
     }
 
@@ -132,7 +154,7 @@ impl GpuSplitter {
     /// on CPU adapters) or coalesced lanes (the default on GPUs). Either gives the same bytes
     /// on any device; tests and the memory trace use it to run the GPU kernel on a CPU adapter.
     pub fn with_gather_mode(mut self, mode: GatherMode) -> Self {
-        self.gather_mode = mode;
+        self.gather_tuning.mode = mode;
         self
     }
 

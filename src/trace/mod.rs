@@ -16,7 +16,7 @@ use crate::gpu::device::scoped;
 pub use crate::gpu::gather::abi::{traced_source, TRACE_HOOK};
 
 use crate::gpu::gather::abi::{input_binding, WORKGROUP_SIZE};
-use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherMode};
+use crate::gpu::gather::plan::{plan_dispatches, Dispatch};
 use crate::gpu::gather::record::{grid, GatherPipeline, Outputs};
 use crate::gpu::region::BufferRegion;
 use crate::plan::bytes::ByteRows;
@@ -48,11 +48,11 @@ impl Default for Sampling {
 
 /// How a GPU runs the gather, by this crate's defaults: coalesced lanes, 4 units each.
 pub fn gpu_settings(gpu: &GpuSplitter) -> GpuSplitter {
-    let (mode, units) = crate::gpu::gather_defaults(wgpu::DeviceType::DiscreteGpu);
+    let tuning = crate::gpu::gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan);
     gpu.clone()
         .with_route(RouteChoice::Gather)
-        .with_gather_mode(mode)
-        .with_max_units_per_lane(units)
+        .with_gather_mode(tuning.mode)
+        .with_max_units_per_lane(tuning.max_units_per_lane as u32)
 }
 
 /// Traces the gather of `plan` for `dtype` as `gpu`'s settings plan it (whatever its route
@@ -67,12 +67,10 @@ pub fn trace_split(
     let bytes = ByteRows::new(plan, dtype.size())?;
     let layout = gpu.output_layout(plan, dtype)?;
     let caps = gpu.caps();
-    let mode: GatherMode = caps.gather_mode;
     let dispatches = plan_dispatches(
         &bytes,
         &layout,
-        mode,
-        caps.max_units_per_lane,
+        caps.gather,
         caps.window_limit,
         caps.offset_align,
     )?;

@@ -7,7 +7,7 @@ use super::abi::{
 };
 use crate::plan::bytes::{ByteRows, RowKind};
 
-/// How the gather maps lanes to units: the one choice the host makes per device type.
+/// How the gather maps lanes to units, by device type ([`GatherTuning::mode`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GatherMode {
     /// Each lane writes a run of consecutive units: CPU adapters, where every invocation has a
@@ -18,15 +18,47 @@ pub enum GatherMode {
     Coalesced,
 }
 
-/// Workgroups a small split is spread over before lanes take longer runs of units
-/// ([`Layout::Runs`], CPU adapters). One: every lane there has a fixed cost (measured on
-/// lavapipe, the 69 KB spec split took 0.63 ms in one workgroup of 64 lanes, 0.87 ms in 16);
-/// larger splits reach the most units per lane and spread over many workgroups anyway.
-pub const TARGET_WORKGROUPS: u64 = 1;
+/// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
+/// ([`crate::gpu::gather_defaults`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GatherTuning {
+    /// How lanes map to units.
+    pub mode: GatherMode,
+    /// The most units one lane writes ([`Layout::Runs`]), or steps one lane takes
+    /// ([`Layout::Lanes`]) or tiles one block stages ([`Layout::Tiles`]).
+    pub max_units_per_lane: u64,
+    /// [`Layout::Runs`]: lanes a small split is spread over before lanes take longer runs
+    /// (larger splits reach `max_units_per_lane` and spread over many workgroups anyway).
+    pub spread_lanes: u64,
+}
+
+/// [`GatherTuning::spread_lanes`] on lavapipe: one full workgroup and a second half full.
+/// Every lane has a fixed cost on a CPU adapter, and a dispatch's second workgroup starts tens
+/// of microseconds after its first (another thread wakes up), so the first gets the larger
+/// share. Measured on lavapipe with two threads, the 69 KB spec split against the vec4 copy
+/// kernel: 0.90 in one workgroup of 64 lanes, 0.92 in two even ones, 1.02 in 64 + 32 lanes,
+/// 0.97 in three workgroups (medians of five).
+pub const SPREAD_TWO_WORKGROUPS: u64 = RUNS_WORKGROUP_SIZE * 3 / 2;
+
+/// [`GatherTuning::spread_lanes`] on llvmpipe through GL, where a second workgroup was
+/// measured to cost more than it brings (the same split, bind group made once: 0.93 to 0.94
+/// in 64 + 32 lanes, 0.96 to 0.97 in one workgroup of 16 to 48 lanes): one workgroup, with
+/// room for each entry's lanes rounding up. Both figures come from a two-core machine; a
+/// host with more cores may want more ([`crate::gpu::GpuSplitter::with_spread_lanes`]).
+pub const SPREAD_ONE_WORKGROUP: u64 = RUNS_WORKGROUP_SIZE * 3 / 4;
+
+/// The shortest run of a lane when a split is spread ([`Layout::Runs`]): splits of up to
+/// 64 x 16 units (16 KiB) stay in one workgroup, where a second one would mostly wait for its
+/// thread. Measured on lavapipe against the copy kernel: 8 KiB 0.76 -> 0.85, 1 KiB 0.69 -> 0.77.
+pub const MIN_RUN_UNITS: u64 = 16;
 
 /// Output rows shorter than this are not staged row by row ([`Layout::Lanes`]): a step of the
 /// workgroup would span too many rows. They go through [`Layout::Tiles`] where they can.
 const MIN_STAGED_ROW: u64 = 64;
+
+/// The longest rows of equal aligned entries that still take lanes in turn ([`Layout::Runs`],
+/// see [`number_blocks`]).
+const MAX_INTERLEAVED_VEC4_ROW: u64 = 1024;
 
 /// Input bytes one [`Layout::Tiles`] tile may stage: the workgroup memory, less the two
 /// partial units at its ends.
@@ -53,17 +85,19 @@ pub(super) fn entry_layout(mode: GatherMode, entries: &[Entry]) -> Layout {
 pub(super) fn units_per_lane(
     layout: Layout,
     entry_units: impl Iterator<Item = u64>,
-    max: u64,
+    tuning: GatherTuning,
 ) -> u64 {
     let (largest, total) = entry_units.fold((0, 0), |(l, t), u| (l.max(u), t + u));
     let upl = match layout {
-        // Spread small splits over a few workgroups: a CPU adapter runs them in parallel.
-        Layout::Runs => total.div_ceil(TARGET_WORKGROUPS * RUNS_WORKGROUP_SIZE),
+        // Spread small splits: a CPU adapter runs workgroups on several threads.
+        Layout::Runs => total
+            .div_ceil(tuning.spread_lanes.max(1))
+            .max(MIN_RUN_UNITS),
         // A block no larger than the largest entry, so small entries do not idle whole
         // workgroups.
         _ => largest.div_ceil(WORKGROUP_SIZE),
     };
-    upl.clamp(1, max.max(1))
+    upl.clamp(1, tuning.max_units_per_lane.max(1))
 }
 
 /// Numbers `entries` (their `block_start`) by lane ([`Layout::Runs`]) or by block of `upl`
@@ -78,14 +112,21 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
         e.block_start = next as u32;
         next += units(e.out_bytes as u64).div_ceil(step);
     }
-    // Equal entries with short rows take lanes in turn (Runs): neighbouring lanes then read the
-    // same input rows. Measured on lavapipe: 4-byte rows gain 4%, rows of 1,365 bytes lose 6%.
+    // Equal entries with short rows take lanes in turn (Runs): neighbouring lanes then read
+    // the same or adjacent input rows, where each lane's run would otherwise jump from row to
+    // row far from its neighbours'. Measured on lavapipe against the copy kernel: 4-byte rows
+    // gain 4%, heads64's 256-byte vec4 rows go from 0.89-0.95 to 0.93-1.02; but unaligned rows
+    // of 1,365 bytes lose 6% (neighbouring lanes take different shifts) and the spec split's
+    // 3,840-byte rows 3%.
     let equal = entries.len() > 1
         && entries
             .windows(2)
             .all(|w| (w[0].out_bytes, w[0].row_bytes) == (w[1].out_bytes, w[1].row_bytes));
-    let interleaved =
-        layout == Layout::Runs && equal && (entries[0].row_bytes as u64) < MIN_STAGED_ROW;
+    let interleaved = layout == Layout::Runs
+        && equal
+        && ((entries[0].row_bytes as u64) < MIN_STAGED_ROW
+            || (entries[0].row_bytes as u64 <= MAX_INTERLEAVED_VEC4_ROW
+                && entries.iter().all(|e| e.mode == Mode::Vec4 as u32)));
     let (num_blocks, num_lanes) = match layout {
         Layout::Runs => (next.div_ceil(RUNS_WORKGROUP_SIZE), next),
         _ => (next, 0),

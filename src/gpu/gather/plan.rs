@@ -2,8 +2,10 @@
 //! and a table of entries. Pure arithmetic, tested without a device.
 
 use super::abi::{input_binding, Entry, Mode, Params, UNIT_BYTES};
-pub use super::blocks::GatherMode;
 use super::blocks::{entry_layout, number_blocks, tiles, units, units_per_lane};
+pub use super::blocks::{
+    GatherMode, GatherTuning, MIN_RUN_UNITS, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
+};
 use crate::error::{Result, SplitError};
 use crate::gpu::output_layout::OutputLayout;
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
@@ -116,8 +118,7 @@ fn contiguous_entries(bytes: &ByteRows, layout: &OutputLayout) -> Vec<Entry> {
 fn whole_table(
     bytes: &ByteRows,
     layout: &OutputLayout,
-    mode: GatherMode,
-    max_units_per_lane: u64,
+    tuning: GatherTuning,
 ) -> (Params, Vec<Entry>) {
     let mut entries = match bytes.kind {
         RowKind::Contiguous => contiguous_entries(bytes, layout),
@@ -136,16 +137,16 @@ fn whole_table(
             })
             .collect(),
     };
-    let tiled = match mode {
-        GatherMode::Coalesced => tiles(bytes, &entries, max_units_per_lane),
+    let tiled = match tuning.mode {
+        GatherMode::Coalesced => tiles(bytes, &entries, tuning.max_units_per_lane),
         GatherMode::Runs => None,
     };
     tiled.unwrap_or_else(|| {
-        let kind = entry_layout(mode, &entries);
+        let kind = entry_layout(tuning.mode, &entries);
         let upl = units_per_lane(
             kind,
             entries.iter().map(|e| units(e.out_bytes as u64)),
-            max_units_per_lane,
+            tuning,
         );
         (number_blocks(&mut entries, kind, upl), entries)
     })
@@ -159,8 +160,7 @@ pub fn multi_output_dispatch(
     bytes: &ByteRows,
     layout: &OutputLayout,
     bindings: &[u32],
-    mode: GatherMode,
-    max_units_per_lane: u64,
+    tuning: GatherTuning,
     window_limit: u64,
 ) -> Result<Dispatch> {
     let limit = window_limit.min(super::abi::MAX_WINDOW);
@@ -188,7 +188,7 @@ pub fn multi_output_dispatch(
             bytes.input_bytes()
         )));
     }
-    let (params, entries) = whole_table(bytes, &placed, mode, max_units_per_lane);
+    let (params, entries) = whole_table(bytes, &placed, tuning);
     Ok(Dispatch {
         src_offset: 0,
         src_size: input_binding(bytes.input_bytes()),
@@ -201,7 +201,7 @@ pub fn multi_output_dispatch(
 
 /// Plans the gather for the outputs of `bytes`, placed by `layout`.
 ///
-/// `mode` maps lanes to units ([`GatherMode`]); each lane writes up to
+/// `tuning` maps lanes to units ([`GatherTuning`]); each lane writes up to its
 /// `max_units_per_lane` units (fewer for small splits). `window_limit` is the largest window
 /// the device allows ([`super::abi::window_limit`]) and `offset_align` its storage offset
 /// alignment. When the input and the output region each fit one window
@@ -211,8 +211,7 @@ pub fn multi_output_dispatch(
 pub fn plan_dispatches(
     bytes: &ByteRows,
     layout: &OutputLayout,
-    mode: GatherMode,
-    max_units_per_lane: u64,
+    tuning: GatherTuning,
     window_limit: u64,
     offset_align: u64,
 ) -> Result<Vec<Dispatch>> {
@@ -222,7 +221,7 @@ pub fn plan_dispatches(
     let size = |o: &OutputRows| layout.ranges[o.output].size;
 
     if fits_one_dispatch(bytes.input_bytes(), layout.total_bytes, window_limit) {
-        let (params, entries) = whole_table(bytes, layout, mode, max_units_per_lane);
+        let (params, entries) = whole_table(bytes, layout, tuning);
         // One dispatch over the whole input and output region.
         return Ok(vec![Dispatch {
             src_offset: 0,
@@ -276,8 +275,8 @@ pub fn plan_dispatches(
                 .next_multiple_of(UNIT_BYTES)
                 .min(binding);
             let mut entries = vec![part_entry(bytes, o, (b0, b1), window)];
-            let kind = entry_layout(mode, &entries);
-            let upl = units_per_lane(kind, [units(b1 - b0)].into_iter(), max_units_per_lane);
+            let kind = entry_layout(tuning.mode, &entries);
+            let upl = units_per_lane(kind, [units(b1 - b0)].into_iter(), tuning);
             let params = number_blocks(&mut entries, kind, upl);
             dispatches.push(Dispatch {
                 src_offset: window,
@@ -311,9 +310,24 @@ mod tests {
         units: u64,
         window: u64,
     ) -> Result<Vec<Dispatch>> {
+        let tuning = GatherTuning {
+            mode,
+            max_units_per_lane: units,
+            spread_lanes: SPREAD_TWO_WORKGROUPS,
+        };
+        spread_dispatches(plan, dtype, align, tuning, window)
+    }
+
+    fn spread_dispatches(
+        plan: &SplitPlan,
+        dtype: DType,
+        align: u64,
+        tuning: GatherTuning,
+        window: u64,
+    ) -> Result<Vec<Dispatch>> {
         let layout = OutputLayout::new(plan, dtype, align)?;
         let bytes = ByteRows::new(plan, dtype.size())?;
-        plan_dispatches(&bytes, &layout, mode, units, window, align)
+        plan_dispatches(&bytes, &layout, tuning, window, align)
     }
 
     #[test]
@@ -356,15 +370,45 @@ mod tests {
 
     #[test]
     fn runs_spread_small_splits_and_lengthen_for_large_ones() {
-        let run = |len: usize| {
-            let plan = ops::split(&[1, len], &IntTensor::scalar(1), 1).unwrap();
-            let p = dispatches(&plan, DType::F32, 16, GatherMode::Runs, 8, BIG).unwrap()[0].params;
-            (p.num_blocks, p.units_per_lane)
+        let run = |shape: &[usize], max_units_per_lane, spread_lanes| {
+            let plan = ops::split(shape, &IntTensor::scalar(1), 1).unwrap();
+            let tuning = GatherTuning {
+                mode: GatherMode::Runs,
+                max_units_per_lane,
+                spread_lanes,
+            };
+            let d = spread_dispatches(&plan, DType::F32, 16, tuning, BIG).unwrap();
+            (
+                d[0].params.num_blocks,
+                d[0].params.num_lanes,
+                d[0].params.units_per_lane,
+            )
         };
-        // 4000 bytes = 250 units: one workgroup of 63 lanes, 4 units each.
-        assert_eq!(run(1000), (1, 4));
+        let two = SPREAD_TWO_WORKGROUPS;
+        // 4000 bytes = 250 units: runs of at least MIN_RUN_UNITS, so one workgroup of 16 lanes.
+        assert_eq!(MIN_RUN_UNITS, 16);
+        assert_eq!(run(&[1, 1000], 2048, two), (1, 16, 16));
+        // The 69 KB spec split, 3 x 1440 units: 96 lanes (64 + 32) of 45 units, or one
+        // workgroup of 48 lanes of 90 units.
+        assert_eq!(run(&[6, 12, 240], 2048, two), (2, 96, 45));
+        assert_eq!(run(&[6, 12, 240], 2048, SPREAD_ONE_WORKGROUP), (1, 48, 90));
         // 64 MiB = 4 Mi units: runs grow to the maximum, 8 here, in workgroups of 64 lanes.
-        assert_eq!(run(1 << 24), (8192, 8));
+        assert_eq!(run(&[1, 1 << 24], 8, two), (8192, 1 << 19, 8));
+    }
+
+    #[test]
+    fn equal_entries_with_short_rows_take_lanes_in_turn() {
+        let interleaved = |shape: &[usize], parts, dtype| {
+            let plan = ops::split(shape, &IntTensor::scalar(1), parts).unwrap();
+            let d = dispatches(&plan, dtype, 16, GatherMode::Runs, 2048, BIG).unwrap();
+            d[0].params.interleaved
+        };
+        // Rows of 4 bytes; aligned rows of 256 bytes (heads64).
+        assert_eq!(interleaved(&[4096, 4], 4, DType::F32), 1);
+        assert_eq!(interleaved(&[512, 4096], 64, DType::F32), 1);
+        // Aligned rows of 3,840 bytes (the spec split); unaligned rows of 1,365 bytes.
+        assert_eq!(interleaved(&[6, 12, 240], 3, DType::F32), 0);
+        assert_eq!(interleaved(&[16, 4095], 3, DType::U8), 0);
     }
 
     #[test]
