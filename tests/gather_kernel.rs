@@ -11,10 +11,11 @@ use wgpu_split::{
     ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitPlan,
 };
 
-/// The gather alone, in every layout and at two run lengths.
+/// The gather alone, in every layout and at two run lengths, and with the device's own runs
+/// (spread over its lanes, up to 2,048 units each).
 fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
     let gather = gpu.clone().with_route(RouteChoice::Gather);
-    [
+    let mut variants: Vec<(String, GpuSplitter)> = [
         (GatherMode::Runs, 128),
         (GatherMode::Runs, 3),
         (GatherMode::Coalesced, 4),
@@ -28,7 +29,10 @@ fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
             .with_max_units_per_lane(units);
         (format!("{} {mode:?} x{units}", common::name(gpu)), variant)
     })
-    .collect()
+    .collect();
+    let runs = gather.with_gather_mode(GatherMode::Runs);
+    variants.push((format!("{} runs", common::name(gpu)), runs));
+    variants
 }
 
 /// A byte pattern that differs at every offset modulo 251.
@@ -89,6 +93,19 @@ fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
     check_all(&variants, &plan, &input);
 }
 
+fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
+    let variants = variants(gpu);
+    // The spec split: 3,840-byte rows, spread over the device's lanes, whose runs end
+    // mid-row. Then 16 equal outputs of 256-byte rows, taking lanes in turn, each lane's run
+    // crossing many rows.
+    let input = HostTensor::new(DType::F32, vec![6, 12, 10, 24], pattern(6 * 2880 * 4, 6)).unwrap();
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
+    check_all(&variants, &plan, &input);
+    let input = HostTensor::new(DType::F32, vec![300, 1024], pattern(300 * 4096, 7)).unwrap();
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 16).unwrap();
+    check_all(&variants, &plan, &input);
+}
+
 fn one_hundred_thousand_outputs(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
     let input = HostTensor::new(DType::U8, vec![100_000, 5], pattern(500_000, 5)).unwrap();
@@ -99,5 +116,6 @@ fn one_hundred_thousand_outputs(gpu: &'static GpuSplitter) {
 per_backend!(
     every_row_length_at_every_offset,
     word_rows_and_long_unaligned_rows,
+    aligned_rows_spread_and_taken_in_turn,
     one_hundred_thousand_outputs,
 );
