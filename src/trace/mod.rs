@@ -1,10 +1,11 @@
 //! The memory trace: the addresses the gather shader itself computes, recorded on any adapter
 //! and grouped into warps ([`analysis`]).
 //!
-//! Every global access of `shaders/split_gather.wgsl` (and of the benchmark's copy kernel)
-//! goes through small access functions that call an empty `trace` hook. The trace build is the
-//! same WGSL with that one function given a body ([`traced_source`]): it appends
-//! `(kind, address, size)` to a buffer, per lane and per access, for a sample of workgroups.
+//! Every global access of the gather shader (`shaders/split_gather*.wgsl`, and of the
+//! benchmark's copy kernel) goes through small access functions that call an empty `trace`
+//! hook. The trace build is the same WGSL with that one function given a body
+//! ([`traced_source`]): it appends `(kind, address, size)` to a buffer, per lane and per
+//! access, for a sample of workgroups.
 //! So the figures come from the addresses the real shader computed, with the host's real
 //! tables, not from a model of its index math. The trace runs the kernel as it would run on a
 //! GPU (coalesced lanes, see [`gpu_settings`]), whatever adapter executes it.

@@ -1,9 +1,15 @@
-//! The contract between the host and `shaders/split_gather.wgsl`: the table's structs, the
+//! The contract between the host and the gather shader: the table's structs, the
 //! modes, the workgroup size and the unit size. The Rust side here is checked against the
 //! WGSL as naga parses it (the tests below), so the two cannot drift apart silently.
 
-/// The gather shader, `shaders/split_gather.wgsl`.
-pub const SHADER_SOURCE: &str = include_str!("../../../shaders/split_gather.wgsl");
+/// The gather shader: `shaders/split_gather.wgsl` (table, bindings, access functions, entry
+/// points) followed by `shaders/split_gather_layouts.wgsl` (the layouts). WGSL has no include,
+/// so the host joins the two files into one module.
+pub const SHADER_SOURCE: &str = concat!(
+    include_str!("../../../shaders/split_gather.wgsl"),
+    "\n",
+    include_str!("../../../shaders/split_gather_layouts.wgsl"),
+);
 
 /// Invocations per workgroup (`WORKGROUP_SIZE` in the shader).
 pub const WORKGROUP_SIZE: u64 = 256;

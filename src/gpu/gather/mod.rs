@@ -1,5 +1,5 @@
-//! The gather route: one compute dispatch of `shaders/split_gather.wgsl` for every output
-//! (several only past one binding).
+//! The gather route: one compute dispatch of the gather shader ([`abi::SHADER_SOURCE`]) for
+//! every output (several only past one binding).
 //!
 //! - [`abi`]: the table's structs, modes and sizes, checked against the WGSL; the trace and
 //!   multi-output builds of the shader.
