@@ -205,14 +205,37 @@ fn bench_writes_the_report_fields(backend: &str) {
     ] {
         assert!(text.contains(label), "the chart lacks {label}");
     }
+    // Report paths that cannot be written fail before the suite runs: no results printed.
+    for option in ["--plot", "--json"] {
+        let arg = format!("{option}=/nonexistent/dir/x");
+        let out = wgpu_split(&["bench", backend, "--quick", "--cases=spec_split", &arg]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("{option} /nonexistent/dir/x: ")),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            !out.stdout.contains("adapter:"),
+            "the suite ran: {}",
+            out.stdout
+        );
+    }
+    let dir_as_json = format!("--json={}", s(dir.path()));
     let out = wgpu_split(&[
         "bench",
         backend,
         "--quick",
         "--cases=spec_split",
-        "--plot=/nonexistent/dir/x.svg",
+        &dir_as_json,
     ]);
     assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        !out.stdout.contains("adapter:"),
+        "the suite ran: {}",
+        out.stdout
+    );
 
     let out = wgpu_split(&["bench", backend, "--route=fastest"]);
     assert_eq!(out.code, 2, "{}", out.stderr);

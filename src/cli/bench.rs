@@ -15,6 +15,13 @@ use wgpu_split::{GpuSplitter, RouteChoice};
 /// Runs the suite and prints (and optionally writes) the results.
 pub fn run(a: &BenchArgs) -> CliResult {
     let route: RouteChoice = a.route.parse()?;
+    // The suite takes minutes: a report path that cannot be written fails now, not after it.
+    if let Some(path) = &a.json {
+        check_writable("--json", path)?;
+    }
+    if let Some(path) = &a.plot {
+        check_writable("--plot", path)?;
+    }
     let choice = args::device(a.backend.as_deref(), a.adapter.as_deref())?;
     let mut gpu = GpuSplitter::open_chosen(&choice)?.with_route(route);
     if a.no_texture_copies {
@@ -77,6 +84,24 @@ pub fn run(a: &BenchArgs) -> CliResult {
             .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Fails unless `path` can be written: an existing file is opened for writing (and left as it
+/// is), a new one is created and removed again.
+fn check_writable(option: &str, path: &std::path::Path) -> CliResult<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| CliError::usage(format!("{option} {}: {e}", path.display())))?;
+    if !existed {
+        // The probe leaves nothing behind (should removing it fail, the report overwrites
+        // the empty file at the end).
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 /// The standard suite, or the named cases of it; an unknown name is a usage error.
