@@ -58,7 +58,7 @@ pub use gpu::gather::plan::GatherMode;
 pub use gpu::output_layout::{OutputLayout, OutputRange};
 pub use gpu::region::BufferRegion;
 pub use gpu::route::RouteChoice;
-pub use gpu::{EncodedSplit, GpuSplitter};
+pub use gpu::{EncodedSplit, GpuSplitter, PreparedSplit};
 pub use ops::Operator;
 pub use plan::{Chunk, SplitPlan};
 pub use stream::{OutputSink, StreamOptions, StreamReport};

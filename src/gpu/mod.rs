@@ -16,6 +16,7 @@
 pub mod device;
 pub mod gather;
 pub mod output_layout;
+mod prepared;
 mod record;
 pub mod region;
 pub mod route;
@@ -25,5 +26,6 @@ mod splitter;
 mod stream;
 pub mod texture;
 
+pub use prepared::PreparedSplit;
 pub use record::EncodedSplit;
 pub use splitter::{gather_defaults, multi_output_group_limit, GpuSplitter};

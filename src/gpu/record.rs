@@ -2,14 +2,11 @@
 //! it.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::scoped_async;
 use crate::gpu::gather::abi::{input_binding, window_limit};
-use crate::gpu::gather::record::Outputs;
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::region::BufferRegion;
 use crate::gpu::route::{self, DeviceCaps, Regions, Route, RouteChoice};
 use crate::gpu::splitter::GpuSplitter;
-use crate::gpu::texture;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::byte_count;
@@ -58,8 +55,12 @@ impl GpuSplitter {
     /// cheaper ([`route`]): `copy_buffer_to_buffer` where the outputs are a few long,
     /// word-aligned contiguous runs of the input (whole outputs, or output rows), and on CPU
     /// adapters a buffer-to-texture-to-buffer round trip per band of rows where rows and stride
-    /// are multiples of 256 bytes ([`texture`]). Tensors larger than one storage binding are
-    /// dispatched in parts. Nothing is recorded when every output is empty.
+    /// are multiples of 256 bytes ([`crate::gpu::texture`]). Tensors larger than one storage
+    /// binding are dispatched in parts. Nothing is recorded when every output is empty.
+    ///
+    /// This is [`GpuSplitter::prepare`] and [`PreparedSplit::encode`](crate::PreparedSplit::encode)
+    /// in one call: a caller that records the same split on the same buffers again and again
+    /// prepares it once and saves the planning and the bind groups each time.
     pub fn encode(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -122,7 +123,7 @@ impl GpuSplitter {
     }
 
     /// [`GpuSplitter::encode_with_layout_async`] for a layout this crate placed itself, which
-    /// needs no check.
+    /// needs no check: prepared ([`GpuSplitter::prepare`]) and recorded at once.
     pub(crate) async fn encode_placed(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -132,7 +133,23 @@ impl GpuSplitter {
         output: BufferRegion<'_>,
         layout: OutputLayout,
     ) -> Result<EncodedSplit> {
-        self.check_input(&input, plan, dtype)?;
+        self.prepare_placed(plan, dtype, input, output, layout)
+            .await?
+            .encode_async(encoder)
+            .await
+    }
+
+    /// Checks both regions of a split of `plan` placed by `layout`: usage, alignment and size
+    /// of each, and two different buffers.
+    pub(crate) fn check_regions(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: &BufferRegion<'_>,
+        output: &BufferRegion<'_>,
+        layout: &OutputLayout,
+    ) -> Result<()> {
+        self.check_input(input, plan, dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         output.check(
             "output",
@@ -151,9 +168,7 @@ impl GpuSplitter {
                     .into(),
             ));
         }
-        let bytes = ByteRows::new(plan, dtype.size())?;
-        self.record_route(encoder, &bytes, layout, input, output)
-            .await
+        Ok(())
     }
 
     /// Checks the input region of a split of `plan`: usage STORAGE, the storage offset
@@ -167,21 +182,6 @@ impl GpuSplitter {
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         let needed = Self::input_binding_size(plan, dtype)?;
         input.check("input", needed, wgpu::BufferUsages::STORAGE, align)
-    }
-
-    /// Chooses the route for the outputs of `bytes`, placed by `layout` in `output`, and
-    /// records it; the regions are checked already.
-    pub(crate) async fn record_route(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        bytes: &ByteRows,
-        layout: OutputLayout,
-        input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
-    ) -> Result<EncodedSplit> {
-        let chosen = self.choose_route(bytes, &layout, &input, &output).await?;
-        self.record_chosen(encoder, chosen, layout, input, output)
-            .await
     }
 
     /// The route for the outputs of `bytes`, placed by `layout` in `output`, with the scratch
@@ -219,73 +219,6 @@ impl GpuSplitter {
             },
             other => (other, None),
         })
-    }
-
-    /// Records a route [`GpuSplitter::choose_route`] chose.
-    pub(crate) async fn record_chosen(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        (route, scratch): (Route, Option<wgpu::Texture>),
-        layout: OutputLayout,
-        input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
-    ) -> Result<EncodedSplit> {
-        let mut encoded = EncodedSplit {
-            layout,
-            dispatches: 0,
-            buffer_copies: 0,
-            texture_copies: 0,
-        };
-        match (&route, scratch) {
-            (Route::BufferCopies(copies), _) => {
-                scoped_async(&self.device, "encoding the split copies", || {
-                    for c in copies {
-                        encoder.copy_buffer_to_buffer(
-                            input.buffer,
-                            c.src,
-                            output.buffer,
-                            c.dst,
-                            c.size,
-                        );
-                    }
-                })
-                .await?;
-                encoded.buffer_copies = copies.len() as u32;
-            }
-            (Route::Texture(t), Some(scratch)) => {
-                scoped_async(&self.device, "encoding the split copies", || {
-                    texture::record::record(encoder, t, &scratch, input.buffer, output.buffer)
-                })
-                .await?;
-                encoded.texture_copies = t.commands() as u32;
-            }
-            (Route::Texture(_), None) => {
-                return Err(SplitError::Device(
-                    "the texture route was chosen without a scratch texture".into(),
-                ))
-            }
-            (Route::Gather(dispatches), _) => {
-                if dispatches.is_empty() {
-                    // Every output is empty: nothing to record.
-                    return Ok(encoded);
-                }
-                let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
-                let tables = self.tables.buffers(&self.device, &tables).await?;
-                self.gather
-                    .record(
-                        &self.device,
-                        encoder,
-                        dispatches,
-                        &tables,
-                        &input,
-                        Outputs::Region(&output),
-                        None,
-                    )
-                    .await?;
-                encoded.dispatches = dispatches.len() as u32;
-            }
-        }
-        Ok(encoded)
     }
 
     /// What this device and these settings offer the route.

@@ -145,7 +145,9 @@ impl GpuSplitter {
                 continue;
             }
             let recorded = self
-                .record_chosen(encoder, chosen, layout, input, region)
+                .prepare_chosen(chosen, layout, input, region)
+                .await?
+                .encode_async(encoder)
                 .await?;
             encoded.dispatches += recorded.dispatches;
             encoded.buffer_copies += recorded.buffer_copies;

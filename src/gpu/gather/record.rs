@@ -32,6 +32,36 @@ pub enum Outputs<'a> {
     Windows(&'a [(BufferRegion<'a>, u64)]),
 }
 
+/// One gather dispatch bound to its buffers ([`GatherPipeline::bind`]): recorded by
+/// [`record_bound`], as often as wanted.
+#[derive(Debug, Clone)]
+pub struct BoundDispatch {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    grid: (u32, u32),
+}
+
+/// Records `bound` into one compute pass of `encoder`; a device error (a buffer destroyed
+/// since it was bound, for one) becomes [`SplitError::Device`].
+pub async fn record_bound(
+    device: &wgpu::Device,
+    encoder: &mut wgpu::CommandEncoder,
+    bound: &[BoundDispatch],
+) -> Result<()> {
+    scoped_async(device, "encoding the split", || {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("split_gather"),
+            timestamp_writes: None,
+        });
+        for b in bound {
+            pass.set_pipeline(&b.pipeline);
+            pass.set_bind_group(0, &b.bind_group, &[]);
+            pass.dispatch_workgroups(b.grid.0, b.grid.1, 1);
+        }
+    })
+    .await
+}
+
 impl GatherPipeline {
     /// Compiles the shader on `device`; a device error becomes [`SplitError::Device`].
     pub fn new(device: &wgpu::Device) -> Result<Self> {
@@ -115,9 +145,7 @@ impl GatherPipeline {
 
     /// Records `dispatches` (with their `tables`, one buffer each) into one compute pass of
     /// `encoder`, reading `input` and writing `outputs`; the trace build also writes its
-    /// records into `trace`. Fails before recording anything if a grid exceeds the device's
-    /// limits, if `trace` is given to the plain build or missing for the trace build, or if
-    /// `outputs` does not match the build's output bindings.
+    /// records into `trace`. [`GatherPipeline::bind`], then [`record_bound`].
     #[allow(clippy::too_many_arguments)]
     pub async fn record(
         &self,
@@ -129,6 +157,26 @@ impl GatherPipeline {
         outputs: Outputs<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> Result<()> {
+        let bound = self
+            .bind(device, dispatches, tables, input, outputs, trace)
+            .await?;
+        record_bound(device, encoder, &bound).await
+    }
+
+    /// Binds `dispatches` (with their `tables`, one buffer each) to `input` and `outputs`, and
+    /// the trace build to `trace`: each one's pipeline, bind group and grid, ready to record
+    /// as often as wanted. Fails, with nothing made, if a grid exceeds the device's limits, if
+    /// `trace` is given to the plain build or missing for the trace build, if `outputs` does
+    /// not match the build's output bindings, or if wgpu refuses a bind group.
+    pub async fn bind(
+        &self,
+        device: &wgpu::Device,
+        dispatches: &[Dispatch],
+        tables: &[wgpu::Buffer],
+        input: &BufferRegion<'_>,
+        outputs: Outputs<'_>,
+        trace: Option<&wgpu::Buffer>,
+    ) -> Result<Vec<BoundDispatch>> {
         if self.traced != trace.is_some() {
             return Err(SplitError::Device(
                 "a trace buffer goes with the trace build of the pipeline, and only there".into(),
@@ -149,28 +197,28 @@ impl GatherPipeline {
             .iter()
             .map(|d| grid(&limits, d.params.num_blocks as u64))
             .collect::<Result<Vec<_>>>()?;
-        scoped_async(device, "encoding the split", || {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("split_gather"),
-                timestamp_writes: None,
-            });
-            for ((dispatch, table), &(x, y)) in dispatches.iter().zip(tables).zip(&grids) {
-                pass.set_pipeline(if dispatch.params.lane_layout == Layout::Runs as u32 {
-                    &self.runs
-                } else {
-                    &self.blocks
-                });
-                let bind_group = self.bind(device, dispatch, table, input, outputs, trace);
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(x, y, 1);
-            }
+        scoped_async(device, "binding the split", || {
+            dispatches
+                .iter()
+                .zip(tables)
+                .zip(grids)
+                .map(|((dispatch, table), grid)| BoundDispatch {
+                    pipeline: if dispatch.params.lane_layout == Layout::Runs as u32 {
+                        self.runs.clone()
+                    } else {
+                        self.blocks.clone()
+                    },
+                    bind_group: self.bind_group(device, dispatch, table, input, outputs, trace),
+                    grid,
+                })
+                .collect()
         })
         .await
     }
 
     /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
     /// the trace buffer of the trace build.
-    fn bind(
+    fn bind_group(
         &self,
         device: &wgpu::Device,
         dispatch: &Dispatch,

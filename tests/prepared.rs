@@ -1,0 +1,257 @@
+//! Prepared splits (`GpuSplitter::prepare`): made once and recorded again and again, on the
+//! gather, the buffer copies and the texture route, they give the bytes and the commands that
+//! `encode` gives and read the input as it is when recorded; they keep their buffers alive;
+//! misuse is refused at `prepare` as at `encode`; a buffer destroyed after `prepare` is
+//! reported by wgpu when the work is submitted. Byte for byte against the CPU reference, on
+//! each adapter.
+
+#[macro_use]
+mod common;
+
+use wgpu::util::DeviceExt;
+use wgpu_split::{
+    ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, IntTensor,
+    PreparedSplit, SplitError, SplitPlan,
+};
+
+const COPIES: wgpu::BufferUsages = wgpu::BufferUsages::COPY_SRC.union(wgpu::BufferUsages::COPY_DST);
+
+/// The input and output buffers of a split, the input writable by the queue.
+struct Buffers {
+    input: wgpu::Buffer,
+    output: wgpu::Buffer,
+}
+
+impl Buffers {
+    /// Buffers for `plan`; `copies` adds the usages that let copy commands move the outputs.
+    fn new(gpu: &GpuSplitter, plan: &SplitPlan, dtype: DType, copies: bool) -> Self {
+        let extra = if copies {
+            COPIES
+        } else {
+            wgpu::BufferUsages::empty()
+        };
+        let device = gpu.device();
+        let in_size = GpuSplitter::input_binding_size(plan, dtype)
+            .unwrap()
+            .max(16);
+        let input = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("prepared input"),
+            size: in_size,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | extra,
+            mapped_at_creation: false,
+        });
+        let out_size = gpu.output_layout(plan, dtype).unwrap().total_bytes.max(16);
+        let output = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("prepared output"),
+            size: out_size,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | extra,
+            mapped_at_creation: false,
+        });
+        Self { input, output }
+    }
+
+    fn regions(&self) -> (BufferRegion<'_>, BufferRegion<'_>) {
+        let region = |buffer| BufferRegion { buffer, offset: 0 };
+        (region(&self.input), region(&self.output))
+    }
+}
+
+/// Writes `input` into the input buffer, records `prepared`, submits, and reads the outputs
+/// back.
+fn run_prepared(
+    gpu: &GpuSplitter,
+    prepared: &PreparedSplit,
+    input_buffer: &wgpu::Buffer,
+    output_buffer: &wgpu::Buffer,
+    plan: &SplitPlan,
+    input: &HostTensor,
+) -> (Vec<HostTensor>, EncodedSplit) {
+    let device = gpu.device();
+    let mut bytes = input.bytes().to_vec();
+    bytes.resize(bytes.len().next_multiple_of(4), 0);
+    gpu.queue().write_buffer(input_buffer, 0, &bytes);
+    let size = output_buffer.size();
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    let encoded = prepared.encode(&mut encoder).unwrap();
+    encoder.copy_buffer_to_buffer(output_buffer, 0, &readback, 0, size);
+    gpu.queue().submit([encoder.finish()]);
+    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
+    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let data = readback.get_mapped_range(..).unwrap().to_vec();
+    let outputs = encoded
+        .layout
+        .outputs_from(&data, plan, input.dtype())
+        .unwrap();
+    (outputs, encoded)
+}
+
+fn tensor(dtype: DType, shape: &[usize], seed: u8) -> HostTensor {
+    let n = shape.iter().product::<usize>() * dtype.size();
+    let data = (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect();
+    HostTensor::new(dtype, shape.to_vec(), data).unwrap()
+}
+
+/// Prepares `plan` once, then records it for two different inputs; each time the bytes match
+/// the reference and the commands match `encode`'s. Returns the commands.
+fn prepare_and_run_twice(
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    shape: &[usize],
+    copies: bool,
+) -> EncodedSplit {
+    let name = common::name(gpu);
+    let buffers = Buffers::new(gpu, plan, DType::F32, copies);
+    let (input, output) = buffers.regions();
+    let prepared = gpu.prepare(plan, DType::F32, input, output).unwrap();
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    let direct = gpu
+        .encode(&mut encoder, plan, DType::F32, input, output)
+        .unwrap();
+    drop(encoder);
+    assert_eq!(prepared.encoded(), &direct, "{name}: {plan:?}");
+    for seed in [1, 2] {
+        let host = tensor(DType::F32, shape, seed);
+        let (got, encoded) =
+            run_prepared(gpu, &prepared, &buffers.input, &buffers.output, plan, &host);
+        assert_eq!(encoded, direct, "{name}: {plan:?}");
+        let want = reference::split_tensor(&host, plan).unwrap();
+        common::assert_same_outputs(&format!("{name}, {plan:?}, input {seed}"), &got, &want);
+    }
+    direct
+}
+
+fn every_route_records_again_and_again(gpu: &'static GpuSplitter) {
+    let name = common::name(gpu);
+    // Rows of 3,840 bytes: the gather without copy usages; with them, copies on CPU adapters
+    // (through the texture on lavapipe, row by row through GL), the gather on GPUs.
+    let shape = [6, 12, 10, 24];
+    let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
+    let gathered = prepare_and_run_twice(gpu, &plan, &shape, false);
+    assert_eq!(gathered.dispatches, 1, "{name}");
+    let copied = prepare_and_run_twice(gpu, &plan, &shape, true);
+    let cpu = gpu.adapter_info().device_type == wgpu::DeviceType::Cpu;
+    assert_eq!(copied.dispatches == 0, cpu, "{name}: {copied:?}");
+    if cpu && gpu.adapter_info().backend == wgpu::Backend::Vulkan {
+        assert!(copied.texture_copies > 0, "{name}: {copied:?}");
+    }
+    // Whole outputs along axis 0: buffer copies.
+    let shape = [4, 64];
+    let plan = ops::variadic_split(
+        &shape,
+        &IntTensor::scalar(0),
+        &IntTensor::vector(vec![1, 3]),
+    )
+    .unwrap();
+    let copied = prepare_and_run_twice(gpu, &plan, &shape, true);
+    assert!(copied.buffer_copies > 0, "{name}: {copied:?}");
+    // Every output empty: nothing to record.
+    let shape = [4, 0];
+    let plan = ops::split(&shape, &IntTensor::scalar(0), 2).unwrap();
+    let nothing = prepare_and_run_twice(gpu, &plan, &shape, false);
+    assert_eq!(
+        (
+            nothing.dispatches,
+            nothing.buffer_copies,
+            nothing.texture_copies
+        ),
+        (0, 0, 0),
+        "{name}"
+    );
+}
+
+fn a_prepared_split_keeps_its_buffers(gpu: &'static GpuSplitter) {
+    let name = common::name(gpu);
+    let shape = [6, 12, 10, 24];
+    let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
+    let buffers = Buffers::new(gpu, &plan, DType::F32, false);
+    let (input, output) = buffers.regions();
+    let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
+    let host = tensor(DType::F32, &shape, 9);
+    let mut bytes = host.bytes().to_vec();
+    bytes.resize(bytes.len().next_multiple_of(4), 0);
+    gpu.queue().write_buffer(&buffers.input, 0, &bytes);
+    let Buffers { input, output } = buffers;
+    drop(input);
+    // The caller's handle to the input is gone; the prepared split still reads it.
+    let readback = gpu
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: &vec![0; output.size() as usize],
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        });
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    let encoded = prepared.encode(&mut encoder).unwrap();
+    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, output.size());
+    gpu.queue().submit([encoder.finish()]);
+    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
+    gpu.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .unwrap();
+    let data = readback.get_mapped_range(..).unwrap().to_vec();
+    let got = encoded
+        .layout
+        .outputs_from(&data, &plan, DType::F32)
+        .unwrap();
+    let want = reference::split_tensor(&host, &plan).unwrap();
+    common::assert_same_outputs(&name, &got, &want);
+}
+
+fn misuse_is_refused_at_prepare(gpu: &'static GpuSplitter) {
+    let name = common::name(gpu);
+    let shape = [6, 12, 10, 24];
+    let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
+    let buffers = Buffers::new(gpu, &plan, DType::F32, false);
+    let (input, _) = buffers.regions();
+    let e = gpu.prepare(&plan, DType::F32, input, input).unwrap_err();
+    assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
+    let small = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 64,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let region = BufferRegion {
+        buffer: &small,
+        offset: 0,
+    };
+    let e = gpu.prepare(&plan, DType::F32, input, region).unwrap_err();
+    assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
+    assert!(e.to_string().contains("output"), "{name}: {e}");
+}
+
+fn a_buffer_destroyed_after_prepare_is_reported_by_wgpu(gpu: &'static GpuSplitter) {
+    let name = common::name(gpu);
+    let shape = [6, 12, 10, 24];
+    let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
+    let buffers = Buffers::new(gpu, &plan, DType::F32, false);
+    let (input, output) = buffers.regions();
+    let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
+    buffers.output.destroy();
+    let device = gpu.device();
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let mut encoder = device.create_command_encoder(&Default::default());
+    // Recording names no buffer wgpu would check here; the error comes at finish or submit.
+    let recorded = prepared.encode(&mut encoder);
+    gpu.queue().submit([encoder.finish()]);
+    let error = pollster::block_on(scope.pop());
+    assert!(
+        recorded.is_err() || error.is_some(),
+        "{name}: a destroyed output went unreported"
+    );
+}
+
+per_backend!(
+    every_route_records_again_and_again,
+    a_prepared_split_keeps_its_buffers,
+    misuse_is_refused_at_prepare,
+    a_buffer_destroyed_after_prepare_is_reported_by_wgpu,
+);
