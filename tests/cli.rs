@@ -138,8 +138,10 @@ fn bench_writes_the_report_fields(backend: &str) {
     assert!(commands.iter().sum::<u64>() >= 1, "{commands:?}");
     for field in [
         "split_ms",
+        "prepared_ms",
         "roundtrip_ms",
         "split_gbps",
+        "prepared_gbps",
         "copy_gbps",
         "shader_copy_gbps",
         "cpu_reference_gbps",

@@ -112,6 +112,9 @@ pub struct CaseResult {
     pub bytes: usize,
     /// Median device-resident split time (plan, encode, submit, wait), ms.
     pub split_ms: f64,
+    /// Median of the same split prepared once ([`crate::PreparedSplit`]): encode, submit,
+    /// wait, ms. What a runtime that prepares its split nodes pays per run.
+    pub prepared_ms: f64,
     /// Median empty submit and wait, ms: the device's fixed cost per submission.
     pub roundtrip_ms: f64,
     /// Median host part of the split alone (plan and encode, no submit), ms.
@@ -257,6 +260,17 @@ impl CaseBuffers {
         Ok(Recorded::from(&encoded))
     }
 
+    /// The split of `case` prepared once ([`GpuSplitter::prepare`]) on these buffers.
+    pub fn prepare(&self, gpu: &GpuSplitter, case: &Case) -> Result<crate::PreparedSplit> {
+        let region = |buffer| BufferRegion { buffer, offset: 0 };
+        gpu.prepare(
+            &case.plan()?,
+            case.dtype,
+            region(&self.input),
+            region(&self.output),
+        )
+    }
+
     /// The host part of a split alone: plan and encode into `encoder`, no submit.
     pub fn encode(
         &self,
@@ -306,11 +320,22 @@ impl<'a> Bencher<'a> {
 
     /// Records with `record`, submits, and waits for the device.
     fn submit(&self, record: impl FnOnce(&mut wgpu::CommandEncoder)) -> Result<()> {
+        self.submit_checked(|encoder| {
+            record(encoder);
+            Ok(())
+        })
+    }
+
+    /// [`Bencher::submit`] for a recording that can fail.
+    fn submit_checked(
+        &self,
+        record: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<()>,
+    ) -> Result<()> {
         let mut encoder = self
             .gpu
             .device()
             .create_command_encoder(&Default::default());
-        record(&mut encoder);
+        record(&mut encoder)?;
         self.gpu.queue().submit([encoder.finish()]);
         wait(self.gpu)
     }
@@ -352,13 +377,15 @@ impl<'a> Bencher<'a> {
         // The split and its three yardsticks, timed in turn so every ratio of two of them
         // compares the same stretch of time.
         let mut recorded = Recorded::default();
-        let [split_ms, roundtrip_ms, copy_ms, shader_copy_ms] = time_interleaved_ms(
+        let prepared = buffers.prepare(self.gpu, case)?;
+        let [split_ms, prepared_ms, roundtrip_ms, copy_ms, shader_copy_ms] = time_interleaved_ms(
             self.runs,
             [
                 &mut || {
                     recorded = buffers.split(self.gpu, case)?;
                     Ok(())
                 },
+                &mut || self.submit_checked(|encoder| prepared.encode(encoder).map(|_| ())),
                 &mut || self.submit(|_| {}),
                 &mut || {
                     self.submit(|encoder| {
@@ -390,6 +417,7 @@ impl<'a> Bencher<'a> {
             outputs: plan.num_outputs(),
             bytes,
             split_ms,
+            prepared_ms,
             roundtrip_ms,
             host_ms,
             copy_ms,

@@ -126,7 +126,7 @@ fn chosen_cases(names: &[String]) -> CliResult<Vec<Case>> {
 
 fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!(
-        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>13}",
+        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>13}",
         "case",
         "op",
         "dtype",
@@ -136,6 +136,7 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
         "x rt",
         "host_ms",
         "split",
+        "prepared",
         "copy",
         "shader",
         "cpu",
@@ -143,7 +144,7 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
     );
     for (r, _) in results {
         say!(
-            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>13}{}",
+            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>13}{}",
             r.case.name,
             r.case.op.name(),
             r.case.dtype.name(),
@@ -153,6 +154,7 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
             r.split_ms / r.roundtrip_ms,
             r.host_ms,
             gbps(r.bytes, r.split_ms),
+            gbps(r.bytes, r.prepared_ms),
             gbps(r.bytes, r.copy_ms),
             gbps(r.bytes, r.shader_copy_ms),
             gbps(r.bytes, r.cpu_reference_ms),
@@ -164,9 +166,12 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
         );
     }
     say!("(x rt = split_ms / the case's empty submit + wait; rates in GB/s = input bytes / median time;");
-    say!(" copy = copy_buffer_to_buffer, shader = vec4 copy kernel; each case times its split, round");
-    say!(" trip, copy and copy kernel in turn; disp/buf/tex = gather dispatches / buffer copies /");
-    say!(" texture copies the split recorded)");
+    say!(" prepared = the same split prepared once, then encode + submit + wait;");
+    say!(
+        " copy = copy_buffer_to_buffer, shader = vec4 copy kernel; each case times its split, the"
+    );
+    say!(" prepared split, round trip, copy and copy kernel in turn; disp/buf/tex = gather");
+    say!(" dispatches / buffer copies / texture copies the split recorded)");
 }
 
 fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
@@ -231,11 +236,13 @@ fn case_json(r: &CaseResult, memory: &Option<MemoryReport>) -> Value {
         "outputs": r.outputs,
         "bytes": r.bytes,
         "split_ms": r.split_ms,
+        "prepared_ms": r.prepared_ms,
         "roundtrip_ms": r.roundtrip_ms,
         "host_ms": r.host_ms,
         "copy_ms": r.copy_ms,
         "shader_copy_ms": r.shader_copy_ms,
         "split_gbps": gbps(r.bytes, r.split_ms),
+        "prepared_gbps": gbps(r.bytes, r.prepared_ms),
         "copy_gbps": gbps(r.bytes, r.copy_ms),
         "shader_copy_gbps": gbps(r.bytes, r.shader_copy_ms),
         "cpu_reference_gbps": gbps(r.bytes, r.cpu_reference_ms),
