@@ -61,6 +61,21 @@ impl PreparedSplit {
 
     /// [`PreparedSplit::encode`] for async callers, as [`GpuSplitter::encode_async`].
     pub async fn encode_async(&self, encoder: &mut wgpu::CommandEncoder) -> Result<EncodedSplit> {
+        self.record(encoder).await?;
+        Ok(self.encoded.clone())
+    }
+
+    /// Records once and hands back what was recorded without copying it: `encode`.
+    pub(crate) async fn encode_once(
+        self,
+        encoder: &mut wgpu::CommandEncoder,
+    ) -> Result<EncodedSplit> {
+        self.record(encoder).await?;
+        Ok(self.encoded)
+    }
+
+    /// Records the commands into `encoder`.
+    async fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
         match &self.commands {
             Commands::Nothing => {}
             Commands::BufferCopies {
@@ -88,7 +103,7 @@ impl PreparedSplit {
             }
             Commands::Gather(bound) => record_bound(&self.device, encoder, bound).await?,
         }
-        Ok(self.encoded.clone())
+        Ok(())
     }
 
     /// What each [`PreparedSplit::encode`] records: the layout of the outputs and the counts

@@ -135,7 +135,7 @@ impl GpuSplitter {
     ) -> Result<EncodedSplit> {
         self.prepare_placed(plan, dtype, input, output, layout)
             .await?
-            .encode_async(encoder)
+            .encode_once(encoder)
             .await
     }
 

@@ -147,7 +147,7 @@ impl GpuSplitter {
             let recorded = self
                 .prepare_chosen(chosen, layout, input, region)
                 .await?
-                .encode_async(encoder)
+                .encode_once(encoder)
                 .await?;
             encoded.dispatches += recorded.dispatches;
             encoded.buffer_copies += recorded.buffer_copies;
