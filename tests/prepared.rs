@@ -128,6 +128,14 @@ fn prepare_and_run_twice(
     direct
 }
 
+/// The spec split's shape, its plan, and gather-only buffers for it.
+fn spec_split(gpu: &GpuSplitter) -> ([usize; 4], SplitPlan, Buffers) {
+    let shape = [6, 12, 10, 24];
+    let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
+    let buffers = Buffers::new(gpu, &plan, DType::F32, false);
+    (shape, plan, buffers)
+}
+
 fn every_route_records_again_and_again(gpu: &'static GpuSplitter) {
     let name = common::name(gpu);
     // Rows of 3,840 bytes: the gather without copy usages; with them, copies on CPU adapters
@@ -169,9 +177,7 @@ fn every_route_records_again_and_again(gpu: &'static GpuSplitter) {
 
 fn a_prepared_split_keeps_its_buffers(gpu: &'static GpuSplitter) {
     let name = common::name(gpu);
-    let shape = [6, 12, 10, 24];
-    let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
-    let buffers = Buffers::new(gpu, &plan, DType::F32, false);
+    let (shape, plan, buffers) = spec_split(gpu);
     let (input, output) = buffers.regions();
     let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
     let host = tensor(DType::F32, &shape, 9);
@@ -207,9 +213,7 @@ fn a_prepared_split_keeps_its_buffers(gpu: &'static GpuSplitter) {
 
 fn misuse_is_refused_at_prepare(gpu: &'static GpuSplitter) {
     let name = common::name(gpu);
-    let shape = [6, 12, 10, 24];
-    let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
-    let buffers = Buffers::new(gpu, &plan, DType::F32, false);
+    let (_, plan, buffers) = spec_split(gpu);
     let (input, _) = buffers.regions();
     let e = gpu.prepare(&plan, DType::F32, input, input).unwrap_err();
     assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
@@ -230,9 +234,7 @@ fn misuse_is_refused_at_prepare(gpu: &'static GpuSplitter) {
 
 fn a_buffer_destroyed_after_prepare_is_reported_by_wgpu(gpu: &'static GpuSplitter) {
     let name = common::name(gpu);
-    let shape = [6, 12, 10, 24];
-    let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
-    let buffers = Buffers::new(gpu, &plan, DType::F32, false);
+    let (_, plan, buffers) = spec_split(gpu);
     let (input, output) = buffers.regions();
     let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
     buffers.output.destroy();

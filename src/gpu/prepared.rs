@@ -18,8 +18,9 @@ use crate::DType;
 /// the route, the gather's tables and bind groups, the scratch texture. A graph runtime that
 /// runs the same split node on the same buffers again and again prepares it once
 /// ([`GpuSplitter::prepare`]) and records it each time with [`PreparedSplit::encode`], which
-/// does no planning and creates nothing. On this project's CPU adapters that halves the host
-/// work of a small split (8 to 9 us for `encode`, about 4 us here, warm).
+/// does no planning and creates nothing. On this project's CPU adapters, recording the spec
+/// split and finishing the encoder took 6 to 7 us prepared, against 10 to 15 us through
+/// `encode` (warm, 20,000 times in a row).
 ///
 /// It holds the buffers it was prepared with (its bind groups and copies name them): they stay
 /// allocated while it lives, even if the caller drops its own handles. A buffer destroyed
