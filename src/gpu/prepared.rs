@@ -38,17 +38,20 @@ pub struct PreparedSplit {
 enum Commands {
     /// Every output is empty.
     Nothing,
+    /// `copy_buffer_to_buffer` commands between the caller's buffers.
     BufferCopies {
         input: wgpu::Buffer,
         output: wgpu::Buffer,
         copies: Vec<BufferCopy>,
     },
+    /// Bands of rows through the scratch texture.
     Texture {
         plan: TexturePlan,
         scratch: wgpu::Texture,
         input: wgpu::Buffer,
         output: wgpu::Buffer,
     },
+    /// Gather dispatches, bound.
     Gather(Vec<BoundDispatch>),
 }
 
