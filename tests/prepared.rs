@@ -11,7 +11,7 @@ mod common;
 use wgpu::util::DeviceExt;
 use wgpu_split::{
     ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, IntTensor,
-    PreparedSplit, SplitError, SplitPlan,
+    OutputLayout, PreparedSplit, SplitError, SplitPlan,
 };
 
 const COPIES: wgpu::BufferUsages = wgpu::BufferUsages::COPY_SRC.union(wgpu::BufferUsages::COPY_DST);
@@ -230,6 +230,40 @@ fn misuse_is_refused_at_prepare(gpu: &'static GpuSplitter) {
     let e = gpu.prepare(&plan, DType::F32, input, region).unwrap_err();
     assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
     assert!(e.to_string().contains("output"), "{name}: {e}");
+    // A layout built by hand is checked: outputs on top of each other are refused.
+    let (_, output) = buffers.regions();
+    let mut overlapping = OutputLayout::packed(&plan, DType::F32).unwrap();
+    overlapping.ranges[1].offset = 0;
+    let e = gpu
+        .prepare_with_layout(&plan, DType::F32, input, output, overlapping)
+        .unwrap_err();
+    assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
+    assert!(
+        e.to_string().contains("output layout: output 1"),
+        "{name}: {e}"
+    );
+}
+
+fn a_packed_layout_is_prepared_as_given(gpu: &'static GpuSplitter) {
+    let name = common::name(gpu);
+    let (shape, plan, buffers) = spec_split(gpu);
+    let (input, output) = buffers.regions();
+    let packed = OutputLayout::packed(&plan, DType::F32).unwrap();
+    let prepared = gpu
+        .prepare_with_layout(&plan, DType::F32, input, output, packed.clone())
+        .unwrap();
+    assert_eq!(prepared.encoded().layout, packed, "{name}");
+    let host = tensor(DType::F32, &shape, 5);
+    let (got, _) = run_prepared(
+        gpu,
+        &prepared,
+        &buffers.input,
+        &buffers.output,
+        &plan,
+        &host,
+    );
+    let want = reference::split_tensor(&host, &plan).unwrap();
+    common::assert_same_outputs(&name, &got, &want);
 }
 
 fn a_buffer_destroyed_after_prepare_is_reported_by_wgpu(gpu: &'static GpuSplitter) {
@@ -255,5 +289,6 @@ per_backend!(
     every_route_records_again_and_again,
     a_prepared_split_keeps_its_buffers,
     misuse_is_refused_at_prepare,
+    a_packed_layout_is_prepared_as_given,
     a_buffer_destroyed_after_prepare_is_reported_by_wgpu,
 );

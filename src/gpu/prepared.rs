@@ -156,9 +156,23 @@ impl GpuSplitter {
         output: BufferRegion<'_>,
         layout: OutputLayout,
     ) -> Result<PreparedSplit> {
-        layout.check(plan, dtype)?;
         // The error scopes of native wgpu are ready at once: this does not wait.
-        pollster::block_on(self.prepare_placed(plan, dtype, input, output, layout))
+        pollster::block_on(self.prepare_with_layout_async(plan, dtype, input, output, layout))
+    }
+
+    /// [`GpuSplitter::prepare_with_layout`] for async callers, as
+    /// [`GpuSplitter::encode_async`].
+    pub async fn prepare_with_layout_async(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: BufferRegion<'_>,
+        output: BufferRegion<'_>,
+        layout: OutputLayout,
+    ) -> Result<PreparedSplit> {
+        layout.check(plan, dtype)?;
+        self.prepare_placed(plan, dtype, input, output, layout)
+            .await
     }
 
     /// [`GpuSplitter::prepare_with_layout`] for a layout this crate placed itself, which needs
