@@ -177,3 +177,60 @@ pub(super) fn tiles(
     };
     Some((params, entries))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::gather::plan::plan_dispatches;
+    use crate::gpu::output_layout::OutputLayout;
+    use crate::{ops, DType, IntTensor};
+
+    /// The header of the runs-layout dispatch of a split of `shape` along axis 1 into `parts`.
+    fn runs(shape: &[usize], parts: i64, dtype: DType, max_units: u64, spread: u64) -> Params {
+        let plan = ops::split(shape, &IntTensor::scalar(1), parts).unwrap();
+        let layout = OutputLayout::new(&plan, dtype, 16).unwrap();
+        let bytes = ByteRows::new(&plan, dtype.size()).unwrap();
+        let tuning = GatherTuning {
+            mode: GatherMode::Runs,
+            max_units_per_lane: max_units,
+            spread_lanes: spread,
+        };
+        plan_dispatches(&bytes, &layout, tuning, 1 << 27, 16).unwrap()[0].params
+    }
+
+    #[test]
+    fn runs_spread_small_splits_and_lengthen_for_large_ones() {
+        let lanes = |shape: &[usize], max_units, spread| {
+            let p = runs(shape, 1, DType::F32, max_units, spread);
+            (p.num_blocks, p.num_lanes, p.units_per_lane)
+        };
+        let two = SPREAD_TWO_WORKGROUPS;
+        // 4000 bytes = 250 units: runs of at least MIN_RUN_UNITS, so one workgroup of 16 lanes.
+        assert_eq!(MIN_RUN_UNITS, 16);
+        assert_eq!(lanes(&[1, 1000], 2048, two), (1, 16, 16));
+        // The 69 KB spec split, 3 x 1440 units: 96 lanes (64 + 32) of 45 units, or one
+        // workgroup of 48 lanes of 90 units.
+        let spec = [6, 12, 240];
+        let three = |spread| {
+            let p = runs(&spec, 3, DType::F32, 2048, spread);
+            (p.num_blocks, p.num_lanes, p.units_per_lane)
+        };
+        assert_eq!(three(two), (2, 96, 45));
+        assert_eq!(three(SPREAD_ONE_WORKGROUP), (1, 48, 90));
+        // 64 MiB = 4 Mi units: runs grow to the maximum, 8 here, in workgroups of 64 lanes.
+        assert_eq!(lanes(&[1, 1 << 24], 8, two), (8192, 1 << 19, 8));
+    }
+
+    #[test]
+    fn equal_entries_with_short_rows_take_lanes_in_turn() {
+        let interleaved = |shape: &[usize], parts, dtype| {
+            runs(shape, parts, dtype, 2048, SPREAD_TWO_WORKGROUPS).interleaved
+        };
+        // Rows of 4 bytes; aligned rows of 256 bytes (heads64).
+        assert_eq!(interleaved(&[4096, 4], 4, DType::F32), 1);
+        assert_eq!(interleaved(&[512, 4096], 64, DType::F32), 1);
+        // Aligned rows of 3,840 bytes (the spec split); unaligned rows of 1,365 bytes.
+        assert_eq!(interleaved(&[6, 12, 240], 3, DType::F32), 0);
+        assert_eq!(interleaved(&[16, 4095], 3, DType::U8), 0);
+    }
+}

@@ -3,9 +3,7 @@
 
 use super::abi::{input_binding, Entry, Mode, Params, UNIT_BYTES};
 use super::blocks::{entry_layout, number_blocks, tiles, units, units_per_lane};
-pub use super::blocks::{
-    GatherMode, GatherTuning, MIN_RUN_UNITS, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
-};
+pub use super::blocks::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::error::{Result, SplitError};
 use crate::gpu::output_layout::OutputLayout;
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
@@ -315,16 +313,6 @@ mod tests {
             max_units_per_lane: units,
             spread_lanes: SPREAD_TWO_WORKGROUPS,
         };
-        spread_dispatches(plan, dtype, align, tuning, window)
-    }
-
-    fn spread_dispatches(
-        plan: &SplitPlan,
-        dtype: DType,
-        align: u64,
-        tuning: GatherTuning,
-        window: u64,
-    ) -> Result<Vec<Dispatch>> {
         let layout = OutputLayout::new(plan, dtype, align)?;
         let bytes = ByteRows::new(plan, dtype.size())?;
         plan_dispatches(&bytes, &layout, tuning, window, align)
@@ -366,49 +354,6 @@ mod tests {
         assert_eq!(mode(&plan), Mode::Vec4 as u32); // rows of 32 bytes
         let plan = ops::split(&[3, 8], &IntTensor::scalar(1), 2).unwrap();
         assert_eq!(mode(&plan), Mode::Word as u32);
-    }
-
-    #[test]
-    fn runs_spread_small_splits_and_lengthen_for_large_ones() {
-        let run = |shape: &[usize], max_units_per_lane, spread_lanes| {
-            let plan = ops::split(shape, &IntTensor::scalar(1), 1).unwrap();
-            let tuning = GatherTuning {
-                mode: GatherMode::Runs,
-                max_units_per_lane,
-                spread_lanes,
-            };
-            let d = spread_dispatches(&plan, DType::F32, 16, tuning, BIG).unwrap();
-            (
-                d[0].params.num_blocks,
-                d[0].params.num_lanes,
-                d[0].params.units_per_lane,
-            )
-        };
-        let two = SPREAD_TWO_WORKGROUPS;
-        // 4000 bytes = 250 units: runs of at least MIN_RUN_UNITS, so one workgroup of 16 lanes.
-        assert_eq!(MIN_RUN_UNITS, 16);
-        assert_eq!(run(&[1, 1000], 2048, two), (1, 16, 16));
-        // The 69 KB spec split, 3 x 1440 units: 96 lanes (64 + 32) of 45 units, or one
-        // workgroup of 48 lanes of 90 units.
-        assert_eq!(run(&[6, 12, 240], 2048, two), (2, 96, 45));
-        assert_eq!(run(&[6, 12, 240], 2048, SPREAD_ONE_WORKGROUP), (1, 48, 90));
-        // 64 MiB = 4 Mi units: runs grow to the maximum, 8 here, in workgroups of 64 lanes.
-        assert_eq!(run(&[1, 1 << 24], 8, two), (8192, 1 << 19, 8));
-    }
-
-    #[test]
-    fn equal_entries_with_short_rows_take_lanes_in_turn() {
-        let interleaved = |shape: &[usize], parts, dtype| {
-            let plan = ops::split(shape, &IntTensor::scalar(1), parts).unwrap();
-            let d = dispatches(&plan, dtype, 16, GatherMode::Runs, 2048, BIG).unwrap();
-            d[0].params.interleaved
-        };
-        // Rows of 4 bytes; aligned rows of 256 bytes (heads64).
-        assert_eq!(interleaved(&[4096, 4], 4, DType::F32), 1);
-        assert_eq!(interleaved(&[512, 4096], 64, DType::F32), 1);
-        // Aligned rows of 3,840 bytes (the spec split); unaligned rows of 1,365 bytes.
-        assert_eq!(interleaved(&[6, 12, 240], 3, DType::F32), 0);
-        assert_eq!(interleaved(&[16, 4095], 3, DType::U8), 0);
     }
 
     #[test]
