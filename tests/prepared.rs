@@ -8,7 +8,6 @@
 #[macro_use]
 mod common;
 
-use wgpu::util::DeviceExt;
 use wgpu_split::{
     ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, IntTensor,
     OutputLayout, PreparedSplit, SplitError, SplitPlan,
@@ -66,10 +65,26 @@ fn run_prepared(
     plan: &SplitPlan,
     input: &HostTensor,
 ) -> (Vec<HostTensor>, EncodedSplit) {
-    let device = gpu.device();
+    write_input(gpu, input_buffer, input);
+    record_and_read(gpu, prepared, output_buffer, plan, input.dtype())
+}
+
+/// Writes `input` into `buffer`, padded to whole words.
+fn write_input(gpu: &GpuSplitter, buffer: &wgpu::Buffer, input: &HostTensor) {
     let mut bytes = input.bytes().to_vec();
     bytes.resize(bytes.len().next_multiple_of(4), 0);
-    gpu.queue().write_buffer(input_buffer, 0, &bytes);
+    gpu.queue().write_buffer(buffer, 0, &bytes);
+}
+
+/// Records `prepared`, submits, and reads its outputs back from `output_buffer`.
+fn record_and_read(
+    gpu: &GpuSplitter,
+    prepared: &PreparedSplit,
+    output_buffer: &wgpu::Buffer,
+    plan: &SplitPlan,
+    dtype: DType,
+) -> (Vec<HostTensor>, EncodedSplit) {
+    let device = gpu.device();
     let size = output_buffer.size();
     let readback = device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
@@ -84,10 +99,7 @@ fn run_prepared(
     readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
     device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
     let data = readback.get_mapped_range(..).unwrap().to_vec();
-    let outputs = encoded
-        .layout
-        .outputs_from(&data, plan, input.dtype())
-        .unwrap();
+    let outputs = encoded.layout.outputs_from(&data, plan, dtype).unwrap();
     (outputs, encoded)
 }
 
@@ -181,32 +193,11 @@ fn a_prepared_split_keeps_its_buffers(gpu: &'static GpuSplitter) {
     let (input, output) = buffers.regions();
     let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
     let host = tensor(DType::F32, &shape, 9);
-    let mut bytes = host.bytes().to_vec();
-    bytes.resize(bytes.len().next_multiple_of(4), 0);
-    gpu.queue().write_buffer(&buffers.input, 0, &bytes);
+    write_input(gpu, &buffers.input, &host);
     let Buffers { input, output } = buffers;
     drop(input);
     // The caller's handle to the input is gone; the prepared split still reads it.
-    let readback = gpu
-        .device()
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: None,
-            contents: &vec![0; output.size() as usize],
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        });
-    let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    let encoded = prepared.encode(&mut encoder).unwrap();
-    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, output.size());
-    gpu.queue().submit([encoder.finish()]);
-    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
-    gpu.device()
-        .poll(wgpu::PollType::wait_indefinitely())
-        .unwrap();
-    let data = readback.get_mapped_range(..).unwrap().to_vec();
-    let got = encoded
-        .layout
-        .outputs_from(&data, &plan, DType::F32)
-        .unwrap();
+    let (got, _) = record_and_read(gpu, &prepared, &output, &plan, DType::F32);
     let want = reference::split_tensor(&host, &plan).unwrap();
     common::assert_same_outputs(&name, &got, &want);
 }
