@@ -10,8 +10,9 @@
 // invocations write the same word (no atomics, even for 1- and 2-byte dtypes). The host picks
 // one of three layouts per dispatch (`Params.lane_layout`):
 //
-// - LAYOUT_RUNS (CPU adapters, where every invocation has a fixed cost; entry point
-//   `main_runs`, with no barrier and no workgroup memory): each lane writes a run of
+// - LAYOUT_RUNS (CPU adapters, where every invocation has a fixed cost; entry points
+//   `main_runs` and, when every entry is aligned, `main_runs_vec4`, with no barrier and no
+//   workgroup memory): each lane writes a run of
 //   `units_per_lane` consecutive units of one entry, stepping along the rows, and finds its
 //   entry itself (entries get whole lanes, numbered by `block_start`; equal entries take lanes
 //   in turn), so small outputs share workgroups. Unaligned rows are funnel-shifted from a
@@ -270,13 +271,31 @@ fn main(
     }
 }
 
-// LAYOUT_RUNS.
+// LAYOUT_RUNS, entries of any mode.
 @compute @workgroup_size(RUNS_WORKGROUP_SIZE)
 fn main_runs(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) num_wg: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
+    runs(wg, num_wg, lane, false);
+}
+
+// LAYOUT_RUNS when every entry is MODE_VEC4: the same lanes with only the vec4 code. A CPU
+// adapter runs a SIMD group through every branch, masked, so code no entry takes still costs
+// each group (on llvmpipe, a dispatch with no lanes at all took 20 us more than a plain copy
+// kernel). The constant argument lets the driver drop the other modes' code.
+@compute @workgroup_size(RUNS_WORKGROUP_SIZE)
+fn main_runs_vec4(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) num_wg: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    runs(wg, num_wg, lane, true);
+}
+
+// The body of both LAYOUT_RUNS entry points: the lane's entry, then its run.
+fn runs(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32, vec4_only: bool) {
     let block = start(wg, num_wg, lane);
     let p = read_params();
     let g = block * RUNS_WORKGROUP_SIZE + lane;
@@ -284,10 +303,10 @@ fn main_runs(
         return;
     }
     if (p.interleaved == 1u) {
-        copy_run(p, read_entry(g % p.num_entries), g / p.num_entries);
+        copy_run(p, read_entry(g % p.num_entries), g / p.num_entries, vec4_only);
     } else {
         let e = read_entry(find_entry(p, g));
-        copy_run(p, e, g - e.block_start);
+        copy_run(p, e, g - e.block_start, vec4_only);
     }
 }
 

@@ -4,8 +4,9 @@
 
 // ---- LAYOUT_RUNS ----
 
-// The `local_lane`-th run of entry `e`.
-fn copy_run(p: Params, e: Entry, local_lane: u32) {
+// The `local_lane`-th run of entry `e`; `vec4_only` (a constant of the entry point) when every
+// entry is MODE_VEC4.
+fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     let total_units = (e.out_bytes + 15u) / 16u;
     let first_unit = local_lane * p.units_per_lane;
     let end_unit = min(first_unit + p.units_per_lane, total_units);
@@ -18,7 +19,7 @@ fn copy_run(p: Params, e: Entry, local_lane: u32) {
     // Source offset of the next byte to read, stepped along instead of recomputed; at the end
     // of a row it jumps over the other outputs' parts of the stride.
     let s = row * e.src_stride + e.src_offset + col;
-    if (e.mode == MODE_VEC4) {
+    if (vec4_only || e.mode == MODE_VEC4) {
         run_vec4(e, first_unit, end_unit, s, col);
     } else if (e.mode == MODE_WORD && e.row_bytes == 4u) {
         run_one_word_rows(e, first_unit, end_unit, s);

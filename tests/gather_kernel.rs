@@ -95,7 +95,7 @@ fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
 
 fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
-    // The spec split: 3,840-byte rows, spread over the device's lanes, whose runs end
+    // The spec split (runs of aligned rows alone: `main_runs_vec4`): 3,840-byte rows, spread over the device's lanes, whose runs end
     // mid-row. Then 16 equal outputs of 256-byte rows, taking lanes in turn, each lane's run
     // crossing many rows.
     let input = HostTensor::new(DType::F32, vec![6, 12, 10, 24], pattern(6 * 2880 * 4, 6)).unwrap();
@@ -103,6 +103,12 @@ fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
     check_all(&variants, &plan, &input);
     let input = HostTensor::new(DType::F32, vec![300, 1024], pattern(300 * 4096, 7)).unwrap();
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 16).unwrap();
+    check_all(&variants, &plan, &input);
+    // Aligned and unaligned rows in one dispatch (16, 12 and 36 bytes of 64-byte rows): runs
+    // take the entry point of every mode, not the vec4 one.
+    let input = HostTensor::new(DType::F32, vec![300, 16], pattern(300 * 64, 8)).unwrap();
+    let lengths = IntTensor::vector(vec![4, 3, 9]);
+    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
     check_all(&variants, &plan, &input);
 }
 

@@ -80,19 +80,26 @@ fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
     }
 }
 
-const GATHER_ENTRIES: [&str; 2] = ["main", "main_runs"];
+/// Every entry point of the gather shader.
+fn gather_entries() -> [&'static str; 3] {
+    wgpu_split::gpu::gather::abi::EntryPoint::ALL.map(|e| e.name())
+}
 
 #[test]
 fn split_shader_compiles_for_every_backend() {
     let source = wgpu_split::gpu::gather::abi::SHADER_SOURCE;
-    translate_everywhere("split_gather.wgsl", source, &GATHER_ENTRIES);
+    translate_everywhere("split_gather.wgsl", source, &gather_entries());
     // The trace build too: the same shader with the hook given a body.
     let traced = wgpu_split::trace::traced_source(source, 4).unwrap();
-    translate_everywhere("split_gather.wgsl (traced)", &traced, &GATHER_ENTRIES);
+    translate_everywhere("split_gather.wgsl (traced)", &traced, &gather_entries());
     // And the multi-output build, at its most bindings.
     let bindings = wgpu_split::gpu::gather::abi::MAX_DST_BINDINGS;
     let multi = wgpu_split::gpu::gather::abi::multi_output_source(source, bindings).unwrap();
-    translate_everywhere("split_gather.wgsl (multi-output)", &multi, &GATHER_ENTRIES);
+    translate_everywhere(
+        "split_gather.wgsl (multi-output)",
+        &multi,
+        &gather_entries(),
+    );
 }
 
 #[test]

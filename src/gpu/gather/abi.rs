@@ -70,6 +70,54 @@ pub enum Layout {
     Tiles = 2,
 }
 
+/// The shader's entry points; the gather compiles a pipeline for each, and each dispatch
+/// names its own ([`super::plan::Dispatch::entry_point`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryPoint {
+    /// `main`: [`Layout::Lanes`] and [`Layout::Tiles`], [`WORKGROUP_SIZE`] lanes.
+    Blocks = 0,
+    /// `main_runs`: [`Layout::Runs`] with entries of any [`Mode`], [`RUNS_WORKGROUP_SIZE`]
+    /// lanes.
+    Runs = 1,
+    /// `main_runs_vec4`: [`Layout::Runs`] when every entry is [`Mode::Vec4`], without the
+    /// other modes' code, which a CPU adapter would run masked in every SIMD group.
+    RunsVec4 = 2,
+}
+
+impl EntryPoint {
+    /// Every entry point, in the order of their values.
+    pub const ALL: [EntryPoint; 3] = [EntryPoint::Blocks, EntryPoint::Runs, EntryPoint::RunsVec4];
+
+    /// The entry point's name in the shader.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryPoint::Blocks => "main",
+            EntryPoint::Runs => "main_runs",
+            EntryPoint::RunsVec4 => "main_runs_vec4",
+        }
+    }
+
+    /// The entry point that runs a dispatch with header `params` and `entries`:
+    /// [`EntryPoint::RunsVec4`] for runs of aligned entries alone.
+    pub fn of(params: &Params, entries: &[Entry]) -> EntryPoint {
+        if params.lane_layout != Layout::Runs as u32 {
+            EntryPoint::Blocks
+        } else if entries.iter().all(|e| e.mode == Mode::Vec4 as u32) {
+            EntryPoint::RunsVec4
+        } else {
+            EntryPoint::Runs
+        }
+    }
+
+    /// Lanes per workgroup.
+    pub fn workgroup_size(self) -> u64 {
+        match self {
+            EntryPoint::Blocks => WORKGROUP_SIZE,
+            EntryPoint::Runs | EntryPoint::RunsVec4 => RUNS_WORKGROUP_SIZE,
+        }
+    }
+}
+
 /// How the shader reads an entry's words (`MODE_*` in the shader).
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,12 +359,16 @@ mod tests {
         ] {
             assert_eq!(wgsl_u32_constant(&module, name) as u64, value, "{name}");
         }
-        let size = |name: &str| {
-            let e = module.entry_points.iter().find(|e| e.name == name);
-            e.map(|e| e.workgroup_size)
-        };
-        assert_eq!(size("main"), Some([WORKGROUP_SIZE as u32, 1, 1]));
-        assert_eq!(size("main_runs"), Some([RUNS_WORKGROUP_SIZE as u32, 1, 1]));
+        let names: Vec<&str> = module
+            .entry_points
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(names, EntryPoint::ALL.map(EntryPoint::name));
+        for (e, entry) in module.entry_points.iter().zip(EntryPoint::ALL) {
+            let size = entry.workgroup_size() as u32;
+            assert_eq!(e.workgroup_size, [size, 1, 1], "{}", e.name);
+        }
         // `dst` is an array of vec4<u32>: one unit per element.
         let dst = module
             .global_variables
@@ -358,5 +410,25 @@ mod tests {
         assert!(multi_output_source(SHADER_SOURCE, 0).is_err());
         assert!(multi_output_source(SHADER_SOURCE, MAX_DST_BINDINGS + 1).is_err());
         assert!(multi_output_source("fn f() {}", 2).is_err());
+    }
+
+    #[test]
+    fn runs_of_aligned_entries_alone_take_the_vec4_entry_point() {
+        let entry = |mode: Mode| Entry {
+            mode: mode as u32,
+            ..bytemuck::Zeroable::zeroed()
+        };
+        let params = |layout: Layout| Params {
+            lane_layout: layout as u32,
+            ..bytemuck::Zeroable::zeroed()
+        };
+        let (vec4, word, byte) = (entry(Mode::Vec4), entry(Mode::Word), entry(Mode::Byte));
+        let runs = params(Layout::Runs);
+        assert_eq!(EntryPoint::of(&runs, &[vec4, vec4]), EntryPoint::RunsVec4);
+        assert_eq!(EntryPoint::of(&runs, &[vec4, word]), EntryPoint::Runs);
+        assert_eq!(EntryPoint::of(&runs, &[byte]), EntryPoint::Runs);
+        for layout in [Layout::Lanes, Layout::Tiles] {
+            assert_eq!(EntryPoint::of(&params(layout), &[vec4]), EntryPoint::Blocks);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Recording the gather: the pipeline (compiled once per device), one bind group per
 //! dispatch, and the dispatches themselves.
 
-use super::abi::{multi_output_source, traced_source, Layout, SHADER_SOURCE};
+use super::abi::{multi_output_source, traced_source, EntryPoint, SHADER_SOURCE};
 use super::plan::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
@@ -12,10 +12,8 @@ use std::num::NonZeroU64;
 #[derive(Debug, Clone)]
 pub struct GatherPipeline {
     bind_group_layout: wgpu::BindGroupLayout,
-    /// Entry point `main`: [`Layout::Lanes`] and [`Layout::Tiles`].
-    blocks: wgpu::ComputePipeline,
-    /// Entry point `main_runs`: [`Layout::Runs`].
-    runs: wgpu::ComputePipeline,
+    /// One pipeline per entry point, in the order of [`EntryPoint::ALL`].
+    pipelines: [wgpu::ComputePipeline; 3],
     /// Whether this is the trace build, with the trace buffer at binding 4.
     traced: bool,
     /// Output bindings: 1, or more in the multi-output build.
@@ -136,8 +134,7 @@ impl GatherPipeline {
         };
         Self {
             bind_group_layout,
-            blocks: pipeline("main"),
-            runs: pipeline("main_runs"),
+            pipelines: EntryPoint::ALL.map(|e| pipeline(e.name())),
             traced,
             dst_bindings,
         }
@@ -203,11 +200,9 @@ impl GatherPipeline {
                 .zip(tables)
                 .zip(grids)
                 .map(|((dispatch, table), grid)| BoundDispatch {
-                    pipeline: if dispatch.params.lane_layout == Layout::Runs as u32 {
-                        self.runs.clone()
-                    } else {
-                        self.blocks.clone()
-                    },
+                    pipeline: self.pipelines
+                        [EntryPoint::of(&dispatch.params, &dispatch.entries) as usize]
+                        .clone(),
                     bind_group: self.bind_group(device, dispatch, table, input, outputs, trace),
                     grid,
                 })
