@@ -2,7 +2,8 @@
 //! gather, the buffer copies and the texture route, they give the bytes and the commands that
 //! `encode` gives and read the input as it is when recorded; they keep their buffers alive;
 //! misuse is refused at `prepare` as at `encode`; a buffer destroyed after `prepare` is
-//! reported by wgpu when the work is submitted. Byte for byte against the CPU reference, on
+//! reported by wgpu when the work is submitted; a route kept by the splitter serves the same
+//! plan on other buffers, and no other setting. Byte for byte against the CPU reference, on
 //! each adapter.
 
 #[macro_use]
@@ -10,7 +11,7 @@ mod common;
 
 use wgpu_split::{
     ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, IntTensor,
-    OutputLayout, PreparedSplit, SplitError, SplitPlan,
+    OutputLayout, PreparedSplit, RouteChoice, SplitError, SplitPlan,
 };
 
 const COPIES: wgpu::BufferUsages = wgpu::BufferUsages::COPY_SRC.union(wgpu::BufferUsages::COPY_DST);
@@ -276,8 +277,43 @@ fn a_buffer_destroyed_after_prepare_is_reported_by_wgpu(gpu: &'static GpuSplitte
     );
 }
 
+fn a_kept_route_serves_other_buffers_and_no_other_setting(gpu: &'static GpuSplitter) {
+    let name = common::name(gpu);
+    let shape = [6, 12, 10, 24];
+    let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
+    let host = tensor(DType::F32, &shape, 5);
+    let want = reference::split_tensor(&host, &plan).unwrap();
+    // The splitter keeps the route of the first; the second, on other buffers at the same
+    // offsets, takes it and writes its own buffers.
+    let first = Buffers::new(gpu, &plan, DType::F32, true);
+    let (input, output) = first.regions();
+    let kept = gpu.prepare(&plan, DType::F32, input, output).unwrap();
+    let second = Buffers::new(gpu, &plan, DType::F32, true);
+    let (input, output) = second.regions();
+    let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
+    assert_eq!(prepared.encoded(), kept.encoded(), "{name}");
+    let (got, _) = run_prepared(gpu, &prepared, &second.input, &second.output, &plan, &host);
+    common::assert_same_outputs(&format!("{name}, second buffers"), &got, &want);
+    // A clone with other settings shares the kept routes, but not under the same key: the
+    // gather alone, where the default took copies on a CPU adapter.
+    let gather = gpu.clone().with_route(RouteChoice::Gather);
+    let prepared = gather.prepare(&plan, DType::F32, input, output).unwrap();
+    assert_eq!(prepared.encoded().dispatches, 1, "{name}");
+    let (got, _) = run_prepared(gpu, &prepared, &second.input, &second.output, &plan, &host);
+    common::assert_same_outputs(&format!("{name}, gather"), &got, &want);
+    // A kept route holds no buffer: one destroyed since is still an error of `encode`.
+    second.output.destroy();
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    let destroyed = gather.encode(&mut encoder, &plan, DType::F32, input, output);
+    assert!(
+        matches!(destroyed, Err(SplitError::Device(_))),
+        "{name}: {destroyed:?}"
+    );
+}
+
 per_backend!(
     every_route_records_again_and_again,
+    a_kept_route_serves_other_buffers_and_no_other_setting,
     a_prepared_split_keeps_its_buffers,
     misuse_is_refused_at_prepare,
     a_packed_layout_is_prepared_as_given,

@@ -20,6 +20,7 @@ mod prepared;
 mod record;
 pub mod region;
 pub mod route;
+mod route_cache;
 mod run;
 mod separate;
 mod splitter;

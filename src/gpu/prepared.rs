@@ -7,12 +7,14 @@ use crate::gpu::gather::record::{record_bound, BoundDispatch, Outputs};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::record::EncodedSplit;
 use crate::gpu::region::BufferRegion;
-use crate::gpu::route::{BufferCopy, Route};
+use crate::gpu::route::{self, BufferCopy, Route};
+use crate::gpu::route_cache::{KeptRoute, RouteKey};
 use crate::gpu::splitter::GpuSplitter;
 use crate::gpu::texture::{self, plan::TexturePlan};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::DType;
+use std::sync::Arc;
 
 /// A split of one plan between two buffer regions, with everything but the commands made:
 /// the route, the gather's tables and bind groups, the scratch texture. A graph runtime that
@@ -186,16 +188,60 @@ impl GpuSplitter {
         layout: OutputLayout,
     ) -> Result<PreparedSplit> {
         self.check_regions(plan, dtype, &input, &output, &layout)?;
-        let bytes = ByteRows::new(plan, dtype.size())?;
-        let chosen = self.choose_route(&bytes, &layout, &input, &output).await?;
-        self.prepare_chosen(chosen, layout, input, output).await
+        let mut key = RouteKey {
+            plan,
+            dtype,
+            layout: &layout,
+            regions: self.regions(&input, &output),
+            caps: self.caps(),
+        };
+        let mut kept = self.kept_route(&key).await?;
+        let scratch = match self.scratch_for(&kept.route).await {
+            Ok(scratch) => scratch,
+            // A scratch texture the device cannot give (out of memory) leaves the others.
+            Err(_) => {
+                key.caps = key.caps.without_textures();
+                kept = self.kept_route(&key).await?;
+                None
+            }
+        };
+        self.prepare_chosen(&kept.route, &kept.tables, scratch, layout, input, output)
+            .await
     }
 
-    /// Prepares a route [`GpuSplitter::choose_route`] chose: the gather's tables and bind
-    /// groups are made here.
+    /// The route of `key`: kept from an earlier split ([`crate::gpu::route_cache`]), or chosen now, with
+    /// its gather tables uploaded, and kept.
+    async fn kept_route(&self, key: &RouteKey<'_>) -> Result<Arc<KeptRoute>> {
+        if let Some(kept) = self.routes.get(key) {
+            return Ok(kept);
+        }
+        let bytes = ByteRows::new(key.plan, key.dtype.size())?;
+        let route = route::choose(&bytes, key.layout, &key.caps, &key.regions)?;
+        let tables = self.upload_tables(&route).await?;
+        let kept = Arc::new(KeptRoute { route, tables });
+        self.routes.insert(key, kept.clone());
+        Ok(kept)
+    }
+
+    /// The device copies of the gather's tables of `route`, one per dispatch; none for the
+    /// other routes.
+    pub(crate) async fn upload_tables(&self, route: &Route) -> Result<Vec<wgpu::Buffer>> {
+        match route {
+            Route::Gather(dispatches) => {
+                let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
+                self.tables.buffers(&self.device, &tables).await
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Prepares `route` (with `tables` for the gather's dispatches, [`GpuSplitter::upload_tables`],
+    /// and `scratch` for the texture route): the gather's bind groups are made here.
     pub(crate) async fn prepare_chosen(
         &self,
-        (route, scratch): (Route, Option<wgpu::Texture>),
+        route: &Route,
+        tables: &[wgpu::Buffer],
+        scratch: Option<wgpu::Texture>,
         layout: OutputLayout,
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
@@ -212,13 +258,13 @@ impl GpuSplitter {
                 Commands::BufferCopies {
                     input: input.buffer.clone(),
                     output: output.buffer.clone(),
-                    copies,
+                    copies: copies.clone(),
                 }
             }
             (Route::Texture(plan), Some(scratch)) => {
                 encoded.texture_copies = plan.commands() as u32;
                 Commands::Texture {
-                    plan,
+                    plan: plan.clone(),
                     scratch,
                     input: input.buffer.clone(),
                     output: output.buffer.clone(),
@@ -231,14 +277,12 @@ impl GpuSplitter {
             }
             (Route::Gather(dispatches), _) if dispatches.is_empty() => Commands::Nothing,
             (Route::Gather(dispatches), _) => {
-                let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
-                let tables = self.tables.buffers(&self.device, &tables).await?;
                 let bound = self
                     .gather
                     .bind(
                         &self.device,
-                        &dispatches,
-                        &tables,
+                        dispatches,
+                        tables,
                         &input,
                         Outputs::Region(&output),
                         None,

@@ -193,32 +193,40 @@ impl GpuSplitter {
         input: &BufferRegion<'_>,
         output: &BufferRegion<'_>,
     ) -> Result<(Route, Option<wgpu::Texture>)> {
-        let regions = Regions {
+        let regions = self.regions(input, output);
+        let caps = self.caps();
+        let route = route::choose(bytes, layout, &caps, &regions)?;
+        match self.scratch_for(&route).await {
+            Ok(scratch) => Ok((route, scratch)),
+            // A scratch texture the device cannot give (out of memory) leaves the others.
+            Err(_) => Ok((
+                route::choose(bytes, layout, &caps.without_textures(), &regions)?,
+                None,
+            )),
+        }
+    }
+
+    /// The scratch texture `route` needs, none for the other routes; an error where the device
+    /// cannot give it.
+    pub(crate) async fn scratch_for(&self, route: &Route) -> Result<Option<wgpu::Texture>> {
+        match route {
+            Route::Texture(t) => {
+                let (width, height) = t.scratch;
+                Ok(Some(self.scratch.get(&self.device, width, height).await?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// What `input` and `output` allow the route.
+    pub(crate) fn regions(&self, input: &BufferRegion<'_>, output: &BufferRegion<'_>) -> Regions {
+        Regions {
             input_offset: input.offset,
             output_offset: output.offset,
             copies_allowed: self.route != RouteChoice::Gather
                 && input.allows(wgpu::BufferUsages::COPY_SRC)
                 && output.allows(wgpu::BufferUsages::COPY_DST),
-        };
-        let caps = self.caps();
-        Ok(match route::choose(bytes, layout, &caps, &regions)? {
-            Route::Texture(t) => match self
-                .scratch
-                .get(&self.device, t.scratch.0, t.scratch.1)
-                .await
-            {
-                Ok(scratch) => (Route::Texture(t), Some(scratch)),
-                // A scratch texture the device cannot give (out of memory) leaves the others.
-                Err(_) => {
-                    let caps = DeviceCaps {
-                        texture_copies: false,
-                        ..caps
-                    };
-                    (route::choose(bytes, layout, &caps, &regions)?, None)
-                }
-            },
-            other => (other, None),
-        })
+        }
     }
 
     /// What this device and these settings offer the route.

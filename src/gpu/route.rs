@@ -65,6 +65,16 @@ pub struct DeviceCaps {
     pub gather: GatherTuning,
 }
 
+impl DeviceCaps {
+    /// These caps without the texture route: where the device cannot give a scratch texture.
+    pub fn without_textures(self) -> Self {
+        DeviceCaps {
+            texture_copies: false,
+            ..self
+        }
+    }
+}
+
 /// What the caller's buffers allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Regions {

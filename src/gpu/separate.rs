@@ -134,9 +134,9 @@ impl GpuSplitter {
                 buffer,
                 offset: base,
             };
-            let chosen = self.choose_route(&group, &layout, &input, &region).await?;
+            let (route, scratch) = self.choose_route(&group, &layout, &input, &region).await?;
             let small = layout.total_bytes <= multi_output_group_limit(self.info.device_type);
-            if bindings > 1 && small && matches!(&chosen.0, Route::Gather(d) if d.len() == 1) {
+            if bindings > 1 && small && matches!(&route, Route::Gather(d) if d.len() == 1) {
                 gathered.push(Group {
                     members,
                     layout,
@@ -144,8 +144,9 @@ impl GpuSplitter {
                 });
                 continue;
             }
+            let tables = self.upload_tables(&route).await?;
             let recorded = self
-                .prepare_chosen(chosen, layout, input, region)
+                .prepare_chosen(&route, &tables, scratch, layout, input, region)
                 .await?
                 .encode_once(encoder)
                 .await?;

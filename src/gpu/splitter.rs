@@ -10,6 +10,7 @@ use crate::gpu::gather::record::GatherPipeline;
 use crate::gpu::gather::tables::TableCache;
 use crate::gpu::output_layout::{OutputLayout, OutputRange};
 use crate::gpu::route::RouteChoice;
+use crate::gpu::route_cache::RouteCache;
 use crate::gpu::texture::record::Scratch;
 use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
@@ -71,6 +72,8 @@ pub struct GpuSplitter {
     pub(super) gather: GatherPipeline,
     /// Dispatch tables already on the device; shared by clones.
     pub(super) tables: Arc<TableCache>,
+    /// Routes chosen before, by plan and regions; shared by clones.
+    pub(super) routes: Arc<RouteCache>,
     /// The textures of the texture route; shared by clones.
     pub(super) scratch: Arc<Scratch>,
     /// Most output buffers one gather dispatch of `encode_to_regions` writes.
@@ -101,6 +104,7 @@ impl GpuSplitter {
             route: RouteChoice::Auto,
             gather,
             tables: Arc::default(),
+            routes: Arc::default(),
             scratch: Arc::default(),
             // The table and the two views of the input take three of the stage's bindings.
             output_bindings: limits
