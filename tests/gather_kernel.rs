@@ -95,9 +95,9 @@ fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
 
 fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
-    // The spec split (runs of aligned rows alone: `main_runs_vec4`): 3,840-byte rows, spread over the device's lanes, whose runs end
-    // mid-row. Then 16 equal outputs of 256-byte rows, taking lanes in turn, each lane's run
-    // crossing many rows.
+    // The spec split (runs of aligned rows alone: `main_runs_vec4`): 3,840-byte rows, spread
+    // over the device's lanes, whose runs end mid-row. Then 16 equal outputs of 256-byte rows,
+    // taking lanes in turn, each lane's run crossing many rows.
     let input = HostTensor::new(DType::F32, vec![6, 12, 10, 24], pattern(6 * 2880 * 4, 6)).unwrap();
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
     check_all(&variants, &plan, &input);

@@ -209,8 +209,8 @@ impl GpuSplitter {
             .await
     }
 
-    /// The route of `key`: kept from an earlier split ([`crate::gpu::route_cache`]), or chosen now, with
-    /// its gather tables uploaded, and kept.
+    /// The route of `key`: kept from an earlier split ([`crate::gpu::route_cache`]), or
+    /// chosen now, with its gather tables uploaded, and kept.
     async fn kept_route(&self, key: &RouteKey<'_>) -> Result<Arc<KeptRoute>> {
         if let Some(kept) = self.routes.get(key) {
             return Ok(kept);
@@ -235,8 +235,9 @@ impl GpuSplitter {
         }
     }
 
-    /// Prepares `route` (with `tables` for the gather's dispatches, [`GpuSplitter::upload_tables`],
-    /// and `scratch` for the texture route): the gather's bind groups are made here.
+    /// Prepares `route`, with `tables` for the gather's dispatches
+    /// ([`GpuSplitter::upload_tables`]) and `scratch` for the texture route: the gather's bind
+    /// groups are made here.
     pub(crate) async fn prepare_chosen(
         &self,
         route: &Route,

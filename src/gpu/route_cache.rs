@@ -136,9 +136,9 @@ mod tests {
         }
     }
 
-    fn kept(copies: usize) -> Arc<KeptRoute> {
+    fn kept() -> Arc<KeptRoute> {
         Arc::new(KeptRoute {
-            route: Route::BufferCopies(Vec::with_capacity(copies)),
+            route: Route::BufferCopies(Vec::new()),
             tables: Vec::new(),
         })
     }
@@ -161,7 +161,7 @@ mod tests {
             caps: caps(),
         };
         assert!(cache.get(&key).is_none());
-        let route = kept(0);
+        let route = kept();
         cache.insert(&key, route.clone());
         assert!(Arc::ptr_eq(&cache.get(&key).unwrap(), &route));
 
@@ -222,11 +222,11 @@ mod tests {
             caps: caps(),
         };
         for i in 0..MAX_ROUTES {
-            cache.insert(&key(i), kept(0));
+            cache.insert(&key(i), kept());
         }
         // Plan 0 used again, so plan 1 is the least recently used when a new one comes.
         assert!(cache.get(&key(0)).is_some());
-        cache.insert(&key(MAX_ROUTES), kept(0));
+        cache.insert(&key(MAX_ROUTES), kept());
         assert!(cache.get(&key(0)).is_some());
         assert!(cache.get(&key(1)).is_none());
         assert!(cache.get(&key(MAX_ROUTES)).is_some());
@@ -239,7 +239,7 @@ mod tests {
             layout: &layout,
             ..key(0)
         };
-        cache.insert(&large_key, kept(0));
+        cache.insert(&large_key, kept());
         assert!(cache.get(&large_key).is_none());
     }
 }

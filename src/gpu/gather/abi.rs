@@ -71,7 +71,7 @@ pub enum Layout {
 }
 
 /// The shader's entry points; the gather compiles a pipeline for each, and each dispatch
-/// names its own ([`super::plan::Dispatch::entry_point`]).
+/// runs the one [`EntryPoint::of`] picks from its table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryPoint {
     /// `main`: [`Layout::Lanes`] and [`Layout::Tiles`], [`WORKGROUP_SIZE`] lanes.
