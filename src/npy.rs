@@ -274,10 +274,23 @@ fn fortran_to_c(data: &[u8], shape: &[usize], elem: usize) -> Result<Vec<u8>, nd
 /// Reads a `.npy` file: [`open`], then its data into one buffer.
 pub fn read(path: &Path) -> Result<HostTensor> {
     let (header, mut data) = open(path)?;
-    let mut bytes = Vec::with_capacity(header.data_bytes()? as usize);
+    let mut bytes = room_for(header.data_bytes()?, &path.display().to_string())?;
     data.read_to_end(&mut bytes)
         .map_err(|e| SplitError::File(format!("{}: {e}", path.display())))?;
     HostTensor::new(header.dtype, header.shape, bytes)
+}
+
+/// An empty buffer with room for `len` data bytes of the file `name`. A header may announce
+/// more data than memory holds: that is an error, not an aborted allocation.
+fn room_for(len: u64, name: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    usize::try_from(len)
+        .ok()
+        .and_then(|n| bytes.try_reserve_exact(n).ok())
+        .ok_or_else(|| {
+            SplitError::TooLarge(format!("{name}: {len} data bytes do not fit in memory"))
+        })?;
+    Ok(bytes)
 }
 
 /// The `.npy` header of C-order little-endian data of `dtype` and `shape`.
@@ -378,6 +391,15 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "reads of {chunk}");
         }
+    }
+
+    #[test]
+    fn data_larger_than_memory_is_an_error() {
+        assert_eq!(room_for(16, "x.npy").unwrap().capacity(), 16);
+        let e = room_for(u64::MAX, "x.npy").unwrap_err();
+        assert!(matches!(e, SplitError::TooLarge(_)), "{e}");
+        let rule = format!("x.npy: {} data bytes do not fit in memory", u64::MAX);
+        assert!(e.to_string().contains(&rule), "{e}");
     }
 
     #[test]

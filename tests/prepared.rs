@@ -56,18 +56,22 @@ impl Buffers {
     }
 }
 
-/// Writes `input` into the input buffer, records `prepared`, submits, and reads the outputs
-/// back.
-fn run_prepared(
+/// Writes `input` into `buffers`' input, records `prepared`, submits, reads the outputs back
+/// and checks them against the CPU reference, byte for byte (`label` names the case). Returns
+/// what was recorded.
+fn run_and_check(
     gpu: &GpuSplitter,
     prepared: &PreparedSplit,
-    input_buffer: &wgpu::Buffer,
-    output_buffer: &wgpu::Buffer,
+    buffers: &Buffers,
     plan: &SplitPlan,
     input: &HostTensor,
-) -> (Vec<HostTensor>, EncodedSplit) {
-    write_input(gpu, input_buffer, input);
-    record_and_read(gpu, prepared, output_buffer, plan, input.dtype())
+    label: &str,
+) -> EncodedSplit {
+    write_input(gpu, &buffers.input, input);
+    let (got, encoded) = record_and_read(gpu, prepared, &buffers.output, plan, input.dtype());
+    let want = reference::split_tensor(input, plan).unwrap();
+    common::assert_same_outputs(label, &got, &want);
+    encoded
 }
 
 /// Writes `input` into `buffer`, padded to whole words.
@@ -132,11 +136,9 @@ fn prepare_and_run_twice(
     assert_eq!(prepared.encoded(), &direct, "{name}: {plan:?}");
     for seed in [1, 2] {
         let host = tensor(DType::F32, shape, seed);
-        let (got, encoded) =
-            run_prepared(gpu, &prepared, &buffers.input, &buffers.output, plan, &host);
+        let label = format!("{name}, {plan:?}, input {seed}");
+        let encoded = run_and_check(gpu, &prepared, &buffers, plan, &host, &label);
         assert_eq!(encoded, direct, "{name}: {plan:?}");
-        let want = reference::split_tensor(&host, plan).unwrap();
-        common::assert_same_outputs(&format!("{name}, {plan:?}, input {seed}"), &got, &want);
     }
     direct
 }
@@ -246,16 +248,7 @@ fn a_packed_layout_is_prepared_as_given(gpu: &'static GpuSplitter) {
         .unwrap();
     assert_eq!(prepared.encoded().layout, packed, "{name}");
     let host = tensor(DType::F32, &shape, 5);
-    let (got, _) = run_prepared(
-        gpu,
-        &prepared,
-        &buffers.input,
-        &buffers.output,
-        &plan,
-        &host,
-    );
-    let want = reference::split_tensor(&host, &plan).unwrap();
-    common::assert_same_outputs(&name, &got, &want);
+    run_and_check(gpu, &prepared, &buffers, &plan, &host, &name);
 }
 
 fn a_buffer_destroyed_after_prepare_is_reported_by_wgpu(gpu: &'static GpuSplitter) {
@@ -282,7 +275,6 @@ fn a_kept_route_serves_other_buffers_and_no_other_setting(gpu: &'static GpuSplit
     let shape = [6, 12, 10, 24];
     let plan = ops::split(&shape, &IntTensor::scalar(1), 3).unwrap();
     let host = tensor(DType::F32, &shape, 5);
-    let want = reference::split_tensor(&host, &plan).unwrap();
     // The splitter keeps the route of the first; the second, on other buffers at the same
     // offsets, takes it and writes its own buffers.
     let first = Buffers::new(gpu, &plan, DType::F32, true);
@@ -292,15 +284,27 @@ fn a_kept_route_serves_other_buffers_and_no_other_setting(gpu: &'static GpuSplit
     let (input, output) = second.regions();
     let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
     assert_eq!(prepared.encoded(), kept.encoded(), "{name}");
-    let (got, _) = run_prepared(gpu, &prepared, &second.input, &second.output, &plan, &host);
-    common::assert_same_outputs(&format!("{name}, second buffers"), &got, &want);
+    run_and_check(
+        gpu,
+        &prepared,
+        &second,
+        &plan,
+        &host,
+        &format!("{name}, other buffers"),
+    );
     // A clone with other settings shares the kept routes, but not under the same key: the
     // gather alone, where the default took copies on a CPU adapter.
     let gather = gpu.clone().with_route(RouteChoice::Gather);
     let prepared = gather.prepare(&plan, DType::F32, input, output).unwrap();
     assert_eq!(prepared.encoded().dispatches, 1, "{name}");
-    let (got, _) = run_prepared(gpu, &prepared, &second.input, &second.output, &plan, &host);
-    common::assert_same_outputs(&format!("{name}, gather"), &got, &want);
+    run_and_check(
+        gpu,
+        &prepared,
+        &second,
+        &plan,
+        &host,
+        &format!("{name}, gather"),
+    );
     // A kept route holds no buffer: one destroyed since is still an error of `encode`.
     second.output.destroy();
     let mut encoder = gpu.device().create_command_encoder(&Default::default());

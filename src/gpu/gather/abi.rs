@@ -102,7 +102,7 @@ impl EntryPoint {
     pub fn of(params: &Params, entries: &[Entry]) -> EntryPoint {
         if params.lane_layout != Layout::Runs as u32 {
             EntryPoint::Blocks
-        } else if entries.iter().all(|e| e.mode == Mode::Vec4 as u32) {
+        } else if entries.iter().all(Entry::is_vec4) {
             EntryPoint::RunsVec4
         } else {
             EntryPoint::Runs
@@ -152,6 +152,13 @@ pub struct Entry {
     pub src_offset: u32,
     /// A [`Mode`] as u32.
     pub mode: u32,
+}
+
+impl Entry {
+    /// Whether the shader reads this entry one vec4 per unit ([`Mode::Vec4`]).
+    pub fn is_vec4(&self) -> bool {
+        self.mode == Mode::Vec4 as u32
+    }
 }
 
 /// Bytes the shader's `src` and `src4` bindings cover for an input of `input_bytes`: whole

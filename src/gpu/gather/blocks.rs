@@ -2,7 +2,7 @@
 //! the tile dispatch of splits with short rows. Pure arithmetic.
 
 use super::abi::{
-    Entry, Layout, Mode, Params, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
+    Entry, Layout, Params, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
     WORKGROUP_SIZE,
 };
 use crate::plan::bytes::{ByteRows, RowKind};
@@ -74,7 +74,7 @@ pub(super) fn units(out_bytes: u64) -> u64 {
 pub(super) fn entry_layout(mode: GatherMode, entries: &[Entry]) -> Layout {
     let stageable = entries
         .iter()
-        .all(|e| e.mode == Mode::Vec4 as u32 || e.row_bytes as u64 >= MIN_STAGED_ROW);
+        .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_STAGED_ROW);
     match mode {
         GatherMode::Coalesced if stageable => Layout::Lanes,
         _ => Layout::Runs,
@@ -126,7 +126,7 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
         && equal
         && ((entries[0].row_bytes as u64) < MIN_STAGED_ROW
             || (entries[0].row_bytes as u64 <= MAX_INTERLEAVED_VEC4_ROW
-                && entries.iter().all(|e| e.mode == Mode::Vec4 as u32)));
+                && entries.iter().all(Entry::is_vec4)));
     let (num_blocks, num_lanes) = match layout {
         Layout::Runs => (next.div_ceil(RUNS_WORKGROUP_SIZE), next),
         _ => (next, 0),
