@@ -3,7 +3,9 @@
 #[macro_use]
 mod common;
 
-use wgpu_split::{ops, reference, DType, GpuSplitter, HostTensor, IntTensor, SplitPlan};
+use wgpu_split::{
+    ops, reference, DType, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitPlan,
+};
 
 /// Runs `plan` on `gpu` and asserts the outputs equal the CPU reference exactly.
 fn check(gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor) -> Vec<HostTensor> {
@@ -19,6 +21,16 @@ fn check(gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor) -> Vec<HostTen
 /// Gather dispatches, buffer copies and texture copies recorded.
 fn counts(how: &wgpu_split::EncodedSplit) -> (u32, u32, u32) {
     (how.dispatches, how.buffer_copies, how.texture_copies)
+}
+
+/// `gpu` taking copy commands wherever a copy route applies, on any device.
+fn copies_only(gpu: &GpuSplitter) -> GpuSplitter {
+    gpu.clone().with_route(RouteChoice::Copies)
+}
+
+/// Whether `gpu` is a CPU adapter, where the default route takes copy commands.
+fn cpu(gpu: &GpuSplitter) -> bool {
+    gpu.adapter_info().device_type == wgpu::DeviceType::Cpu
 }
 
 fn iota_f32(shape: &[usize]) -> HostTensor {
@@ -255,39 +267,50 @@ fn one_word_rows_with_partial_units(gpu: &'static GpuSplitter) {
 fn texture_copies_row_copies_and_the_dispatch_give_the_same_bytes(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // 32 rows of 2,048 bytes per output at a stride of 4,096: through the scratch texture (two
-    // commands per output) on CPU adapters, as 64 row copies when that is turned off, and with
-    // the gather dispatch where the buffers allow no copies.
+    // commands per output), as 64 row copies when that is turned off, and with the gather
+    // dispatch where the buffers allow no copies. The default route takes the texture on CPU
+    // adapters and the gather on GPUs.
     let input = iota_f32(&[32, 2, 512]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-    let (through_texture, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+    let copies = copies_only(gpu);
+    let (through_texture, how) = common::encode_and_read(&copies, &plan, &input, copy_usage);
     assert_eq!(counts(&how), (0, 0, 4), "{name}");
     common::assert_same_outputs(name, &through_texture, &want);
-    let rows_only = gpu.clone().with_texture_copies(false);
+    let rows_only = copies.with_texture_copies(false);
     let (copied, how) = common::encode_and_read(&rows_only, &plan, &input, copy_usage);
     assert_eq!(counts(&how), (0, 64, 0), "{name}");
     common::assert_same_outputs(name, &copied, &want);
     let (gathered, how) = common::encode_and_read(gpu, &plan, &input, wgpu::BufferUsages::empty());
     assert_eq!(counts(&how), (1, 0, 0), "{name}");
     common::assert_same_outputs(name, &gathered, &want);
+    let (auto, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
+    let expected = if cpu(gpu) { (0, 0, 4) } else { (1, 0, 0) };
+    assert_eq!(counts(&how), expected, "{name}");
+    common::assert_same_outputs(name, &auto, &want);
 }
 
 fn few_long_rows_take_the_cheaper_copy_route(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // The spec example: 18 row copies of 3,840 bytes, or 6 texture copies. A texture copy
-    // costs about two row copies on lavapipe (Vulkan) and four on llvmpipe GL.
+    // costs about two row copies on lavapipe (Vulkan) and four on llvmpipe GL. GPUs take the
+    // gather (faster than copy commands on an H100), and copies only when told to.
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     let info = gpu.adapter_info();
-    let expected = match (info.device_type, info.backend) {
-        (wgpu::DeviceType::Cpu, wgpu::Backend::Vulkan) => (0, 0, 6),
+    let by_copies = match info.backend {
+        wgpu::Backend::Vulkan => (0, 0, 6),
         _ => (0, 18, 0),
     };
+    let expected = if cpu(gpu) { by_copies } else { (1, 0, 0) };
     let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
     assert_eq!(counts(&how), expected, "{name}");
+    common::assert_same_outputs(name, &got, &want);
+    let (got, how) = common::encode_and_read(&copies_only(gpu), &plan, &input, copy_usage);
+    assert_eq!(counts(&how), by_copies, "{name}");
     common::assert_same_outputs(name, &got, &want);
 }
 
@@ -310,6 +333,7 @@ fn texture_copies_keep_every_bit_at_offsets_and_in_bands(gpu: &'static GpuSplitt
     .unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
+    let gpu = &copies_only(gpu);
     let (got, how) = common::encode_and_read_at(gpu, &plan, &input, copy_usage, (align * 3, align));
     assert_eq!(counts(&how), (0, 0, 4), "{name}");
     common::assert_same_outputs(name, &got, &want);
@@ -349,6 +373,7 @@ fn neighbouring_contiguous_outputs_share_one_copy(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     // 64 slices of 1 KiB along axis 0 lie back to back in the output region as in the input.
+    let gpu = &copies_only(gpu);
     let input = iota_f32(&[64, 256]);
     let plan = ops::split_to_sequence(input.shape(), 0, None, false).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();

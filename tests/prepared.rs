@@ -165,7 +165,7 @@ fn every_route_records_again_and_again(gpu: &'static GpuSplitter) {
     if cpu && gpu.adapter_info().backend == wgpu::Backend::Vulkan {
         assert!(copied.texture_copies > 0, "{name}: {copied:?}");
     }
-    // Whole outputs along axis 0: buffer copies.
+    // Whole outputs along axis 0: buffer copies (on GPUs, when told to take copies).
     let shape = [4, 64];
     let plan = ops::variadic_split(
         &shape,
@@ -173,8 +173,11 @@ fn every_route_records_again_and_again(gpu: &'static GpuSplitter) {
         &IntTensor::vector(vec![1, 3]),
     )
     .unwrap();
-    let copied = prepare_and_run_twice(gpu, &plan, &shape, true);
+    let copies = gpu.clone().with_route(RouteChoice::Copies);
+    let copied = prepare_and_run_twice(&copies, &plan, &shape, true);
     assert!(copied.buffer_copies > 0, "{name}: {copied:?}");
+    let auto = prepare_and_run_twice(gpu, &plan, &shape, true);
+    assert_eq!(auto.dispatches == 0, cpu, "{name}: {auto:?}");
     // Every output empty: nothing to record.
     let shape = [4, 0];
     let plan = ops::split(&shape, &IntTensor::scalar(0), 2).unwrap();

@@ -145,17 +145,18 @@ pub fn check_planner(input: &PlannerInput) {
             check.multi_output(groups, mode);
         }
     }
-    // And the route the splitter would choose, for a CPU adapter and for a GPU.
-
-    for (texture_copies, copies_allowed, gather_mode) in [
+    // And the route the splitter would choose: for a CPU adapter, with and without the texture
+    // route, and for a GPU.
+    for (buffer_copies, texture_copies, gather_mode) in [
         (true, true, GatherMode::Runs),
-        (false, true, GatherMode::Coalesced),
+        (true, false, GatherMode::Runs),
         (false, false, GatherMode::Coalesced),
     ] {
         let caps = DeviceCaps {
             window_limit: 1 << 27,
             offset_align: 256,
             max_texture_dimension: 8192,
+            buffer_copies,
             texture_copies,
             texture_command_cost: 2,
             gather: tuning(gather_mode, 4, 96),
@@ -163,7 +164,7 @@ pub fn check_planner(input: &PlannerInput) {
         let regions = Regions {
             input_offset: 0,
             output_offset: 0,
-            copies_allowed,
+            copies_allowed: true,
         };
         if let Ok(chosen) = route::choose(&bytes, &layout, &caps, &regions) {
             check.route(&chosen, &caps, &regions);

@@ -284,8 +284,20 @@ impl RouteCheck<'_> {
     /// Whatever [`crate::gpu::route::choose`] picked, checked as its kind is.
     pub(super) fn route(&self, route: &Route, caps: &DeviceCaps, regions: &Regions) {
         match route {
-            Route::BufferCopies(copies) => self.buffer_copies(copies, regions),
-            Route::Texture(t) => self.texture_bands(t, regions),
+            Route::BufferCopies(copies) => {
+                assert!(
+                    caps.buffer_copies,
+                    "buffer copies where the caps allow none"
+                );
+                self.buffer_copies(copies, regions)
+            }
+            Route::Texture(t) => {
+                assert!(
+                    caps.texture_copies,
+                    "a texture route where the caps allow none"
+                );
+                self.texture_bands(t, regions)
+            }
             Route::Gather(d) => self.dispatches(d, caps.window_limit),
         }
     }

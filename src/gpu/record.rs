@@ -223,22 +223,28 @@ impl GpuSplitter {
         Regions {
             input_offset: input.offset,
             output_offset: output.offset,
-            copies_allowed: self.route != RouteChoice::Gather
-                && input.allows(wgpu::BufferUsages::COPY_SRC)
+            copies_allowed: input.allows(wgpu::BufferUsages::COPY_SRC)
                 && output.allows(wgpu::BufferUsages::COPY_DST),
         }
     }
 
     /// What this device and these settings offer the route.
     pub(crate) fn caps(&self) -> DeviceCaps {
+        // Copy commands are memcpy on CPU adapters, far faster than a shader there.
+        let cpu = self.info.device_type == wgpu::DeviceType::Cpu;
         DeviceCaps {
             window_limit: window_limit(&self.limits),
             offset_align: self.limits.min_storage_buffer_offset_alignment as u64,
             max_texture_dimension: self.limits.max_texture_dimension_2d,
-            texture_copies: match self.route {
-                RouteChoice::Auto => self.texture_copies,
+            buffer_copies: match self.route {
+                RouteChoice::Auto => cpu,
                 RouteChoice::Gather => false,
                 RouteChoice::Copies => true,
+            },
+            texture_copies: match self.route {
+                RouteChoice::Auto => self.texture_copies.unwrap_or(cpu),
+                RouteChoice::Gather => false,
+                RouteChoice::Copies => self.texture_copies.unwrap_or(true),
             },
             texture_command_cost: route::texture_command_cost(self.info.backend),
             gather: self.gather_tuning,

@@ -1,10 +1,13 @@
 //! How a split's bytes move: the route. Pure: it reads the plan's byte rows, the output
 //! layout, what the device can do and what the caller's buffers allow, and records nothing.
 //!
-//! Copy commands replace the gather dispatch where they move the outputs faster and the
-//! buffers allow them (COPY_SRC on the input, COPY_DST on the output). Each command has a
-//! fixed cost, a texture copy's [`texture_command_cost`] times a buffer copy's, so the
-//! cheaper plan of copies wins; the gather takes everything else.
+//! Copy commands replace the gather dispatch where the device moves bytes faster with them
+//! (CPU adapters, where they are memcpy) and the buffers allow them (COPY_SRC on the input,
+//! COPY_DST on the output). Each command has a fixed cost, a texture copy's
+//! [`texture_command_cost`] times a buffer copy's, so the cheaper plan of copies wins; the
+//! gather takes everything else. On GPUs the gather runs at the copy kernel's speed, and
+//! copy commands are no faster (an H100 through Vulkan moved 64 MiB with one
+//! `copy_buffer_to_buffer` at half the copy kernel's rate), so it takes every split there.
 
 use crate::error::Result;
 use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherTuning};
@@ -23,7 +26,8 @@ pub const MIN_AVERAGE_COPY: u64 = 1 << 10;
 /// Which routes a splitter may take ([`crate::GpuSplitter::with_route`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RouteChoice {
-    /// The cheapest route for the device (the texture route only on CPU adapters).
+    /// The cheapest route for the device: copy commands where they beat the gather (CPU
+    /// adapters), the gather everywhere else.
     #[default]
     Auto,
     /// The gather dispatch alone, never copy commands.
@@ -57,6 +61,8 @@ pub struct DeviceCaps {
     pub offset_align: u64,
     /// `max_texture_dimension_2d`.
     pub max_texture_dimension: u32,
+    /// Whether buffer copies may replace the gather.
+    pub buffer_copies: bool,
     /// Whether the texture route may be used.
     pub texture_copies: bool,
     /// What one texture copy costs, in buffer copies.
@@ -116,7 +122,11 @@ pub fn choose(
     regions: &Regions,
 ) -> Result<Route> {
     if regions.copies_allowed {
-        let copies = buffer_copies(bytes, layout, regions);
+        let copies = if caps.buffer_copies {
+            buffer_copies(bytes, layout, regions)
+        } else {
+            None
+        };
         let texture = if caps.texture_copies {
             texture_plan(
                 bytes,
@@ -213,6 +223,7 @@ mod tests {
         window_limit: 1 << 27,
         offset_align: 256,
         max_texture_dimension: 8192,
+        buffer_copies: true,
         texture_copies: true,
         texture_command_cost: 2,
         gather: GatherTuning {
@@ -272,6 +283,20 @@ mod tests {
         };
         assert_eq!(
             kind(&route(spec.0, spec.1, spec.2, &CAPS, &no_copies)),
+            ("gather", 1)
+        );
+        // A GPU: the gather, whatever the buffers allow.
+        let gpu = DeviceCaps {
+            buffer_copies: false,
+            texture_copies: false,
+            ..CAPS
+        };
+        assert_eq!(
+            kind(&route(spec.0, spec.1, spec.2, &gpu, &COPIES)),
+            ("gather", 1)
+        );
+        assert_eq!(
+            kind(&route(&[4096, 2048], 0, &[1; 4096], &gpu, &COPIES)),
             ("gather", 1)
         );
         // Rows of 4 bytes: too many, too short copies.

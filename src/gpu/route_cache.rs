@@ -126,6 +126,7 @@ mod tests {
             window_limit: 1 << 27,
             offset_align: 256,
             max_texture_dimension: 8192,
+            buffer_copies: true,
             texture_copies: true,
             texture_command_cost: 1,
             gather: GatherTuning {

@@ -67,7 +67,8 @@ pub struct GpuSplitter {
     pub(super) info: wgpu::AdapterInfo,
     pub(super) limits: wgpu::Limits,
     pub(super) gather_tuning: GatherTuning,
-    pub(super) texture_copies: bool,
+    /// Whether the texture route may be used; `None`: as the route choice says.
+    pub(super) texture_copies: Option<bool>,
     pub(super) route: RouteChoice,
     pub(super) gather: GatherPipeline,
     /// Dispatch tables already on the device; shared by clones.
@@ -90,9 +91,6 @@ impl GpuSplitter {
         let info = device.adapter_info();
         let limits = device.limits();
         let gather_tuning = gather_defaults(info.device_type, info.backend);
-        // Copy commands are memcpy on CPU adapters, far faster than a shader there; on GPUs a
-        // texture round trip moves every byte twice.
-        let texture_copies = info.device_type == wgpu::DeviceType::Cpu;
         let gather = GatherPipeline::new(&device)?;
         Ok(Self {
             device,
@@ -100,7 +98,7 @@ impl GpuSplitter {
             info,
             limits: limits.clone(),
             gather_tuning,
-            texture_copies,
+            texture_copies: None,
             route: RouteChoice::Auto,
             gather,
             tables: Arc::default(),
@@ -163,10 +161,12 @@ impl GpuSplitter {
     }
 
     /// Whether strided outputs whose rows are multiples of 256 bytes may move with copy
-    /// commands through a scratch texture ([`crate::gpu::texture`]) instead of the gather dispatch. On by
-    /// default on CPU adapters, where it is 3 to 5x faster; off on GPUs.
+    /// commands through a scratch texture ([`crate::gpu::texture`]) instead of the gather
+    /// dispatch. By default: on CPU adapters, where it is 3 to 5x faster, off on GPUs (a
+    /// texture round trip moves every byte twice), and on under [`RouteChoice::Copies`].
+    /// Never under [`RouteChoice::Gather`].
     pub fn with_texture_copies(mut self, enabled: bool) -> Self {
-        self.texture_copies = enabled;
+        self.texture_copies = Some(enabled);
         self
     }
 
