@@ -15,7 +15,7 @@ fn splits(c: &mut Criterion) {
         let buffers = CaseBuffers::new(&gpu, &case).expect("benchmark buffers");
         group.throughput(Throughput::Bytes(case.bytes().expect("case size") as u64));
         group.bench_function(case.name, |b| {
-            b.iter(|| buffers.split(&gpu, &case).expect("split"))
+            b.iter(|| buffers.split(&gpu, &case, 1).expect("split"))
         });
     }
     group.finish();

@@ -110,7 +110,8 @@ pub struct CaseResult {
     pub outputs: usize,
     /// Input bytes.
     pub bytes: usize,
-    /// Median device-resident split time (plan, encode, submit, wait), ms.
+    /// Median device-resident split time (plan, encode, submit, wait), ms; with a batch
+    /// ([`Bencher::with_batch`]), a submission's time over its splits.
     pub split_ms: f64,
     /// Median of the same split prepared once ([`crate::PreparedSplit`]): encode, submit,
     /// wait, ms. What a runtime that prepares its split nodes pays per run.
@@ -250,11 +251,14 @@ impl CaseBuffers {
         })
     }
 
-    /// One device-resident split as the suite times it: plan, encode, submit, wait.
-    /// Returns what it recorded.
-    pub fn split(&self, gpu: &GpuSplitter, case: &Case) -> Result<Recorded> {
+    /// Device-resident splits as the suite times them: plan and encode `count` splits (at
+    /// least one) into one submission, submit, wait. Returns what one split recorded.
+    pub fn split(&self, gpu: &GpuSplitter, case: &Case, count: usize) -> Result<Recorded> {
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let encoded = self.encode(gpu, case, &mut encoder)?;
+        let mut encoded = self.encode(gpu, case, &mut encoder)?;
+        for _ in 1..count {
+            encoded = self.encode(gpu, case, &mut encoder)?;
+        }
         gpu.queue().submit([encoder.finish()]);
         wait(gpu)?;
         Ok(Recorded::from(&encoded))
@@ -301,6 +305,7 @@ fn wait(gpu: &GpuSplitter) -> Result<()> {
 pub struct Bencher<'a> {
     gpu: &'a GpuSplitter,
     runs: usize,
+    batch: usize,
     copy_layout: wgpu::BindGroupLayout,
     copy_pipeline: wgpu::ComputePipeline,
 }
@@ -313,9 +318,24 @@ impl<'a> Bencher<'a> {
         Ok(Self {
             gpu,
             runs: runs.max(5),
+            batch: 1,
             copy_layout,
             copy_pipeline,
         })
+    }
+
+    /// Records `batch` splits (and `batch` of each yardstick) into each timed submission and
+    /// reports the time per split (1 by default). A submission's fixed cost, tens of
+    /// microseconds on a GPU, then weighs 1/`batch` in each figure, which approach the
+    /// device's own time; the round trip stays one empty submission.
+    pub fn with_batch(mut self, batch: usize) -> Self {
+        self.batch = batch.max(1);
+        self
+    }
+
+    /// Splits per timed submission ([`Bencher::with_batch`]).
+    pub fn batch(&self) -> usize {
+        self.batch
     }
 
     /// Records with `record`, submits, and waits for the device.
@@ -378,30 +398,43 @@ impl<'a> Bencher<'a> {
         // compares the same stretch of time.
         let mut recorded = Recorded::default();
         let prepared = buffers.prepare(self.gpu, case)?;
+        let batch = self.batch;
         let [split_ms, prepared_ms, roundtrip_ms, copy_ms, shader_copy_ms] = time_interleaved_ms(
             self.runs,
             [
                 &mut || {
-                    recorded = buffers.split(self.gpu, case)?;
+                    recorded = buffers.split(self.gpu, case, batch)?;
                     Ok(())
                 },
-                &mut || self.submit_checked(|encoder| prepared.encode(encoder).map(|_| ())),
+                &mut || {
+                    self.submit_checked(|encoder| {
+                        (0..batch).try_for_each(|_| prepared.encode(encoder).map(|_| ()))
+                    })
+                },
                 &mut || self.submit(|_| {}),
                 &mut || {
                     self.submit(|encoder| {
-                        encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size)
+                        for _ in 0..batch {
+                            encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size)
+                        }
                     })
                 },
                 &mut || {
                     self.submit(|encoder| {
-                        let mut pass = encoder.begin_compute_pass(&Default::default());
-                        pass.set_pipeline(&self.copy_pipeline);
-                        pass.set_bind_group(0, &bind_group, &[]);
-                        pass.dispatch_workgroups(x, y, 1);
+                        for _ in 0..batch {
+                            let mut pass = encoder.begin_compute_pass(&Default::default());
+                            pass.set_pipeline(&self.copy_pipeline);
+                            pass.set_bind_group(0, &bind_group, &[]);
+                            pass.dispatch_workgroups(x, y, 1);
+                        }
                     })
                 },
             ],
         )?;
+        // Per split; the round trip is one empty submission whatever the batch.
+        let per_split = |ms: f64| ms / batch as f64;
+        let [split_ms, prepared_ms, copy_ms, shader_copy_ms] =
+            [split_ms, prepared_ms, copy_ms, shader_copy_ms].map(per_split);
 
         let host_ms = time_ms(self.runs, || {
             let mut encoder = device.create_command_encoder(&Default::default());

@@ -68,6 +68,10 @@ pub struct BenchArgs {
     /// copy kernel in the same run.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Splits (and copies, and copy kernels) recorded into each timed submission; figures
+    /// are per split. On a GPU, 20 or more takes the fixed cost of a submission out of them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub batch: u16,
     /// Also trace each case's gather as a GPU runs it and report its memory figures (sector
     /// efficiency, lines and table bytes per 512 bytes moved) beside the copy kernel's.
     #[arg(long)]

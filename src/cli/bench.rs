@@ -28,7 +28,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         gpu = gpu.with_texture_copies(false);
     }
     let info = gpu.adapter_info().clone();
-    let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?;
+    let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?.with_batch(a.batch.into());
     let suite = chosen_cases(&a.cases)?;
     let bar = ProgressBar::new(suite.len() as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
@@ -52,10 +52,12 @@ pub fn run(a: &BenchArgs) -> CliResult {
     let roundtrip_ms = median(results.iter().map(|(r, _)| r.roundtrip_ms).collect());
 
     say!(
-        "adapter: {} ({:?}); route: {}; empty submit + wait: {:.3} ms (median over the cases)",
+        "adapter: {} ({:?}); route: {}; splits per submission: {}; empty submit + wait: {:.3} ms \
+         (median over the cases)",
         info.name,
         info.backend,
         a.route,
+        a.batch,
         roundtrip_ms
     );
     print_rates(&results);
@@ -75,6 +77,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         let report = json!({
             "adapter": {"name": info.name, "backend": format!("{:?}", info.backend).to_lowercase()},
             "route": a.route,
+            "batch": a.batch,
             "roundtrip_ms": roundtrip_ms,
             "cases": cases,
         });
@@ -171,7 +174,8 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
         " copy = copy_buffer_to_buffer, shader = vec4 copy kernel; each case times its split, the"
     );
     say!(" prepared split, round trip, copy and copy kernel in turn; disp/buf/tex = gather");
-    say!(" dispatches / buffer copies / texture copies the split recorded)");
+    say!(" dispatches / buffer copies / texture copies the split recorded; with --batch N, each");
+    say!(" submission holds N of each and every time is per split)");
 }
 
 fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
