@@ -21,12 +21,13 @@
 //   the block's entry once and hands it to the workgroup through workgroup memory, so the table
 //   is read once per block and every later branch is uniform. Step by step, consecutive lanes
 //   write consecutive units, so a warp's stores cover whole sectors. Aligned rows load one vec4
-//   per lane, which is coalesced the same way. Unaligned rows first stage the step's source
-//   bytes in workgroup memory with coalesced aligned vec4 loads, then each lane assembles its
-//   unit from there.
+//   per lane and step, which is coalesced the same way. Unaligned rows first
+//   stage the step's source bytes in workgroup memory with coalesced aligned vec4 loads (each
+//   row segment in a slot of its own, every load of a lane issued before any is written), then
+//   each lane assembles its unit from there.
 // - LAYOUT_TILES (GPUs, rows shorter than a few units): each workgroup stages `tile_rows` whole
-//   input rows with coalesced loads, then writes every output's part of them with coalesced
-//   stores.
+//   input rows with coalesced loads, then writes every output's part of them
+//   with coalesced stores.
 //
 // This file holds the table, the bindings, the access functions and the entry points; the
 // layouts' code is in split_gather_layouts.wgsl, which the host appends (WGSL has no include).
@@ -91,11 +92,13 @@ const WORKGROUP_SIZE: u32 = 256u;
 // over a CPU adapter's threads) while each lane writes a long run.
 const RUNS_WORKGROUP_SIZE: u32 = 64u;
 
-// Workgroup memory: 16,160 bytes in all, inside the 16,352 that every device allows.
+// Workgroup memory: 15,648 bytes in all, inside the 16,352 that every device allows.
 // Staged source words (LAYOUT_LANES, LAYOUT_TILES).
 const STAGE_WORDS: u32 = 3776u;
-// Row segments one LAYOUT_LANES step may stage.
-const MAX_SEGMENTS: u32 = 128u;
+// The most vec4 loads one lane makes to fill the stage: STAGE_WORDS / 4 / WORKGROUP_SIZE,
+// rounded up.
+const STAGE_LOADS: u32 = 4u;
+
 // Entries LAYOUT_TILES keeps at hand.
 const MAX_TILE_ENTRIES: u32 = 16u;
 
@@ -125,8 +128,6 @@ struct Block {
 
 var<workgroup> wg_block: Block;
 var<workgroup> stage: array<u32, STAGE_WORDS>;
-// LAYOUT_LANES: workgroup byte position of column 0 of each staged row (wrapping).
-var<workgroup> seg_pos: array<u32, MAX_SEGMENTS>;
 var<workgroup> tile_entries: array<Entry, MAX_TILE_ENTRIES>;
 
 // ---- Global accesses, each through the trace hook ----
@@ -216,6 +217,18 @@ fn global_word_bytes(e: Entry, b: u32, row: u32, col: u32) -> u32 {
     return word;
 }
 
+// Puts the `i`-th staged vec4 into workgroup memory (past the end: dropped; the host keeps
+// every span inside).
+fn put_staged(i: u32, v: vec4<u32>) {
+    let w = i * 4u;
+    if (w + 3u < STAGE_WORDS) {
+        stage[w] = v.x;
+        stage[w + 1u] = v.y;
+        stage[w + 2u] = v.z;
+        stage[w + 3u] = v.w;
+    }
+}
+
 // The word at workgroup byte position `p`.
 fn staged_word(p: u32) -> u32 {
     let w = p >> 2u;
@@ -243,6 +256,12 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
     return block;
 }
 
+// Each GPU layout has entry points of its own, as LAYOUT_RUNS has: a GPU sizes registers and
+// workgroup memory for the whole entry point, so code a dispatch never takes would cost it
+// occupancy (on an H100, aligned splits ran at 0.66 to 0.81 of the copy kernel in one entry
+// point with the staging and tile code).
+
+// LAYOUT_LANES, entries of any mode.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -250,25 +269,52 @@ fn main(
     @builtin(local_invocation_index) lane: u32,
 ) {
     let block = start(wg, num_wg, lane);
+    let found = find_block(block, lane);
+    if (block < found.params.num_blocks) {
+        copy_lanes(found.params, found.entry, found.local_block, lane);
+    }
+}
+
+// LAYOUT_LANES when every entry is MODE_VEC4: no workgroup memory but the block's entry.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main_lanes_vec4(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) num_wg: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let block = start(wg, num_wg, lane);
+    let found = find_block(block, lane);
+    if (block < found.params.num_blocks) {
+        copy_lanes_vec4(found.params, found.entry, found.local_block, lane);
+    }
+}
+
+// LAYOUT_TILES.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main_tiles(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) num_wg: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let block = start(wg, num_wg, lane);
+    let p = read_params();
+    if (block < p.num_blocks) {
+        copy_tiles(p, block, lane);
+    }
+}
+
+// LAYOUT_LANES: the block's header and entry, which lane 0 finds and hands to the workgroup.
+fn find_block(block: u32, lane: u32) -> Block {
     if (lane == 0u) {
         let p = read_params();
         wg_block.params = p;
-        if (p.lane_layout == LAYOUT_LANES && block < p.num_blocks) {
+        if (block < p.num_blocks) {
             let e = read_entry(find_entry(p, block));
             wg_block.entry = e;
             wg_block.local_block = block - e.block_start;
         }
     }
-    let found = workgroupUniformLoad(&wg_block);
-    let p = found.params;
-    if (block >= p.num_blocks) {
-        return;
-    }
-    if (p.lane_layout == LAYOUT_TILES) {
-        copy_tiles(p, block, lane);
-    } else {
-        copy_lanes(p, found.entry, found.local_block, lane);
-    }
+    return workgroupUniformLoad(&wg_block);
 }
 
 // LAYOUT_RUNS, entries of any mode.

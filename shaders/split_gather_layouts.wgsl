@@ -137,27 +137,52 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
 
 // ---- LAYOUT_LANES ----
 
-fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
-    let total_units = (e.out_bytes + 15u) / 16u;
+// The block's units of entry `e`: [base, end).
+fn lanes_span(p: Params, e: Entry, local_block: u32) -> vec2<u32> {
     let base = local_block * p.units_per_lane * WORKGROUP_SIZE;
-    for (var k = 0u; k < p.units_per_lane; k++) {
-        let first = base + k * WORKGROUP_SIZE;
-        if (first >= total_units) {
-            break;
-        }
-        let end = min(first + WORKGROUP_SIZE, total_units);
-        if (e.mode == MODE_VEC4) {
-            let u = first + lane;
-            if (u < end) {
-                let b = e.first_byte + u * 16u;
-                let row = b / e.row_bytes;
-                let s = row * e.src_stride + e.src_offset + (b - row * e.row_bytes);
-                store_unit(e.dst_unit + u, load_vec4(s / 16u));
-            }
-        } else {
-            stage_and_assemble(e, first, end, lane);
-        }
+    return vec2<u32>(base, min((e.out_bytes + 15u) / 16u, base + p.units_per_lane * WORKGROUP_SIZE));
+}
+
+fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
+    if (e.mode == MODE_VEC4) {
+        copy_lanes_vec4(p, e, local_block, lane);
+        return;
     }
+    let span = lanes_span(p, e, local_block);
+    for (var first = span.x; first < span.y; first += WORKGROUP_SIZE) {
+        stage_and_assemble(e, first, min(first + WORKGROUP_SIZE, span.y), lane);
+    }
+}
+
+// Aligned rows: one vec4 per lane and step.
+fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
+    let span = lanes_span(p, e, local_block);
+    for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
+        let b = e.first_byte + u * 16u;
+        let row = b / e.row_bytes;
+        store_unit(e.dst_unit + u, load_vec4((row * e.src_stride + e.src_offset + (b - row * e.row_bytes)) / 16u));
+    }
+}
+
+// One step's row segments in workgroup memory: rows row_a ..= row_b of the entry, the first
+// from column c0. Each segment takes a slot of `slot` vec4s, enough for its aligned span, so
+// a lane finds its segment by one division. The host keeps slots x rows inside the stage.
+struct Segments {
+    row_a: u32,
+    c0: u32,
+    slot: u32,
+}
+
+// First column of row `r`'s segment.
+fn segment_col(g: Segments, r: u32) -> u32 {
+    return select(0u, g.c0, r == g.row_a);
+}
+
+// Workgroup byte position of column 0 of row `r` (wrapping: column 0 may lie before the
+// segment's first staged byte).
+fn segment_pos(e: Entry, g: Segments, r: u32) -> u32 {
+    let c = segment_col(g, r);
+    return (r - g.row_a) * g.slot * 16u + (r * e.src_stride + e.src_offset + c) % 16u - c;
 }
 
 // Units [first, end) of an entry: their source bytes, row segment by row segment, go to
@@ -168,27 +193,28 @@ fn stage_and_assemble(e: Entry, first: u32, end: u32, lane: u32) {
     let b1 = min(e.first_byte + end * 16u, end_byte);
     let row_a = b0 / e.row_bytes;
     let row_b = (b1 - 1u) / e.row_bytes;
-    var pos = 0u; // next free vec4 of `stage`
-    for (var r = row_a; r <= row_b; r++) {
-        let c0 = select(0u, b0 - row_a * e.row_bytes, r == row_a);
-        let c1 = select(e.row_bytes, b1 - row_b * e.row_bytes, r == row_b);
-        let s0 = r * e.src_stride + e.src_offset + c0;
-        let a0 = s0 / 16u;
-        let count = (s0 + (c1 - c0) + 15u) / 16u - a0;
-        if (lane == 0u && r - row_a < MAX_SEGMENTS) {
-            seg_pos[r - row_a] = pos * 16u + (s0 % 16u) - c0;
-        }
-        for (var i = lane; i < count; i += WORKGROUP_SIZE) {
-            let v = load_vec4(a0 + i);
-            let w = (pos + i) * 4u;
-            if (w + 3u < STAGE_WORDS) {
-                stage[w] = v.x;
-                stage[w + 1u] = v.y;
-                stage[w + 2u] = v.z;
-                stage[w + 3u] = v.w;
+    // A segment of n bytes spans at most (n + 30) / 16 aligned vec4s.
+    let g = Segments(row_a, b0 - row_a * e.row_bytes, (min(e.row_bytes, b1 - b0) + 30u) / 16u);
+    let staged = (row_b - row_a + 1u) * g.slot;
+    var v: array<vec4<u32>, STAGE_LOADS>;
+    for (var j = 0u; j < STAGE_LOADS; j++) {
+        let i = lane + j * WORKGROUP_SIZE;
+        if (i < staged) {
+            let r = row_a + i / g.slot;
+            let c = segment_col(g, r);
+            let c_end = select(e.row_bytes, b1 - row_b * e.row_bytes, r == row_b);
+            let s0 = r * e.src_stride + e.src_offset + c;
+            let a = s0 / 16u + i % g.slot;
+            if (a * 16u < s0 + (c_end - c)) {
+                v[j] = load_vec4(a);
             }
         }
-        pos += count;
+    }
+    for (var j = 0u; j < STAGE_LOADS; j++) {
+        let i = lane + j * WORKGROUP_SIZE;
+        if (i < staged) {
+            put_staged(i, v[j]);
+        }
     }
     workgroupBarrier();
     let u = first + lane;
@@ -199,16 +225,15 @@ fn stage_and_assemble(e: Entry, first: u32, end: u32, lane: u32) {
         var v = vec4<u32>(0u);
         for (var k = 0u; k < 4u; k++) {
             if (b < end_byte) {
-                let base = seg_pos[min(row - row_a, MAX_SEGMENTS - 1u)];
                 if (col + 4u <= e.row_bytes && b + 4u <= end_byte) {
-                    v[k] = staged_word(base + col);
+                    v[k] = staged_word(segment_pos(e, g, row) + col);
                 } else {
                     // The word crosses a row end or ends the output: byte by byte.
                     var word = 0u;
                     var rr = row;
                     var cc = col;
                     for (var j = 0u; j < min(4u, end_byte - b); j++) {
-                        word |= staged_byte(seg_pos[min(rr - row_a, MAX_SEGMENTS - 1u)] + cc) << (8u * j);
+                        word |= staged_byte(segment_pos(e, g, rr) + cc) << (8u * j);
                         cc += 1u;
                         if (cc == e.row_bytes) {
                             cc = 0u;
@@ -251,14 +276,7 @@ fn copy_tiles(p: Params, block: u32, lane: u32) {
         let a0 = s0 / 16u;
         let count = (r1 * stride + 15u) / 16u - a0;
         for (var i = lane; i < count; i += WORKGROUP_SIZE) {
-            let v = load_vec4(a0 + i);
-            let w = i * 4u;
-            if (w + 3u < STAGE_WORDS) {
-                stage[w] = v.x;
-                stage[w + 1u] = v.y;
-                stage[w + 2u] = v.z;
-                stage[w + 3u] = v.w;
-            }
+            put_staged(i, load_vec4(a0 + i));
         }
         workgroupBarrier();
         // Workgroup byte position of input byte s0.

@@ -81,8 +81,10 @@ fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
 }
 
 /// Every entry point of the gather shader.
-fn gather_entries() -> [&'static str; 3] {
-    wgpu_split::gpu::gather::abi::EntryPoint::ALL.map(|e| e.name())
+fn gather_entries() -> Vec<&'static str> {
+    wgpu_split::gpu::gather::abi::EntryPoint::ALL
+        .map(|e| e.name())
+        .to_vec()
 }
 
 #[test]

@@ -20,8 +20,8 @@ pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 /// Words of workgroup memory the shader stages source bytes in (`STAGE_WORDS`).
 pub const STAGE_WORDS: u64 = 3776;
 
-/// Row segments one [`Layout::Lanes`] step may stage (`MAX_SEGMENTS`).
-pub const MAX_SEGMENTS: u64 = 128;
+/// The most vec4 loads one lane makes to fill the stage (`STAGE_LOADS`).
+pub const STAGE_LOADS: u64 = (STAGE_WORDS / 4).div_ceil(WORKGROUP_SIZE);
 
 /// Entries a [`Layout::Tiles`] dispatch may have (`MAX_TILE_ENTRIES`).
 pub const MAX_TILE_ENTRIES: u64 = 16;
@@ -73,46 +73,64 @@ pub enum Layout {
 /// The shader's entry points; the gather compiles a pipeline for each, and each dispatch
 /// runs the one [`EntryPoint::of`] picks from its table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Each layout has its own, and the runs and lanes layouts one more for aligned entries alone:
+/// a GPU sizes registers and workgroup memory for the whole entry point, and a CPU adapter runs
+/// every branch of it masked in each SIMD group, so code a dispatch never takes costs it.
 pub enum EntryPoint {
-    /// `main`: [`Layout::Lanes`] and [`Layout::Tiles`], [`WORKGROUP_SIZE`] lanes.
-    Blocks = 0,
+    /// `main`: [`Layout::Lanes`] with entries of any [`Mode`], [`WORKGROUP_SIZE`] lanes.
+    Lanes = 0,
+    /// `main_lanes_vec4`: [`Layout::Lanes`] when every entry is [`Mode::Vec4`], without the
+    /// staging code and its workgroup memory.
+    LanesVec4 = 1,
+    /// `main_tiles`: [`Layout::Tiles`], [`WORKGROUP_SIZE`] lanes.
+    Tiles = 2,
     /// `main_runs`: [`Layout::Runs`] with entries of any [`Mode`], [`RUNS_WORKGROUP_SIZE`]
     /// lanes.
-    Runs = 1,
+    Runs = 3,
     /// `main_runs_vec4`: [`Layout::Runs`] when every entry is [`Mode::Vec4`], without the
-    /// other modes' code, which a CPU adapter would run masked in every SIMD group.
-    RunsVec4 = 2,
+    /// other modes' code.
+    RunsVec4 = 4,
 }
 
 impl EntryPoint {
     /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 3] = [EntryPoint::Blocks, EntryPoint::Runs, EntryPoint::RunsVec4];
+    pub const ALL: [EntryPoint; 5] = [
+        EntryPoint::Lanes,
+        EntryPoint::LanesVec4,
+        EntryPoint::Tiles,
+        EntryPoint::Runs,
+        EntryPoint::RunsVec4,
+    ];
 
     /// The entry point's name in the shader.
     pub fn name(self) -> &'static str {
         match self {
-            EntryPoint::Blocks => "main",
+            EntryPoint::Lanes => "main",
+            EntryPoint::LanesVec4 => "main_lanes_vec4",
+            EntryPoint::Tiles => "main_tiles",
             EntryPoint::Runs => "main_runs",
             EntryPoint::RunsVec4 => "main_runs_vec4",
         }
     }
 
-    /// The entry point that runs a dispatch with header `params` and `entries`:
-    /// [`EntryPoint::RunsVec4`] for runs of aligned entries alone.
+    /// The entry point that runs a dispatch with header `params` and `entries`: the one of
+    /// its layout, the vec4 one when every entry is aligned.
     pub fn of(params: &Params, entries: &[Entry]) -> EntryPoint {
-        if params.lane_layout != Layout::Runs as u32 {
-            EntryPoint::Blocks
-        } else if entries.iter().all(Entry::is_vec4) {
-            EntryPoint::RunsVec4
-        } else {
-            EntryPoint::Runs
+        let vec4 = entries.iter().all(Entry::is_vec4);
+        match params.lane_layout {
+            l if l == Layout::Tiles as u32 => EntryPoint::Tiles,
+            l if l == Layout::Lanes as u32 && vec4 => EntryPoint::LanesVec4,
+            l if l == Layout::Lanes as u32 => EntryPoint::Lanes,
+            _ if vec4 => EntryPoint::RunsVec4,
+            _ => EntryPoint::Runs,
         }
     }
 
     /// Lanes per workgroup.
     pub fn workgroup_size(self) -> u64 {
         match self {
-            EntryPoint::Blocks => WORKGROUP_SIZE,
+            EntryPoint::Lanes | EntryPoint::LanesVec4 | EntryPoint::Tiles => WORKGROUP_SIZE,
             EntryPoint::Runs | EntryPoint::RunsVec4 => RUNS_WORKGROUP_SIZE,
         }
     }
@@ -361,7 +379,7 @@ mod tests {
             ("WORKGROUP_SIZE", WORKGROUP_SIZE),
             ("RUNS_WORKGROUP_SIZE", RUNS_WORKGROUP_SIZE),
             ("STAGE_WORDS", STAGE_WORDS),
-            ("MAX_SEGMENTS", MAX_SEGMENTS),
+            ("STAGE_LOADS", STAGE_LOADS),
             ("MAX_TILE_ENTRIES", MAX_TILE_ENTRIES),
         ] {
             assert_eq!(wgsl_u32_constant(&module, name) as u64, value, "{name}");
@@ -420,7 +438,7 @@ mod tests {
     }
 
     #[test]
-    fn runs_of_aligned_entries_alone_take_the_vec4_entry_point() {
+    fn each_layout_takes_its_entry_point_and_aligned_entries_the_vec4_one() {
         let entry = |mode: Mode| Entry {
             mode: mode as u32,
             ..bytemuck::Zeroable::zeroed()
@@ -434,8 +452,12 @@ mod tests {
         assert_eq!(EntryPoint::of(&runs, &[vec4, vec4]), EntryPoint::RunsVec4);
         assert_eq!(EntryPoint::of(&runs, &[vec4, word]), EntryPoint::Runs);
         assert_eq!(EntryPoint::of(&runs, &[byte]), EntryPoint::Runs);
-        for layout in [Layout::Lanes, Layout::Tiles] {
-            assert_eq!(EntryPoint::of(&params(layout), &[vec4]), EntryPoint::Blocks);
-        }
+        let lanes = params(Layout::Lanes);
+        assert_eq!(EntryPoint::of(&lanes, &[vec4, vec4]), EntryPoint::LanesVec4);
+        assert_eq!(EntryPoint::of(&lanes, &[vec4, word]), EntryPoint::Lanes);
+        assert_eq!(EntryPoint::of(&lanes, &[byte]), EntryPoint::Lanes);
+        let tiles = params(Layout::Tiles);
+        assert_eq!(EntryPoint::of(&tiles, &[vec4]), EntryPoint::Tiles);
+        assert_eq!(EntryPoint::of(&tiles, &[word]), EntryPoint::Tiles);
     }
 }

@@ -233,4 +233,20 @@ mod tests {
         assert_eq!(interleaved(&[6, 12, 240], 3, DType::F32), 0);
         assert_eq!(interleaved(&[16, 4095], 3, DType::U8), 0);
     }
+
+    #[test]
+    fn every_lanes_step_fits_the_stage() {
+        use crate::gpu::gather::abi::STAGE_LOADS;
+        // The shader stages a step of WORKGROUP_SIZE units row segment by row segment, each
+        // in a slot of (min(row, step) + 30) / 16 vec4s: the rows a step spans times the slot
+        // must fit the stage, for every row the layout stages.
+        let step = WORKGROUP_SIZE * UNIT_BYTES;
+        let largest = (MIN_STAGED_ROW..4 * step)
+            .map(|row| (step.div_ceil(row) + 1) * ((row.min(step) + 30) / 16))
+            .max()
+            .unwrap();
+        assert!(largest * 4 <= STAGE_WORDS, "{largest} vec4s");
+        // And one lane's loads fill what a step stages.
+        assert!(largest <= STAGE_LOADS * WORKGROUP_SIZE);
+    }
 }

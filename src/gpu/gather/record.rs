@@ -8,12 +8,12 @@ use crate::gpu::device::{scoped, scoped_async};
 use crate::gpu::region::BufferRegion;
 use std::num::NonZeroU64;
 
-/// The gather shader compiled for one device (both entry points), with its bind group layout.
+/// The gather shader compiled for one device (every entry point), with its bind group layout.
 #[derive(Debug, Clone)]
 pub struct GatherPipeline {
     bind_group_layout: wgpu::BindGroupLayout,
     /// One pipeline per entry point, in the order of [`EntryPoint::ALL`].
-    pipelines: [wgpu::ComputePipeline; 3],
+    pipelines: [wgpu::ComputePipeline; EntryPoint::ALL.len()],
     /// Whether this is the trace build, with the trace buffer at binding 4.
     traced: bool,
     /// Output bindings: 1, or more in the multi-output build.
