@@ -17,11 +17,8 @@ pub const WORKGROUP_SIZE: u64 = 256;
 /// Invocations per [`Layout::Runs`] workgroup (`RUNS_WORKGROUP_SIZE`).
 pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 
-/// Words of workgroup memory the shader stages source bytes in (`STAGE_WORDS`).
+/// Words of workgroup memory [`Layout::Tiles`] stages input rows in (`STAGE_WORDS`).
 pub const STAGE_WORDS: u64 = 3776;
-
-/// The most vec4 loads one lane makes to fill the stage (`STAGE_LOADS`).
-pub const STAGE_LOADS: u64 = (STAGE_WORDS / 4).div_ceil(WORKGROUP_SIZE);
 
 /// Entries a [`Layout::Tiles`] dispatch may have (`MAX_TILE_ENTRIES`).
 pub const MAX_TILE_ENTRIES: u64 = 16;
@@ -81,7 +78,7 @@ pub enum EntryPoint {
     /// `main`: [`Layout::Lanes`] with entries of any [`Mode`], [`WORKGROUP_SIZE`] lanes.
     Lanes = 0,
     /// `main_lanes_vec4`: [`Layout::Lanes`] when every entry is [`Mode::Vec4`], without the
-    /// staging code and its workgroup memory.
+    /// other modes' code.
     LanesVec4 = 1,
     /// `main_tiles`: [`Layout::Tiles`], [`WORKGROUP_SIZE`] lanes.
     Tiles = 2,
@@ -363,6 +360,22 @@ mod tests {
     }
 
     #[test]
+    fn workgroup_memory_fits_every_device() {
+        // All workgroup variables together, though each entry point uses only some: within
+        // wgpu's default `max_compute_workgroup_storage_size`, which every device offers.
+        let module = module();
+        let mut layouter = naga::proc::Layouter::default();
+        layouter.update(module.to_ctx()).unwrap();
+        let bytes: u32 = module
+            .global_variables
+            .iter()
+            .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+            .map(|(_, g)| layouter[g.ty].size)
+            .sum();
+        assert!(bytes <= 16_384, "{bytes} bytes");
+    }
+
+    #[test]
     fn modes_workgroup_size_and_units_match_the_shader() {
         let module = module();
         for (name, mode) in [
@@ -379,7 +392,6 @@ mod tests {
             ("WORKGROUP_SIZE", WORKGROUP_SIZE),
             ("RUNS_WORKGROUP_SIZE", RUNS_WORKGROUP_SIZE),
             ("STAGE_WORDS", STAGE_WORDS),
-            ("STAGE_LOADS", STAGE_LOADS),
             ("MAX_TILE_ENTRIES", MAX_TILE_ENTRIES),
         ] {
             assert_eq!(wgsl_u32_constant(&module, name) as u64, value, "{name}");
