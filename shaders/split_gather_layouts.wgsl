@@ -140,12 +140,14 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
 // The block's units of entry `e`: [base, end).
 fn lanes_span(p: Params, e: Entry, local_block: u32) -> vec2<u32> {
     let base = local_block * p.units_per_lane * WORKGROUP_SIZE;
-    return vec2<u32>(base, min((e.out_bytes + 15u) / 16u, base + p.units_per_lane * WORKGROUP_SIZE));
+    let end = base + p.units_per_lane * WORKGROUP_SIZE;
+    return vec2<u32>(base, min((e.out_bytes + 15u) / 16u, end));
 }
 
 // Unaligned rows: one unit per lane and step, each from two aligned vec4 loads, shifted. A
 // lane's second load is its neighbour's first, which a GPU serves from its cache: on an H100
-// this ran at twice the rate of staging each step in workgroup memory between two barriers.
+// this ran at 2.4 times the rate of staging each step in workgroup memory between two
+// barriers (0.91 to 0.93 of the copy kernel against 0.36 to 0.40).
 fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
     if (e.mode == MODE_VEC4) {
         copy_lanes_vec4(p, e, local_block, lane);
@@ -163,7 +165,8 @@ fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
     for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
         let b = e.first_byte + u * 16u;
         let row = b / e.row_bytes;
-        store_unit(e.dst_unit + u, load_vec4((row * e.src_stride + e.src_offset + (b - row * e.row_bytes)) / 16u));
+        let s = row * e.src_stride + e.src_offset + (b - row * e.row_bytes);
+        store_unit(e.dst_unit + u, load_vec4(s / 16u));
     }
 }
 

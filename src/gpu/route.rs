@@ -7,7 +7,7 @@
 //! [`texture_command_cost`] times a buffer copy's, so the cheaper plan of copies wins; the
 //! gather takes everything else. On GPUs the gather runs at the copy kernel's speed, and
 //! copy commands are no faster (an H100 through Vulkan moved 64 MiB with one
-//! `copy_buffer_to_buffer` at half the copy kernel's rate), so it takes every split there.
+//! `copy_buffer_to_buffer` at 0.40 of the copy kernel's rate), so it takes every split there.
 
 use crate::error::Result;
 use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherTuning};

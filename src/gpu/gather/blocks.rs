@@ -55,7 +55,7 @@ pub const MIN_RUN_UNITS: u64 = 16;
 /// Unaligned output rows shorter than this do not take [`Layout::Lanes`], whose units each
 /// span at most two rows (16 bytes would do), but [`Layout::Tiles`] where they can: a split
 /// with rows that short is mostly row ends.
-const MIN_STAGED_ROW: u64 = 64;
+const MIN_LANES_ROW: u64 = 64;
 
 /// The longest rows of equal aligned entries that still take lanes in turn ([`Layout::Runs`],
 /// see [`number_blocks`]).
@@ -71,13 +71,13 @@ pub(super) fn units(out_bytes: u64) -> u64 {
 }
 
 /// The layout of a dispatch of `entries` in `mode`: [`Layout::Lanes`] needs every unaligned
-/// entry's rows long enough to stage.
+/// entry's rows at least [`MIN_LANES_ROW`] long.
 pub(super) fn entry_layout(mode: GatherMode, entries: &[Entry]) -> Layout {
-    let stageable = entries
+    let long_rows = entries
         .iter()
-        .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_STAGED_ROW);
+        .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_LANES_ROW);
     match mode {
-        GatherMode::Coalesced if stageable => Layout::Lanes,
+        GatherMode::Coalesced if long_rows => Layout::Lanes,
         _ => Layout::Runs,
     }
 }
@@ -125,7 +125,7 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
             .all(|w| (w[0].out_bytes, w[0].row_bytes) == (w[1].out_bytes, w[1].row_bytes));
     let interleaved = layout == Layout::Runs
         && equal
-        && ((entries[0].row_bytes as u64) < MIN_STAGED_ROW
+        && ((entries[0].row_bytes as u64) < MIN_LANES_ROW
             || (entries[0].row_bytes as u64 <= MAX_INTERLEAVED_VEC4_ROW
                 && entries.iter().all(Entry::is_vec4)));
     let (num_blocks, num_lanes) = match layout {
@@ -147,13 +147,13 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
 /// The header and entries of the [`Layout::Tiles`] dispatch of a split whose rows are short,
 /// when it fits: every output takes its part of `tile_rows` staged input rows. `None` when the
 /// split is not strided, has more than [`MAX_TILE_ENTRIES`] outputs, has no row shorter than
-/// `MIN_STAGED_ROW` bytes or has rows too long to stage.
+/// `MIN_LANES_ROW` bytes or has rows too long to stage.
 pub(super) fn tiles(
     bytes: &ByteRows,
     entries: &[Entry],
     tiles_per_block: u64,
 ) -> Option<(Params, Vec<Entry>)> {
-    let short = bytes.outputs.iter().any(|o| o.row_bytes < MIN_STAGED_ROW);
+    let short = bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW);
     if bytes.kind != RowKind::Strided
         || !short
         || bytes.outputs.len() as u64 > MAX_TILE_ENTRIES
