@@ -68,6 +68,20 @@ fn every_row_length_at_every_offset(gpu: &'static GpuSplitter) {
             check_all(&variants, &plan, &input);
         }
     }
+    // Every output's rows 64 bytes or longer, so a GPU's lanes layout takes them (shifted
+    // loads, units across row ends): rows of 64 + m and of r bytes, the second starting at
+    // every residue mod 16.
+    for r in 64..=80usize {
+        for m in 0..16usize {
+            let cols = 64 + m + r;
+            let shape = [300, cols];
+            let input =
+                HostTensor::new(DType::U8, shape.to_vec(), pattern(300 * cols, m as u8)).unwrap();
+            let lengths = IntTensor::vector(vec![(64 + m) as i64, r as i64]);
+            let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
+            check_all(&variants, &plan, &input);
+        }
+    }
 }
 
 fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
