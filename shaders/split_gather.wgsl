@@ -109,7 +109,7 @@ struct Table {
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 // The same source bytes as vec4 words.
 @group(0) @binding(2) var<storage, read> src4: array<vec4<u32>>;
-// The multi-output build (src/gpu/gather/abi.rs) declares dst0, dst1, ... here instead, and
+// The multi-output build (src/gpu/gather/builds.rs) declares dst0, dst1, ... here instead, and
 // `store_unit` picks one by the top bits of the unit (DST_BINDING_SHIFT): one dispatch then
 // writes outputs that live in several buffers.
 @group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;

@@ -96,7 +96,7 @@ fn split_shader_compiles_for_every_backend() {
     translate_everywhere("split_gather.wgsl (traced)", &traced, &gather_entries());
     // And the multi-output build, at its most bindings.
     let bindings = wgpu_split::gpu::gather::abi::MAX_DST_BINDINGS;
-    let multi = wgpu_split::gpu::gather::abi::multi_output_source(source, bindings).unwrap();
+    let multi = wgpu_split::gpu::gather::builds::multi_output_source(source, bindings).unwrap();
     translate_everywhere(
         "split_gather.wgsl (multi-output)",
         &multi,

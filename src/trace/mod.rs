@@ -14,7 +14,7 @@ pub mod analysis;
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped;
-pub use crate::gpu::gather::abi::{traced_source, TRACE_HOOK};
+pub use crate::gpu::gather::builds::{traced_source, TRACE_HOOK};
 
 use crate::gpu::gather::abi::{input_binding, WORKGROUP_SIZE};
 use crate::gpu::gather::plan::{plan_dispatches, Dispatch};

@@ -1,8 +1,9 @@
 //! The gather route: one compute dispatch of the gather shader ([`abi::SHADER_SOURCE`]) for
 //! every output (several only past one binding).
 //!
-//! - [`abi`]: the table's structs, modes and sizes, checked against the WGSL; the trace and
-//!   multi-output builds of the shader.
+//! - [`abi`]: the table's structs, modes, layouts, entry points and sizes, checked against the
+//!   WGSL.
+//! - [`builds`]: the trace and multi-output builds of the shader.
 //! - [`plan`]: the dispatches and their tables (pure); `blocks` numbers their entries into
 //!   workgroups and lanes per layout.
 //! - [`record`]: the pipeline, bind groups and dispatches.
@@ -10,6 +11,7 @@
 
 pub mod abi;
 mod blocks;
+pub mod builds;
 pub mod plan;
 pub mod record;
 pub(crate) mod tables;

@@ -150,7 +150,7 @@ fn whole_table(
     })
 }
 
-/// One dispatch of the multi-output build ([`super::abi::multi_output_source`]): output
+/// One dispatch of the multi-output build ([`super::builds::multi_output_source`]): output
 /// `o` of `bytes` goes to output binding `bindings[o]`, at `layout.ranges[o].offset` within
 /// that binding's window. Each binding's window and the input must fit `window_limit`;
 /// `dst_offset` and `dst_size` are 0, as each binding has a window of its own.

@@ -1,7 +1,8 @@
 //! Recording the gather: the pipeline (compiled once per device), one bind group per
 //! dispatch, and the dispatches themselves.
 
-use super::abi::{multi_output_source, traced_source, EntryPoint, SHADER_SOURCE};
+use super::abi::{EntryPoint, SHADER_SOURCE};
+use super::builds::{multi_output_source, traced_source};
 use super::plan::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
