@@ -1,0 +1,159 @@
+//! `wgpu-split bench`: the report's fields, on each adapter.
+
+use crate::{s, wgpu_split};
+
+fn bench_writes_the_report_fields(backend: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let backend = &format!("--backend={backend}");
+    let out = wgpu_split(&[
+        "bench",
+        backend,
+        "--quick",
+        "--cases=spec_split",
+        &format!("--json={}", s(&json)),
+    ]);
+    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("spec_split"), "{}", out.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the report is JSON");
+    assert!(v["adapter"]["name"].is_string() && v["adapter"]["backend"].is_string());
+    assert!(v["roundtrip_ms"].as_f64().unwrap() > 0.0);
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 1);
+    let case = &cases[0];
+    assert_eq!(case["name"], "spec_split");
+    assert_eq!(case["op"], "split");
+    assert_eq!(case["dtype"], "f32");
+    assert_eq!(case["shape"], serde_json::json!([6, 12, 10, 24]));
+    assert_eq!(case["axis"], 1);
+    assert_eq!(case["outputs"], 3);
+    assert_eq!(case["bytes"], 6 * 12 * 10 * 24 * 4);
+    assert_eq!(case["zero_copy"], false);
+    let commands: Vec<u64> = ["dispatches", "buffer_copies", "texture_copies"]
+        .iter()
+        .map(|field| case[field].as_u64().unwrap_or_else(|| panic!("{field}")))
+        .collect();
+    assert!(commands.iter().sum::<u64>() >= 1, "{commands:?}");
+    for field in [
+        "split_ms",
+        "prepared_ms",
+        "roundtrip_ms",
+        "split_gbps",
+        "prepared_gbps",
+        "copy_gbps",
+        "shader_copy_gbps",
+        "cpu_reference_gbps",
+    ] {
+        let x = case[field].as_f64().unwrap_or(-1.0);
+        assert!(x.is_finite() && x > 0.0, "{field}: {}", case[field]);
+    }
+
+    // The gather alone, with the traced memory figures beside the copy kernel's.
+    let out = wgpu_split(&[
+        "bench",
+        backend,
+        "--quick",
+        "--cases=tiny_runs",
+        "--route=gather",
+        "--memory",
+        &format!("--json={}", s(&json)),
+    ]);
+    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("copy kernel"), "{}", out.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the report is JSON");
+    assert_eq!(v["route"], "gather");
+    let case = &v["cases"][0];
+    assert_eq!(
+        (case["dispatches"].as_u64(), case["buffer_copies"].as_u64()),
+        (Some(1), Some(0))
+    );
+    for warp in ["warp32", "warp64"] {
+        let split = &case["memory"][warp];
+        let copy = &case["copy_kernel_memory"][warp];
+        for field in ["load_efficiency", "store_efficiency"] {
+            let x = split[field].as_f64().unwrap();
+            assert!(x > 0.5 && x <= 1.0, "{warp} {field}: {x}");
+            assert_eq!(copy[field].as_f64(), Some(1.0), "{warp} {field}");
+        }
+        for field in [
+            "load_lines_per_512",
+            "load_lines_once_per_512",
+            "store_lines_per_512",
+            "table_bytes_per_512",
+        ] {
+            assert!(split[field].as_f64().unwrap() >= 0.0, "{warp} {field}");
+        }
+    }
+    // The chart: an SVG with every case and the three rates.
+    let svg = dir.path().join("bench.svg");
+    let out = wgpu_split(&[
+        "bench",
+        backend,
+        "--quick",
+        "--cases=spec_split,tiny_runs",
+        &format!("--plot={}", s(&svg)),
+    ]);
+    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"), "{}", &text[..text.len().min(80)]);
+    for label in [
+        "spec_split",
+        "tiny_runs",
+        "split",
+        "copy_buffer_to_buffer",
+        "vec4 copy kernel",
+    ] {
+        assert!(text.contains(label), "the chart lacks {label}");
+    }
+    // Report paths that cannot be written fail before the suite runs: no results printed.
+    for option in ["--plot", "--json"] {
+        let arg = format!("{option}=/nonexistent/dir/x");
+        let out = wgpu_split(&["bench", backend, "--quick", "--cases=spec_split", &arg]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("{option} /nonexistent/dir/x: ")),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            !out.stdout.contains("adapter:"),
+            "the suite ran: {}",
+            out.stdout
+        );
+    }
+    let dir_as_json = format!("--json={}", s(dir.path()));
+    let out = wgpu_split(&[
+        "bench",
+        backend,
+        "--quick",
+        "--cases=spec_split",
+        &dir_as_json,
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        !out.stdout.contains("adapter:"),
+        "the suite ran: {}",
+        out.stdout
+    );
+
+    let out = wgpu_split(&["bench", backend, "--route=fastest"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("auto, gather, copies"),
+        "{}",
+        out.stderr
+    );
+
+    let out = wgpu_split(&["bench", backend, "--cases=nope"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("unknown case \"nope\""),
+        "{}",
+        out.stderr
+    );
+}
+
+per_backend_command!(bench_writes_the_report_fields);

@@ -1,0 +1,112 @@
+//! The built `wgpu-split` binary: the demo and adapter choice here; `bench`, round trips
+//! through `run`, and every error path in the modules below.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bench;
+mod errors;
+mod run;
+
+use std::path::Path;
+use std::process::Command;
+use wgpu_split::{npy, HostTensor};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn wgpu_split(args: &[&str]) -> Out {
+    wgpu_split_with(args, &[])
+}
+
+/// [`wgpu_split`] with these environment variables set.
+fn wgpu_split_with(args: &[&str], env: &[(&str, &str)]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_wgpu-split"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env_remove("WGPU_SPLIT_BACKEND")
+        .output()
+        .expect("the binary runs");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    }
+}
+
+fn save(dir: &Path, name: &str, t: &HostTensor) -> String {
+    let p = dir.join(name);
+    npy::write(&p, t).unwrap();
+    p.display().to_string()
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn demo_runs_every_spec_example_and_matches(backend: &str) {
+    let out = wgpu_split(&[&format!("--backend={backend}")]);
+    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("all outputs equal the CPU reference"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("[6, 4, 10, 24]") && out.stdout.contains("keepdims 0"));
+    assert!(!out.stdout.contains(" NO"));
+}
+
+#[test]
+fn adapters_are_picked_by_index_name_and_wgpu_variables() {
+    let out = wgpu_split(&["info", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let adapters = v["adapters"].as_array().unwrap();
+    for (i, a) in adapters.iter().enumerate() {
+        assert_eq!(a["index"], i);
+    }
+    // By index within a backend, by part of a name, and through wgpu's own variables.
+    let out = wgpu_split(&["--backend=gl", "--adapter=0"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("(Gl, "), "{}", out.stdout);
+    let out = wgpu_split(&["--backend=vulkan", "--adapter=LLVMPIPE"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("(Vulkan, "), "{}", out.stdout);
+    let out = wgpu_split_with(&[], &[("WGPU_BACKEND", "gl")]);
+    assert!(out.stdout.contains("(Gl, "), "{}", out.stdout);
+    let out = wgpu_split_with(
+        &[],
+        &[("WGPU_BACKEND", "vulkan"), ("WGPU_ADAPTER_NAME", "llvm")],
+    );
+    assert!(out.stdout.contains("(Vulkan, "), "{}", out.stdout);
+    // No such adapter: exit 3, one line naming what was asked for and what there is.
+    for args in [&["--adapter=no-such-gpu"][..], &["--adapter=99"]] {
+        let out = wgpu_split(args);
+        assert_eq!(out.code, 3, "{}", out.stderr);
+        assert!(out.stderr.contains("the adapters are"), "{}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    }
+    let out = wgpu_split_with(&[], &[("WGPU_ADAPTER_NAME", "no-such-gpu")]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("no-such-gpu"), "{}", out.stderr);
+}
+
+#[test]
+fn info_lists_adapters_and_limits() {
+    let out = wgpu_split(&["info", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let adapters = v["adapters"].as_array().unwrap();
+    assert!(!adapters.is_empty());
+    assert!(
+        adapters[0]["limits"]["max_storage_buffer_binding_size"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
+
+per_backend_command!(demo_runs_every_spec_example_and_matches);
