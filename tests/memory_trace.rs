@@ -37,6 +37,7 @@ fn copy_like_figures(accesses: &[Access]) -> Vec<MemoryFigures> {
             (4.0, 4.0),
             "{f:?}"
         );
+        assert_eq!(f.load_lines_once_per_512, 4.0, "{f:?}");
     }
     all.to_vec()
 }
@@ -49,7 +50,7 @@ fn the_copy_kernel_is_the_reference(gpu: &'static GpuSplitter) {
 }
 
 fn traced_stores_cover_every_output_unit_once(gpu: &'static GpuSplitter) {
-    // Unaligned u8 rows (staged lanes), 4-byte rows (tiles) and aligned rows (vec4 lanes), in
+    // Unaligned u8 rows (shifted lanes), 4-byte rows (tiles) and aligned rows (vec4 lanes), in
     // both gather modes.
     let cases = [
         (DType::U8, vec![40, 301], vec![100, 0, 201]),
@@ -93,8 +94,32 @@ fn aligned_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
     }
 }
 
+fn unaligned_rows_load_each_line_once_per_warp(gpu: &'static GpuSplitter) {
+    // word_odd's and bytes_odd's rows (1,364 and 1,365 bytes), fewer of them. Each lane loads
+    // two aligned units, the second its neighbour's first, so load instructions touch about
+    // twice a copy's lines; counted once per warp, the lines are about a copy's.
+    let gpu = gpu.clone().with_route(RouteChoice::Gather);
+    for (dtype, width) in [(DType::F32, 1023usize), (DType::U8, 4095)] {
+        let third = width as i64 / 3;
+        let plan = ops::variadic_split(
+            &[256, width],
+            &IntTensor::scalar(1),
+            &IntTensor::vector(vec![third; 3]),
+        )
+        .unwrap();
+        let accesses = trace_split(&gpu_settings(&gpu), &plan, dtype, Sampling::default()).unwrap();
+        for warp in [32, 64] {
+            let f = figures(&accesses, warp);
+            assert_eq!(f.store_lines_per_512, 4.0, "{dtype} {f:?}");
+            assert!(f.load_lines_per_512 > 8.0, "{dtype} {f:?}");
+            assert!(f.load_lines_once_per_512 <= 6.0, "{dtype} {f:?}");
+        }
+    }
+}
+
 per_backend!(
     the_copy_kernel_is_the_reference,
     traced_stores_cover_every_output_unit_once,
     aligned_rows_trace_like_a_copy,
+    unaligned_rows_load_each_line_once_per_warp,
 );

@@ -182,23 +182,25 @@ fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!();
     say!("memory, traced: the gather as a GPU runs it (coalesced lanes), whatever the adapter");
     say!(
-        "{:<11} {:>4} {:>9} {:>10} {:>10} {:>11} {:>10}",
+        "{:<11} {:>4} {:>9} {:>10} {:>10} {:>10} {:>11} {:>10}",
         "case",
         "warp",
         "load eff",
         "store eff",
         "load l/512",
+        "once l/512",
         "store l/512",
         "table B/512"
     );
     let row = |name: &str, f: &MemoryFigures| {
         say!(
-            "{:<11} {:>4} {:>9.3} {:>10.3} {:>10.2} {:>11.2} {:>10.2}",
+            "{:<11} {:>4} {:>9.3} {:>10.3} {:>10.2} {:>10.2} {:>11.2} {:>10.2}",
             name,
             f.warp,
             f.load_efficiency,
             f.store_efficiency,
             f.load_lines_per_512,
+            f.load_lines_once_per_512,
             f.store_lines_per_512,
             f.table_bytes_per_512
         );
@@ -216,8 +218,9 @@ fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
     }
     say!("(eff = useful bytes / (32-byte sectors touched x 32) per warp instruction; l/512 = 128-byte");
     say!(
-        " lines touched per 512 bytes stored; table B/512 = table bytes read per 512 bytes stored)"
+        " lines touched per 512 bytes stored, summed over warp instructions; once l/512 = the load"
     );
+    say!(" lines counted once per warp; table B/512 = table bytes read per 512 bytes stored)");
 }
 
 fn figures_json(f: &MemoryFigures) -> Value {
@@ -225,6 +228,7 @@ fn figures_json(f: &MemoryFigures) -> Value {
         "load_efficiency": f.load_efficiency,
         "store_efficiency": f.store_efficiency,
         "load_lines_per_512": f.load_lines_per_512,
+        "load_lines_once_per_512": f.load_lines_once_per_512,
         "store_lines_per_512": f.store_lines_per_512,
         "table_bytes_per_512": f.table_bytes_per_512,
     })

@@ -6,7 +6,7 @@
 //! that kind by each lane. Within one, useful bytes are the bytes the lanes ask for (each byte
 //! once), a sector is an aligned 32-byte span and a line an aligned 128-byte span touched.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// What a traced access touched (`TRACE_*` in the shaders).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -45,8 +45,12 @@ pub struct MemoryFigures {
     pub load_efficiency: f64,
     /// The same for stores.
     pub store_efficiency: f64,
-    /// 128-byte lines loads touch per 512 bytes stored.
+    /// 128-byte lines loads touch per 512 bytes stored, summed over load instructions.
     pub load_lines_per_512: f64,
+    /// The same, each line counted once per warp however many of its load instructions touch
+    /// it: the lines a warp brings in if every line it touched stayed in its cache. Equal to
+    /// `load_lines_per_512` where no two load instructions of a warp share a line.
+    pub load_lines_once_per_512: f64,
     /// 128-byte lines stores touch per 512 bytes stored.
     pub store_lines_per_512: f64,
     /// Table bytes read per 512 bytes stored.
@@ -77,12 +81,17 @@ pub fn figures(accesses: &[Access], warp: u32) -> MemoryFigures {
             .push((a.address, a.size));
     }
     let mut totals: HashMap<Kind, Totals> = HashMap::new();
-    for ((_, _, _, kind), spans) in &instructions {
+    // The lines each warp's loads touch, as (workgroup, warp, line).
+    let mut warp_load_lines = HashSet::new();
+    for ((workgroup, warp, _, kind), spans) in &instructions {
         let t = totals.entry(*kind).or_default();
         let (useful, sectors, lines) = touched(spans);
         t.useful += useful;
         t.sectors += sectors;
-        t.lines += lines;
+        t.lines += lines.len() as u64;
+        if *kind == Kind::Load {
+            warp_load_lines.extend(lines.into_iter().map(|l| (*workgroup, *warp, l)));
+        }
     }
     let get = |k| totals.get(&k).copied().unwrap_or_default();
     let (loads, stores, table) = (get(Kind::Load), get(Kind::Store), get(Kind::Table));
@@ -93,14 +102,16 @@ pub fn figures(accesses: &[Access], warp: u32) -> MemoryFigures {
         load_efficiency: efficiency(loads),
         store_efficiency: efficiency(stores),
         load_lines_per_512: per_512(loads.lines),
+        load_lines_once_per_512: per_512(warp_load_lines.len() as u64),
         store_lines_per_512: per_512(stores.lines),
         table_bytes_per_512: per_512(table.useful),
         stored_bytes: stores.useful,
     }
 }
 
-/// Useful bytes, sectors and lines of one warp instruction's `(address, size)` accesses.
-fn touched(spans: &[(u64, u32)]) -> (u64, u64, u64) {
+/// Useful bytes, sectors and lines (their numbers) of one warp instruction's `(address, size)`
+/// accesses.
+fn touched(spans: &[(u64, u32)]) -> (u64, u64, BTreeSet<u64>) {
     let mut bytes: Vec<(u64, u64)> = spans.iter().map(|&(a, s)| (a, a + s as u64)).collect();
     bytes.sort_unstable();
     let mut useful = 0;
@@ -120,7 +131,7 @@ fn touched(spans: &[(u64, u32)]) -> (u64, u64, u64) {
             lines.insert(l);
         }
     }
-    (useful, sectors.len() as u64, lines.len() as u64)
+    (useful, sectors.len() as u64, lines)
 }
 
 #[cfg(test)]
@@ -158,6 +169,7 @@ mod tests {
             let f = figures(&copy, warp);
             assert_eq!((f.load_efficiency, f.store_efficiency), (1.0, 1.0));
             assert_eq!((f.load_lines_per_512, f.store_lines_per_512), (4.0, 4.0));
+            assert_eq!(f.load_lines_once_per_512, 4.0);
             assert_eq!((f.table_bytes_per_512, f.stored_bytes), (0.0, 4096));
         }
     }
@@ -175,6 +187,25 @@ mod tests {
         let f = figures(&strided, 32);
         assert_eq!(f.load_efficiency, 0.5);
         assert_eq!(f.load_lines_per_512, 16.0);
+        assert_eq!(f.load_lines_once_per_512, 16.0);
+    }
+
+    #[test]
+    fn a_line_two_loads_of_a_warp_share_counts_once_per_warp() {
+        // Each lane loads its 16-byte unit and the next one, as a funnel shift does: the
+        // second instruction touches the first's 4 lines and one more.
+        let shifted = trace(32, |l| {
+            vec![
+                (Kind::Load, l as u64 * 16, 16),
+                (Kind::Load, l as u64 * 16 + 16, 16),
+                (Kind::Store, l as u64 * 16, 16),
+            ]
+        });
+        let f = figures(&shifted, 32);
+        assert_eq!(
+            (f.load_lines_per_512, f.load_lines_once_per_512),
+            (9.0, 5.0)
+        );
     }
 
     #[test]
