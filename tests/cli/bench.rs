@@ -1,6 +1,6 @@
 //! `wgpu-split bench`: the report's fields, on each adapter.
 
-use crate::{s, wgpu_split};
+use crate::{s, wgpu_split, Out};
 
 fn bench_writes_the_report_fields(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
@@ -108,15 +108,15 @@ fn bench_writes_the_report_fields(backend: &str) {
         assert!(text.contains(label), "the chart lacks {label}");
     }
     // Report paths that cannot be written fail before the suite runs: no results printed.
-    for option in ["--plot", "--json"] {
-        let arg = format!("{option}=/nonexistent/dir/x");
-        let out = wgpu_split(&["bench", backend, "--quick", "--cases=spec_split", &arg]);
-        assert_eq!(out.code, 2, "{}", out.stderr);
-        assert!(
-            out.stderr
-                .contains(&format!("{option} /nonexistent/dir/x: ")),
-            "{}",
-            out.stderr
+    let dir_as_json = format!("--json={}", s(dir.path()));
+    for (arg, expect) in [
+        ("--plot=/nonexistent/dir/x", "--plot /nonexistent/dir/x: "),
+        ("--json=/nonexistent/dir/x", "--json /nonexistent/dir/x: "),
+        (dir_as_json.as_str(), "--json "),
+    ] {
+        let out = refused(
+            &["bench", backend, "--quick", "--cases=spec_split", arg],
+            expect,
         );
         assert!(
             !out.stdout.contains("adapter:"),
@@ -124,36 +124,19 @@ fn bench_writes_the_report_fields(backend: &str) {
             out.stdout
         );
     }
-    let dir_as_json = format!("--json={}", s(dir.path()));
-    let out = wgpu_split(&[
-        "bench",
-        backend,
-        "--quick",
-        "--cases=spec_split",
-        &dir_as_json,
-    ]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        !out.stdout.contains("adapter:"),
-        "the suite ran: {}",
-        out.stdout
+    refused(
+        &["bench", backend, "--route=fastest"],
+        "auto, gather, copies",
     );
+    refused(&["bench", backend, "--cases=nope"], "unknown case \"nope\"");
+}
 
-    let out = wgpu_split(&["bench", backend, "--route=fastest"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("auto, gather, copies"),
-        "{}",
-        out.stderr
-    );
-
-    let out = wgpu_split(&["bench", backend, "--cases=nope"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("unknown case \"nope\""),
-        "{}",
-        out.stderr
-    );
+/// Runs `args`, which must exit 2 with `expect` in the error.
+fn refused(args: &[&str], expect: &str) -> Out {
+    let out = wgpu_split(args);
+    assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    assert!(out.stderr.contains(expect), "{args:?}: {}", out.stderr);
+    out
 }
 
 per_backend_command!(bench_writes_the_report_fields);

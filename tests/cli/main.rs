@@ -38,6 +38,13 @@ fn wgpu_split_with(args: &[&str], env: &[(&str, &str)]) -> Out {
     }
 }
 
+/// `wgpu-split run --op OP --input INPUT --out OUT ARGS...`.
+fn run_op(op: &str, input: &str, out: &str, args: &[&str]) -> Out {
+    let mut full = vec!["run", "--op", op, "--input", input, "--out", out];
+    full.extend(args);
+    wgpu_split(&full)
+}
+
 fn save(dir: &Path, name: &str, t: &HostTensor) -> String {
     let p = dir.join(name);
     npy::write(&p, t).unwrap();

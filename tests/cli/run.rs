@@ -1,7 +1,7 @@
 //! `wgpu-split run`: every dtype, Fortran-order and big-endian inputs, strings, empty
 //! sequences and the ONNX Split opsets, read back from the files it writes.
 
-use crate::{s, save, wgpu_split};
+use crate::{run_op, s, save};
 use wgpu_split::{npy, ops, reference, DType, HostTensor, IntTensor};
 
 fn every_dtype_round_trips_through_run(backend: &str) {
@@ -44,19 +44,12 @@ fn every_dtype_round_trips_through_run(backend: &str) {
                 dtype.name().replace('<', ""),
                 &backend[10..]
             ));
-            let out = wgpu_split(&[
-                "run",
-                "--op",
+            let out = run_op(
                 "variadic-split",
-                "--input",
                 &in_path,
-                "--out",
                 &s(&out_dir),
-                "--axis=1",
-                "--lengths=2,0,-1",
-                backend,
-                "--json",
-            ]);
+                &["--axis=1", "--lengths=2,0,-1", backend, "--json"],
+            );
             assert_eq!(out.code, 0, "{dtype} {backend}: {}", out.stderr);
             let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
             assert_eq!(report["outputs"].as_array().unwrap().len(), 3);
@@ -100,18 +93,12 @@ fn fortran_order_and_big_endian_inputs(backend: &str) {
     std::fs::write(&path, raw_npy(">i4", true, "(3, 4)", &data)).unwrap();
     let flag = format!("--backend={backend}");
     let out_dir = dir.path().join(backend);
-    let out = wgpu_split(&[
-        "run",
-        "--op",
+    let out = run_op(
         "split",
-        "--input",
         &s(&path),
-        "--out",
         &s(&out_dir),
-        "--axis=-1",
-        "--num-splits=2",
-        &flag,
-    ]);
+        &["--axis=-1", "--num-splits=2", &flag],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let second = npy::read(&out_dir.join("output_1.npy")).unwrap();
     assert_eq!(second.to_vec::<i32>().unwrap(), vec![2, 3, 6, 7, 10, 11]);
@@ -131,18 +118,12 @@ fn strings_split_to_sequence(backend: &str) {
     std::fs::write(&path, raw_npy("<U5", false, "(3, 2)", &data)).unwrap();
     let flag = format!("--backend={backend}");
     let out_dir = dir.path().join(backend);
-    let out = wgpu_split(&[
-        "run",
-        "--op",
+    let out = run_op(
         "split-to-sequence",
-        "--input",
         &s(&path),
-        "--out",
         &s(&out_dir),
-        "--axis=0",
-        "--split=2",
-        &flag,
-    ]);
+        &["--axis=0", "--split=2", &flag],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let first = npy::utf32_strings(&npy::read(&out_dir.join("output_0.npy")).unwrap()).unwrap();
     assert_eq!(first, vec!["alpha", "be", "", "δέλτα"]);
@@ -159,15 +140,7 @@ fn empty_sequence_writes_no_files() {
         &HostTensor::from_slice::<f32>(&[0, 3], &[]).unwrap(),
     );
     let out_dir = dir.path().join("o");
-    let out = wgpu_split(&[
-        "run",
-        "--op",
-        "split-to-sequence",
-        "--input",
-        &input,
-        "--out",
-        &s(&out_dir),
-    ]);
+    let out = run_op("split-to-sequence", &input, &s(&out_dir), &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 0);
 }
@@ -182,50 +155,33 @@ fn onnx_split_opsets() {
         &HostTensor::from_slice(&[2, 8], &data).unwrap(),
     );
     let o = dir.path().join("o18");
-    let out = wgpu_split(&[
-        "run",
-        "--op",
+    let out = run_op(
         "onnx-split",
-        "--input",
         &input,
-        "--out",
         &s(&o),
-        "--axis=1",
-        "--num-outputs=3",
-        "--json",
-    ]);
+        &["--axis=1", "--num-outputs=3", "--json"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let last = npy::read(&o.join("output_2.npy")).unwrap();
     assert_eq!(last.to_vec::<f32>().unwrap(), vec![7.0, 8.0, 15.0, 16.0]);
     let o = dir.path().join("o13");
-    let out = wgpu_split(&[
-        "run",
-        "--op",
+    let out = run_op(
         "onnx-split",
-        "--input",
         &input,
-        "--out",
         &s(&o),
-        "--axis=1",
-        "--num-outputs=3",
-        "--opset=13",
-    ]);
+        &["--axis=1", "--num-outputs=3", "--opset=13"],
+    );
     assert_eq!(out.code, 2);
     assert_eq!(
         out.stderr.trim(),
         "error: number of outputs 3 does not divide axis 1 of length 8"
     );
-    let out = wgpu_split(&[
-        "run",
-        "--op",
+    let out = run_op(
         "onnx-split",
-        "--input",
         &input,
-        "--out",
         &s(&o),
-        "--split=[2,6]",
-        "--num-outputs=2",
-    ]);
+        &["--split=[2,6]", "--num-outputs=2"],
+    );
     assert_eq!(out.code, 2);
     assert!(!o.exists());
 }
