@@ -8,7 +8,7 @@
 // Work is cut into blocks, one per workgroup. Outputs are written in 16-byte units; entries
 // start on 16-byte aligned destination offsets, so no unit spans two entries and no two
 // invocations write the same word (no atomics, even for 1- and 2-byte dtypes). The host picks
-// one of three layouts per dispatch (`Params.lane_layout`):
+// one of four layouts per dispatch (`Params.lane_layout`):
 //
 // - LAYOUT_RUNS (CPU adapters, where every invocation has a fixed cost; entry points
 //   `main_runs` and, when every entry is aligned, `main_runs_vec4`, with no barrier and no
@@ -27,6 +27,10 @@
 // - LAYOUT_TILES (GPUs, rows shorter than a few units): each workgroup stages `tile_rows` whole
 //   input rows with coalesced loads, then writes every output's part of them with coalesced
 //   stores.
+// - LAYOUT_SCATTER (GPUs when the host asks for it, short rows of whole words): consecutive
+//   lanes load consecutive aligned input vec4s and store each word to the output that holds
+//   it; a warp's stores to one output are consecutive words. (The padding after an output's
+//   last word is left as it was, as the copy routes leave it.)
 //
 // This file holds the table, the bindings, the access functions and the entry points; the
 // layouts' code is in split_gather_layouts.wgsl, which the host appends (WGSL has no include).
@@ -41,12 +45,13 @@ struct Params {
     // Entries in the table below.
     num_entries: u32,
     // LAYOUT_RUNS, LAYOUT_LANES: units per lane in a block. LAYOUT_TILES: tiles per block.
+    // LAYOUT_SCATTER: input units per lane in a block.
     units_per_lane: u32,
-    // LAYOUT_RUNS, LAYOUT_LANES or LAYOUT_TILES.
+    // LAYOUT_RUNS, LAYOUT_LANES, LAYOUT_TILES or LAYOUT_SCATTER.
     lane_layout: u32,
     // LAYOUT_TILES: input rows per tile.
     tile_rows: u32,
-    // LAYOUT_TILES: input rows in all.
+    // LAYOUT_TILES, LAYOUT_SCATTER: input rows in all.
     rows: u32,
     // LAYOUT_RUNS: lanes with work.
     num_lanes: u32,
@@ -63,10 +68,11 @@ const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from
 const LAYOUT_RUNS: u32 = 0u;
 const LAYOUT_LANES: u32 = 1u;
 const LAYOUT_TILES: u32 = 2u;
+const LAYOUT_SCATTER: u32 = 3u;
 
 struct Entry {
     // LAYOUT_LANES: first block of this entry. LAYOUT_RUNS: first lane (in the whole
-    // dispatch). Entries are sorted by it. LAYOUT_TILES: unused.
+    // dispatch). Entries are sorted by it. LAYOUT_TILES, LAYOUT_SCATTER: unused.
     block_start: u32,
     // First 16-byte unit of this entry in `dst`.
     dst_unit: u32,
@@ -95,7 +101,7 @@ const RUNS_WORKGROUP_SIZE: u32 = 64u;
 // every device allows.
 // Staged source words (LAYOUT_TILES).
 const STAGE_WORDS: u32 = 3776u;
-// Entries LAYOUT_TILES keeps at hand.
+// Entries LAYOUT_TILES and LAYOUT_SCATTER keep at hand.
 const MAX_TILE_ENTRIES: u32 = 16u;
 
 // One buffer per dispatch holds both, so a split uploads (or finds in the host's cache) a
@@ -168,6 +174,12 @@ fn load_vec4(i: u32) -> vec4<u32> {
 fn store_unit(i: u32, v: vec4<u32>) {
     trace(TRACE_DST, i * 16u, 16u);
     dst[i] = v;
+}
+
+// Word `j` (0 to 3) of unit `i`.
+fn store_word(i: u32, j: u32, x: u32) {
+    trace(TRACE_DST, i * 16u + j * 4u, 4u);
+    dst[i][j] = x;
 }
 
 // ---- Word assembly ----
@@ -300,6 +312,23 @@ fn main_tiles(
     let p = workgroupUniformLoad(&wg_block).params;
     if (block < p.num_blocks) {
         copy_tiles(p, block, lane);
+    }
+}
+
+// LAYOUT_SCATTER.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main_scatter(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) num_wg: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let block = start(wg, num_wg, lane);
+    if (lane == 0u) {
+        wg_block.params = read_params();
+    }
+    let p = workgroupUniformLoad(&wg_block).params;
+    if (block < p.num_blocks) {
+        copy_scatter(p, block, lane);
     }
 }
 

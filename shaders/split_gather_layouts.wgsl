@@ -1,4 +1,4 @@
-// The gather's three layouts: the body of `shaders/split_gather.wgsl`, which declares the
+// The gather's four layouts: the body of `shaders/split_gather.wgsl`, which declares the
 // table, the bindings, the access functions and the entry points. WGSL has no include, so the
 // host compiles that file followed by this one (`gpu::gather::abi::SHADER_SOURCE`).
 
@@ -272,4 +272,57 @@ fn tile_word_bytes(e: Entry, b: u32, r0: u32, r1: u32, stride: u32, shift: u32) 
         }
     }
     return word;
+}
+
+// ---- LAYOUT_SCATTER ----
+
+// Rows of whole words (every entry MODE_WORD or MODE_VEC4), gathered by input: step by step,
+// lane i of the block loads the block's i-th aligned input vec4 and stores each of its words
+// to the entry whose columns hold it. No staging, and no barrier but the one that shares the
+// entries.
+fn copy_scatter(p: Params, block: u32, lane: u32) {
+    let n = min(p.num_entries, MAX_TILE_ENTRIES);
+    if (lane < n) {
+        tile_entries[lane] = read_entry(lane);
+    }
+    workgroupBarrier();
+    // Every entry has the same stride, a multiple of 4.
+    let stride = workgroupUniformLoad(&tile_entries[0].src_stride);
+    let input_units = (p.rows * stride + 15u) / 16u;
+    let first = block * p.units_per_lane * WORKGROUP_SIZE;
+    for (var k = 0u; k < p.units_per_lane; k++) {
+        let i = first + k * WORKGROUP_SIZE + lane;
+        if (i >= input_units) {
+            break;
+        }
+        let v = load_vec4(i);
+        var row = (i * 16u) / stride;
+        var col = i * 16u - row * stride;
+        for (var j = 0u; j < 4u; j++) {
+            if (row < p.rows) {
+                scatter_word(n, row, col, v[j]);
+            }
+            col += 4u;
+            if (col == stride) {
+                col = 0u;
+                row += 1u;
+            }
+        }
+    }
+}
+
+// Stores the input word at `col` of row `row` to the entry that holds it, if any. Entry `x`
+// stores in the x-th turn of the loop, so the lanes of a warp that store to one output do it
+// together, to consecutive words.
+fn scatter_word(n: u32, row: u32, col: u32, x: u32) {
+    for (var i = 0u; i < n; i++) {
+        // Columns before the entry wrap to large values.
+        let c = col - tile_entries[i].src_offset;
+        let row_bytes = tile_entries[i].row_bytes;
+        if (c < row_bytes) {
+            let b = row * row_bytes + c;
+            store_word(tile_entries[i].dst_unit + b / 16u, (b % 16u) / 4u, x);
+            return;
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! The gather kernel in each of its layouts, on each adapter: runs (CPU adapters), coalesced
-//! lanes with aligned loads or staged rows, and row tiles (GPUs). Every row length from 1 to 80
+//! lanes with aligned or shifted loads, row tiles (GPUs), and short word rows scattered by
+//! input. Every row length from 1 to 80
 //! bytes at every offset modulo 16, outputs that span many workgroups, empty outputs between
 //! non-empty ones, long unaligned rows, and 100,000 outputs; byte for byte against the CPU
 //! reference.
@@ -126,6 +127,39 @@ fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
     check_all(&variants, &plan, &input);
 }
 
+fn word_rows_scattered_by_input(gpu: &'static GpuSplitter) {
+    let scatter = [(
+        format!("{} Scatter", common::name(gpu)),
+        gpu.clone()
+            .with_route(RouteChoice::Gather)
+            .with_gather_mode(GatherMode::Scatter),
+    )];
+    // f32 rows of every length up to 16 words, cut into a words, an empty output and the
+    // rest: outputs at every word offset of the stride, 1,001 rows so every output ends
+    // mid-unit, over several workgroups.
+    for w in 2..=16usize {
+        for a in 1..w {
+            let shape = [1001, w];
+            let input = HostTensor::new(DType::F32, shape.to_vec(), pattern(1001 * w * 4, a as u8))
+                .unwrap();
+            let lengths = IntTensor::vector(vec![a as i64, 0, (w - a) as i64]);
+            let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
+            check_all(&scatter, &plan, &input);
+        }
+    }
+    // 16 outputs (all a block keeps), f64 and i16 pairs; and a split large enough that each
+    // lane takes several steps.
+    let input = HostTensor::new(DType::F64, vec![333, 16], pattern(333 * 128, 9)).unwrap();
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 16).unwrap();
+    check_all(&scatter, &plan, &input);
+    let input = HostTensor::new(DType::I16, vec![777, 6], pattern(777 * 12, 10)).unwrap();
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
+    check_all(&scatter, &plan, &input);
+    let input = HostTensor::new(DType::F32, vec![600_001, 4], pattern(600_001 * 16, 11)).unwrap();
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 4).unwrap();
+    check_all(&scatter, &plan, &input);
+}
+
 fn one_hundred_thousand_outputs(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
     let input = HostTensor::new(DType::U8, vec![100_000, 5], pattern(500_000, 5)).unwrap();
@@ -137,5 +171,6 @@ per_backend!(
     every_row_length_at_every_offset,
     word_rows_and_long_unaligned_rows,
     aligned_rows_spread_and_taken_in_turn,
+    word_rows_scattered_by_input,
     one_hundred_thousand_outputs,
 );

@@ -94,6 +94,32 @@ fn aligned_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
     }
 }
 
+fn scattered_word_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
+    let scatter = gpu_settings(&gpu.clone().with_gather_mode(GatherMode::Scatter));
+    // Every output word stored once, by a 4-byte store: rows of 8 and 12 bytes with an empty
+    // output between, 1,001 rows.
+    let plan = ops::variadic_split(
+        &[1001, 5],
+        &IntTensor::scalar(1),
+        &IntTensor::vector(vec![2, 0, 3]),
+    )
+    .unwrap();
+    let layout = scatter.output_layout(&plan, DType::F32).unwrap();
+    let mut want = BTreeSet::new();
+    for r in &layout.ranges {
+        want.extend((r.offset..r.offset + r.size).step_by(4));
+    }
+    let accesses = trace_split(&scatter, &plan, DType::F32, ALL).unwrap();
+    let stores: Vec<&Access> = accesses.iter().filter(|a| a.kind == Kind::Store).collect();
+    assert!(stores.iter().all(|a| a.size == 4 && a.address % 4 == 0));
+    let stored: BTreeSet<u64> = stores.iter().map(|a| a.address).collect();
+    assert_eq!((stored, stores.len()), (want.clone(), want.len()));
+    // tiny_runs' 4-byte rows: a copy's figures, loads and stores.
+    let plan = ops::split(&[65536, 4], &IntTensor::scalar(1), 4).unwrap();
+    let accesses = trace_split(&scatter, &plan, DType::F32, Sampling::default()).unwrap();
+    copy_like_figures(&accesses);
+}
+
 fn unaligned_rows_load_each_line_once_per_warp(gpu: &'static GpuSplitter) {
     // word_odd's and bytes_odd's rows (1,364 and 1,365 bytes), fewer of them. Each lane loads
     // two aligned units, the second its neighbour's first, so load instructions touch about
@@ -122,4 +148,5 @@ per_backend!(
     traced_stores_cover_every_output_unit_once,
     aligned_rows_trace_like_a_copy,
     unaligned_rows_load_each_line_once_per_warp,
+    scattered_word_rows_trace_like_a_copy,
 );

@@ -141,18 +141,21 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
     let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
     // Six outputs, one empty, in two buffers, in reverse order and with gaps between them.
     let shape = [9, 33]; // lengths 2, 7, 0, 16, 3, 5
-    let input = HostTensor::new(DType::F16, shape.to_vec(), pattern(9 * 33 * 2)).unwrap();
     let lengths = IntTensor::vector(vec![2, 7, 0, 16, 3, 5]);
     let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
     let place = |i: usize| (i % 2, align * 16 * (6 - i as u64));
-    // Both buffers in one dispatch, with the CPU adapters' lanes and with a GPU's.
-    for mode in [GatherMode::Runs, GatherMode::Coalesced] {
-        let gpu = gpu.clone().with_gather_mode(mode);
-        let (dispatches, _) = check(&gpu, &plan, &input, wgpu::BufferUsages::empty(), place);
-        assert_eq!(dispatches, 1, "{mode:?}");
+    // f16 rows of 4 to 32 bytes, and f32 rows of whole words (which Scatter gathers by input).
+    for dtype in [DType::F16, DType::F32] {
+        let input = HostTensor::new(dtype, shape.to_vec(), pattern(9 * 33 * dtype.size())).unwrap();
+        // Both buffers in one dispatch, with the CPU adapters' lanes and with a GPU's.
+        for mode in [GatherMode::Runs, GatherMode::Coalesced, GatherMode::Scatter] {
+            let gpu = gpu.clone().with_gather_mode(mode);
+            let (dispatches, _) = check(&gpu, &plan, &input, wgpu::BufferUsages::empty(), place);
+            assert_eq!(dispatches, 1, "{dtype} {mode:?}");
+        }
+        let copies = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        check(gpu, &plan, &input, copies, place);
     }
-    let copies = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-    check(gpu, &plan, &input, copies, place);
 }
 
 fn bad_regions_are_refused(gpu: &'static GpuSplitter) {

@@ -76,6 +76,32 @@ pub struct BenchArgs {
     /// efficiency, lines and table bytes per 512 bytes moved) beside the copy kernel's.
     #[arg(long)]
     pub memory: bool,
+    /// How the gather maps lanes to units (default: the adapter's, runs on CPU adapters and
+    /// coalesced on GPUs); scatter is coalesced with short rows of whole words gathered by
+    /// input, a layout not yet measured on a GPU.
+    #[arg(long, value_enum)]
+    pub gather_mode: Option<GatherModeArg>,
+}
+
+/// The gather modes `bench --gather-mode` takes ([`wgpu_split::GatherMode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GatherModeArg {
+    /// Each lane writes a run of consecutive units.
+    Runs,
+    /// Consecutive lanes write consecutive units.
+    Coalesced,
+    /// Coalesced, and short rows of whole words gathered by input.
+    Scatter,
+}
+
+impl From<GatherModeArg> for wgpu_split::GatherMode {
+    fn from(m: GatherModeArg) -> Self {
+        match m {
+            GatherModeArg::Runs => Self::Runs,
+            GatherModeArg::Coalesced => Self::Coalesced,
+            GatherModeArg::Scatter => Self::Scatter,
+        }
+    }
 }
 
 /// Options of `info`.

@@ -10,7 +10,7 @@ use wgpu_split::bench::{
     gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, MemoryReport, WARPS,
 };
 use wgpu_split::trace::analysis::MemoryFigures;
-use wgpu_split::{GpuSplitter, RouteChoice};
+use wgpu_split::{GatherMode, GpuSplitter, RouteChoice};
 
 /// Runs the suite and prints (and optionally writes) the results.
 pub fn run(a: &BenchArgs) -> CliResult {
@@ -26,6 +26,9 @@ pub fn run(a: &BenchArgs) -> CliResult {
     let mut gpu = GpuSplitter::open_chosen(&choice)?.with_route(route);
     if a.no_texture_copies {
         gpu = gpu.with_texture_copies(false);
+    }
+    if let Some(mode) = a.gather_mode {
+        gpu = gpu.with_gather_mode(mode.into());
     }
     let info = gpu.adapter_info().clone();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?.with_batch(a.batch.into());
@@ -52,17 +55,18 @@ pub fn run(a: &BenchArgs) -> CliResult {
     let roundtrip_ms = median(results.iter().map(|(r, _)| r.roundtrip_ms).collect());
 
     say!(
-        "adapter: {} ({:?}); route: {}; splits per submission: {}; empty submit + wait: {:.3} ms \
-         (median over the cases)",
+        "adapter: {} ({:?}); route: {}; gather: {:?}; splits per submission: {}; empty submit + \
+         wait: {:.3} ms (median over the cases)",
         info.name,
         info.backend,
         a.route,
+        gpu.gather_mode(),
         a.batch,
         roundtrip_ms
     );
     print_rates(&results);
     if a.memory {
-        print_memory(&results);
+        print_memory(&results, gpu.gather_mode());
     }
     if let Some(path) = &a.plot {
         let title = format!(
@@ -77,6 +81,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         let report = json!({
             "adapter": {"name": info.name, "backend": format!("{:?}", info.backend).to_lowercase()},
             "route": a.route,
+            "gather_mode": format!("{:?}", gpu.gather_mode()).to_lowercase(),
             "batch": a.batch,
             "roundtrip_ms": roundtrip_ms,
             "cases": cases,
@@ -178,9 +183,14 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!(" submission holds N of each and every time is per split)");
 }
 
-fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
+fn print_memory(results: &[(CaseResult, Option<MemoryReport>)], mode: GatherMode) {
     say!();
-    say!("memory, traced: the gather as a GPU runs it (coalesced lanes), whatever the adapter");
+    // The trace runs a GPU's layouts: the scatter ones where they were asked for.
+    let layouts = match mode {
+        GatherMode::Scatter => "coalesced lanes, short word rows scattered",
+        _ => "coalesced lanes",
+    };
+    say!("memory, traced: the gather as a GPU runs it ({layouts}), whatever the adapter");
     say!(
         "{:<11} {:>4} {:>9} {:>10} {:>10} {:>10} {:>11} {:>10}",
         "case",

@@ -133,6 +133,7 @@ pub fn check_planner(input: &PlannerInput) {
         (GatherMode::Runs, 2048, 1, 1 << 27),
         (GatherMode::Coalesced, 4, 96, 1 << 27),
         (GatherMode::Coalesced, 2, 96, 4096),
+        (GatherMode::Scatter, 4, 96, 1 << 27),
     ] {
         let planned = plan_dispatches(&bytes, &layout, tuning(mode, units, spread), window, 32);
         if let Ok(dispatches) = planned {
@@ -141,7 +142,7 @@ pub fn check_planner(input: &PlannerInput) {
     }
     // The multi-output build: consecutive outputs in 1, 2 or 3 bindings.
     for groups in [1, 2, 3] {
-        for mode in [GatherMode::Runs, GatherMode::Coalesced] {
+        for mode in [GatherMode::Runs, GatherMode::Coalesced, GatherMode::Scatter] {
             check.multi_output(groups, mode);
         }
     }

@@ -22,7 +22,7 @@ use crate::gpu::gather::record::{grid, GatherPipeline, Outputs};
 use crate::gpu::region::BufferRegion;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
-use crate::{DType, GpuSplitter, RouteChoice};
+use crate::{DType, GatherMode, GpuSplitter, RouteChoice};
 use analysis::{Access, Kind};
 use wgpu::util::DeviceExt;
 
@@ -47,12 +47,17 @@ impl Default for Sampling {
     }
 }
 
-/// How a GPU runs the gather, by this crate's defaults: coalesced lanes, 4 units each.
+/// How a GPU runs the gather, by this crate's defaults: coalesced lanes, 4 units each; or
+/// [`GatherMode::Scatter`] where `gpu` asks for it.
 pub fn gpu_settings(gpu: &GpuSplitter) -> GpuSplitter {
     let tuning = crate::gpu::gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan);
+    let mode = match gpu.gather_mode() {
+        GatherMode::Scatter => GatherMode::Scatter,
+        _ => tuning.mode,
+    };
     gpu.clone()
         .with_route(RouteChoice::Gather)
-        .with_gather_mode(tuning.mode)
+        .with_gather_mode(mode)
         .with_max_units_per_lane(tuning.max_units_per_lane as u32)
 }
 

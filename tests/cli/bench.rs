@@ -11,12 +11,14 @@ fn bench_writes_the_report_fields(backend: &str) {
         backend,
         "--quick",
         "--cases=spec_split",
+        "--gather-mode=scatter",
         &format!("--json={}", s(&json)),
     ]);
     assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("spec_split"), "{}", out.stdout);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the report is JSON");
+    assert_eq!(v["gather_mode"], "scatter");
     assert!(v["adapter"]["name"].is_string() && v["adapter"]["backend"].is_string());
     assert!(v["roundtrip_ms"].as_f64().unwrap() > 0.0);
     let cases = v["cases"].as_array().unwrap();
@@ -64,6 +66,12 @@ fn bench_writes_the_report_fields(backend: &str) {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the report is JSON");
     assert_eq!(v["route"], "gather");
+    // The adapter's own mode: runs on a CPU adapter, coalesced on a GPU.
+    assert!(
+        ["runs", "coalesced"].contains(&v["gather_mode"].as_str().unwrap_or("")),
+        "{}",
+        v["gather_mode"]
+    );
     let case = &v["cases"][0];
     assert_eq!(
         (case["dispatches"].as_u64(), case["buffer_copies"].as_u64()),
@@ -129,6 +137,10 @@ fn bench_writes_the_report_fields(backend: &str) {
         "auto, gather, copies",
     );
     refused(&["bench", backend, "--cases=nope"], "unknown case \"nope\"");
+    refused(
+        &["bench", backend, "--gather-mode=fastest"],
+        "invalid value 'fastest' for '--gather-mode",
+    );
 }
 
 /// Runs `args`, which must exit 2 with `expect` in the error.

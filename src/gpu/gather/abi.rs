@@ -40,13 +40,13 @@ pub struct Params {
     /// Entries in the table.
     pub num_entries: u32,
     /// [`Layout::Runs`], [`Layout::Lanes`]: units per lane in a block. [`Layout::Tiles`]:
-    /// tiles per block.
+    /// tiles per block. [`Layout::Scatter`]: input units per lane in a block.
     pub units_per_lane: u32,
     /// A [`Layout`] as u32.
     pub lane_layout: u32,
     /// [`Layout::Tiles`]: input rows per tile.
     pub tile_rows: u32,
-    /// [`Layout::Tiles`]: input rows in all.
+    /// [`Layout::Tiles`], [`Layout::Scatter`]: input rows in all.
     pub rows: u32,
     /// [`Layout::Runs`]: lanes with work.
     pub num_lanes: u32,
@@ -65,6 +65,9 @@ pub enum Layout {
     Lanes = 1,
     /// Each workgroup stages whole input rows, then writes every output's part (GPUs, short rows).
     Tiles = 2,
+    /// Consecutive lanes load consecutive input units and store each word to its output
+    /// (short word-aligned rows under [`super::plan::GatherMode::Scatter`]).
+    Scatter = 3,
 }
 
 /// The shader's entry points; the gather compiles a pipeline for each, and each dispatch
@@ -82,20 +85,23 @@ pub enum EntryPoint {
     LanesVec4 = 1,
     /// `main_tiles`: [`Layout::Tiles`], [`WORKGROUP_SIZE`] lanes.
     Tiles = 2,
+    /// `main_scatter`: [`Layout::Scatter`], [`WORKGROUP_SIZE`] lanes.
+    Scatter = 3,
     /// `main_runs`: [`Layout::Runs`] with entries of any [`Mode`], [`RUNS_WORKGROUP_SIZE`]
     /// lanes.
-    Runs = 3,
+    Runs = 4,
     /// `main_runs_vec4`: [`Layout::Runs`] when every entry is [`Mode::Vec4`], without the
     /// other modes' code.
-    RunsVec4 = 4,
+    RunsVec4 = 5,
 }
 
 impl EntryPoint {
     /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 5] = [
+    pub const ALL: [EntryPoint; 6] = [
         EntryPoint::Lanes,
         EntryPoint::LanesVec4,
         EntryPoint::Tiles,
+        EntryPoint::Scatter,
         EntryPoint::Runs,
         EntryPoint::RunsVec4,
     ];
@@ -106,6 +112,7 @@ impl EntryPoint {
             EntryPoint::Lanes => "main",
             EntryPoint::LanesVec4 => "main_lanes_vec4",
             EntryPoint::Tiles => "main_tiles",
+            EntryPoint::Scatter => "main_scatter",
             EntryPoint::Runs => "main_runs",
             EntryPoint::RunsVec4 => "main_runs_vec4",
         }
@@ -117,6 +124,7 @@ impl EntryPoint {
         let vec4 = entries.iter().all(Entry::is_vec4);
         match params.lane_layout {
             l if l == Layout::Tiles as u32 => EntryPoint::Tiles,
+            l if l == Layout::Scatter as u32 => EntryPoint::Scatter,
             l if l == Layout::Lanes as u32 && vec4 => EntryPoint::LanesVec4,
             l if l == Layout::Lanes as u32 => EntryPoint::Lanes,
             _ if vec4 => EntryPoint::RunsVec4,
@@ -127,7 +135,9 @@ impl EntryPoint {
     /// Lanes per workgroup.
     pub fn workgroup_size(self) -> u64 {
         match self {
-            EntryPoint::Lanes | EntryPoint::LanesVec4 | EntryPoint::Tiles => WORKGROUP_SIZE,
+            EntryPoint::Lanes | EntryPoint::LanesVec4 | EntryPoint::Tiles | EntryPoint::Scatter => {
+                WORKGROUP_SIZE
+            }
             EntryPoint::Runs | EntryPoint::RunsVec4 => RUNS_WORKGROUP_SIZE,
         }
     }
@@ -151,7 +161,7 @@ pub enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Entry {
     /// [`Layout::Lanes`]: first block (workgroup) of this entry. [`Layout::Runs`]: first lane
-    /// of the dispatch. [`Layout::Tiles`]: unused.
+    /// of the dispatch. [`Layout::Tiles`], [`Layout::Scatter`]: unused.
     pub block_start: u32,
     /// First unit of this entry in the output window.
     pub dst_unit: u32,
@@ -311,6 +321,7 @@ mod tests {
             ("LAYOUT_RUNS", Layout::Runs as u64),
             ("LAYOUT_LANES", Layout::Lanes as u64),
             ("LAYOUT_TILES", Layout::Tiles as u64),
+            ("LAYOUT_SCATTER", Layout::Scatter as u64),
             ("WORKGROUP_SIZE", WORKGROUP_SIZE),
             ("RUNS_WORKGROUP_SIZE", RUNS_WORKGROUP_SIZE),
             ("STAGE_WORDS", STAGE_WORDS),
@@ -363,5 +374,7 @@ mod tests {
         let tiles = params(Layout::Tiles);
         assert_eq!(EntryPoint::of(&tiles, &[vec4]), EntryPoint::Tiles);
         assert_eq!(EntryPoint::of(&tiles, &[word]), EntryPoint::Tiles);
+        let scatter = params(Layout::Scatter);
+        assert_eq!(EntryPoint::of(&scatter, &[vec4, word]), EntryPoint::Scatter);
     }
 }

@@ -2,7 +2,7 @@
 //! the tile dispatch of splits with short rows. Pure arithmetic.
 
 use super::abi::{
-    Entry, Layout, Params, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
+    Entry, Layout, Mode, Params, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
     WORKGROUP_SIZE,
 };
 use crate::plan::bytes::{ByteRows, RowKind};
@@ -16,6 +16,10 @@ pub enum GatherMode {
     /// Consecutive lanes write consecutive units, so a warp touches memory as a plain copy
     /// does: GPUs ([`Layout::Lanes`], and [`Layout::Tiles`] for short rows).
     Coalesced,
+    /// [`GatherMode::Coalesced`], but short rows of whole words are gathered by input
+    /// ([`Layout::Scatter`]: no staging, no barrier per tile). Not a default: its memory
+    /// figures beat the tiles', its rate on a GPU is not measured yet.
+    Scatter,
 }
 
 /// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
@@ -77,7 +81,7 @@ pub(super) fn entry_layout(mode: GatherMode, entries: &[Entry]) -> Layout {
         .iter()
         .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_LANES_ROW);
     match mode {
-        GatherMode::Coalesced if long_rows => Layout::Lanes,
+        GatherMode::Coalesced | GatherMode::Scatter if long_rows => Layout::Lanes,
         _ => Layout::Runs,
     }
 }
@@ -144,21 +148,24 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
     }
 }
 
+/// Whether a split takes one of the short-row layouts ([`Layout::Tiles`],
+/// [`Layout::Scatter`]): strided, with a row shorter than `MIN_LANES_ROW` bytes, and at most
+/// [`MAX_TILE_ENTRIES`] outputs, which every workgroup keeps at hand.
+fn short_rows(bytes: &ByteRows) -> bool {
+    bytes.kind == RowKind::Strided
+        && bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW)
+        && bytes.outputs.len() as u64 <= MAX_TILE_ENTRIES
+}
+
 /// The header and entries of the [`Layout::Tiles`] dispatch of a split whose rows are short,
 /// when it fits: every output takes its part of `tile_rows` staged input rows. `None` when the
-/// split is not strided, has more than [`MAX_TILE_ENTRIES`] outputs, has no row shorter than
-/// `MIN_LANES_ROW` bytes or has rows too long to stage.
+/// split has no short rows ([`short_rows`]) or rows too long to stage.
 pub(super) fn tiles(
     bytes: &ByteRows,
     entries: &[Entry],
     tiles_per_block: u64,
 ) -> Option<(Params, Vec<Entry>)> {
-    let short = bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW);
-    if bytes.kind != RowKind::Strided
-        || !short
-        || bytes.outputs.len() as u64 > MAX_TILE_ENTRIES
-        || bytes.stride > TILE_BYTES
-    {
+    if !short_rows(bytes) || bytes.stride > TILE_BYTES {
         return None;
     }
     let tile_rows = TILE_BYTES / bytes.stride;
@@ -172,6 +179,39 @@ pub(super) fn tiles(
         units_per_lane: tiles_per_block as u32,
         lane_layout: Layout::Tiles as u32,
         tile_rows: tile_rows as u32,
+        rows: bytes.rows as u32,
+        num_lanes: 0,
+        interleaved: 0,
+    };
+    Some((params, entries))
+}
+
+/// Input units per lane of a [`Layout::Scatter`] block, at most: 16 steps of 4 KiB, so the
+/// entries a block reads (up to 16 x 32 bytes) stay near 4 bytes per 512 moved.
+const MAX_SCATTER_STEPS: u64 = 16;
+
+/// Blocks a [`Layout::Scatter`] dispatch keeps before its lanes take more steps: enough
+/// workgroups to fill a large GPU several times over.
+const MIN_SCATTER_BLOCKS: u64 = 1024;
+
+/// The header and entries of the [`Layout::Scatter`] dispatch of a split whose rows are short
+/// ([`short_rows`]) and whole words (every entry [`Mode::Word`] or [`Mode::Vec4`]); `None`
+/// otherwise.
+pub(super) fn scatter(bytes: &ByteRows, entries: &[Entry]) -> Option<(Params, Vec<Entry>)> {
+    let words = entries.iter().all(|e| e.mode != Mode::Byte as u32);
+    if !short_rows(bytes) || !words || entries.is_empty() {
+        return None;
+    }
+    let input_units = units(bytes.input_bytes());
+    let steps = (input_units / (WORKGROUP_SIZE * MIN_SCATTER_BLOCKS)).clamp(1, MAX_SCATTER_STEPS);
+    let mut entries = entries.to_vec();
+    entries.iter_mut().for_each(|e| e.block_start = 0);
+    let params = Params {
+        num_blocks: input_units.div_ceil(steps * WORKGROUP_SIZE) as u32,
+        num_entries: entries.len() as u32,
+        units_per_lane: steps as u32,
+        lane_layout: Layout::Scatter as u32,
+        tile_rows: 0,
         rows: bytes.rows as u32,
         num_lanes: 0,
         interleaved: 0,

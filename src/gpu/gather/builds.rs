@@ -9,17 +9,20 @@ use crate::error::{Result, SplitError};
 pub const DST_DECLARATION: &str =
     "@group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;";
 
-/// The one store to it, in `store_unit`; the multi-output build replaces this line.
-pub const DST_STORE: &str = "    dst[i] = v;";
+/// The stores to it, in `store_unit` and `store_word`; the multi-output build replaces these
+/// lines.
+pub const DST_STORES: [&str; 2] = ["    dst[i] = v;", "    dst[i][j] = x;"];
 
 /// The multi-output build of `source`: `bindings` output buffers at bindings 3, 4, ... of
 /// group 0, the entry's binding taken from the top bits of its unit ([`DST_BINDING_SHIFT`]).
 /// The rest of the shader is the same text.
 pub fn multi_output_source(source: &str, bindings: u32) -> Result<String> {
     let once = |text: &str| source.matches(text).count() == 1;
-    if !once(DST_DECLARATION) || !once(DST_STORE) {
+    if !once(DST_DECLARATION) || !DST_STORES.iter().all(|s| once(s)) {
         return Err(SplitError::Device(
-            "the shader must declare and store to its output binding exactly once".into(),
+            "the shader must declare its output binding, and store units and words to it, \
+             exactly once each"
+                .into(),
         ));
     }
     if !(1..=MAX_DST_BINDINGS).contains(&bindings) {
@@ -35,16 +38,20 @@ pub fn multi_output_source(source: &str, bindings: u32) -> Result<String> {
             )
         })
         .collect();
-    let cases: String = (0..bindings)
-        .map(|j| format!("        case {j}u: {{ dst{j}[unit] = v; }}\n"))
-        .collect();
-    let store = format!(
-        "    let unit = i & {mask:#x}u;\n    switch (i >> {DST_BINDING_SHIFT}u) {{\n{cases}        default: {{}}\n    }}",
-        mask = (1u32 << DST_BINDING_SHIFT) - 1
-    );
+    // Each store picks its binding by the top bits of the unit `i`.
+    let store = |assignment: &str| {
+        let cases: String = (0..bindings)
+            .map(|b| format!("        case {b}u: {{ dst{b}{assignment}; }}\n"))
+            .collect();
+        format!(
+            "    let unit = i & {mask:#x}u;\n    switch (i >> {DST_BINDING_SHIFT}u) {{\n{cases}        default: {{}}\n    }}",
+            mask = (1u32 << DST_BINDING_SHIFT) - 1
+        )
+    };
     Ok(source
         .replace(DST_DECLARATION, &declarations)
-        .replace(DST_STORE, &store))
+        .replace(DST_STORES[0], &store("[unit] = v"))
+        .replace(DST_STORES[1], &store("[unit][j] = x")))
 }
 
 /// The hook as the shaders declare it; the trace build replaces this line.
