@@ -306,10 +306,7 @@ fn main_tiles(
     @builtin(local_invocation_index) lane: u32,
 ) {
     let block = start(wg, num_wg, lane);
-    if (lane == 0u) {
-        wg_block.params = read_params();
-    }
-    let p = workgroupUniformLoad(&wg_block).params;
+    let p = shared_params(lane);
     if (block < p.num_blocks) {
         copy_tiles(p, block, lane);
     }
@@ -323,13 +320,19 @@ fn main_scatter(
     @builtin(local_invocation_index) lane: u32,
 ) {
     let block = start(wg, num_wg, lane);
-    if (lane == 0u) {
-        wg_block.params = read_params();
-    }
-    let p = workgroupUniformLoad(&wg_block).params;
+    let p = shared_params(lane);
     if (block < p.num_blocks) {
         copy_scatter(p, block, lane);
     }
+}
+
+// LAYOUT_TILES, LAYOUT_SCATTER: the dispatch's header, which lane 0 reads and hands to the
+// workgroup.
+fn shared_params(lane: u32) -> Params {
+    if (lane == 0u) {
+        wg_block.params = read_params();
+    }
+    return workgroupUniformLoad(&wg_block).params;
 }
 
 // LAYOUT_LANES: the block's header and entry, which lane 0 finds and hands to the workgroup.

@@ -209,13 +209,18 @@ fn merge_bytes(a: vec4<u32>, b: vec4<u32>, k: u32) -> vec4<u32> {
 
 // ---- LAYOUT_TILES ----
 
-fn copy_tiles(p: Params, block: u32, lane: u32) {
+// The entries, read once per workgroup into `tile_entries`; returns their stride (every
+// entry has the same).
+fn share_entries(p: Params, lane: u32) -> u32 {
     if (lane < min(p.num_entries, MAX_TILE_ENTRIES)) {
         tile_entries[lane] = read_entry(lane);
     }
     workgroupBarrier();
-    // Every entry has the same stride.
-    let stride = workgroupUniformLoad(&tile_entries[0].src_stride);
+    return workgroupUniformLoad(&tile_entries[0].src_stride);
+}
+
+fn copy_tiles(p: Params, block: u32, lane: u32) {
+    let stride = share_entries(p, lane);
     for (var t = block * p.units_per_lane; t < (block + 1u) * p.units_per_lane; t++) {
         let r0 = t * p.tile_rows;
         if (r0 >= p.rows) {
@@ -281,13 +286,9 @@ fn tile_word_bytes(e: Entry, b: u32, r0: u32, r1: u32, stride: u32, shift: u32) 
 // to the entry whose columns hold it. No staging, and no barrier but the one that shares the
 // entries.
 fn copy_scatter(p: Params, block: u32, lane: u32) {
+    // A multiple of 4, as every row and offset.
+    let stride = share_entries(p, lane);
     let n = min(p.num_entries, MAX_TILE_ENTRIES);
-    if (lane < n) {
-        tile_entries[lane] = read_entry(lane);
-    }
-    workgroupBarrier();
-    // Every entry has the same stride, a multiple of 4.
-    let stride = workgroupUniformLoad(&tile_entries[0].src_stride);
     let input_units = (p.rows * stride + 15u) / 16u;
     let first = block * p.units_per_lane * WORKGROUP_SIZE;
     for (var k = 0u; k < p.units_per_lane; k++) {

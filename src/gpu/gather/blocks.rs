@@ -274,4 +274,39 @@ mod tests {
         assert_eq!(interleaved(&[6, 12, 240], 3, DType::F32), 0);
         assert_eq!(interleaved(&[16, 4095], 3, DType::U8), 0);
     }
+
+    #[test]
+    fn scatter_takes_short_word_rows_and_leaves_the_rest() {
+        let params_of = |shape: &[usize], lengths: Vec<i64>, dtype| {
+            let plan =
+                ops::variadic_split(shape, &IntTensor::scalar(1), &IntTensor::vector(lengths))
+                    .unwrap();
+            let layout = OutputLayout::new(&plan, dtype, 256).unwrap();
+            let bytes = ByteRows::new(&plan, dtype.size()).unwrap();
+            let tuning = GatherTuning {
+                mode: GatherMode::Scatter,
+                max_units_per_lane: 4,
+                spread_lanes: SPREAD_TWO_WORKGROUPS,
+            };
+            plan_dispatches(&bytes, &layout, tuning, 1 << 27, 256).unwrap()[0].params
+        };
+        // tiny_runs: 4 Mi input units in 1,024 blocks of 16 steps; a small split (750 input
+        // units) in blocks of one step.
+        let p = params_of(&[1 << 22, 4], vec![1; 4], DType::F32);
+        let scatter = Layout::Scatter as u32;
+        assert_eq!(
+            (p.lane_layout, p.units_per_lane, p.num_blocks, p.rows),
+            (scatter, 16, 1024, 1 << 22)
+        );
+        let p = params_of(&[1000, 3], vec![1, 2], DType::F32);
+        assert_eq!(
+            (p.lane_layout, p.units_per_lane, p.num_blocks),
+            (scatter, 1, 3)
+        );
+        // Byte rows take the tiles, long rows the lanes, as under Coalesced.
+        let p = params_of(&[4096, 7], vec![3, 4], DType::U8);
+        assert_eq!(p.lane_layout, Layout::Tiles as u32);
+        let p = params_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
+        assert_eq!(p.lane_layout, Layout::Lanes as u32);
+    }
 }

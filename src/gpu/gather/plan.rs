@@ -395,34 +395,6 @@ mod tests {
     }
 
     #[test]
-    fn scatter_takes_short_word_rows_and_leaves_the_rest() {
-        let params_of = |shape: &[usize], lengths: Vec<i64>, dtype| {
-            let plan =
-                ops::variadic_split(shape, &IntTensor::scalar(1), &IntTensor::vector(lengths))
-                    .unwrap();
-            dispatches(&plan, dtype, 256, GatherMode::Scatter, 4, BIG).unwrap()[0].params
-        };
-        // tiny_runs: 4 Mi input units in 1,024 blocks of 16 steps; a small split (750 input
-        // units) in blocks of one step.
-        let p = params_of(&[1 << 22, 4], vec![1; 4], DType::F32);
-        let scatter = Layout::Scatter as u32;
-        assert_eq!(
-            (p.lane_layout, p.units_per_lane, p.num_blocks, p.rows),
-            (scatter, 16, 1024, 1 << 22)
-        );
-        let p = params_of(&[1000, 3], vec![1, 2], DType::F32);
-        assert_eq!(
-            (p.lane_layout, p.units_per_lane, p.num_blocks),
-            (scatter, 1, 3)
-        );
-        // Byte rows take the tiles, long rows the lanes, as under Coalesced.
-        let p = params_of(&[4096, 7], vec![3, 4], DType::U8);
-        assert_eq!(p.lane_layout, Layout::Tiles as u32);
-        let p = params_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
-        assert_eq!(p.lane_layout, Layout::Lanes as u32);
-    }
-
-    #[test]
     fn entries_get_whole_blocks() {
         // Three outputs of 1,440 units in blocks of 2 x 256 units: 3 blocks each.
         let plan = ops::split(&[6, 12, 10, 24], &IntTensor::scalar(1), 3).unwrap();
