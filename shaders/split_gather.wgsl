@@ -200,6 +200,19 @@ fn funnel(lo: vec4<u32>, hi: vec4<u32>, sh: u32) -> vec4<u32> {
     return select((w >> vec4<u32>(r)) | (next << vec4<u32>(32u - r)), w, r == 0u);
 }
 
+// Where byte `b` of entry `e` lies: its row, its column in that row, and its source offset.
+struct Place {
+    row: u32,
+    col: u32,
+    src: u32,
+}
+
+fn place(e: Entry, b: u32) -> Place {
+    let row = b / e.row_bytes;
+    let col = b - row * e.row_bytes;
+    return Place(row, col, row * e.src_stride + e.src_offset + col);
+}
+
 // The byte at source offset `s`, in the low 8 bits.
 fn src_byte(s: u32) -> u32 {
     return (load_word(s >> 2u) >> ((s & 3u) * 8u)) & 0xffu;

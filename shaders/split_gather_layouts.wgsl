@@ -13,18 +13,15 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     if (first_unit >= end_unit) {
         return;
     }
-    let b = e.first_byte + first_unit * 16u;
-    let row = b / e.row_bytes;
-    let col = b - row * e.row_bytes;
-    // Source offset of the next byte to read, stepped along instead of recomputed; at the end
-    // of a row it jumps over the other outputs' parts of the stride.
-    let s = row * e.src_stride + e.src_offset + col;
+    // The source offset of the next byte to read is stepped along from here instead of
+    // recomputed; at the end of a row it jumps over the other outputs' parts of the stride.
+    let at = place(e, e.first_byte + first_unit * 16u);
     if (vec4_only || e.mode == MODE_VEC4) {
-        run_vec4(e, first_unit, end_unit, s, col);
+        run_vec4(e, first_unit, end_unit, at.src, at.col);
     } else if (e.mode == MODE_WORD && e.row_bytes == 4u) {
-        run_one_word_rows(e, first_unit, end_unit, s);
+        run_one_word_rows(e, first_unit, end_unit, at.src);
     } else {
-        run_shifted(e, first_unit, end_unit, s, row, col);
+        run_shifted(e, first_unit, end_unit, at.src, at.row, at.col);
     }
 }
 
@@ -163,10 +160,7 @@ fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
 fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
     let span = lanes_span(p, e, local_block);
     for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
-        let b = e.first_byte + u * 16u;
-        let row = b / e.row_bytes;
-        let s = row * e.src_stride + e.src_offset + (b - row * e.row_bytes);
-        store_unit(e.dst_unit + u, load_vec4(s / 16u));
+        store_unit(e.dst_unit + u, load_vec4(place(e, e.first_byte + u * 16u).src / 16u));
     }
 }
 
@@ -175,16 +169,14 @@ fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
 // row's first bytes from there on; zeros past the end of the output.
 fn shifted_unit(e: Entry, u: u32) -> vec4<u32> {
     let b = e.first_byte + u * 16u;
-    let row = b / e.row_bytes;
-    let col = b - row * e.row_bytes;
-    let s = row * e.src_stride + e.src_offset + col;
-    var v = source_unit(s);
+    let at = place(e, b);
+    var v = source_unit(at.src);
     // Bytes of the output in this unit, and of them in this row.
     let n = min(16u, e.first_byte + e.out_bytes - b);
-    let k = min(n, e.row_bytes - col);
+    let k = min(n, e.row_bytes - at.col);
     if (k < n) {
         // Byte j >= k of the unit is byte j - k of the next row.
-        v = merge_bytes(v, source_unit(s - col + e.src_stride - k), k);
+        v = merge_bytes(v, source_unit(at.src - at.col + e.src_stride - k), k);
     }
     return merge_bytes(v, vec4<u32>(0u), n);
 }

@@ -1,6 +1,7 @@
-//! The contract between the host and the gather shader: the table's structs, the
-//! modes, layouts and entry points, the workgroup size and the unit size. The Rust side here is checked against the
-//! WGSL as naga parses it (the tests below), so the two cannot drift apart silently.
+//! The contract between the host and the gather shader: the table's structs, the modes,
+//! layouts and entry points, the workgroup size and the unit size. The Rust side here is
+//! checked against the WGSL as naga parses it (the tests below), so the two cannot drift apart
+//! silently.
 
 /// The gather shader: `shaders/split_gather.wgsl` (table, bindings, access functions, entry
 /// points) followed by `shaders/split_gather_layouts.wgsl` (the layouts). WGSL has no include,
@@ -72,11 +73,11 @@ pub enum Layout {
 
 /// The shader's entry points; the gather compiles a pipeline for each, and each dispatch
 /// runs the one [`EntryPoint::of`] picks from its table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 ///
 /// Each layout has its own, and the runs and lanes layouts one more for aligned entries alone:
 /// a GPU sizes registers and workgroup memory for the whole entry point, and a CPU adapter runs
 /// every branch of it masked in each SIMD group, so code a dispatch never takes costs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryPoint {
     /// `main`: [`Layout::Lanes`] with entries of any [`Mode`], [`WORKGROUP_SIZE`] lanes.
     Lanes = 0,

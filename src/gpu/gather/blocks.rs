@@ -169,21 +169,39 @@ pub(super) fn tiles(
         return None;
     }
     let tile_rows = TILE_BYTES / bytes.stride;
-    let num_tiles = bytes.rows.div_ceil(tile_rows);
     let tiles_per_block = tiles_per_block.max(1);
+    let num_blocks = bytes.rows.div_ceil(tile_rows).div_ceil(tiles_per_block);
+    Some(short_rows_dispatch(
+        Layout::Tiles,
+        bytes,
+        entries,
+        (num_blocks, tiles_per_block),
+        tile_rows,
+    ))
+}
+
+/// The header and entries of a short-row layout's dispatch: every block serves every entry
+/// (no `block_start`); `blocks` is (blocks, tiles or steps per block).
+fn short_rows_dispatch(
+    layout: Layout,
+    bytes: &ByteRows,
+    entries: &[Entry],
+    blocks: (u64, u64),
+    tile_rows: u64,
+) -> (Params, Vec<Entry>) {
     let mut entries = entries.to_vec();
     entries.iter_mut().for_each(|e| e.block_start = 0);
     let params = Params {
-        num_blocks: num_tiles.div_ceil(tiles_per_block) as u32,
+        num_blocks: blocks.0 as u32,
         num_entries: entries.len() as u32,
-        units_per_lane: tiles_per_block as u32,
-        lane_layout: Layout::Tiles as u32,
+        units_per_lane: blocks.1 as u32,
+        lane_layout: layout as u32,
         tile_rows: tile_rows as u32,
         rows: bytes.rows as u32,
         num_lanes: 0,
         interleaved: 0,
     };
-    Some((params, entries))
+    (params, entries)
 }
 
 /// Input units per lane of a [`Layout::Scatter`] block, at most: 16 steps of 4 KiB, so the
@@ -199,30 +217,26 @@ const MIN_SCATTER_BLOCKS: u64 = 1024;
 /// otherwise.
 pub(super) fn scatter(bytes: &ByteRows, entries: &[Entry]) -> Option<(Params, Vec<Entry>)> {
     let words = entries.iter().all(|e| e.mode != Mode::Byte as u32);
-    if !short_rows(bytes) || !words || entries.is_empty() {
+    if !short_rows(bytes) || !words {
         return None;
     }
     let input_units = units(bytes.input_bytes());
     let steps = (input_units / (WORKGROUP_SIZE * MIN_SCATTER_BLOCKS)).clamp(1, MAX_SCATTER_STEPS);
-    let mut entries = entries.to_vec();
-    entries.iter_mut().for_each(|e| e.block_start = 0);
-    let params = Params {
-        num_blocks: input_units.div_ceil(steps * WORKGROUP_SIZE) as u32,
-        num_entries: entries.len() as u32,
-        units_per_lane: steps as u32,
-        lane_layout: Layout::Scatter as u32,
-        tile_rows: 0,
-        rows: bytes.rows as u32,
-        num_lanes: 0,
-        interleaved: 0,
-    };
-    Some((params, entries))
+    let num_blocks = input_units.div_ceil(steps * WORKGROUP_SIZE);
+    Some(short_rows_dispatch(
+        Layout::Scatter,
+        bytes,
+        entries,
+        (num_blocks, steps),
+        0,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gpu::gather::plan::plan_dispatches;
+    use crate::gpu::gather::plan::tests::{dispatches, BIG};
     use crate::gpu::output_layout::OutputLayout;
     use crate::{ops, DType, IntTensor};
 
@@ -281,14 +295,7 @@ mod tests {
             let plan =
                 ops::variadic_split(shape, &IntTensor::scalar(1), &IntTensor::vector(lengths))
                     .unwrap();
-            let layout = OutputLayout::new(&plan, dtype, 256).unwrap();
-            let bytes = ByteRows::new(&plan, dtype.size()).unwrap();
-            let tuning = GatherTuning {
-                mode: GatherMode::Scatter,
-                max_units_per_lane: 4,
-                spread_lanes: SPREAD_TWO_WORKGROUPS,
-            };
-            plan_dispatches(&bytes, &layout, tuning, 1 << 27, 256).unwrap()[0].params
+            dispatches(&plan, dtype, 256, GatherMode::Scatter, 4, BIG).unwrap()[0].params
         };
         // tiny_runs: 4 Mi input units in 1,024 blocks of 16 steps; a small split (750 input
         // units) in blocks of one step.

@@ -294,16 +294,19 @@ pub fn plan_dispatches(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::error::SplitError;
     use crate::gpu::gather::abi::Layout;
     use crate::plan::SplitPlan;
     use crate::{ops, DType, IntTensor};
 
-    const BIG: u64 = 1 << 27;
+    /// A window larger than any test's.
+    pub(in crate::gpu::gather) const BIG: u64 = 1 << 27;
 
-    fn dispatches(
+    /// The dispatches of `plan` for `dtype`, its outputs aligned to `align`, in `mode` with up
+    /// to `units` units per lane, windows of at most `window` bytes.
+    pub(in crate::gpu::gather) fn dispatches(
         plan: &SplitPlan,
         dtype: DType,
         align: u64,
