@@ -149,37 +149,43 @@ impl RouteCheck<'_> {
     }
 
     /// Texture bands: the copy rules (256-byte rows, 16-byte offsets), inside the scratch
-    /// texture and both buffers, each band whole rows of one output.
+    /// texture and both buffers, each piece whole rows of one output read from its columns.
     pub(super) fn texture_bands(&self, t: &TexturePlan, regions: &Regions) {
         let input = self.input;
         assert!(t.src_stride.is_multiple_of(256), "{input:?} {t:?}");
         let input_end = regions.input_offset + self.bytes.input_bytes();
         let mut coverage = Coverage::new(self);
         for b in &t.bands {
-            let row = b.width as u64 * 16;
             assert!(
-                row.is_multiple_of(256)
-                    && b.src_offset.is_multiple_of(16)
-                    && b.dst_offset.is_multiple_of(16),
-                "{input:?} {b:?}"
+                b.src_offset.is_multiple_of(16)
+                    && b.rows >= 1
+                    && b.width <= t.scratch.0
+                    && b.rows <= t.scratch.1,
+                "{input:?} {t:?}"
             );
-            assert!(
-                b.rows >= 1 && b.width <= t.scratch.0 && b.rows <= t.scratch.1,
-                "{t:?}"
-            );
-            let read_end = b.src_offset + (b.rows as u64 - 1) * t.src_stride as u64 + row;
+            let read_end =
+                b.src_offset + (b.rows as u64 - 1) * t.src_stride as u64 + b.width as u64 * 16;
             assert!(
                 read_end <= input_end,
                 "a band reads past the input: {input:?} {b:?}"
             );
-            let len = b.rows as u64 * row;
-            let (o, b0) = coverage.write(b.dst_offset - regions.output_offset, len, len);
-            assert_eq!(
-                row, o.row_bytes,
-                "a band row is one output row: {input:?} {b:?}"
-            );
-            let first = self.source(regions.input_offset, o, b0);
-            assert_eq!(b.src_offset, first, "{input:?} {b:?}");
+            for p in &b.pieces {
+                let row = p.width as u64 * 16;
+                assert!(
+                    row.is_multiple_of(256)
+                        && p.dst_offset.is_multiple_of(16)
+                        && p.x + p.width <= b.width,
+                    "{input:?} {b:?}"
+                );
+                let len = b.rows as u64 * row;
+                let (o, b0) = coverage.write(p.dst_offset - regions.output_offset, len, len);
+                assert_eq!(
+                    row, o.row_bytes,
+                    "a piece row is one output row: {input:?} {b:?}"
+                );
+                let first = self.source(regions.input_offset, o, b0);
+                assert_eq!(b.src_offset + p.x as u64 * 16, first, "{input:?} {b:?}");
+            }
         }
         coverage.finish();
     }

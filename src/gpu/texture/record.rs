@@ -16,11 +16,6 @@ pub fn record(
     output: &wgpu::Buffer,
 ) {
     for band in &plan.bands {
-        let extent = wgpu::Extent3d {
-            width: band.width,
-            height: band.rows,
-            depth_or_array_layers: 1,
-        };
         encoder.copy_buffer_to_texture(
             wgpu::TexelCopyBufferInfo {
                 buffer: input,
@@ -31,20 +26,38 @@ pub fn record(
                 },
             },
             scratch.as_image_copy(),
-            extent,
+            extent(band.width, band.rows),
         );
-        encoder.copy_texture_to_buffer(
-            scratch.as_image_copy(),
-            wgpu::TexelCopyBufferInfo {
-                buffer: output,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: band.dst_offset,
-                    bytes_per_row: Some(band.width * TEXEL_BYTES as u32),
-                    rows_per_image: None,
+        for piece in &band.pieces {
+            encoder.copy_texture_to_buffer(
+                wgpu::TexelCopyTextureInfo {
+                    origin: wgpu::Origin3d {
+                        x: piece.x,
+                        y: 0,
+                        z: 0,
+                    },
+                    ..scratch.as_image_copy()
                 },
-            },
-            extent,
-        );
+                wgpu::TexelCopyBufferInfo {
+                    buffer: output,
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset: piece.dst_offset,
+                        bytes_per_row: Some(piece.width * TEXEL_BYTES as u32),
+                        rows_per_image: None,
+                    },
+                },
+                extent(piece.width, band.rows),
+            );
+        }
+    }
+}
+
+/// A copy of `rows` rows of `width` texels.
+fn extent(width: u32, rows: u32) -> wgpu::Extent3d {
+    wgpu::Extent3d {
+        width,
+        height: rows,
+        depth_or_array_layers: 1,
     }
 }
 
