@@ -63,13 +63,24 @@ pub struct Piece {
 pub struct TexturePlan {
     /// Bytes between consecutive rows in the input (`bytes_per_row` of the reads).
     pub src_stride: u32,
-    /// The bands, in input order.
+    /// The bands: output by output, or from the top row down where each reads every output.
     pub bands: Vec<Band>,
     /// Scratch texture width and height in texels: the widest and tallest band.
     pub scratch: (u32, u32),
 }
 
 impl TexturePlan {
+    /// The plan of `bands`, with a scratch texture that holds the widest and the tallest.
+    fn new(src_stride: u64, bands: Vec<Band>) -> Self {
+        let width = bands.iter().map(|b| b.width).max().unwrap_or(1);
+        let height = bands.iter().map(|b| b.rows).max().unwrap_or(1);
+        TexturePlan {
+            src_stride: src_stride as u32,
+            bands,
+            scratch: (width, height),
+        }
+    }
+
     /// Copy commands recorded: one read per band, one write per piece.
     pub fn commands(&self) -> u64 {
         self.bands.iter().map(|b| 1 + b.pieces.len() as u64).sum()
@@ -196,18 +207,6 @@ fn bands(outputs: &[Output], outer: u64, stride: u64, max_dimension: u32) -> Vec
     bands
 }
 
-impl TexturePlan {
-    /// The plan of `bands`, with a scratch texture that holds the widest and the tallest.
-    fn new(src_stride: u64, bands: Vec<Band>) -> Self {
-        let width = bands.iter().map(|b| b.width).max().unwrap_or(1);
-        let height = bands.iter().map(|b| b.rows).max().unwrap_or(1);
-        TexturePlan {
-            src_stride: src_stride as u32,
-            bands,
-            scratch: (width, height),
-        }
-    }
-}
 #[cfg(test)]
 mod tests {
     use super::*;
