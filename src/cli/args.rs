@@ -3,7 +3,7 @@
 use super::error::{CliError, CliResult};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
-use wgpu_split::{npy, DeviceChoice, IntTensor};
+use wgpu_split::{npy, DeviceChoice, GatherMode, IntTensor};
 
 /// Split-1, VariadicSplit-1, SplitToSequence-11 and ONNX Split on the GPU through wgpu.
 ///
@@ -76,32 +76,11 @@ pub struct BenchArgs {
     /// efficiency, lines and table bytes per 512 bytes moved) beside the copy kernel's.
     #[arg(long)]
     pub memory: bool,
-    /// How the gather maps lanes to units (default: the adapter's, runs on CPU adapters and
-    /// coalesced on GPUs); scatter is coalesced with short rows of whole words gathered by
-    /// input, a layout not yet measured on a GPU.
-    #[arg(long, value_enum)]
-    pub gather_mode: Option<GatherModeArg>,
-}
-
-/// The gather modes `bench --gather-mode` takes ([`wgpu_split::GatherMode`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GatherModeArg {
-    /// Each lane writes a run of consecutive units.
-    Runs,
-    /// Consecutive lanes write consecutive units.
-    Coalesced,
-    /// Coalesced, and short rows of whole words gathered by input.
-    Scatter,
-}
-
-impl From<GatherModeArg> for wgpu_split::GatherMode {
-    fn from(m: GatherModeArg) -> Self {
-        match m {
-            GatherModeArg::Runs => Self::Runs,
-            GatherModeArg::Coalesced => Self::Coalesced,
-            GatherModeArg::Scatter => Self::Scatter,
-        }
-    }
+    /// How the gather maps lanes to units: runs, coalesced or scatter (default: the
+    /// adapter's, runs on CPU adapters and coalesced on GPUs); scatter is coalesced with short
+    /// rows of whole words gathered by input, a layout not yet measured on a GPU.
+    #[arg(long)]
+    pub gather_mode: Option<GatherMode>,
 }
 
 /// Options of `info`.

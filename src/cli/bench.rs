@@ -28,7 +28,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         gpu = gpu.with_texture_copies(false);
     }
     if let Some(mode) = a.gather_mode {
-        gpu = gpu.with_gather_mode(mode.into());
+        gpu = gpu.with_gather_mode(mode);
     }
     let info = gpu.adapter_info().clone();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?.with_batch(a.batch.into());

@@ -6,18 +6,17 @@ fn bench_writes_the_report_fields(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
     let backend = &format!("--backend={backend}");
-    let out = wgpu_split(&[
-        "bench",
-        backend,
-        "--quick",
-        "--cases=spec_split",
-        "--gather-mode=scatter",
-        &format!("--json={}", s(&json)),
-    ]);
-    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    let (out, v) = report(
+        &[
+            "bench",
+            backend,
+            "--quick",
+            "--cases=spec_split",
+            "--gather-mode=scatter",
+        ],
+        &json,
+    );
     assert!(out.stdout.contains("spec_split"), "{}", out.stdout);
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the report is JSON");
     assert_eq!(v["gather_mode"], "scatter");
     assert!(v["adapter"]["name"].is_string() && v["adapter"]["backend"].is_string());
     assert!(v["roundtrip_ms"].as_f64().unwrap() > 0.0);
@@ -52,19 +51,18 @@ fn bench_writes_the_report_fields(backend: &str) {
     }
 
     // The gather alone, with the traced memory figures beside the copy kernel's.
-    let out = wgpu_split(&[
-        "bench",
-        backend,
-        "--quick",
-        "--cases=tiny_runs",
-        "--route=gather",
-        "--memory",
-        &format!("--json={}", s(&json)),
-    ]);
-    assert_eq!(out.code, 0, "{backend}: {}{}", out.stdout, out.stderr);
+    let (out, v) = report(
+        &[
+            "bench",
+            backend,
+            "--quick",
+            "--cases=tiny_runs",
+            "--route=gather",
+            "--memory",
+        ],
+        &json,
+    );
     assert!(out.stdout.contains("copy kernel"), "{}", out.stdout);
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the report is JSON");
     assert_eq!(v["route"], "gather");
     // The adapter's own mode: runs on a CPU adapter, coalesced on a GPU.
     assert!(
@@ -141,6 +139,18 @@ fn bench_writes_the_report_fields(backend: &str) {
         &["bench", backend, "--gather-mode=fastest"],
         "invalid value 'fastest' for '--gather-mode",
     );
+}
+
+/// Runs `args` with `--json=JSON`, which must succeed; its output and the report it wrote.
+fn report(args: &[&str], json: &std::path::Path) -> (Out, serde_json::Value) {
+    let flag = format!("--json={}", s(json));
+    let out = wgpu_split(&[args, &[flag.as_str()]].concat());
+    assert_eq!(out.code, 0, "{args:?}: {}{}", out.stdout, out.stderr);
+    let text = std::fs::read_to_string(json).unwrap();
+    (
+        out,
+        serde_json::from_str(&text).expect("the report is JSON"),
+    )
 }
 
 /// Runs `args`, which must exit 2 with `expect` in the error.

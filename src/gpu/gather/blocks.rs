@@ -22,6 +22,22 @@ pub enum GatherMode {
     Scatter,
 }
 
+impl std::str::FromStr for GatherMode {
+    type Err = crate::SplitError;
+
+    /// `runs`, `coalesced` or `scatter`, as `wgpu-split bench --gather-mode` takes them.
+    fn from_str(s: &str) -> crate::Result<Self> {
+        match s {
+            "runs" => Ok(Self::Runs),
+            "coalesced" => Ok(Self::Coalesced),
+            "scatter" => Ok(Self::Scatter),
+            other => Err(crate::SplitError::ConflictingInputs(format!(
+                "gather mode {other:?} is not one of runs, coalesced, scatter"
+            ))),
+        }
+    }
+}
+
 /// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
 /// ([`crate::gpu::gather_defaults`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
