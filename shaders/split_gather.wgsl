@@ -8,7 +8,7 @@
 // Work is cut into blocks, one per workgroup. Outputs are written in 16-byte units; entries
 // start on 16-byte aligned destination offsets, so no unit spans two entries and no two
 // invocations write the same word (no atomics, even for 1- and 2-byte dtypes). The host picks
-// one of four layouts per dispatch (`Params.lane_layout`):
+// one of five layouts per dispatch (`Params.lane_layout`):
 //
 // - LAYOUT_RUNS (CPU adapters, where every invocation has a fixed cost; entry points
 //   `main_runs` and, when every entry is aligned, `main_runs_vec4`, with no barrier and no
@@ -31,6 +31,10 @@
 //   lanes load consecutive aligned input vec4s and store each word to the output that holds
 //   it; a warp's stores to one output are consecutive words. (The padding after an output's
 //   last word is left as it was, as the copy routes leave it.)
+// - LAYOUT_STAGED (GPUs when the host asks for it, unaligned rows): LAYOUT_LANES, but each
+//   block first loads its source bytes into workgroup memory, row by row, one coalesced
+//   aligned vec4 per lane and step, and after one barrier its lanes shift their units out of
+//   there: every source vec4 is loaded once.
 //
 // This file holds the table, the bindings, the access functions and the entry points; the
 // layouts' code is in split_gather_layouts.wgsl, which the host appends (WGSL has no include).
@@ -44,10 +48,11 @@ struct Params {
     num_blocks: u32,
     // Entries in the table below.
     num_entries: u32,
-    // LAYOUT_RUNS, LAYOUT_LANES: units per lane in a block. LAYOUT_TILES: tiles per block.
+    // LAYOUT_RUNS, LAYOUT_LANES, LAYOUT_STAGED: units per lane in a block. LAYOUT_TILES:
+    // tiles per block.
     // LAYOUT_SCATTER: input units per lane in a block.
     units_per_lane: u32,
-    // LAYOUT_RUNS, LAYOUT_LANES, LAYOUT_TILES or LAYOUT_SCATTER.
+    // One of the LAYOUT_* below.
     lane_layout: u32,
     // LAYOUT_TILES: input rows per tile.
     tile_rows: u32,
@@ -69,10 +74,11 @@ const LAYOUT_RUNS: u32 = 0u;
 const LAYOUT_LANES: u32 = 1u;
 const LAYOUT_TILES: u32 = 2u;
 const LAYOUT_SCATTER: u32 = 3u;
+const LAYOUT_STAGED: u32 = 4u;
 
 struct Entry {
-    // LAYOUT_LANES: first block of this entry. LAYOUT_RUNS: first lane (in the whole
-    // dispatch). Entries are sorted by it. LAYOUT_TILES, LAYOUT_SCATTER: unused.
+    // LAYOUT_LANES, LAYOUT_STAGED: first block of this entry. LAYOUT_RUNS: first lane (in
+    // the whole dispatch). Entries are sorted by it. LAYOUT_TILES, LAYOUT_SCATTER: unused.
     block_start: u32,
     // First 16-byte unit of this entry in `dst`.
     dst_unit: u32,
@@ -99,7 +105,7 @@ const RUNS_WORKGROUP_SIZE: u32 = 64u;
 
 // Workgroup memory: 15,684 bytes in all (each entry point uses less), inside the 16,384 that
 // every device allows.
-// Staged source words (LAYOUT_TILES).
+// Staged source words (LAYOUT_TILES, LAYOUT_STAGED).
 const STAGE_WORDS: u32 = 3776u;
 // Entries LAYOUT_TILES and LAYOUT_SCATTER keep at hand.
 const MAX_TILE_ENTRIES: u32 = 16u;
@@ -339,6 +345,20 @@ fn main_scatter(
     }
 }
 
+// LAYOUT_STAGED.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main_staged(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) num_wg: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let block = start(wg, num_wg, lane);
+    let found = find_block(block, lane);
+    if (block < found.params.num_blocks) {
+        copy_staged(found.params, found.entry, found.local_block, lane);
+    }
+}
+
 // LAYOUT_TILES, LAYOUT_SCATTER: the dispatch's header, which lane 0 reads and hands to the
 // workgroup.
 fn shared_params(lane: u32) -> Params {
@@ -348,7 +368,7 @@ fn shared_params(lane: u32) -> Params {
     return workgroupUniformLoad(&wg_block).params;
 }
 
-// LAYOUT_LANES: the block's header and entry, which lane 0 finds and hands to the workgroup.
+// LAYOUT_LANES, LAYOUT_STAGED: the block's header and entry, which lane 0 finds and hands to the workgroup.
 fn find_block(block: u32, lane: u32) -> Block {
     if (lane == 0u) {
         let p = read_params();

@@ -319,3 +319,76 @@ fn scatter_word(n: u32, row: u32, col: u32, x: u32) {
         }
     }
 }
+
+// ---- LAYOUT_STAGED ----
+
+// LAYOUT_LANES with unaligned rows staged: the block's source bytes go into workgroup memory
+// with one coalesced vec4 load per lane and step, row by row; after one barrier each lane
+// shifts its units out of there and stores them as LAYOUT_LANES does. Row r of the block has
+// a slot of `slot` vec4s, from the aligned vec4 holding its first byte; the stage starts at
+// the vec4 holding the block's first byte (slot position v0). The host keeps every block
+// inside the stage (`staged_vec4s`).
+fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
+    if (e.mode == MODE_VEC4) {
+        copy_lanes_vec4(p, e, local_block, lane);
+        return;
+    }
+    let span = lanes_span(p, e, local_block);
+    let first = place(e, e.first_byte + span.x * 16u);
+    let last = place(e, min(e.first_byte + span.y * 16u, e.first_byte + e.out_bytes) - 1u);
+    // The most vec4s one row's bytes touch.
+    let slot = (e.row_bytes + 30u) / 16u;
+    let v0 = (row_shift(e, first.row) + first.col) / 16u;
+    let v1 = (last.row - first.row) * slot + (row_shift(e, last.row) + last.col) / 16u + 1u;
+    // Two vec4s past the last are zeroed as well: a unit reads 20 bytes from its first.
+    for (var v = v0 + lane; v < v1 + 2u; v += WORKGROUP_SIZE) {
+        let j = v / slot;
+        let row = first.row + j;
+        let sh = row_shift(e, row);
+        let q = v - j * slot;
+        var x = vec4<u32>(0u);
+        if (v < v1 && q * 16u < sh + e.row_bytes) {
+            // In bytes: the row's aligned start may wrap below the window (as src_offset may),
+            // the vec4s loaded never do.
+            x = load_vec4((row * e.src_stride + e.src_offset - sh + q * 16u) / 16u);
+        }
+        put_staged(v - v0, x);
+    }
+    workgroupBarrier();
+    let end_byte = e.first_byte + e.out_bytes;
+    for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
+        let b = e.first_byte + u * 16u;
+        let at = place(e, b);
+        var x = staged_unit(staged_row(e, first.row, slot, v0, at.row) + at.col);
+        // Bytes of the output in this unit, and of them in this row.
+        let n = min(16u, end_byte - b);
+        let k = min(n, e.row_bytes - at.col);
+        if (k < n) {
+            // Byte j >= k of the unit is byte j - k of the next row.
+            let next = staged_row(e, first.row, slot, v0, at.row + 1u);
+            x = merge_bytes(x, staged_unit(next - k), k);
+        }
+        store_unit(e.dst_unit + u, merge_bytes(x, vec4<u32>(0u), n));
+    }
+}
+
+// Where row `row`'s first byte lies in its aligned vec4.
+fn row_shift(e: Entry, row: u32) -> u32 {
+    return (row * e.src_stride + e.src_offset) % 16u;
+}
+
+// The stage byte of row `row`'s first byte (wrapping below 0 for a first row staged from
+// further in; every column read from it is staged).
+fn staged_row(e: Entry, first_row: u32, slot: u32, v0: u32, row: u32) -> u32 {
+    return ((row - first_row) * slot - v0) * 16u + row_shift(e, row);
+}
+
+// The 16 staged bytes from stage byte `s` on.
+fn staged_unit(s: u32) -> vec4<u32> {
+    let w = s / 4u;
+    let r = (s % 4u) * 8u;
+    let a = vec4<u32>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]);
+    let b = vec4<u32>(a.yzw, stage[w + 4u]);
+    // A shift by 32 would wrap to 0, hence the select for r = 0.
+    return select((a >> vec4<u32>(r)) | (b << vec4<u32>(32u - r)), a, r == 0u);
+}

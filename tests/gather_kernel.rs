@@ -1,6 +1,6 @@
 //! The gather kernel in each of its layouts, on each adapter: runs (CPU adapters), coalesced
-//! lanes with aligned or shifted loads, row tiles (GPUs), and short word rows scattered by
-//! input. Every row length from 1 to 80
+//! lanes with aligned or shifted loads, row tiles (GPUs), short word rows scattered by input,
+//! and unaligned rows staged in workgroup memory. Every row length from 1 to 80
 //! bytes at every offset modulo 16, outputs that span many workgroups, empty outputs between
 //! non-empty ones, long unaligned rows, and 100,000 outputs; byte for byte against the CPU
 //! reference.
@@ -21,6 +21,8 @@ fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
         (GatherMode::Runs, 3),
         (GatherMode::Coalesced, 4),
         (GatherMode::Coalesced, 1),
+        (GatherMode::Staged, 4),
+        (GatherMode::Staged, 1),
     ]
     .into_iter()
     .map(|(mode, units)| {
@@ -94,6 +96,12 @@ fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
     check_all(&variants, &plan, &input);
     let input = HostTensor::new(DType::U8, vec![97, 4095], pattern(97 * 4095, 2)).unwrap();
     let lengths = IntTensor::vector(vec![1365, 1365, 1365]);
+    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
+    check_all(&variants, &plan, &input);
+    // Rows longer than a block (30,001 bytes at offset 100): a block's units lie in one or two
+    // rows, and staged blocks start and end mid-row.
+    let input = HostTensor::new(DType::U8, vec![7, 30201], pattern(7 * 30201, 12)).unwrap();
+    let lengths = IntTensor::vector(vec![100, 30001, 100]);
     let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
     check_all(&variants, &plan, &input);
     // Short rows at a stride too long for a tile: lanes fall back to runs.

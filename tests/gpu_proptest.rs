@@ -160,7 +160,8 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
     prop_assert_eq!(along, plan.axis_len());
     // Every route and gather layout gives the same bytes: the device's defaults, and the
     // gather alone with the device's runs (spread, or one long run per entry), in runs of an
-    // odd length, in coalesced lanes of 1 and 4 units, and with short word rows scattered.
+    // odd length, in coalesced lanes of 1 and 4 units, with short word rows scattered, and with
+    // unaligned rows staged.
     let gather = gpu.clone().with_route(RouteChoice::Gather);
     let variants = [
         gpu.clone(),
@@ -178,7 +179,8 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
             .clone()
             .with_gather_mode(GatherMode::Coalesced)
             .with_max_units_per_lane(4),
-        gather.with_gather_mode(GatherMode::Scatter),
+        gather.clone().with_gather_mode(GatherMode::Scatter),
+        gather.with_gather_mode(GatherMode::Staged),
     ];
     for gpu in &variants {
         let got = gpu

@@ -50,8 +50,8 @@ fn the_copy_kernel_is_the_reference(gpu: &'static GpuSplitter) {
 }
 
 fn traced_stores_cover_every_output_unit_once(gpu: &'static GpuSplitter) {
-    // Unaligned u8 rows (shifted lanes), 4-byte rows (tiles) and aligned rows (vec4 lanes), in
-    // both gather modes.
+    // Unaligned u8 rows (shifted or staged lanes), 4-byte rows (tiles) and aligned rows (vec4
+    // lanes), in every gather mode.
     let cases = [
         (DType::U8, vec![40, 301], vec![100, 0, 201]),
         (DType::F32, vec![600, 4], vec![1, 1, 2]),
@@ -66,7 +66,7 @@ fn traced_stores_cover_every_output_unit_once(gpu: &'static GpuSplitter) {
             want.extend((r.offset..r.offset + r.size).step_by(16));
         }
         let input_bytes = (shape.iter().product::<usize>() * dtype.size()) as u64;
-        for mode in [GatherMode::Coalesced, GatherMode::Runs] {
+        for mode in [GatherMode::Coalesced, GatherMode::Staged, GatherMode::Runs] {
             let traced = gpu_settings(gpu).with_gather_mode(mode);
             let accesses = trace_split(&traced, &plan, dtype, ALL).unwrap();
             assert_eq!(stored_units(&accesses), want, "{shape:?} {mode:?}");
@@ -123,8 +123,10 @@ fn scattered_word_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
 fn unaligned_rows_load_each_line_once_per_warp(gpu: &'static GpuSplitter) {
     // word_odd's and bytes_odd's rows (1,364 and 1,365 bytes), fewer of them. Each lane loads
     // two aligned units, the second its neighbour's first, so load instructions touch about
-    // twice a copy's lines; counted once per warp, the lines are about a copy's.
+    // twice a copy's lines; counted once per warp, the lines are about a copy's. Staged, each
+    // unit is loaded once: about a copy's lines per instruction as well.
     let gpu = gpu.clone().with_route(RouteChoice::Gather);
+    let staged = gpu_settings(&gpu.clone().with_gather_mode(GatherMode::Staged));
     for (dtype, width) in [(DType::F32, 1023usize), (DType::U8, 4095)] {
         let third = width as i64 / 3;
         let plan = ops::variadic_split(
@@ -139,6 +141,14 @@ fn unaligned_rows_load_each_line_once_per_warp(gpu: &'static GpuSplitter) {
             assert_eq!(f.store_lines_per_512, 4.0, "{dtype} {f:?}");
             assert!(f.load_lines_per_512 > 8.0, "{dtype} {f:?}");
             assert!(f.load_lines_once_per_512 <= 6.0, "{dtype} {f:?}");
+        }
+        let accesses = trace_split(&staged, &plan, dtype, Sampling::default()).unwrap();
+        for warp in [32, 64] {
+            let f = figures(&accesses, warp);
+            assert_eq!(f.store_efficiency, 1.0, "{dtype} {f:?}");
+            assert_eq!(f.store_lines_per_512, 4.0, "{dtype} {f:?}");
+            assert!(f.load_efficiency >= 0.85, "{dtype} {f:?}");
+            assert!(f.load_lines_per_512 <= 6.0, "{dtype} {f:?}");
         }
     }
 }

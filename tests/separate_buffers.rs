@@ -156,6 +156,19 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
         let copies = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         check(gpu, &plan, &input, copies, place);
     }
+    // u8 rows of 65 to 200 bytes at odd offsets, an empty output between, under 4 KiB per
+    // buffer (bound together on every adapter): a GPU's lanes, shifted or staged, store to
+    // both buffers.
+    let shape = [10, 402];
+    let lengths = IntTensor::vector(vec![65, 0, 137, 200]);
+    let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
+    let input = HostTensor::new(DType::U8, shape.to_vec(), pattern(10 * 402)).unwrap();
+    let apart = |i: usize| (i % 2, 1024u64.next_multiple_of(align) * (i / 2) as u64);
+    for mode in [GatherMode::Coalesced, GatherMode::Staged] {
+        let gpu = gpu.clone().with_gather_mode(mode);
+        let (dispatches, _) = check(&gpu, &plan, &input, wgpu::BufferUsages::empty(), apart);
+        assert_eq!(dispatches, 1, "{mode:?}");
+    }
 }
 
 fn bad_regions_are_refused(gpu: &'static GpuSplitter) {

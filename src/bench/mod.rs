@@ -215,6 +215,35 @@ impl CaseBuffers {
         Ok(Recorded::from(&encoded))
     }
 
+    /// Splits once more and compares the outputs in the output region, byte for byte, with
+    /// the CPU reference: a split that comes out wrong fails the bench instead of giving a
+    /// rate.
+    pub fn check(&self, gpu: &GpuSplitter, case: &Case) -> Result<()> {
+        let plan = case.plan()?;
+        let layout = gpu.output_layout(&plan, case.dtype)?;
+        let device = gpu.device();
+        let readback = scoped(device, "allocating the benchmark's readback buffer", || {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("bench readback"),
+                size: layout.total_bytes.max(16),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        let mut encoder = device.create_command_encoder(&Default::default());
+        self.encode(gpu, case, &mut encoder)?;
+        encoder.copy_buffer_to_buffer(&self.output, 0, &readback, 0, layout.total_bytes);
+        gpu.queue().submit([encoder.finish()]);
+        let got = gpu.read_back(&readback, |bytes| {
+            layout.outputs_from(bytes, &plan, case.dtype)
+        })?;
+        let want = reference::split_tensor(&self.host, &plan)?;
+        crate::verify::compare_outputs(&got, &want).map_err(|e| match e {
+            SplitError::Mismatch(m) => SplitError::Mismatch(format!("case {}, {m}", case.name)),
+            other => other,
+        })
+    }
+
     /// The split of `case` prepared once ([`GpuSplitter::prepare`]) on these buffers.
     pub fn prepare(&self, gpu: &GpuSplitter, case: &Case) -> Result<crate::PreparedSplit> {
         let region = |buffer| BufferRegion { buffer, offset: 0 };
@@ -381,6 +410,9 @@ impl<'a> Bencher<'a> {
         let per_split = |ms: f64| ms / batch as f64;
         let [split_ms, prepared_ms, copy_ms, shader_copy_ms] =
             [split_ms, prepared_ms, copy_ms, shader_copy_ms].map(per_split);
+
+        // The timed split's bytes, once the copies above have overwritten its outputs.
+        buffers.check(self.gpu, case)?;
 
         let host_ms = time_ms(self.runs, || {
             let mut encoder = device.create_command_encoder(&Default::default());

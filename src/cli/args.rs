@@ -76,9 +76,10 @@ pub struct BenchArgs {
     /// efficiency, lines and table bytes per 512 bytes moved) beside the copy kernel's.
     #[arg(long)]
     pub memory: bool,
-    /// How the gather maps lanes to units: runs, coalesced or scatter (default: the
+    /// How the gather maps lanes to units: runs, coalesced, scatter or staged (default: the
     /// adapter's, runs on CPU adapters and coalesced on GPUs); scatter is coalesced with short
-    /// rows of whole words gathered by input, a layout not yet measured on a GPU.
+    /// rows of whole words gathered by input, staged is coalesced with unaligned rows staged in
+    /// workgroup memory once per block: layouts not yet measured on a GPU.
     #[arg(long)]
     pub gather_mode: Option<GatherMode>,
 }

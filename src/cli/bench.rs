@@ -185,9 +185,10 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
 
 fn print_memory(results: &[(CaseResult, Option<MemoryReport>)], mode: GatherMode) {
     say!();
-    // The trace runs a GPU's layouts: the scatter ones where they were asked for.
+    // The trace runs a GPU's layouts: the scatter or staged ones where they were asked for.
     let layouts = match mode {
         GatherMode::Scatter => "coalesced lanes, short word rows scattered",
+        GatherMode::Staged => "coalesced lanes, unaligned rows staged",
         _ => "coalesced lanes",
     };
     say!("memory, traced: the gather as a GPU runs it ({layouts}), whatever the adapter");

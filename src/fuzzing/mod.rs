@@ -134,6 +134,8 @@ pub fn check_planner(input: &PlannerInput) {
         (GatherMode::Coalesced, 4, 96, 1 << 27),
         (GatherMode::Coalesced, 2, 96, 4096),
         (GatherMode::Scatter, 4, 96, 1 << 27),
+        (GatherMode::Staged, 4, 96, 1 << 27),
+        (GatherMode::Staged, 4, 96, 4096),
     ] {
         let planned = plan_dispatches(&bytes, &layout, tuning(mode, units, spread), window, 32);
         if let Ok(dispatches) = planned {
@@ -142,7 +144,12 @@ pub fn check_planner(input: &PlannerInput) {
     }
     // The multi-output build: consecutive outputs in 1, 2 or 3 bindings.
     for groups in [1, 2, 3] {
-        for mode in [GatherMode::Runs, GatherMode::Coalesced, GatherMode::Scatter] {
+        for mode in [
+            GatherMode::Runs,
+            GatherMode::Coalesced,
+            GatherMode::Scatter,
+            GatherMode::Staged,
+        ] {
             check.multi_output(groups, mode);
         }
     }

@@ -2,7 +2,9 @@
 //! every output byte is written exactly once, from the input byte the plan says.
 
 use super::input::PlannerInput;
-use crate::gpu::gather::abi::{input_binding, DST_BINDING_SHIFT, MAX_WINDOW};
+use crate::gpu::gather::abi::{
+    input_binding, Entry, Layout, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
+};
 use crate::gpu::gather::plan::{multi_output_dispatch, Dispatch, GatherMode};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::route::{BufferCopy, DeviceCaps, Regions, Route};
@@ -207,6 +209,12 @@ impl RouteCheck<'_> {
                 "{input:?} {d:?}"
             );
             assert_eq!(d.entries.len() as u32, d.params.num_entries);
+            if d.params.lane_layout == Layout::Staged as u32 {
+                for e in d.entries.iter().filter(|e| !e.is_vec4()) {
+                    let most = most_staged_vec4s(e, d.params.units_per_lane);
+                    assert!(most <= STAGE_WORDS / 4, "{most} vec4s: {input:?} {e:?}");
+                }
+            }
             for e in &d.entries {
                 let dst = d.dst_offset + e.dst_unit as u64 * 16;
                 let out = e.out_bytes as u64;
@@ -307,4 +315,26 @@ impl RouteCheck<'_> {
             Route::Gather(d) => self.dispatches(d, caps.window_limit),
         }
     }
+}
+
+/// The most vec4s a block of entry `e` stages under [`Layout::Staged`], block by block, with
+/// the shader's own arithmetic (`copy_staged`): its first row's slot from the vec4 holding its
+/// first byte, a slot per row, its last row's slot to the vec4 holding its last byte, and two
+/// zeroed vec4s.
+fn most_staged_vec4s(e: &Entry, units_per_lane: u32) -> u64 {
+    let (fb, out, row) = (e.first_byte as u64, e.out_bytes as u64, e.row_bytes as u64);
+    // The shader's u32 arithmetic wraps; only the offset's residue mod 16 is used.
+    let shift = |r: u64| (r * e.src_stride as u64 + e.src_offset as u64) % 16;
+    let slot = (row + 30) / 16;
+    let block = units_per_lane as u64 * WORKGROUP_SIZE * 16;
+    (0..out.div_ceil(block))
+        .map(|k| {
+            let (b0, b1) = (fb + k * block, (fb + (k + 1) * block).min(fb + out));
+            let (r0, r1) = (b0 / row, (b1 - 1) / row);
+            let v0 = (shift(r0) + b0 % row) / 16;
+            let v1 = (r1 - r0) * slot + (shift(r1) + (b1 - 1) % row) / 16 + 1;
+            v1 - v0 + 2
+        })
+        .max()
+        .unwrap_or(0)
 }

@@ -48,11 +48,11 @@ impl Default for Sampling {
 }
 
 /// How a GPU runs the gather, by this crate's defaults: coalesced lanes, 4 units each; or
-/// [`GatherMode::Scatter`] where `gpu` asks for it.
+/// [`GatherMode::Scatter`] or [`GatherMode::Staged`] where `gpu` asks for it.
 pub fn gpu_settings(gpu: &GpuSplitter) -> GpuSplitter {
     let tuning = crate::gpu::gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan);
     let mode = match gpu.gather_mode() {
-        GatherMode::Scatter => GatherMode::Scatter,
+        mode @ (GatherMode::Scatter | GatherMode::Staged) => mode,
         _ => tuning.mode,
     };
     gpu.clone()

@@ -18,7 +18,8 @@ pub const WORKGROUP_SIZE: u64 = 256;
 /// Invocations per [`Layout::Runs`] workgroup (`RUNS_WORKGROUP_SIZE`).
 pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 
-/// Words of workgroup memory [`Layout::Tiles`] stages input rows in (`STAGE_WORDS`).
+/// Words of workgroup memory [`Layout::Tiles`] and [`Layout::Staged`] stage input rows in
+/// (`STAGE_WORDS`).
 pub const STAGE_WORDS: u64 = 3776;
 
 /// Entries a [`Layout::Tiles`] dispatch may have (`MAX_TILE_ENTRIES`).
@@ -40,8 +41,8 @@ pub struct Params {
     pub num_blocks: u32,
     /// Entries in the table.
     pub num_entries: u32,
-    /// [`Layout::Runs`], [`Layout::Lanes`]: units per lane in a block. [`Layout::Tiles`]:
-    /// tiles per block. [`Layout::Scatter`]: input units per lane in a block.
+    /// [`Layout::Runs`], [`Layout::Lanes`], [`Layout::Staged`]: units per lane in a block.
+    /// [`Layout::Tiles`]: tiles per block. [`Layout::Scatter`]: input units per lane in a block.
     pub units_per_lane: u32,
     /// A [`Layout`] as u32.
     pub lane_layout: u32,
@@ -69,10 +70,13 @@ pub enum Layout {
     /// Consecutive lanes load consecutive input units and store each word to its output
     /// (short word-aligned rows under [`super::plan::GatherMode::Scatter`]).
     Scatter = 3,
+    /// [`Layout::Lanes`] with unaligned rows staged in workgroup memory once per block
+    /// (under [`super::plan::GatherMode::Staged`]).
+    Staged = 4,
 }
 
-/// The shader's entry points; the gather compiles a pipeline for each, and each dispatch
-/// runs the one [`EntryPoint::of`] picks from its table.
+/// The shader's entry points; each dispatch runs the one [`EntryPoint::of`] picks from its
+/// table, whose pipeline the gather makes the first time a dispatch needs it.
 ///
 /// Each layout has its own, and the runs and lanes layouts one more for aligned entries alone:
 /// a GPU sizes registers and workgroup memory for the whole entry point, and a CPU adapter runs
@@ -88,21 +92,24 @@ pub enum EntryPoint {
     Tiles = 2,
     /// `main_scatter`: [`Layout::Scatter`], [`WORKGROUP_SIZE`] lanes.
     Scatter = 3,
+    /// `main_staged`: [`Layout::Staged`], [`WORKGROUP_SIZE`] lanes.
+    Staged = 4,
     /// `main_runs`: [`Layout::Runs`] with entries of any [`Mode`], [`RUNS_WORKGROUP_SIZE`]
     /// lanes.
-    Runs = 4,
+    Runs = 5,
     /// `main_runs_vec4`: [`Layout::Runs`] when every entry is [`Mode::Vec4`], without the
     /// other modes' code.
-    RunsVec4 = 5,
+    RunsVec4 = 6,
 }
 
 impl EntryPoint {
     /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 6] = [
+    pub const ALL: [EntryPoint; 7] = [
         EntryPoint::Lanes,
         EntryPoint::LanesVec4,
         EntryPoint::Tiles,
         EntryPoint::Scatter,
+        EntryPoint::Staged,
         EntryPoint::Runs,
         EntryPoint::RunsVec4,
     ];
@@ -114,6 +121,7 @@ impl EntryPoint {
             EntryPoint::LanesVec4 => "main_lanes_vec4",
             EntryPoint::Tiles => "main_tiles",
             EntryPoint::Scatter => "main_scatter",
+            EntryPoint::Staged => "main_staged",
             EntryPoint::Runs => "main_runs",
             EntryPoint::RunsVec4 => "main_runs_vec4",
         }
@@ -126,6 +134,7 @@ impl EntryPoint {
         match params.lane_layout {
             l if l == Layout::Tiles as u32 => EntryPoint::Tiles,
             l if l == Layout::Scatter as u32 => EntryPoint::Scatter,
+            l if l == Layout::Staged as u32 => EntryPoint::Staged,
             l if l == Layout::Lanes as u32 && vec4 => EntryPoint::LanesVec4,
             l if l == Layout::Lanes as u32 => EntryPoint::Lanes,
             _ if vec4 => EntryPoint::RunsVec4,
@@ -136,10 +145,8 @@ impl EntryPoint {
     /// Lanes per workgroup.
     pub fn workgroup_size(self) -> u64 {
         match self {
-            EntryPoint::Lanes | EntryPoint::LanesVec4 | EntryPoint::Tiles | EntryPoint::Scatter => {
-                WORKGROUP_SIZE
-            }
             EntryPoint::Runs | EntryPoint::RunsVec4 => RUNS_WORKGROUP_SIZE,
+            _ => WORKGROUP_SIZE,
         }
     }
 }
@@ -161,8 +168,9 @@ pub enum Mode {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Entry {
-    /// [`Layout::Lanes`]: first block (workgroup) of this entry. [`Layout::Runs`]: first lane
-    /// of the dispatch. [`Layout::Tiles`], [`Layout::Scatter`]: unused.
+    /// [`Layout::Lanes`], [`Layout::Staged`]: first block (workgroup) of this entry.
+    /// [`Layout::Runs`]: first lane of the dispatch. [`Layout::Tiles`], [`Layout::Scatter`]:
+    /// unused.
     pub block_start: u32,
     /// First unit of this entry in the output window.
     pub dst_unit: u32,
@@ -323,6 +331,7 @@ mod tests {
             ("LAYOUT_LANES", Layout::Lanes as u64),
             ("LAYOUT_TILES", Layout::Tiles as u64),
             ("LAYOUT_SCATTER", Layout::Scatter as u64),
+            ("LAYOUT_STAGED", Layout::Staged as u64),
             ("WORKGROUP_SIZE", WORKGROUP_SIZE),
             ("RUNS_WORKGROUP_SIZE", RUNS_WORKGROUP_SIZE),
             ("STAGE_WORDS", STAGE_WORDS),
@@ -377,5 +386,7 @@ mod tests {
         assert_eq!(EntryPoint::of(&tiles, &[word]), EntryPoint::Tiles);
         let scatter = params(Layout::Scatter);
         assert_eq!(EntryPoint::of(&scatter, &[vec4, word]), EntryPoint::Scatter);
+        let staged = params(Layout::Staged);
+        assert_eq!(EntryPoint::of(&staged, &[vec4, byte]), EntryPoint::Staged);
     }
 }

@@ -20,19 +20,25 @@ pub enum GatherMode {
     /// ([`Layout::Scatter`]: no staging, no barrier per tile). Not a default: its memory
     /// figures beat the tiles', its rate on a GPU is not measured yet.
     Scatter,
+    /// [`GatherMode::Coalesced`], but unaligned rows are staged in workgroup memory once per
+    /// block ([`Layout::Staged`]: each source vec4 loaded once, one barrier). Not a default:
+    /// its memory figures beat the shifted loads', its rate on a GPU is not measured yet.
+    Staged,
 }
 
 impl std::str::FromStr for GatherMode {
     type Err = crate::SplitError;
 
-    /// `runs`, `coalesced` or `scatter`, as `wgpu-split bench --gather-mode` takes them.
+    /// `runs`, `coalesced`, `scatter` or `staged`, as `wgpu-split bench --gather-mode` takes
+    /// them.
     fn from_str(s: &str) -> crate::Result<Self> {
         match s {
             "runs" => Ok(Self::Runs),
             "coalesced" => Ok(Self::Coalesced),
             "scatter" => Ok(Self::Scatter),
+            "staged" => Ok(Self::Staged),
             other => Err(crate::SplitError::ConflictingInputs(format!(
-                "gather mode {other:?} is not one of runs, coalesced, scatter"
+                "gather mode {other:?} is not one of runs, coalesced, scatter, staged"
             ))),
         }
     }
@@ -90,35 +96,78 @@ pub(super) fn units(out_bytes: u64) -> u64 {
     out_bytes.div_ceil(UNIT_BYTES)
 }
 
-/// The layout of a dispatch of `entries` in `mode`: [`Layout::Lanes`] needs every unaligned
+/// Numbers `entries` into blocks or lanes for `tuning` and returns the header of their
+/// dispatch: the layout ([`entry_layout`]), the units per lane ([`units_per_lane`]), then
+/// [`number_blocks`].
+pub(super) fn lane_dispatch(entries: &mut [Entry], tuning: GatherTuning) -> Params {
+    let layout = entry_layout(tuning.mode, entries);
+    let upl = units_per_lane(layout, entries, tuning);
+    number_blocks(entries, layout, upl)
+}
+
+/// The layout of a dispatch of `entries` in `mode`: [`Layout::Lanes`] (or
+/// [`Layout::Staged`] when asked for and some entry is unaligned) needs every unaligned
 /// entry's rows at least [`MIN_LANES_ROW`] long.
-pub(super) fn entry_layout(mode: GatherMode, entries: &[Entry]) -> Layout {
+fn entry_layout(mode: GatherMode, entries: &[Entry]) -> Layout {
     let long_rows = entries
         .iter()
         .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_LANES_ROW);
+    let aligned = entries.iter().all(Entry::is_vec4);
     match mode {
-        GatherMode::Coalesced | GatherMode::Scatter if long_rows => Layout::Lanes,
+        GatherMode::Staged if long_rows && !aligned => Layout::Staged,
+        GatherMode::Coalesced | GatherMode::Scatter | GatherMode::Staged if long_rows => {
+            Layout::Lanes
+        }
         _ => Layout::Runs,
     }
 }
 
-/// Units per lane for entries of `entry_units` units (`total` in all) in `layout`.
-pub(super) fn units_per_lane(
-    layout: Layout,
-    entry_units: impl Iterator<Item = u64>,
-    tuning: GatherTuning,
-) -> u64 {
-    let (largest, total) = entry_units.fold((0, 0), |(l, t), u| (l.max(u), t + u));
+/// Units per lane for `entries` in `layout`.
+fn units_per_lane(layout: Layout, entries: &[Entry], tuning: GatherTuning) -> u64 {
+    let (largest, total) = entries
+        .iter()
+        .map(|e| units(e.out_bytes as u64))
+        .fold((0, 0), |(l, t), u| (l.max(u), t + u));
     let upl = match layout {
         // Spread small splits: a CPU adapter runs workgroups on several threads.
         Layout::Runs => total
             .div_ceil(tuning.spread_lanes.max(1))
             .max(MIN_RUN_UNITS),
         // A block no larger than the largest entry, so small entries do not idle whole
-        // workgroups.
+        // workgroups; a staged block's rows inside the stage.
+        Layout::Staged => largest
+            .div_ceil(WORKGROUP_SIZE)
+            .min(max_staged_units(entries)),
         _ => largest.div_ceil(WORKGROUP_SIZE),
     };
     upl.clamp(1, tuning.max_units_per_lane.max(1))
+}
+
+/// The most units per lane whose blocks [`Layout::Staged`] can stage for every unaligned
+/// entry of `entries` (at least 1: rows of [`MIN_LANES_ROW`] bytes fit at 2).
+fn max_staged_units(entries: &[Entry]) -> u64 {
+    let fits = |upl: u64| {
+        entries
+            .iter()
+            .filter(|e| !e.is_vec4())
+            .all(|e| staged_vec4s(upl, e.row_bytes as u64) <= STAGE_WORDS / 4)
+    };
+    (1..=STAGE_WORDS / 4 / WORKGROUP_SIZE)
+        .rev()
+        .find(|&upl| fits(upl))
+        .unwrap_or(1)
+}
+
+/// Vec4s of workgroup memory a [`Layout::Staged`] block of `upl` units per lane stages, at
+/// most, for rows of `row_bytes`. The block's L = upl x 4096 bytes span at most m + 1 rows,
+/// m = (L - 1) / row_bytes + 1; each row's slot holds ceil((row_bytes + 15) / 16) vec4s,
+/// from the one holding its first byte, which wastes under 2 vec4s per row; the first row
+/// starts at the block's first byte, the last ends past its last (1 more each); and 2 vec4s
+/// past the end are zeroed, as a unit reads 20 bytes from its first.
+pub(super) fn staged_vec4s(upl: u64, row_bytes: u64) -> u64 {
+    let block_bytes = upl * WORKGROUP_SIZE * UNIT_BYTES;
+    let m = (block_bytes - 1) / row_bytes + 1;
+    block_bytes / UNIT_BYTES + 2 * m + 5
 }
 
 /// Numbers `entries` (their `block_start`) by lane ([`Layout::Runs`]) or by block of `upl`
@@ -305,14 +354,18 @@ mod tests {
         assert_eq!(interleaved(&[16, 4095], 3, DType::U8), 0);
     }
 
+    /// The header of the first dispatch of a variadic split of `shape` along axis 1 in `mode`,
+    /// at 4 units per lane.
+    fn variadic(shape: &[usize], lengths: Vec<i64>, dtype: DType, mode: GatherMode) -> Params {
+        let lengths = IntTensor::vector(lengths);
+        let plan = ops::variadic_split(shape, &IntTensor::scalar(1), &lengths).unwrap();
+        dispatches(&plan, dtype, 256, mode, 4, BIG).unwrap()[0].params
+    }
+
     #[test]
     fn scatter_takes_short_word_rows_and_leaves_the_rest() {
-        let params_of = |shape: &[usize], lengths: Vec<i64>, dtype| {
-            let plan =
-                ops::variadic_split(shape, &IntTensor::scalar(1), &IntTensor::vector(lengths))
-                    .unwrap();
-            dispatches(&plan, dtype, 256, GatherMode::Scatter, 4, BIG).unwrap()[0].params
-        };
+        let params_of =
+            |shape: &[usize], lengths, dtype| variadic(shape, lengths, dtype, GatherMode::Scatter);
         // tiny_runs: 4 Mi input units in 1,024 blocks of 16 steps; a small split (750 input
         // units) in blocks of one step.
         let p = params_of(&[1 << 22, 4], vec![1; 4], DType::F32);
@@ -331,5 +384,26 @@ mod tests {
         assert_eq!(p.lane_layout, Layout::Tiles as u32);
         let p = params_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
         assert_eq!(p.lane_layout, Layout::Lanes as u32);
+    }
+
+    #[test]
+    fn staged_takes_unaligned_long_rows_in_blocks_that_fit_the_stage() {
+        let params_of =
+            |shape: &[usize], lengths, dtype| variadic(shape, lengths, dtype, GatherMode::Staged);
+        let staged = Layout::Staged as u32;
+        // bytes_odd's rows of 1,365 bytes: 3 units per lane (4 would stage 1,055 vec4s of 944);
+        // rows of 64 bytes at odd offsets: 2 (3 would stage 1,157).
+        let p = params_of(&[16384, 4095], vec![1365; 3], DType::U8);
+        assert_eq!((p.lane_layout, p.units_per_lane), (staged, 3));
+        assert_eq!(staged_vec4s(3, 1365), 793);
+        assert_eq!(staged_vec4s(4, 1365), 1055);
+        let p = params_of(&[4096, 193], vec![65, 64, 64], DType::U8);
+        assert_eq!((p.lane_layout, p.units_per_lane), (staged, 2));
+        assert_eq!(staged_vec4s(3, 64), 1157);
+        // Aligned rows keep the lanes (their entry point has no staging), short rows the tiles.
+        let p = params_of(&[64, 4096], vec![2048, 2048], DType::F32);
+        assert_eq!((p.lane_layout, p.units_per_lane), (Layout::Lanes as u32, 4));
+        let p = params_of(&[4096, 7], vec![3, 4], DType::U8);
+        assert_eq!(p.lane_layout, Layout::Tiles as u32);
     }
 }

@@ -2,7 +2,7 @@
 //! and a table of entries. Pure arithmetic, tested without a device.
 
 use super::abi::{input_binding, Entry, Mode, Params, UNIT_BYTES};
-use super::blocks::{entry_layout, number_blocks, scatter, tiles, units, units_per_lane};
+use super::blocks::{lane_dispatch, scatter, tiles};
 pub use super::blocks::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::error::{Result, SplitError};
 use crate::gpu::output_layout::OutputLayout;
@@ -136,21 +136,15 @@ fn whole_table(
             .collect(),
     };
     let tiled = match tuning.mode {
-        GatherMode::Coalesced => tiles(bytes, &entries, tuning.max_units_per_lane),
+        GatherMode::Coalesced | GatherMode::Staged => {
+            tiles(bytes, &entries, tuning.max_units_per_lane)
+        }
         GatherMode::Scatter => {
             scatter(bytes, &entries).or_else(|| tiles(bytes, &entries, tuning.max_units_per_lane))
         }
         GatherMode::Runs => None,
     };
-    tiled.unwrap_or_else(|| {
-        let kind = entry_layout(tuning.mode, &entries);
-        let upl = units_per_lane(
-            kind,
-            entries.iter().map(|e| units(e.out_bytes as u64)),
-            tuning,
-        );
-        (number_blocks(&mut entries, kind, upl), entries)
-    })
+    tiled.unwrap_or_else(|| (lane_dispatch(&mut entries, tuning), entries))
 }
 
 /// One dispatch of the multi-output build ([`super::builds::multi_output_source`]): output
@@ -276,9 +270,7 @@ pub fn plan_dispatches(
                 .next_multiple_of(UNIT_BYTES)
                 .min(binding);
             let mut entries = vec![part_entry(bytes, o, (b0, b1), window)];
-            let kind = entry_layout(tuning.mode, &entries);
-            let upl = units_per_lane(kind, [units(b1 - b0)].into_iter(), tuning);
-            let params = number_blocks(&mut entries, kind, upl);
+            let params = lane_dispatch(&mut entries, tuning);
             dispatches.push(Dispatch {
                 src_offset: window,
                 src_size: src_end - window,

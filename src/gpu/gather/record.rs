@@ -1,5 +1,5 @@
-//! Recording the gather: the pipeline (compiled once per device), one bind group per
-//! dispatch, and the dispatches themselves.
+//! Recording the gather: the pipelines (one per entry point, made once per device when a
+//! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
 
 use super::abi::{EntryPoint, SHADER_SOURCE};
 use super::builds::{multi_output_source, traced_source};
@@ -8,13 +8,19 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
 use crate::gpu::region::BufferRegion;
 use std::num::NonZeroU64;
+use std::sync::{Arc, OnceLock};
 
-/// The gather shader compiled for one device (every entry point), with its bind group layout.
+/// The gather shader compiled for one device, with its bind group layout; each entry point's
+/// pipeline is made the first time a dispatch needs it.
 #[derive(Debug, Clone)]
 pub struct GatherPipeline {
+    module: wgpu::ShaderModule,
     bind_group_layout: wgpu::BindGroupLayout,
-    /// One pipeline per entry point, in the order of [`EntryPoint::ALL`].
-    pipelines: [wgpu::ComputePipeline; EntryPoint::ALL.len()],
+    layout: wgpu::PipelineLayout,
+    /// One pipeline per entry point, in the order of [`EntryPoint::ALL`], made on first use
+    /// and shared by clones: a CPU adapter never runs the GPUs' layouts, nor a GPU the runs,
+    /// and on lavapipe the seven pipelines took 76 ms of the 107 a splitter took to open.
+    pipelines: Arc<[OnceLock<wgpu::ComputePipeline>; EntryPoint::ALL.len()]>,
     /// Whether this is the trace build, with the trace buffer at binding 4.
     traced: bool,
     /// Output bindings: 1, or more in the multi-output build.
@@ -118,12 +124,25 @@ impl GatherPipeline {
             bind_group_layouts: &[Some(&bind_group_layout)],
             immediate_size: 0,
         });
-        let pipeline = |entry_point| {
+        Self {
+            module,
+            bind_group_layout,
+            layout,
+            pipelines: Arc::new(std::array::from_fn(|_| OnceLock::new())),
+            traced,
+            dst_bindings,
+        }
+    }
+
+    /// The pipeline of `entry`, made now if no dispatch needed it before; call it inside an
+    /// error scope.
+    fn pipeline(&self, device: &wgpu::Device, entry: EntryPoint) -> wgpu::ComputePipeline {
+        let made = self.pipelines[entry as usize].get_or_init(|| {
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry_point),
-                layout: Some(&layout),
-                module: &module,
-                entry_point: Some(entry_point),
+                label: Some(entry.name()),
+                layout: Some(&self.layout),
+                module: &self.module,
+                entry_point: Some(entry.name()),
                 // The shader writes every word of workgroup memory before it reads it, so
                 // zeroing it first (16 KiB per workgroup) would be pure cost.
                 compilation_options: wgpu::PipelineCompilationOptions {
@@ -132,13 +151,8 @@ impl GatherPipeline {
                 },
                 cache: None,
             })
-        };
-        Self {
-            bind_group_layout,
-            pipelines: EntryPoint::ALL.map(|e| pipeline(e.name())),
-            traced,
-            dst_bindings,
-        }
+        });
+        made.clone()
     }
 
     /// Records `dispatches` (with their `tables`, one buffer each) into one compute pass of
@@ -201,9 +215,8 @@ impl GatherPipeline {
                 .zip(tables)
                 .zip(grids)
                 .map(|((dispatch, table), grid)| BoundDispatch {
-                    pipeline: self.pipelines
-                        [EntryPoint::of(&dispatch.params, &dispatch.entries) as usize]
-                        .clone(),
+                    pipeline: self
+                        .pipeline(device, EntryPoint::of(&dispatch.params, &dispatch.entries)),
                     bind_group: self.bind_group(device, dispatch, table, input, outputs, trace),
                     grid,
                 })
