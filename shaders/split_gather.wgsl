@@ -368,7 +368,8 @@ fn shared_params(lane: u32) -> Params {
     return workgroupUniformLoad(&wg_block).params;
 }
 
-// LAYOUT_LANES, LAYOUT_STAGED: the block's header and entry, which lane 0 finds and hands to the workgroup.
+// LAYOUT_LANES, LAYOUT_STAGED: the block's header and entry, which lane 0 finds and hands to
+// the workgroup.
 fn find_block(block: u32, lane: u32) -> Block {
     if (lane == 0u) {
         let p = read_params();

@@ -232,8 +232,10 @@ impl CaseBuffers {
         })?;
         let mut encoder = device.create_command_encoder(&Default::default());
         self.encode(gpu, case, &mut encoder)?;
-        encoder.copy_buffer_to_buffer(&self.output, 0, &readback, 0, layout.total_bytes);
-        gpu.queue().submit([encoder.finish()]);
+        scoped(device, "reading the benchmark's outputs back", || {
+            encoder.copy_buffer_to_buffer(&self.output, 0, &readback, 0, layout.total_bytes);
+            gpu.queue().submit([encoder.finish()]);
+        })?;
         let got = gpu.read_back(&readback, |bytes| {
             layout.outputs_from(bytes, &plan, case.dtype)
         })?;
