@@ -1,4 +1,4 @@
-// The gather's four layouts: the body of `shaders/split_gather.wgsl`, which declares the
+// The gather's five layouts: the body of `shaders/split_gather.wgsl`, which declares the
 // table, the bindings, the access functions and the entry points. WGSL has no include, so the
 // host compiles that file followed by this one (`gpu::gather::abi::SHADER_SOURCE`).
 
@@ -172,13 +172,18 @@ fn shifted_unit(e: Entry, u: u32) -> vec4<u32> {
     let at = place(e, b);
     var v = source_unit(at.src);
     // Bytes of the output in this unit, and of them in this row.
-    let n = min(16u, e.first_byte + e.out_bytes - b);
+    let n = unit_bytes(e, b);
     let k = min(n, e.row_bytes - at.col);
     if (k < n) {
         // Byte j >= k of the unit is byte j - k of the next row.
         v = merge_bytes(v, source_unit(at.src - at.col + e.src_stride - k), k);
     }
     return merge_bytes(v, vec4<u32>(0u), n);
+}
+
+// Bytes of entry `e`'s output in the unit from entry byte `b` on: 16, or fewer in its last.
+fn unit_bytes(e: Entry, b: u32) -> u32 {
+    return min(16u, e.first_byte + e.out_bytes - b);
 }
 
 // The 16 source bytes from byte `s` on: two aligned vec4 loads, funnel-shifted. The second
@@ -355,13 +360,12 @@ fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
         put_staged(v - v0, x);
     }
     workgroupBarrier();
-    let end_byte = e.first_byte + e.out_bytes;
     for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
         let b = e.first_byte + u * 16u;
         let at = place(e, b);
         var x = staged_unit(staged_row(e, first.row, slot, v0, at.row) + at.col);
         // Bytes of the output in this unit, and of them in this row.
-        let n = min(16u, end_byte - b);
+        let n = unit_bytes(e, b);
         let k = min(n, e.row_bytes - at.col);
         if (k < n) {
             // Byte j >= k of the unit is byte j - k of the next row.
@@ -383,12 +387,9 @@ fn staged_row(e: Entry, first_row: u32, slot: u32, v0: u32, row: u32) -> u32 {
     return ((row - first_row) * slot - v0) * 16u + row_shift(e, row);
 }
 
-// The 16 staged bytes from stage byte `s` on.
+// The 16 staged bytes from stage byte `s` on: five staged words, shifted.
 fn staged_unit(s: u32) -> vec4<u32> {
     let w = s / 4u;
-    let r = (s % 4u) * 8u;
-    let a = vec4<u32>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]);
-    let b = vec4<u32>(a.yzw, stage[w + 4u]);
-    // A shift by 32 would wrap to 0, hence the select for r = 0.
-    return select((a >> vec4<u32>(r)) | (b << vec4<u32>(32u - r)), a, r == 0u);
+    let lo = vec4<u32>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]);
+    return funnel(lo, vec4<u32>(stage[w + 4u], 0u, 0u, 0u), s % 4u);
 }

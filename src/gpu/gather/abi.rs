@@ -207,9 +207,9 @@ pub fn window_limit(limits: &wgpu::Limits) -> u64 {
 }
 
 /// A dispatch over several output buffers (the multi-output build,
-/// [`super::builds::multi_output_source`])
-/// keeps the output binding of an entry in the bits of `dst_unit` from this one up: a window is
-/// at most [`MAX_WINDOW`] bytes, 2^27 units, so the unit within the binding fits below it.
+/// [`super::builds::multi_output_source`]) keeps the output binding of an entry in the bits of
+/// `dst_unit` from this one up: a window is at most [`MAX_WINDOW`] bytes, 2^27 units, so the
+/// unit within the binding fits below it.
 pub const DST_BINDING_SHIFT: u32 = 27;
 
 /// Most output bindings one dispatch of the multi-output build takes: the bits of `dst_unit`

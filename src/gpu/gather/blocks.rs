@@ -164,7 +164,7 @@ fn max_staged_units(entries: &[Entry]) -> u64 {
 /// from the one holding its first byte, which wastes under 2 vec4s per row; the first row
 /// starts at the block's first byte, the last ends past its last (1 more each); and 2 vec4s
 /// past the end are zeroed, as a unit reads 20 bytes from its first.
-pub(super) fn staged_vec4s(upl: u64, row_bytes: u64) -> u64 {
+fn staged_vec4s(upl: u64, row_bytes: u64) -> u64 {
     let block_bytes = upl * WORKGROUP_SIZE * UNIT_BYTES;
     let m = (block_bytes - 1) / row_bytes + 1;
     block_bytes / UNIT_BYTES + 2 * m + 5
