@@ -21,8 +21,9 @@ fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
         (GatherMode::Runs, 3),
         (GatherMode::Coalesced, 4),
         (GatherMode::Coalesced, 1),
-        (GatherMode::Staged, 4),
-        (GatherMode::Staged, 1),
+        (GatherMode::Shifted, 4),
+        (GatherMode::Shifted, 1),
+        (GatherMode::Tiles, 4),
     ]
     .into_iter()
     .map(|(mode, units)| {
@@ -136,11 +137,12 @@ fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
 }
 
 fn word_rows_scattered_by_input(gpu: &'static GpuSplitter) {
+    // The GPUs' mode scatters short rows of whole words.
     let scatter = [(
-        format!("{} Scatter", common::name(gpu)),
+        format!("{} Coalesced", common::name(gpu)),
         gpu.clone()
             .with_route(RouteChoice::Gather)
-            .with_gather_mode(GatherMode::Scatter),
+            .with_gather_mode(GatherMode::Coalesced),
     )];
     // f32 rows of every length up to 16 words, cut into a words, an empty output and the
     // rest: outputs at every word offset of the stride, 1,001 rows so every output ends

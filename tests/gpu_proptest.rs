@@ -160,8 +160,8 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
     prop_assert_eq!(along, plan.axis_len());
     // Every route and gather layout gives the same bytes: the device's defaults, and the
     // gather alone with the device's runs (spread, or one long run per entry), in runs of an
-    // odd length, in coalesced lanes of 1 and 4 units, with short word rows scattered, and with
-    // unaligned rows staged.
+    // odd length, in coalesced lanes of 1 and 4 units (unaligned rows staged, short word rows
+    // scattered), with unaligned rows shifted, and with short word rows in tiles.
     let gather = gpu.clone().with_route(RouteChoice::Gather);
     let variants = [
         gpu.clone(),
@@ -179,8 +179,8 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
             .clone()
             .with_gather_mode(GatherMode::Coalesced)
             .with_max_units_per_lane(4),
-        gather.clone().with_gather_mode(GatherMode::Scatter),
-        gather.with_gather_mode(GatherMode::Staged),
+        gather.clone().with_gather_mode(GatherMode::Shifted),
+        gather.with_gather_mode(GatherMode::Tiles),
     ];
     for gpu in &variants {
         let got = gpu

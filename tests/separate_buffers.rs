@@ -144,11 +144,12 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
     let lengths = IntTensor::vector(vec![2, 7, 0, 16, 3, 5]);
     let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
     let place = |i: usize| (i % 2, align * 16 * (6 - i as u64));
-    // f16 rows of 4 to 32 bytes, and f32 rows of whole words (which Scatter gathers by input).
+    // f16 rows of 4 to 32 bytes, and f32 rows of whole words (which a GPU's lanes gather by
+    // input, or under Tiles stage in tiles).
     for dtype in [DType::F16, DType::F32] {
         let input = HostTensor::new(dtype, shape.to_vec(), pattern(9 * 33 * dtype.size())).unwrap();
         // Both buffers in one dispatch, with the CPU adapters' lanes and with a GPU's.
-        for mode in [GatherMode::Runs, GatherMode::Coalesced, GatherMode::Scatter] {
+        for mode in [GatherMode::Runs, GatherMode::Coalesced, GatherMode::Tiles] {
             let gpu = gpu.clone().with_gather_mode(mode);
             let (dispatches, _) = check(&gpu, &plan, &input, wgpu::BufferUsages::empty(), place);
             assert_eq!(dispatches, 1, "{dtype} {mode:?}");
@@ -164,7 +165,7 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
     let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
     let input = HostTensor::new(DType::U8, shape.to_vec(), pattern(10 * 402)).unwrap();
     let apart = |i: usize| (i % 2, 1024u64.next_multiple_of(align) * (i / 2) as u64);
-    for mode in [GatherMode::Coalesced, GatherMode::Staged] {
+    for mode in [GatherMode::Coalesced, GatherMode::Shifted] {
         let gpu = gpu.clone().with_gather_mode(mode);
         let (dispatches, _) = check(&gpu, &plan, &input, wgpu::BufferUsages::empty(), apart);
         assert_eq!(dispatches, 1, "{mode:?}");

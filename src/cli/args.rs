@@ -76,10 +76,11 @@ pub struct BenchArgs {
     /// efficiency, lines and table bytes per 512 bytes moved) beside the copy kernel's.
     #[arg(long)]
     pub memory: bool,
-    /// How the gather maps lanes to units: runs, coalesced, scatter or staged (default: the
-    /// adapter's, runs on CPU adapters and coalesced on GPUs); scatter is coalesced with short
-    /// rows of whole words gathered by input, staged is coalesced with unaligned rows staged in
-    /// workgroup memory once per block: layouts not yet measured on a GPU.
+    /// How the gather maps lanes to units: runs, coalesced, shifted or tiles (default: the
+    /// adapter's, runs on CPU adapters and coalesced on GPUs); shifted is coalesced with
+    /// unaligned rows funnel-shifted from two loads per unit instead of staged, tiles is
+    /// coalesced with short rows of whole words staged in tiles instead of scattered: the
+    /// layouts measured on an H100, to compare with on a GPU.
     #[arg(long)]
     pub gather_mode: Option<GatherMode>,
 }

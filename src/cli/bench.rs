@@ -185,11 +185,11 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
 
 fn print_memory(results: &[(CaseResult, Option<MemoryReport>)], mode: GatherMode) {
     say!();
-    // The trace runs a GPU's layouts: the scatter or staged ones where they were asked for.
+    // The trace runs a GPU's layouts: the shifted or tiled ones where they were asked for.
     let layouts = match mode {
-        GatherMode::Scatter => "coalesced lanes, short word rows scattered",
-        GatherMode::Staged => "coalesced lanes, unaligned rows staged",
-        _ => "coalesced lanes",
+        GatherMode::Shifted => "coalesced lanes, unaligned rows shifted, short word rows scattered",
+        GatherMode::Tiles => "coalesced lanes, unaligned rows staged, short word rows in tiles",
+        _ => "coalesced lanes, unaligned rows staged, short word rows scattered",
     };
     say!("memory, traced: the gather as a GPU runs it ({layouts}), whatever the adapter");
     say!(

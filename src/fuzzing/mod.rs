@@ -133,9 +133,8 @@ pub fn check_planner(input: &PlannerInput) {
         (GatherMode::Runs, 2048, 1, 1 << 27),
         (GatherMode::Coalesced, 4, 96, 1 << 27),
         (GatherMode::Coalesced, 2, 96, 4096),
-        (GatherMode::Scatter, 4, 96, 1 << 27),
-        (GatherMode::Staged, 4, 96, 1 << 27),
-        (GatherMode::Staged, 4, 96, 4096),
+        (GatherMode::Shifted, 4, 96, 1 << 27),
+        (GatherMode::Tiles, 4, 96, 1 << 27),
     ] {
         let planned = plan_dispatches(&bytes, &layout, tuning(mode, units, spread), window, 32);
         if let Ok(dispatches) = planned {
@@ -147,8 +146,8 @@ pub fn check_planner(input: &PlannerInput) {
         for mode in [
             GatherMode::Runs,
             GatherMode::Coalesced,
-            GatherMode::Scatter,
-            GatherMode::Staged,
+            GatherMode::Shifted,
+            GatherMode::Tiles,
         ] {
             check.multi_output(groups, mode);
         }

@@ -154,7 +154,7 @@ impl GpuSplitter {
 
     /// Sets how the gather maps lanes to units ([`GatherMode`]): runs per lane (the default
     /// on CPU adapters), coalesced lanes (the default on GPUs), or coalesced lanes with one of
-    /// the candidate layouts (`Scatter`, `Staged`). Each gives the same bytes on any device;
+    /// the layouts to compare with (`Shifted`, `Tiles`). Each gives the same bytes on any device;
     /// tests and the memory trace use it to run the GPU kernel on a CPU adapter.
     pub fn with_gather_mode(mut self, mode: GatherMode) -> Self {
         self.gather_tuning.mode = mode;

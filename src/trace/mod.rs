@@ -48,11 +48,11 @@ impl Default for Sampling {
 }
 
 /// How a GPU runs the gather, by this crate's defaults: coalesced lanes, 4 units each; or
-/// [`GatherMode::Scatter`] or [`GatherMode::Staged`] where `gpu` asks for it.
+/// [`GatherMode::Shifted`] or [`GatherMode::Tiles`] where `gpu` asks for it.
 pub fn gpu_settings(gpu: &GpuSplitter) -> GpuSplitter {
     let tuning = crate::gpu::gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan);
     let mode = match gpu.gather_mode() {
-        mode @ (GatherMode::Scatter | GatherMode::Staged) => mode,
+        mode @ (GatherMode::Shifted | GatherMode::Tiles) => mode,
         _ => tuning.mode,
     };
     gpu.clone()

@@ -12,12 +12,12 @@ fn bench_writes_the_report_fields(backend: &str) {
             backend,
             "--quick",
             "--cases=spec_split",
-            "--gather-mode=scatter",
+            "--gather-mode=shifted",
         ],
         &json,
     );
     assert!(out.stdout.contains("spec_split"), "{}", out.stdout);
-    assert_eq!(v["gather_mode"], "scatter");
+    assert_eq!(v["gather_mode"], "shifted");
     assert!(v["adapter"]["name"].is_string() && v["adapter"]["backend"].is_string());
     assert!(v["roundtrip_ms"].as_f64().unwrap() > 0.0);
     let cases = v["cases"].as_array().unwrap();

@@ -68,10 +68,9 @@ pub enum Layout {
     /// Each workgroup stages whole input rows, then writes every output's part (GPUs, short rows).
     Tiles = 2,
     /// Consecutive lanes load consecutive input units and store each word to its output
-    /// (short word-aligned rows under [`super::plan::GatherMode::Scatter`]).
+    /// (GPUs, short word-aligned rows).
     Scatter = 3,
-    /// [`Layout::Lanes`] with unaligned rows staged in workgroup memory once per block
-    /// (under [`super::plan::GatherMode::Staged`]).
+    /// [`Layout::Lanes`] with unaligned rows staged in workgroup memory once per block (GPUs).
     Staged = 4,
 }
 

@@ -136,12 +136,10 @@ fn whole_table(
             .collect(),
     };
     let tiled = match tuning.mode {
-        GatherMode::Coalesced | GatherMode::Staged => {
-            tiles(bytes, &entries, tuning.max_units_per_lane)
-        }
-        GatherMode::Scatter => {
+        GatherMode::Coalesced | GatherMode::Shifted => {
             scatter(bytes, &entries).or_else(|| tiles(bytes, &entries, tuning.max_units_per_lane))
         }
+        GatherMode::Tiles => tiles(bytes, &entries, tuning.max_units_per_lane),
         GatherMode::Runs => None,
     };
     tiled.unwrap_or_else(|| (lane_dispatch(&mut entries, tuning), entries))
@@ -367,7 +365,7 @@ pub(super) mod tests {
                 d[0].params.tile_rows,
             )
         };
-        // Aligned rows and long unaligned rows: lanes, 4 units each.
+        // Aligned rows: lanes, 4 units each; long unaligned rows: staged, 3 units each.
         let lanes = Layout::Lanes as u32;
         assert_eq!(
             layout_of(&[512, 4096], vec![2048, 2048], DType::F32),
@@ -375,12 +373,16 @@ pub(super) mod tests {
         );
         assert_eq!(
             layout_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8),
-            (lanes, 4, 0)
+            (Layout::Staged as u32, 3, 0)
         );
-        // Rows of 4 bytes at a stride of 16: tiles of 942 rows.
+        // Rows of 4 bytes: scattered by input; u8 rows of 3 and 4 bytes: tiles of 2,153 rows.
         assert_eq!(
-            layout_of(&[4096, 4], vec![1, 1, 1, 1], DType::F32),
-            (Layout::Tiles as u32, 4, 942)
+            layout_of(&[4096, 4], vec![1, 1, 1, 1], DType::F32).0,
+            Layout::Scatter as u32
+        );
+        assert_eq!(
+            layout_of(&[4096, 7], vec![3, 4], DType::U8),
+            (Layout::Tiles as u32, 4, 2153)
         );
         // Short rows, but 17 outputs: too many for tiles, so runs.
         assert_eq!(
