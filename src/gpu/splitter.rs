@@ -26,7 +26,9 @@ use std::sync::{Arc, Mutex};
 /// (8,192 cost qkv a fifth). Small splits spread over two workgroups on Vulkan
 /// ([`SPREAD_TWO_WORKGROUPS`]) and stay in one through GL ([`SPREAD_ONE_WORKGROUP`]), as
 /// measured on Mesa's two drivers. On GPUs consecutive lanes write consecutive units, 4 steps
-/// per lane, so a block of 16 KiB pays for one table lookup.
+/// per lane, so a block of 16 KiB pays for one table lookup; unaligned rows are staged and
+/// short word rows scattered ([`GatherMode::Coalesced`]), the layouts whose traced memory
+/// figures are a copy's.
 pub fn gather_defaults(device_type: wgpu::DeviceType, backend: wgpu::Backend) -> GatherTuning {
     match (device_type, backend) {
         (wgpu::DeviceType::Cpu, backend) => GatherTuning {

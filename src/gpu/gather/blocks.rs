@@ -23,7 +23,7 @@ pub enum GatherMode {
     /// [`GatherMode::Coalesced`], but unaligned rows load the two aligned vec4s around each
     /// unit and funnel-shift them, with no workgroup memory ([`Layout::Lanes`]): twice the
     /// lines per load instruction, the second load a cache hit. Measured on an H100 at 0.86
-    /// to 0.97 of the copy kernel; kept to compare with on a GPU.
+    /// to 0.96 of the copy kernel; kept to compare with on a GPU.
     Shifted,
     /// [`GatherMode::Coalesced`], but short rows of whole words are staged in tiles as other
     /// short rows are ([`Layout::Tiles`]). Measured on an H100 at 0.47 of the copy kernel for
