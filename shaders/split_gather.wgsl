@@ -17,26 +17,25 @@
 //   entry itself (entries get whole lanes, numbered by `block_start`; equal entries take lanes
 //   in turn), so small outputs share workgroups. Unaligned rows are funnel-shifted from a
 //   sliding window of aligned vec4 loads, one load per unit.
-// - LAYOUT_LANES (GPUs, aligned rows): entries get whole blocks (numbered by `block_start`), and lane 0 finds
-//   the block's entry once and hands it to the workgroup through workgroup memory, so the table
-//   is read once per block and every later branch is uniform. Step by step, consecutive lanes
-//   write consecutive units, so a warp's stores cover whole sectors. Aligned rows load one vec4
-//   per lane and step, which is coalesced the same way. Unaligned rows (when the host asks for
-//   them shifted) load the two aligned vec4s around the unit's bytes and funnel-shift them:
-//   each load is coalesced, and a lane's second load is its neighbour's first, which the GPU's
-//   cache serves.
-// - LAYOUT_TILES (GPUs, rows shorter than a few units, not whole words or when the host asks
-//   for tiles): each workgroup stages `tile_rows` whole
-//   input rows with coalesced loads, then writes every output's part of them with coalesced
-//   stores.
-// - LAYOUT_SCATTER (GPUs, short rows of whole words): consecutive
-//   lanes load consecutive aligned input vec4s and store each word to the output that holds
-//   it; a warp's stores to one output are consecutive words. (The padding after an output's
-//   last word is left as it was, as the copy routes leave it.)
-// - LAYOUT_STAGED (GPUs, unaligned rows of 64 bytes or more): LAYOUT_LANES, but each
-//   block first loads its source bytes into workgroup memory, row by row, one coalesced
-//   aligned vec4 per lane and step, and after one barrier its lanes shift their units out of
-//   there: every source vec4 is loaded once.
+// - LAYOUT_LANES (GPUs, aligned rows): entries get whole blocks (numbered by `block_start`),
+//   and lane 0 finds the block's entry once and hands it to the workgroup through workgroup
+//   memory, so the table is read once per block and every later branch is uniform. Step by
+//   step, consecutive lanes write consecutive units, so a warp's stores cover whole sectors.
+//   Aligned rows load one vec4 per lane and step, which is coalesced the same way. Unaligned
+//   rows (when the host asks for them shifted) load the two aligned vec4s around the unit's
+//   bytes and funnel-shift them: each load is coalesced, and a lane's second load is its
+//   neighbour's first, which the GPU's cache serves.
+// - LAYOUT_STAGED (GPUs, unaligned rows of 64 bytes or more): LAYOUT_LANES, but each block
+//   first loads its source bytes into workgroup memory, row by row, one coalesced aligned vec4
+//   per lane and step, and after one barrier its lanes shift their units out of there: every
+//   source vec4 is loaded once.
+// - LAYOUT_SCATTER (GPUs, short rows of whole words): consecutive lanes load consecutive
+//   aligned input vec4s and store each word to the output that holds it; a warp's stores to
+//   one output are consecutive words. (The padding after an output's last word is left as it
+//   was, as the copy routes leave it.)
+// - LAYOUT_TILES (GPUs, other short rows, and short word rows when the host asks for tiles):
+//   each workgroup stages `tile_rows` whole input rows with coalesced loads, then writes every
+//   output's part of them with coalesced stores.
 //
 // This file holds the table, the bindings, the access functions and the entry points; the
 // layouts' code is in split_gather_layouts.wgsl, which the host appends (WGSL has no include).

@@ -143,7 +143,7 @@ fn lanes_span(p: Params, e: Entry, local_block: u32) -> vec2<u32> {
 
 // Unaligned rows (under the host's GatherMode::Shifted; LAYOUT_STAGED otherwise): one unit per
 // lane and step, each from two aligned vec4 loads, shifted. A lane's second load is its
-// neighbour's first, which a GPU serves from its cache (on an H100: 0.91 to 0.93 of the copy
+// neighbour's first, which a GPU serves from its cache (on an H100: 0.86 to 0.96 of the copy
 // kernel), but each load instruction touches about twice a copy's lines.
 fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
     if (e.mode == MODE_VEC4) {
@@ -327,9 +327,9 @@ fn scatter_word(n: u32, row: u32, col: u32, x: u32) {
 
 // ---- LAYOUT_STAGED ----
 
-// LAYOUT_LANES with unaligned rows staged (GPUs): the block's source bytes go into workgroup memory
-// with one coalesced vec4 load per lane and step, row by row; after one barrier each lane
-// shifts its units out of there and stores them as LAYOUT_LANES does. Row r of the block has
+// LAYOUT_LANES with unaligned rows staged (GPUs): the block's source bytes go into workgroup
+// memory with one coalesced vec4 load per lane and step, row by row; after one barrier each
+// lane shifts its units out of there and stores them as LAYOUT_LANES does. Row r of the block has
 // a slot of `slot` vec4s, from the aligned vec4 holding its first byte; the stage starts at
 // the vec4 holding the block's first byte (slot position v0). The host keeps every block
 // inside the stage (`staged_vec4s`).
