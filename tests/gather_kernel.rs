@@ -46,6 +46,40 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
+/// A `dtype` tensor of `shape` holding `pattern(.., seed)`.
+fn patterned(dtype: DType, shape: &[usize], seed: u8) -> HostTensor {
+    let bytes = shape.iter().product::<usize>() * dtype.size();
+    HostTensor::new(dtype, shape.to_vec(), pattern(bytes, seed)).unwrap()
+}
+
+/// [`check_all`] on a patterned `dtype` tensor of `shape` split along axis 1 into `parts`
+/// equal outputs.
+fn check_parts(
+    variants: &[(String, GpuSplitter)],
+    dtype: DType,
+    shape: &[usize],
+    seed: u8,
+    parts: i64,
+) {
+    let input = patterned(dtype, shape, seed);
+    let plan = ops::split(shape, &IntTensor::scalar(1), parts).unwrap();
+    check_all(variants, &plan, &input);
+}
+
+/// [`check_all`] on a patterned `dtype` tensor of `shape` split along axis 1 into `lengths`.
+fn check_lengths(
+    variants: &[(String, GpuSplitter)],
+    dtype: DType,
+    shape: &[usize],
+    seed: u8,
+    lengths: Vec<i64>,
+) {
+    let input = patterned(dtype, shape, seed);
+    let lengths = IntTensor::vector(lengths);
+    let plan = ops::variadic_split(shape, &IntTensor::scalar(1), &lengths).unwrap();
+    check_all(variants, &plan, &input);
+}
+
 fn check_all(variants: &[(String, GpuSplitter)], plan: &SplitPlan, input: &HostTensor) {
     let want = reference::split_tensor(input, plan).unwrap();
     for (name, gpu) in variants {
@@ -63,27 +97,19 @@ fn every_row_length_at_every_offset(gpu: &'static GpuSplitter) {
     // make most outputs span several workgroups.
     for r in 1..=80usize {
         for m in 0..16usize {
-            let cols = m + r + 3;
-            let shape = [300, cols];
-            let input =
-                HostTensor::new(DType::U8, shape.to_vec(), pattern(300 * cols, r as u8)).unwrap();
-            let lengths = IntTensor::vector(vec![m as i64, 0, r as i64, 3]);
-            let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
-            check_all(&variants, &plan, &input);
+            let shape = [300, m + r + 3];
+            let lengths = vec![m as i64, 0, r as i64, 3];
+            check_lengths(&variants, DType::U8, &shape, r as u8, lengths);
         }
     }
-    // Every output's rows 64 bytes or longer, so a GPU's lanes layout takes them (shifted
-    // loads, units across row ends): rows of 64 + m and of r bytes, the second starting at
-    // every residue mod 16.
+    // Every output's rows 64 bytes or longer, so a GPU's lanes take them (staged or shifted,
+    // units across row ends): rows of 64 + m and of r bytes, the second starting at every
+    // residue mod 16.
     for r in 64..=80usize {
         for m in 0..16usize {
-            let cols = 64 + m + r;
-            let shape = [300, cols];
-            let input =
-                HostTensor::new(DType::U8, shape.to_vec(), pattern(300 * cols, m as u8)).unwrap();
-            let lengths = IntTensor::vector(vec![(64 + m) as i64, r as i64]);
-            let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
-            check_all(&variants, &plan, &input);
+            let shape = [300, 64 + m + r];
+            let lengths = vec![(64 + m) as i64, r as i64];
+            check_lengths(&variants, DType::U8, &shape, m as u8, lengths);
         }
     }
 }
@@ -92,29 +118,15 @@ fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
     // The bench's word_odd and bytes_odd shapes, smaller: 4-byte aligned rows of 1,364 bytes,
     // and rows of 1,365 bytes at odd offsets.
-    let input = HostTensor::new(DType::F32, vec![97, 1023], pattern(97 * 1023 * 4, 1)).unwrap();
-    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
-    check_all(&variants, &plan, &input);
-    let input = HostTensor::new(DType::U8, vec![97, 4095], pattern(97 * 4095, 2)).unwrap();
-    let lengths = IntTensor::vector(vec![1365, 1365, 1365]);
-    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
-    check_all(&variants, &plan, &input);
+    check_parts(&variants, DType::F32, &[97, 1023], 1, 3);
+    check_lengths(&variants, DType::U8, &[97, 4095], 2, vec![1365; 3]);
     // Rows longer than a block (30,001 bytes at offset 100): a block's units lie in one or two
     // rows, and staged blocks start and end mid-row.
-    let input = HostTensor::new(DType::U8, vec![7, 30201], pattern(7 * 30201, 12)).unwrap();
-    let lengths = IntTensor::vector(vec![100, 30001, 100]);
-    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
-    check_all(&variants, &plan, &input);
+    check_lengths(&variants, DType::U8, &[7, 30201], 12, vec![100, 30001, 100]);
     // Short rows at a stride too long for a tile: lanes fall back to runs.
-    let input = HostTensor::new(DType::U8, vec![9, 20000], pattern(9 * 20000, 3)).unwrap();
-    let lengths = IntTensor::vector(vec![7, 19990, 3]);
-    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
-    check_all(&variants, &plan, &input);
+    check_lengths(&variants, DType::U8, &[9, 20000], 3, vec![7, 19990, 3]);
     // Tiles whose last unit reaches into the next tile's rows: 3-byte rows, 5,000 of them.
-    let input = HostTensor::new(DType::U8, vec![5000, 7], pattern(5000 * 7, 4)).unwrap();
-    let lengths = IntTensor::vector(vec![3, 4]);
-    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
-    check_all(&variants, &plan, &input);
+    check_lengths(&variants, DType::U8, &[5000, 7], 4, vec![3, 4]);
 }
 
 fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
@@ -122,18 +134,11 @@ fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
     // The spec split (runs of aligned rows alone: `main_runs_vec4`): 3,840-byte rows, spread
     // over the device's lanes, whose runs end mid-row. Then 16 equal outputs of 256-byte rows,
     // taking lanes in turn, each lane's run crossing many rows.
-    let input = HostTensor::new(DType::F32, vec![6, 12, 10, 24], pattern(6 * 2880 * 4, 6)).unwrap();
-    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
-    check_all(&variants, &plan, &input);
-    let input = HostTensor::new(DType::F32, vec![300, 1024], pattern(300 * 4096, 7)).unwrap();
-    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 16).unwrap();
-    check_all(&variants, &plan, &input);
+    check_parts(&variants, DType::F32, &[6, 12, 10, 24], 6, 3);
+    check_parts(&variants, DType::F32, &[300, 1024], 7, 16);
     // Aligned and unaligned rows in one dispatch (16, 12 and 36 bytes of 64-byte rows): runs
     // take the entry point of every mode, not the vec4 one.
-    let input = HostTensor::new(DType::F32, vec![300, 16], pattern(300 * 64, 8)).unwrap();
-    let lengths = IntTensor::vector(vec![4, 3, 9]);
-    let plan = ops::variadic_split(input.shape(), &IntTensor::scalar(1), &lengths).unwrap();
-    check_all(&variants, &plan, &input);
+    check_lengths(&variants, DType::F32, &[300, 16], 8, vec![4, 3, 9]);
 }
 
 fn word_rows_scattered_by_input(gpu: &'static GpuSplitter) {
@@ -149,30 +154,20 @@ fn word_rows_scattered_by_input(gpu: &'static GpuSplitter) {
     // mid-unit, over several workgroups.
     for w in 2..=16usize {
         for a in 1..w {
-            let shape = [1001, w];
-            let input = HostTensor::new(DType::F32, shape.to_vec(), pattern(1001 * w * 4, a as u8))
-                .unwrap();
-            let lengths = IntTensor::vector(vec![a as i64, 0, (w - a) as i64]);
-            let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
-            check_all(&scatter, &plan, &input);
+            let lengths = vec![a as i64, 0, (w - a) as i64];
+            check_lengths(&scatter, DType::F32, &[1001, w], a as u8, lengths);
         }
     }
     // 16 outputs (all a block keeps), f64 and i16 pairs; and a split large enough that each
     // lane takes several steps.
-    let input = HostTensor::new(DType::F64, vec![333, 16], pattern(333 * 128, 9)).unwrap();
-    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 16).unwrap();
-    check_all(&scatter, &plan, &input);
-    let input = HostTensor::new(DType::I16, vec![777, 6], pattern(777 * 12, 10)).unwrap();
-    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
-    check_all(&scatter, &plan, &input);
-    let input = HostTensor::new(DType::F32, vec![600_001, 4], pattern(600_001 * 16, 11)).unwrap();
-    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 4).unwrap();
-    check_all(&scatter, &plan, &input);
+    check_parts(&scatter, DType::F64, &[333, 16], 9, 16);
+    check_parts(&scatter, DType::I16, &[777, 6], 10, 3);
+    check_parts(&scatter, DType::F32, &[600_001, 4], 11, 4);
 }
 
 fn one_hundred_thousand_outputs(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
-    let input = HostTensor::new(DType::U8, vec![100_000, 5], pattern(500_000, 5)).unwrap();
+    let input = patterned(DType::U8, &[100_000, 5], 5);
     let plan = ops::split_to_sequence(input.shape(), 0, None, false).unwrap();
     check_all(&variants, &plan, &input);
 }

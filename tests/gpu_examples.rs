@@ -267,9 +267,9 @@ fn one_word_rows_with_partial_units(gpu: &'static GpuSplitter) {
 fn texture_copies_row_copies_and_the_dispatch_give_the_same_bytes(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // 32 rows of 2,048 bytes per output at a stride of 4,096: through the scratch texture (one
-    // read of whole rows, a write per output), as 64 row copies when that is turned off, and with the gather
-    // dispatch where the buffers allow no copies. The default route takes the texture on CPU
-    // adapters and the gather on GPUs.
+    // read of whole rows, a write per output), as 64 row copies when that is turned off, and
+    // with the gather dispatch where the buffers allow no copies. The default route takes the
+    // texture on CPU adapters and the gather on GPUs.
     let input = iota_f32(&[32, 2, 512]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
@@ -295,8 +295,8 @@ fn few_long_rows_take_the_cheaper_copy_route(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // The spec example: 18 row copies of 3,840 bytes, or 4 texture copies (one read, three
     // writes). A texture copy costs about two row copies on lavapipe (Vulkan) and six on
-    // llvmpipe GL. GPUs take the
-    // gather (faster than copy commands on an H100), and copies only when told to.
+    // llvmpipe GL. GPUs take the gather (faster than copy commands on an H100), and copies
+    // only when told to.
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
