@@ -7,8 +7,13 @@
 //
 // Work is cut into blocks, one per workgroup. Outputs are written in 16-byte units; entries
 // start on 16-byte aligned destination offsets, so no unit spans two entries and no two
-// invocations write the same word (no atomics, even for 1- and 2-byte dtypes). The host picks
-// one of five layouts per dispatch (`Params.lane_layout`):
+// invocations write the same word (no atomics, even for 1- and 2-byte dtypes). No byte outside
+// an output is written: an output's last unit, where the output ends inside it, stores only
+// its whole words and merges its last bytes into the word there (`store_unit_n`), so tensors
+// packed right after an output keep their bytes, and the bindings need only each tensor's
+// size rounded up to 4 bytes (as WebGPU asks of a storage binding). Loads of unaligned rows
+// past the input's last whole vec4 take its last words instead (`load_vec4_edge`). The host
+// picks one of five layouts per dispatch (`Params.lane_layout`):
 //
 // - LAYOUT_RUNS (CPU adapters, where every invocation has a fixed cost; entry points
 //   `main_runs` and, when every entry is aligned, `main_runs_vec4`, with no barrier and no
@@ -31,8 +36,7 @@
 //   source vec4 is loaded once.
 // - LAYOUT_SCATTER (GPUs, short rows of whole words): consecutive lanes load consecutive
 //   aligned input vec4s and store each word to the output that holds it; a warp's stores to
-//   one output are consecutive words. (The padding after an output's last word is left as it
-//   was, as the copy routes leave it.)
+//   one output are consecutive words.
 // - LAYOUT_TILES (GPUs, other short rows, and short word rows when the host asks for tiles):
 //   each workgroup stages `tile_rows` whole input rows with coalesced loads, then writes every
 //   output's part of them with coalesced stores.
@@ -122,10 +126,13 @@ struct Table {
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 // The same source bytes as vec4 words.
 @group(0) @binding(2) var<storage, read> src4: array<vec4<u32>>;
-// The multi-output build (src/gpu/gather/builds.rs) declares dst0, dst1, ... here instead, and
-// `store_unit` picks one by the top bits of the unit (DST_BINDING_SHIFT): one dispatch then
-// writes outputs that live in several buffers.
+// The same output bytes as vec4 units, for whole units, and as words, for the words of an
+// output's last unit (which may lie past the binding's last whole vec4). No lane writes one
+// word through both. The multi-output build (src/gpu/gather/builds.rs) declares dst0, dst1, ...
+// and dst_words0, dst_words1, ... here instead, and the access functions pick one by the top
+// bits of the unit (DST_BINDING_SHIFT): one dispatch then writes outputs in several buffers.
 @group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> dst_words: array<u32>;
 
 // What lane 0 found for the block.
 struct Block {
@@ -173,9 +180,33 @@ fn load_word(w: u32) -> u32 {
     return src[w];
 }
 
+// A vec4 that lies wholly inside the input (every load of aligned rows).
 fn load_vec4(i: u32) -> vec4<u32> {
     trace(TRACE_SRC, i * 16u, 16u);
     return src4[i];
+}
+
+// A vec4 that may reach past the input's end (the aligned loads around unaligned rows): past
+// the input's last whole vec4, its words that exist and zeros. The binding holds the input
+// rounded up to 4 bytes, so only the last 4 to 12 bytes are read this way.
+fn load_vec4_edge(i: u32) -> vec4<u32> {
+    // Judged by the words: an input under 16 bytes binds `src4` to a stand-in (WebGPU binds
+    // no array of vec4s shorter than one), which must never be read.
+    if (i * 4u + 4u <= arrayLength(&src)) {
+        return load_vec4(i);
+    }
+    var v = vec4<u32>(0u);
+    let words = arrayLength(&src);
+    if (i * 4u < words) {
+        v.x = load_word(i * 4u);
+    }
+    if (i * 4u + 1u < words) {
+        v.y = load_word(i * 4u + 1u);
+    }
+    if (i * 4u + 2u < words) {
+        v.z = load_word(i * 4u + 2u);
+    }
+    return v;
 }
 
 fn store_unit(i: u32, v: vec4<u32>) {
@@ -186,7 +217,36 @@ fn store_unit(i: u32, v: vec4<u32>) {
 // Word `j` (0 to 3) of unit `i`.
 fn store_word(i: u32, j: u32, x: u32) {
     trace(TRACE_DST, i * 16u + j * 4u, 4u);
-    dst[i][j] = x;
+    dst_words[i * 4u + j] = x;
+}
+
+// Word `j` of unit `i` as it is (the bytes around an output's last bytes).
+fn load_dst_word(i: u32, j: u32) -> u32 {
+    var x = 0u;
+    x = dst_words[i * 4u + j];
+    return x;
+}
+
+// Unit `i`, of whose bytes only the first `n` (1 to 16) belong to the output: a whole unit
+// at once, else its whole words, then the output's bytes of its partial word merged into that
+// word as it is. The other bytes of that word are another tensor's (or padding), which no
+// lane of this dispatch writes.
+fn store_unit_n(i: u32, v: vec4<u32>, n: u32) {
+    if (n >= 16u) {
+        store_unit(i, v);
+        return;
+    }
+    let whole = n / 4u;
+    let part = n % 4u;
+    // An output's last unit only, so a local array indexed by word costs nothing that counts.
+    let words = array<u32, 4>(v.x, v.y, v.z, v.w);
+    for (var j = 0u; j < whole; j++) {
+        store_word(i, j, words[j]);
+    }
+    if (part != 0u) {
+        let keep = 0xffffffffu << (part * 8u);
+        store_word(i, whole, (words[whole] & ~keep) | (load_dst_word(i, whole) & keep));
+    }
 }
 
 // ---- Word assembly ----

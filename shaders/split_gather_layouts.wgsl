@@ -60,7 +60,7 @@ fn run_one_word_rows(e: Entry, first_unit: u32, end_unit: u32, s: u32) {
         for (var k = 0u; k < (e.out_bytes % 16u) / 4u; k++) {
             v[k] = load_word(w + k * step);
         }
-        store_unit(e.dst_unit + u, v);
+        store_unit_n(e.dst_unit + u, v, e.out_bytes % 16u);
     }
 }
 
@@ -87,7 +87,8 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
         } else if (count > 0u) {
             var lo = load_vec4(a);
             for (var k = 0u; k < count; k++) {
-                let hi = load_vec4(a + k + 1u);
+                // The one load that can reach past the input's last whole vec4.
+                let hi = load_vec4_edge(a + k + 1u);
                 store_unit(e.dst_unit + u + k, funnel(lo, hi, sh));
                 lo = hi;
             }
@@ -103,6 +104,7 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
         }
         if (u < end_unit && count == 0u) {
             // This unit crosses a row end (or ends the output): word by word.
+            let n = min(16u, end_byte - b);
             var v = vec4<u32>(0u);
             for (var k = 0u; k < 4u; k++) {
                 if (col + 4u <= e.row_bytes && b + 4u <= end_byte) {
@@ -126,7 +128,7 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
                     s += row_gap;
                 }
             }
-            store_unit(e.dst_unit + u, v);
+            store_unit_n(e.dst_unit + u, v, n);
             u += 1u;
         }
     }
@@ -152,7 +154,7 @@ fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
     }
     let span = lanes_span(p, e, local_block);
     for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
-        store_unit(e.dst_unit + u, shifted_unit(e, u));
+        store_unit_n(e.dst_unit + u, shifted_unit(e, u), unit_bytes(e, e.first_byte + u * 16u));
     }
 }
 
@@ -186,11 +188,11 @@ fn unit_bytes(e: Entry, b: u32) -> u32 {
     return min(16u, e.first_byte + e.out_bytes - b);
 }
 
-// The 16 source bytes from byte `s` on: two aligned vec4 loads, funnel-shifted. The second
-// stops at the binding's last vec4: where it would pass it, none of its bytes are used.
+// The 16 source bytes from byte `s` on: two aligned vec4 loads, funnel-shifted; either may
+// reach past the input's last whole vec4.
 fn source_unit(s: u32) -> vec4<u32> {
     let a = s / 16u;
-    return funnel(load_vec4(a), load_vec4(min(a + 1u, arrayLength(&src4) - 1u)), s % 16u);
+    return funnel(load_vec4_edge(a), load_vec4_edge(a + 1u), s % 16u);
 }
 
 // Bytes 0 .. k of `a`, then bytes k .. 16 of `b`.
@@ -229,7 +231,7 @@ fn copy_tiles(p: Params, block: u32, lane: u32) {
         let a0 = s0 / 16u;
         let count = (r1 * stride + 15u) / 16u - a0;
         for (var i = lane; i < count; i += WORKGROUP_SIZE) {
-            put_staged(i, load_vec4(a0 + i));
+            put_staged(i, load_vec4_edge(a0 + i));
         }
         workgroupBarrier();
         // Workgroup byte position of input byte s0.
@@ -253,7 +255,7 @@ fn copy_tiles(p: Params, block: u32, lane: u32) {
                         }
                     }
                 }
-                store_unit(e.dst_unit + q, v);
+                store_unit_n(e.dst_unit + q, v, min(16u, e.out_bytes - q * 16u));
             }
         }
         workgroupBarrier();
@@ -293,7 +295,7 @@ fn copy_scatter(p: Params, block: u32, lane: u32) {
         if (i >= input_units) {
             break;
         }
-        let v = load_vec4(i);
+        let v = load_vec4_edge(i);
         var row = (i * 16u) / stride;
         var col = i * 16u - row * stride;
         for (var j = 0u; j < 4u; j++) {
@@ -355,7 +357,7 @@ fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
         if (v < v1 && q * 16u < sh + e.row_bytes) {
             // In bytes: the row's aligned start may wrap below the window (as src_offset may),
             // the vec4s loaded never do.
-            x = load_vec4((row * e.src_stride + e.src_offset - sh + q * 16u) / 16u);
+            x = load_vec4_edge((row * e.src_stride + e.src_offset - sh + q * 16u) / 16u);
         }
         put_staged(v - v0, x);
     }
@@ -372,7 +374,7 @@ fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
             let next = staged_row(e, first.row, slot, v0, at.row + 1u);
             x = merge_bytes(x, staged_unit(next - k), k);
         }
-        store_unit(e.dst_unit + u, merge_bytes(x, vec4<u32>(0u), n));
+        store_unit_n(e.dst_unit + u, x, n);
     }
 }
 

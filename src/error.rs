@@ -37,6 +37,42 @@ pub enum SplitError {
         num_splits: i64,
     },
 
+    /// A number of parts (ONNX Split's number of outputs, `num_outputs`) is below 1.
+    #[error("{what} {count} must be at least 1")]
+    CountNotPositive {
+        /// What the number counts: `number of outputs`, `num_outputs`.
+        what: &'static str,
+        /// The value given.
+        count: i64,
+    },
+
+    /// ONNX Split-18's `num_outputs` chunks of `ceil(length / num_outputs)` overrun the axis,
+    /// so its last chunk would be negative.
+    #[error(
+        "num_outputs {num_outputs} leaves no valid last chunk on axis {axis} of length \
+         {length}: Split-18 cuts chunks of ceil({length} / {num_outputs}) = {chunk}, and the \
+         first {} of them already take {}", *.num_outputs - 1, *.chunk * (*.num_outputs - 1)
+    )]
+    LastChunkNegative {
+        /// The value given.
+        num_outputs: u64,
+        /// The axis, normalised.
+        axis: usize,
+        /// The axis length.
+        length: usize,
+        /// The chunk length, `ceil(length / num_outputs)`.
+        chunk: u64,
+    },
+
+    /// An ONNX opset outside the ones this crate knows (1 to [`crate::ops::ONNX_NEWEST_OPSET`]).
+    #[error("ONNX opset {opset} is not one of 1 to {newest}, the opsets this crate knows")]
+    UnknownOpset {
+        /// The opset given.
+        opset: i64,
+        /// The newest opset this crate knows.
+        newest: u32,
+    },
+
     /// The axis length is not divisible by the number of equal parts.
     #[error("{what} {parts} does not divide axis {axis} of length {length}")]
     NotDivisible {
@@ -90,6 +126,18 @@ pub enum SplitError {
     /// A shape, element count or byte count does not fit the machine or the device.
     #[error("{0}")]
     TooLarge(String),
+
+    /// A streaming window smaller than one element of the input.
+    #[error(
+        "window_bytes {window_bytes} is smaller than one element: the smallest window is one \
+         element, {element_bytes} bytes"
+    )]
+    WindowTooSmall {
+        /// The window asked for.
+        window_bytes: u64,
+        /// Bytes of one element of the input's dtype.
+        element_bytes: usize,
+    },
 
     /// Host data does not match the shape and dtype it claims.
     #[error("{0}")]

@@ -32,8 +32,9 @@ pub const MAX_WINDOW_BYTES: u64 = 1 << 30;
 /// How a split is streamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamOptions {
-    /// Input bytes per window (at least one element, at most [`MAX_WINDOW_BYTES`]). The GPU
-    /// path also keeps windows within the device's buffer limits.
+    /// Input bytes per window: at least one element ([`SplitError::WindowTooSmall`] where it
+    /// is less), at most [`MAX_WINDOW_BYTES`]. The GPU path also keeps windows within the
+    /// device's buffer limits.
     pub window_bytes: u64,
     /// Check every window's outputs against the CPU reference, byte for byte.
     pub verify: bool,
@@ -120,6 +121,12 @@ pub(crate) fn stream(
     split: &mut SplitWindow<'_>,
 ) -> Result<StreamReport> {
     let total = byte_count(plan.input_shape(), dtype)? as u64;
+    if options.window_bytes < dtype.size() as u64 {
+        return Err(SplitError::WindowTooSmall {
+            window_bytes: options.window_bytes,
+            element_bytes: dtype.size(),
+        });
+    }
     let all = windows(
         plan,
         dtype.size(),

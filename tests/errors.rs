@@ -176,7 +176,8 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
     assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
     assert_eq!(
         e.to_string(),
-        "input buffer holds 64 bytes; the split needs 128 bytes from offset 0"
+        "input needs 128 bytes (its 128 bytes rounded up to 4); its region has 64 (a buffer of \
+         64 bytes, from offset 0)"
     );
 
     let no_storage = buffer(128, wgpu::BufferUsages::COPY_DST);
@@ -193,7 +194,9 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
         .encode(&mut enc, &plan, DType::F32, r(&good_in), r(&small_out))
         .unwrap_err();
     assert!(
-        e.to_string().starts_with("output buffer holds 16 bytes"),
+        e.to_string().starts_with("output needs ")
+            && e.to_string()
+                .contains("its region has 16 (a buffer of 16 bytes"),
         "{name}: {e}"
     );
 
@@ -270,6 +273,17 @@ fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitt
     drop(foreign.finish());
     let error = pollster::block_on(scope.pop());
     assert!(error.is_some(), "{name}: finish reported nothing");
+
+    // A buffer of another device of the same instance: wgpu refuses the bind group or the
+    // copy inside encode's error scope, so encode returns the error.
+    let (theirs_in, theirs_out) = (buffer(&sibling, 128), buffer(&sibling, out_size));
+    let mut enc = ours.device().create_command_encoder(&Default::default());
+    for (input, output) in [(&theirs_in, &output), (&input, &theirs_out)] {
+        let e = ours
+            .encode(&mut enc, &plan, DType::F32, r(input), r(output))
+            .unwrap_err();
+        assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
+    }
 
     // An encoder of another instance: wgpu-core looks the pipeline up in that instance's
     // registry, finds nothing there and panics inside encode.

@@ -100,15 +100,27 @@ fn errors() {
             .to_string(),
         "number of outputs 2 does not divide axis 0 of length 5"
     );
-    // ceil(5 / 4) = 2 leaves -1 for the last chunk: refused.
-    assert!(matches!(
+    // ceil(5 / 4) = 2 leaves -1 for the last chunk: refused, for that reason (Split-18 asks no
+    // divisibility: 7 into 4 is 2, 2, 2, 1).
+    assert_eq!(
         onnx_split(&[5], 0, &OnnxSplitParts::NumOutputs(4)),
-        Err(SplitError::NotDivisible { .. })
-    ));
-    assert!(matches!(
-        onnx_split(&[5], 0, &OnnxSplitParts::NumOutputs(-1)),
-        Err(SplitError::ConflictingInputs(_))
-    ));
+        Err(SplitError::LastChunkNegative {
+            num_outputs: 4,
+            axis: 0,
+            length: 5,
+            chunk: 2
+        })
+    );
+    assert!(onnx_split(&[7], 0, &OnnxSplitParts::NumOutputs(4)).is_ok());
+    for n in [0, -1] {
+        assert_eq!(
+            onnx_split(&[5], 0, &OnnxSplitParts::NumOutputs(n)),
+            Err(SplitError::CountNotPositive {
+                what: "num_outputs",
+                count: n
+            })
+        );
+    }
     assert!(matches!(
         onnx_split(&[5], 0, &OnnxSplitParts::Lengths(vec![3, 3])),
         Err(SplitError::LengthsSumMismatch { .. })

@@ -92,7 +92,7 @@ fn split_shader_compiles_for_every_backend() {
     let source = wgpu_split::gpu::gather::abi::SHADER_SOURCE;
     translate_everywhere("split_gather.wgsl", source, &gather_entries());
     // The trace build too: the same shader with the hook given a body.
-    let traced = wgpu_split::trace::traced_source(source, 4).unwrap();
+    let traced = wgpu_split::trace::traced_source(source, 5).unwrap();
     translate_everywhere("split_gather.wgsl (traced)", &traced, &gather_entries());
     // And the multi-output build, at its most bindings.
     let bindings = wgpu_split::gpu::gather::abi::MAX_DST_BINDINGS;
@@ -113,8 +113,9 @@ fn bench_copy_shader_compiles_for_every_backend() {
 }
 
 #[test]
-fn split_shader_uses_four_bindings_in_group_0() {
-    // The host's bind group layout (table, source, vec4 source, destination).
+fn split_shader_uses_five_bindings_in_group_0() {
+    // The host's bind group layout (table, source, vec4 source, destination as units and as
+    // words).
     let (module, _) = parse(
         "split_gather.wgsl",
         wgpu_split::gpu::gather::abi::SHADER_SOURCE,
@@ -127,5 +128,5 @@ fn split_shader_uses_four_bindings_in_group_0() {
         .map(|b| b.binding)
         .collect();
     bindings.sort_unstable();
-    assert_eq!(bindings, vec![0, 1, 2, 3]);
+    assert_eq!(bindings, vec![0, 1, 2, 3, 4]);
 }

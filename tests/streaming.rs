@@ -57,7 +57,7 @@ fn windows_of_rows_and_of_pieces_give_the_whole_split(gpu: &'static GpuSplitter)
             let plan = ops::split(&shape, &IntTensor::scalar(axis), 1).unwrap();
             let lengths = [1, shape[axis as usize] - 1];
             let uneven = SplitPlan::from_lengths(&shape, axis as usize, &lengths, true).unwrap();
-            for window in [7, 64, 1000] {
+            for window in [7, 64, 1000].map(|w: u64| w.max(dtype.size() as u64)) {
                 stream_and_check(gpu, &plan, &input, window);
                 stream_and_check(gpu, &uneven, &input, window);
             }
@@ -178,7 +178,51 @@ fn a_failing_reader_or_writer_ends_the_stream_with_its_error(gpu: &'static GpuSp
     );
 }
 
+/// A window smaller than one element is an error that names the smallest window, on the GPU
+/// and the CPU path alike; one element is the smallest that streams.
+fn a_window_smaller_than_an_element_is_refused(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
+    let input = HostTensor::new(DType::F32, vec![4, 6], pattern(96)).unwrap();
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
+    for window in [0, 1, 3] {
+        let options = StreamOptions {
+            window_bytes: window,
+            verify: true,
+        };
+        let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); 2];
+        let e = gpu
+            .run_stream(&plan, DType::F32, input.bytes(), &mut outputs, &options)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            SplitError::WindowTooSmall {
+                window_bytes: window,
+                element_bytes: 4
+            },
+            "{name}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "window_bytes {window} is smaller than one element: the smallest window is \
+                 one element, 4 bytes"
+            )
+        );
+        let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); 2];
+        let cpu = wgpu_split::stream::run_reference_stream(
+            &plan,
+            DType::F32,
+            input.bytes(),
+            &mut outputs,
+            window,
+        );
+        assert_eq!(cpu.unwrap_err(), e);
+    }
+    assert_eq!(stream_and_check(gpu, &plan, &input, 4), 24);
+}
+
 per_backend!(
+    a_window_smaller_than_an_element_is_refused,
     windows_of_rows_and_of_pieces_give_the_whole_split,
     a_window_larger_than_a_quarter_of_the_device_is_cut_down,
     a_device_lost_mid_stream_is_an_error_not_a_panic,

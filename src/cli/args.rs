@@ -102,7 +102,7 @@ pub enum Op {
     VariadicSplit,
     /// ONNX SplitToSequence-11.
     SplitToSequence,
-    /// ONNX Split (opsets 2, 11, 13, 18).
+    /// ONNX Split, at any opset (--opset).
     OnnxSplit,
 }
 
@@ -133,10 +133,11 @@ pub struct RunArgs {
     /// split-to-sequence: keep the split axis when no split is given (0 or 1, default 1).
     #[arg(long, allow_hyphen_values = true)]
     pub keepdims: Option<i64>,
-    /// onnx-split: number of outputs (equal parts before opset 18, ceil-sized chunks in 18).
+    /// onnx-split: number of outputs (equal parts before opset 18, ceil-sized chunks from 18).
     #[arg(long, allow_hyphen_values = true)]
     pub num_outputs: Option<i64>,
-    /// onnx-split: opset, 2, 11, 13 or 18 (default 18).
+    /// onnx-split: the model's ONNX opset, 1 to 27 (default 27). The Split version in force:
+    /// opset 1 Split-1, 2-10 Split-2, 11-12 Split-11, 13-17 Split-13, 18-27 Split-18.
     #[arg(long)]
     pub opset: Option<u32>,
     /// auto, vulkan, gl, metal, dx12, or cpu (the CPU reference alone).

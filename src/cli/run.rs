@@ -7,7 +7,7 @@ use super::progress::Progress;
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
-use wgpu_split::ops::{OnnxSplitParts, Operator};
+use wgpu_split::ops::{self, OnnxSplitParts, Operator};
 use wgpu_split::stream::run_reference_stream;
 use wgpu_split::{npy, DeviceChoice, GpuSplitter, SplitPlan, StreamOptions};
 
@@ -95,13 +95,27 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
             }
         }
         OnnxSplit => {
-            let opset = a.opset.unwrap_or(18);
-            if ![2, 11, 13, 18].contains(&opset) {
-                return Err(CliError::usage(format!(
-                    "--opset must be 2, 11, 13 or 18, got {opset}"
-                )));
-            }
-            let parts = match (a.split.as_deref(), a.num_outputs) {
+            let split = match a.split.as_deref() {
+                None => None,
+                Some(s) => {
+                    let t = args::split(s)?;
+                    if t.shape().len() != 1 {
+                        return Err(CliError::usage(format!(
+                            "split must be a 1-D tensor for onnx-split, got shape {:?}",
+                            t.shape()
+                        )));
+                    }
+                    Some(t.values().to_vec())
+                }
+            };
+            let newest = ops::ONNX_NEWEST_OPSET;
+            let opset = a.opset.map_or(newest as i64, i64::from);
+            ops::onnx_split_version(opset).map_err(|_| {
+                CliError::usage(format!(
+                    "--opset must be an ONNX opset from 1 to {newest}, got {opset}"
+                ))
+            })?;
+            match (&split, a.num_outputs) {
                 (Some(_), Some(_)) => {
                     return Err(CliError::usage(
                         "onnx-split takes --split or --num-outputs, not both",
@@ -112,19 +126,10 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
                         "--op onnx-split needs --split or --num-outputs",
                     ))
                 }
-                (Some(s), None) => {
-                    let t = args::split(s)?;
-                    if t.shape().len() != 1 {
-                        return Err(CliError::usage(format!(
-                            "split must be a 1-D tensor for onnx-split, got shape {:?}",
-                            t.shape()
-                        )));
-                    }
-                    OnnxSplitParts::Lengths(t.values().to_vec())
-                }
-                (None, Some(n)) if opset >= 18 => OnnxSplitParts::NumOutputs(n),
-                (None, Some(n)) => OnnxSplitParts::EqualOutputs(n),
-            };
+                _ => {}
+            }
+            let parts = OnnxSplitParts::at_opset(opset, split, a.num_outputs)
+                .map_err(|e| CliError::usage(e.to_string()))?;
             Operator::OnnxSplit {
                 axis: attribute_axis(&a.axis)?,
                 parts,

@@ -55,10 +55,10 @@ impl<'a> Coverage<'a> {
         self.outputs[i - 1]
     }
 
-    /// Records a command that writes region bytes `[dst, dst + len)`, of which the first
-    /// `useful` belong to one output (the rest may only be padding after it). Returns that
-    /// output's rows and the offset of `dst` within the output.
-    fn write(&mut self, dst: u64, len: u64, useful: u64) -> (&'a OutputRows, u64) {
+    /// Records a command that writes region bytes `[dst, dst + len)`, all of one output (no
+    /// route writes a byte outside the outputs). Returns that output's rows and the offset of
+    /// `dst` within the output.
+    fn write(&mut self, dst: u64, len: u64) -> (&'a OutputRows, u64) {
         let input = self.check.input;
         assert!(
             dst + len <= self.check.layout.total_bytes,
@@ -66,17 +66,10 @@ impl<'a> Coverage<'a> {
         );
         let (start, end, rows) = self.output_at(dst);
         assert!(
-            dst + useful <= end,
+            dst + len <= end,
             "a command runs past its output: {input:?}"
         );
-        let next = self.outputs.partition_point(|&(start, _, _)| start <= dst);
-        if let Some(&(next, _, _)) = self.outputs.get(next) {
-            assert!(
-                dst + len <= next,
-                "a command's padding reaches the next output: {input:?}"
-            );
-        }
-        self.written.push((dst, dst + useful));
+        self.written.push((dst, dst + len));
         (rows, dst - start)
     }
 
@@ -131,8 +124,7 @@ impl RouteCheck<'_> {
                 );
                 let b0 = dst - start;
                 let useful = (self.bytes.size(o) - b0).min(c.size - done);
-                let len = useful.next_multiple_of(4).min(c.size - done);
-                coverage.write(dst, len, useful);
+                coverage.write(dst, useful);
                 let (first, last) = (b0, b0 + useful - 1);
                 if self.bytes.kind == RowKind::Strided {
                     assert_eq!(first / o.row_bytes, last / o.row_bytes, "{input:?} {c:?}");
@@ -144,7 +136,7 @@ impl RouteCheck<'_> {
                     self.source(base, o, last),
                     "{input:?}"
                 );
-                done += len;
+                done += useful;
             }
         }
         coverage.finish();
@@ -180,7 +172,7 @@ impl RouteCheck<'_> {
                     "{input:?} {b:?}"
                 );
                 let len = b.rows as u64 * row;
-                let (o, b0) = coverage.write(p.dst_offset - regions.output_offset, len, len);
+                let (o, b0) = coverage.write(p.dst_offset - regions.output_offset, len);
                 assert_eq!(
                     row, o.row_bytes,
                     "a piece row is one output row: {input:?} {b:?}"
@@ -239,13 +231,8 @@ impl RouteCheck<'_> {
                     let (start, end, o) = coverage.output_at(dst + done);
                     let b0 = dst + done - start;
                     let useful = (end - (dst + done)).min(out - done);
-                    // Only the entry's last unit may run into padding.
-                    let len = if done + useful == out {
-                        useful.next_multiple_of(16)
-                    } else {
-                        useful
-                    };
-                    coverage.write(dst + done, len, useful);
+                    // The shader writes no byte past an output (`store_unit_n`).
+                    coverage.write(dst + done, useful);
                     let (f, l) = (first + done, first + done + useful - 1);
                     assert_eq!(at(f), self.source(0, o, b0) as i128, "{input:?} {d:?}");
                     assert_eq!(

@@ -226,25 +226,83 @@ pub fn open_chosen(choice: &DeviceChoice) -> Result<(wgpu::Adapter, wgpu::Device
 /// they catch into [`SplitError::Device`]; wgpu's default handler would panic instead. The
 /// scopes are awaited, never blocked on, so this runs under any async executor (on native
 /// wgpu the futures are ready at once; on WebGPU they resolve through the browser).
+///
+/// wgpu's scope guards are not `Send` (native scopes belong to the thread that pushed them),
+/// so all three are pushed and popped here with no `.await` between: only the popped scopes'
+/// futures, which are `Send` on native, are held across an await, and the future of a caller
+/// stays `Send` when `T` is.
 pub async fn scoped_async<T>(
     device: &wgpu::Device,
     what: &str,
     f: impl FnOnce() -> T,
 ) -> Result<T> {
-    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
-    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let out = f();
-    // Scopes pop in reverse order of their pushes.
-    let errors = [
-        validation.pop().await,
-        oom.pop().await,
-        internal.pop().await,
-    ];
-    match errors.into_iter().flatten().next() {
+    let (out, popped) = {
+        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        // Scopes pop in reverse order of their pushes.
+        (out, [validation.pop(), oom.pop(), internal.pop()])
+    };
+    let mut first = None;
+    for scope in popped {
+        let error = scope.await;
+        first = first.or(error);
+    }
+    match first {
         Some(e) => Err(SplitError::Device(format!("{what}: {e}"))),
         None => Ok(out),
     }
+}
+
+/// Fails with [`SplitError::Device`], naming `what` and the loss, where `device` is lost
+/// (destroyed, or reset by its driver). wgpu reports no error for work on a lost device
+/// (WebGPU's rule) and `device.poll` reports none either, but a buffer made on a lost device
+/// is invalid and cannot be mapped: so this makes a 4-byte mapped buffer and maps it (under a
+/// microsecond on lavapipe, about 6 us through GL).
+pub(crate) fn check_alive(device: &wgpu::Device, what: &str) -> Result<()> {
+    let probe = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("wgpu-split device probe"),
+        size: 4,
+        usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: true,
+    });
+    let alive = probe.get_mapped_range_mut(..).is_ok();
+    if alive {
+        Ok(())
+    } else {
+        Err(SplitError::Device(format!(
+            "{what}: the device is lost (destroyed, or reset by its driver); open a new device \
+             and a new GpuSplitter"
+        )))
+    }
+}
+
+/// A buffer of `usage` holding `contents`, made mapped and written; an error where the device
+/// cannot give it ([`check_alive`]'s message for a lost device), where wgpu's
+/// `create_buffer_init` would panic.
+pub(crate) fn buffer_with(
+    device: &wgpu::Device,
+    label: &str,
+    contents: &[u8],
+    usage: wgpu::BufferUsages,
+) -> Result<wgpu::Buffer> {
+    let size = (contents.len() as u64).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(wgpu::COPY_BUFFER_ALIGNMENT),
+        usage,
+        mapped_at_creation: true,
+    });
+    let written = buffer
+        .get_mapped_range_mut(..)
+        .map(|mut view| view.slice(..contents.len()).copy_from_slice(contents));
+    if let Err(e) = written {
+        check_alive(device, label)?;
+        return Err(SplitError::Device(format!("{label}: {e}")));
+    }
+    buffer.unmap();
+    Ok(buffer)
 }
 
 /// [`scoped_async`], blocking the thread until the scopes report (at once on native wgpu).

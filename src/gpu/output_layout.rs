@@ -7,7 +7,7 @@
 //! reads back when it can).
 
 use crate::error::{Result, SplitError};
-use crate::gpu::gather::abi::UNIT_BYTES;
+use crate::gpu::gather::abi::{binding_bytes, UNIT_BYTES};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::HostTensor;
@@ -25,9 +25,11 @@ pub struct OutputRange {
 /// Placement of every output of a split in one output region.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputLayout {
-    /// One range per output, in output order.
+    /// One range per output, in output order. An empty output takes no room: its offset is
+    /// where the next output starts, which may be past `total_bytes`.
     pub ranges: Vec<OutputRange>,
-    /// Bytes the output region needs, padding included.
+    /// Bytes the output region needs: the last output's end, rounded up to 4 (at least 4).
+    /// The bytes between outputs are not written.
     pub total_bytes: u64,
     /// Alignment of every offset.
     pub alignment: u64,
@@ -78,23 +80,25 @@ impl OutputLayout {
             )));
         }
         let mut ranges = Vec::with_capacity(plan.num_outputs());
-        let mut cursor = 0u64;
+        let (mut cursor, mut end) = (0u64, 0u64);
         for i in 0..plan.num_outputs() {
             let size = plan.output_bytes(i, dtype.size())?;
             ranges.push(OutputRange {
                 offset: cursor,
                 size,
             });
+            let overflow = || SplitError::TooLarge("outputs overflow a 64-bit byte offset".into());
+            if size > 0 {
+                end = cursor.checked_add(size).ok_or_else(overflow)?;
+            }
             cursor = size
                 .checked_next_multiple_of(alignment)
                 .and_then(|s| cursor.checked_add(s))
-                .ok_or_else(|| {
-                    SplitError::TooLarge("outputs overflow a 64-bit byte offset".into())
-                })?;
+                .ok_or_else(overflow)?;
         }
         Ok(Self {
             ranges,
-            total_bytes: cursor.max(UNIT_BYTES),
+            total_bytes: binding_bytes(end),
             alignment,
         })
     }
@@ -106,7 +110,7 @@ impl OutputLayout {
 
     /// Checks that this layout can receive the outputs of `plan` for `dtype`: one range per
     /// output of the output's size, offsets at multiples of `alignment` (a power of two, at
-    /// least 16) in output order without overlap, and `total_bytes` a multiple of 16 that
+    /// least 16) in output order without overlap, and `total_bytes` a multiple of 4 that
     /// holds them all. A layout from [`OutputLayout::new`] always passes; one built by hand is
     /// checked before [`GpuSplitter::encode_with_layout`](crate::GpuSplitter::encode_with_layout)
     /// records anything.
@@ -125,9 +129,9 @@ impl OutputLayout {
                 self.alignment
             ));
         }
-        if !self.total_bytes.is_multiple_of(UNIT_BYTES) {
+        if !self.total_bytes.is_multiple_of(4) {
             return bad(format!(
-                "total_bytes {} is not a multiple of {UNIT_BYTES}",
+                "total_bytes {} is not a multiple of 4",
                 self.total_bytes
             ));
         }
@@ -186,7 +190,11 @@ impl OutputLayout {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let bytes = region[r.offset as usize..(r.offset + r.size) as usize].to_vec();
+                // An empty output may lie past the region's end: it takes no room.
+                let bytes = match r.size {
+                    0 => Vec::new(),
+                    n => region[r.offset as usize..(r.offset + n) as usize].to_vec(),
+                };
                 HostTensor::new(dtype, plan.output_shape(i), bytes)
             })
             .collect()
@@ -210,7 +218,8 @@ mod tests {
         let offsets: Vec<u64> = layout.ranges.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 256, 256]);
         assert_eq!(layout.ranges[2].size, 14);
-        assert_eq!(layout.total_bytes, 512);
+        // The region ends with the last output, rounded up to a word: 256 + 14 bytes.
+        assert_eq!(layout.total_bytes, 272);
         let packed = OutputLayout::packed(&plan, DType::U8).unwrap();
         assert_eq!((packed.ranges[2].offset, packed.total_bytes), (16, 32));
     }

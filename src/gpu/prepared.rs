@@ -2,7 +2,7 @@
 //! wanted. [`GpuSplitter::encode`] prepares and records in one call.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::scoped_async;
+use crate::gpu::device::{check_alive, scoped_async};
 use crate::gpu::gather::record::{record_bound, BoundDispatch, Outputs};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::record::EncodedSplit;
@@ -27,7 +27,8 @@ use std::sync::Arc;
 /// It holds the buffers it was prepared with (its bind groups and copies name them): they stay
 /// allocated while it lives, even if the caller drops its own handles. A buffer destroyed
 /// after `prepare` is reported when the caller's encoder is finished or submitted, by wgpu,
-/// not by `encode`: prepare again after replacing a buffer.
+/// not by `encode`: prepare again after replacing a buffer. A device lost since `prepare` is
+/// [`SplitError::Device`] from `encode`.
 #[derive(Debug, Clone)]
 pub struct PreparedSplit {
     device: wgpu::Device,
@@ -67,11 +68,13 @@ impl PreparedSplit {
 
     /// [`PreparedSplit::encode`] for async callers, as [`GpuSplitter::encode_async`].
     pub async fn encode_async(&self, encoder: &mut wgpu::CommandEncoder) -> Result<EncodedSplit> {
+        check_alive(&self.device, "encoding the prepared split")?;
         self.record(encoder).await?;
         Ok(self.encoded.clone())
     }
 
-    /// Records once and hands back what was recorded without copying it: `encode`.
+    /// Records once and hands back what was recorded without copying it: `encode`, which has
+    /// just checked the device in `prepare`.
     pub(crate) async fn encode_once(
         self,
         encoder: &mut wgpu::CommandEncoder,
@@ -187,6 +190,7 @@ impl GpuSplitter {
         output: BufferRegion<'_>,
         layout: OutputLayout,
     ) -> Result<PreparedSplit> {
+        check_alive(&self.device, "preparing the split")?;
         self.check_regions(plan, dtype, &input, &output, &layout)?;
         let mut key = RouteKey {
             plan,

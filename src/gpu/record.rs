@@ -26,8 +26,8 @@ pub struct EncodedSplit {
 }
 
 impl GpuSplitter {
-    /// Bytes the input buffer must hold from its offset: the input rounded up to 16 bytes (the
-    /// gather reads unaligned rows with aligned 16-byte loads).
+    /// Bytes the input buffer must hold from its offset: the input's bytes rounded up to 4 (what
+    /// WebGPU asks of a storage binding), at least 4.
     pub fn input_binding_size(plan: &SplitPlan, dtype: DType) -> Result<u64> {
         Ok(input_binding(byte_count(plan.input_shape(), dtype)? as u64))
     }
@@ -36,19 +36,30 @@ impl GpuSplitter {
     ///
     /// Misuse comes back as a [`SplitError`] before anything is recorded: a region with the
     /// wrong usage, size or offset alignment, input and output in one buffer, a destroyed
-    /// buffer (a wgpu validation error, captured). wgpu gives `encode` no way to see which
-    /// device or instance a buffer or an encoder belongs to, so these misuses are the caller's
-    /// to avoid: an `encoder` or a buffer of another device of the same instance (wgpu reports
-    /// it at `finish` or `submit`, through that device's error handler, which panics by
-    /// default); an `encoder` of another `wgpu::Instance` (wgpu-core panics inside `encode`);
-    /// and a buffer of another instance, which wgpu looks up by its index in this instance's
-    /// registry (a panic inside `encode` where no buffer has that index, otherwise, silently,
-    /// another buffer of this device). `tests/errors.rs` checks each symptom.
+    /// buffer or a buffer of another device of the same instance (wgpu validation errors,
+    /// captured: [`SplitError::Device`]), a lost device ([`SplitError::Device`]). wgpu gives
+    /// `encode` no way to see which device or instance an encoder belongs to, nor which
+    /// instance a buffer does, so these misuses are the caller's to avoid: an `encoder` of
+    /// another device of the same instance (wgpu reports it at `finish` or `submit`, through
+    /// that device's error handler, which panics by default); an `encoder` of another
+    /// `wgpu::Instance` (wgpu-core panics inside `encode`); and a buffer of another instance,
+    /// which wgpu looks up by its index in this instance's registry (a panic inside `encode`
+    /// where no buffer has that index, otherwise, silently, another buffer of this device).
+    /// `tests/errors.rs` checks each symptom.
+    ///
+    /// The input and the output may not share a buffer, even in ranges that do not overlap:
+    /// wgpu binds a buffer either read-only or writable within one dispatch. An engine whose
+    /// arena allocator keeps every tensor in one buffer gives the split's input its own
+    /// buffer (or a second arena), or copies it out first.
     ///
     /// `input` holds the C-order input bytes (at least [`GpuSplitter::input_binding_size`]
-    /// bytes from its offset, usage STORAGE). `output` receives every output at the offsets of
-    /// the returned layout, relative to `output.offset` (at least `layout.total_bytes` bytes,
-    /// usage STORAGE). Bytes between outputs are padding and may be overwritten.
+    /// bytes from its offset, usage STORAGE: the input's size rounded up to 4). `output`
+    /// receives every output at the offsets of the returned layout, relative to
+    /// `output.offset` (at least `layout.total_bytes` bytes, usage STORAGE: the last output's
+    /// end rounded up to 4). No byte outside the outputs is written: the bytes between outputs,
+    /// and after the last one, keep their values (an output whose size is not a multiple of 4
+    /// has its last word read and written back with the bytes after it unchanged, so nothing
+    /// else may write those bytes in the same submission's split).
     ///
     /// Normally this is one compute dispatch for all outputs. When the buffers allow copies
     /// (COPY_SRC on the input, COPY_DST on the output), copy commands replace it where they are
@@ -154,6 +165,7 @@ impl GpuSplitter {
         output.check(
             "output",
             layout.total_bytes,
+            "its last output's end in the layout, rounded up to 4",
             wgpu::BufferUsages::STORAGE,
             align,
         )?;
@@ -181,7 +193,11 @@ impl GpuSplitter {
     ) -> Result<()> {
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         let needed = Self::input_binding_size(plan, dtype)?;
-        input.check("input", needed, wgpu::BufferUsages::STORAGE, align)
+        let rule = format!(
+            "its {} bytes rounded up to 4",
+            byte_count(plan.input_shape(), dtype)?
+        );
+        input.check("input", needed, &rule, wgpu::BufferUsages::STORAGE, align)
     }
 
     /// The route for the outputs of `bytes`, placed by `layout` in `output`, with the scratch

@@ -13,11 +13,12 @@ pub struct BufferRegion<'a> {
 
 impl BufferRegion<'_> {
     /// Checks that the region has `usage`, starts at a multiple of `align` and holds `needed`
-    /// bytes; `name` names it in the error.
+    /// bytes, which `rule` explains; `name` names it in the error.
     pub fn check(
         &self,
         name: &str,
         needed: u64,
+        rule: &str,
         usage: wgpu::BufferUsages,
         align: u64,
     ) -> Result<()> {
@@ -33,11 +34,13 @@ impl BufferRegion<'_> {
                 self.offset
             )));
         }
+        let size = self.buffer.size();
         let end = self.offset.checked_add(needed);
-        if end.is_none_or(|end| end > self.buffer.size()) {
+        if end.is_none_or(|end| end > size) {
             return Err(SplitError::BadBuffer(format!(
-                "{name} buffer holds {} bytes; the split needs {needed} bytes from offset {}",
-                self.buffer.size(),
+                "{name} needs {needed} bytes ({rule}); its region has {} (a buffer of {size} \
+                 bytes, from offset {})",
+                size.saturating_sub(self.offset),
                 self.offset
             )));
         }

@@ -173,15 +173,14 @@ pub fn buffer_copies(
         return None;
     }
     let copies: Vec<BufferCopy> = match bytes.kind {
-        // Rounding up to a word reads at most 3 bytes past a run, which exist (the input
-        // binding is rounded up too), and writes them into its last output's padding.
+        // Runs of whole words only (checked below): a copy writes no byte past its outputs.
         RowKind::Contiguous => layout
             .contiguous_runs(bytes)
             .into_iter()
             .map(|r| BufferCopy {
                 src: src_base + r.src,
                 dst: dst_base + r.dst,
-                size: r.len.next_multiple_of(4),
+                size: r.len,
             })
             .collect(),
         RowKind::Strided => {

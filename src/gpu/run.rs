@@ -2,7 +2,7 @@
 //! outputs back.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::scoped_async;
+use crate::gpu::device::{check_alive, scoped_async};
 use crate::gpu::gather::abi::window_limit;
 use crate::gpu::gather::plan::fits_one_dispatch;
 use crate::gpu::output_layout::OutputLayout;
@@ -62,9 +62,12 @@ impl GpuSplitter {
         Ok((outputs, encoded))
     }
 
-    /// [`GpuSplitter::run`] for async callers: nothing blocks the thread. The outputs are read
-    /// back once the buffer maps; on native wgpu, each time the future is polled it polls the
-    /// device without waiting (on WebGPU the browser maps it).
+    /// [`GpuSplitter::run`] for async callers: nothing blocks the caller's thread, and the
+    /// future is `Send` (an engine on tokio can spawn it). The outputs are read back once the
+    /// buffer maps: the future sleeps until wgpu's map callback wakes it. On native wgpu nobody
+    /// needs to poll the device for that: a helper thread, blocked in `device.poll` until the
+    /// device has done the split, runs the callback (an engine that polls its device itself
+    /// does no harm). On WebGPU the browser runs it.
     pub async fn run_async(&self, plan: &SplitPlan, input: &HostTensor) -> Result<Vec<HostTensor>> {
         let (readback, encoded) = self.submit(plan, input).await?;
         map_read(&self.device, &readback).await?;
@@ -82,6 +85,7 @@ impl GpuSplitter {
     ) -> Result<(wgpu::Buffer, EncodedSplit)> {
         let dtype = input.dtype();
         plan.check_input_shape(input.shape())?;
+        check_alive(&self.device, "running the split")?;
         let layout = self.host_layout(plan, dtype)?;
         let in_size = Self::input_binding_size(plan, dtype)?;
         let buffers = HostBuffers::new(&self.device, in_size, layout.total_bytes, true).await?;
@@ -216,33 +220,55 @@ fn read_mapped<T>(buffer: &wgpu::Buffer, read: impl FnOnce(&[u8]) -> Result<T>) 
     result
 }
 
-/// Maps `buffer` for reading without blocking: a future that, on native wgpu, polls the
-/// device (without waiting) each time it is polled, and wakes itself until the map is done.
+/// Maps `buffer` for reading without blocking: a future woken by wgpu's map callback, never
+/// by itself. Someone must poll the device for that callback to run: on native wgpu a helper
+/// thread does, blocked in `device.poll` until the queue's work is done (no core spins
+/// meanwhile); on WebGPU the browser does.
 async fn map_read(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<()> {
     use std::sync::{Arc, Mutex};
-    use std::task::Poll;
-    let done: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>> = Arc::default();
-    let slot = done.clone();
+    use std::task::{Poll, Waker};
+
+    /// The map's result once known, and the waker of the task waiting for it.
+    #[derive(Default)]
+    struct Mapping {
+        result: Option<Result<()>>,
+        waker: Option<Waker>,
+    }
+    fn finish(state: &Mutex<Mapping>, result: Result<()>) {
+        let mut m = state.lock().unwrap_or_else(|e| e.into_inner());
+        m.result.get_or_insert(result);
+        if let Some(w) = m.waker.take() {
+            w.wake();
+        }
+    }
+
+    let state: Arc<Mutex<Mapping>> = Arc::default();
+    let on_map = state.clone();
     buffer.map_async(wgpu::MapMode::Read, .., move |r| {
-        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        let r = r.map_err(|e| SplitError::Device(format!("mapping the readback buffer: {e}")));
+        finish(&on_map, r);
     });
-    let mapped = |r: std::result::Result<(), wgpu::BufferAsyncError>| {
-        r.map_err(|e| SplitError::Device(format!("mapping the readback buffer: {e}")))
-    };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let (device, on_poll) = (device.clone(), state.clone());
+        std::thread::spawn(move || {
+            // The map callback runs inside this poll; a poll that fails ends the wait instead.
+            if let Err(e) = device.poll(wgpu::PollType::wait_indefinitely()) {
+                finish(
+                    &on_poll,
+                    Err(SplitError::Device(format!("waiting for the split: {e}"))),
+                );
+            }
+        });
+    }
+    #[cfg(target_arch = "wasm32")]
+    let _ = device;
     std::future::poll_fn(|cx| {
-        let take = || done.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(r) = take() {
-            return Poll::Ready(mapped(r));
-        }
-        if let Err(e) = device.poll(wgpu::PollType::Poll) {
-            return Poll::Ready(Err(SplitError::Device(format!(
-                "waiting for the split: {e}"
-            ))));
-        }
-        match take() {
-            Some(r) => Poll::Ready(mapped(r)),
+        let mut m = state.lock().unwrap_or_else(|e| e.into_inner());
+        match m.result.take() {
+            Some(r) => Poll::Ready(r),
             None => {
-                cx.waker().wake_by_ref();
+                m.waker = Some(cx.waker().clone());
                 Poll::Pending
             }
         }

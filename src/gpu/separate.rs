@@ -1,7 +1,8 @@
 //! Outputs where the engine's allocator put them: one region per output, in any buffers.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::gather::abi::{window_limit, UNIT_BYTES};
+use crate::gpu::device::check_alive;
+use crate::gpu::gather::abi::{binding_bytes, window_limit, UNIT_BYTES};
 use crate::gpu::gather::plan::multi_output_dispatch;
 use crate::gpu::gather::record::Outputs;
 use crate::gpu::output_layout::{OutputLayout, OutputRange};
@@ -18,16 +19,24 @@ impl GpuSplitter {
     /// [`GpuSplitter::encode`] with one region per output, each in any buffer: the engine
     /// allocates every tensor itself.
     ///
-    /// Output `i` needs STORAGE and `plan.output_bytes(i)` rounded up to 16 bytes from its
-    /// offset (the gather writes whole 16-byte units; the bytes past the output are padding it
-    /// may overwrite), at the storage offset alignment. Regions in one buffer must not overlap;
+    /// Output `i` needs STORAGE and `plan.output_bytes(i)` rounded up to 4 bytes from its
+    /// offset (what WebGPU asks of a storage binding), at the storage offset alignment: a
+    /// tensor of the engine's exact size. No byte outside the outputs is written, so tensors
+    /// packed right after an output keep their bytes. Regions in one buffer must not overlap;
     /// the regions of empty outputs are not touched. Outputs that share a buffer move together
     /// (copy commands where the buffers allow them and they are cheaper, else the gather).
+    ///
     /// Buffers the gather writes are bound together, [`GpuSplitter::output_bindings`] of them
-    /// per dispatch (the device's storage buffers per shader stage less three, at most 32: 29
-    /// on lavapipe, 13 on llvmpipe GL), so `n` buffers take `n / bindings` dispatches, rounded
-    /// up; on CPU adapters only buffers of up to 4 KiB of outputs are
-    /// ([`crate::gpu::multi_output_group_limit`]). The returned layout gives each output's
+    /// per dispatch, so `n` buffers take `n / bindings` dispatches, rounded up; on CPU adapters
+    /// only buffers of up to 4 KiB of outputs are ([`crate::gpu::multi_output_group_limit`]).
+    /// The number comes from the device's `max_storage_buffers_per_shader_stage`, less the
+    /// three the table and the input take, halved (each output buffer is bound as units and
+    /// as words), at most 32: 14 on lavapipe and 6 on llvmpipe GL opened with their adapters'
+    /// limits ([`GpuSplitter::open`] does), but 1 on a device opened with
+    /// `wgpu::Limits::downlevel_defaults()` (4 storage buffers) and 2 with
+    /// `wgpu::Limits::default()` (8). An engine that splits into many buffers requests the
+    /// adapter's `max_storage_buffers_per_shader_stage` when it opens its device (for
+    /// example `required_limits: adapter.limits()`). The returned layout gives each output's
     /// offset in its own buffer.
     pub fn encode_to_regions(
         &self,
@@ -57,6 +66,7 @@ impl GpuSplitter {
                 plan.num_outputs()
             )));
         }
+        check_alive(&self.device, "encoding the split")?;
         self.check_input(&input, plan, dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         let storage = wgpu::BufferUsages::STORAGE;
@@ -71,7 +81,8 @@ impl GpuSplitter {
             let size = bytes.size(o);
             region.check(
                 &format!("output {}", o.output),
-                size.next_multiple_of(UNIT_BYTES),
+                binding_bytes(size),
+                &format!("its {size} bytes rounded up to 4"),
                 storage,
                 align,
             )?;
@@ -101,28 +112,45 @@ impl GpuSplitter {
         // `bindings` of them per dispatch of the multi-output build.
         let bindings = self.output_bindings();
         let mut gathered: Vec<Group<'_>> = Vec::new();
+        // One window over a buffer's outputs, from the first offset, while their offsets stay
+        // whole units apart (the gather addresses outputs by unit); a new window where not.
+        let mut windows: Vec<(&wgpu::Buffer, Vec<usize>)> = Vec::new();
         for (buffer, mut members) in groups {
             members.sort_by_key(|&k| ranges[bytes.outputs[k].output].offset);
-            // One window over the buffer's outputs, from the first offset.
+            let (mut base, mut end): (Option<u64>, u64) = (None, 0);
+            for k in members {
+                let i = bytes.outputs[k].output;
+                let offset = ranges[i].offset;
+                if offset < end {
+                    return Err(SplitError::BadBuffer(format!(
+                        "output {i} at offset {offset} overlaps the output before it in its \
+                         buffer, which ends at byte {end} (its size rounded up to 4)"
+                    )));
+                }
+                end = offset + binding_bytes(ranges[i].size);
+                match base {
+                    Some(b) if (offset - b).is_multiple_of(UNIT_BYTES) => {
+                        windows.last_mut().expect("a window was opened").1.push(k)
+                    }
+                    _ => {
+                        base = Some(offset);
+                        windows.push((buffer, vec![k]));
+                    }
+                }
+            }
+        }
+        for (buffer, members) in windows {
             let base = ranges[bytes.outputs[members[0]].output].offset;
             let mut end = base;
             // The buffer's outputs on their own, numbered in offset order, and their places.
             let mut window = Vec::with_capacity(members.len());
             for &k in &members {
-                let i = bytes.outputs[k].output;
-                let r = ranges[i];
-                if r.offset < end {
-                    return Err(SplitError::BadBuffer(format!(
-                        "output {i} at offset {} overlaps the output before it in its buffer, \
-                         which ends at byte {end} (outputs take whole 16-byte units)",
-                        r.offset
-                    )));
-                }
+                let r = ranges[bytes.outputs[k].output];
                 window.push(OutputRange {
                     offset: r.offset - base,
                     size: r.size,
                 });
-                end = r.offset + r.size.next_multiple_of(UNIT_BYTES);
+                end = r.offset + binding_bytes(r.size);
             }
             let group = bytes.subset(members.iter().copied());
             let layout = OutputLayout {

@@ -61,6 +61,18 @@ pub fn multi_output_group_limit(device_type: wgpu::DeviceType) -> u64 {
     }
 }
 
+/// The most output buffers one dispatch of the multi-output build may bind on a device of
+/// `limits`: the table and the input's two views take three of the stage's storage buffers,
+/// and each output buffer two (its units and its words); at least 1, at most
+/// [`MAX_DST_BINDINGS`].
+fn allowed_output_bindings(limits: &wgpu::Limits) -> u32 {
+    (limits
+        .max_storage_buffers_per_shader_stage
+        .saturating_sub(3)
+        / 2)
+    .clamp(1, MAX_DST_BINDINGS)
+}
+
 /// A device, its queue and the split pipeline compiled for it (once, at construction).
 #[derive(Debug, Clone)]
 pub struct GpuSplitter {
@@ -89,7 +101,9 @@ pub struct GpuSplitter {
 impl GpuSplitter {
     /// Uses a device the caller already has and compiles the pipeline on it. The adapter's
     /// info (its device type picks the defaults) comes from the device.
+    /// A lost device is [`crate::SplitError::Device`].
     pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
+        device::check_alive(&device, "opening the splitter")?;
         let info = device.adapter_info();
         let limits = device.limits();
         let gather_tuning = gather_defaults(info.device_type, info.backend);
@@ -106,11 +120,7 @@ impl GpuSplitter {
             tables: Arc::default(),
             routes: Arc::default(),
             scratch: Arc::default(),
-            // The table and the two views of the input take three of the stage's bindings.
-            output_bindings: limits
-                .max_storage_buffers_per_shader_stage
-                .saturating_sub(3)
-                .clamp(1, MAX_DST_BINDINGS),
+            output_bindings: allowed_output_bindings(&limits),
             multi_output: Arc::default(),
         })
     }
@@ -175,14 +185,11 @@ impl GpuSplitter {
 
     /// Sets the most output buffers one gather dispatch of
     /// [`GpuSplitter::encode_to_regions`] writes, within what the device allows (its storage
-    /// buffers per shader stage, less the three the table and the input take, at most 32).
-    /// 1 gives every buffer a dispatch of its own.
+    /// buffers per shader stage, less the three the table and the input take, halved, as each
+    /// output buffer is bound as units and as words; at most 32). 1 gives every buffer a
+    /// dispatch of its own.
     pub fn with_output_bindings(mut self, bindings: u32) -> Self {
-        let allowed = self
-            .limits
-            .max_storage_buffers_per_shader_stage
-            .saturating_sub(3);
-        self.output_bindings = bindings.min(allowed).clamp(1, MAX_DST_BINDINGS);
+        self.output_bindings = bindings.min(allowed_output_bindings(&self.limits)).max(1);
         self
     }
 
@@ -244,6 +251,11 @@ impl GpuSplitter {
     /// Where each output lies inside the input, when every output is one contiguous range of
     /// it starting at the device's storage offset alignment: the caller can then bind the
     /// outputs as views of the input and move no bytes at all. `None` otherwise.
+    ///
+    /// An empty output is `OutputRange { offset: 0, size: 0 }`: it has no bytes, and WebGPU
+    /// refuses a binding of size 0, so an engine binds nothing for it (or any buffer of at
+    /// least 4 bytes to a kernel that reads none of it). A view of an output whose size is not
+    /// a multiple of 4 is bound with its size rounded up to 4, as any storage binding.
     pub fn output_views(&self, plan: &SplitPlan, dtype: DType) -> Result<Option<Vec<OutputRange>>> {
         let bytes = ByteRows::new(plan, dtype.size())?;
         if bytes.kind != RowKind::Contiguous {

@@ -75,7 +75,7 @@ pub(super) fn equal_parts(
         .filter(|&p| p >= 1)
         .ok_or(match what {
             "num_splits" => SplitError::NumSplitsNotPositive { num_splits: count },
-            _ => SplitError::ConflictingInputs(format!("{what} {count} must be at least 1")),
+            _ => SplitError::CountNotPositive { what, count },
         })?;
     if !length.is_multiple_of(parts) {
         return Err(SplitError::NotDivisible {

@@ -6,7 +6,7 @@
 //! | OpenVINO Split-1 | [`split`] | `num_splits` equal parts |
 //! | OpenVINO VariadicSplit-1 | [`variadic_split`] | `split_lengths`, one `-1` takes the rest |
 //! | ONNX SplitToSequence-11 | [`split_to_sequence`] | none (chunks of 1), a scalar, or a list |
-//! | ONNX Split-2/11/13/18 | [`onnx_split`] | a list, or a number of outputs |
+//! | ONNX Split-1/2/11/13/18 | [`onnx_split`] ([`OnnxSplitParts::at_opset`] for a model's opset) | a list, or a number of outputs |
 //!
 //! [`Operator`] names any of them with its parameters, for code that handles every operator
 //! alike (the command, the benchmark suite, the fuzzers).
@@ -18,7 +18,7 @@ mod sequence;
 mod split;
 mod variadic;
 
-pub use onnx_split::{onnx_split, OnnxSplitParts};
+pub use onnx_split::{onnx_split, onnx_split_version, OnnxSplitParts, ONNX_NEWEST_OPSET};
 pub use operator::Operator;
 pub use sequence::split_to_sequence;
 pub use split::split;

@@ -184,6 +184,40 @@ fn onnx_split_opsets() {
     );
     assert_eq!(out.code, 2);
     assert!(!o.exists());
+    // A model's opset, not Split's since-version: opset 17 (YOLOv8n) is Split-13, equal parts;
+    // opset 1 is Split-1; 27 is Split-18.
+    for (opset, ok) in [
+        ("17", true),
+        ("1", true),
+        ("27", true),
+        ("0", false),
+        ("28", false),
+    ] {
+        let o = dir.path().join(format!("opset{opset}"));
+        let out = run_op(
+            "onnx-split",
+            &input,
+            &s(&o),
+            &["--axis=1", "--num-outputs=2", &format!("--opset={opset}")],
+        );
+        if ok {
+            assert_eq!(out.code, 0, "opset {opset}: {}", out.stderr);
+            let first = npy::read(&o.join("output_0.npy")).unwrap();
+            assert_eq!(first.shape(), &[2, 4], "opset {opset}");
+        } else {
+            assert_eq!(out.code, 2, "opset {opset}");
+            assert_eq!(
+                out.stderr.trim(),
+                format!("error: --opset must be an ONNX opset from 1 to 27, got {opset}")
+            );
+        }
+    }
+    let help = crate::wgpu_split(&["run", "--help"]);
+    assert!(
+        help.stdout.contains("13-17 Split-13"),
+        "run --help names the Split version of each opset: {}",
+        help.stdout
+    );
 }
 
 per_backend_command!(

@@ -25,8 +25,9 @@ pub const STAGE_WORDS: u64 = 3776;
 /// Entries a [`Layout::Tiles`] dispatch may have (`MAX_TILE_ENTRIES`).
 pub const MAX_TILE_ENTRIES: u64 = 16;
 
-/// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding. Outputs start
-/// on multiples of it, so no two invocations write the same word.
+/// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding (an output's last
+/// unit may be partial). Outputs start on multiples of it, so no two invocations write the
+/// same word.
 pub const UNIT_BYTES: u64 = 16;
 
 /// Largest window the shader addresses: 2 GiB keeps every u32 byte offset in range.
@@ -194,11 +195,20 @@ impl Entry {
     }
 }
 
-/// Bytes the shader's `src` and `src4` bindings cover for an input of `input_bytes`: whole
-/// units, so the aligned vec4 loads of unaligned rows never fall off the end.
-pub fn input_binding(input_bytes: u64) -> u64 {
-    input_bytes.next_multiple_of(UNIT_BYTES)
+/// Bytes a storage binding of a tensor of `bytes` covers: its size rounded up to a word, as
+/// WebGPU asks of every storage binding, and at least one word. The gather reads and writes
+/// nothing past a tensor's bytes (`load_vec4_edge`, `store_unit_n`).
+pub fn binding_bytes(bytes: u64) -> u64 {
+    bytes.next_multiple_of(WORD_BYTES).max(WORD_BYTES)
 }
+
+/// Bytes the shader's `src` and `src4` bindings cover for an input of `input_bytes`.
+pub fn input_binding(input_bytes: u64) -> u64 {
+    binding_bytes(input_bytes)
+}
+
+/// The granularity of a storage binding's size, and of the shader's memory accesses.
+pub const WORD_BYTES: u64 = 4;
 
 /// The largest window a device allows the shader: its binding limit, at most [`MAX_WINDOW`].
 pub fn window_limit(limits: &wgpu::Limits) -> u64 {

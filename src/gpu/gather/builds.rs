@@ -5,23 +5,29 @@
 use super::abi::{DST_BINDING_SHIFT, MAX_DST_BINDINGS};
 use crate::error::{Result, SplitError};
 
-/// The output binding as the shader declares it; the multi-output build replaces this line.
+/// The output bindings as the shader declares them (its units, then its words); the
+/// multi-output build replaces these lines.
 pub const DST_DECLARATION: &str =
-    "@group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;";
+    "@group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> dst_words: array<u32>;";
 
-/// The stores to it, in `store_unit` and `store_word`; the multi-output build replaces these
-/// lines.
-pub const DST_STORES: [&str; 2] = ["    dst[i] = v;", "    dst[i][j] = x;"];
+/// The accesses to them, in `store_unit`, `store_word` and `load_dst_word`; the multi-output
+/// build replaces these lines.
+pub const DST_ACCESSES: [&str; 3] = [
+    "    dst[i] = v;",
+    "    dst_words[i * 4u + j] = x;",
+    "    x = dst_words[i * 4u + j];",
+];
 
-/// The multi-output build of `source`: `bindings` output buffers at bindings 3, 4, ... of
-/// group 0, the entry's binding taken from the top bits of its unit ([`DST_BINDING_SHIFT`]).
-/// The rest of the shader is the same text.
+/// The multi-output build of `source`: `bindings` output buffers, each as units at binding
+/// 3 + j and as words at 3 + bindings + j of group 0, the entry's binding taken from the top
+/// bits of its unit ([`DST_BINDING_SHIFT`]). The rest of the shader is the same text.
 pub fn multi_output_source(source: &str, bindings: u32) -> Result<String> {
     let once = |text: &str| source.matches(text).count() == 1;
-    if !once(DST_DECLARATION) || !DST_STORES.iter().all(|s| once(s)) {
+    if !once(DST_DECLARATION) || !DST_ACCESSES.iter().all(|s| once(s)) {
         return Err(SplitError::Device(
-            "the shader must declare its output binding, and store units and words to it, \
-             exactly once each"
+            "the shader must declare its output bindings, and store units, store words and \
+             load words through them, exactly once each"
                 .into(),
         ));
     }
@@ -30,18 +36,26 @@ pub fn multi_output_source(source: &str, bindings: u32) -> Result<String> {
             "the multi-output build takes 1 to {MAX_DST_BINDINGS} output bindings, not {bindings}"
         )));
     }
-    let declarations: String = (0..bindings)
-        .map(|j| {
-            format!(
-                "@group(0) @binding({}) var<storage, read_write> dst{j}: array<vec4<u32>>;\n",
-                3 + j
-            )
-        })
-        .collect();
-    // Each store picks its binding by the top bits of the unit `i`.
-    let store = |assignment: &str| {
+    let units = (0..bindings).map(|j| {
+        format!(
+            "@group(0) @binding({}) var<storage, read_write> dst{j}: array<vec4<u32>>;\n",
+            3 + j
+        )
+    });
+    let words = (0..bindings).map(|j| {
+        format!(
+            "@group(0) @binding({}) var<storage, read_write> dst_words{j}: array<u32>;\n",
+            3 + bindings + j
+        )
+    });
+    let declarations: String = units.chain(words).collect();
+    // Each access picks its binding by the top bits of the unit `i`; `{b}` is the binding.
+    let store = |access: &str| {
         let cases: String = (0..bindings)
-            .map(|b| format!("        case {b}u: {{ dst{b}{assignment}; }}\n"))
+            .map(|b| {
+                let access = access.replace("{b}", &b.to_string());
+                format!("        case {b}u: {{ {access}; }}\n")
+            })
             .collect();
         format!(
             "    let unit = i & {mask:#x}u;\n    switch (i >> {DST_BINDING_SHIFT}u) {{\n{cases}        default: {{}}\n    }}",
@@ -50,8 +64,32 @@ pub fn multi_output_source(source: &str, bindings: u32) -> Result<String> {
     };
     Ok(source
         .replace(DST_DECLARATION, &declarations)
-        .replace(DST_STORES[0], &store("[unit] = v"))
-        .replace(DST_STORES[1], &store("[unit][j] = x")))
+        .replace(DST_ACCESSES[0], &store("dst{b}[unit] = v"))
+        .replace(DST_ACCESSES[1], &store("dst_words{b}[unit * 4u + j] = x"))
+        .replace(DST_ACCESSES[2], &store("x = dst_words{b}[unit * 4u + j]")))
+}
+
+/// The words-only build of `source`, for devices that allow only 4 storage buffers per
+/// shader stage (`Limits::downlevel_defaults`): the output is bound once, as words, at
+/// binding 3, and a whole unit is stored as its four words. The same bytes; each lane's
+/// store of a unit becomes four narrower ones.
+pub fn words_only_source(source: &str) -> Result<String> {
+    let once = |text: &str| source.matches(text).count() == 1;
+    if !once(DST_DECLARATION) || !once(DST_ACCESSES[0]) {
+        return Err(SplitError::Device(
+            "the shader must declare its output bindings and store units exactly once".into(),
+        ));
+    }
+    Ok(source
+        .replace(
+            DST_DECLARATION,
+            "@group(0) @binding(3) var<storage, read_write> dst_words: array<u32>;",
+        )
+        .replace(
+            DST_ACCESSES[0],
+            "    dst_words[i * 4u] = v.x;\n    dst_words[i * 4u + 1u] = v.y;\n    \
+             dst_words[i * 4u + 2u] = v.z;\n    dst_words[i * 4u + 3u] = v.w;",
+        ))
 }
 
 /// The hook as the shaders declare it; the trace build replaces this line.
@@ -111,8 +149,9 @@ mod tests {
                 })
                 .collect();
             dst.sort_by_key(|d| d.1);
-            let want: Vec<(String, u32)> =
-                (0..bindings).map(|j| (format!("dst{j}"), 3 + j)).collect();
+            let units = (0..bindings).map(|j| (format!("dst{j}"), 3 + j));
+            let words = (0..bindings).map(|j| (format!("dst_words{j}"), 3 + bindings + j));
+            let want: Vec<(String, u32)> = units.chain(words).collect();
             assert_eq!(dst, want);
             naga::valid::Validator::new(
                 naga::valid::ValidationFlags::all(),
@@ -121,6 +160,14 @@ mod tests {
             .validate(&module)
             .expect("the build validates");
         }
+        let words = words_only_source(SHADER_SOURCE).unwrap();
+        let module = naga::front::wgsl::parse_str(&words).expect("the words build parses");
+        let storage = module
+            .global_variables
+            .iter()
+            .filter(|(_, v)| matches!(v.space, naga::AddressSpace::Storage { .. }))
+            .count();
+        assert_eq!(storage, 4, "the words build fits downlevel devices");
         assert!(multi_output_source(SHADER_SOURCE, 0).is_err());
         assert!(multi_output_source(SHADER_SOURCE, MAX_DST_BINDINGS + 1).is_err());
         assert!(multi_output_source("fn f() {}", 2).is_err());

@@ -1,7 +1,7 @@
 //! The gather's dispatches: each one a window of the input, a window of the output region,
 //! and a table of entries. Pure arithmetic, tested without a device.
 
-use super::abi::{input_binding, Entry, Mode, Params, UNIT_BYTES};
+use super::abi::{binding_bytes, input_binding, Entry, Mode, Params, UNIT_BYTES};
 use super::blocks::{lane_dispatch, scatter, tiles};
 pub use super::blocks::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::error::{Result, SplitError};
@@ -16,11 +16,11 @@ pub const MAX_DISPATCHES: u64 = 1 << 16;
 pub struct Dispatch {
     /// Start of the input window, relative to the input region; a multiple of the offset alignment.
     pub src_offset: u64,
-    /// Size of the input window, a multiple of 16.
+    /// Size of the input window, a multiple of 4.
     pub src_size: u64,
     /// Start of the output window, relative to the output region; a multiple of the alignment.
     pub dst_offset: u64,
-    /// Size of the output window, a multiple of 16.
+    /// Size of the output window, a multiple of 4: its last output's end, rounded up to 4.
     pub dst_size: u64,
     /// The table's header.
     pub params: Params,
@@ -273,7 +273,7 @@ pub fn plan_dispatches(
                 src_offset: window,
                 src_size: src_end - window,
                 dst_offset: range.offset + b0,
-                dst_size: (b1 - b0).next_multiple_of(UNIT_BYTES),
+                dst_size: binding_bytes(b1 - b0),
                 params,
                 entries,
             });

@@ -1,8 +1,8 @@
 //! Recording the gather: the pipelines (one per entry point, made once per device when a
 //! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
 
-use super::abi::{EntryPoint, SHADER_SOURCE};
-use super::builds::{multi_output_source, traced_source};
+use super::abi::{EntryPoint, SHADER_SOURCE, UNIT_BYTES};
+use super::builds::{multi_output_source, traced_source, words_only_source};
 use super::plan::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
@@ -25,7 +25,17 @@ pub struct GatherPipeline {
     traced: bool,
     /// Output bindings: 1, or more in the multi-output build.
     dst_bindings: u32,
+    /// Views of each output binding: 2 (units and words), or 1 in the words-only build.
+    dst_views: u32,
+    /// 16-byte buffers bound in place of a vec4 view of a tensor under 16 bytes (WebGPU binds
+    /// no array of vec4s shorter than one vec4), read-only and writable: the shader never
+    /// touches such a view, as the tensor holds no whole vec4.
+    stand_ins: [wgpu::Buffer; 2],
 }
+
+/// Storage buffers the shader binds per stage: the table, the input as words and as vec4s,
+/// the output as units and as words. A device that allows fewer runs the words-only build.
+pub const STORAGE_BINDINGS: u32 = 5;
 
 /// Where a gather's dispatches write.
 #[derive(Debug, Clone, Copy)]
@@ -68,10 +78,18 @@ pub async fn record_bound(
 }
 
 impl GatherPipeline {
-    /// Compiles the shader on `device`; a device error becomes [`SplitError::Device`].
+    /// Compiles the shader on `device`: the words-only build ([`words_only_source`]) where
+    /// the device allows fewer than [`STORAGE_BINDINGS`] storage buffers per shader stage. A
+    /// device error becomes [`SplitError::Device`].
     pub fn new(device: &wgpu::Device) -> Result<Self> {
+        if device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
+            let source = words_only_source(SHADER_SOURCE)?;
+            return scoped(device, "compiling the split pipeline", || {
+                Self::build(device, &source, false, 1, 1)
+            });
+        }
         scoped(device, "compiling the split pipeline", || {
-            Self::build(device, SHADER_SOURCE, false, 1)
+            Self::build(device, SHADER_SOURCE, false, 1, 2)
         })
     }
 
@@ -80,21 +98,27 @@ impl GatherPipeline {
     pub async fn multi_output(device: &wgpu::Device, bindings: u32) -> Result<Self> {
         let source = multi_output_source(SHADER_SOURCE, bindings)?;
         scoped_async(device, "compiling the multi-output split pipeline", || {
-            Self::build(device, &source, false, bindings)
+            Self::build(device, &source, false, bindings, 2)
         })
         .await
     }
 
     /// Compiles the trace build of the shader ([`traced_source`]): the same
-    /// shader, whose every global access also writes a record into a buffer at binding 4.
+    /// shader, whose every global access also writes a record into a buffer at binding 5.
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
-        let source = traced_source(SHADER_SOURCE, 4)?;
+        let source = traced_source(SHADER_SOURCE, 5)?;
         scoped(device, "compiling the traced split pipeline", || {
-            Self::build(device, &source, true, 1)
+            Self::build(device, &source, true, 1, 2)
         })
     }
 
-    fn build(device: &wgpu::Device, source: &str, traced: bool, dst_bindings: u32) -> Self {
+    fn build(
+        device: &wgpu::Device,
+        source: &str,
+        traced: bool,
+        dst_bindings: u32,
+        dst_views: u32,
+    ) -> Self {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("split_gather.wgsl"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -109,11 +133,13 @@ impl GatherPipeline {
             },
             count: None,
         };
-        // table, src, src4 (read-only), dst (one or more); the trace build's records.
+        // table, src, src4 (read-only); dst as units and as words (one or more of each); the
+        // trace build's records.
         let mut entries = vec![entry(0, true), entry(1, true), entry(2, true)];
-        entries.extend((0..dst_bindings).map(|j| entry(3 + j, false)));
+        let dst = dst_views * dst_bindings;
+        entries.extend((0..dst).map(|j| entry(3 + j, false)));
         if traced {
-            entries.push(entry(3 + dst_bindings, false));
+            entries.push(entry(3 + dst, false));
         }
         let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("split_gather"),
@@ -124,6 +150,14 @@ impl GatherPipeline {
             bind_group_layouts: &[Some(&bind_group_layout)],
             immediate_size: 0,
         });
+        let stand_in = || {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("split_gather stand-in"),
+                size: UNIT_BYTES,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
         Self {
             module,
             bind_group_layout,
@@ -131,6 +165,8 @@ impl GatherPipeline {
             pipelines: Arc::new(std::array::from_fn(|_| OnceLock::new())),
             traced,
             dst_bindings,
+            dst_views,
+            stand_ins: [stand_in(), stand_in()],
         }
     }
 
@@ -236,32 +272,33 @@ impl GatherPipeline {
         outputs: Outputs<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> wgpu::BindGroup {
-        let window = |buffer, offset, size| {
-            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer,
-                offset,
-                size: NonZeroU64::new(size),
-            })
-        };
-        // `src` and `src4` view the same window, whole units (`abi::input_binding`).
+        // `src` and `src4` view the same window (`abi::input_binding`), and so do `dst` and
+        // `dst_words` (each output binding's units, then its words).
+        let [read_stand_in, write_stand_in] = &self.stand_ins;
         let src_offset = input.offset + dispatch.src_offset;
         let mut resources = vec![
             table.as_entire_binding(),
             window(input.buffer, src_offset, dispatch.src_size),
-            window(input.buffer, src_offset, dispatch.src_size),
+            vec4_window(input.buffer, src_offset, dispatch.src_size, read_stand_in),
         ];
-        match outputs {
-            Outputs::Region(output) => resources.push(window(
+        let dst: Vec<(&wgpu::Buffer, u64, u64)> = match outputs {
+            Outputs::Region(output) => vec![(
                 output.buffer,
                 output.offset + dispatch.dst_offset,
                 dispatch.dst_size,
-            )),
-            Outputs::Windows(windows) => resources.extend(
-                windows
-                    .iter()
-                    .map(|(region, size)| window(region.buffer, region.offset, *size)),
-            ),
+            )],
+            Outputs::Windows(windows) => windows
+                .iter()
+                .map(|(region, size)| (region.buffer, region.offset, *size))
+                .collect(),
+        };
+        if self.dst_views == 2 {
+            let units = dst.iter();
+            resources.extend(
+                units.map(|&(b, offset, size)| vec4_window(b, offset, size, write_stand_in)),
+            );
         }
+        resources.extend(dst.iter().map(|&(b, offset, size)| window(b, offset, size)));
         resources.extend(trace.map(|t| t.as_entire_binding()));
         let entries: Vec<wgpu::BindGroupEntry> = resources
             .into_iter()
@@ -276,6 +313,31 @@ impl GatherPipeline {
             layout: &self.bind_group_layout,
             entries: &entries,
         })
+    }
+}
+
+/// A storage binding of `size` bytes of `buffer` from `offset`.
+fn window(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+        buffer,
+        offset,
+        size: NonZeroU64::new(size),
+    })
+}
+
+/// [`window`] for a vec4 view: `stand_in` where the window holds less than one vec4 (WebGPU
+/// binds no array of vec4s shorter than one). The shader never reads or writes such a view:
+/// a tensor under 16 bytes holds no whole vec4.
+fn vec4_window<'b>(
+    buffer: &'b wgpu::Buffer,
+    offset: u64,
+    size: u64,
+    stand_in: &'b wgpu::Buffer,
+) -> wgpu::BindingResource<'b> {
+    if size < UNIT_BYTES {
+        stand_in.as_entire_binding()
+    } else {
+        window(buffer, offset, size)
     }
 }
 

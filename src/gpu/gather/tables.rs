@@ -6,10 +6,9 @@
 //! uploaded, so a cached one is safe to bind from any encoder, thread or submission.
 
 use crate::error::Result;
-use crate::gpu::device::scoped_async;
+use crate::gpu::device::{buffer_with, scoped_async};
 use std::collections::HashMap;
 use std::sync::Mutex;
-use wgpu::util::DeviceExt;
 
 /// Tables kept at most; the least recently used goes first.
 const MAX_TABLES: usize = 32;
@@ -53,19 +52,21 @@ impl TableCache {
             let mut created: HashMap<&[u8], wgpu::Buffer> = HashMap::new();
             for (table, slot) in tables.iter().zip(&mut found) {
                 if slot.is_none() {
-                    let buffer = created.entry(table).or_insert_with(|| {
-                        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                            label: Some("split table"),
-                            contents: table,
-                            usage: wgpu::BufferUsages::STORAGE,
-                        })
-                    });
-                    *slot = Some(buffer.clone());
+                    let buffer = match created.get(table.as_slice()) {
+                        Some(b) => b.clone(),
+                        None => {
+                            let usage = wgpu::BufferUsages::STORAGE;
+                            let b = buffer_with(device, "split table", table, usage)?;
+                            created.insert(table, b.clone());
+                            b
+                        }
+                    };
+                    *slot = Some(buffer);
                 }
             }
-            created
+            Ok::<_, crate::SplitError>(created)
         })
-        .await?;
+        .await??;
         let mut state = self.lock();
         for (table, buffer) in created {
             state.insert(table, buffer);

@@ -1,0 +1,97 @@
+//! The async entry points as an engine on an async runtime uses them: every public future is
+//! `Send` (checked when this file compiles), and `run_async` sleeps until wgpu's map callback
+//! wakes it instead of waking itself.
+
+#[macro_use]
+mod common;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use wgpu_split::{ops, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor};
+
+/// What `tokio::spawn` asks of a future, besides `'static` (which an engine gets by moving an
+/// `Arc<GpuSplitter>` and its buffers into an `async move` block).
+fn assert_send<F: Future + Send>(f: F) -> F {
+    f
+}
+
+/// Never run: it only has to compile, which it does when every public future is `Send`.
+#[allow(dead_code, unused_must_use)]
+fn every_public_future_is_send(
+    gpu: &GpuSplitter,
+    encoder: &mut wgpu::CommandEncoder,
+    buffer: &wgpu::Buffer,
+    prepared: &wgpu_split::PreparedSplit,
+) {
+    let plan = ops::split(&[4, 4], &IntTensor::scalar(0), 2).unwrap();
+    let region = BufferRegion { buffer, offset: 0 };
+    let input = HostTensor::from_slice(&[4, 4], &[0u32; 16]).unwrap();
+    let layout = gpu.output_layout(&plan, DType::U32).unwrap();
+    assert_send(gpu.run_async(&plan, &input));
+    assert_send(gpu.prepare_async(&plan, DType::U32, region, region));
+    assert_send(gpu.prepare_with_layout_async(&plan, DType::U32, region, region, layout.clone()));
+    assert_send(prepared.encode_async(encoder));
+    assert_send(gpu.encode_async(encoder, &plan, DType::U32, region, region));
+    assert_send(gpu.encode_with_layout_async(encoder, &plan, DType::U32, region, region, layout));
+    assert_send(gpu.encode_to_regions_async(encoder, &plan, DType::U32, region, &[region]));
+}
+
+/// Counts how often the future is polled; a wake unparks the test's thread.
+struct Counting {
+    thread: std::thread::Thread,
+    wakes: AtomicUsize,
+}
+
+impl Wake for Counting {
+    fn wake(self: Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+/// Runs `f` to completion on this thread, parking between polls; returns its output and the
+/// number of polls.
+fn block_on_counting<F: Future>(f: F) -> (F::Output, usize) {
+    let counting = Arc::new(Counting {
+        thread: std::thread::current(),
+        wakes: AtomicUsize::new(0),
+    });
+    let waker = Waker::from(counting.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+            return (out, polls);
+        }
+        // A spurious unpark only costs one more poll, which the count shows.
+        std::thread::park_timeout(std::time::Duration::from_secs(10));
+    }
+}
+
+/// `run_async` on a split of 16 MiB (the device works for milliseconds): a handful of polls,
+/// where a future that wakes itself is polled hundreds of times.
+fn run_async_waits_for_the_map_callback(gpu: &'static GpuSplitter) {
+    let data: Vec<u32> = (0..4u32 << 20).collect();
+    let input = HostTensor::from_slice(&[1024, 4096], &data).unwrap();
+    let plan = ops::variadic_split(
+        input.shape(),
+        &IntTensor::scalar(1),
+        &IntTensor::vector(vec![1000, 1096, 2000]),
+    )
+    .unwrap();
+    let (outputs, polls) = block_on_counting(gpu.run_async(&plan, &input));
+    let outputs = outputs.unwrap();
+    let want = wgpu_split::reference::split_tensor(&input, &plan).unwrap();
+    common::assert_same_outputs("run_async", &outputs, &want);
+    assert!(
+        polls <= 4,
+        "{}: run_async was polled {polls} times",
+        common::name(gpu)
+    );
+}
+
+per_backend!(run_async_waits_for_the_map_callback);
