@@ -86,12 +86,15 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
             }
         } else if (count > 0u) {
             var lo = load_vec4(a);
-            for (var k = 0u; k < count; k++) {
-                // The one load that can reach past the input's last whole vec4.
-                let hi = load_vec4_edge(a + k + 1u);
+            let last = count - 1u;
+            for (var k = 0u; k < last; k++) {
+                let hi = load_vec4(a + k + 1u);
                 store_unit(e.dst_unit + u + k, funnel(lo, hi, sh));
                 lo = hi;
             }
+            // The segment's last unit: its second vec4, alone, may reach past the input's last
+            // whole vec4 (every earlier one holds bytes of the next unit).
+            store_unit(e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh));
         }
         u += count;
         b += count * 16u;

@@ -56,9 +56,17 @@ fn assert_lost<T: std::fmt::Debug>(what: &str, result: wgpu_split::Result<T>) {
     }
 }
 
-/// Every entry point, after `device.destroy()`.
+/// Every entry point, after `device.destroy()`; wgpu raises no error of its own meanwhile
+/// (one reaching the device's handler would be a panic under wgpu's default handler).
 fn every_entry_point_reports_the_loss(choice: BackendChoice) {
     let f = fixture(choice);
+    let uncaptured = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = uncaptured.clone();
+    f.gpu
+        .device()
+        .on_uncaptured_error(std::sync::Arc::new(move |e: wgpu::Error| {
+            seen.lock().unwrap().push(e.to_string())
+        }));
     let prepared = f
         .gpu
         .prepare(&f.plan, DType::F32, region(&f.input), region(&f.output))
@@ -122,6 +130,39 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
             &StreamOptions::default(),
         ),
     );
+    let layout = f.gpu.output_layout(&f.plan, DType::F32).unwrap();
+    assert_lost(
+        "encode_with_layout",
+        f.gpu.encode_with_layout(
+            &mut encoder,
+            &f.plan,
+            DType::F32,
+            region(&f.input),
+            region(&f.output),
+            layout.clone(),
+        ),
+    );
+    assert_lost(
+        "prepare_with_layout_async",
+        pollster::block_on(f.gpu.prepare_with_layout_async(
+            &f.plan,
+            DType::F32,
+            region(&f.input),
+            region(&f.output),
+            layout,
+        )),
+    );
+    assert_lost(
+        "encode_to_regions_async",
+        pollster::block_on(f.gpu.encode_to_regions_async(
+            &mut encoder,
+            &f.plan,
+            DType::F32,
+            region(&f.input),
+            &outputs,
+        )),
+    );
+    assert_eq!(*uncaptured.lock().unwrap(), Vec::<String>::new());
 }
 
 mod every_entry_point_reports_the_loss {

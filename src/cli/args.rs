@@ -155,8 +155,9 @@ pub struct RunArgs {
     /// No progress bar (it otherwise appears on a terminal once a split takes a second).
     #[arg(long)]
     pub quiet: bool,
-    /// Input bytes split at a time, with a K, M or G suffix (default 4M, at most 1G): memory
-    /// holds a few windows, whatever the size of the input.
+    /// Input bytes split at a time, with a K, M or G suffix (default 4M, at most 1G; at least
+    /// one element, a smaller window is raised to one): memory holds a few windows, whatever
+    /// the size of the input.
     #[arg(long, value_parser = size)]
     pub window: Option<u64>,
 }

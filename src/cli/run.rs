@@ -187,8 +187,10 @@ pub fn run(a: &RunArgs) -> CliResult {
         Engine::Gpu(Box::new(GpuSplitter::open_chosen(&choice)?))
     };
     let mut staged = files.stage(&a.out, Progress::new(!a.quiet && !a.json))?;
+    // The command raises a window under one element to one element (the library refuses it).
+    let window = a.window.unwrap_or(StreamOptions::default().window_bytes);
     let options = StreamOptions {
-        window_bytes: a.window.unwrap_or(StreamOptions::default().window_bytes),
+        window_bytes: window.max(dtype.size() as u64),
         verify: !a.no_verify,
     };
     let report = match &engine {

@@ -255,11 +255,66 @@ pub async fn scoped_async<T>(
     }
 }
 
-/// Fails with [`SplitError::Device`], naming `what` and the loss, where `device` is lost
-/// (destroyed, or reset by its driver). wgpu reports no error for work on a lost device
-/// (WebGPU's rule) and `device.poll` reports none either, but a buffer made on a lost device
-/// is invalid and cannot be mapped: so this makes a 4-byte mapped buffer and maps it (under a
-/// microsecond on lavapipe, about 6 us through GL).
+/// The error of an entry point, named by `what`, on a lost device.
+fn lost(what: &str) -> SplitError {
+    SplitError::Device(format!(
+        "{what}: the device is lost (destroyed, or reset by its driver); open a new device and \
+         a new GpuSplitter"
+    ))
+}
+
+/// Tells whether a device is lost (destroyed, or reset by its driver), which wgpu reports
+/// nowhere else: work on a lost device raises no error (WebGPU's rule), and `device.poll`
+/// returns none. A map request of a device's buffer is refused at once, its callback called
+/// before `map_async` returns, exactly when the device is lost; on a live device the request
+/// waits for a poll, and the probe withdraws it (`unmap`). No allocation, no driver call.
+/// One probe at a time per device handle, so that a request never meets another's.
+#[derive(Debug)]
+pub(crate) struct LossProbe {
+    buffer: wgpu::Buffer,
+    busy: std::sync::Mutex<()>,
+}
+
+impl LossProbe {
+    /// A probe of `device`, which must be alive ([`check_alive`]).
+    pub(crate) fn new(device: &wgpu::Device) -> Result<Self> {
+        check_alive(device, "opening the splitter")?;
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgpu-split loss probe"),
+            size: 4,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Self {
+            buffer,
+            busy: std::sync::Mutex::default(),
+        })
+    }
+
+    /// Fails with [`SplitError::Device`], naming `what` and the loss, where the device is
+    /// lost. On WebGPU, where map requests always settle later, it checks nothing.
+    pub(crate) fn check(&self, what: &str) -> Result<()> {
+        if cfg!(target_arch = "wasm32") {
+            return Ok(());
+        }
+        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let refused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = refused.clone();
+        self.buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+            flag.fetch_or(r.is_err(), std::sync::atomic::Ordering::SeqCst);
+        });
+        if refused.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(lost(what));
+        }
+        // Withdraws the request (or, if another thread's poll mapped it meanwhile, unmaps).
+        self.buffer.unmap();
+        Ok(())
+    }
+}
+
+/// Fails with [`SplitError::Device`], naming `what` and the loss, where `device` is lost:
+/// a buffer made on a lost device is invalid and cannot be mapped, so this makes a 4-byte
+/// mapped buffer and maps it. It allocates; [`LossProbe`] does not, once made.
 pub(crate) fn check_alive(device: &wgpu::Device, what: &str) -> Result<()> {
     let probe = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("wgpu-split device probe"),
@@ -271,10 +326,7 @@ pub(crate) fn check_alive(device: &wgpu::Device, what: &str) -> Result<()> {
     if alive {
         Ok(())
     } else {
-        Err(SplitError::Device(format!(
-            "{what}: the device is lost (destroyed, or reset by its driver); open a new device \
-             and a new GpuSplitter"
-        )))
+        Err(lost(what))
     }
 }
 

@@ -2,7 +2,7 @@
 //! wanted. [`GpuSplitter::encode`] prepares and records in one call.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::{check_alive, scoped_async};
+use crate::gpu::device::{scoped_async, LossProbe};
 use crate::gpu::gather::record::{record_bound, BoundDispatch, Outputs};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::record::EncodedSplit;
@@ -32,6 +32,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct PreparedSplit {
     device: wgpu::Device,
+    probe: Arc<LossProbe>,
     commands: Commands,
     encoded: EncodedSplit,
 }
@@ -68,7 +69,7 @@ impl PreparedSplit {
 
     /// [`PreparedSplit::encode`] for async callers, as [`GpuSplitter::encode_async`].
     pub async fn encode_async(&self, encoder: &mut wgpu::CommandEncoder) -> Result<EncodedSplit> {
-        check_alive(&self.device, "encoding the prepared split")?;
+        self.probe.check("encoding the prepared split")?;
         self.record(encoder).await?;
         Ok(self.encoded.clone())
     }
@@ -190,7 +191,7 @@ impl GpuSplitter {
         output: BufferRegion<'_>,
         layout: OutputLayout,
     ) -> Result<PreparedSplit> {
-        check_alive(&self.device, "preparing the split")?;
+        self.probe.check("preparing the split")?;
         self.check_regions(plan, dtype, &input, &output, &layout)?;
         let mut key = RouteKey {
             plan,
@@ -299,6 +300,7 @@ impl GpuSplitter {
         };
         Ok(PreparedSplit {
             device: self.device.clone(),
+            probe: self.probe.clone(),
             commands,
             encoded,
         })

@@ -2,7 +2,7 @@
 //! outputs back.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::{check_alive, scoped_async};
+use crate::gpu::device::scoped_async;
 use crate::gpu::gather::abi::window_limit;
 use crate::gpu::gather::plan::fits_one_dispatch;
 use crate::gpu::output_layout::OutputLayout;
@@ -85,7 +85,7 @@ impl GpuSplitter {
     ) -> Result<(wgpu::Buffer, EncodedSplit)> {
         let dtype = input.dtype();
         plan.check_input_shape(input.shape())?;
-        check_alive(&self.device, "running the split")?;
+        self.probe.check("running the split")?;
         let layout = self.host_layout(plan, dtype)?;
         let in_size = Self::input_binding_size(plan, dtype)?;
         let buffers = HostBuffers::new(&self.device, in_size, layout.total_bytes, true).await?;

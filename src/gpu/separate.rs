@@ -1,7 +1,6 @@
 //! Outputs where the engine's allocator put them: one region per output, in any buffers.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::check_alive;
 use crate::gpu::gather::abi::{binding_bytes, window_limit, UNIT_BYTES};
 use crate::gpu::gather::plan::multi_output_dispatch;
 use crate::gpu::gather::record::Outputs;
@@ -66,7 +65,7 @@ impl GpuSplitter {
                 plan.num_outputs()
             )));
         }
-        check_alive(&self.device, "encoding the split")?;
+        self.probe.check("encoding the split")?;
         self.check_input(&input, plan, dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         let storage = wgpu::BufferUsages::STORAGE;

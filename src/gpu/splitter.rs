@@ -96,6 +96,8 @@ pub struct GpuSplitter {
     /// The multi-output builds compiled so far, by their number of output bindings; shared
     /// by clones.
     pub(super) multi_output: Arc<Mutex<HashMap<u32, GatherPipeline>>>,
+    /// Tells whether the device is lost; shared by clones and prepared splits.
+    pub(super) probe: Arc<device::LossProbe>,
 }
 
 impl GpuSplitter {
@@ -103,7 +105,7 @@ impl GpuSplitter {
     /// info (its device type picks the defaults) comes from the device.
     /// A lost device is [`crate::SplitError::Device`].
     pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
-        device::check_alive(&device, "opening the splitter")?;
+        let probe = Arc::new(device::LossProbe::new(&device)?);
         let info = device.adapter_info();
         let limits = device.limits();
         let gather_tuning = gather_defaults(info.device_type, info.backend);
@@ -122,6 +124,7 @@ impl GpuSplitter {
             scratch: Arc::default(),
             output_bindings: allowed_output_bindings(&limits),
             multi_output: Arc::default(),
+            probe,
         })
     }
 

@@ -2,7 +2,7 @@
 //! memory ([`crate::stream`]).
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::{check_alive, scoped_async};
+use crate::gpu::device::scoped_async;
 use crate::gpu::run::HostBuffers;
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
@@ -57,7 +57,7 @@ impl GpuSplitter {
         emit: &mut dyn FnMut(usize, &[u8]) -> Result<()>,
     ) -> Result<()> {
         let dtype = input.dtype();
-        check_alive(&self.device, "streaming the split")?;
+        self.probe.check("streaming the split")?;
         let layout = self.host_layout(plan, dtype)?;
         let in_size = Self::input_binding_size(plan, dtype)?;
         let fits =

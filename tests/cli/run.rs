@@ -220,6 +220,30 @@ fn onnx_split_opsets() {
     );
 }
 
+/// The command raises a window under one element to one element, as it always has (the
+/// library refuses such a window): f32 in windows of 1 byte splits element by element.
+#[test]
+fn a_window_under_one_element_is_raised_to_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<f32> = (1..=8).map(|i| i as f32).collect();
+    let input = save(
+        dir.path(),
+        "x.npy",
+        &HostTensor::from_slice(&[2, 4], &data).unwrap(),
+    );
+    let o = dir.path().join("o");
+    let out = run_op(
+        "split",
+        &input,
+        &s(&o),
+        &["--axis=1", "--num-splits=2", "--window=1", "--json"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("\"window_bytes\":4"), "{}", out.stdout);
+    let second = npy::read(&o.join("output_1.npy")).unwrap();
+    assert_eq!(second.to_vec::<f32>().unwrap(), vec![3.0, 4.0, 7.0, 8.0]);
+}
+
 per_backend_command!(
     every_dtype_round_trips_through_run,
     fortran_order_and_big_endian_inputs,
