@@ -50,7 +50,7 @@ impl Case {
     }
 }
 
-/// The standard suite of the README's results table.
+/// The standard suite of the results tables in `docs/performance.md`.
 pub fn standard_suite() -> Vec<Case> {
     let case = |name, dtype, shape: &[usize], op| Case {
         name,

@@ -18,7 +18,7 @@ pub enum GatherMode {
     /// are staged in workgroup memory once per block ([`Layout::Staged`]); short rows of whole
     /// words are gathered by input ([`Layout::Scatter`]), other short rows staged in tiles
     /// ([`Layout::Tiles`]). Chosen by the traced memory figures, the only ones that meet a
-    /// plain copy's for every case (see the README's Performance section).
+    /// plain copy's for every case (see `docs/performance.md`).
     Coalesced,
     /// [`GatherMode::Coalesced`], but unaligned rows load the two aligned vec4s around each
     /// unit and funnel-shift them, with no workgroup memory ([`Layout::Lanes`]): twice the
