@@ -267,10 +267,12 @@ fn lost(what: &str) -> SplitError {
 /// nowhere else: work on a lost device raises no error (WebGPU's rule), and `device.poll`
 /// returns none. A map request of a device's buffer is refused at once, its callback called
 /// before `map_async` returns, exactly when the device is lost; on a live device the request
-/// waits for a poll, and the probe withdraws it (`unmap`). No allocation, no driver call.
-/// One probe at a time per device handle, so that a request never meets another's.
+/// waits for a poll, and the probe withdraws it (`unmap`). No allocation, no driver call,
+/// except where the request is refused: then [`check_alive`] confirms the loss. One probe at
+/// a time per splitter and its clones, so that a request never meets another's.
 #[derive(Debug)]
 pub(crate) struct LossProbe {
+    device: wgpu::Device,
     buffer: wgpu::Buffer,
     busy: std::sync::Mutex<()>,
 }
@@ -286,6 +288,7 @@ impl LossProbe {
             mapped_at_creation: false,
         });
         Ok(Self {
+            device: device.clone(),
             buffer,
             busy: std::sync::Mutex::default(),
         })
@@ -298,16 +301,25 @@ impl LossProbe {
             return Ok(());
         }
         let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        // Whatever wgpu says of the request and its withdrawal (the race below) is the
+        // probe's own, never the caller's device handler's.
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let refused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = refused.clone();
         self.buffer.map_async(wgpu::MapMode::Read, .., move |r| {
             flag.fetch_or(r.is_err(), std::sync::atomic::Ordering::SeqCst);
         });
-        if refused.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(lost(what));
-        }
-        // Withdraws the request (or, if another thread's poll mapped it meanwhile, unmaps).
+        // Read before the withdrawal, which calls the callback with an error of its own.
+        let refused_at_once = refused.load(std::sync::atomic::Ordering::SeqCst);
+        // Withdraws the request (or unmaps what another thread's poll mapped meanwhile).
         self.buffer.unmap();
+        drop(scope.pop());
+        if refused_at_once {
+            // A lost device, or, rarely, a mapping that another thread's poll completed while
+            // an earlier probe withdrew it, left active (unmapped just now): the allocating
+            // check tells them apart.
+            check_alive(&self.device, what)?;
+        }
         Ok(())
     }
 }

@@ -251,15 +251,22 @@ async fn map_read(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<()> {
     #[cfg(not(target_arch = "wasm32"))]
     {
         let (device, on_poll) = (device.clone(), state.clone());
-        std::thread::spawn(move || {
-            // The map callback runs inside this poll; a poll that fails ends the wait instead.
-            if let Err(e) = device.poll(wgpu::PollType::wait_indefinitely()) {
-                finish(
-                    &on_poll,
-                    Err(SplitError::Device(format!("waiting for the split: {e}"))),
-                );
-            }
-        });
+        let waiter = std::thread::Builder::new()
+            .name("wgpu-split map wait".into())
+            .spawn(move || {
+                // The map callback runs inside this poll; a poll that fails ends the wait.
+                if let Err(e) = device.poll(wgpu::PollType::wait_indefinitely()) {
+                    finish(
+                        &on_poll,
+                        Err(SplitError::Device(format!("waiting for the split: {e}"))),
+                    );
+                }
+            });
+        if let Err(e) = waiter {
+            return Err(SplitError::Device(format!(
+                "starting the thread that waits for the split: {e}"
+            )));
+        }
     }
     #[cfg(target_arch = "wasm32")]
     let _ = device;
