@@ -192,11 +192,11 @@ fn load_vec4(i: u32) -> vec4<u32> {
 fn load_vec4_edge(i: u32) -> vec4<u32> {
     // Judged by the words: an input under 16 bytes binds `src4` to a stand-in (WebGPU binds
     // no array of vec4s shorter than one), which must never be read.
-    if (i * 4u + 4u <= arrayLength(&src)) {
+    let words = arrayLength(&src);
+    if (i * 4u + 4u <= words) {
         return load_vec4(i);
     }
     var v = vec4<u32>(0u);
-    let words = arrayLength(&src);
     if (i * 4u < words) {
         v.x = load_word(i * 4u);
     }
@@ -220,7 +220,8 @@ fn store_word(i: u32, j: u32, x: u32) {
     dst_words[i * 4u + j] = x;
 }
 
-// Word `j` of unit `i` as it is (the bytes around an output's last bytes).
+// Word `j` of unit `i` as it is (the bytes around an output's last bytes). Written as an
+// assignment, the form the multi-output build puts inside its switch over bindings.
 fn load_dst_word(i: u32, j: u32) -> u32 {
     var x = 0u;
     x = dst_words[i * 4u + j];

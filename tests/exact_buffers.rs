@@ -136,38 +136,44 @@ fn splitters(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
     all
 }
 
-/// `encode` into one output region of exactly `layout.total_bytes`, from an input of its exact
-/// size: the outputs at the layout's offsets, guard bytes between them and after the last.
+/// The patterned input of `plan` for `dtype`, and its outputs from the CPU reference.
+fn input_and_want(plan: &SplitPlan, dtype: DType) -> (HostTensor, Vec<HostTensor>) {
+    let size: usize = plan.input_shape().iter().product::<usize>() * dtype.size();
+    let input = HostTensor::new(dtype, plan.input_shape().to_vec(), pattern(size)).unwrap();
+    let want = reference::split_tensor(&input, plan).unwrap();
+    (input, want)
+}
+
+/// `encode` of `plan` into one output region of exactly `layout.total_bytes` (the last
+/// output's end, rounded up to 4), from an input of its exact size: the outputs at the
+/// layout's offsets, guard bytes between them and after the last.
+fn encode_exactly_and_check(g: &GpuSplitter, what: &str, plan: &SplitPlan, dtype: DType) {
+    let (input, want) = input_and_want(plan, dtype);
+    let in_buf = exact_input(g, &input);
+    let layout = g.output_layout(plan, dtype).unwrap();
+    let last = layout
+        .ranges
+        .iter()
+        .map(|r| r.offset + r.size)
+        .max()
+        .unwrap();
+    assert_eq!(layout.total_bytes, round4(last), "{what}");
+    let out_buf = guarded(g, layout.total_bytes);
+    let mut encoder = g.device().create_command_encoder(&Default::default());
+    let region = |buffer| BufferRegion { buffer, offset: 0 };
+    g.encode(&mut encoder, plan, dtype, region(&in_buf), region(&out_buf))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    g.queue().submit([encoder.finish()]);
+    let offsets: Vec<u64> = layout.ranges.iter().map(|r| r.offset).collect();
+    check(what, &read(g, &out_buf), &offsets, &want);
+}
+
+/// `encode` writes only the outputs, in every layout and route.
 fn encode_writes_only_the_outputs(gpu: &'static GpuSplitter) {
     for (name, g) in splitters(gpu) {
         for (case, plan, dtype) in cases() {
             let what = format!("{} {name}, {case}", common::name(gpu));
-            let size: usize = plan.input_shape().iter().product::<usize>() * dtype.size();
-            let input = HostTensor::new(dtype, plan.input_shape().to_vec(), pattern(size)).unwrap();
-            let want = reference::split_tensor(&input, &plan).unwrap();
-            let in_buf = exact_input(&g, &input);
-            let layout = g.output_layout(&plan, dtype).unwrap();
-            let last = layout
-                .ranges
-                .iter()
-                .map(|r| r.offset + r.size)
-                .max()
-                .unwrap();
-            assert_eq!(layout.total_bytes, round4(last), "{what}");
-            let out_buf = guarded(&g, layout.total_bytes);
-            let mut encoder = g.device().create_command_encoder(&Default::default());
-            let region = |buffer| BufferRegion { buffer, offset: 0 };
-            g.encode(
-                &mut encoder,
-                &plan,
-                dtype,
-                region(&in_buf),
-                region(&out_buf),
-            )
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-            g.queue().submit([encoder.finish()]);
-            let offsets: Vec<u64> = layout.ranges.iter().map(|r| r.offset).collect();
-            check(&what, &read(&g, &out_buf), &offsets, &want);
+            encode_exactly_and_check(&g, &what, &plan, dtype);
         }
     }
 }
@@ -180,9 +186,7 @@ fn encode_to_regions_writes_only_the_outputs(gpu: &'static GpuSplitter) {
     for (name, g) in splitters(gpu) {
         for (case, plan, dtype) in cases() {
             let what = format!("{} {name}, {case}", common::name(gpu));
-            let size: usize = plan.input_shape().iter().product::<usize>() * dtype.size();
-            let input = HostTensor::new(dtype, plan.input_shape().to_vec(), pattern(size)).unwrap();
-            let want = reference::split_tensor(&input, &plan).unwrap();
+            let (input, want) = input_and_want(&plan, dtype);
             let in_buf = exact_input(&g, &input);
             let in_region = BufferRegion {
                 buffer: &in_buf,
@@ -304,26 +308,7 @@ fn a_downlevel_device_writes_only_the_outputs(gpu: &'static GpuSplitter) {
     assert_eq!(small.output_bindings(), 1);
     for (case, plan, dtype) in cases() {
         let what = format!("downlevel {}, {case}", common::name(gpu));
-        let size: usize = plan.input_shape().iter().product::<usize>() * dtype.size();
-        let input = HostTensor::new(dtype, plan.input_shape().to_vec(), pattern(size)).unwrap();
-        let want = reference::split_tensor(&input, &plan).unwrap();
-        let in_buf = exact_input(&small, &input);
-        let layout = small.output_layout(&plan, dtype).unwrap();
-        let out_buf = guarded(&small, layout.total_bytes);
-        let mut encoder = small.device().create_command_encoder(&Default::default());
-        let region = |buffer| BufferRegion { buffer, offset: 0 };
-        small
-            .encode(
-                &mut encoder,
-                &plan,
-                dtype,
-                region(&in_buf),
-                region(&out_buf),
-            )
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-        small.queue().submit([encoder.finish()]);
-        let offsets: Vec<u64> = layout.ranges.iter().map(|r| r.offset).collect();
-        check(&what, &read(&small, &out_buf), &offsets, &want);
+        encode_exactly_and_check(&small, &what, &plan, dtype);
     }
 }
 

@@ -13,6 +13,7 @@ mod routes;
 
 pub use input::PlannerInput;
 
+use crate::gpu::gather::abi::binding_bytes;
 use crate::gpu::gather::plan::{plan_dispatches, GatherMode, GatherTuning};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::route::{self, DeviceCaps, Regions};
@@ -86,11 +87,7 @@ pub fn check_planner(input: &PlannerInput) {
         end = r.offset + r.size;
     }
     // The region ends with the last output, rounded up to a word.
-    assert_eq!(
-        layout.total_bytes,
-        end.next_multiple_of(4).max(4),
-        "{input:?}"
-    );
+    assert_eq!(layout.total_bytes, binding_bytes(end), "{input:?}");
     assert_eq!(layout.check(&plan, dtype), Ok(()), "{input:?}");
     let Ok(bytes) = ByteRows::new(&plan, dtype.size()) else {
         return;

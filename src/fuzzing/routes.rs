@@ -3,7 +3,7 @@
 
 use super::input::PlannerInput;
 use crate::gpu::gather::abi::{
-    input_binding, Entry, Layout, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
+    binding_bytes, Entry, Layout, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
 };
 use crate::gpu::gather::plan::{multi_output_dispatch, Dispatch, GatherMode};
 use crate::gpu::output_layout::OutputLayout;
@@ -99,7 +99,7 @@ impl RouteCheck<'_> {
     /// input and in the output.
     pub(super) fn buffer_copies(&self, copies: &[BufferCopy], regions: &Regions) {
         let input = self.input;
-        let binding = regions.input_offset + input_binding(self.bytes.input_bytes());
+        let binding = regions.input_offset + binding_bytes(self.bytes.input_bytes());
         let mut coverage = Coverage::new(self);
         for c in copies {
             assert!(
@@ -188,7 +188,7 @@ impl RouteCheck<'_> {
     /// entry's first and last bytes read from the right input bytes.
     pub(super) fn dispatches(&self, dispatches: &[Dispatch], window: u64) {
         let input = self.input;
-        let binding = input_binding(self.bytes.input_bytes());
+        let binding = binding_bytes(self.bytes.input_bytes());
         let mut coverage = Coverage::new(self);
         for d in dispatches {
             assert!(d.src_offset + d.src_size <= binding, "{input:?} {d:?}");

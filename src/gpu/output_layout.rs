@@ -81,13 +81,13 @@ impl OutputLayout {
         }
         let mut ranges = Vec::with_capacity(plan.num_outputs());
         let (mut cursor, mut end) = (0u64, 0u64);
+        let overflow = || SplitError::TooLarge("outputs overflow a 64-bit byte offset".into());
         for i in 0..plan.num_outputs() {
             let size = plan.output_bytes(i, dtype.size())?;
             ranges.push(OutputRange {
                 offset: cursor,
                 size,
             });
-            let overflow = || SplitError::TooLarge("outputs overflow a 64-bit byte offset".into());
             if size > 0 {
                 end = cursor.checked_add(size).ok_or_else(overflow)?;
             }

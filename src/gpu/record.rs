@@ -2,7 +2,7 @@
 //! it.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::gather::abi::{input_binding, window_limit};
+use crate::gpu::gather::abi::{binding_bytes, window_limit};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::region::BufferRegion;
 use crate::gpu::route::{self, DeviceCaps, Regions, Route, RouteChoice};
@@ -29,7 +29,7 @@ impl GpuSplitter {
     /// Bytes the input buffer must hold from its offset: the input's bytes rounded up to 4 (what
     /// WebGPU asks of a storage binding), at least 4.
     pub fn input_binding_size(plan: &SplitPlan, dtype: DType) -> Result<u64> {
-        Ok(input_binding(byte_count(plan.input_shape(), dtype)? as u64))
+        Ok(binding_bytes(byte_count(plan.input_shape(), dtype)? as u64))
     }
 
     /// Records the split into `encoder` without submitting it.

@@ -85,15 +85,19 @@ impl GpuSplitter {
     ) -> Result<(wgpu::Buffer, EncodedSplit)> {
         let dtype = input.dtype();
         plan.check_input_shape(input.shape())?;
-        self.probe.check("running the split")?;
         let layout = self.host_layout(plan, dtype)?;
         let in_size = Self::input_binding_size(plan, dtype)?;
         let buffers = HostBuffers::new(&self.device, in_size, layout.total_bytes, true).await?;
         {
-            let mut view = buffers
-                .input
-                .get_mapped_range_mut(..)
-                .map_err(|e| SplitError::Device(format!("mapping the input buffer: {e}")))?;
+            // A lost device makes buffers that cannot be mapped: say so, rather than name the
+            // mapping. (`split_into` checks the device too, as every encode does.)
+            let mut view = match buffers.input.get_mapped_range_mut(..) {
+                Ok(view) => view,
+                Err(e) => {
+                    self.probe.check("running the split")?;
+                    return Err(SplitError::Device(format!("mapping the input buffer: {e}")));
+                }
+            };
             view.slice(..input.bytes().len())
                 .copy_from_slice(input.bytes());
         }

@@ -127,10 +127,8 @@ impl GpuSplitter {
                     )));
                 }
                 end = offset + binding_bytes(ranges[i].size);
-                match base {
-                    Some(b) if (offset - b).is_multiple_of(UNIT_BYTES) => {
-                        windows.last_mut().expect("a window was opened").1.push(k)
-                    }
+                match (base, windows.last_mut()) {
+                    (Some(b), Some(w)) if (offset - b).is_multiple_of(UNIT_BYTES) => w.1.push(k),
                     _ => {
                         base = Some(offset);
                         windows.push((buffer, vec![k]));

@@ -57,7 +57,6 @@ impl GpuSplitter {
         emit: &mut dyn FnMut(usize, &[u8]) -> Result<()>,
     ) -> Result<()> {
         let dtype = input.dtype();
-        self.probe.check("streaming the split")?;
         let layout = self.host_layout(plan, dtype)?;
         let in_size = Self::input_binding_size(plan, dtype)?;
         let fits =
@@ -74,7 +73,7 @@ impl GpuSplitter {
         // write_buffer takes whole 4-byte words: the last partial word goes up zero-padded.
         let data = input.bytes();
         let whole = data.len() / 4 * 4;
-        scoped_async(&self.device, "uploading a window", || {
+        let uploaded = scoped_async(&self.device, "uploading a window", || {
             if whole > 0 {
                 self.queue.write_buffer(&b.input, 0, &data[..whole]);
             }
@@ -84,7 +83,13 @@ impl GpuSplitter {
                 self.queue.write_buffer(&b.input, whole as u64, &tail);
             }
         })
-        .await?;
+        .await;
+        if uploaded.is_err() {
+            // Buffers made on a lost device are invalid: name the loss, not the upload.
+            // (`split_into` checks the device too, as every encode does.)
+            self.probe.check("streaming the split")?;
+        }
+        uploaded?;
         let encoded = self.split_into(b, plan, dtype, layout).await?;
         self.read_back(&b.readback, |bytes| {
             for (i, r) in encoded.layout.ranges.iter().enumerate() {

@@ -16,7 +16,7 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped;
 pub use crate::gpu::gather::builds::{traced_source, TRACE_HOOK};
 
-use crate::gpu::gather::abi::{input_binding, WORKGROUP_SIZE};
+use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::plan::{plan_dispatches, Dispatch};
 use crate::gpu::gather::record::{grid, GatherPipeline, Outputs};
 use crate::gpu::region::BufferRegion;
@@ -92,7 +92,7 @@ pub fn trace_split(
             })
         };
         (
-            buffer("traced input", input_binding(bytes.input_bytes())),
+            buffer("traced input", binding_bytes(bytes.input_bytes())),
             buffer("traced outputs", layout.total_bytes),
         )
     })?;

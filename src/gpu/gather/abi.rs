@@ -202,11 +202,6 @@ pub fn binding_bytes(bytes: u64) -> u64 {
     bytes.next_multiple_of(WORD_BYTES).max(WORD_BYTES)
 }
 
-/// Bytes the shader's `src` and `src4` bindings cover for an input of `input_bytes`.
-pub fn input_binding(input_bytes: u64) -> u64 {
-    binding_bytes(input_bytes)
-}
-
 /// The granularity of a storage binding's size, and of the shader's memory accesses.
 pub const WORD_BYTES: u64 = 4;
 

@@ -1,7 +1,7 @@
 //! The gather's dispatches: each one a window of the input, a window of the output region,
 //! and a table of entries. Pure arithmetic, tested without a device.
 
-use super::abi::{binding_bytes, input_binding, Entry, Mode, Params, UNIT_BYTES};
+use super::abi::{binding_bytes, Entry, Mode, Params, UNIT_BYTES};
 use super::blocks::{lane_dispatch, scatter, tiles};
 pub use super::blocks::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::error::{Result, SplitError};
@@ -43,7 +43,7 @@ impl Dispatch {
 /// Whether an input of `input_bytes` and an output region of `output_bytes` each fit one
 /// window of `window_limit` bytes, so that one dispatch covers the whole split.
 pub fn fits_one_dispatch(input_bytes: u64, output_bytes: u64, window_limit: u64) -> bool {
-    input_binding(input_bytes) <= window_limit && output_bytes <= window_limit
+    binding_bytes(input_bytes) <= window_limit && output_bytes <= window_limit
 }
 
 /// Builds the entry for bytes `[b0, b1)` of output `o`, whose rows are `stride` bytes apart,
@@ -175,7 +175,7 @@ pub fn multi_output_dispatch(
         }
         range.offset += (binding as u64) << (super::abi::DST_BINDING_SHIFT + 4);
     }
-    if input_binding(bytes.input_bytes()) > limit {
+    if binding_bytes(bytes.input_bytes()) > limit {
         return Err(SplitError::TooLarge(format!(
             "an input of {} bytes is past one binding of {limit} bytes",
             bytes.input_bytes()
@@ -184,7 +184,7 @@ pub fn multi_output_dispatch(
     let (params, entries) = whole_table(bytes, &placed, tuning);
     Ok(Dispatch {
         src_offset: 0,
-        src_size: input_binding(bytes.input_bytes()),
+        src_size: binding_bytes(bytes.input_bytes()),
         dst_offset: 0,
         dst_size: 0,
         params,
@@ -218,7 +218,7 @@ pub fn plan_dispatches(
         // One dispatch over the whole input and output region.
         return Ok(vec![Dispatch {
             src_offset: 0,
-            src_size: input_binding(bytes.input_bytes()),
+            src_size: binding_bytes(bytes.input_bytes()),
             dst_offset: 0,
             dst_size: layout.total_bytes,
             params,
@@ -256,7 +256,7 @@ pub fn plan_dispatches(
             "this split would need {count} dispatches of at most {window_limit} bytes; the limit is {MAX_DISPATCHES}"
         )));
     }
-    let binding = input_binding(bytes.input_bytes());
+    let binding = binding_bytes(bytes.input_bytes());
     let mut dispatches = Vec::with_capacity(count as usize);
     for (o, step) in bytes.outputs.iter().zip(steps) {
         let range = layout.ranges[o.output];

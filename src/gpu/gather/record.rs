@@ -82,14 +82,14 @@ impl GatherPipeline {
     /// the device allows fewer than [`STORAGE_BINDINGS`] storage buffers per shader stage. A
     /// device error becomes [`SplitError::Device`].
     pub fn new(device: &wgpu::Device) -> Result<Self> {
-        if device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
-            let source = words_only_source(SHADER_SOURCE)?;
-            return scoped(device, "compiling the split pipeline", || {
-                Self::build(device, &source, false, 1, 1)
-            });
-        }
+        let (source, dst_views) =
+            if device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
+                (words_only_source(SHADER_SOURCE)?.into(), 1)
+            } else {
+                (std::borrow::Cow::Borrowed(SHADER_SOURCE), 2)
+            };
         scoped(device, "compiling the split pipeline", || {
-            Self::build(device, SHADER_SOURCE, false, 1, 2)
+            Self::build(device, &source, false, 1, dst_views)
         })
     }
 
@@ -272,7 +272,7 @@ impl GatherPipeline {
         outputs: Outputs<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> wgpu::BindGroup {
-        // `src` and `src4` view the same window (`abi::input_binding`), and so do `dst` and
+        // `src` and `src4` view the same window (`abi::binding_bytes`), and so do `dst` and
         // `dst_words` (each output binding's units, then its words).
         let [read_stand_in, write_stand_in] = &self.stand_ins;
         let src_offset = input.offset + dispatch.src_offset;
