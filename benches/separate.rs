@@ -1,11 +1,14 @@
-//! `cargo bench --bench separate`: `encode_to_regions` into 64 buffers, as many per gather
+//! `cargo bench --bench separate`: `Outputs::Regions` into 64 buffers, as many per gather
 //! dispatch as the device binds against one buffer per dispatch.
 //!
 //! The adapter comes from `WGPU_BACKEND` (default: auto). The input has no COPY_SRC usage, so
 //! every buffer is written by the gather.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use wgpu_split::{ops, wgpu, BufferRegion, DType, GpuSplitter, IntTensor, SplitPlan};
+use wgpu_split::{
+    ops, wgpu, BufferRegion, DType, DeviceChoice, GpuSplitter, IntTensor, Outputs, SplitOptions,
+    SplitPlan,
+};
 
 /// The buffers of one case: the input and one buffer per output.
 struct Buffers {
@@ -24,7 +27,7 @@ impl Buffers {
                 mapped_at_creation: false,
             })
         };
-        let input = buffer(GpuSplitter::input_binding_size(plan, dtype).unwrap());
+        let input = buffer(wgpu_split::input_binding_size(plan, dtype).unwrap());
         let outputs = (0..plan.num_outputs())
             .map(|i| buffer(plan.output_bytes(i, dtype.size()).unwrap()))
             .collect();
@@ -37,8 +40,14 @@ impl Buffers {
         let regions: Vec<BufferRegion> = self.outputs.iter().map(region).collect();
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         let encoded = gpu
-            .encode_to_regions(&mut encoder, plan, dtype, region(&self.input), &regions)
-            .expect("encode_to_regions");
+            .encode(
+                &mut encoder,
+                plan,
+                dtype,
+                region(&self.input),
+                Outputs::Regions(&regions),
+            )
+            .expect("encode into 64 buffers");
         gpu.queue().submit([encoder.finish()]);
         gpu.device()
             .poll(wgpu::PollType::wait_indefinitely())
@@ -48,7 +57,8 @@ impl Buffers {
 }
 
 fn separate_buffers(c: &mut Criterion) {
-    let gpu = GpuSplitter::open_from_env().expect("an adapter for the benches");
+    let gpu = GpuSplitter::open(DeviceChoice::from_env().expect("a device choice"))
+        .expect("an adapter for the benches");
     let mut group = c.benchmark_group("separate_buffers");
     group.sample_size(20);
     // 64 outputs of 15 bytes (the cost is per dispatch), of 64 KiB and of 1 MiB in rows of
@@ -63,8 +73,11 @@ fn separate_buffers(c: &mut Criterion) {
         let buffers = Buffers::new(&gpu, &plan, dtype);
         let bytes = shape.iter().product::<usize>() * dtype.size();
         group.throughput(Throughput::Bytes(bytes as u64));
-        for bindings in [gpu.output_bindings(), 1] {
-            let gpu = gpu.clone().with_output_bindings(bindings);
+        for bindings in [gpu.options().output_bindings.unwrap_or(1), 1] {
+            let gpu = gpu.clone().with_options(SplitOptions {
+                output_bindings: Some(bindings),
+                ..gpu.options()
+            });
             let dispatches = buffers.split(&gpu, &plan, dtype);
             let id = format!("{name}/{bindings}_per_dispatch_{dispatches}_dispatches");
             group.bench_function(id, |b| b.iter(|| buffers.split(&gpu, &plan, dtype)));

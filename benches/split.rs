@@ -5,10 +5,11 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use wgpu_split::bench::{standard_suite, CaseBuffers};
-use wgpu_split::GpuSplitter;
+use wgpu_split::{DeviceChoice, GpuSplitter};
 
 fn splits(c: &mut Criterion) {
-    let gpu = GpuSplitter::open_from_env().expect("an adapter for the benches");
+    let gpu = GpuSplitter::open(DeviceChoice::from_env().expect("a device choice"))
+        .expect("an adapter for the benches");
     let mut group = c.benchmark_group("split");
     group.sample_size(10);
     for case in standard_suite() {

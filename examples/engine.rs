@@ -6,7 +6,9 @@
 //! ```
 
 use wgpu::util::DeviceExt;
-use wgpu_split::{ops, reference, wgpu, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor};
+use wgpu_split::{
+    ops, reference, wgpu, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs,
+};
 
 /// The engine's own kernel: doubles every f32 of `x` into `y`.
 const DOUBLE: &str = r#"
@@ -108,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &plan,
         DType::F32,
         region(&input),
-        region(&outputs),
+        Outputs::Region(region(&outputs)),
     )?;
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());

@@ -1,4 +1,4 @@
-//! One buffer per output, as an engine's allocator hands them out: `encode_to_regions`
+//! One buffer per output, as an engine's allocator hands them out: `Outputs::Regions`
 //! writes each output into its own buffer.
 //!
 //! ```sh
@@ -8,10 +8,11 @@
 use wgpu::util::DeviceExt;
 use wgpu_split::{
     ops, reference, wgpu, BufferRegion, DType, DeviceChoice, GpuSplitter, HostTensor, IntTensor,
+    Outputs,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let gpu = GpuSplitter::open_chosen(&DeviceChoice::from_env()?)?;
+    let gpu = GpuSplitter::open(DeviceChoice::from_env()?)?;
     let device = gpu.device();
 
     // qkv-style: [2, 5, 12] f32 split on the last axis into q, k and v of 4 each.
@@ -45,7 +46,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         buffer: &input,
         offset: 0,
     };
-    let encoded = gpu.encode_to_regions(&mut encoder, &plan, DType::F32, input_region, &regions)?;
+    let encoded = gpu.encode(
+        &mut encoder,
+        &plan,
+        DType::F32,
+        input_region,
+        Outputs::Regions(&regions),
+    )?;
     let readback = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("readback"),
         size: 3 * 160,
@@ -69,8 +76,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "separate_buffers: q, k and v written into three buffers of their own ({} dispatches) on {} ({:?})",
         encoded.dispatches,
-        gpu.adapter_info().name,
-        gpu.adapter_info().backend
+        gpu.device().adapter_info().name,
+        gpu.device().adapter_info().backend
     );
     Ok(())
 }

@@ -26,7 +26,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 "#;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let gpu = GpuSplitter::open_chosen(&DeviceChoice::from_env()?)?;
+    let gpu = GpuSplitter::open(DeviceChoice::from_env()?)?;
     let (device, queue) = (gpu.device(), gpu.queue());
 
     // A batch of 4 rows of 64 f32, split on the batch axis into 1 and 3 rows.
@@ -118,8 +118,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         view.offset,
         view.offset + view.size,
         got.len(),
-        gpu.adapter_info().name,
-        gpu.adapter_info().backend
+        gpu.device().adapter_info().name,
+        gpu.device().adapter_info().backend
     );
     Ok(())
 }

@@ -347,9 +347,7 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
 
 // Each GPU layout has entry points of its own, as LAYOUT_RUNS has: a GPU sizes registers and
 // workgroup memory for the whole entry point, so code a dispatch never takes would cost it
-// occupancy (on an H100, prepared aligned splits ran at 0.79 to 0.85 of the copy kernel in one
-// entry point that also held the tile code and an unaligned path since replaced, and at 0.91
-// to 0.98 alone).
+// occupancy (docs/performance.md, "On a GPU").
 
 // LAYOUT_LANES, entries of any mode.
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -457,9 +455,8 @@ fn main_runs(
 
 // LAYOUT_RUNS when every entry is MODE_VEC4: the same lanes with only the vec4 code. A CPU
 // adapter runs a SIMD group through every branch, masked, so code no entry takes still costs
-// each group (a dispatch with no lanes at all took 10 us longer through llvmpipe GL, 22 us on
-// lavapipe, than with the vec4 code alone). The constant argument lets the driver drop the
-// other modes' code.
+// each group, even in a dispatch with no lanes at all. The constant argument lets the driver
+// drop the other modes' code.
 @compute @workgroup_size(RUNS_WORKGROUP_SIZE)
 fn main_runs_vec4(
     @builtin(workgroup_id) wg: vec3<u32>,

@@ -148,8 +148,8 @@ fn lanes_span(p: Params, e: Entry, local_block: u32) -> vec2<u32> {
 
 // Unaligned rows (under the host's GatherMode::Shifted; LAYOUT_STAGED otherwise): one unit per
 // lane and step, each from two aligned vec4 loads, shifted. A lane's second load is its
-// neighbour's first, which a GPU serves from its cache (on an H100: 0.86 to 0.96 of the copy
-// kernel), but each load instruction touches about twice a copy's lines.
+// neighbour's first, which a GPU serves from its cache, but each load instruction touches
+// about twice a copy's lines.
 fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
     if (e.mode == MODE_VEC4) {
         copy_lanes_vec4(p, e, local_block, lane);

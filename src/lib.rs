@@ -9,19 +9,19 @@
 //! 2. [`plan`]: output shapes and chunks over the view `[outer, axis_len, inner]`, and
 //!    ([`plan::bytes`]) the byte rows of each output in the input.
 //! 3. [`gpu`]: a [`GpuSplitter`] holds a device and the compiled pipeline. It places the
-//!    outputs ([`gpu::output_layout`]), chooses a route ([`gpu::route`]: buffer copies, the
+//!    outputs (`gpu::output_layout`), chooses a route (`gpu::route`: buffer copies, the
 //!    texture route on CPU adapters, or one gather dispatch for all outputs), records it into
 //!    an encoder ([`GpuSplitter::encode`]) and runs host round trips ([`GpuSplitter::run`]).
 //! 4. [`verify`]: GPU outputs against [`reference`](mod@reference), the same split on the CPU
 //!    with ndarray.
 //!
 //! ```no_run
-//! use wgpu_split::{ops, GpuSplitter, HostTensor, IntTensor};
+//! use wgpu_split::{ops, DeviceChoice, GpuSplitter, HostTensor, IntTensor};
 //!
 //! let data: Vec<f32> = (0..6 * 12 * 10 * 24).map(|i| i as f32).collect();
 //! let input = HostTensor::from_slice(&[6, 12, 10, 24], &data)?;
 //! let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3)?;
-//! let gpu = GpuSplitter::open_from_env()?;
+//! let gpu = GpuSplitter::open(DeviceChoice::from_env()?)?;
 //! let outputs = gpu.run_verified(&plan, &input)?; // checked against the CPU reference
 //! assert_eq!(outputs[0].shape(), &[6, 4, 10, 24]);
 //! # Ok::<(), wgpu_split::SplitError>(())
@@ -33,6 +33,7 @@
 pub mod bench;
 pub mod dtype;
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gpu;
@@ -53,12 +54,12 @@ pub use wgpu;
 
 pub use dtype::DType;
 pub use error::{Result, SplitError};
-pub use gpu::device::{AdapterPick, BackendChoice, DeviceChoice};
 pub use gpu::gather::plan::GatherMode;
-pub use gpu::output_layout::{OutputLayout, OutputRange};
-pub use gpu::region::BufferRegion;
 pub use gpu::route::RouteChoice;
-pub use gpu::{EncodedSplit, GpuSplitter, PreparedSplit};
+pub use gpu::{
+    input_binding_size, AdapterPick, BackendChoice, BufferRegion, DeviceChoice, EncodedSplit,
+    GpuSplitter, OutputLayout, OutputRange, Outputs, PreparedSplit, SplitOptions,
+};
 pub use ops::Operator;
 pub use plan::{Chunk, SplitPlan};
 pub use stream::{OutputSink, StreamOptions, StreamReport};

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
-use wgpu_split::{ops, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor};
+use wgpu_split::{ops, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs};
 
 /// What `tokio::spawn` asks of a future, besides `'static` (which an engine gets by moving an
 /// `Arc<GpuSplitter>` and its buffers into an `async move` block).
@@ -30,12 +30,24 @@ fn every_public_future_is_send(
     let input = HostTensor::from_slice(&[4, 4], &[0u32; 16]).unwrap();
     let layout = gpu.output_layout(&plan, DType::U32).unwrap();
     assert_send(gpu.run_async(&plan, &input));
-    assert_send(gpu.prepare_async(&plan, DType::U32, region, region));
-    assert_send(gpu.prepare_with_layout_async(&plan, DType::U32, region, region, layout.clone()));
+    assert_send(gpu.prepare_async(&plan, DType::U32, region, Outputs::Region(region)));
+    assert_send(gpu.prepare_async(&plan, DType::U32, region, Outputs::Placed(region, &layout)));
     assert_send(prepared.encode_async(encoder));
-    assert_send(gpu.encode_async(encoder, &plan, DType::U32, region, region));
-    assert_send(gpu.encode_with_layout_async(encoder, &plan, DType::U32, region, region, layout));
-    assert_send(gpu.encode_to_regions_async(encoder, &plan, DType::U32, region, &[region]));
+    assert_send(gpu.encode_async(encoder, &plan, DType::U32, region, Outputs::Region(region)));
+    assert_send(gpu.encode_async(
+        encoder,
+        &plan,
+        DType::U32,
+        region,
+        Outputs::Placed(region, &layout),
+    ));
+    assert_send(gpu.encode_async(
+        encoder,
+        &plan,
+        DType::U32,
+        region,
+        Outputs::Regions(&[region]),
+    ));
 }
 
 /// Counts how often the future is polled; a wake unparks the test's thread.

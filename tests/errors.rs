@@ -5,7 +5,8 @@ mod common;
 
 use wgpu_split::ops::{self, OnnxSplitParts};
 use wgpu_split::{
-    reference, BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, SplitError,
+    reference, BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs,
+    SplitError,
 };
 
 fn v(l: &[i64]) -> IntTensor {
@@ -171,7 +172,13 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
 
     let small_in = buffer(64, storage);
     let e = gpu
-        .encode(&mut enc, &plan, DType::F32, r(&small_in), r(&good_out))
+        .encode(
+            &mut enc,
+            &plan,
+            DType::F32,
+            r(&small_in),
+            Outputs::Region(r(&good_out)),
+        )
         .unwrap_err();
     assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
     assert_eq!(
@@ -182,7 +189,13 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
 
     let no_storage = buffer(128, wgpu::BufferUsages::COPY_DST);
     let e = gpu
-        .encode(&mut enc, &plan, DType::F32, r(&no_storage), r(&good_out))
+        .encode(
+            &mut enc,
+            &plan,
+            DType::F32,
+            r(&no_storage),
+            Outputs::Region(r(&good_out)),
+        )
         .unwrap_err();
     assert!(
         e.to_string().starts_with("input buffer has usage"),
@@ -191,7 +204,13 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
 
     let small_out = buffer(16, storage);
     let e = gpu
-        .encode(&mut enc, &plan, DType::F32, r(&good_in), r(&small_out))
+        .encode(
+            &mut enc,
+            &plan,
+            DType::F32,
+            r(&good_in),
+            Outputs::Region(r(&small_out)),
+        )
         .unwrap_err();
     assert!(
         e.to_string().starts_with("output needs ")
@@ -205,7 +224,13 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
         offset: 4,
     };
     let e = gpu
-        .encode(&mut enc, &plan, DType::F32, misaligned, r(&good_out))
+        .encode(
+            &mut enc,
+            &plan,
+            DType::F32,
+            misaligned,
+            Outputs::Region(r(&good_out)),
+        )
         .unwrap_err();
     assert!(
         e.to_string().contains("storage offset alignment"),
@@ -222,7 +247,13 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
         offset,
     };
     let e = gpu
-        .encode(&mut enc, &plan, DType::F32, at(0), at(1024))
+        .encode(
+            &mut enc,
+            &plan,
+            DType::F32,
+            at(0),
+            Outputs::Region(at(1024)),
+        )
         .unwrap_err();
     assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
     assert!(e.to_string().contains("in one buffer"), "{name}: {e}");
@@ -231,7 +262,13 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
     let destroyed = buffer(128, storage);
     destroyed.destroy();
     let e = gpu
-        .encode(&mut enc, &plan, DType::F32, r(&destroyed), r(&good_out))
+        .encode(
+            &mut enc,
+            &plan,
+            DType::F32,
+            r(&destroyed),
+            Outputs::Region(r(&good_out)),
+        )
         .unwrap_err();
     assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
 }
@@ -243,8 +280,8 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
 /// this test fails and the docs want updating.
 fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
-    let backend = BackendChoice::from_backend(gpu.adapter_info().backend);
-    let (adapter, device, queue) = wgpu_split::gpu::device::open_device(backend).unwrap();
+    let backend = BackendChoice::from_backend(gpu.device().adapter_info().backend);
+    let (adapter, device, queue) = wgpu_split::gpu::open_device(backend).unwrap();
     let ours = GpuSplitter::new(device, queue).unwrap();
     let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
     let buffer = |dev: &wgpu::Device, size| {
@@ -267,7 +304,13 @@ fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitt
     let (sibling, _sibling_queue) =
         pollster::block_on(adapter.request_device(&Default::default())).unwrap();
     let mut foreign = sibling.create_command_encoder(&Default::default());
-    let recorded = ours.encode(&mut foreign, &plan, DType::F32, r(&input), r(&output));
+    let recorded = ours.encode(
+        &mut foreign,
+        &plan,
+        DType::F32,
+        r(&input),
+        Outputs::Region(r(&output)),
+    );
     assert!(recorded.is_ok(), "{name}: {recorded:?}");
     let scope = sibling.push_error_scope(wgpu::ErrorFilter::Validation);
     drop(foreign.finish());
@@ -280,17 +323,29 @@ fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitt
     let mut enc = ours.device().create_command_encoder(&Default::default());
     for (input, output) in [(&theirs_in, &output), (&input, &theirs_out)] {
         let e = ours
-            .encode(&mut enc, &plan, DType::F32, r(input), r(output))
+            .encode(
+                &mut enc,
+                &plan,
+                DType::F32,
+                r(input),
+                Outputs::Region(r(output)),
+            )
             .unwrap_err();
         assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
     }
 
     // An encoder of another instance: wgpu-core looks the pipeline up in that instance's
     // registry, finds nothing there and panics inside encode.
-    let (_, elsewhere, _elsewhere_queue) = wgpu_split::gpu::device::open_device(backend).unwrap();
+    let (_, elsewhere, _elsewhere_queue) = wgpu_split::gpu::open_device(backend).unwrap();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut enc = elsewhere.create_command_encoder(&Default::default());
-        let _ = ours.encode(&mut enc, &plan, DType::F32, r(&input), r(&output));
+        let _ = ours.encode(
+            &mut enc,
+            &plan,
+            DType::F32,
+            r(&input),
+            Outputs::Region(r(&output)),
+        );
     }));
     assert!(
         outcome.is_err(),
@@ -303,7 +358,13 @@ fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitt
     let alien = buffer(&elsewhere, 128);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut enc = ours.device().create_command_encoder(&Default::default());
-        ours.encode(&mut enc, &plan, DType::F32, r(&alien), r(&output))
+        ours.encode(
+            &mut enc,
+            &plan,
+            DType::F32,
+            r(&alien),
+            Outputs::Region(r(&output)),
+        )
     }));
     assert!(
         !matches!(outcome, Ok(Err(_))),

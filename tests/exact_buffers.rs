@@ -8,8 +8,8 @@ mod common;
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor,
-    RouteChoice, SplitError, SplitPlan,
+    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
+    RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 const GUARD: u8 = 0xA5;
@@ -126,13 +126,20 @@ fn splitters(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
         GatherMode::Shifted,
         GatherMode::Tiles,
     ] {
-        let g = gpu
-            .clone()
-            .with_route(RouteChoice::Gather)
-            .with_gather_mode(mode);
+        let g = gpu.clone().with_options(SplitOptions {
+            route: RouteChoice::Gather,
+            gather_mode: Some(mode),
+            ..gpu.options()
+        });
         all.push((format!("gather {mode:?}"), g));
     }
-    all.push(("copies".into(), gpu.clone().with_route(RouteChoice::Copies)));
+    all.push((
+        "copies".into(),
+        gpu.clone().with_options(SplitOptions {
+            route: RouteChoice::Copies,
+            ..gpu.options()
+        }),
+    ));
     all
 }
 
@@ -161,8 +168,14 @@ fn encode_exactly_and_check(g: &GpuSplitter, what: &str, plan: &SplitPlan, dtype
     let out_buf = guarded(g, layout.total_bytes);
     let mut encoder = g.device().create_command_encoder(&Default::default());
     let region = |buffer| BufferRegion { buffer, offset: 0 };
-    g.encode(&mut encoder, plan, dtype, region(&in_buf), region(&out_buf))
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    g.encode(
+        &mut encoder,
+        plan,
+        dtype,
+        region(&in_buf),
+        Outputs::Region(region(&out_buf)),
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
     g.queue().submit([encoder.finish()]);
     let offsets: Vec<u64> = layout.ranges.iter().map(|r| r.offset).collect();
     check(what, &read(g, &out_buf), &offsets, &want);
@@ -182,7 +195,7 @@ fn encode_writes_only_the_outputs(gpu: &'static GpuSplitter) {
 /// storage offset alignment after the one before, each of its exact size: the bytes after each
 /// tensor up to the next are guards. Then each output in a buffer of its exact size.
 fn encode_to_regions_writes_only_the_outputs(gpu: &'static GpuSplitter) {
-    let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
+    let align = gpu.device().limits().min_storage_buffer_offset_alignment as u64;
     for (name, g) in splitters(gpu) {
         for (case, plan, dtype) in cases() {
             let what = format!("{} {name}, {case}", common::name(gpu));
@@ -209,8 +222,14 @@ fn encode_to_regions_writes_only_the_outputs(gpu: &'static GpuSplitter) {
                 })
                 .collect();
             let mut encoder = g.device().create_command_encoder(&Default::default());
-            g.encode_to_regions(&mut encoder, &plan, dtype, in_region, &regions)
-                .unwrap_or_else(|e| panic!("{what}, one buffer: {e}"));
+            g.encode(
+                &mut encoder,
+                &plan,
+                dtype,
+                in_region,
+                Outputs::Regions(&regions),
+            )
+            .unwrap_or_else(|e| panic!("{what}, one buffer: {e}"));
             g.queue().submit([encoder.finish()]);
             check(
                 &format!("{what}, one buffer"),
@@ -228,8 +247,14 @@ fn encode_to_regions_writes_only_the_outputs(gpu: &'static GpuSplitter) {
                 .map(|buffer| BufferRegion { buffer, offset: 0 })
                 .collect();
             let mut encoder = g.device().create_command_encoder(&Default::default());
-            g.encode_to_regions(&mut encoder, &plan, dtype, in_region, &regions)
-                .unwrap_or_else(|e| panic!("{what}, own buffers: {e}"));
+            g.encode(
+                &mut encoder,
+                &plan,
+                dtype,
+                in_region,
+                Outputs::Regions(&regions),
+            )
+            .unwrap_or_else(|e| panic!("{what}, own buffers: {e}"));
             g.queue().submit([encoder.finish()]);
             for (i, (b, w)) in own.iter().zip(&want).enumerate() {
                 let what = format!("{what}, output {i} in its own buffer");
@@ -259,7 +284,13 @@ fn a_region_short_of_the_exact_size_names_the_rule(gpu: &'static GpuSplitter) {
         offset: 0,
     };
     let e = gpu
-        .encode_to_regions(&mut encoder, &plan, DType::F32, in_region, &regions)
+        .encode(
+            &mut encoder,
+            &plan,
+            DType::F32,
+            in_region,
+            Outputs::Regions(&regions),
+        )
         .unwrap_err();
     assert_eq!(
         e,
@@ -280,7 +311,7 @@ fn a_region_short_of_the_exact_size_names_the_rule(gpu: &'static GpuSplitter) {
                 buffer: &short,
                 offset: 0,
             },
-            regions[0],
+            Outputs::Region(regions[0]),
         )
         .unwrap_err();
     assert_eq!(
@@ -293,7 +324,7 @@ fn a_region_short_of_the_exact_size_names_the_rule(gpu: &'static GpuSplitter) {
 /// On a device opened with `Limits::downlevel_defaults()` (4 storage buffers per stage, so
 /// the words-only build and one output binding per dispatch), the same bytes and guards.
 fn a_downlevel_device_writes_only_the_outputs(gpu: &'static GpuSplitter) {
-    let backends = wgpu::Backends::from(gpu.adapter_info().backend);
+    let backends = wgpu::Backends::from(gpu.device().adapter_info().backend);
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
     let instance = wgpu::Instance::new(desc);
@@ -305,7 +336,7 @@ fn a_downlevel_device_writes_only_the_outputs(gpu: &'static GpuSplitter) {
     .unwrap();
     assert_eq!(device.limits().max_storage_buffers_per_shader_stage, 4);
     let small = GpuSplitter::new(device, queue).unwrap();
-    assert_eq!(small.output_bindings(), 1);
+    assert_eq!(small.options().output_bindings.unwrap(), 1);
     for (case, plan, dtype) in cases() {
         let what = format!("downlevel {}, {case}", common::name(gpu));
         encode_exactly_and_check(&small, &what, &plan, dtype);
@@ -315,7 +346,7 @@ fn a_downlevel_device_writes_only_the_outputs(gpu: &'static GpuSplitter) {
 /// `output_views` of contiguous outputs: each one's range of the input, and an empty output as
 /// `{ offset: 0, size: 0 }`.
 fn output_views_of_contiguous_outputs_and_empty_ones(gpu: &'static GpuSplitter) {
-    let align = gpu.limits().min_storage_buffer_offset_alignment as usize;
+    let align = gpu.device().limits().min_storage_buffer_offset_alignment as usize;
     // Rows of `align` bytes of f32, split on axis 0 into 1, 0 and 2 rows.
     let plan = SplitPlan::from_lengths(&[3, align / 4], 0, &[1, 0, 2], true).unwrap();
     let views = gpu.output_views(&plan, DType::F32).unwrap().unwrap();

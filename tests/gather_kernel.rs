@@ -9,13 +9,17 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitPlan,
+    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice,
+    SplitOptions, SplitPlan,
 };
 
 /// The gather alone, in every layout and at two run lengths, and with the device's own runs
 /// (spread over its lanes, up to 2,048 units each).
 fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
-    let gather = gpu.clone().with_route(RouteChoice::Gather);
+    let gather = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        ..gpu.options()
+    });
     let mut variants: Vec<(String, GpuSplitter)> = [
         (GatherMode::Runs, 128),
         (GatherMode::Runs, 3),
@@ -27,14 +31,18 @@ fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
     ]
     .into_iter()
     .map(|(mode, units)| {
-        let variant = gather
-            .clone()
-            .with_gather_mode(mode)
-            .with_max_units_per_lane(units);
+        let variant = gather.clone().with_options(SplitOptions {
+            gather_mode: Some(mode),
+            max_units_per_lane: Some(units),
+            ..gather.options()
+        });
         (format!("{} {mode:?} x{units}", common::name(gpu)), variant)
     })
     .collect();
-    let runs = gather.with_gather_mode(GatherMode::Runs);
+    let runs = gather.clone().with_options(SplitOptions {
+        gather_mode: Some(GatherMode::Runs),
+        ..gather.options()
+    });
     variants.push((format!("{} runs", common::name(gpu)), runs));
     variants
 }
@@ -145,9 +153,11 @@ fn word_rows_scattered_by_input(gpu: &'static GpuSplitter) {
     // The GPUs' mode scatters short rows of whole words.
     let scatter = [(
         format!("{} Coalesced", common::name(gpu)),
-        gpu.clone()
-            .with_route(RouteChoice::Gather)
-            .with_gather_mode(GatherMode::Coalesced),
+        gpu.clone().with_options(SplitOptions {
+            route: RouteChoice::Gather,
+            gather_mode: Some(GatherMode::Coalesced),
+            ..gpu.options()
+        }),
     )];
     // f32 rows of every length up to 16 words, cut into a words, an empty output and the
     // rest: outputs at every word offset of the stride, 1,001 rows so every output ends

@@ -4,7 +4,7 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, DType, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitPlan,
+    ops, reference, DType, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitOptions, SplitPlan,
 };
 
 /// Runs `plan` on `gpu` and asserts the outputs equal the CPU reference exactly.
@@ -25,12 +25,15 @@ fn counts(how: &wgpu_split::EncodedSplit) -> (u32, u32, u32) {
 
 /// `gpu` taking copy commands wherever a copy route applies, on any device.
 fn copies_only(gpu: &GpuSplitter) -> GpuSplitter {
-    gpu.clone().with_route(RouteChoice::Copies)
+    gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Copies,
+        ..gpu.options()
+    })
 }
 
 /// Whether `gpu` is a CPU adapter, where the default route takes copy commands.
 fn cpu(gpu: &GpuSplitter) -> bool {
-    gpu.adapter_info().device_type == wgpu::DeviceType::Cpu
+    gpu.device().adapter_info().device_type == wgpu::DeviceType::Cpu
 }
 
 fn iota_f32(shape: &[usize]) -> HostTensor {
@@ -237,7 +240,7 @@ fn async_run_and_encode(gpu: &'static GpuSplitter) {
 
 /// Each stamped test runs on the adapter its name says.
 fn the_adapter_is_the_named_backend(gpu: &'static GpuSplitter) {
-    let backend = gpu.adapter_info().backend;
+    let backend = gpu.device().adapter_info().backend;
     eprintln!("GPU tests run on: {}", common::name(gpu));
     assert!(
         matches!(backend, wgpu::Backend::Vulkan | wgpu::Backend::Gl),
@@ -278,7 +281,10 @@ fn texture_copies_row_copies_and_the_dispatch_give_the_same_bytes(gpu: &'static 
     let (through_texture, how) = common::encode_and_read(&copies, &plan, &input, copy_usage);
     assert_eq!(counts(&how), (0, 0, 3), "{name}");
     common::assert_same_outputs(name, &through_texture, &want);
-    let rows_only = copies.with_texture_copies(false);
+    let rows_only = copies.clone().with_options(SplitOptions {
+        texture_copies: Some(false),
+        ..copies.options()
+    });
     let (copied, how) = common::encode_and_read(&rows_only, &plan, &input, copy_usage);
     assert_eq!(counts(&how), (0, 64, 0), "{name}");
     common::assert_same_outputs(name, &copied, &want);
@@ -301,7 +307,7 @@ fn few_long_rows_take_the_cheaper_copy_route(gpu: &'static GpuSplitter) {
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-    let info = gpu.adapter_info();
+    let info = gpu.device().adapter_info();
     let by_copies = match info.backend {
         wgpu::Backend::Vulkan => (0, 0, 4),
         _ => (0, 18, 0),
@@ -333,7 +339,7 @@ fn texture_copies_keep_every_bit_at_offsets_and_in_bands(gpu: &'static GpuSplitt
     )
     .unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
-    let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
+    let align = gpu.device().limits().min_storage_buffer_offset_alignment as u64;
     let gpu = &copies_only(gpu);
     let (got, how) = common::encode_and_read_at(gpu, &plan, &input, copy_usage, (align * 3, align));
     assert_eq!(counts(&how), (0, 0, 3), "{name}");
@@ -345,7 +351,7 @@ fn texture_copies_keep_every_bit_at_offsets_and_in_bands(gpu: &'static GpuSplitt
     let input = iota_f32(&[20000, 128]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
-    let max_rows = gpu.limits().max_texture_dimension_2d;
+    let max_rows = gpu.device().limits().max_texture_dimension_2d;
     let apart = 2 * 2 * 20000u32.div_ceil(max_rows.min(16384));
     let together = 3 * 20000u32.div_ceil(max_rows.min(8192));
     assert!(

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use wgpu_split::{
     ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitError,
-    SplitPlan,
+    SplitOptions, SplitPlan,
 };
 
 #[derive(Debug, Clone)]
@@ -162,25 +162,40 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
     // gather alone with the device's runs (spread, or one long run per entry), in runs of an
     // odd length, in coalesced lanes of 1 and 4 units (unaligned rows staged, short word rows
     // scattered), with unaligned rows shifted, and with short word rows in tiles.
-    let gather = gpu.clone().with_route(RouteChoice::Gather);
+    let gather = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        ..gpu.options()
+    });
     let variants = [
         gpu.clone(),
         gather.clone(),
-        gather.clone().with_spread_lanes(1),
-        gather
-            .clone()
-            .with_gather_mode(GatherMode::Runs)
-            .with_max_units_per_lane(3),
-        gather
-            .clone()
-            .with_gather_mode(GatherMode::Coalesced)
-            .with_max_units_per_lane(1),
-        gather
-            .clone()
-            .with_gather_mode(GatherMode::Coalesced)
-            .with_max_units_per_lane(4),
-        gather.clone().with_gather_mode(GatherMode::Shifted),
-        gather.with_gather_mode(GatherMode::Tiles),
+        gather.clone().with_options(SplitOptions {
+            spread_lanes: Some(1),
+            ..gather.options()
+        }),
+        gather.clone().with_options(SplitOptions {
+            gather_mode: Some(GatherMode::Runs),
+            max_units_per_lane: Some(3),
+            ..gather.options()
+        }),
+        gather.clone().with_options(SplitOptions {
+            gather_mode: Some(GatherMode::Coalesced),
+            max_units_per_lane: Some(1),
+            ..gather.options()
+        }),
+        gather.clone().with_options(SplitOptions {
+            gather_mode: Some(GatherMode::Coalesced),
+            max_units_per_lane: Some(4),
+            ..gather.options()
+        }),
+        gather.clone().with_options(SplitOptions {
+            gather_mode: Some(GatherMode::Shifted),
+            ..gather.options()
+        }),
+        gather.clone().with_options(SplitOptions {
+            gather_mode: Some(GatherMode::Tiles),
+            ..gather.options()
+        }),
     ];
     for gpu in &variants {
         let got = gpu
@@ -220,7 +235,10 @@ fn gpu_equals_cpu_reference(gpu: &'static GpuSplitter) {
 /// on every device.
 fn copy_routes_equal_cpu_reference(gpu: &'static GpuSplitter) {
     let name = common::name(gpu);
-    let copies = gpu.clone().with_route(RouteChoice::Copies);
+    let copies = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Copies,
+        ..gpu.options()
+    });
     let strategy = (
         2usize..12,
         1usize..8,

@@ -3,8 +3,8 @@
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, SplitError,
-    StreamOptions,
+    ops, BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs,
+    SplitError, StreamOptions,
 };
 
 /// A splitter on a device of its own (the tests destroy it), with an input and an output
@@ -69,7 +69,12 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
         }));
     let prepared = f
         .gpu
-        .prepare(&f.plan, DType::F32, region(&f.input), region(&f.output))
+        .prepare(
+            &f.plan,
+            DType::F32,
+            region(&f.input),
+            Outputs::Region(region(&f.output)),
+        )
         .expect("prepare on a live device");
     let mut encoder = f.gpu.device().create_command_encoder(&Default::default());
     f.gpu.device().destroy();
@@ -84,7 +89,7 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
             &f.plan,
             DType::F32,
             region(&f.input),
-            region(&f.output),
+            Outputs::Region(region(&f.output)),
         ),
     );
     assert_lost(
@@ -94,24 +99,28 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
             &f.plan,
             DType::F32,
             region(&f.input),
-            region(&f.output),
+            Outputs::Region(region(&f.output)),
         )),
     );
     assert_lost(
         "prepare",
-        f.gpu
-            .prepare(&f.plan, DType::F32, region(&f.input), region(&f.output)),
+        f.gpu.prepare(
+            &f.plan,
+            DType::F32,
+            region(&f.input),
+            Outputs::Region(region(&f.output)),
+        ),
     );
     assert_lost("PreparedSplit::encode", prepared.encode(&mut encoder));
     let outputs: Vec<BufferRegion> = (0..3).map(|_| region(&f.output)).collect();
     assert_lost(
         "encode_to_regions",
-        f.gpu.encode_to_regions(
+        f.gpu.encode(
             &mut encoder,
             &f.plan,
             DType::F32,
             region(&f.input),
-            &outputs,
+            Outputs::Regions(&outputs),
         ),
     );
     let data = HostTensor::from_slice(&[8, 12], &[1.5f32; 96]).unwrap();
@@ -133,33 +142,31 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
     let layout = f.gpu.output_layout(&f.plan, DType::F32).unwrap();
     assert_lost(
         "encode_with_layout",
-        f.gpu.encode_with_layout(
+        f.gpu.encode(
             &mut encoder,
             &f.plan,
             DType::F32,
             region(&f.input),
-            region(&f.output),
-            layout.clone(),
+            Outputs::Placed(region(&f.output), &layout),
         ),
     );
     assert_lost(
         "prepare_with_layout_async",
-        pollster::block_on(f.gpu.prepare_with_layout_async(
+        pollster::block_on(f.gpu.prepare_async(
             &f.plan,
             DType::F32,
             region(&f.input),
-            region(&f.output),
-            layout,
+            Outputs::Placed(region(&f.output), &layout),
         )),
     );
     assert_lost(
         "encode_to_regions_async",
-        pollster::block_on(f.gpu.encode_to_regions_async(
+        pollster::block_on(f.gpu.encode_async(
             &mut encoder,
             &f.plan,
             DType::F32,
             region(&f.input),
-            &outputs,
+            Outputs::Regions(&outputs),
         )),
     );
     assert_eq!(*uncaptured.lock().unwrap(), Vec::<String>::new());

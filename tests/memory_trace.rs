@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use wgpu_split::trace::analysis::{figures, Access, Kind, MemoryFigures};
 use wgpu_split::trace::{gpu_settings, trace_copy_kernel, trace_split, Sampling};
-use wgpu_split::{ops, DType, GatherMode, GpuSplitter, IntTensor, RouteChoice};
+use wgpu_split::{ops, DType, GatherMode, GpuSplitter, IntTensor, RouteChoice, SplitOptions};
 
 /// Every workgroup, every access.
 const ALL: Sampling = Sampling {
@@ -85,7 +85,11 @@ fn traced_stores_cover_every_output_word_once(gpu: &'static GpuSplitter) {
             GatherMode::Runs,
         ];
         for mode in modes {
-            let traced = gpu_settings(gpu).with_gather_mode(mode);
+            let settings = gpu_settings(gpu);
+            let traced = settings.clone().with_options(SplitOptions {
+                gather_mode: Some(mode),
+                ..settings.options()
+            });
             let accesses = trace_split(&traced, &plan, dtype, ALL).unwrap();
             let (words, stored) = stored_words(&accesses);
             assert!(
@@ -107,7 +111,10 @@ fn traced_stores_cover_every_output_word_once(gpu: &'static GpuSplitter) {
 fn aligned_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
     // qkv's shape, smaller: rows of 4,096 bytes.
     let plan = ops::split(&[4, 64, 3072], &IntTensor::scalar(-1), 3).unwrap();
-    let gpu = gpu.clone().with_route(RouteChoice::Gather);
+    let gpu = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        ..gpu.options()
+    });
     let accesses =
         trace_split(&gpu_settings(&gpu), &plan, DType::F32, Sampling::default()).unwrap();
     for f in copy_like_figures(&accesses) {
@@ -124,7 +131,10 @@ fn short_word_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
     assert!(stores.clone().all(|a| a.size == 4));
     copy_like_figures(&accesses);
     // Staged in tiles instead (GatherMode::Tiles): tiles that end mid-unit cost a little.
-    let tiles = gpu_settings(&gpu.clone().with_gather_mode(GatherMode::Tiles));
+    let tiles = gpu_settings(&gpu.clone().with_options(SplitOptions {
+        gather_mode: Some(GatherMode::Tiles),
+        ..gpu.options()
+    }));
     let accesses = trace_split(&tiles, &plan, DType::F32, Sampling::default()).unwrap();
     for warp in [32, 64] {
         let f = figures(&accesses, warp);
@@ -143,8 +153,14 @@ fn unaligned_rows_load_about_a_copys_lines(gpu: &'static GpuSplitter) {
     // (GatherMode::Shifted), each lane loads two aligned units, the second its neighbour's
     // first, so load instructions touch about twice a copy's lines; counted once per warp,
     // the lines are about a copy's.
-    let gpu = gpu.clone().with_route(RouteChoice::Gather);
-    let shifted = gpu_settings(&gpu.clone().with_gather_mode(GatherMode::Shifted));
+    let gpu = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        ..gpu.options()
+    });
+    let shifted = gpu_settings(&gpu.clone().with_options(SplitOptions {
+        gather_mode: Some(GatherMode::Shifted),
+        ..gpu.options()
+    }));
     for (dtype, width) in [(DType::F32, 1023usize), (DType::U8, 4095)] {
         let third = width as i64 / 3;
         let plan = ops::variadic_split(

@@ -11,7 +11,7 @@ mod common;
 
 use wgpu_split::{
     ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, IntTensor,
-    OutputLayout, PreparedSplit, RouteChoice, SplitError, SplitPlan,
+    OutputLayout, Outputs, PreparedSplit, RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 const COPIES: wgpu::BufferUsages = wgpu::BufferUsages::COPY_SRC.union(wgpu::BufferUsages::COPY_DST);
@@ -31,9 +31,7 @@ impl Buffers {
             wgpu::BufferUsages::empty()
         };
         let device = gpu.device();
-        let in_size = GpuSplitter::input_binding_size(plan, dtype)
-            .unwrap()
-            .max(16);
+        let in_size = wgpu_split::input_binding_size(plan, dtype).unwrap().max(16);
         let input = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("prepared input"),
             size: in_size,
@@ -127,10 +125,18 @@ fn prepare_and_run_twice(
     let name = common::name(gpu);
     let buffers = Buffers::new(gpu, plan, DType::F32, copies);
     let (input, output) = buffers.regions();
-    let prepared = gpu.prepare(plan, DType::F32, input, output).unwrap();
+    let prepared = gpu
+        .prepare(plan, DType::F32, input, Outputs::Region(output))
+        .unwrap();
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     let direct = gpu
-        .encode(&mut encoder, plan, DType::F32, input, output)
+        .encode(
+            &mut encoder,
+            plan,
+            DType::F32,
+            input,
+            Outputs::Region(output),
+        )
         .unwrap();
     drop(encoder);
     assert_eq!(prepared.encoded(), &direct, "{name}: {plan:?}");
@@ -160,9 +166,9 @@ fn every_route_records_again_and_again(gpu: &'static GpuSplitter) {
     let gathered = prepare_and_run_twice(gpu, &plan, &shape, false);
     assert_eq!(gathered.dispatches, 1, "{name}");
     let copied = prepare_and_run_twice(gpu, &plan, &shape, true);
-    let cpu = gpu.adapter_info().device_type == wgpu::DeviceType::Cpu;
+    let cpu = gpu.device().adapter_info().device_type == wgpu::DeviceType::Cpu;
     assert_eq!(copied.dispatches == 0, cpu, "{name}: {copied:?}");
-    if cpu && gpu.adapter_info().backend == wgpu::Backend::Vulkan {
+    if cpu && gpu.device().adapter_info().backend == wgpu::Backend::Vulkan {
         assert!(copied.texture_copies > 0, "{name}: {copied:?}");
     }
     // Whole outputs along axis 0: buffer copies (on GPUs, when told to take copies).
@@ -173,7 +179,10 @@ fn every_route_records_again_and_again(gpu: &'static GpuSplitter) {
         &IntTensor::vector(vec![1, 3]),
     )
     .unwrap();
-    let copies = gpu.clone().with_route(RouteChoice::Copies);
+    let copies = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Copies,
+        ..gpu.options()
+    });
     let copied = prepare_and_run_twice(&copies, &plan, &shape, true);
     assert!(copied.buffer_copies > 0, "{name}: {copied:?}");
     let auto = prepare_and_run_twice(gpu, &plan, &shape, true);
@@ -197,7 +206,9 @@ fn a_prepared_split_keeps_its_buffers(gpu: &'static GpuSplitter) {
     let name = common::name(gpu);
     let (shape, plan, buffers) = spec_split(gpu);
     let (input, output) = buffers.regions();
-    let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
+    let prepared = gpu
+        .prepare(&plan, DType::F32, input, Outputs::Region(output))
+        .unwrap();
     let host = tensor(DType::F32, &shape, 9);
     write_input(gpu, &buffers.input, &host);
     let Buffers { input, output } = buffers;
@@ -212,7 +223,9 @@ fn misuse_is_refused_at_prepare(gpu: &'static GpuSplitter) {
     let name = common::name(gpu);
     let (_, plan, buffers) = spec_split(gpu);
     let (input, _) = buffers.regions();
-    let e = gpu.prepare(&plan, DType::F32, input, input).unwrap_err();
+    let e = gpu
+        .prepare(&plan, DType::F32, input, Outputs::Region(input))
+        .unwrap_err();
     assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
     let small = gpu.device().create_buffer(&wgpu::BufferDescriptor {
         label: None,
@@ -224,7 +237,9 @@ fn misuse_is_refused_at_prepare(gpu: &'static GpuSplitter) {
         buffer: &small,
         offset: 0,
     };
-    let e = gpu.prepare(&plan, DType::F32, input, region).unwrap_err();
+    let e = gpu
+        .prepare(&plan, DType::F32, input, Outputs::Region(region))
+        .unwrap_err();
     assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
     assert!(e.to_string().contains("output"), "{name}: {e}");
     // A layout built by hand is checked: outputs on top of each other are refused.
@@ -232,7 +247,12 @@ fn misuse_is_refused_at_prepare(gpu: &'static GpuSplitter) {
     let mut overlapping = OutputLayout::packed(&plan, DType::F32).unwrap();
     overlapping.ranges[1].offset = 0;
     let e = gpu
-        .prepare_with_layout(&plan, DType::F32, input, output, overlapping)
+        .prepare(
+            &plan,
+            DType::F32,
+            input,
+            Outputs::Placed(output, &overlapping),
+        )
         .unwrap_err();
     assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
     assert!(
@@ -247,7 +267,7 @@ fn a_packed_layout_is_prepared_as_given(gpu: &'static GpuSplitter) {
     let (input, output) = buffers.regions();
     let packed = OutputLayout::packed(&plan, DType::F32).unwrap();
     let prepared = gpu
-        .prepare_with_layout(&plan, DType::F32, input, output, packed.clone())
+        .prepare(&plan, DType::F32, input, Outputs::Placed(output, &packed))
         .unwrap();
     assert_eq!(prepared.encoded().layout, packed, "{name}");
     let host = tensor(DType::F32, &shape, 5);
@@ -258,7 +278,9 @@ fn a_buffer_destroyed_after_prepare_is_reported_by_wgpu(gpu: &'static GpuSplitte
     let name = common::name(gpu);
     let (_, plan, buffers) = spec_split(gpu);
     let (input, output) = buffers.regions();
-    let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
+    let prepared = gpu
+        .prepare(&plan, DType::F32, input, Outputs::Region(output))
+        .unwrap();
     buffers.output.destroy();
     let device = gpu.device();
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -282,10 +304,14 @@ fn a_kept_route_serves_other_buffers_and_no_other_setting(gpu: &'static GpuSplit
     // offsets, takes it and writes its own buffers.
     let first = Buffers::new(gpu, &plan, DType::F32, true);
     let (input, output) = first.regions();
-    let kept = gpu.prepare(&plan, DType::F32, input, output).unwrap();
+    let kept = gpu
+        .prepare(&plan, DType::F32, input, Outputs::Region(output))
+        .unwrap();
     let second = Buffers::new(gpu, &plan, DType::F32, true);
     let (input, output) = second.regions();
-    let prepared = gpu.prepare(&plan, DType::F32, input, output).unwrap();
+    let prepared = gpu
+        .prepare(&plan, DType::F32, input, Outputs::Region(output))
+        .unwrap();
     assert_eq!(prepared.encoded(), kept.encoded(), "{name}");
     run_and_check(
         gpu,
@@ -297,8 +323,13 @@ fn a_kept_route_serves_other_buffers_and_no_other_setting(gpu: &'static GpuSplit
     );
     // A clone with other settings shares the kept routes, but not under the same key: the
     // gather alone, where the default took copies on a CPU adapter.
-    let gather = gpu.clone().with_route(RouteChoice::Gather);
-    let prepared = gather.prepare(&plan, DType::F32, input, output).unwrap();
+    let gather = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        ..gpu.options()
+    });
+    let prepared = gather
+        .prepare(&plan, DType::F32, input, Outputs::Region(output))
+        .unwrap();
     assert_eq!(prepared.encoded().dispatches, 1, "{name}");
     run_and_check(
         gpu,
@@ -311,7 +342,13 @@ fn a_kept_route_serves_other_buffers_and_no_other_setting(gpu: &'static GpuSplit
     // A kept route holds no buffer: one destroyed since is still an error of `encode`.
     second.output.destroy();
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    let destroyed = gather.encode(&mut encoder, &plan, DType::F32, input, output);
+    let destroyed = gather.encode(
+        &mut encoder,
+        &plan,
+        DType::F32,
+        input,
+        Outputs::Region(output),
+    );
     assert!(
         matches!(destroyed, Err(SplitError::Device(_))),
         "{name}: {destroyed:?}"

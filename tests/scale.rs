@@ -5,8 +5,8 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, BackendChoice, DType, GatherMode, GpuSplitter, HostTensor, IntTensor,
-    SplitError, SplitPlan,
+    ops, reference, BackendChoice, DType, EncodedSplit, GatherMode, GpuSplitter, HostTensor,
+    IntTensor, SplitError, SplitOptions, SplitPlan,
 };
 
 /// A deterministic byte pattern that differs at every offset modulo 251.
@@ -19,12 +19,22 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 /// Runs `plan` on `gpu`, asserts byte equality with the CPU reference, returns the gather
 /// dispatches it recorded.
 fn check_on(name: &str, gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor) -> u32 {
+    check_recorded(name, gpu, plan, input).dispatches
+}
+
+/// [`check_on`], returning all that was recorded.
+fn check_recorded(
+    name: &str,
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    input: &HostTensor,
+) -> EncodedSplit {
     let (got, encoded) = gpu
         .run_detailed(plan, input)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let want = reference::split_tensor(input, plan).unwrap();
     common::assert_same_outputs(name, &got, &want);
-    encoded.dispatches
+    encoded
 }
 
 const MIB: usize = 1 << 20;
@@ -37,7 +47,7 @@ fn f32_320_mib_split_on_an_inner_axis(gpu: &'static GpuSplitter) {
     let input = HostTensor::new(DType::F32, shape.to_vec(), pattern(320 * MIB, 1)).unwrap();
     let plan = ops::split(&shape, &IntTensor::scalar(-1), 2).unwrap();
     let dispatches = check_on(name, gpu, &plan, &input);
-    if gpu.limits().max_storage_buffer_binding_size < (320 * MIB) as u64 {
+    if gpu.device().limits().max_storage_buffer_binding_size < (320 * MIB) as u64 {
         assert!(
             dispatches > 2,
             "{name}: expected pieces, got {dispatches} dispatch(es)"
@@ -68,7 +78,10 @@ fn grids_past_65535_workgroups(gpu: &'static GpuSplitter) {
     let input = HostTensor::new(DType::F32, shape.to_vec(), pattern(70_000 * 12, 3)).unwrap();
     let plan = ops::split_to_sequence(&shape, 0, None, false).unwrap();
     for mode in [GatherMode::Runs, GatherMode::Coalesced] {
-        let gpu = gpu.clone().with_gather_mode(mode);
+        let gpu = gpu.clone().with_options(SplitOptions {
+            gather_mode: Some(mode),
+            ..gpu.options()
+        });
         assert_eq!(check_on(name, &gpu, &plan, &input), 1);
     }
 }
@@ -81,9 +94,9 @@ fn one_hundred_thousand_outputs_in_one_call(gpu: &'static GpuSplitter) {
     let plan = ops::split_to_sequence(&shape, 0, None, true).unwrap();
     // 12-byte outputs packed at 16 bytes: memory in proportion to the data (the region ends
     // with the last output).
-    let layout = gpu.host_layout(&plan, DType::F32).unwrap();
-    assert_eq!(layout.total_bytes, 16 * 100_000 - 4);
-    assert_eq!(check_on(name, gpu, &plan, &input), 1);
+    let encoded = check_recorded(name, gpu, &plan, &input);
+    assert_eq!(encoded.layout.total_bytes, 16 * 100_000 - 4);
+    assert_eq!(encoded.dispatches, 1);
 }
 
 fn one_device_shared_by_eight_threads(gpu: &'static GpuSplitter) {
@@ -134,10 +147,10 @@ fn one_device_shared_by_eight_threads(gpu: &'static GpuSplitter) {
 
 fn a_tensor_past_max_buffer_size_is_refused_before_any_allocation(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
-    let max = gpu.limits().max_buffer_size;
+    let max = gpu.device().limits().max_buffer_size;
     let rows = (max / 1024 + 1) as usize;
     let plan = ops::split(&[rows, 1024], &IntTensor::scalar(0), 1).unwrap();
-    let e = gpu.host_layout(&plan, DType::U8).unwrap_err();
+    let e = gpu.output_layout(&plan, DType::U8).unwrap_err();
     assert!(matches!(e, SplitError::TooLarge(_)), "{name}: {e}");
     assert!(e.to_string().contains("max_buffer_size"), "{name}: {e}");
 }
@@ -145,8 +158,8 @@ fn a_tensor_past_max_buffer_size_is_refused_before_any_allocation(gpu: &'static 
 fn a_lost_device_is_an_error_not_a_panic(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // A device of its own, so the shared one stays usable.
-    let (_, device, queue) = wgpu_split::gpu::device::open_device(BackendChoice::from_backend(
-        gpu.adapter_info().backend,
+    let (_, device, queue) = wgpu_split::gpu::open_device(BackendChoice::from_backend(
+        gpu.device().adapter_info().backend,
     ))
     .unwrap();
     let lost = GpuSplitter::new(device, queue).unwrap();

@@ -8,8 +8,8 @@ mod common;
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor,
-    RouteChoice, SplitError, SplitPlan,
+    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
+    RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 fn pattern(n: usize) -> Vec<u8> {
@@ -68,7 +68,13 @@ fn check(
         offset: 0,
     };
     let encoded = gpu
-        .encode_to_regions(&mut encoder, plan, input.dtype(), input_region, &regions)
+        .encode(
+            &mut encoder,
+            plan,
+            input.dtype(),
+            input_region,
+            Outputs::Regions(&regions),
+        )
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     // Every output buffer back to back into one readback buffer.
     let total: u64 = ends.iter().sum();
@@ -115,10 +121,13 @@ fn one_buffer_per_output(gpu: &'static GpuSplitter) {
         // As many buffers per dispatch as the device binds (14 on lavapipe, 6 on llvmpipe GL:
         // each buffer as units and as words); then 3 and 1 per dispatch, as a device with fewer
         // bindings would take them.
-        let allowed = (gpu.limits().max_storage_buffers_per_shader_stage - 3) / 2;
-        assert_eq!(gpu.output_bindings(), allowed.min(32));
-        for bindings in [gpu.output_bindings(), 3, 1] {
-            let gpu = gpu.clone().with_output_bindings(bindings);
+        let allowed = (gpu.device().limits().max_storage_buffers_per_shader_stage - 3) / 2;
+        assert_eq!(gpu.options().output_bindings.unwrap(), allowed.min(32));
+        for bindings in [gpu.options().output_bindings.unwrap(), 3, 1] {
+            let gpu = gpu.clone().with_options(SplitOptions {
+                output_bindings: Some(bindings),
+                ..gpu.options()
+            });
             let empty = wgpu::BufferUsages::empty();
             let (dispatches, _) = check(&gpu, &plan, &input, empty, |i| (i, 0));
             assert_eq!(
@@ -131,7 +140,10 @@ fn one_buffer_per_output(gpu: &'static GpuSplitter) {
         if n <= 64 {
             let input = HostTensor::new(DType::F32, vec![n, 256], pattern(n * 1024)).unwrap();
             let plan = ops::split_to_sequence(input.shape(), 0, None, false).unwrap();
-            let gpu = gpu.clone().with_route(RouteChoice::Copies);
+            let gpu = gpu.clone().with_options(SplitOptions {
+                route: RouteChoice::Copies,
+                ..gpu.options()
+            });
             let (dispatches, commands) = check(&gpu, &plan, &input, copies, |i| (i, 0));
             assert_eq!((dispatches, commands as usize), (0, n));
         }
@@ -139,7 +151,7 @@ fn one_buffer_per_output(gpu: &'static GpuSplitter) {
 }
 
 fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
-    let align = gpu.limits().min_storage_buffer_offset_alignment as u64;
+    let align = gpu.device().limits().min_storage_buffer_offset_alignment as u64;
     // Six outputs, one empty, in two buffers, in reverse order and with gaps between them.
     let shape = [9, 33]; // lengths 2, 7, 0, 16, 3, 5
     let lengths = IntTensor::vector(vec![2, 7, 0, 16, 3, 5]);
@@ -151,7 +163,10 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
         let input = HostTensor::new(dtype, shape.to_vec(), pattern(9 * 33 * dtype.size())).unwrap();
         // Both buffers in one dispatch, with the CPU adapters' lanes and with a GPU's.
         for mode in [GatherMode::Runs, GatherMode::Coalesced, GatherMode::Tiles] {
-            let gpu = gpu.clone().with_gather_mode(mode);
+            let gpu = gpu.clone().with_options(SplitOptions {
+                gather_mode: Some(mode),
+                ..gpu.options()
+            });
             let (dispatches, _) = check(&gpu, &plan, &input, wgpu::BufferUsages::empty(), place);
             assert_eq!(dispatches, 1, "{dtype} {mode:?}");
         }
@@ -167,7 +182,10 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
     let input = HostTensor::new(DType::U8, shape.to_vec(), pattern(10 * 402)).unwrap();
     let apart = |i: usize| (i % 2, 1024u64.next_multiple_of(align) * (i / 2) as u64);
     for mode in [GatherMode::Coalesced, GatherMode::Shifted] {
-        let gpu = gpu.clone().with_gather_mode(mode);
+        let gpu = gpu.clone().with_options(SplitOptions {
+            gather_mode: Some(mode),
+            ..gpu.options()
+        });
         let (dispatches, _) = check(&gpu, &plan, &input, wgpu::BufferUsages::empty(), apart);
         assert_eq!(dispatches, 1, "{mode:?}");
     }
@@ -188,8 +206,14 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
     let r = |buffer, offset| BufferRegion { buffer, offset };
     let mut encoder = device.create_command_encoder(&Default::default());
     let mut encode = |outputs: &[BufferRegion]| {
-        gpu.encode_to_regions(&mut encoder, &plan, DType::F32, r(&input, 0), outputs)
-            .unwrap_err()
+        gpu.encode(
+            &mut encoder,
+            &plan,
+            DType::F32,
+            r(&input, 0),
+            Outputs::Regions(outputs),
+        )
+        .unwrap_err()
     };
     let e = encode(&[r(&out, 0)]);
     assert!(

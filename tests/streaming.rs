@@ -71,7 +71,7 @@ fn a_window_larger_than_a_quarter_of_the_device_is_cut_down(gpu: &'static GpuSpl
     let plan = ops::split(&shape, &IntTensor::scalar(1), 2).unwrap();
     // u64::MAX asks for everything at once; a quarter of the device's max_buffer_size (2 GiB
     // on the software adapters) holds these 4 MiB: one window.
-    assert!(gpu.limits().max_buffer_size / 4 >= 4 << 20);
+    assert!(gpu.device().limits().max_buffer_size / 4 >= 4 << 20);
     assert_eq!(stream_and_check(gpu, &plan, &input, u64::MAX), 1);
 }
 
@@ -94,8 +94,8 @@ impl OutputSink for LoseDevice<'_> {
 fn a_device_lost_mid_stream_is_an_error_not_a_panic(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // A device of its own, so the shared one stays usable.
-    let (_, device, queue) = wgpu_split::gpu::device::open_device(BackendChoice::from_backend(
-        gpu.adapter_info().backend,
+    let (_, device, queue) = wgpu_split::gpu::open_device(BackendChoice::from_backend(
+        gpu.device().adapter_info().backend,
     ))
     .unwrap();
     let lost = GpuSplitter::new(device, queue).unwrap();

@@ -21,7 +21,7 @@ use crate::plan::SplitPlan;
 use crate::reference;
 use crate::tensor::{byte_count, HostTensor, IntTensor};
 use crate::DType;
-use crate::{BufferRegion, EncodedSplit, GpuSplitter};
+use crate::{BufferRegion, EncodedSplit, GpuSplitter, Outputs};
 
 pub use crate::trace::COPY_SHADER_SOURCE;
 
@@ -253,7 +253,7 @@ impl CaseBuffers {
             &case.plan()?,
             case.dtype,
             region(&self.input),
-            region(&self.output),
+            Outputs::Region(region(&self.output)),
         )
     }
 
@@ -270,7 +270,7 @@ impl CaseBuffers {
             &case.plan()?,
             case.dtype,
             region(&self.input),
-            region(&self.output),
+            Outputs::Region(region(&self.output)),
         )
     }
 }
@@ -369,7 +369,7 @@ impl<'a> Bencher<'a> {
                 ],
             })
         })?;
-        let (x, y) = grid(self.gpu.limits(), (in_size / 16).div_ceil(256))?;
+        let (x, y) = grid(&self.gpu.limits, (in_size / 16).div_ceil(256))?;
 
         // The split and its three yardsticks, timed in turn so every ratio of two of them
         // compares the same stretch of time.

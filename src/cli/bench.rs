@@ -10,7 +10,7 @@ use wgpu_split::bench::{
     gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, MemoryReport, WARPS,
 };
 use wgpu_split::trace::analysis::MemoryFigures;
-use wgpu_split::{GatherMode, GpuSplitter, RouteChoice};
+use wgpu_split::{GatherMode, GpuSplitter, RouteChoice, SplitOptions};
 
 /// Runs the suite and prints (and optionally writes) the results.
 pub fn run(a: &BenchArgs) -> CliResult {
@@ -23,14 +23,15 @@ pub fn run(a: &BenchArgs) -> CliResult {
         check_writable("--plot", path)?;
     }
     let choice = args::device(a.backend.as_deref(), a.adapter.as_deref())?;
-    let mut gpu = GpuSplitter::open_chosen(&choice)?.with_route(route);
-    if a.no_texture_copies {
-        gpu = gpu.with_texture_copies(false);
-    }
-    if let Some(mode) = a.gather_mode {
-        gpu = gpu.with_gather_mode(mode);
-    }
-    let info = gpu.adapter_info().clone();
+    let gpu = GpuSplitter::open(choice)?.with_options(SplitOptions {
+        route,
+        texture_copies: a.no_texture_copies.then_some(false),
+        gather_mode: a.gather_mode,
+        ..Default::default()
+    });
+    // `options()` fills in every default, the gather mode too.
+    let gather_mode = gpu.options().gather_mode.unwrap_or(GatherMode::Coalesced);
+    let info = gpu.device().adapter_info();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?.with_batch(a.batch.into());
     let suite = chosen_cases(&a.cases)?;
     let bar = ProgressBar::new(suite.len() as u64).with_style(
@@ -60,13 +61,13 @@ pub fn run(a: &BenchArgs) -> CliResult {
         info.name,
         info.backend,
         a.route,
-        gpu.gather_mode(),
+        gather_mode,
         a.batch,
         roundtrip_ms
     );
     print_rates(&results);
     if a.memory {
-        print_memory(&results, gpu.gather_mode());
+        print_memory(&results, gather_mode);
     }
     if let Some(path) = &a.plot {
         let title = format!(
@@ -81,7 +82,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         let report = json!({
             "adapter": {"name": info.name, "backend": format!("{:?}", info.backend).to_lowercase()},
             "route": a.route,
-            "gather_mode": format!("{:?}", gpu.gather_mode()).to_lowercase(),
+            "gather_mode": format!("{:?}", gather_mode).to_lowercase(),
             "batch": a.batch,
             "roundtrip_ms": roundtrip_ms,
             "cases": cases,

@@ -59,8 +59,8 @@ fn examples() -> Vec<Example> {
 
 /// Runs the demo on the device `--backend` and `--adapter` (or the environment) pick.
 pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
-    let gpu = GpuSplitter::open_chosen(&args::device(backend.as_deref(), adapter.as_deref())?)?;
-    let info = gpu.adapter_info();
+    let gpu = GpuSplitter::open(args::device(backend.as_deref(), adapter.as_deref())?)?;
+    let info = gpu.device().adapter_info();
     say!(
         "wgpu-split: spec examples on {} ({:?}, {:?})\n",
         info.name,

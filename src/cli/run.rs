@@ -184,7 +184,7 @@ pub fn run(a: &RunArgs) -> CliResult {
     let engine = if use_cpu {
         Engine::Cpu
     } else {
-        Engine::Gpu(Box::new(GpuSplitter::open_chosen(&choice)?))
+        Engine::Gpu(Box::new(GpuSplitter::open(choice)?))
     };
     let mut staged = files.stage(&a.out, Progress::new(!a.quiet && !a.json))?;
     // The command raises a window under one element to one element (the library refuses it).
@@ -204,8 +204,8 @@ pub fn run(a: &RunArgs) -> CliResult {
     let (adapter, backend) = match &engine {
         Engine::Cpu => ("CPU reference".to_string(), "cpu".to_string()),
         Engine::Gpu(g) => (
-            g.adapter_info().name.clone(),
-            format!("{:?}", g.adapter_info().backend).to_lowercase(),
+            g.device().adapter_info().name.clone(),
+            format!("{:?}", g.device().adapter_info().backend).to_lowercase(),
         ),
     };
     let verified = report.verified.then_some(true);

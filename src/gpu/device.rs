@@ -30,7 +30,7 @@ pub enum BackendChoice {
 }
 
 impl BackendChoice {
-    /// Reads [`BACKEND_ENV`], else wgpu's [`WGPU_BACKEND_ENV`] (one backend name); unset or
+    /// Reads `BACKEND_ENV`, else wgpu's `WGPU_BACKEND_ENV` (one backend name); unset or
     /// empty means [`BackendChoice::Auto`].
     pub fn from_env() -> Result<Self> {
         for var in [BACKEND_ENV, WGPU_BACKEND_ENV] {
@@ -131,15 +131,17 @@ impl Default for DeviceChoice {
     }
 }
 
-impl DeviceChoice {
+impl From<BackendChoice> for DeviceChoice {
     /// The choice of `backend`'s preferred adapter.
-    pub fn backend(backend: BackendChoice) -> Self {
+    fn from(backend: BackendChoice) -> Self {
         Self {
             backend,
             ..Self::default()
         }
     }
+}
 
+impl DeviceChoice {
     /// From the environment, as wgpu's own tools read it: the backend from
     /// [`BackendChoice::from_env`], the adapter from `WGPU_ADAPTER_NAME`, the power preference
     /// from `WGPU_POWER_PREF` (`low` or `high`; high by default).
@@ -158,7 +160,7 @@ impl DeviceChoice {
 }
 
 /// A wgpu instance limited to `backends`, with no window system.
-pub fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+pub(crate) fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
     wgpu::Instance::new(desc)
@@ -169,14 +171,20 @@ pub fn list_adapters(choice: BackendChoice) -> Vec<wgpu::Adapter> {
     pollster::block_on(instance(choice.backends()).enumerate_adapters(choice.backends()))
 }
 
-/// Opens a device on the preferred adapter of `choice`; see [`open_chosen`].
-pub fn open_device(choice: BackendChoice) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
-    open_chosen(&DeviceChoice::backend(choice))
+/// Opens a device on the adapter `choice` picks (a [`BackendChoice`] or a [`DeviceChoice`]),
+/// with the adapter's own limits (not wgpu's conservative defaults), so tensors up to the
+/// adapter's binding size fit: the device [`GpuSplitter::open`](crate::GpuSplitter::open)
+/// uses, for a caller that wants it beside the splitter.
+pub fn open_device(
+    choice: impl Into<DeviceChoice>,
+) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
+    open_chosen(&choice.into())
 }
 
-/// Opens a device on the adapter `choice` picks, with the adapter's own limits (not wgpu's
-/// conservative defaults), so tensors up to the adapter's binding size fit.
-pub fn open_chosen(choice: &DeviceChoice) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
+/// [`open_device`].
+pub(crate) fn open_chosen(
+    choice: &DeviceChoice,
+) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
     let backends = choice.backend.backends();
     let instance = instance(backends);
     let adapter = match &choice.adapter {

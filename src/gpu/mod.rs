@@ -1,32 +1,36 @@
 //! The GPU path, in the order a split flows through it:
 //!
-//! 1. [`output_layout`]: where each output lives in the output region.
-//! 2. [`route`] (pure): buffer copies, the [`texture`] route, or the [`gather`] dispatch.
-//! 3. `record` ([`GpuSplitter::encode`]): checks the caller's buffers ([`region`]), chooses the
+//! 1. `output_layout`: where each output lives in the output region.
+//! 2. `route` (pure): buffer copies, the `texture` route, or the `gather` dispatch.
+//! 3. `record` (`GpuSplitter::encode`): checks the caller's buffers (`region`), chooses the
 //!    route and records it into the caller's encoder.
-//!    `separate` ([`GpuSplitter::encode_to_regions`]) does the same for outputs in buffers of
+//!    `separate` ([`Outputs::Regions`]) does the same for outputs in buffers of
 //!    the caller's choosing.
 //! 4. `run` ([`GpuSplitter::run`]): the host round trip (upload, `encode`, read back), written
 //!    on top of the public `encode`.
 //!
-//! [`device`] opens devices and captures wgpu's errors. [`GpuSplitter`] (`splitter.rs`) owns
+//! `device` opens devices and captures wgpu's errors. `GpuSplitter` (`splitter.rs`) owns
 //! (a handle to) a device, its compiled pipeline and the caches shared by its clones; `record`
 //! and `run` are its methods for those two steps.
 
-pub mod device;
-pub mod gather;
-pub mod output_layout;
+mod cache;
+pub(crate) mod device;
+pub(crate) mod gather;
+pub(crate) mod output_layout;
 mod prepared;
 mod record;
-pub mod region;
-pub mod route;
+pub(crate) mod region;
+pub(crate) mod route;
 mod route_cache;
 mod run;
 mod separate;
-mod splitter;
+pub(crate) mod splitter;
 mod stream;
-pub mod texture;
+pub(crate) mod texture;
 
+pub use device::{list_adapters, open_device, AdapterPick, BackendChoice, DeviceChoice};
+pub use output_layout::{OutputLayout, OutputRange};
 pub use prepared::PreparedSplit;
-pub use record::EncodedSplit;
-pub use splitter::{gather_defaults, multi_output_group_limit, GpuSplitter};
+pub use record::{input_binding_size, EncodedSplit};
+pub use region::{BufferRegion, Outputs};
+pub use splitter::{GpuSplitter, SplitOptions};

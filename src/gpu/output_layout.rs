@@ -112,7 +112,7 @@ impl OutputLayout {
     /// output of the output's size, offsets at multiples of `alignment` (a power of two, at
     /// least 16) in output order without overlap, and `total_bytes` a multiple of 4 that
     /// holds them all. A layout from [`OutputLayout::new`] always passes; one built by hand is
-    /// checked before [`GpuSplitter::encode_with_layout`](crate::GpuSplitter::encode_with_layout)
+    /// checked before [`Outputs::Placed`](crate::Outputs)
     /// records anything.
     pub fn check(&self, plan: &SplitPlan, dtype: DType) -> Result<()> {
         let bad = |rule: String| Err(SplitError::BadBuffer(format!("output layout: {rule}")));

@@ -3,10 +3,10 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped_async, LossProbe};
-use crate::gpu::gather::record::{record_bound, BoundDispatch, Outputs};
+use crate::gpu::gather::record::{record_bound, BoundDispatch, Targets};
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::record::EncodedSplit;
-use crate::gpu::region::BufferRegion;
+use crate::gpu::region::{BufferRegion, Outputs};
 use crate::gpu::route::{self, BufferCopy, Route};
 use crate::gpu::route_cache::{KeptRoute, RouteKey};
 use crate::gpu::splitter::GpuSplitter;
@@ -20,9 +20,7 @@ use std::sync::Arc;
 /// the route, the gather's tables and bind groups, the scratch texture. A graph runtime that
 /// runs the same split node on the same buffers again and again prepares it once
 /// ([`GpuSplitter::prepare`]) and records it each time with [`PreparedSplit::encode`], which
-/// does no planning and creates nothing. On this project's CPU adapters, recording the spec
-/// split and finishing the encoder took 6 to 7 us prepared, against 10 to 15 us through
-/// `encode` (warm, 20,000 times in a row).
+/// does no planning and creates nothing (`docs/performance.md` compares the two).
 ///
 /// It holds the buffers it was prepared with (its bind groups and copies name them): they stay
 /// allocated while it lives, even if the caller drops its own handles. A buffer destroyed
@@ -33,15 +31,14 @@ use std::sync::Arc;
 pub struct PreparedSplit {
     device: wgpu::Device,
     probe: Arc<LossProbe>,
-    commands: Commands,
-    encoded: EncodedSplit,
+    /// Recorded in order; none when every output is empty.
+    pub(crate) commands: Vec<Commands>,
+    pub(crate) encoded: EncodedSplit,
 }
 
-/// The commands of a prepared split, by route.
+/// The commands of one route of a prepared split.
 #[derive(Debug, Clone)]
-enum Commands {
-    /// Every output is empty.
-    Nothing,
+pub(crate) enum Commands {
     /// `copy_buffer_to_buffer` commands between the caller's buffers.
     BufferCopies {
         input: wgpu::Buffer,
@@ -84,10 +81,29 @@ impl PreparedSplit {
         Ok(self.encoded)
     }
 
+    /// Adds `part`'s commands after these, and its counts to these; the layout stays.
+    pub(crate) fn append(&mut self, part: PreparedSplit) {
+        self.commands.extend(part.commands);
+        self.encoded.dispatches += part.encoded.dispatches;
+        self.encoded.buffer_copies += part.encoded.buffer_copies;
+        self.encoded.texture_copies += part.encoded.texture_copies;
+    }
+
     /// Records the commands into `encoder`.
     async fn record(&self, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        match &self.commands {
-            Commands::Nothing => {}
+        for commands in &self.commands {
+            self.record_one(encoder, commands).await?;
+        }
+        Ok(())
+    }
+
+    /// Records one route's commands into `encoder`.
+    async fn record_one(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        commands: &Commands,
+    ) -> Result<()> {
+        match commands {
             Commands::BufferCopies {
                 input,
                 output,
@@ -124,19 +140,18 @@ impl PreparedSplit {
 }
 
 impl GpuSplitter {
-    /// Prepares the split of `plan` from `input` into `output`, placed at the device's storage
-    /// offset alignment ([`GpuSplitter::output_layout`]): the checks, the route and the bind
-    /// groups of [`GpuSplitter::encode`], once. Misuse comes back as a [`SplitError`] here,
-    /// as it would from `encode`.
+    /// Prepares the split of `plan` from `input` into `outputs`: the checks, the route and the
+    /// bind groups of [`GpuSplitter::encode`], once. Misuse comes back as a [`SplitError`]
+    /// here, as it would from `encode`.
     pub fn prepare(
         &self,
         plan: &SplitPlan,
         dtype: DType,
         input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
+        outputs: Outputs<'_>,
     ) -> Result<PreparedSplit> {
         // The error scopes of native wgpu are ready at once: this does not wait.
-        pollster::block_on(self.prepare_async(plan, dtype, input, output))
+        pollster::block_on(self.prepare_async(plan, dtype, input, outputs))
     }
 
     /// [`GpuSplitter::prepare`] for async callers, as [`GpuSplitter::encode_async`].
@@ -145,44 +160,25 @@ impl GpuSplitter {
         plan: &SplitPlan,
         dtype: DType,
         input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
+        outputs: Outputs<'_>,
     ) -> Result<PreparedSplit> {
-        let layout = self.output_layout(plan, dtype)?;
-        self.prepare_placed(plan, dtype, input, output, layout)
-            .await
+        match outputs {
+            Outputs::Region(output) => {
+                let layout = self.output_layout(plan, dtype)?;
+                self.prepare_placed(plan, dtype, input, output, layout)
+                    .await
+            }
+            Outputs::Placed(output, layout) => {
+                layout.check(plan, dtype)?;
+                self.prepare_placed(plan, dtype, input, output, layout.clone())
+                    .await
+            }
+            Outputs::Regions(regions) => self.prepare_regions(plan, dtype, input, regions).await,
+        }
     }
 
-    /// [`GpuSplitter::prepare`] with the outputs placed by `layout`, as
-    /// [`GpuSplitter::encode_with_layout`]; a layout built by hand is checked first.
-    pub fn prepare_with_layout(
-        &self,
-        plan: &SplitPlan,
-        dtype: DType,
-        input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
-        layout: OutputLayout,
-    ) -> Result<PreparedSplit> {
-        // The error scopes of native wgpu are ready at once: this does not wait.
-        pollster::block_on(self.prepare_with_layout_async(plan, dtype, input, output, layout))
-    }
-
-    /// [`GpuSplitter::prepare_with_layout`] for async callers, as
-    /// [`GpuSplitter::encode_async`].
-    pub async fn prepare_with_layout_async(
-        &self,
-        plan: &SplitPlan,
-        dtype: DType,
-        input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
-        layout: OutputLayout,
-    ) -> Result<PreparedSplit> {
-        layout.check(plan, dtype)?;
-        self.prepare_placed(plan, dtype, input, output, layout)
-            .await
-    }
-
-    /// [`GpuSplitter::prepare_with_layout`] for a layout this crate placed itself, which needs
-    /// no check; async.
+    /// [`GpuSplitter::prepare`] into one region, placed by `layout`, which was checked or
+    /// placed by this crate.
     pub(crate) async fn prepare_placed(
         &self,
         plan: &SplitPlan,
@@ -240,6 +236,21 @@ impl GpuSplitter {
         }
     }
 
+    /// A split of outputs placed by `layout` that records nothing yet.
+    pub(crate) fn prepare_nothing(&self, layout: OutputLayout) -> PreparedSplit {
+        PreparedSplit {
+            device: self.device.clone(),
+            probe: self.probe.clone(),
+            commands: Vec::new(),
+            encoded: EncodedSplit {
+                layout,
+                dispatches: 0,
+                buffer_copies: 0,
+                texture_copies: 0,
+            },
+        }
+    }
+
     /// Prepares `route`, with `tables` for the gather's dispatches
     /// ([`GpuSplitter::upload_tables`]) and `scratch` for the texture route: the gather's bind
     /// groups are made here.
@@ -252,36 +263,32 @@ impl GpuSplitter {
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
     ) -> Result<PreparedSplit> {
-        let mut encoded = EncodedSplit {
-            layout,
-            dispatches: 0,
-            buffer_copies: 0,
-            texture_copies: 0,
-        };
+        let mut prepared = self.prepare_nothing(layout);
+        let encoded = &mut prepared.encoded;
         let commands = match (route, scratch) {
             (Route::BufferCopies(copies), _) => {
                 encoded.buffer_copies = copies.len() as u32;
-                Commands::BufferCopies {
+                Some(Commands::BufferCopies {
                     input: input.buffer.clone(),
                     output: output.buffer.clone(),
                     copies: copies.clone(),
-                }
+                })
             }
             (Route::Texture(plan), Some(scratch)) => {
                 encoded.texture_copies = plan.commands() as u32;
-                Commands::Texture {
+                Some(Commands::Texture {
                     plan: plan.clone(),
                     scratch,
                     input: input.buffer.clone(),
                     output: output.buffer.clone(),
-                }
+                })
             }
             (Route::Texture(_), None) => {
                 return Err(SplitError::Device(
                     "the texture route was chosen without a scratch texture".into(),
                 ))
             }
-            (Route::Gather(dispatches), _) if dispatches.is_empty() => Commands::Nothing,
+            (Route::Gather(dispatches), _) if dispatches.is_empty() => None,
             (Route::Gather(dispatches), _) => {
                 let bound = self
                     .gather
@@ -290,19 +297,15 @@ impl GpuSplitter {
                         dispatches,
                         tables,
                         &input,
-                        Outputs::Region(&output),
+                        Targets::Region(&output),
                         None,
                     )
                     .await?;
                 encoded.dispatches = dispatches.len() as u32;
-                Commands::Gather(bound)
+                Some(Commands::Gather(bound))
             }
         };
-        Ok(PreparedSplit {
-            device: self.device.clone(),
-            probe: self.probe.clone(),
-            commands,
-            encoded,
-        })
+        prepared.commands.extend(commands);
+        Ok(prepared)
     }
 }

@@ -4,7 +4,7 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::abi::{binding_bytes, window_limit};
 use crate::gpu::output_layout::OutputLayout;
-use crate::gpu::region::BufferRegion;
+use crate::gpu::region::{BufferRegion, Outputs};
 use crate::gpu::route::{self, DeviceCaps, Regions, Route, RouteChoice};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::bytes::ByteRows;
@@ -25,14 +25,15 @@ pub struct EncodedSplit {
     pub texture_copies: u32,
 }
 
-impl GpuSplitter {
-    /// Bytes the input buffer must hold from its offset: the input's bytes rounded up to 4 (what
-    /// WebGPU asks of a storage binding), at least 4.
-    pub fn input_binding_size(plan: &SplitPlan, dtype: DType) -> Result<u64> {
-        Ok(binding_bytes(byte_count(plan.input_shape(), dtype)? as u64))
-    }
+/// Bytes the input buffer must hold from its offset for a split of `plan`: the input's bytes
+/// rounded up to 4 (what WebGPU asks of a storage binding), at least 4.
+pub fn input_binding_size(plan: &SplitPlan, dtype: DType) -> Result<u64> {
+    Ok(binding_bytes(byte_count(plan.input_shape(), dtype)? as u64))
+}
 
-    /// Records the split into `encoder` without submitting it.
+impl GpuSplitter {
+    /// Records the split into `encoder` without submitting it, writing the outputs where
+    /// `outputs` says ([`Outputs`]), and returns where each output went.
     ///
     /// Misuse comes back as a [`SplitError`] before anything is recorded: a region with the
     /// wrong usage, size or offset alignment, input and output in one buffer, a destroyed
@@ -47,27 +48,21 @@ impl GpuSplitter {
     /// where no buffer has that index, otherwise, silently, another buffer of this device).
     /// `tests/errors.rs` checks each symptom.
     ///
-    /// The input and the output may not share a buffer, even in ranges that do not overlap:
+    /// The input and the outputs may not share a buffer, even in ranges that do not overlap:
     /// wgpu binds a buffer either read-only or writable within one dispatch. An engine whose
     /// arena allocator keeps every tensor in one buffer gives the split's input its own
     /// buffer (or a second arena), or copies it out first.
     ///
-    /// `input` holds the C-order input bytes (at least [`GpuSplitter::input_binding_size`]
-    /// bytes from its offset, usage STORAGE: the input's size rounded up to 4). `output`
-    /// receives every output at the offsets of the returned layout, relative to
-    /// `output.offset` (at least `layout.total_bytes` bytes, usage STORAGE: the last output's
-    /// end rounded up to 4). No byte outside the outputs is written: the bytes between outputs,
-    /// and after the last one, keep their values (an output whose size is not a multiple of 4
-    /// has its last word read and written back with the bytes after it unchanged, so nothing
-    /// else may write those bytes in the same submission's split).
+    /// `input` holds the C-order input bytes (at least [`input_binding_size`] bytes from its
+    /// offset, usage STORAGE: the input's size rounded up to 4).
     ///
     /// Normally this is one compute dispatch for all outputs. When the buffers allow copies
-    /// (COPY_SRC on the input, COPY_DST on the output), copy commands replace it where they are
-    /// cheaper ([`route`]): `copy_buffer_to_buffer` where the outputs are a few long,
+    /// (COPY_SRC on the input, COPY_DST on the outputs), copy commands replace it where they
+    /// are cheaper (`route`): `copy_buffer_to_buffer` where the outputs are a few long,
     /// word-aligned contiguous runs of the input (whole outputs, or output rows), and on CPU
     /// adapters a buffer-to-texture-to-buffer round trip per band of rows where rows and stride
-    /// are multiples of 256 bytes ([`crate::gpu::texture`]). Tensors larger than one storage
-    /// binding are dispatched in parts. Nothing is recorded when every output is empty.
+    /// are multiples of 256 bytes. Tensors larger than one storage binding are dispatched in
+    /// parts. Nothing is recorded when every output is empty.
     ///
     /// This is [`GpuSplitter::prepare`] and [`PreparedSplit::encode`](crate::PreparedSplit::encode)
     /// in one call: a caller that records the same split on the same buffers again and again
@@ -78,10 +73,10 @@ impl GpuSplitter {
         plan: &SplitPlan,
         dtype: DType,
         input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
+        outputs: Outputs<'_>,
     ) -> Result<EncodedSplit> {
         // The error scopes of native wgpu are ready at once: this does not wait.
-        pollster::block_on(self.encode_async(encoder, plan, dtype, input, output))
+        pollster::block_on(self.encode_async(encoder, plan, dtype, input, outputs))
     }
 
     /// [`GpuSplitter::encode`] for async callers: wgpu's error scopes are awaited, never
@@ -92,59 +87,9 @@ impl GpuSplitter {
         plan: &SplitPlan,
         dtype: DType,
         input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
+        outputs: Outputs<'_>,
     ) -> Result<EncodedSplit> {
-        let layout = self.output_layout(plan, dtype)?;
-        self.encode_placed(encoder, plan, dtype, input, output, layout)
-            .await
-    }
-
-    /// [`GpuSplitter::encode`] with the outputs placed by `layout` instead of the device's
-    /// storage offset alignment: for example [`OutputLayout::packed`] (16 bytes), where 10,000
-    /// outputs of 12 bytes take 160 KB instead of 2.5 MB at a 256-byte alignment. A layout built
-    /// by hand is checked first ([`OutputLayout::check`]).
-    pub fn encode_with_layout(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &SplitPlan,
-        dtype: DType,
-        input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
-        layout: OutputLayout,
-    ) -> Result<EncodedSplit> {
-        // The error scopes of native wgpu are ready at once: this does not wait.
-        pollster::block_on(
-            self.encode_with_layout_async(encoder, plan, dtype, input, output, layout),
-        )
-    }
-
-    /// [`GpuSplitter::encode_with_layout`] for async callers, as [`GpuSplitter::encode_async`].
-    pub async fn encode_with_layout_async(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &SplitPlan,
-        dtype: DType,
-        input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
-        layout: OutputLayout,
-    ) -> Result<EncodedSplit> {
-        layout.check(plan, dtype)?;
-        self.encode_placed(encoder, plan, dtype, input, output, layout)
-            .await
-    }
-
-    /// [`GpuSplitter::encode_with_layout_async`] for a layout this crate placed itself, which
-    /// needs no check: prepared ([`GpuSplitter::prepare`]) and recorded at once.
-    pub(crate) async fn encode_placed(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &SplitPlan,
-        dtype: DType,
-        input: BufferRegion<'_>,
-        output: BufferRegion<'_>,
-        layout: OutputLayout,
-    ) -> Result<EncodedSplit> {
-        self.prepare_placed(plan, dtype, input, output, layout)
+        self.prepare_async(plan, dtype, input, outputs)
             .await?
             .encode_once(encoder)
             .await
@@ -184,7 +129,7 @@ impl GpuSplitter {
     }
 
     /// Checks the input region of a split of `plan`: usage STORAGE, the storage offset
-    /// alignment, and [`GpuSplitter::input_binding_size`] bytes.
+    /// alignment, and [`input_binding_size`] bytes.
     pub(crate) fn check_input(
         &self,
         input: &BufferRegion<'_>,
@@ -192,7 +137,7 @@ impl GpuSplitter {
         dtype: DType,
     ) -> Result<()> {
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let needed = Self::input_binding_size(plan, dtype)?;
+        let needed = input_binding_size(plan, dtype)?;
         let rule = format!(
             "its {} bytes rounded up to 4",
             byte_count(plan.input_shape(), dtype)?

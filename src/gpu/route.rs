@@ -6,8 +6,8 @@
 //! COPY_DST on the output). Each command has a fixed cost, a texture copy's
 //! [`texture_command_cost`] times a buffer copy's, so the cheaper plan of copies wins; the
 //! gather takes everything else. On GPUs the gather runs at the copy kernel's speed, and
-//! copy commands are no faster (an H100 through Vulkan moved 64 MiB with one
-//! `copy_buffer_to_buffer` at 0.40 of the copy kernel's rate), so it takes every split there.
+//! copy commands are no faster (`docs/performance.md`, "On a GPU"), so it takes every split
+//! there.
 
 use crate::error::Result;
 use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherTuning};
@@ -23,7 +23,7 @@ pub const MAX_BUFFER_COPIES: u64 = 64;
 /// Below this average copy size, one dispatch wins.
 pub const MIN_AVERAGE_COPY: u64 = 1 << 10;
 
-/// Which routes a splitter may take ([`crate::GpuSplitter::with_route`]).
+/// Which routes a splitter may take ([`SplitOptions::route`](crate::SplitOptions)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RouteChoice {
     /// The cheapest route for the device: copy commands where they beat the gather (CPU

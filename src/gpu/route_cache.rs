@@ -8,18 +8,20 @@
 //! numbers and this crate's own table buffers, never a caller's buffer: keeping it changes
 //! neither which buffers stay alive nor which errors `encode` reports.
 
+use crate::gpu::cache::Lru;
 use crate::gpu::output_layout::OutputLayout;
 use crate::gpu::route::{DeviceCaps, Regions, Route};
 use crate::plan::SplitPlan;
 use crate::DType;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Routes kept at most; the least recently used goes first.
 const MAX_ROUTES: usize = 32;
 
-/// Plans with more outputs are not kept: comparing them costs more, and their dispatches
-/// outweigh the planning.
-const MAX_KEPT_OUTPUTS: usize = 256;
+/// Outputs of all kept routes together at most: a kept route holds its plan, layout and
+/// tables, in proportion to its outputs. A plan of any size up to this is kept, so a repeated
+/// split of thousands of outputs is not planned again.
+const MAX_KEPT_OUTPUTS: usize = 1 << 19;
 
 /// Everything a route depends on, borrowed from the split at hand.
 #[derive(Debug, Clone, Copy)]
@@ -39,34 +41,30 @@ pub(crate) struct KeptRoute {
 }
 
 /// The cache; shared by a splitter's clones, whose settings are part of every key.
-#[derive(Debug, Default)]
-pub(crate) struct RouteCache {
-    state: Mutex<CacheState>,
-}
-
-#[derive(Debug, Default)]
-struct CacheState {
-    kept: Vec<Kept>,
-    /// Counts lookups; stands in for time.
-    clock: u64,
-}
-
-/// One kept route, with its key owned and when it was last used.
 #[derive(Debug)]
-struct Kept {
+pub(crate) struct RouteCache(Lru<OwnedKey, Arc<KeptRoute>>);
+
+impl Default for RouteCache {
+    fn default() -> Self {
+        Self(Lru::new(MAX_ROUTES, MAX_KEPT_OUTPUTS))
+    }
+}
+
+/// A [`RouteKey`], owned.
+#[derive(Debug)]
+struct OwnedKey {
     plan: SplitPlan,
     dtype: DType,
     layout: OutputLayout,
     regions: Regions,
     caps: DeviceCaps,
-    route: Arc<KeptRoute>,
-    used: u64,
 }
 
-impl Kept {
+impl OwnedKey {
     fn matches(&self, key: &RouteKey<'_>) -> bool {
         // The cheap fields first: most misses differ there.
         (self.dtype, self.regions, self.caps) == (key.dtype, key.regions, key.caps)
+            && self.plan.num_outputs() == key.plan.num_outputs()
             && self.plan == *key.plan
             && self.layout == *key.layout
     }
@@ -75,43 +73,20 @@ impl Kept {
 impl RouteCache {
     /// The route kept for `key`, if any.
     pub(crate) fn get(&self, key: &RouteKey<'_>) -> Option<Arc<KeptRoute>> {
-        let mut state = self.lock();
-        state.clock += 1;
-        let clock = state.clock;
-        let kept = state.kept.iter_mut().find(|k| k.matches(key))?;
-        kept.used = clock;
-        Some(kept.route.clone())
+        self.0.get(|k| k.matches(key))
     }
 
-    /// Keeps `route` for `key`, unless the plan is too large to be worth it.
+    /// Keeps `route` for `key`.
     pub(crate) fn insert(&self, key: &RouteKey<'_>, route: Arc<KeptRoute>) {
-        if key.plan.num_outputs() > MAX_KEPT_OUTPUTS {
-            return;
-        }
-        let mut state = self.lock();
-        state.clock += 1;
-        let used = state.clock;
-        state.kept.retain(|k| !k.matches(key));
-        if state.kept.len() >= MAX_ROUTES {
-            if let Some(oldest) = (0..state.kept.len()).min_by_key(|&i| state.kept[i].used) {
-                state.kept.swap_remove(oldest);
-            }
-        }
-        state.kept.push(Kept {
+        let owned = OwnedKey {
             plan: key.plan.clone(),
             dtype: key.dtype,
             layout: key.layout.clone(),
             regions: key.regions,
             caps: key.caps,
-            route,
-            used,
-        });
-    }
-
-    /// The state; a panic elsewhere while it was held leaves it consistent, so a poisoned
-    /// lock is taken as is.
-    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        };
+        let weight = key.plan.num_outputs().max(1);
+        self.0.insert(owned, route, weight, |k| k.matches(key));
     }
 }
 
@@ -202,7 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_is_bounded_and_keeps_no_large_plan() {
+    fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
         let cache = RouteCache::default();
         let plans: Vec<SplitPlan> = (1..=MAX_ROUTES + 1)
             .map(|n| SplitPlan::from_lengths(&[n], 0, &[n], true).unwrap())
@@ -232,6 +207,16 @@ mod tests {
         assert!(cache.get(&key(1)).is_none());
         assert!(cache.get(&key(MAX_ROUTES)).is_some());
 
+        let many = SplitPlan::from_lengths(&[4096], 0, &[1; 4096], true).unwrap();
+        let many_layout = OutputLayout::packed(&many, DType::U8).unwrap();
+        let many_key = RouteKey {
+            plan: &many,
+            layout: &many_layout,
+            ..key(0)
+        };
+        cache.insert(&many_key, kept());
+        assert!(cache.get(&many_key).is_some(), "4,096 outputs are kept");
+
         let n = MAX_KEPT_OUTPUTS + 1;
         let large = SplitPlan::from_lengths(&[n], 0, &vec![1; n], true).unwrap();
         let layout = OutputLayout::packed(&large, DType::U8).unwrap();
@@ -241,6 +226,9 @@ mod tests {
             ..key(0)
         };
         cache.insert(&large_key, kept());
-        assert!(cache.get(&large_key).is_none());
+        assert!(
+            cache.get(&large_key).is_none(),
+            "heavier than the whole cache"
+        );
     }
 }

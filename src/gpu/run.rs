@@ -1,4 +1,4 @@
-//! The host round trip: upload the input, [`GpuSplitter::encode_with_layout`], read the
+//! The host round trip: upload the input, [`GpuSplitter::encode`] (outputs packed), read the
 //! outputs back.
 
 use crate::error::{Result, SplitError};
@@ -6,7 +6,7 @@ use crate::gpu::device::scoped_async;
 use crate::gpu::gather::abi::window_limit;
 use crate::gpu::gather::plan::fits_one_dispatch;
 use crate::gpu::output_layout::OutputLayout;
-use crate::gpu::record::EncodedSplit;
+use crate::gpu::record::{input_binding_size, EncodedSplit};
 use crate::gpu::region::BufferRegion;
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
@@ -18,28 +18,15 @@ impl GpuSplitter {
     /// proportion to the data, even for 100,000 tiny outputs) where one dispatch covers the
     /// split, bindable offsets where it must be cut into parts. Fails before any allocation
     /// if the input or the outputs exceed the device's `max_buffer_size`.
-    pub fn host_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
+    pub(crate) fn host_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
         let input_bytes = byte_count(plan.input_shape(), dtype)? as u64;
         let packed = OutputLayout::packed(plan, dtype)?;
-        let layout =
-            if fits_one_dispatch(input_bytes, packed.total_bytes, window_limit(&self.limits)) {
-                packed
-            } else {
-                self.output_layout(plan, dtype)?
-            };
-        let input_binding = Self::input_binding_size(plan, dtype)?;
-        for (what, bytes) in [
-            ("input", input_binding),
-            ("output region", layout.total_bytes),
-        ] {
-            if bytes > self.limits.max_buffer_size {
-                return Err(SplitError::TooLarge(format!(
-                    "{what} of {bytes} bytes exceeds the device's max_buffer_size of {} bytes",
-                    self.limits.max_buffer_size
-                )));
-            }
+        if fits_one_dispatch(input_bytes, packed.total_bytes, window_limit(&self.limits)) {
+            self.check_buffer_sizes(plan, dtype, &packed)?;
+            Ok(packed)
+        } else {
+            self.output_layout(plan, dtype)
         }
-        Ok(layout)
     }
 
     /// Uploads `input`, splits it as `plan` says and reads every output back.
@@ -86,7 +73,7 @@ impl GpuSplitter {
         let dtype = input.dtype();
         plan.check_input_shape(input.shape())?;
         let layout = self.host_layout(plan, dtype)?;
-        let in_size = Self::input_binding_size(plan, dtype)?;
+        let in_size = input_binding_size(plan, dtype)?;
         let buffers = HostBuffers::new(&self.device, in_size, layout.total_bytes, true).await?;
         {
             // A lost device makes buffers that cannot be mapped: say so, rather than name the
@@ -118,14 +105,15 @@ impl GpuSplitter {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         let encoded = self
-            .encode_placed(
-                &mut encoder,
+            .prepare_placed(
                 plan,
                 dtype,
                 region(&buffers.input),
                 region(&buffers.output),
                 layout,
             )
+            .await?
+            .encode_once(&mut encoder)
             .await?;
         let total = encoded.layout.total_bytes;
         scoped_async(&self.device, "submitting the split", || {

@@ -3,9 +3,9 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::abi::{binding_bytes, window_limit, UNIT_BYTES};
 use crate::gpu::gather::plan::multi_output_dispatch;
-use crate::gpu::gather::record::Outputs;
+use crate::gpu::gather::record::{BoundDispatch, Targets};
 use crate::gpu::output_layout::{OutputLayout, OutputRange};
-use crate::gpu::record::EncodedSplit;
+use crate::gpu::prepared::{Commands, PreparedSplit};
 use crate::gpu::region::BufferRegion;
 use crate::gpu::route::Route;
 use crate::gpu::splitter::{multi_output_group_limit, GpuSplitter};
@@ -15,49 +15,14 @@ use crate::DType;
 use std::collections::BTreeMap;
 
 impl GpuSplitter {
-    /// [`GpuSplitter::encode`] with one region per output, each in any buffer: the engine
-    /// allocates every tensor itself.
-    ///
-    /// Output `i` needs STORAGE and `plan.output_bytes(i)` rounded up to 4 bytes from its
-    /// offset (what WebGPU asks of a storage binding), at the storage offset alignment: a
-    /// tensor of the engine's exact size. No byte outside the outputs is written, so tensors
-    /// packed right after an output keep their bytes. Regions in one buffer must not overlap;
-    /// the regions of empty outputs are not touched. Outputs that share a buffer move together
-    /// (copy commands where the buffers allow them and they are cheaper, else the gather).
-    ///
-    /// Buffers the gather writes are bound together, [`GpuSplitter::output_bindings`] of them
-    /// per dispatch, so `n` buffers take `n / bindings` dispatches, rounded up; on CPU adapters
-    /// only buffers of up to 4 KiB of outputs are ([`crate::gpu::multi_output_group_limit`]).
-    /// The number comes from the device's `max_storage_buffers_per_shader_stage`, less the
-    /// three the table and the input take, halved (each output buffer is bound as units and
-    /// as words), at most 32: 14 on lavapipe and 6 on llvmpipe GL opened with their adapters'
-    /// limits ([`GpuSplitter::open`] does), but 1 on a device opened with
-    /// `wgpu::Limits::downlevel_defaults()` (4 storage buffers) and 2 with
-    /// `wgpu::Limits::default()` (8). An engine that splits into many buffers requests the
-    /// adapter's `max_storage_buffers_per_shader_stage` when it opens its device (for
-    /// example `required_limits: adapter.limits()`). The returned layout gives each output's
-    /// offset in its own buffer.
-    pub fn encode_to_regions(
+    /// [`GpuSplitter::prepare`] with one region per output ([`Outputs::Regions`]).
+    pub(crate) async fn prepare_regions(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
         plan: &SplitPlan,
         dtype: DType,
         input: BufferRegion<'_>,
         outputs: &[BufferRegion<'_>],
-    ) -> Result<EncodedSplit> {
-        // Native wgpu's error scopes are ready at once: this does not wait.
-        pollster::block_on(self.encode_to_regions_async(encoder, plan, dtype, input, outputs))
-    }
-
-    /// [`GpuSplitter::encode_to_regions`] for async callers, as [`GpuSplitter::encode_async`].
-    pub async fn encode_to_regions_async(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &SplitPlan,
-        dtype: DType,
-        input: BufferRegion<'_>,
-        outputs: &[BufferRegion<'_>],
-    ) -> Result<EncodedSplit> {
+    ) -> Result<PreparedSplit> {
         if outputs.len() != plan.num_outputs() {
             return Err(SplitError::BadBuffer(format!(
                 "{} output regions for {} outputs",
@@ -97,19 +62,14 @@ impl GpuSplitter {
             };
             groups.entry(region.buffer).or_default().push(k);
         }
-        let mut encoded = EncodedSplit {
-            layout: OutputLayout {
-                total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
-                ranges: ranges.clone(),
-                alignment: align.max(UNIT_BYTES),
-            },
-            dispatches: 0,
-            buffer_copies: 0,
-            texture_copies: 0,
-        };
+        let mut prepared = self.prepare_nothing(OutputLayout {
+            total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
+            ranges: ranges.clone(),
+            alignment: align.max(UNIT_BYTES),
+        });
         // Buffers whose outputs take one gather dispatch each are gathered up, up to
         // `bindings` of them per dispatch of the multi-output build.
-        let bindings = self.output_bindings();
+        let bindings = self.output_bindings;
         let mut gathered: Vec<Group<'_>> = Vec::new();
         // One window over a buffer's outputs, from the first offset, while their offsets stay
         // whole units apart (the gather addresses outputs by unit); a new window where not.
@@ -170,21 +130,17 @@ impl GpuSplitter {
                 continue;
             }
             let tables = self.upload_tables(&route).await?;
-            let recorded = self
+            let part = self
                 .prepare_chosen(&route, &tables, scratch, layout, input, region)
-                .await?
-                .encode_once(encoder)
                 .await?;
-            encoded.dispatches += recorded.dispatches;
-            encoded.buffer_copies += recorded.buffer_copies;
-            encoded.texture_copies += recorded.texture_copies;
+            prepared.append(part);
         }
         for batch in gathered.chunks(bindings as usize) {
-            self.record_multi_output(encoder, &bytes, batch, input)
-                .await?;
-            encoded.dispatches += 1;
+            let bound = self.bind_multi_output(&bytes, batch, input).await?;
+            prepared.encoded.dispatches += 1;
+            prepared.commands.push(Commands::Gather(bound));
         }
-        Ok(encoded)
+        Ok(prepared)
     }
 }
 
@@ -197,15 +153,14 @@ struct Group<'a> {
 }
 
 impl GpuSplitter {
-    /// Records one dispatch of the multi-output build writing the outputs of every group in
+    /// Binds one dispatch of the multi-output build writing the outputs of every group in
     /// `batch`, group `j` through output binding `j`.
-    async fn record_multi_output(
+    async fn bind_multi_output(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
         bytes: &ByteRows,
         batch: &[Group<'_>],
         input: BufferRegion<'_>,
-    ) -> Result<()> {
+    ) -> Result<Vec<BoundDispatch>> {
         // The batch's outputs on their own, group after group, as `subset` numbers them.
         let keep = batch.iter().flat_map(|g| g.members.iter().copied());
         let layout = OutputLayout {
@@ -236,13 +191,12 @@ impl GpuSplitter {
             .await?;
         let pipeline = self.multi_output_pipeline(batch.len() as u32).await?;
         pipeline
-            .record(
+            .bind(
                 &self.device,
-                encoder,
                 std::slice::from_ref(&dispatch),
                 &tables,
                 &input,
-                Outputs::Windows(&windows),
+                Targets::Windows(&windows),
                 None,
             )
             .await

@@ -1,7 +1,7 @@
 //! [`GpuSplitter`]: a device, its compiled pipeline and the caches its clones share.
 
-use crate::error::Result;
-use crate::gpu::device::{self, BackendChoice, DeviceChoice};
+use crate::error::{Result, SplitError};
+use crate::gpu::device::{self, DeviceChoice};
 use crate::gpu::gather::abi::MAX_DST_BINDINGS;
 use crate::gpu::gather::plan::{
     GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
@@ -9,6 +9,7 @@ use crate::gpu::gather::plan::{
 use crate::gpu::gather::record::GatherPipeline;
 use crate::gpu::gather::tables::TableCache;
 use crate::gpu::output_layout::{OutputLayout, OutputRange};
+use crate::gpu::record::input_binding_size;
 use crate::gpu::route::RouteChoice;
 use crate::gpu::route_cache::RouteCache;
 use crate::gpu::texture::record::Scratch;
@@ -20,16 +21,16 @@ use std::sync::{Arc, Mutex};
 
 /// How the gather spreads a split over its lanes, by device type and backend.
 ///
-/// On CPU adapters (lavapipe, llvmpipe) every invocation carries a fixed cost, so each lane
-/// writes a long run: against the vec4 copy kernel on lavapipe, runs of 128, 512 and 2,048
-/// units took word_odd from 0.74 to 0.81 and 0.90, bytes_odd from 0.75 to 0.79 and 0.83
-/// (8,192 cost qkv a fifth). Small splits spread over two workgroups on Vulkan
-/// ([`SPREAD_TWO_WORKGROUPS`]) and stay in one through GL ([`SPREAD_ONE_WORKGROUP`]), as
-/// measured on Mesa's two drivers. On GPUs consecutive lanes write consecutive units, 4 steps
-/// per lane, so a block of 16 KiB pays for one table lookup; unaligned rows are staged and
-/// short word rows scattered ([`GatherMode::Coalesced`]), the layouts whose traced memory
-/// figures are a copy's.
-pub fn gather_defaults(device_type: wgpu::DeviceType, backend: wgpu::Backend) -> GatherTuning {
+/// On CPU adapters every invocation carries a fixed cost, so each lane writes a long run of
+/// units ([`GatherMode::Runs`]); small splits spread over two workgroups on Vulkan
+/// ([`SPREAD_TWO_WORKGROUPS`]) and stay in one through GL ([`SPREAD_ONE_WORKGROUP`]). On GPUs
+/// consecutive lanes write consecutive units, 4 steps per lane, so a block pays for one table
+/// lookup ([`GatherMode::Coalesced`]). The figures behind each choice are in
+/// `docs/performance.md` ("CPU adapters" and "How the GPU layouts were chosen").
+pub(crate) fn gather_defaults(
+    device_type: wgpu::DeviceType,
+    backend: wgpu::Backend,
+) -> GatherTuning {
     match (device_type, backend) {
         (wgpu::DeviceType::Cpu, backend) => GatherTuning {
             mode: GatherMode::Runs,
@@ -47,14 +48,13 @@ pub fn gather_defaults(device_type: wgpu::DeviceType, backend: wgpu::Backend) ->
     }
 }
 
-/// The largest buffer's worth of outputs `encode_to_regions` binds together with other
-/// buffers in one dispatch of the multi-output build, by device type. That build picks each
-/// store's binding with a switch, which a GPU takes uniformly per workgroup; a CPU adapter runs
-/// every case under a lane mask. On lavapipe, 64 buffers of 15 bytes took 0.64 to 0.74 ms in 3
-/// dispatches against 8.6 to 11.5 ms in 64, but 64 buffers of 64 KiB took 34 ms against 25,
-/// and of 1 MiB 179 to 217 ms against 151 to 161: past a few KiB the dispatch a buffer saves
-/// costs less than the switch.
-pub fn multi_output_group_limit(device_type: wgpu::DeviceType) -> u64 {
+/// The largest buffer's worth of outputs [`Outputs::Regions`](crate::Outputs) binds together
+/// with other buffers in one dispatch of the multi-output build, by device type. That build
+/// picks each store's binding with a switch, which a GPU takes uniformly per workgroup and a
+/// CPU adapter runs case by case under a lane mask: there, past a few KiB per buffer, the
+/// dispatch a buffer saves costs less than the switch (`docs/performance.md`, "Outputs in
+/// separate buffers").
+pub(crate) fn multi_output_group_limit(device_type: wgpu::DeviceType) -> u64 {
     match device_type {
         wgpu::DeviceType::Cpu => 4096,
         _ => u64::MAX,
@@ -73,31 +73,60 @@ fn allowed_output_bindings(limits: &wgpu::Limits) -> u32 {
     .clamp(1, MAX_DST_BINDINGS)
 }
 
+/// How a [`GpuSplitter`] moves data. Every `None` takes the device's default;
+/// [`GpuSplitter::options`] shows them filled in. Benchmark harnesses and tests set these;
+/// an engine needs none of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SplitOptions {
+    /// The routes a split may take ([`RouteChoice`]); `Auto` by default. `Gather` measures
+    /// the kernel on its own.
+    pub route: RouteChoice,
+    /// How the gather maps lanes to units ([`GatherMode`]): runs per lane on CPU adapters,
+    /// coalesced lanes on GPUs. Each gives the same bytes on any device; tests and the memory
+    /// trace use it to run the GPU kernel on a CPU adapter.
+    pub gather_mode: Option<GatherMode>,
+    /// Whether strided outputs whose rows are multiples of 256 bytes may move with copy
+    /// commands through a scratch texture instead of the gather dispatch. By default on CPU
+    /// adapters (where copies are memcpy), off on GPUs (a texture round trip moves every byte
+    /// twice), and on under [`RouteChoice::Copies`]. Never under [`RouteChoice::Gather`].
+    pub texture_copies: Option<bool>,
+    /// The most 16-byte units one gather lane writes (at least 1).
+    pub max_units_per_lane: Option<u32>,
+    /// The lanes a small split is spread over when each lane writes a run of units (at least
+    /// 1).
+    pub spread_lanes: Option<u32>,
+    /// The most output buffers one gather dispatch of [`Outputs::Regions`](crate::Outputs)
+    /// writes, within what the device allows (its storage buffers per shader stage, less the
+    /// three the table and the input take, halved, as each output buffer is bound as units
+    /// and as words; at most 32). 1 gives every buffer a dispatch of its own.
+    pub output_bindings: Option<u32>,
+}
+
 /// A device, its queue and the split pipeline compiled for it (once, at construction).
 #[derive(Debug, Clone)]
 pub struct GpuSplitter {
-    pub(super) device: wgpu::Device,
-    pub(super) queue: wgpu::Queue,
-    pub(super) info: wgpu::AdapterInfo,
-    pub(super) limits: wgpu::Limits,
-    pub(super) gather_tuning: GatherTuning,
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) limits: wgpu::Limits,
+    pub(crate) gather_tuning: GatherTuning,
     /// Whether the texture route may be used; `None`: as the route choice says.
-    pub(super) texture_copies: Option<bool>,
-    pub(super) route: RouteChoice,
-    pub(super) gather: GatherPipeline,
+    pub(crate) texture_copies: Option<bool>,
+    pub(crate) route: RouteChoice,
+    pub(crate) gather: GatherPipeline,
     /// Dispatch tables already on the device; shared by clones.
-    pub(super) tables: Arc<TableCache>,
+    pub(crate) tables: Arc<TableCache>,
     /// Routes chosen before, by plan and regions; shared by clones.
-    pub(super) routes: Arc<RouteCache>,
+    pub(crate) routes: Arc<RouteCache>,
     /// The textures of the texture route; shared by clones.
-    pub(super) scratch: Arc<Scratch>,
-    /// Most output buffers one gather dispatch of `encode_to_regions` writes.
-    pub(super) output_bindings: u32,
+    pub(crate) scratch: Arc<Scratch>,
+    /// Most output buffers one gather dispatch of [`Outputs::Regions`](crate::Outputs) writes.
+    pub(crate) output_bindings: u32,
     /// The multi-output builds compiled so far, by their number of output bindings; shared
     /// by clones.
-    pub(super) multi_output: Arc<Mutex<HashMap<u32, GatherPipeline>>>,
+    pub(crate) multi_output: Arc<Mutex<HashMap<u32, GatherPipeline>>>,
     /// Tells whether the device is lost; shared by clones and prepared splits.
-    pub(super) probe: Arc<device::LossProbe>,
+    pub(crate) probe: Arc<device::LossProbe>,
 }
 
 impl GpuSplitter {
@@ -128,15 +157,11 @@ impl GpuSplitter {
         })
     }
 
-    /// Opens the best adapter of `choice` with its full limits and compiles the pipeline.
-    pub fn open(choice: BackendChoice) -> Result<Self> {
-        Self::open_chosen(&DeviceChoice::backend(choice))
-    }
-
-    /// Opens the adapter `choice` picks (backend, adapter index or name, power preference)
-    /// with its full limits and compiles the pipeline.
-    pub fn open_chosen(choice: &DeviceChoice) -> Result<Self> {
-        let (adapter, device, queue) = device::open_chosen(choice)?;
+    /// Opens the adapter `choice` picks (a [`BackendChoice`](crate::BackendChoice), or a [`DeviceChoice`]: backend,
+    /// adapter index or name, power preference; [`DeviceChoice::from_env`] reads wgpu's own
+    /// variables) with its full limits and compiles the pipeline.
+    pub fn open(choice: impl Into<DeviceChoice>) -> Result<Self> {
+        let (adapter, device, queue) = device::open_chosen(&choice.into())?;
         // Errors are captured by scopes around every call; a stray one is reported, not panicked on.
         device.on_uncaptured_error(Arc::new(|e: wgpu::Error| {
             eprintln!("wgpu-split: uncaptured wgpu error: {e}")
@@ -145,61 +170,39 @@ impl GpuSplitter {
         Self::new(device, queue)
     }
 
-    /// [`GpuSplitter::open_chosen`] as the environment says, with wgpu's own variables
-    /// ([`DeviceChoice::from_env`]): `WGPU_SPLIT_BACKEND` or `WGPU_BACKEND`,
-    /// `WGPU_ADAPTER_NAME`, `WGPU_POWER_PREF`.
-    pub fn open_from_env() -> Result<Self> {
-        Self::open_chosen(&DeviceChoice::from_env()?)
-    }
-
-    /// Sets the most 16-byte units one gather lane writes (at least 1). The default suits the
-    /// device type; benchmark harnesses may tune it. Takes effect at the next split.
-    pub fn with_max_units_per_lane(mut self, units: u32) -> Self {
-        self.gather_tuning.max_units_per_lane = units.max(1) as u64;
+    /// Sets the routes and the gather's tuning ([`SplitOptions`]; `None` fields take the
+    /// device's defaults). Takes effect at the next split; prepared splits keep what they
+    /// were prepared with.
+    pub fn with_options(mut self, options: SplitOptions) -> Self {
+        let mut tuning = gather_defaults(self.info.device_type, self.info.backend);
+        if let Some(mode) = options.gather_mode {
+            tuning.mode = mode;
+        }
+        if let Some(units) = options.max_units_per_lane {
+            tuning.max_units_per_lane = units.max(1) as u64;
+        }
+        if let Some(lanes) = options.spread_lanes {
+            tuning.spread_lanes = lanes.max(1) as u64;
+        }
+        let allowed = allowed_output_bindings(&self.limits);
+        self.gather_tuning = tuning;
+        self.route = options.route;
+        self.texture_copies = options.texture_copies;
+        self.output_bindings = options.output_bindings.unwrap_or(allowed).clamp(1, allowed);
         self
     }
 
-    /// Sets the lanes a small split is spread over when each lane writes a run of units (the
-    /// default on CPU adapters, [`GatherTuning::spread_lanes`]), at least 1. The default suits
-    /// the adapter as measured on a two-core machine; benchmark harnesses may tune it.
-    pub fn with_spread_lanes(mut self, lanes: u32) -> Self {
-        self.gather_tuning.spread_lanes = lanes.max(1) as u64;
-        self
-    }
-
-    /// Sets how the gather maps lanes to units ([`GatherMode`]): runs per lane (the default
-    /// on CPU adapters), coalesced lanes (the default on GPUs), or coalesced lanes with one of
-    /// the layouts to compare with (`Shifted`, `Tiles`). Each gives the same bytes on any device;
-    /// tests and the memory trace use it to run the GPU kernel on a CPU adapter.
-    pub fn with_gather_mode(mut self, mode: GatherMode) -> Self {
-        self.gather_tuning.mode = mode;
-        self
-    }
-
-    /// Whether strided outputs whose rows are multiples of 256 bytes may move with copy
-    /// commands through a scratch texture ([`crate::gpu::texture`]) instead of the gather
-    /// dispatch. By default: on CPU adapters, where it is 3 to 5x faster, off on GPUs (a
-    /// texture round trip moves every byte twice), and on under [`RouteChoice::Copies`].
-    /// Never under [`RouteChoice::Gather`].
-    pub fn with_texture_copies(mut self, enabled: bool) -> Self {
-        self.texture_copies = Some(enabled);
-        self
-    }
-
-    /// Sets the most output buffers one gather dispatch of
-    /// [`GpuSplitter::encode_to_regions`] writes, within what the device allows (its storage
-    /// buffers per shader stage, less the three the table and the input take, halved, as each
-    /// output buffer is bound as units and as words; at most 32). 1 gives every buffer a
-    /// dispatch of its own.
-    pub fn with_output_bindings(mut self, bindings: u32) -> Self {
-        self.output_bindings = bindings.min(allowed_output_bindings(&self.limits)).max(1);
-        self
-    }
-
-    /// The most output buffers one gather dispatch of [`GpuSplitter::encode_to_regions`]
-    /// writes.
-    pub fn output_bindings(&self) -> u32 {
-        self.output_bindings
+    /// The settings in force, every default filled in: [`SplitOptions`] as this device runs
+    /// them.
+    pub fn options(&self) -> SplitOptions {
+        SplitOptions {
+            route: self.route,
+            gather_mode: Some(self.gather_tuning.mode),
+            texture_copies: self.texture_copies,
+            max_units_per_lane: Some(self.gather_tuning.max_units_per_lane as u32),
+            spread_lanes: Some(self.gather_tuning.spread_lanes as u32),
+            output_bindings: Some(self.output_bindings),
+        }
     }
 
     /// The multi-output build with `bindings` output bindings, compiled on first use.
@@ -213,13 +216,6 @@ impl GpuSplitter {
         Ok(pipeline)
     }
 
-    /// Restricts the routes a split may take ([`RouteChoice`]); `Auto` by default. Benchmark
-    /// harnesses use `Gather` to measure the kernel on its own.
-    pub fn with_route(mut self, route: RouteChoice) -> Self {
-        self.route = route;
-        self
-    }
-
     /// The device.
     pub fn device(&self) -> &wgpu::Device {
         &self.device
@@ -230,25 +226,33 @@ impl GpuSplitter {
         &self.queue
     }
 
-    /// How the gather maps lanes to units ([`GpuSplitter::with_gather_mode`]).
-    pub fn gather_mode(&self) -> GatherMode {
-        self.gather_tuning.mode
-    }
-
-    /// The adapter's name, backend, device type and driver.
-    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
-        &self.info
-    }
-
-    /// The device's limits.
-    pub fn limits(&self) -> &wgpu::Limits {
-        &self.limits
-    }
-
     /// Places the outputs of `plan` at the device's storage offset alignment, so each output
     /// can be bound on its own by a following kernel.
+    /// Fails if the input or the outputs exceed the device's `max_buffer_size`.
     pub fn output_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
-        OutputLayout::new(plan, dtype, self.offset_align())
+        let layout = OutputLayout::new(plan, dtype, self.offset_align())?;
+        self.check_buffer_sizes(plan, dtype, &layout)?;
+        Ok(layout)
+    }
+
+    /// Checks that the input and the output region of a split of `plan` placed by `layout`
+    /// fit in one buffer of this device.
+    pub(crate) fn check_buffer_sizes(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        layout: &OutputLayout,
+    ) -> Result<()> {
+        let input = input_binding_size(plan, dtype)?;
+        for (what, bytes) in [("input", input), ("output region", layout.total_bytes)] {
+            if bytes > self.limits.max_buffer_size {
+                return Err(SplitError::TooLarge(format!(
+                    "{what} of {bytes} bytes exceeds the device's max_buffer_size of {} bytes",
+                    self.limits.max_buffer_size
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Where each output lies inside the input, when every output is one contiguous range of

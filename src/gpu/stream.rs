@@ -3,6 +3,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped_async;
+use crate::gpu::record::input_binding_size;
 use crate::gpu::run::HostBuffers;
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
@@ -58,7 +59,7 @@ impl GpuSplitter {
     ) -> Result<()> {
         let dtype = input.dtype();
         let layout = self.host_layout(plan, dtype)?;
-        let in_size = Self::input_binding_size(plan, dtype)?;
+        let in_size = input_binding_size(plan, dtype)?;
         let fits =
             |b: &HostBuffers| b.input.size() >= in_size && b.output.size() >= layout.total_bytes;
         if !buffers.as_ref().is_some_and(fits) {

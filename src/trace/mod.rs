@@ -18,11 +18,12 @@ pub use crate::gpu::gather::builds::{traced_source, TRACE_HOOK};
 
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::plan::{plan_dispatches, Dispatch};
-use crate::gpu::gather::record::{grid, GatherPipeline, Outputs};
+use crate::gpu::gather::record::{grid, GatherPipeline, Targets};
 use crate::gpu::region::BufferRegion;
+use crate::gpu::splitter::gather_defaults;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
-use crate::{DType, GatherMode, GpuSplitter, RouteChoice};
+use crate::{DType, GatherMode, GpuSplitter, RouteChoice, SplitOptions};
 use analysis::{Access, Kind};
 use wgpu::util::DeviceExt;
 
@@ -50,15 +51,17 @@ impl Default for Sampling {
 /// How a GPU runs the gather, by this crate's defaults: coalesced lanes, 4 units each; or
 /// [`GatherMode::Shifted`] or [`GatherMode::Tiles`] where `gpu` asks for it.
 pub fn gpu_settings(gpu: &GpuSplitter) -> GpuSplitter {
-    let tuning = crate::gpu::gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan);
-    let mode = match gpu.gather_mode() {
+    let tuning = gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan);
+    let mode = match gpu.gather_tuning.mode {
         mode @ (GatherMode::Shifted | GatherMode::Tiles) => mode,
         _ => tuning.mode,
     };
-    gpu.clone()
-        .with_route(RouteChoice::Gather)
-        .with_gather_mode(mode)
-        .with_max_units_per_lane(tuning.max_units_per_lane as u32)
+    gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        gather_mode: Some(mode),
+        max_units_per_lane: Some(tuning.max_units_per_lane as u32),
+        ..gpu.options()
+    })
 }
 
 /// Traces the gather of `plan` for `dtype` as `gpu`'s settings plan it (whatever its route
@@ -111,7 +114,7 @@ pub fn trace_split(
                 std::slice::from_ref::<Dispatch>(d),
                 std::slice::from_ref(&table),
                 &region(&input),
-                Outputs::Region(&region(&output)),
+                Targets::Region(&region(&output)),
                 Some(trace),
             ))
         })?;
@@ -162,7 +165,7 @@ pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> R
         )
     })?;
     let groups = (size / 16).div_ceil(256);
-    let (x, y) = grid(gpu.limits(), groups)?;
+    let (x, y) = grid(&gpu.limits, groups)?;
     run_traced(gpu, groups as u32, sampling, |encoder, trace| {
         scoped(device, "recording the traced copy kernel", || {
             let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {

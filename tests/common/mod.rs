@@ -7,7 +7,7 @@
 #![allow(dead_code, unused_macros)]
 
 use std::sync::OnceLock;
-use wgpu_split::{BackendChoice, GpuSplitter, HostTensor};
+use wgpu_split::{BackendChoice, GpuSplitter, HostTensor, Outputs};
 
 /// The splitter of `choice`'s adapter, opened once per test binary.
 pub fn gpu(choice: BackendChoice) -> &'static GpuSplitter {
@@ -22,7 +22,7 @@ pub fn gpu(choice: BackendChoice) -> &'static GpuSplitter {
         let gpu = GpuSplitter::open(choice)
             .unwrap_or_else(|e| panic!("the {choice:?} adapter must open for this test: {e}"));
         // A test named after a backend runs on that backend, never on another.
-        let backend = gpu.adapter_info().backend;
+        let backend = gpu.device().adapter_info().backend;
         assert_eq!(BackendChoice::from_backend(backend), choice, "{backend:?}");
         gpu
     })
@@ -30,7 +30,7 @@ pub fn gpu(choice: BackendChoice) -> &'static GpuSplitter {
 
 /// The adapter's name and backend, for messages.
 pub fn name(gpu: &GpuSplitter) -> String {
-    let info = gpu.adapter_info();
+    let info = gpu.device().adapter_info();
     format!("{} ({:?})", info.name, info.backend)
 }
 
@@ -155,10 +155,16 @@ fn encode_and_read_inner(
             plan,
             input.dtype(),
             in_region,
-            out_region,
+            Outputs::Region(out_region),
         ))
     } else {
-        gpu.encode(&mut encoder, plan, input.dtype(), in_region, out_region)
+        gpu.encode(
+            &mut encoder,
+            plan,
+            input.dtype(),
+            in_region,
+            Outputs::Region(out_region),
+        )
     }
     .unwrap();
     encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, out_size);

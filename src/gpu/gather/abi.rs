@@ -143,7 +143,8 @@ impl EntryPoint {
     }
 
     /// Lanes per workgroup.
-    pub fn workgroup_size(self) -> u64 {
+    #[cfg(test)]
+    fn workgroup_size(self) -> u64 {
         match self {
             EntryPoint::Runs | EntryPoint::RunsVec4 => RUNS_WORKGROUP_SIZE,
             _ => WORKGROUP_SIZE,

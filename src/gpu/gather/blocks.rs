@@ -7,27 +7,27 @@ use super::abi::{
 };
 use crate::plan::bytes::{ByteRows, RowKind};
 
-/// How the gather maps lanes to units, by device type ([`GatherTuning::mode`]).
+/// How the gather maps lanes to units, by device type (`GatherTuning::mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GatherMode {
     /// Each lane writes a run of consecutive units: CPU adapters, where every invocation has a
-    /// fixed cost ([`Layout::Runs`]).
+    /// fixed cost (`Layout::Runs`).
     Runs,
     /// Consecutive lanes write consecutive units, so a warp touches memory as a plain copy
-    /// does: GPUs. Aligned rows load one vec4 per unit ([`Layout::Lanes`]); unaligned rows
-    /// are staged in workgroup memory once per block ([`Layout::Staged`]); short rows of whole
-    /// words are gathered by input ([`Layout::Scatter`]), other short rows staged in tiles
-    /// ([`Layout::Tiles`]). Chosen by the traced memory figures, the only ones that meet a
+    /// does: GPUs. Aligned rows load one vec4 per unit (`Layout::Lanes`); unaligned rows
+    /// are staged in workgroup memory once per block (`Layout::Staged`); short rows of whole
+    /// words are gathered by input (`Layout::Scatter`), other short rows staged in tiles
+    /// (`Layout::Tiles`). Chosen by the traced memory figures, the only ones that meet a
     /// plain copy's for every case (see `docs/performance.md`).
     Coalesced,
     /// [`GatherMode::Coalesced`], but unaligned rows load the two aligned vec4s around each
-    /// unit and funnel-shift them, with no workgroup memory ([`Layout::Lanes`]): twice the
-    /// lines per load instruction, the second load a cache hit. Measured on an H100 at 0.86
-    /// to 0.96 of the copy kernel; kept to compare with on a GPU.
+    /// unit and funnel-shift them, with no workgroup memory (`Layout::Lanes`): twice the
+    /// lines per load instruction, the second load a cache hit. An experiment, kept to compare
+    /// with on a GPU (`docs/performance.md`, "How the GPU layouts were chosen").
     Shifted,
     /// [`GatherMode::Coalesced`], but short rows of whole words are staged in tiles as other
-    /// short rows are ([`Layout::Tiles`]). Measured on an H100 at 0.47 of the copy kernel for
-    /// 4-byte rows; kept to compare with on a GPU.
+    /// short rows are (`Layout::Tiles`). An experiment, kept to compare with on a GPU
+    /// (`docs/performance.md`, "How the GPU layouts were chosen").
     Tiles,
 }
 
@@ -66,21 +66,18 @@ pub struct GatherTuning {
 /// [`GatherTuning::spread_lanes`] on lavapipe: one full workgroup and a second half full.
 /// Every lane has a fixed cost on a CPU adapter, and a dispatch's second workgroup starts tens
 /// of microseconds after its first (another thread wakes up), so the first gets the larger
-/// share. Measured on lavapipe with two threads, the 69 KB spec split against the vec4 copy
-/// kernel: 0.90 in one workgroup of 64 lanes, 0.92 in two even ones, 1.02 in 64 + 32 lanes,
-/// 0.97 in three workgroups (medians of five).
+/// share (`docs/performance.md`, "CPU adapters", has the measurements).
 pub const SPREAD_TWO_WORKGROUPS: u64 = RUNS_WORKGROUP_SIZE * 3 / 2;
 
 /// [`GatherTuning::spread_lanes`] on llvmpipe through GL, where a second workgroup was
-/// measured to cost more than it brings (the same split, bind group made once: 0.93 to 0.94
-/// in 64 + 32 lanes, 0.96 to 0.97 in one workgroup of 16 to 48 lanes): one workgroup, with
-/// room for each entry's lanes rounding up. Both figures come from a two-core machine; a
-/// host with more cores may want more ([`crate::gpu::GpuSplitter::with_spread_lanes`]).
+/// measured to cost more than it brings: one workgroup, with room for each entry's lanes
+/// rounding up. Both were measured on a two-core machine; a host with more cores may want
+/// more ([`SplitOptions::spread_lanes`](crate::SplitOptions)).
 pub const SPREAD_ONE_WORKGROUP: u64 = RUNS_WORKGROUP_SIZE * 3 / 4;
 
 /// The shortest run of a lane when a split is spread ([`Layout::Runs`]): splits of up to
 /// 64 x 16 units (16 KiB) stay in one workgroup, where a second one would mostly wait for its
-/// thread. Measured on lavapipe against the copy kernel: 8 KiB 0.76 -> 0.85, 1 KiB 0.69 -> 0.77.
+/// thread.
 pub const MIN_RUN_UNITS: u64 = 16;
 
 /// Unaligned output rows shorter than this do not take [`Layout::Lanes`], whose units each
@@ -188,10 +185,9 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
     }
     // Equal entries with short rows take lanes in turn (Runs): neighbouring lanes then read
     // the same or adjacent input rows, where each lane's run would otherwise jump from row to
-    // row far from its neighbours'. Measured on lavapipe against the copy kernel: 4-byte rows
-    // gain 4%, heads64's 256-byte vec4 rows go from 0.89-0.95 to 0.93-1.02; but unaligned rows
-    // of 1,365 bytes lose 6% (neighbouring lanes take different shifts) and the spec split's
-    // 3,840-byte rows 3%.
+    // row far from its neighbours'. That pays for short rows and vec4 rows, not for long
+    // unaligned rows, where neighbouring lanes take different shifts ("CPU adapters" in
+    // docs/performance.md).
     let equal = entries.len() > 1
         && entries
             .windows(2)

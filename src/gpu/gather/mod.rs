@@ -9,9 +9,11 @@
 //! - [`record`]: the pipeline, bind groups and dispatches.
 //! - `tables`: device copies of the tables, kept for the next split of the same shapes.
 
-pub mod abi;
+pub(crate) mod abi;
 mod blocks;
-pub mod builds;
-pub mod plan;
-pub mod record;
+pub(crate) mod builds;
+pub(crate) mod plan;
+#[cfg(all(test, feature = "bench"))]
+mod portability;
+pub(crate) mod record;
 pub(crate) mod tables;

@@ -19,7 +19,7 @@ pub struct GatherPipeline {
     layout: wgpu::PipelineLayout,
     /// One pipeline per entry point, in the order of [`EntryPoint::ALL`], made on first use
     /// and shared by clones: a CPU adapter never runs the GPUs' layouts, nor a GPU the runs,
-    /// and on lavapipe the seven pipelines took 76 ms of the 107 a splitter took to open.
+    /// and compiling every pipeline is most of the time a splitter takes to open.
     pipelines: Arc<[OnceLock<wgpu::ComputePipeline>; EntryPoint::ALL.len()]>,
     /// Whether this is the trace build, with the trace buffer at binding 4.
     traced: bool,
@@ -39,7 +39,7 @@ pub const STORAGE_BINDINGS: u32 = 5;
 
 /// Where a gather's dispatches write.
 #[derive(Debug, Clone, Copy)]
-pub enum Outputs<'a> {
+pub enum Targets<'a> {
     /// One output region; each dispatch binds its own window of it.
     Region(&'a BufferRegion<'a>),
     /// The multi-output build: one window (region and size) per output binding, the same
@@ -202,7 +202,7 @@ impl GatherPipeline {
         dispatches: &[Dispatch],
         tables: &[wgpu::Buffer],
         input: &BufferRegion<'_>,
-        outputs: Outputs<'_>,
+        outputs: Targets<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> Result<()> {
         let bound = self
@@ -222,7 +222,7 @@ impl GatherPipeline {
         dispatches: &[Dispatch],
         tables: &[wgpu::Buffer],
         input: &BufferRegion<'_>,
-        outputs: Outputs<'_>,
+        outputs: Targets<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> Result<Vec<BoundDispatch>> {
         if self.traced != trace.is_some() {
@@ -231,8 +231,8 @@ impl GatherPipeline {
             ));
         }
         let windows = match outputs {
-            Outputs::Region(_) => 1,
-            Outputs::Windows(w) => w.len() as u32,
+            Targets::Region(_) => 1,
+            Targets::Windows(w) => w.len() as u32,
         };
         if windows != self.dst_bindings {
             return Err(SplitError::Device(format!(
@@ -269,7 +269,7 @@ impl GatherPipeline {
         dispatch: &Dispatch,
         table: &wgpu::Buffer,
         input: &BufferRegion<'_>,
-        outputs: Outputs<'_>,
+        outputs: Targets<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> wgpu::BindGroup {
         // `src` and `src4` view the same window (`abi::binding_bytes`), and so do `dst` and
@@ -282,12 +282,12 @@ impl GatherPipeline {
             vec4_window(input.buffer, src_offset, dispatch.src_size, read_stand_in),
         ];
         let dst: Vec<(&wgpu::Buffer, u64, u64)> = match outputs {
-            Outputs::Region(output) => vec![(
+            Targets::Region(output) => vec![(
                 output.buffer,
                 output.offset + dispatch.dst_offset,
                 dispatch.dst_size,
             )],
-            Outputs::Windows(windows) => windows
+            Targets::Windows(windows) => windows
                 .iter()
                 .map(|(region, size)| (region.buffer, region.offset, *size))
                 .collect(),

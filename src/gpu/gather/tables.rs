@@ -2,33 +2,29 @@
 //!
 //! A graph runtime runs the same split node again and again with the same shapes, so it needs
 //! the same table every time. Uploading it is a buffer creation per dispatch, which costs more
-//! than a small split's copying (about 45 us per buffer on lavapipe). Tables are immutable once
+//! than a small split's copying on a CPU adapter. Tables are immutable once
 //! uploaded, so a cached one is safe to bind from any encoder, thread or submission.
 
 use crate::error::Result;
+use crate::gpu::cache::Lru;
 use crate::gpu::device::{buffer_with, scoped_async};
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 /// Tables kept at most; the least recently used goes first.
 const MAX_TABLES: usize = 32;
 
-/// Larger tables (splits into thousands of outputs) are uploaded each time: their dispatch
-/// outweighs the upload, and the cache stays within `MAX_TABLES * MAX_TABLE_BYTES` (2 MiB).
-const MAX_TABLE_BYTES: usize = 64 << 10;
+/// Table bytes kept at most. Larger tables (splits into thousands of outputs) are kept with
+/// their routes ([`crate::gpu::route_cache`]).
+const MAX_TABLE_BYTES: usize = 2 << 20;
 
 /// The cache, keyed by the table's bytes.
-#[derive(Debug, Default)]
-pub(crate) struct TableCache {
-    state: Mutex<CacheState>,
-}
+#[derive(Debug)]
+pub(crate) struct TableCache(Lru<Vec<u8>, wgpu::Buffer>);
 
-#[derive(Debug, Default)]
-struct CacheState {
-    /// Each table's buffer and when it was last used.
-    buffers: HashMap<Vec<u8>, (wgpu::Buffer, u64)>,
-    /// Counts lookups; stands in for time.
-    clock: u64,
+impl Default for TableCache {
+    fn default() -> Self {
+        Self(Lru::new(MAX_TABLES, MAX_TABLE_BYTES))
+    }
 }
 
 impl TableCache {
@@ -40,10 +36,8 @@ impl TableCache {
         device: &wgpu::Device,
         tables: &[Vec<u8>],
     ) -> Result<Vec<wgpu::Buffer>> {
-        let mut found: Vec<Option<wgpu::Buffer>> = {
-            let mut state = self.lock();
-            tables.iter().map(|t| state.get(t)).collect()
-        };
+        let mut found: Vec<Option<wgpu::Buffer>> =
+            tables.iter().map(|t| self.0.get(|k| k == t)).collect();
         if found.iter().all(Option::is_some) {
             return Ok(found.into_iter().flatten().collect());
         }
@@ -67,50 +61,11 @@ impl TableCache {
             Ok::<_, crate::SplitError>(created)
         })
         .await??;
-        let mut state = self.lock();
         for (table, buffer) in created {
-            state.insert(table, buffer);
+            self.0
+                .insert(table.to_vec(), buffer, table.len(), |k| k == table);
         }
         Ok(found.into_iter().flatten().collect())
-    }
-
-    /// The state; a panic elsewhere while it was held leaves it consistent, so a poisoned
-    /// lock is taken as is.
-    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl CacheState {
-    fn get(&mut self, table: &[u8]) -> Option<wgpu::Buffer> {
-        if table.len() > MAX_TABLE_BYTES {
-            // Never kept, so not worth hashing.
-            return None;
-        }
-        self.clock += 1;
-        let clock = self.clock;
-        self.buffers.get_mut(table).map(|(buffer, used)| {
-            *used = clock;
-            buffer.clone()
-        })
-    }
-
-    fn insert(&mut self, table: &[u8], buffer: wgpu::Buffer) {
-        if table.len() > MAX_TABLE_BYTES {
-            return;
-        }
-        if self.buffers.len() >= MAX_TABLES && !self.buffers.contains_key(table) {
-            let oldest = self
-                .buffers
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(key, _)| key.clone());
-            if let Some(key) = oldest {
-                self.buffers.remove(&key);
-            }
-        }
-        self.clock += 1;
-        self.buffers.insert(table.to_vec(), (buffer, self.clock));
     }
 }
 
@@ -146,7 +101,7 @@ mod tests {
         let got = get(&cache, &device, &[table(1, 48), table(2, 48), table(1, 48)]);
         assert_eq!(got[0], got[2]);
         assert_ne!(got[0], got[1]);
-        assert_eq!(cache.lock().buffers.len(), 2);
+        assert_eq!(cache.0.len(), 2);
     }
 
     fn the_cache_is_bounded_and_drops_the_least_recently_used(choice: BackendChoice) {
@@ -158,15 +113,16 @@ mod tests {
             // Table 0 stays the most recently used one before each new upload.
             assert_eq!(get(&cache, &device, &[table(0, 48)]), kept);
         }
-        let state = cache.lock();
-        assert_eq!(state.buffers.len(), MAX_TABLES);
-        assert!(!state.buffers.contains_key(&table(1, 48)));
-        drop(state);
+        assert_eq!(cache.0.len(), MAX_TABLES);
+        assert!(cache.0.get(|k| *k == table(1, 48)).is_none());
 
         let big = table(9, MAX_TABLE_BYTES + 32);
         let first = get(&cache, &device, std::slice::from_ref(&big));
         let again = get(&cache, &device, std::slice::from_ref(&big));
-        assert_ne!(first, again, "tables past MAX_TABLE_BYTES are not kept");
+        assert_ne!(
+            first, again,
+            "tables past MAX_TABLE_BYTES in all are not kept"
+        );
     }
 
     per_backend!(

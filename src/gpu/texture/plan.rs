@@ -21,11 +21,9 @@ const MAX_SCRATCH_BYTES: u64 = 4 << 20;
 const MAX_COMMANDS: u64 = 2048;
 
 /// How many buffer copies one texture copy costs as much as, on `backend`'s CPU adapter: the
-/// texture route replaces row copies only where it is cheaper by this measure. Measured on the
-/// spec example (one read of 720-texel rows, three writes of 240, against 18 row copies of
-/// 3,840 bytes), over an empty submission: about 12 against 2 us per command on llvmpipe GL,
-/// where the row copies won, and 4.5 against 2.2 us on lavapipe (Vulkan), where the texture
-/// did; other backends are given the higher figure.
+/// texture route replaces row copies only where it is cheaper by this measure. Measured per
+/// command on the spec example over an empty submission (`docs/performance.md`, "CPU
+/// adapters"); other backends are given the higher figure.
 pub fn texture_command_cost(backend: wgpu::Backend) -> u64 {
     match backend {
         wgpu::Backend::Vulkan => 2,

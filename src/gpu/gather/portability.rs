@@ -82,21 +82,21 @@ fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
 
 /// Every entry point of the gather shader.
 fn gather_entries() -> Vec<&'static str> {
-    wgpu_split::gpu::gather::abi::EntryPoint::ALL
+    crate::gpu::gather::abi::EntryPoint::ALL
         .map(|e| e.name())
         .to_vec()
 }
 
 #[test]
 fn split_shader_compiles_for_every_backend() {
-    let source = wgpu_split::gpu::gather::abi::SHADER_SOURCE;
+    let source = crate::gpu::gather::abi::SHADER_SOURCE;
     translate_everywhere("split_gather.wgsl", source, &gather_entries());
     // The trace build too: the same shader with the hook given a body.
-    let traced = wgpu_split::trace::traced_source(source, 5).unwrap();
+    let traced = crate::trace::traced_source(source, 5).unwrap();
     translate_everywhere("split_gather.wgsl (traced)", &traced, &gather_entries());
     // And the multi-output build, at its most bindings.
-    let bindings = wgpu_split::gpu::gather::abi::MAX_DST_BINDINGS;
-    let multi = wgpu_split::gpu::gather::builds::multi_output_source(source, bindings).unwrap();
+    let bindings = crate::gpu::gather::abi::MAX_DST_BINDINGS;
+    let multi = crate::gpu::gather::builds::multi_output_source(source, bindings).unwrap();
     translate_everywhere(
         "split_gather.wgsl (multi-output)",
         &multi,
@@ -106,9 +106,9 @@ fn split_shader_compiles_for_every_backend() {
 
 #[test]
 fn bench_copy_shader_compiles_for_every_backend() {
-    let source = wgpu_split::bench::COPY_SHADER_SOURCE;
+    let source = crate::bench::COPY_SHADER_SOURCE;
     translate_everywhere("bench_copy_vec4.wgsl", source, &["main"]);
-    let traced = wgpu_split::trace::traced_source(source, 2).unwrap();
+    let traced = crate::trace::traced_source(source, 2).unwrap();
     translate_everywhere("bench_copy_vec4.wgsl (traced)", &traced, &["main"]);
 }
 
@@ -116,10 +116,7 @@ fn bench_copy_shader_compiles_for_every_backend() {
 fn split_shader_uses_five_bindings_in_group_0() {
     // The host's bind group layout (table, source, vec4 source, destination as units and as
     // words).
-    let (module, _) = parse(
-        "split_gather.wgsl",
-        wgpu_split::gpu::gather::abi::SHADER_SOURCE,
-    );
+    let (module, _) = parse("split_gather.wgsl", crate::gpu::gather::abi::SHADER_SOURCE);
     let mut bindings: Vec<u32> = module
         .global_variables
         .iter()

@@ -1,5 +1,6 @@
-//! The planner's invariants, checked on arbitrary inputs by the fuzz target (`fuzz/`) and by a
-//! proptest in the test suite. Not part of the stable API.
+//! The planner's invariants, checked on arbitrary inputs by the fuzz target (`fuzz/`, with the
+//! `fuzzing` feature) and by a proptest among the unit tests (`fuzzing/tests.rs`). Not in the
+//! library's default build.
 //!
 //! [`check_planner`] feeds one input to an operator and, when the operator accepts it, checks
 //! that the plan tiles the axis and that the output layout stays inside its region; then
@@ -10,6 +11,8 @@
 
 mod input;
 mod routes;
+#[cfg(test)]
+mod tests;
 
 pub use input::PlannerInput;
 
