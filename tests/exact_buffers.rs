@@ -191,10 +191,25 @@ fn encode_writes_only_the_outputs(gpu: &'static GpuSplitter) {
     }
 }
 
-/// `encode_to_regions` into tensors packed one after another in one buffer, each at the next
+/// Records and submits the split of `plan` into one region per output.
+fn encode_into_regions(
+    g: &GpuSplitter,
+    what: &str,
+    plan: &SplitPlan,
+    dtype: DType,
+    input: BufferRegion<'_>,
+    regions: &[BufferRegion<'_>],
+) {
+    let mut encoder = g.device().create_command_encoder(&Default::default());
+    g.encode(&mut encoder, plan, dtype, input, Outputs::Regions(regions))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    g.queue().submit([encoder.finish()]);
+}
+
+/// `Outputs::Regions` into tensors packed one after another in one buffer, each at the next
 /// storage offset alignment after the one before, each of its exact size: the bytes after each
 /// tensor up to the next are guards. Then each output in a buffer of its exact size.
-fn encode_to_regions_writes_only_the_outputs(gpu: &'static GpuSplitter) {
+fn one_region_per_output_writes_only_the_outputs(gpu: &'static GpuSplitter) {
     let align = gpu.device().limits().min_storage_buffer_offset_alignment as u64;
     for (name, g) in splitters(gpu) {
         for (case, plan, dtype) in cases() {
@@ -221,16 +236,14 @@ fn encode_to_regions_writes_only_the_outputs(gpu: &'static GpuSplitter) {
                     offset,
                 })
                 .collect();
-            let mut encoder = g.device().create_command_encoder(&Default::default());
-            g.encode(
-                &mut encoder,
+            encode_into_regions(
+                &g,
+                &format!("{what}, one buffer"),
                 &plan,
                 dtype,
                 in_region,
-                Outputs::Regions(&regions),
-            )
-            .unwrap_or_else(|e| panic!("{what}, one buffer: {e}"));
-            g.queue().submit([encoder.finish()]);
+                &regions,
+            );
             check(
                 &format!("{what}, one buffer"),
                 &read(&g, &shared),
@@ -246,16 +259,14 @@ fn encode_to_regions_writes_only_the_outputs(gpu: &'static GpuSplitter) {
                 .iter()
                 .map(|buffer| BufferRegion { buffer, offset: 0 })
                 .collect();
-            let mut encoder = g.device().create_command_encoder(&Default::default());
-            g.encode(
-                &mut encoder,
+            encode_into_regions(
+                &g,
+                &format!("{what}, own buffers"),
                 &plan,
                 dtype,
                 in_region,
-                Outputs::Regions(&regions),
-            )
-            .unwrap_or_else(|e| panic!("{what}, own buffers: {e}"));
-            g.queue().submit([encoder.finish()]);
+                &regions,
+            );
             for (i, (b, w)) in own.iter().zip(&want).enumerate() {
                 let what = format!("{what}, output {i} in its own buffer");
                 check(&what, &read(&g, b), &[0], std::slice::from_ref(w));
@@ -363,6 +374,6 @@ per_backend!(
     output_views_of_contiguous_outputs_and_empty_ones,
     a_downlevel_device_writes_only_the_outputs,
     encode_writes_only_the_outputs,
-    encode_to_regions_writes_only_the_outputs,
+    one_region_per_output_writes_only_the_outputs,
     a_region_short_of_the_exact_size_names_the_rule,
 );

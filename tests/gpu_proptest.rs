@@ -166,37 +166,40 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
         route: RouteChoice::Gather,
         ..gpu.options()
     });
-    let variants = [
-        gpu.clone(),
-        gather.clone(),
-        gather.clone().with_options(SplitOptions {
+    let base = gather.options();
+    let tuned = [
+        SplitOptions {
             spread_lanes: Some(1),
-            ..gather.options()
-        }),
-        gather.clone().with_options(SplitOptions {
+            ..base
+        },
+        SplitOptions {
             gather_mode: Some(GatherMode::Runs),
             max_units_per_lane: Some(3),
-            ..gather.options()
-        }),
-        gather.clone().with_options(SplitOptions {
+            ..base
+        },
+        SplitOptions {
             gather_mode: Some(GatherMode::Coalesced),
             max_units_per_lane: Some(1),
-            ..gather.options()
-        }),
-        gather.clone().with_options(SplitOptions {
+            ..base
+        },
+        SplitOptions {
             gather_mode: Some(GatherMode::Coalesced),
             max_units_per_lane: Some(4),
-            ..gather.options()
-        }),
-        gather.clone().with_options(SplitOptions {
+            ..base
+        },
+        SplitOptions {
             gather_mode: Some(GatherMode::Shifted),
-            ..gather.options()
-        }),
-        gather.clone().with_options(SplitOptions {
+            ..base
+        },
+        SplitOptions {
             gather_mode: Some(GatherMode::Tiles),
-            ..gather.options()
-        }),
+            ..base
+        },
     ];
+    let variants: Vec<GpuSplitter> = [gpu.clone(), gather.clone()]
+        .into_iter()
+        .chain(tuned.map(|o| gather.clone().with_options(o)))
+        .collect();
     for gpu in &variants {
         let got = gpu
             .run(&plan, &input)

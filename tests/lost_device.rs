@@ -82,47 +82,41 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
     let device = f.gpu.device().clone();
     let queue = f.gpu.queue().clone();
     assert_lost("GpuSplitter::new", GpuSplitter::new(device, queue));
-    assert_lost(
-        "encode",
-        f.gpu.encode(
-            &mut encoder,
-            &f.plan,
-            DType::F32,
-            region(&f.input),
-            Outputs::Region(region(&f.output)),
-        ),
-    );
-    assert_lost(
-        "encode_async",
-        pollster::block_on(f.gpu.encode_async(
-            &mut encoder,
-            &f.plan,
-            DType::F32,
-            region(&f.input),
-            Outputs::Region(region(&f.output)),
-        )),
-    );
-    assert_lost(
-        "prepare",
-        f.gpu.prepare(
-            &f.plan,
-            DType::F32,
-            region(&f.input),
-            Outputs::Region(region(&f.output)),
-        ),
-    );
     assert_lost("PreparedSplit::encode", prepared.encode(&mut encoder));
-    let outputs: Vec<BufferRegion> = (0..3).map(|_| region(&f.output)).collect();
     assert_lost(
-        "encode_to_regions",
-        f.gpu.encode(
-            &mut encoder,
-            &f.plan,
-            DType::F32,
-            region(&f.input),
-            Outputs::Regions(&outputs),
-        ),
+        "PreparedSplit::encode_async",
+        pollster::block_on(prepared.encode_async(&mut encoder)),
     );
+    // encode, encode_async, prepare and prepare_async, for each place the outputs can go.
+    let layout = f.gpu.output_layout(&f.plan, DType::F32).unwrap();
+    let regions: Vec<BufferRegion> = (0..3).map(|_| region(&f.output)).collect();
+    let places = [
+        ("Region", Outputs::Region(region(&f.output))),
+        ("Placed", Outputs::Placed(region(&f.output), &layout)),
+        ("Regions", Outputs::Regions(&regions)),
+    ];
+    for (place, outputs) in places {
+        let (plan, input) = (&f.plan, region(&f.input));
+        assert_lost(
+            &format!("encode into Outputs::{place}"),
+            f.gpu.encode(&mut encoder, plan, DType::F32, input, outputs),
+        );
+        assert_lost(
+            &format!("encode_async into Outputs::{place}"),
+            pollster::block_on(
+                f.gpu
+                    .encode_async(&mut encoder, plan, DType::F32, input, outputs),
+            ),
+        );
+        assert_lost(
+            &format!("prepare into Outputs::{place}"),
+            f.gpu.prepare(plan, DType::F32, input, outputs),
+        );
+        assert_lost(
+            &format!("prepare_async into Outputs::{place}"),
+            pollster::block_on(f.gpu.prepare_async(plan, DType::F32, input, outputs)),
+        );
+    }
     let data = HostTensor::from_slice(&[8, 12], &[1.5f32; 96]).unwrap();
     assert_lost("run", f.gpu.run(&f.plan, &data));
     assert_lost(
@@ -138,36 +132,6 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
             &mut vec![Vec::<u8>::new(); 3],
             &StreamOptions::default(),
         ),
-    );
-    let layout = f.gpu.output_layout(&f.plan, DType::F32).unwrap();
-    assert_lost(
-        "encode_with_layout",
-        f.gpu.encode(
-            &mut encoder,
-            &f.plan,
-            DType::F32,
-            region(&f.input),
-            Outputs::Placed(region(&f.output), &layout),
-        ),
-    );
-    assert_lost(
-        "prepare_with_layout_async",
-        pollster::block_on(f.gpu.prepare_async(
-            &f.plan,
-            DType::F32,
-            region(&f.input),
-            Outputs::Placed(region(&f.output), &layout),
-        )),
-    );
-    assert_lost(
-        "encode_to_regions_async",
-        pollster::block_on(f.gpu.encode_async(
-            &mut encoder,
-            &f.plan,
-            DType::F32,
-            region(&f.input),
-            Outputs::Regions(&outputs),
-        )),
     );
     assert_eq!(*uncaptured.lock().unwrap(), Vec::<String>::new());
 }

@@ -1,4 +1,4 @@
-//! Outputs in buffers of the caller's choosing (`encode_to_regions`): 1, 7, 8, 64 and 10,000
+//! Outputs in buffers of the caller's choosing (`Outputs::Regions`): 1, 7, 8, 64 and 10,000
 //! outputs each in its own buffer (as many buffers per dispatch as the device binds, 3, and 1),
 //! outputs sharing a buffer at offsets of their own, with and without copy usages; byte for
 //! byte against the CPU reference, on each adapter.

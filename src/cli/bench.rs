@@ -29,7 +29,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         gather_mode: a.gather_mode,
         ..Default::default()
     });
-    // `options()` fills in every default, the gather mode too.
+    // `options()` fills in the gather mode; the fallback is never taken.
     let gather_mode = gpu.options().gather_mode.unwrap_or(GatherMode::Coalesced);
     let info = gpu.device().adapter_info();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?.with_batch(a.batch.into());

@@ -15,7 +15,6 @@ pub(crate) struct Lru<K, V> {
 #[derive(Debug)]
 struct State<K, V> {
     entries: Vec<Entry<K, V>>,
-    weight: usize,
     /// Counts lookups; stands in for time.
     clock: u64,
 }
@@ -34,7 +33,6 @@ impl<K, V: Clone> Lru<K, V> {
         Self {
             state: Mutex::new(State {
                 entries: Vec::new(),
-                weight: 0,
                 clock: 0,
             }),
             max_entries,
@@ -69,12 +67,11 @@ impl<K, V: Clone> Lru<K, V> {
             weight,
             used,
         });
-        state.weight = state.entries.iter().map(|e| e.weight).sum();
-        while state.entries.len() > self.max_entries || state.weight > self.max_weight {
+        let mut weight: usize = state.entries.iter().map(|e| e.weight).sum();
+        while state.entries.len() > self.max_entries || weight > self.max_weight {
             let oldest = (0..state.entries.len()).min_by_key(|&i| state.entries[i].used);
             let Some(oldest) = oldest else { break };
-            let gone = state.entries.swap_remove(oldest);
-            state.weight -= gone.weight;
+            weight -= state.entries.swap_remove(oldest).weight;
         }
     }
 

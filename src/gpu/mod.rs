@@ -6,8 +6,8 @@
 //!    route and records it into the caller's encoder.
 //!    `separate` ([`Outputs::Regions`]) does the same for outputs in buffers of
 //!    the caller's choosing.
-//! 4. `run` ([`GpuSplitter::run`]): the host round trip (upload, `encode`, read back), written
-//!    on top of the public `encode`.
+//! 4. `run` ([`GpuSplitter::run`]): the host round trip (upload, record the split as `encode`
+//!    does, into outputs packed at 16 bytes, read back).
 //!
 //! `device` opens devices and captures wgpu's errors. `GpuSplitter` (`splitter.rs`) owns
 //! (a handle to) a device, its compiled pipeline and the caches shared by its clones; `record`

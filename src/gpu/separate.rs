@@ -30,7 +30,7 @@ impl GpuSplitter {
                 plan.num_outputs()
             )));
         }
-        self.probe.check("encoding the split")?;
+        self.probe.check("preparing the split")?;
         self.check_input(&input, plan, dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         let storage = wgpu::BufferUsages::STORAGE;

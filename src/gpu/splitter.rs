@@ -74,7 +74,7 @@ fn allowed_output_bindings(limits: &wgpu::Limits) -> u32 {
 }
 
 /// How a [`GpuSplitter`] moves data. Every `None` takes the device's default;
-/// [`GpuSplitter::options`] shows them filled in. Benchmark harnesses and tests set these;
+/// [`GpuSplitter::options`] shows the settings in force. Benchmark harnesses and tests set these;
 /// an engine needs none of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SplitOptions {
@@ -157,9 +157,10 @@ impl GpuSplitter {
         })
     }
 
-    /// Opens the adapter `choice` picks (a [`BackendChoice`](crate::BackendChoice), or a [`DeviceChoice`]: backend,
-    /// adapter index or name, power preference; [`DeviceChoice::from_env`] reads wgpu's own
-    /// variables) with its full limits and compiles the pipeline.
+    /// Opens the adapter `choice` picks (a [`BackendChoice`](crate::BackendChoice), or a
+    /// [`DeviceChoice`]: backend, adapter index or name, power preference;
+    /// [`DeviceChoice::from_env`] reads wgpu's own variables) with its full limits and
+    /// compiles the pipeline.
     pub fn open(choice: impl Into<DeviceChoice>) -> Result<Self> {
         let (adapter, device, queue) = device::open_chosen(&choice.into())?;
         // Errors are captured by scopes around every call; a stray one is reported, not panicked on.
@@ -192,8 +193,8 @@ impl GpuSplitter {
         self
     }
 
-    /// The settings in force, every default filled in: [`SplitOptions`] as this device runs
-    /// them.
+    /// The settings in force, [`SplitOptions`] as this device runs them: every default filled
+    /// in, but `texture_copies`, whose `None` follows the route and the device type.
     pub fn options(&self) -> SplitOptions {
         SplitOptions {
             route: self.route,

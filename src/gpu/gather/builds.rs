@@ -93,6 +93,7 @@ pub fn words_only_source(source: &str) -> Result<String> {
 }
 
 /// The hook as the shaders declare it; the trace build replaces this line.
+#[cfg(feature = "bench")]
 pub const TRACE_HOOK: &str = "fn trace(kind: u32, address: u32, size: u32) {}";
 
 /// The trace build of `source`: its trace hook records into a buffer at `binding` of group 0.
@@ -103,6 +104,7 @@ pub const TRACE_HOOK: &str = "fn trace(kind: u32, address: u32, size: u32) {}";
 /// index `1 + (slot * lanes + lane) * records + seq`, where `n` counts the lane's earlier
 /// accesses of the same kind. Lanes in step make their n-th load (or store) together, so `n`
 /// is what groups accesses into warp instructions: lane 0's table reads do not shift its loads.
+#[cfg(feature = "bench")]
 pub fn traced_source(source: &str, binding: u32) -> Result<String> {
     if source.matches(TRACE_HOOK).count() != 1 {
         return Err(SplitError::Device(

@@ -2,7 +2,9 @@
 //! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
 
 use super::abi::{EntryPoint, SHADER_SOURCE, UNIT_BYTES};
-use super::builds::{multi_output_source, traced_source, words_only_source};
+#[cfg(feature = "bench")]
+use super::builds::traced_source;
+use super::builds::{multi_output_source, words_only_source};
 use super::plan::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
@@ -105,6 +107,8 @@ impl GatherPipeline {
 
     /// Compiles the trace build of the shader ([`traced_source`]): the same
     /// shader, whose every global access also writes a record into a buffer at binding 5.
+    /// For the memory trace (`bench` feature).
+    #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
         let source = traced_source(SHADER_SOURCE, 5)?;
         scoped(device, "compiling the traced split pipeline", || {
@@ -193,7 +197,9 @@ impl GatherPipeline {
 
     /// Records `dispatches` (with their `tables`, one buffer each) into one compute pass of
     /// `encoder`, reading `input` and writing `outputs`; the trace build also writes its
-    /// records into `trace`. [`GatherPipeline::bind`], then [`record_bound`].
+    /// records into `trace`. [`GatherPipeline::bind`], then [`record_bound`]. For the memory
+    /// trace (`bench` feature).
+    #[cfg(feature = "bench")]
     #[allow(clippy::too_many_arguments)]
     pub async fn record(
         &self,
