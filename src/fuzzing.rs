@@ -1,25 +1,25 @@
 //! The planner's invariants, checked on arbitrary inputs by the fuzz target (`fuzz/`, with the
-//! `fuzzing` feature) and by a proptest among the unit tests (`fuzzing/tests.rs`). Not in the
+//! `fuzzing` feature) and by a proptest among the unit tests (`fuzzing/proptests.rs`). Not in the
 //! library's default build.
 //!
 //! [`check_planner`] feeds one input to an operator and, when the operator accepts it, checks
 //! that the plan tiles the axis and that the output layout stays inside its region; then
 //! (`routes`) that every route (buffer copies, texture bands, gather dispatches, and what
-//! [`route::choose`] picks) keeps inside its buffers and writes every output byte exactly once,
+//! [`planner::choose`] picks) keeps inside its buffers and writes every output byte exactly once,
 //! from the right input byte. It panics on a broken invariant; an operator must never panic,
 //! whatever the input.
 
 mod input;
-mod routes;
 #[cfg(test)]
-mod tests;
+mod proptests;
+mod routes;
 
 pub use input::PlannerInput;
 
 use crate::gpu::gather::abi::binding_bytes;
-use crate::gpu::gather::plan::{plan_dispatches, GatherMode, GatherTuning};
-use crate::gpu::output_layout::OutputLayout;
-use crate::gpu::route::{self, DeviceCaps, Regions};
+use crate::gpu::gather::dispatches::{plan_dispatches, GatherMode, GatherTuning};
+use crate::gpu::placement::OutputLayout;
+use crate::gpu::planner::{self, DeviceCaps, Regions};
 use crate::ops::{OnnxSplitParts, Operator};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
@@ -118,10 +118,10 @@ pub fn check_planner(input: &PlannerInput) {
             copies_allowed: true,
         },
     ] {
-        if let Some(copies) = route::buffer_copies(&bytes, &layout, &regions) {
+        if let Some(copies) = planner::buffer_copies(&bytes, &layout, &regions) {
             check.buffer_copies(&copies, &regions);
         }
-        let texture = crate::gpu::texture::plan::texture_plan(
+        let texture = crate::gpu::cpu_texture::texture_plan(
             &bytes,
             &layout,
             regions.input_offset,
@@ -178,7 +178,7 @@ pub fn check_planner(input: &PlannerInput) {
             output_offset: 0,
             copies_allowed: true,
         };
-        if let Ok(chosen) = route::choose(&bytes, &layout, &caps, &regions) {
+        if let Ok(chosen) = planner::choose(&bytes, &layout, &caps, &regions) {
             check.route(&chosen, &caps, &regions);
         }
     }

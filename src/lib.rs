@@ -9,7 +9,7 @@
 //! 2. [`plan`]: output shapes and chunks over the view `[outer, axis_len, inner]`, and
 //!    ([`plan::bytes`]) the byte rows of each output in the input.
 //! 3. [`gpu`]: a [`GpuSplitter`] holds a device and the compiled pipeline. It places the
-//!    outputs (`gpu::output_layout`), chooses a route (`gpu::route`: buffer copies, the
+//!    outputs (`gpu::placement`), chooses a route (`gpu::planner`: buffer copies, the
 //!    texture route on CPU adapters, or one gather dispatch for all outputs), records it into
 //!    an encoder ([`GpuSplitter::encode`]) and runs host round trips ([`GpuSplitter::run`]).
 //! 4. [`verify`]: GPU outputs against [`reference`](mod@reference), the same split on the CPU
@@ -31,6 +31,7 @@
 
 #[cfg(feature = "bench")]
 pub mod bench;
+mod cache;
 pub mod dtype;
 pub mod error;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -54,8 +55,8 @@ pub use wgpu;
 
 pub use dtype::DType;
 pub use error::{Result, SplitError};
-pub use gpu::gather::plan::GatherMode;
-pub use gpu::route::RouteChoice;
+pub use gpu::gather::GatherMode;
+pub use gpu::planner::RouteChoice;
 pub use gpu::{
     input_binding_size, AdapterPick, BackendChoice, BufferRegion, DeviceChoice, EncodedSplit,
     GpuSplitter, OutputLayout, OutputRange, Outputs, PreparedSplit, SplitOptions,

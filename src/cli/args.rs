@@ -1,6 +1,6 @@
 //! The command line, as clap sees it, and the parsing of the tensor-valued options.
 
-use super::error::{CliError, CliResult};
+use super::exit::{CliError, CliResult};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use wgpu_split::{npy, DeviceChoice, GatherMode, IntTensor};

@@ -2,7 +2,7 @@
 //! CPU reference.
 
 use super::args;
-use super::error::CliResult;
+use super::exit::CliResult;
 use std::process::ExitCode;
 use wgpu_split::{ops, reference, GpuSplitter, HostTensor, IntTensor, Result, SplitPlan};
 

@@ -1,7 +1,7 @@
 //! `wgpu-split info`: adapters and the limits that matter to a split.
 
 use super::args::InfoArgs;
-use super::error::CliResult;
+use super::exit::CliResult;
 use serde_json::json;
 use std::process::ExitCode;
 use wgpu_split::gpu::list_adapters;

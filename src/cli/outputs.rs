@@ -2,7 +2,7 @@
 //! temporary directory beside DIR as the stream produces them, moved into DIR on success.
 //! A failure drops the temporary directory and leaves DIR as it was.
 
-use super::error::{CliError, CliResult};
+use super::exit::{CliError, CliResult};
 use super::progress::Progress;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};

@@ -1,7 +1,7 @@
 //! `wgpu-split bench --plot=FILE.svg`: one chart of the split's rate beside the device's copy
 //! and copy-kernel rates, per case, in the same run.
 
-use super::error::{CliError, CliResult};
+use super::exit::{CliError, CliResult};
 use plotters::prelude::*;
 use std::path::Path;
 use wgpu_split::bench::{gbps, CaseResult};

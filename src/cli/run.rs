@@ -1,7 +1,7 @@
 //! `wgpu-split run`: split a .npy file, streamed from the file to the output files.
 
 use super::args::{self, Op, RunArgs};
-use super::error::{CliError, CliResult};
+use super::exit::{CliError, CliResult};
 use super::outputs::OutputFiles;
 use super::progress::Progress;
 use serde_json::json;

@@ -2,13 +2,13 @@
 //! every output byte is written exactly once, from the input byte the plan says.
 
 use super::input::PlannerInput;
+use crate::gpu::cpu_texture::TexturePlan;
 use crate::gpu::gather::abi::{
     binding_bytes, Entry, Layout, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
 };
-use crate::gpu::gather::plan::{multi_output_dispatch, Dispatch, GatherMode};
-use crate::gpu::output_layout::OutputLayout;
-use crate::gpu::route::{BufferCopy, DeviceCaps, Regions, Route};
-use crate::gpu::texture::plan::TexturePlan;
+use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch, GatherMode};
+use crate::gpu::placement::OutputLayout;
+use crate::gpu::planner::{BufferCopy, DeviceCaps, Regions, Route};
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
 
 /// The split a route is checked against.
@@ -282,7 +282,7 @@ impl RouteCheck<'_> {
         self.dispatches(&[d], MAX_WINDOW);
     }
 
-    /// Whatever [`crate::gpu::route::choose`] picked, checked as its kind is.
+    /// Whatever [`crate::gpu::planner::choose`] picked, checked as its kind is.
     pub(super) fn route(&self, route: &Route, caps: &DeviceCaps, regions: &Regions) {
         match route {
             Route::BufferCopies(copies) => {

@@ -2,15 +2,15 @@
 //! wanted. [`GpuSplitter::encode`] prepares and records in one call.
 
 use crate::error::{Result, SplitError};
+use crate::gpu::cpu_texture::{self, TexturePlan};
 use crate::gpu::device::{scoped_async, LossProbe};
-use crate::gpu::gather::record::{record_bound, BoundDispatch, Targets};
-use crate::gpu::output_layout::OutputLayout;
+use crate::gpu::gather::{record_bound, BoundDispatch, Targets};
+use crate::gpu::placement::OutputLayout;
+use crate::gpu::placement::{BufferRegion, Outputs};
+use crate::gpu::planner::{self, BufferCopy, Route};
+use crate::gpu::planner::{KeptRoute, RouteKey};
 use crate::gpu::record::EncodedSplit;
-use crate::gpu::region::{BufferRegion, Outputs};
-use crate::gpu::route::{self, BufferCopy, Route};
-use crate::gpu::route_cache::{KeptRoute, RouteKey};
 use crate::gpu::splitter::GpuSplitter;
-use crate::gpu::texture::{self, plan::TexturePlan};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -123,7 +123,7 @@ impl PreparedSplit {
                 output,
             } => {
                 scoped_async(&self.device, "encoding the split copies", || {
-                    texture::record::record(encoder, plan, scratch, input, output)
+                    cpu_texture::record(encoder, plan, scratch, input, output)
                 })
                 .await?
             }
@@ -210,14 +210,14 @@ impl GpuSplitter {
             .await
     }
 
-    /// The route of `key`: kept from an earlier split ([`crate::gpu::route_cache`]), or
+    /// The route of `key`: kept from an earlier split ([`crate::gpu::planner`]), or
     /// chosen now, with its gather tables uploaded, and kept.
     async fn kept_route(&self, key: &RouteKey<'_>) -> Result<Arc<KeptRoute>> {
         if let Some(kept) = self.routes.get(key) {
             return Ok(kept);
         }
         let bytes = ByteRows::new(key.plan, key.dtype.size())?;
-        let route = route::choose(&bytes, key.layout, &key.caps, &key.regions)?;
+        let route = planner::choose(&bytes, key.layout, &key.caps, &key.regions)?;
         let tables = self.upload_tables(&route).await?;
         let kept = Arc::new(KeptRoute { route, tables });
         self.routes.insert(key, kept.clone());

@@ -1,18 +1,16 @@
 //! [`GpuSplitter`]: a device, its compiled pipeline and the caches its clones share.
 
 use crate::error::{Result, SplitError};
+use crate::gpu::cpu_texture::Scratch;
 use crate::gpu::device::{self, DeviceChoice};
-use crate::gpu::gather::abi::MAX_DST_BINDINGS;
-use crate::gpu::gather::plan::{
-    GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
-};
-use crate::gpu::gather::record::GatherPipeline;
-use crate::gpu::gather::tables::TableCache;
-use crate::gpu::output_layout::{OutputLayout, OutputRange};
+use crate::gpu::gather::GatherPipeline;
+use crate::gpu::gather::TableCache;
+use crate::gpu::gather::MAX_DST_BINDINGS;
+use crate::gpu::gather::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
+use crate::gpu::placement::{OutputLayout, OutputRange};
+use crate::gpu::planner::RouteCache;
+use crate::gpu::planner::RouteChoice;
 use crate::gpu::record::input_binding_size;
-use crate::gpu::route::RouteChoice;
-use crate::gpu::route_cache::RouteCache;
-use crate::gpu::texture::record::Scratch;
 use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;

@@ -300,9 +300,9 @@ pub(super) fn scatter(bytes: &ByteRows, entries: &[Entry]) -> Option<(Params, Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::gather::plan::plan_dispatches;
-    use crate::gpu::gather::plan::tests::{dispatches, BIG};
-    use crate::gpu::output_layout::OutputLayout;
+    use crate::gpu::gather::dispatches::plan_dispatches;
+    use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
+    use crate::gpu::placement::OutputLayout;
     use crate::{ops, DType, IntTensor};
 
     /// The header of the runs-layout dispatch of a split of `shape` along axis 1 into `parts`.

@@ -5,8 +5,8 @@
 //! than a small split's copying on a CPU adapter. Tables are immutable once
 //! uploaded, so a cached one is safe to bind from any encoder, thread or submission.
 
+use crate::cache::Lru;
 use crate::error::Result;
-use crate::gpu::cache::Lru;
 use crate::gpu::device::{buffer_with, scoped_async};
 use std::collections::HashMap;
 
@@ -14,7 +14,7 @@ use std::collections::HashMap;
 const MAX_TABLES: usize = 32;
 
 /// Table bytes kept at most. Larger tables (splits into thousands of outputs) are kept with
-/// their routes ([`crate::gpu::route_cache`]).
+/// their routes ([`crate::gpu::planner`]).
 const MAX_TABLE_BYTES: usize = 2 << 20;
 
 /// The cache, keyed by the table's bytes.

@@ -1,9 +1,24 @@
-//! The texture route's plan: bands of input rows, each moved into a scratch texture by one
-//! buffer-to-texture copy and out of it by one texture-to-buffer copy per output. Pure
-//! arithmetic, tested without a device.
+//! The texture route, for CPU adapters: strided outputs moved by the device's copy commands,
+//! through a scratch texture.
+//!
+//! A buffer-to-texture copy reads rows at any `bytes_per_row` that is a multiple of 256, and a
+//! texture-to-buffer copy writes a rectangle of them at another: one command reads a band of
+//! input rows (every output's columns, or one output's), and one per output writes its
+//! columns back to back. On CPU adapters (lavapipe, llvmpipe) copy commands run at memcpy
+//! speed, faster than any compute shader there, so this beats the gather dispatch on splits
+//! with 256-byte-multiple rows (figures in `docs/performance.md`). On GPUs it moves every
+//! byte twice, so [`GpuSplitter`](crate::GpuSplitter) uses it on CPU adapters only unless
+//! told otherwise.
+//!
+//! The texture is `Rgba32Uint`: 16-byte texels copied as raw bits, so every dtype comes out
+//! bit-exact. [`texture_plan`] is pure and tested without a device; [`record`] records the
+//! copies.
 
-use crate::gpu::output_layout::OutputLayout;
+use crate::error::Result;
+use crate::gpu::device::scoped_async;
+use crate::gpu::placement::OutputLayout;
 use crate::plan::bytes::ByteRows;
+use std::sync::Mutex;
 
 /// `bytes_per_row` of a buffer-texture copy must be a multiple of this (wgpu's rule).
 const ROW_ALIGN: u64 = wgpu::COPY_BYTES_PER_ROW_ALIGNMENT as u64;
@@ -205,167 +220,129 @@ fn bands(outputs: &[Output], outer: u64, stride: u64, max_dimension: u32) -> Vec
     bands
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::SplitPlan;
-    use crate::tensor::IntTensor;
-    use crate::{ops, DType};
-
-    fn plan_for(shape: &[usize], axis: i64, lengths: Vec<i64>) -> SplitPlan {
-        ops::variadic_split(shape, &IntTensor::scalar(axis), &IntTensor::vector(lengths)).unwrap()
-    }
-
-    fn bands(
-        plan: &SplitPlan,
-        dtype: DType,
-        src: u64,
-        dst: u64,
-        max_dim: u32,
-    ) -> Option<TexturePlan> {
-        let layout = OutputLayout::new(plan, dtype, 16).unwrap();
-        let bytes = ByteRows::new(plan, dtype.size()).unwrap();
-        texture_plan(&bytes, &layout, src, dst, max_dim)
-    }
-
-    /// A band as (first input byte, texels read, rows) and its pieces as (column, texels,
-    /// first output byte).
-    type BandShape = ((u64, u32, u32), Vec<(u32, u32, u64)>);
-
-    fn shape(t: &TexturePlan) -> Vec<BandShape> {
-        let pieces = |b: &Band| {
-            b.pieces
-                .iter()
-                .map(|p| (p.x, p.width, p.dst_offset))
-                .collect()
-        };
-        t.bands
-            .iter()
-            .map(|b| ((b.src_offset, b.width, b.rows), pieces(b)))
-            .collect()
-    }
-
-    #[test]
-    fn spec_split_is_one_read_of_every_row_and_a_write_per_output() {
-        // [6, 12, 10, 24] f32 on axis 1 in 3: rows of 3,840 bytes (240 texels) at a stride of
-        // 11,520. One band reads all 720 texels of the 6 rows; three writes, not six copies.
-        let plan = plan_for(&[6, 12, 10, 24], 1, vec![4, 4, 4]);
-        let t = bands(&plan, DType::F32, 0, 0, 8192).unwrap();
-        assert_eq!(t.src_stride, 11520);
-        assert_eq!(t.scratch, (720, 6));
-        assert_eq!(t.commands(), 4);
-        assert_eq!(
-            shape(&t),
-            vec![(
-                (0, 720, 6),
-                vec![(0, 240, 0), (240, 240, 23040), (480, 240, 46080)]
-            )]
+/// Records `plan`'s copies from `input` to `output` through `scratch` (at least
+/// `plan.scratch` texels). The bands reuse the one texture; wgpu orders the copies.
+pub fn record(
+    encoder: &mut wgpu::CommandEncoder,
+    plan: &TexturePlan,
+    scratch: &wgpu::Texture,
+    input: &wgpu::Buffer,
+    output: &wgpu::Buffer,
+) {
+    for band in &plan.bands {
+        encoder.copy_buffer_to_texture(
+            wgpu::TexelCopyBufferInfo {
+                buffer: input,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: band.src_offset,
+                    bytes_per_row: Some(plan.src_stride),
+                    rows_per_image: None,
+                },
+            },
+            scratch.as_image_copy(),
+            extent(band.width, band.rows),
         );
-        // Regions at offsets in both buffers move every read and write with them.
-        let moved = bands(&plan, DType::F32, 256, 512, 8192).unwrap();
-        assert_eq!(
-            shape(&moved),
-            vec![(
-                (256, 720, 6),
-                vec![(0, 240, 512), (240, 240, 23552), (480, 240, 46592)]
-            )]
-        );
-        // A texture limit below the row's span leaves a band per output.
-        let apart = bands(&plan, DType::F32, 0, 0, 719).unwrap();
-        assert_eq!(apart.commands(), 6);
-        assert_eq!(
-            shape(&apart),
-            vec![
-                ((0, 240, 6), vec![(0, 240, 0)]),
-                ((3840, 240, 6), vec![(0, 240, 23040)]),
-                ((7680, 240, 6), vec![(0, 240, 46080)]),
-            ]
-        );
-    }
-
-    #[test]
-    fn tall_outputs_go_in_bands_that_cover_every_row() {
-        // 8,192 rows of 8,192 bytes per output at a stride of 16,384: 512 rows fill the
-        // 4 MiB scratch, so 16 bands per output, 64 commands; bands of both outputs' columns
-        // would hold 256 rows, 32 bands of 3 commands.
-        let plan = plan_for(&[8192, 8192], 1, vec![4096, 4096]);
-        let t = bands(&plan, DType::F16, 0, 0, 8192).unwrap();
-        assert_eq!(t.scratch, (512, 512));
-        assert_eq!(t.commands(), 64);
-        for (i, b) in t.bands.iter().enumerate() {
-            let (output, band) = (i as u64 / 16, i as u64 % 16);
-            assert_eq!((b.rows, b.pieces.len()), (512, 1));
-            assert_eq!(b.src_offset, output * 8192 + band * 512 * 16384);
-            assert_eq!(
-                b.pieces[0].dst_offset,
-                output * 8192 * 8192 + band * 512 * 8192
+        for piece in &band.pieces {
+            encoder.copy_texture_to_buffer(
+                wgpu::TexelCopyTextureInfo {
+                    origin: wgpu::Origin3d {
+                        x: piece.x,
+                        y: 0,
+                        z: 0,
+                    },
+                    ..scratch.as_image_copy()
+                },
+                wgpu::TexelCopyBufferInfo {
+                    buffer: output,
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset: piece.dst_offset,
+                        bytes_per_row: Some(piece.width * TEXEL_BYTES as u32),
+                        rows_per_image: None,
+                    },
+                },
+                extent(piece.width, band.rows),
             );
         }
-        // Rows wider than the texture limit do not fit at all.
-        assert!(bands(&plan, DType::F16, 0, 0, 511).is_none());
-        // A texture limit below the rows that fill the scratch means shorter bands: 8 of
-        // 1,024 rows of both outputs (24 commands) beat 16 of one output each (32).
-        let narrow = plan_for(&[8192, 512], 1, vec![64, 448]);
-        let t = bands(&narrow, DType::F32, 0, 0, 1024).unwrap();
-        assert_eq!(t.scratch, (128, 1024));
-        assert_eq!(t.commands(), 24);
-        for (i, b) in t.bands.iter().enumerate() {
-            let first = i as u64 * 1024;
-            assert_eq!(
-                shape(&t)[i],
-                (
-                    (first * 2048, 128, 1024),
-                    vec![(0, 16, first * 256), (16, 112, 8192 * 256 + first * 1792)]
-                ),
-                "{b:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn rows_or_offsets_off_the_copy_rules_are_refused() {
-        // Rows of 4 bytes (not a multiple of 256).
-        assert!(bands(&plan_for(&[64, 4], 1, vec![1, 3]), DType::F32, 0, 0, 8192).is_none());
-        // A stride of 1,000 bytes.
-        assert!(bands(
-            &plan_for(&[8, 250], 1, vec![64, 186]),
-            DType::F32,
-            0,
-            0,
-            8192
-        )
-        .is_none());
-        // Good rows, but the input region starts off a texel.
-        let good = plan_for(&[8, 128], 1, vec![64, 64]);
-        assert!(bands(&good, DType::F32, 0, 0, 8192).is_some());
-        assert!(bands(&good, DType::F32, 4, 0, 8192).is_none());
-        assert!(bands(&good, DType::F32, 0, 8, 8192).is_none());
-        // Rows wider than the texture limit (256 bytes = 16 texels).
-        assert!(bands(&good, DType::F32, 0, 0, 15).is_none());
-        // One row per output: contiguous, left to buffer copies.
-        assert!(bands(
-            &plan_for(&[1, 128], 1, vec![64, 64]),
-            DType::F32,
-            0,
-            0,
-            8192
-        )
-        .is_none());
-    }
-
-    #[test]
-    fn empty_outputs_get_no_band_and_too_many_bands_are_refused() {
-        // One band reads both non-empty outputs' columns; the empty one gets no write.
-        let plan = plan_for(&[4, 192], 1, vec![64, 0, 128]);
-        let t = bands(&plan, DType::F32, 0, 0, 8192).unwrap();
-        assert_eq!(
-            shape(&t),
-            vec![((0, 48, 4), vec![(0, 16, 0), (16, 32, 1024)])]
-        );
-        assert_eq!(t.scratch, (48, 4));
-        // 1,100 outputs of 64 f32 each: rows wider than the texture limit, and 2,200
-        // commands a band per output, past MAX_COMMANDS.
-        let many = plan_for(&[2, 1100 * 64], 1, vec![64; 1100]);
-        assert!(bands(&many, DType::F32, 0, 0, 8192).is_none());
     }
 }
+
+/// A copy of `rows` rows of `width` texels.
+fn extent(width: u32, rows: u32) -> wgpu::Extent3d {
+    wgpu::Extent3d {
+        width,
+        height: rows,
+        depth_or_array_layers: 1,
+    }
+}
+
+/// Scratch textures kept between splits. A graph alternates splits of different shapes (the
+/// attention projections, then the MLP gate), and their bands need differently shaped
+/// textures: keeping a few means none is recreated on every call.
+const KEPT_SCRATCH: usize = 4;
+
+/// The scratch textures kept between splits: at most `KEPT_SCRATCH` of at most
+/// `MAX_SCRATCH_BYTES` each, the least recently used first out.
+///
+/// Sharing a texture between encoders and threads is safe: every split writes the rows it
+/// reads within its own commands, and wgpu places a barrier between uses.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// Most recently used last.
+    kept: Mutex<Vec<wgpu::Texture>>,
+}
+
+impl Scratch {
+    /// A texture of at least `width` x `height` texels: a kept one if one is large enough,
+    /// else a new one, kept when it was created without a device error.
+    pub(crate) async fn get(
+        &self,
+        device: &wgpu::Device,
+        width: u32,
+        height: u32,
+    ) -> Result<wgpu::Texture> {
+        {
+            let mut kept = self.lock();
+            if let Some(i) = kept
+                .iter()
+                .position(|t| t.width() >= width && t.height() >= height)
+            {
+                let texture = kept.remove(i);
+                kept.push(texture.clone());
+                return Ok(texture);
+            }
+        }
+        // No lock is held across the wait for the device's verdict.
+        let texture = scoped_async(device, "creating the scratch texture", || {
+            device.create_texture(&wgpu::TextureDescriptor {
+                label: Some("split scratch"),
+                size: wgpu::Extent3d {
+                    width,
+                    height,
+                    depth_or_array_layers: 1,
+                },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba32Uint,
+                usage: wgpu::TextureUsages::COPY_SRC | wgpu::TextureUsages::COPY_DST,
+                view_formats: &[],
+            })
+        })
+        .await?;
+        let mut kept = self.lock();
+        if kept.len() == KEPT_SCRATCH {
+            kept.remove(0);
+        }
+        kept.push(texture.clone());
+        Ok(texture)
+    }
+
+    /// The kept textures; a panic elsewhere while the lock was held leaves the list
+    /// consistent, so a poisoned lock is taken as is.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<wgpu::Texture>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod texture_tests;

@@ -2,7 +2,7 @@
 //! `--memory`, the traced memory figures of each case beside the copy kernel's.
 
 use super::args::{self, BenchArgs};
-use super::error::{CliError, CliResult};
+use super::exit::{CliError, CliResult};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::process::ExitCode;

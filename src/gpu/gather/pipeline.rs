@@ -5,10 +5,10 @@ use super::abi::{EntryPoint, SHADER_SOURCE, UNIT_BYTES};
 #[cfg(feature = "bench")]
 use super::builds::traced_source;
 use super::builds::{multi_output_source, words_only_source};
-use super::plan::Dispatch;
+use super::dispatches::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
-use crate::gpu::region::BufferRegion;
+use crate::gpu::placement::BufferRegion;
 use std::num::NonZeroU64;
 use std::sync::{Arc, OnceLock};
 

@@ -15,7 +15,7 @@ use timing::{time_interleaved_ms, time_ms};
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped;
-use crate::gpu::gather::record::grid;
+use crate::gpu::gather::pipeline::grid;
 use crate::ops::Operator;
 use crate::plan::SplitPlan;
 use crate::reference;

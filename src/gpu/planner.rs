@@ -1,21 +1,33 @@
-//! How a split's bytes move: the route. Pure: it reads the plan's byte rows, the output
-//! layout, what the device can do and what the caller's buffers allow, and records nothing.
+//! How a split's bytes move: the route, chosen once per plan, device and output placement,
+//! and kept for the next split.
 //!
-//! Copy commands replace the gather dispatch where the device moves bytes faster with them
-//! (CPU adapters, where they are memcpy) and the buffers allow them (COPY_SRC on the input,
-//! COPY_DST on the output). Each command has a fixed cost, a texture copy's
-//! [`texture_command_cost`] times a buffer copy's, so the cheaper plan of copies wins; the
-//! gather takes everything else. On GPUs the gather runs at the copy kernel's speed, and
-//! copy commands are no faster (`docs/performance.md`, "On a GPU"), so it takes every split
-//! there.
+//! Choosing is pure: it reads the plan's byte rows, the output placement, what the device can
+//! do and what the caller's buffers allow, and records nothing. Copy commands replace the
+//! gather dispatch where the device moves bytes faster with them (CPU adapters, where they are
+//! memcpy) and the buffers allow them (COPY_SRC on the input, COPY_DST on the output). Each
+//! command has a fixed cost, a texture copy's [`texture_command_cost`] times a buffer copy's,
+//! so the cheaper plan of copies wins; the gather takes everything else. On GPUs the gather
+//! runs at the copy kernel's speed, and copy commands are no faster (`docs/performance.md`,
+//! "On a GPU"), so it takes every split there.
+//!
+//! Keeping: a graph runtime splits the same node again and again, with the same plan and dtype
+//! and its buffers from a pool at the same offsets. The route (the byte geometry, the route,
+//! the gather's dispatches and their tables) is then the same every time, so
+//! [`crate::GpuSplitter::encode`] keeps it ([`RouteCache`]). A kept route holds numbers and
+//! this crate's own table buffers, never a caller's buffer: keeping it changes neither which
+//! buffers stay alive nor which errors `encode` reports.
 
+use crate::cache::Lru;
 use crate::error::Result;
-use crate::gpu::gather::plan::{plan_dispatches, Dispatch, GatherTuning};
-use crate::gpu::output_layout::OutputLayout;
-use crate::gpu::texture::plan::{texture_plan, TexturePlan};
+use crate::gpu::cpu_texture::{texture_plan, TexturePlan};
+use crate::gpu::gather::{plan_dispatches, Dispatch, GatherTuning};
+use crate::gpu::placement::OutputLayout;
 use crate::plan::bytes::{ByteRows, RowKind};
+use crate::plan::SplitPlan;
+use crate::DType;
+use std::sync::Arc;
 
-pub use crate::gpu::texture::plan::texture_command_cost;
+pub use crate::gpu::cpu_texture::texture_command_cost;
 
 /// Each copy command has a fixed cost: past this many, one dispatch wins.
 pub const MAX_BUFFER_COPIES: u64 = 64;
@@ -55,7 +67,7 @@ impl std::str::FromStr for RouteChoice {
 /// What the device offers a split, read once from the device and the splitter's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceCaps {
-    /// Largest gather window ([`crate::gpu::gather::abi::window_limit`]).
+    /// Largest gather window ([`crate::gpu::gather::window_limit`]).
     pub window_limit: u64,
     /// `min_storage_buffer_offset_alignment`.
     pub offset_align: u64,
@@ -212,138 +224,80 @@ pub fn buffer_copies(
     aligned.then_some(copies)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::SplitPlan;
-    use crate::DType;
+/// Routes kept at most; the least recently used goes first.
+const MAX_ROUTES: usize = 32;
 
-    const CAPS: DeviceCaps = DeviceCaps {
-        window_limit: 1 << 27,
-        offset_align: 256,
-        max_texture_dimension: 8192,
-        buffer_copies: true,
-        texture_copies: true,
-        texture_command_cost: 2,
-        gather: GatherTuning {
-            mode: crate::gpu::gather::plan::GatherMode::Runs,
-            max_units_per_lane: 128,
-            spread_lanes: crate::gpu::gather::plan::SPREAD_TWO_WORKGROUPS,
-        },
-    };
+/// Outputs of all kept routes together at most: a kept route holds its plan, layout and
+/// tables, in proportion to its outputs. A plan of any size up to this is kept, so a repeated
+/// split of thousands of outputs is not planned again.
+const MAX_KEPT_OUTPUTS: usize = 1 << 19;
 
-    const COPIES: Regions = Regions {
-        input_offset: 0,
-        output_offset: 0,
-        copies_allowed: true,
-    };
+/// Everything a route depends on, borrowed from the split at hand.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RouteKey<'a> {
+    pub plan: &'a SplitPlan,
+    pub dtype: DType,
+    pub layout: &'a OutputLayout,
+    pub regions: Regions,
+    pub caps: DeviceCaps,
+}
 
-    fn route(
-        shape: &[usize],
-        axis: usize,
-        lengths: &[usize],
-        caps: &DeviceCaps,
-        regions: &Regions,
-    ) -> Route {
-        let plan = SplitPlan::from_lengths(shape, axis, lengths, true).unwrap();
-        let layout = OutputLayout::new(&plan, DType::F32, caps.offset_align).unwrap();
-        let bytes = ByteRows::new(&plan, 4).unwrap();
-        choose(&bytes, &layout, caps, regions).unwrap()
-    }
+/// A chosen route, with the device copies of its gather tables (one per dispatch).
+#[derive(Debug)]
+pub(crate) struct KeptRoute {
+    pub route: Route,
+    pub tables: Vec<wgpu::Buffer>,
+}
 
-    fn kind(r: &Route) -> (&'static str, usize) {
-        match r {
-            Route::BufferCopies(c) => ("copies", c.len()),
-            Route::Texture(t) => ("texture", t.commands() as usize),
-            Route::Gather(d) => ("gather", d.len()),
-        }
-    }
+/// The cache; shared by a splitter's clones, whose settings are part of every key.
+#[derive(Debug)]
+pub(crate) struct RouteCache(Lru<OwnedKey, Arc<KeptRoute>>);
 
-    #[test]
-    fn the_cheaper_copies_win_and_the_gather_takes_the_rest() {
-        let spec = (&[6, 12, 10, 24][..], 1, &[4, 4, 4][..]);
-        // 4 texture copies at 2 each beat 18 row copies; at 6 each (llvmpipe GL) they do not.
-        assert_eq!(
-            kind(&route(spec.0, spec.1, spec.2, &CAPS, &COPIES)),
-            ("texture", 4)
-        );
-        let gl = DeviceCaps {
-            texture_command_cost: texture_command_cost(wgpu::Backend::Gl),
-            ..CAPS
-        };
-        assert_eq!(
-            kind(&route(spec.0, spec.1, spec.2, &gl, &COPIES)),
-            ("copies", 18)
-        );
-        // Without COPY_SRC / COPY_DST, one dispatch.
-        let no_copies = Regions {
-            copies_allowed: false,
-            ..COPIES
-        };
-        assert_eq!(
-            kind(&route(spec.0, spec.1, spec.2, &CAPS, &no_copies)),
-            ("gather", 1)
-        );
-        // A GPU: the gather, whatever the buffers allow.
-        let gpu = DeviceCaps {
-            buffer_copies: false,
-            texture_copies: false,
-            ..CAPS
-        };
-        assert_eq!(
-            kind(&route(spec.0, spec.1, spec.2, &gpu, &COPIES)),
-            ("gather", 1)
-        );
-        assert_eq!(
-            kind(&route(&[4096, 2048], 0, &[1; 4096], &gpu, &COPIES)),
-            ("gather", 1)
-        );
-        // Rows of 4 bytes: too many, too short copies.
-        assert_eq!(
-            kind(&route(&[4096, 4], 1, &[1, 1, 1, 1], &CAPS, &COPIES)),
-            ("gather", 1)
-        );
-        // Every output empty: nothing at all.
-        assert_eq!(
-            kind(&route(&[0, 4], 1, &[2, 2], &CAPS, &COPIES)),
-            ("gather", 0)
-        );
-    }
-
-    #[test]
-    fn back_to_back_outputs_share_one_copy() {
-        // 4096 slices of 2048 f32 on axis 0, each 8 KiB, at 256-byte alignment: no padding.
-        let r = route(&[4096, 2048], 0, &[1; 4096], &CAPS, &COPIES);
-        assert_eq!(
-            r,
-            Route::BufferCopies(vec![BufferCopy {
-                src: 0,
-                dst: 0,
-                size: 4096 * 8192
-            }])
-        );
-        // Region offsets are added, and an unaligned one leaves the copies.
-        let at = Regions {
-            input_offset: 256,
-            output_offset: 512,
-            copies_allowed: true,
-        };
-        let r = route(&[4, 1024], 0, &[1, 3], &CAPS, &at);
-        assert_eq!(
-            r,
-            Route::BufferCopies(vec![BufferCopy {
-                src: 256,
-                dst: 512,
-                size: 16384
-            }])
-        );
-        let odd = Regions {
-            input_offset: 2,
-            ..at
-        };
-        assert_eq!(
-            kind(&route(&[4, 1024], 0, &[1, 3], &CAPS, &odd)),
-            ("gather", 1)
-        );
+impl Default for RouteCache {
+    fn default() -> Self {
+        Self(Lru::new(MAX_ROUTES, MAX_KEPT_OUTPUTS))
     }
 }
+
+/// A [`RouteKey`], owned.
+#[derive(Debug)]
+struct OwnedKey {
+    plan: SplitPlan,
+    dtype: DType,
+    layout: OutputLayout,
+    regions: Regions,
+    caps: DeviceCaps,
+}
+
+impl OwnedKey {
+    fn matches(&self, key: &RouteKey<'_>) -> bool {
+        // The cheap fields first: most misses differ there.
+        (self.dtype, self.regions, self.caps) == (key.dtype, key.regions, key.caps)
+            && self.plan.num_outputs() == key.plan.num_outputs()
+            && self.plan == *key.plan
+            && self.layout == *key.layout
+    }
+}
+
+impl RouteCache {
+    /// The route kept for `key`, if any.
+    pub(crate) fn get(&self, key: &RouteKey<'_>) -> Option<Arc<KeptRoute>> {
+        self.0.get(|k| k.matches(key))
+    }
+
+    /// Keeps `route` for `key`.
+    pub(crate) fn insert(&self, key: &RouteKey<'_>, route: Arc<KeptRoute>) {
+        let owned = OwnedKey {
+            plan: key.plan.clone(),
+            dtype: key.dtype,
+            layout: key.layout.clone(),
+            regions: key.regions,
+            caps: key.caps,
+        };
+        let weight = key.plan.num_outputs().max(1);
+        self.0.insert(owned, route, weight, |k| k.matches(key));
+    }
+}
+
+#[cfg(test)]
+mod planner_tests;

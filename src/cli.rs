@@ -9,16 +9,16 @@ macro_rules! say {
 }
 
 mod args;
-mod bench;
+mod bench_command;
 mod demo;
-mod error;
+mod exit;
 mod info;
 mod outputs;
 mod plot;
 mod progress;
 mod run;
 
-pub use error::{CliError, CliResult};
+pub use exit::{CliError, CliResult};
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -44,6 +44,6 @@ pub fn main() -> CliResult {
         Some(args::Command::Demo) => demo::run(&cli.backend, &cli.adapter),
         Some(args::Command::Info(a)) => info::run(&a),
         Some(args::Command::Run(a)) => run::run(&a),
-        Some(args::Command::Bench(a)) => bench::run(&a),
+        Some(args::Command::Bench(a)) => bench_command::run(&a),
     }
 }

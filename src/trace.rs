@@ -17,9 +17,9 @@ use crate::gpu::device::scoped;
 pub use crate::gpu::gather::builds::{traced_source, TRACE_HOOK};
 
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
-use crate::gpu::gather::plan::{plan_dispatches, Dispatch};
-use crate::gpu::gather::record::{grid, GatherPipeline, Targets};
-use crate::gpu::region::BufferRegion;
+use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
+use crate::gpu::gather::pipeline::{grid, GatherPipeline, Targets};
+use crate::gpu::placement::BufferRegion;
 use crate::gpu::splitter::gather_defaults;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
@@ -28,7 +28,7 @@ use analysis::{Access, Kind};
 use wgpu::util::DeviceExt;
 
 /// The benchmark's copy kernel, `shaders/bench_copy_vec4.wgsl`.
-pub const COPY_SHADER_SOURCE: &str = include_str!("../../shaders/bench_copy_vec4.wgsl");
+pub const COPY_SHADER_SOURCE: &str = include_str!("../shaders/bench_copy_vec4.wgsl");
 
 /// Which workgroups record, and how many accesses each lane keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use super::abi::{binding_bytes, Entry, Mode, Params, UNIT_BYTES};
 use super::blocks::{lane_dispatch, scatter, tiles};
 pub use super::blocks::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::error::{Result, SplitError};
-use crate::gpu::output_layout::OutputLayout;
+use crate::gpu::placement::OutputLayout;
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
 
 /// Most dispatches one split is cut into (each has its own table and bind group).

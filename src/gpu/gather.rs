@@ -1,0 +1,29 @@
+//! The gather route: one compute dispatch of the gather shader ([`abi::SHADER_SOURCE`]) for
+//! every output (several only past one binding).
+//!
+//! - [`abi`]: the table's structs, modes, layouts, entry points and sizes, checked against the
+//!   WGSL.
+//! - [`builds`]: the trace and multi-output builds of the shader.
+//! - [`dispatches`]: the dispatches and their tables (pure); `blocks` numbers their entries
+//!   into workgroups and lanes per layout.
+//! - [`pipeline`]: the pipeline, bind groups and dispatches.
+//! - [`tables`]: device copies of the tables, kept for the next split of the same shapes.
+//!
+//! The rest of `gpu` uses the gather through the names re-exported here.
+
+pub(crate) mod abi;
+mod blocks;
+pub(crate) mod builds;
+pub(crate) mod dispatches;
+pub(crate) mod pipeline;
+#[cfg(all(test, feature = "bench"))]
+mod portability;
+pub(crate) mod tables;
+
+pub use abi::{binding_bytes, window_limit, MAX_DST_BINDINGS, UNIT_BYTES};
+pub use dispatches::{
+    fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherMode, GatherTuning,
+    SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
+};
+pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Targets};
+pub(crate) use tables::TableCache;

@@ -1,0 +1,269 @@
+//! Route choice (pure) and the kept routes.
+
+use super::*;
+use crate::GatherMode;
+
+const CAPS: DeviceCaps = DeviceCaps {
+    window_limit: 1 << 27,
+    offset_align: 256,
+    max_texture_dimension: 8192,
+    buffer_copies: true,
+    texture_copies: true,
+    texture_command_cost: 2,
+    gather: GatherTuning {
+        mode: crate::gpu::gather::GatherMode::Runs,
+        max_units_per_lane: 128,
+        spread_lanes: crate::gpu::gather::SPREAD_TWO_WORKGROUPS,
+    },
+};
+
+const COPIES: Regions = Regions {
+    input_offset: 0,
+    output_offset: 0,
+    copies_allowed: true,
+};
+
+fn route(
+    shape: &[usize],
+    axis: usize,
+    lengths: &[usize],
+    caps: &DeviceCaps,
+    regions: &Regions,
+) -> Route {
+    let plan = SplitPlan::from_lengths(shape, axis, lengths, true).unwrap();
+    let layout = OutputLayout::new(&plan, DType::F32, caps.offset_align).unwrap();
+    let bytes = ByteRows::new(&plan, 4).unwrap();
+    choose(&bytes, &layout, caps, regions).unwrap()
+}
+
+fn kind(r: &Route) -> (&'static str, usize) {
+    match r {
+        Route::BufferCopies(c) => ("copies", c.len()),
+        Route::Texture(t) => ("texture", t.commands() as usize),
+        Route::Gather(d) => ("gather", d.len()),
+    }
+}
+
+#[test]
+fn the_cheaper_copies_win_and_the_gather_takes_the_rest() {
+    let spec = (&[6, 12, 10, 24][..], 1, &[4, 4, 4][..]);
+    // 4 texture copies at 2 each beat 18 row copies; at 6 each (llvmpipe GL) they do not.
+    assert_eq!(
+        kind(&route(spec.0, spec.1, spec.2, &CAPS, &COPIES)),
+        ("texture", 4)
+    );
+    let gl = DeviceCaps {
+        texture_command_cost: texture_command_cost(wgpu::Backend::Gl),
+        ..CAPS
+    };
+    assert_eq!(
+        kind(&route(spec.0, spec.1, spec.2, &gl, &COPIES)),
+        ("copies", 18)
+    );
+    // Without COPY_SRC / COPY_DST, one dispatch.
+    let no_copies = Regions {
+        copies_allowed: false,
+        ..COPIES
+    };
+    assert_eq!(
+        kind(&route(spec.0, spec.1, spec.2, &CAPS, &no_copies)),
+        ("gather", 1)
+    );
+    // A GPU: the gather, whatever the buffers allow.
+    let gpu = DeviceCaps {
+        buffer_copies: false,
+        texture_copies: false,
+        ..CAPS
+    };
+    assert_eq!(
+        kind(&route(spec.0, spec.1, spec.2, &gpu, &COPIES)),
+        ("gather", 1)
+    );
+    assert_eq!(
+        kind(&route(&[4096, 2048], 0, &[1; 4096], &gpu, &COPIES)),
+        ("gather", 1)
+    );
+    // Rows of 4 bytes: too many, too short copies.
+    assert_eq!(
+        kind(&route(&[4096, 4], 1, &[1, 1, 1, 1], &CAPS, &COPIES)),
+        ("gather", 1)
+    );
+    // Every output empty: nothing at all.
+    assert_eq!(
+        kind(&route(&[0, 4], 1, &[2, 2], &CAPS, &COPIES)),
+        ("gather", 0)
+    );
+}
+
+#[test]
+fn back_to_back_outputs_share_one_copy() {
+    // 4096 slices of 2048 f32 on axis 0, each 8 KiB, at 256-byte alignment: no padding.
+    let r = route(&[4096, 2048], 0, &[1; 4096], &CAPS, &COPIES);
+    assert_eq!(
+        r,
+        Route::BufferCopies(vec![BufferCopy {
+            src: 0,
+            dst: 0,
+            size: 4096 * 8192
+        }])
+    );
+    // Region offsets are added, and an unaligned one leaves the copies.
+    let at = Regions {
+        input_offset: 256,
+        output_offset: 512,
+        copies_allowed: true,
+    };
+    let r = route(&[4, 1024], 0, &[1, 3], &CAPS, &at);
+    assert_eq!(
+        r,
+        Route::BufferCopies(vec![BufferCopy {
+            src: 256,
+            dst: 512,
+            size: 16384
+        }])
+    );
+    let odd = Regions {
+        input_offset: 2,
+        ..at
+    };
+    assert_eq!(
+        kind(&route(&[4, 1024], 0, &[1, 3], &CAPS, &odd)),
+        ("gather", 1)
+    );
+}
+
+fn caps() -> DeviceCaps {
+    DeviceCaps {
+        window_limit: 1 << 27,
+        offset_align: 256,
+        max_texture_dimension: 8192,
+        buffer_copies: true,
+        texture_copies: true,
+        texture_command_cost: 1,
+        gather: GatherTuning {
+            mode: GatherMode::Runs,
+            max_units_per_lane: 2048,
+            spread_lanes: 96,
+        },
+    }
+}
+
+fn kept() -> Arc<KeptRoute> {
+    Arc::new(KeptRoute {
+        route: Route::BufferCopies(Vec::new()),
+        tables: Vec::new(),
+    })
+}
+
+#[test]
+fn a_route_is_found_only_under_its_whole_key() {
+    let cache = RouteCache::default();
+    let plan = SplitPlan::from_lengths(&[6, 12], 1, &[4, 8], true).unwrap();
+    let layout = OutputLayout::new(&plan, DType::F32, 256).unwrap();
+    let regions = Regions {
+        input_offset: 0,
+        output_offset: 256,
+        copies_allowed: true,
+    };
+    let key = RouteKey {
+        plan: &plan,
+        dtype: DType::F32,
+        layout: &layout,
+        regions,
+        caps: caps(),
+    };
+    assert!(cache.get(&key).is_none());
+    let route = kept();
+    cache.insert(&key, route.clone());
+    assert!(Arc::ptr_eq(&cache.get(&key).unwrap(), &route));
+
+    let other_plan = SplitPlan::from_lengths(&[6, 12], 1, &[8, 4], true).unwrap();
+    let packed = OutputLayout::packed(&plan, DType::F32).unwrap();
+    let misses = [
+        RouteKey {
+            plan: &other_plan,
+            ..key
+        },
+        RouteKey {
+            dtype: DType::I32,
+            ..key
+        },
+        RouteKey {
+            layout: &packed,
+            ..key
+        },
+        RouteKey {
+            regions: Regions {
+                output_offset: 512,
+                ..regions
+            },
+            ..key
+        },
+        RouteKey {
+            caps: DeviceCaps {
+                texture_copies: false,
+                ..caps()
+            },
+            ..key
+        },
+    ];
+    for miss in &misses {
+        assert!(cache.get(miss).is_none(), "{miss:?}");
+    }
+}
+
+#[test]
+fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
+    let cache = RouteCache::default();
+    let plans: Vec<SplitPlan> = (1..=MAX_ROUTES + 1)
+        .map(|n| SplitPlan::from_lengths(&[n], 0, &[n], true).unwrap())
+        .collect();
+    let layouts: Vec<OutputLayout> = plans
+        .iter()
+        .map(|p| OutputLayout::packed(p, DType::U8).unwrap())
+        .collect();
+    let key = |i: usize| RouteKey {
+        plan: &plans[i],
+        dtype: DType::U8,
+        layout: &layouts[i],
+        regions: Regions {
+            input_offset: 0,
+            output_offset: 0,
+            copies_allowed: false,
+        },
+        caps: caps(),
+    };
+    for i in 0..MAX_ROUTES {
+        cache.insert(&key(i), kept());
+    }
+    // Plan 0 used again, so plan 1 is the least recently used when a new one comes.
+    assert!(cache.get(&key(0)).is_some());
+    cache.insert(&key(MAX_ROUTES), kept());
+    assert!(cache.get(&key(0)).is_some());
+    assert!(cache.get(&key(1)).is_none());
+    assert!(cache.get(&key(MAX_ROUTES)).is_some());
+
+    let many = SplitPlan::from_lengths(&[4096], 0, &[1; 4096], true).unwrap();
+    let many_layout = OutputLayout::packed(&many, DType::U8).unwrap();
+    let many_key = RouteKey {
+        plan: &many,
+        layout: &many_layout,
+        ..key(0)
+    };
+    cache.insert(&many_key, kept());
+    assert!(cache.get(&many_key).is_some(), "4,096 outputs are kept");
+
+    let n = MAX_KEPT_OUTPUTS + 1;
+    let large = SplitPlan::from_lengths(&[n], 0, &vec![1; n], true).unwrap();
+    let layout = OutputLayout::packed(&large, DType::U8).unwrap();
+    let large_key = RouteKey {
+        plan: &large,
+        layout: &layout,
+        ..key(0)
+    };
+    cache.insert(&large_key, kept());
+    assert!(
+        cache.get(&large_key).is_none(),
+        "heavier than the whole cache"
+    );
+}
