@@ -41,8 +41,9 @@
 //   each workgroup stages `tile_rows` whole input rows with coalesced loads, then writes every
 //   output's part of them with coalesced stores.
 //
-// This file holds the table, the bindings, the access functions and the entry points; the
-// layouts' code is in split_gather_layouts.wgsl, which the host appends (WGSL has no include).
+// This file holds the table, the bindings, the access functions and each layout's block
+// function; the layouts' code is in split_gather_layouts.wgsl, and the host appends both that
+// and the entry points it stamps from one body (WGSL has no include).
 //
 // Every global access goes through the access functions below, which call `trace`. It is empty
 // here; the trace build (src/trace) gives it a body that records the access, so the memory
@@ -333,7 +334,7 @@ fn staged_byte(p: u32) -> u32 {
     return (stage[p >> 2u] >> ((p & 3u) * 8u)) & 0xffu;
 }
 
-// ---- main ----
+// ---- The layouts' blocks ----
 
 // The workgroup's flat index (large dispatches are folded into 2-D grids of 65,535 workgroups
 // per dimension); also tells the trace hook who is accessing.
@@ -345,18 +346,15 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
     return block;
 }
 
-// Each GPU layout has entry points of its own, as LAYOUT_RUNS has: a GPU sizes registers and
-// workgroup memory for the whole entry point, so code a dispatch never takes would cost it
-// occupancy (docs/performance.md, "On a GPU").
+// The host stamps every entry point from one body (`ENTRY_POINT` in
+// src/gpu/gather/abi.rs): `start`, then one of the block functions below, at the layout's
+// workgroup size. Each layout has entry points of its own, because a GPU sizes registers and
+// workgroup memory for the whole entry point and a CPU adapter runs every branch masked in
+// each SIMD group: code a dispatch never takes would cost it. A test checks that each entry
+// point reaches only its layout's workgroup memory.
 
-// LAYOUT_LANES, entries of any mode.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn main(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) num_wg: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let block = start(wg, num_wg, lane);
+// LAYOUT_LANES, entries of any mode (entry point `main`).
+fn lanes_block(block: u32, lane: u32) {
     let found = find_block(block, lane);
     if (block < found.params.num_blocks) {
         copy_lanes(found.params, found.entry, found.local_block, lane);
@@ -364,27 +362,23 @@ fn main(
 }
 
 // LAYOUT_LANES when every entry is MODE_VEC4: no workgroup memory but the block's entry.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn main_lanes_vec4(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) num_wg: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let block = start(wg, num_wg, lane);
+fn lanes_vec4_block(block: u32, lane: u32) {
     let found = find_block(block, lane);
     if (block < found.params.num_blocks) {
         copy_lanes_vec4(found.params, found.entry, found.local_block, lane);
     }
 }
 
+// LAYOUT_STAGED.
+fn staged_block(block: u32, lane: u32) {
+    let found = find_block(block, lane);
+    if (block < found.params.num_blocks) {
+        copy_staged(found.params, found.entry, found.local_block, lane);
+    }
+}
+
 // LAYOUT_TILES.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn main_tiles(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) num_wg: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let block = start(wg, num_wg, lane);
+fn tiles_block(block: u32, lane: u32) {
     let p = shared_params(lane);
     if (block < p.num_blocks) {
         copy_tiles(p, block, lane);
@@ -392,31 +386,22 @@ fn main_tiles(
 }
 
 // LAYOUT_SCATTER.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn main_scatter(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) num_wg: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let block = start(wg, num_wg, lane);
+fn scatter_block(block: u32, lane: u32) {
     let p = shared_params(lane);
     if (block < p.num_blocks) {
         copy_scatter(p, block, lane);
     }
 }
 
-// LAYOUT_STAGED.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn main_staged(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) num_wg: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let block = start(wg, num_wg, lane);
-    let found = find_block(block, lane);
-    if (block < found.params.num_blocks) {
-        copy_staged(found.params, found.entry, found.local_block, lane);
-    }
+// LAYOUT_RUNS, entries of any mode.
+fn runs_block(block: u32, lane: u32) {
+    runs(block, lane, false);
+}
+
+// LAYOUT_RUNS when every entry is MODE_VEC4: the same lanes with only the vec4 code (the
+// constant argument lets the driver drop the other modes' code).
+fn runs_vec4_block(block: u32, lane: u32) {
+    runs(block, lane, true);
 }
 
 // LAYOUT_TILES, LAYOUT_SCATTER: the dispatch's header, which lane 0 reads and hands to the
@@ -441,45 +426,6 @@ fn find_block(block: u32, lane: u32) -> Block {
         }
     }
     return workgroupUniformLoad(&wg_block);
-}
-
-// LAYOUT_RUNS, entries of any mode.
-@compute @workgroup_size(RUNS_WORKGROUP_SIZE)
-fn main_runs(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) num_wg: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    runs(wg, num_wg, lane, false);
-}
-
-// LAYOUT_RUNS when every entry is MODE_VEC4: the same lanes with only the vec4 code. A CPU
-// adapter runs a SIMD group through every branch, masked, so code no entry takes still costs
-// each group, even in a dispatch with no lanes at all. The constant argument lets the driver
-// drop the other modes' code.
-@compute @workgroup_size(RUNS_WORKGROUP_SIZE)
-fn main_runs_vec4(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) num_wg: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    runs(wg, num_wg, lane, true);
-}
-
-// The body of both LAYOUT_RUNS entry points: the lane's entry, then its run.
-fn runs(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32, vec4_only: bool) {
-    let block = start(wg, num_wg, lane);
-    let p = read_params();
-    let g = block * RUNS_WORKGROUP_SIZE + lane;
-    if (g >= p.num_lanes) {
-        return;
-    }
-    if (p.interleaved == 1u) {
-        copy_run(p, read_entry(g % p.num_entries), g / p.num_entries, vec4_only);
-    } else {
-        let e = read_entry(find_entry(p, g));
-        copy_run(p, e, g - e.block_start, vec4_only);
-    }
 }
 
 // The entry holding block (or lane) `n`: the last one with block_start <= n.

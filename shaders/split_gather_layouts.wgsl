@@ -1,8 +1,25 @@
 // The gather's five layouts: the body of `shaders/split_gather.wgsl`, which declares the
-// table, the bindings, the access functions and the entry points. WGSL has no include, so the
-// host compiles that file followed by this one (`gpu::gather::abi::SHADER_SOURCE`).
+// table, the bindings, the access functions and each layout's block function. WGSL has no
+// include, so the host compiles that file followed by this one and the entry points it stamps
+// (`gpu::gather::abi::shader_source`).
 
 // ---- LAYOUT_RUNS ----
+
+// The body of both LAYOUT_RUNS blocks (`runs_block`, `runs_vec4_block`): the lane's entry,
+// then its run.
+fn runs(block: u32, lane: u32, vec4_only: bool) {
+    let p = read_params();
+    let g = block * RUNS_WORKGROUP_SIZE + lane;
+    if (g >= p.num_lanes) {
+        return;
+    }
+    if (p.interleaved == 1u) {
+        copy_run(p, read_entry(g % p.num_entries), g / p.num_entries, vec4_only);
+    } else {
+        let e = read_entry(find_entry(p, g));
+        copy_run(p, e, g - e.block_start, vec4_only);
+    }
+}
 
 // The `local_lane`-th run of entry `e`; `vec4_only` (a constant of the entry point) when every
 // entry is MODE_VEC4.

@@ -120,7 +120,7 @@ pub struct CaseResult {
     pub prepared_ms: f64,
     /// Median empty submit and wait, ms: the device's fixed cost per submission.
     pub roundtrip_ms: f64,
-    /// Median host part of the split alone (plan and encode, no submit), ms.
+    /// Median host part of the split alone (encode, no submit; the plan made once), ms.
     pub host_ms: f64,
     /// Median `copy_buffer_to_buffer` of the same bytes, ms.
     pub copy_ms: f64,
@@ -163,6 +163,8 @@ pub struct CaseBuffers {
     pub output: wgpu::Buffer,
     /// The same input on the host.
     pub host: HostTensor,
+    /// The case's plan, made once, as an engine plans a node once and splits it on every run.
+    pub plan: SplitPlan,
 }
 
 impl CaseBuffers {
@@ -199,11 +201,12 @@ impl CaseBuffers {
             input,
             output,
             host: HostTensor::new(case.dtype, case.shape.clone(), data)?,
+            plan,
         })
     }
 
-    /// Device-resident splits as the suite times them: plan and encode `count` splits (at
-    /// least one) into one submission, submit, wait. Returns what one split recorded.
+    /// Device-resident splits as the suite times them: encode `count` splits (at least one)
+    /// into one submission, submit, wait. Returns what one split recorded.
     pub fn split(&self, gpu: &GpuSplitter, case: &Case, count: usize) -> Result<Recorded> {
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         let mut encoded = self.encode(gpu, case, &mut encoder)?;
@@ -257,7 +260,7 @@ impl CaseBuffers {
         )
     }
 
-    /// The host part of a split alone: plan and encode into `encoder`, no submit.
+    /// The host part of a split alone: encode into `encoder` (the plan made once), no submit.
     pub fn encode(
         &self,
         gpu: &GpuSplitter,
@@ -267,7 +270,7 @@ impl CaseBuffers {
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         gpu.encode(
             encoder,
-            &case.plan()?,
+            &self.plan,
             case.dtype,
             region(&self.input),
             Outputs::Region(region(&self.output)),

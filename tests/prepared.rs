@@ -269,7 +269,7 @@ fn a_packed_layout_is_prepared_as_given(gpu: &'static GpuSplitter) {
     let prepared = gpu
         .prepare(&plan, DType::F32, input, Outputs::Placed(output, &packed))
         .unwrap();
-    assert_eq!(prepared.encoded().layout, packed, "{name}");
+    assert_eq!(*prepared.encoded().layout, packed, "{name}");
     let host = tensor(DType::F32, &shape, 5);
     run_and_check(gpu, &prepared, &buffers, &plan, &host, &name);
 }

@@ -1,4 +1,4 @@
-//! The gather route: one compute dispatch of the gather shader ([`abi::SHADER_SOURCE`]) for
+//! The gather route: one compute dispatch of the gather shader ([`builds::shader_source`]) for
 //! every output (several only past one binding).
 //!
 //! - [`abi`]: the table's structs, modes, layouts, entry points and sizes, checked against the

@@ -37,6 +37,16 @@ pub struct OutputLayout {
     pub alignment: u64,
 }
 
+/// How the outputs of a split into one region are placed: at an alignment, by
+/// [`OutputLayout::new`] (`Outputs::Region`), or by a layout given and checked
+/// (`Outputs::Placed`). The first is what a kept route is found by, so that a repeated split
+/// places nothing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Placement<'a> {
+    Aligned(u64),
+    Given(&'a OutputLayout),
+}
+
 /// Outputs that lie back to back both in the input and in the output region, which one copy
 /// (or one gather entry) moves together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +94,15 @@ impl OutputLayout {
         let mut ranges = Vec::with_capacity(plan.num_outputs());
         let (mut cursor, mut end) = (0u64, 0u64);
         let overflow = || SplitError::TooLarge("outputs overflow a 64-bit byte offset".into());
-        for i in 0..plan.num_outputs() {
-            let size = plan.output_bytes(i, dtype.size())?;
+        // outer * inner_bytes once, not per output: a sequence has thousands.
+        let (inner_bytes, _) = plan.row_bytes(dtype.size())?;
+        let row = (plan.outer() as u64).checked_mul(inner_bytes);
+        for (i, chunk) in plan.chunks().iter().enumerate() {
+            let size = match row.and_then(|r| r.checked_mul(chunk.len as u64)) {
+                Some(size) => size,
+                // The plan's own error names the output and its shape.
+                None => plan.output_bytes(i, dtype.size())?,
+            };
             ranges.push(OutputRange {
                 offset: cursor,
                 size,

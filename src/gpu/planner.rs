@@ -21,7 +21,7 @@ use crate::cache::Lru;
 use crate::error::Result;
 use crate::gpu::cpu_texture::{texture_plan, TexturePlan};
 use crate::gpu::gather::{plan_dispatches, Dispatch, GatherTuning};
-use crate::gpu::placement::OutputLayout;
+use crate::gpu::placement::{OutputLayout, Placement};
 use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -237,14 +237,16 @@ const MAX_KEPT_OUTPUTS: usize = 1 << 19;
 pub(crate) struct RouteKey<'a> {
     pub plan: &'a SplitPlan,
     pub dtype: DType,
-    pub layout: &'a OutputLayout,
+    pub layout: Placement<'a>,
     pub regions: Regions,
     pub caps: DeviceCaps,
 }
 
-/// A chosen route, with the device copies of its gather tables (one per dispatch).
+/// A chosen route, with the layout it was chosen for and the device copies of its gather
+/// tables (one per dispatch).
 #[derive(Debug)]
 pub(crate) struct KeptRoute {
+    pub layout: Arc<OutputLayout>,
     pub route: Route,
     pub tables: Vec<wgpu::Buffer>,
 }
@@ -259,23 +261,31 @@ impl Default for RouteCache {
     }
 }
 
-/// A [`RouteKey`], owned.
+/// A [`RouteKey`], owned. The plan's chunks are shared with the caller's plan
+/// ([`SplitPlan`]'s clones share them), so a repeated split's key compares at the pointer.
 #[derive(Debug)]
 struct OwnedKey {
     plan: SplitPlan,
     dtype: DType,
-    layout: OutputLayout,
+    /// `None` for a layout placed at `alignment`; the caller's layout otherwise.
+    given: Option<Arc<OutputLayout>>,
+    alignment: u64,
     regions: Regions,
     caps: DeviceCaps,
 }
 
 impl OwnedKey {
     fn matches(&self, key: &RouteKey<'_>) -> bool {
+        let layout = match (&self.given, key.layout) {
+            (None, Placement::Aligned(alignment)) => self.alignment == alignment,
+            (Some(given), Placement::Given(layout)) => **given == *layout,
+            _ => false,
+        };
         // The cheap fields first: most misses differ there.
         (self.dtype, self.regions, self.caps) == (key.dtype, key.regions, key.caps)
             && self.plan.num_outputs() == key.plan.num_outputs()
+            && layout
             && self.plan == *key.plan
-            && self.layout == *key.layout
     }
 }
 
@@ -287,10 +297,15 @@ impl RouteCache {
 
     /// Keeps `route` for `key`.
     pub(crate) fn insert(&self, key: &RouteKey<'_>, route: Arc<KeptRoute>) {
+        let (given, alignment) = match key.layout {
+            Placement::Aligned(alignment) => (None, alignment),
+            Placement::Given(_) => (Some(route.layout.clone()), route.layout.alignment),
+        };
         let owned = OwnedKey {
             plan: key.plan.clone(),
             dtype: key.dtype,
-            layout: key.layout.clone(),
+            given,
+            alignment,
             regions: key.regions,
             caps: key.caps,
         };

@@ -5,10 +5,8 @@ use crate::error::{Result, SplitError};
 use crate::gpu::cpu_texture::{self, TexturePlan};
 use crate::gpu::device::{scoped_async, LossProbe};
 use crate::gpu::gather::{record_bound, BoundDispatch, Targets};
-use crate::gpu::placement::OutputLayout;
-use crate::gpu::placement::{BufferRegion, Outputs};
-use crate::gpu::planner::{self, BufferCopy, Route};
-use crate::gpu::planner::{KeptRoute, RouteKey};
+use crate::gpu::placement::{BufferRegion, OutputLayout, Outputs, Placement};
+use crate::gpu::planner::{self, BufferCopy, KeptRoute, Route, RouteKey};
 use crate::gpu::record::EncodedSplit;
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::bytes::ByteRows;
@@ -164,62 +162,84 @@ impl GpuSplitter {
     ) -> Result<PreparedSplit> {
         match outputs {
             Outputs::Region(output) => {
-                let layout = self.output_layout(plan, dtype)?;
-                self.prepare_placed(plan, dtype, input, output, layout)
+                let placement = Placement::Aligned(self.offset_align());
+                self.prepare_placed(plan, dtype, input, output, placement)
                     .await
             }
             Outputs::Placed(output, layout) => {
                 layout.check(plan, dtype)?;
-                self.prepare_placed(plan, dtype, input, output, layout.clone())
+                let placement = Placement::Given(layout);
+                self.prepare_placed(plan, dtype, input, output, placement)
                     .await
             }
             Outputs::Regions(regions) => self.prepare_regions(plan, dtype, input, regions).await,
         }
     }
 
-    /// [`GpuSplitter::prepare`] into one region, placed by `layout`, which was checked or
-    /// placed by this crate.
+    /// [`GpuSplitter::prepare`] into one region, placed as `placement` says: at an alignment
+    /// by this crate, or by a layout that was checked or placed by this crate.
     pub(crate) async fn prepare_placed(
         &self,
         plan: &SplitPlan,
         dtype: DType,
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
-        layout: OutputLayout,
+        placement: Placement<'_>,
     ) -> Result<PreparedSplit> {
         self.probe.check("preparing the split")?;
-        self.check_regions(plan, dtype, &input, &output, &layout)?;
         let mut key = RouteKey {
             plan,
             dtype,
-            layout: &layout,
+            layout: placement,
             regions: self.regions(&input, &output),
             caps: self.caps(),
         };
-        let mut kept = self.kept_route(&key).await?;
+        let mut kept = self.kept_route(&key, &input, &output).await?;
         let scratch = match self.scratch_for(&kept.route).await {
             Ok(scratch) => scratch,
             // A scratch texture the device cannot give (out of memory) leaves the others.
             Err(_) => {
                 key.caps = key.caps.without_textures();
-                kept = self.kept_route(&key).await?;
+                kept = self.kept_route(&key, &input, &output).await?;
                 None
             }
         };
+        let layout = kept.layout.clone();
         self.prepare_chosen(&kept.route, &kept.tables, scratch, layout, input, output)
             .await
     }
 
-    /// The route of `key`: kept from an earlier split ([`crate::gpu::planner`]), or
-    /// chosen now, with its gather tables uploaded, and kept.
-    async fn kept_route(&self, key: &RouteKey<'_>) -> Result<Arc<KeptRoute>> {
+    /// The route of `key`, with the regions checked against its layout: kept from an earlier
+    /// split ([`crate::gpu::planner`]), or placed and chosen now, its gather tables uploaded,
+    /// and kept. A kept route's layout passed the checks that placing makes, so a repeated
+    /// split places nothing and costs the same whatever its number of outputs.
+    async fn kept_route(
+        &self,
+        key: &RouteKey<'_>,
+        input: &BufferRegion<'_>,
+        output: &BufferRegion<'_>,
+    ) -> Result<Arc<KeptRoute>> {
         if let Some(kept) = self.routes.get(key) {
+            self.check_regions(key.plan, key.dtype, input, output, &kept.layout)?;
             return Ok(kept);
         }
+        let layout = match key.layout {
+            Placement::Aligned(alignment) => {
+                let layout = OutputLayout::new(key.plan, key.dtype, alignment)?;
+                self.check_buffer_sizes(key.plan, key.dtype, &layout)?;
+                layout
+            }
+            Placement::Given(layout) => layout.clone(),
+        };
+        self.check_regions(key.plan, key.dtype, input, output, &layout)?;
         let bytes = ByteRows::new(key.plan, key.dtype.size())?;
-        let route = planner::choose(&bytes, key.layout, &key.caps, &key.regions)?;
+        let route = planner::choose(&bytes, &layout, &key.caps, &key.regions)?;
         let tables = self.upload_tables(&route).await?;
-        let kept = Arc::new(KeptRoute { route, tables });
+        let kept = Arc::new(KeptRoute {
+            layout: Arc::new(layout),
+            route,
+            tables,
+        });
         self.routes.insert(key, kept.clone());
         Ok(kept)
     }
@@ -237,7 +257,7 @@ impl GpuSplitter {
     }
 
     /// A split of outputs placed by `layout` that records nothing yet.
-    pub(crate) fn prepare_nothing(&self, layout: OutputLayout) -> PreparedSplit {
+    pub(crate) fn prepare_nothing(&self, layout: Arc<OutputLayout>) -> PreparedSplit {
         PreparedSplit {
             device: self.device.clone(),
             probe: self.probe.clone(),
@@ -259,7 +279,7 @@ impl GpuSplitter {
         route: &Route,
         tables: &[wgpu::Buffer],
         scratch: Option<wgpu::Texture>,
-        layout: OutputLayout,
+        layout: Arc<OutputLayout>,
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
     ) -> Result<PreparedSplit> {

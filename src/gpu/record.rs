@@ -15,12 +15,14 @@ use crate::plan::SplitPlan;
 use crate::tensor::byte_count;
 use crate::DType;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What [`GpuSplitter::encode`] recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodedSplit {
-    /// Where each output lies in the output region.
-    pub layout: OutputLayout,
+    /// Where each output lies in the output region (shared with the route kept for the next
+    /// split of the same plan).
+    pub layout: Arc<OutputLayout>,
     /// Compute dispatches of the gather shader (0 when copies moved the outputs).
     pub dispatches: u32,
     /// `copy_buffer_to_buffer` commands.
@@ -267,11 +269,11 @@ impl GpuSplitter {
             };
             groups.entry(region.buffer).or_default().push(k);
         }
-        let mut prepared = self.prepare_nothing(OutputLayout {
+        let mut prepared = self.prepare_nothing(Arc::new(OutputLayout {
             total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
             ranges: ranges.clone(),
             alignment: align.max(UNIT_BYTES),
-        });
+        }));
         // Buffers whose outputs take one gather dispatch each are gathered up, up to
         // `bindings` of them per dispatch of the multi-output build.
         let bindings = self.output_bindings;
@@ -336,7 +338,7 @@ impl GpuSplitter {
             }
             let tables = self.upload_tables(&route).await?;
             let part = self
-                .prepare_chosen(&route, &tables, scratch, layout, input, region)
+                .prepare_chosen(&route, &tables, scratch, Arc::new(layout), input, region)
                 .await?;
             prepared.append(part);
         }

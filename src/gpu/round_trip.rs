@@ -5,7 +5,7 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped_async;
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
-use crate::gpu::placement::{BufferRegion, OutputLayout};
+use crate::gpu::placement::{BufferRegion, OutputLayout, Placement};
 use crate::gpu::record::{input_binding_size, EncodedSplit};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
@@ -90,7 +90,7 @@ impl GpuSplitter {
                 .copy_from_slice(input.bytes());
         }
         buffers.input.unmap();
-        let encoded = self.split_into(&buffers, plan, dtype, layout).await?;
+        let encoded = self.split_into(&buffers, plan, dtype, &layout).await?;
         Ok((buffers.readback, encoded))
     }
 
@@ -101,7 +101,7 @@ impl GpuSplitter {
         buffers: &HostBuffers,
         plan: &SplitPlan,
         dtype: DType,
-        layout: OutputLayout,
+        layout: &OutputLayout,
     ) -> Result<EncodedSplit> {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let region = |buffer| BufferRegion { buffer, offset: 0 };
@@ -111,7 +111,7 @@ impl GpuSplitter {
                 dtype,
                 region(&buffers.input),
                 region(&buffers.output),
-                layout,
+                Placement::Given(layout),
             )
             .await?
             .encode_once(&mut encoder)
@@ -355,7 +355,7 @@ impl GpuSplitter {
             self.probe.check("streaming the split")?;
         }
         uploaded?;
-        let encoded = self.split_into(b, plan, dtype, layout).await?;
+        let encoded = self.split_into(b, plan, dtype, &layout).await?;
         self.read_back(&b.readback, |bytes| {
             for (i, r) in encoded.layout.ranges.iter().enumerate() {
                 if r.size > 0 {

@@ -2,6 +2,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::tensor::element_count;
+use std::sync::Arc;
 
 /// Most outputs one split may have: 1,048,576, ten times the largest sequences inference
 /// graphs produce. Every output costs host memory (chunk, layout range, table entry: about
@@ -49,7 +50,9 @@ pub struct Chunk {
 pub struct SplitPlan {
     input_shape: Vec<usize>,
     axis: usize,
-    chunks: Vec<Chunk>,
+    /// Shared by the plan's clones: a kept route's copy of a plan of thousands of outputs
+    /// costs no copy of them, and comparing a plan with its clone stops at the pointer.
+    chunks: Arc<[Chunk]>,
     keep_axis: bool,
 }
 
@@ -103,7 +106,7 @@ impl SplitPlan {
         Ok(Self {
             input_shape: input_shape.to_vec(),
             axis,
-            chunks,
+            chunks: chunks.into(),
             keep_axis,
         })
     }

@@ -3,14 +3,13 @@
 //! checked against the WGSL as naga parses it (the tests below), so the two cannot drift apart
 //! silently.
 
-/// The gather shader: `shaders/split_gather.wgsl` (table, bindings, access functions, entry
-/// points) followed by `shaders/split_gather_layouts.wgsl` (the layouts). WGSL has no include,
-/// so the host joins the two files into one module.
-pub const SHADER_SOURCE: &str = concat!(
-    include_str!("../../../shaders/split_gather.wgsl"),
-    "\n",
-    include_str!("../../../shaders/split_gather_layouts.wgsl"),
-);
+/// `shaders/split_gather.wgsl`: the table, the bindings, the access functions and each
+/// layout's block function. [`super::builds::shader_source`] appends the layouts and the
+/// entry points.
+pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl");
+
+/// `shaders/split_gather_layouts.wgsl`: the layouts' code.
+pub const LAYOUTS_WGSL: &str = include_str!("../../../shaders/split_gather_layouts.wgsl");
 
 /// Invocations per workgroup (`WORKGROUP_SIZE` in the shader).
 pub const WORKGROUP_SIZE: u64 = 256;
@@ -150,6 +149,34 @@ impl EntryPoint {
             _ => WORKGROUP_SIZE,
         }
     }
+
+    /// What its stamped body calls, and the shader constant that is its workgroup size.
+    pub fn block_function(self) -> (&'static str, &'static str) {
+        match self {
+            EntryPoint::Lanes => ("lanes_block", "WORKGROUP_SIZE"),
+            EntryPoint::LanesVec4 => ("lanes_vec4_block", "WORKGROUP_SIZE"),
+            EntryPoint::Tiles => ("tiles_block", "WORKGROUP_SIZE"),
+            EntryPoint::Scatter => ("scatter_block", "WORKGROUP_SIZE"),
+            EntryPoint::Staged => ("staged_block", "WORKGROUP_SIZE"),
+            EntryPoint::Runs => ("runs_block", "RUNS_WORKGROUP_SIZE"),
+            EntryPoint::RunsVec4 => ("runs_vec4_block", "RUNS_WORKGROUP_SIZE"),
+        }
+    }
+
+    /// The workgroup variables its layout uses, and the only ones it may reach: the block's
+    /// header (`wg_block`), the staged source words (`stage`), the entries at hand
+    /// (`tile_entries`). A GPU reserves an entry point's workgroup memory whether or not a
+    /// dispatch touches it.
+    #[cfg(test)]
+    fn workgroup_memory(self) -> &'static [&'static str] {
+        match self {
+            EntryPoint::Runs | EntryPoint::RunsVec4 => &[],
+            EntryPoint::Lanes | EntryPoint::LanesVec4 => &["wg_block"],
+            EntryPoint::Staged => &["wg_block", "stage"],
+            EntryPoint::Scatter => &["wg_block", "tile_entries"],
+            EntryPoint::Tiles => &["wg_block", "stage", "tile_entries"],
+        }
+    }
 }
 
 /// How the shader reads an entry's words (`MODE_*` in the shader).
@@ -227,7 +254,8 @@ mod tests {
     use naga::{Expression, Literal, Module, TypeInner};
 
     fn module() -> Module {
-        naga::front::wgsl::parse_str(SHADER_SOURCE).expect("the shader parses")
+        naga::front::wgsl::parse_str(super::super::builds::shader_source())
+            .expect("the shader parses")
     }
 
     /// `(name, offset)` of each member of the WGSL struct `name`, and its size.
@@ -319,6 +347,31 @@ mod tests {
             .map(|(_, g)| layouter[g.ty].size)
             .sum();
         assert!(bytes <= 16_384, "{bytes} bytes");
+    }
+
+    #[test]
+    fn each_entry_point_reaches_only_its_layouts_workgroup_memory() {
+        let module = module();
+        let info = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        )
+        .validate(&module)
+        .expect("the shader validates");
+        let workgroup: Vec<_> = module
+            .global_variables
+            .iter()
+            .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+            .collect();
+        for (i, entry) in EntryPoint::ALL.into_iter().enumerate() {
+            let uses = info.get_entry_point(i);
+            let reached: Vec<&str> = workgroup
+                .iter()
+                .filter(|(h, _)| !uses[*h].is_empty())
+                .filter_map(|(_, g)| g.name.as_deref())
+                .collect();
+            assert_eq!(reached, entry.workgroup_memory(), "{}", entry.name());
+        }
     }
 
     #[test]

@@ -1,9 +1,44 @@
-//! The shader's other builds, made from its text: the multi-output build (several output
-//! bindings in one dispatch) and the trace build (every global access recorded). Each replaces
-//! one declaration of the shader, which must appear exactly once.
+//! The shader's builds: the shader itself, its files followed by the entry points stamped
+//! from one body ([`shader_source`]); and, made from its text, the multi-output build
+//! (several output bindings in one dispatch) and the trace build (every global access
+//! recorded). Each of these replaces one declaration of the shader, which must appear exactly
+//! once.
 
-use super::abi::{DST_BINDING_SHIFT, MAX_DST_BINDINGS};
+use super::abi::{EntryPoint, DST_BINDING_SHIFT, GATHER_WGSL, LAYOUTS_WGSL, MAX_DST_BINDINGS};
 use crate::error::{Result, SplitError};
+use std::sync::OnceLock;
+
+/// The one body every entry point is stamped from: `{name}` is the entry point's name,
+/// `{size}` the shader constant of its workgroup size and `{block}` its layout's block
+/// function ([`EntryPoint::block_function`]).
+const ENTRY_POINT: &str = "
+@compute @workgroup_size({size})
+fn {name}(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) num_wg: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    {block}(start(wg, num_wg, lane), lane);
+}
+";
+
+/// The gather shader: `shaders/split_gather.wgsl`, `shaders/split_gather_layouts.wgsl`
+/// (WGSL has no include), then one entry point per [`EntryPoint`], stamped from
+/// [`ENTRY_POINT`]. Made once per process.
+pub fn shader_source() -> &'static str {
+    static SOURCE: OnceLock<String> = OnceLock::new();
+    SOURCE.get_or_init(|| {
+        let mut source = format!("{GATHER_WGSL}\n{LAYOUTS_WGSL}\n// ---- Entry points ----\n");
+        for entry in EntryPoint::ALL {
+            let (block, size) = entry.block_function();
+            source += &ENTRY_POINT
+                .replace("{name}", entry.name())
+                .replace("{size}", size)
+                .replace("{block}", block);
+        }
+        source
+    })
+}
 
 /// The output bindings as the shader declares them (its units, then its words); the
 /// multi-output build replaces these lines.
@@ -134,12 +169,11 @@ fn trace(kind: u32, address: u32, size: u32) {{
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::gather::abi::SHADER_SOURCE;
 
     #[test]
     fn the_multi_output_build_binds_one_buffer_per_binding() {
         for bindings in [1, 2, MAX_DST_BINDINGS] {
-            let source = multi_output_source(SHADER_SOURCE, bindings).unwrap();
+            let source = multi_output_source(shader_source(), bindings).unwrap();
             let module = naga::front::wgsl::parse_str(&source).expect("the build parses");
             let mut dst: Vec<(String, u32)> = module
                 .global_variables
@@ -162,7 +196,7 @@ mod tests {
             .validate(&module)
             .expect("the build validates");
         }
-        let words = words_only_source(SHADER_SOURCE).unwrap();
+        let words = words_only_source(shader_source()).unwrap();
         let module = naga::front::wgsl::parse_str(&words).expect("the words build parses");
         let storage = module
             .global_variables
@@ -170,8 +204,8 @@ mod tests {
             .filter(|(_, v)| matches!(v.space, naga::AddressSpace::Storage { .. }))
             .count();
         assert_eq!(storage, 4, "the words build fits downlevel devices");
-        assert!(multi_output_source(SHADER_SOURCE, 0).is_err());
-        assert!(multi_output_source(SHADER_SOURCE, MAX_DST_BINDINGS + 1).is_err());
+        assert!(multi_output_source(shader_source(), 0).is_err());
+        assert!(multi_output_source(shader_source(), MAX_DST_BINDINGS + 1).is_err());
         assert!(multi_output_source("fn f() {}", 2).is_err());
     }
 }

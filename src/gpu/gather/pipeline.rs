@@ -1,10 +1,10 @@
 //! Recording the gather: the pipelines (one per entry point, made once per device when a
 //! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
 
-use super::abi::{EntryPoint, SHADER_SOURCE, UNIT_BYTES};
+use super::abi::{EntryPoint, UNIT_BYTES};
 #[cfg(feature = "bench")]
 use super::builds::traced_source;
-use super::builds::{multi_output_source, words_only_source};
+use super::builds::{multi_output_source, shader_source, words_only_source};
 use super::dispatches::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
@@ -86,9 +86,9 @@ impl GatherPipeline {
     pub fn new(device: &wgpu::Device) -> Result<Self> {
         let (source, dst_views) =
             if device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
-                (words_only_source(SHADER_SOURCE)?.into(), 1)
+                (words_only_source(shader_source())?.into(), 1)
             } else {
-                (std::borrow::Cow::Borrowed(SHADER_SOURCE), 2)
+                (std::borrow::Cow::Borrowed(shader_source()), 2)
             };
         scoped(device, "compiling the split pipeline", || {
             Self::build(device, &source, false, 1, dst_views)
@@ -98,7 +98,7 @@ impl GatherPipeline {
     /// Compiles the multi-output build ([`multi_output_source`]) with `bindings` output
     /// bindings: one dispatch writes into that many buffers.
     pub async fn multi_output(device: &wgpu::Device, bindings: u32) -> Result<Self> {
-        let source = multi_output_source(SHADER_SOURCE, bindings)?;
+        let source = multi_output_source(shader_source(), bindings)?;
         scoped_async(device, "compiling the multi-output split pipeline", || {
             Self::build(device, &source, false, bindings, 2)
         })
@@ -110,7 +110,7 @@ impl GatherPipeline {
     /// For the memory trace (`bench` feature).
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
-        let source = traced_source(SHADER_SOURCE, 5)?;
+        let source = traced_source(shader_source(), 5)?;
         scoped(device, "compiling the traced split pipeline", || {
             Self::build(device, &source, true, 1, 2)
         })

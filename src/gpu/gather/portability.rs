@@ -89,7 +89,7 @@ fn gather_entries() -> Vec<&'static str> {
 
 #[test]
 fn split_shader_compiles_for_every_backend() {
-    let source = crate::gpu::gather::abi::SHADER_SOURCE;
+    let source = crate::gpu::gather::builds::shader_source();
     translate_everywhere("split_gather.wgsl", source, &gather_entries());
     // The trace build too: the same shader with the hook given a body.
     let traced = crate::trace::traced_source(source, 5).unwrap();
@@ -116,7 +116,10 @@ fn bench_copy_shader_compiles_for_every_backend() {
 fn split_shader_uses_five_bindings_in_group_0() {
     // The host's bind group layout (table, source, vec4 source, destination as units and as
     // words).
-    let (module, _) = parse("split_gather.wgsl", crate::gpu::gather::abi::SHADER_SOURCE);
+    let (module, _) = parse(
+        "split_gather.wgsl",
+        crate::gpu::gather::builds::shader_source(),
+    );
     let mut bindings: Vec<u32> = module
         .global_variables
         .iter()

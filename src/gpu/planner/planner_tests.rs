@@ -148,8 +148,9 @@ fn caps() -> DeviceCaps {
     }
 }
 
-fn kept() -> Arc<KeptRoute> {
+fn kept(layout: &OutputLayout) -> Arc<KeptRoute> {
     Arc::new(KeptRoute {
+        layout: Arc::new(layout.clone()),
         route: Route::BufferCopies(Vec::new()),
         tables: Vec::new(),
     })
@@ -168,14 +169,34 @@ fn a_route_is_found_only_under_its_whole_key() {
     let key = RouteKey {
         plan: &plan,
         dtype: DType::F32,
-        layout: &layout,
+        layout: Placement::Aligned(256),
         regions,
         caps: caps(),
     };
     assert!(cache.get(&key).is_none());
-    let route = kept();
+    let route = kept(&layout);
     cache.insert(&key, route.clone());
     assert!(Arc::ptr_eq(&cache.get(&key).unwrap(), &route));
+    // A plan equal to the kept one but made anew finds it too.
+    let same_plan = SplitPlan::from_lengths(&[6, 12], 1, &[4, 8], true).unwrap();
+    let same = RouteKey {
+        plan: &same_plan,
+        ..key
+    };
+    assert!(Arc::ptr_eq(&cache.get(&same).unwrap(), &route));
+    // A caller's layout is a key of its own, found again by an equal layout.
+    let given = RouteKey {
+        layout: Placement::Given(&layout),
+        ..key
+    };
+    assert!(cache.get(&given).is_none());
+    cache.insert(&given, kept(&layout));
+    let equal_layout = layout.clone();
+    let kept_given = cache.get(&RouteKey {
+        layout: Placement::Given(&equal_layout),
+        ..key
+    });
+    assert!(kept_given.is_some_and(|k| !Arc::ptr_eq(&k, &route)));
 
     let other_plan = SplitPlan::from_lengths(&[6, 12], 1, &[8, 4], true).unwrap();
     let packed = OutputLayout::packed(&plan, DType::F32).unwrap();
@@ -189,7 +210,11 @@ fn a_route_is_found_only_under_its_whole_key() {
             ..key
         },
         RouteKey {
-            layout: &packed,
+            layout: Placement::Aligned(16),
+            ..key
+        },
+        RouteKey {
+            layout: Placement::Given(&packed),
             ..key
         },
         RouteKey {
@@ -225,7 +250,7 @@ fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
     let key = |i: usize| RouteKey {
         plan: &plans[i],
         dtype: DType::U8,
-        layout: &layouts[i],
+        layout: Placement::Given(&layouts[i]),
         regions: Regions {
             input_offset: 0,
             output_offset: 0,
@@ -233,12 +258,12 @@ fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
         },
         caps: caps(),
     };
-    for i in 0..MAX_ROUTES {
-        cache.insert(&key(i), kept());
+    for (i, layout) in layouts.iter().enumerate().take(MAX_ROUTES) {
+        cache.insert(&key(i), kept(layout));
     }
     // Plan 0 used again, so plan 1 is the least recently used when a new one comes.
     assert!(cache.get(&key(0)).is_some());
-    cache.insert(&key(MAX_ROUTES), kept());
+    cache.insert(&key(MAX_ROUTES), kept(&layouts[MAX_ROUTES]));
     assert!(cache.get(&key(0)).is_some());
     assert!(cache.get(&key(1)).is_none());
     assert!(cache.get(&key(MAX_ROUTES)).is_some());
@@ -247,10 +272,10 @@ fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
     let many_layout = OutputLayout::packed(&many, DType::U8).unwrap();
     let many_key = RouteKey {
         plan: &many,
-        layout: &many_layout,
+        layout: Placement::Given(&many_layout),
         ..key(0)
     };
-    cache.insert(&many_key, kept());
+    cache.insert(&many_key, kept(&many_layout));
     assert!(cache.get(&many_key).is_some(), "4,096 outputs are kept");
 
     let n = MAX_KEPT_OUTPUTS + 1;
@@ -258,10 +283,10 @@ fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
     let layout = OutputLayout::packed(&large, DType::U8).unwrap();
     let large_key = RouteKey {
         plan: &large,
-        layout: &layout,
+        layout: Placement::Given(&layout),
         ..key(0)
     };
-    cache.insert(&large_key, kept());
+    cache.insert(&large_key, kept(&layout));
     assert!(
         cache.get(&large_key).is_none(),
         "heavier than the whole cache"
