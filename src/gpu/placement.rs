@@ -94,11 +94,13 @@ impl OutputLayout {
         let mut ranges = Vec::with_capacity(plan.num_outputs());
         let (mut cursor, mut end) = (0u64, 0u64);
         let overflow = || SplitError::TooLarge("outputs overflow a 64-bit byte offset".into());
-        // outer * inner_bytes once, not per output: a sequence has thousands.
+        // `SplitPlan::output_bytes`, in its order (outer * len * inner bytes), with outer and
+        // inner taken once, not per output: a sequence has thousands.
         let (inner_bytes, _) = plan.row_bytes(dtype.size())?;
-        let row = (plan.outer() as u64).checked_mul(inner_bytes);
+        let outer = plan.outer() as u64;
         for (i, chunk) in plan.chunks().iter().enumerate() {
-            let size = match row.and_then(|r| r.checked_mul(chunk.len as u64)) {
+            let bytes = outer.checked_mul(chunk.len as u64);
+            let size = match bytes.and_then(|rows| rows.checked_mul(inner_bytes)) {
                 Some(size) => size,
                 // The plan's own error names the output and its shape.
                 None => plan.output_bytes(i, dtype.size())?,
