@@ -39,7 +39,7 @@ pub struct Case {
 }
 
 impl Case {
-    /// Validates and plans the case (timed: host planning is part of a split).
+    /// Validates and plans the case, once per case, as an engine plans a node once.
     pub fn plan(&self) -> Result<SplitPlan> {
         self.op.plan(&self.shape)
     }
@@ -112,7 +112,7 @@ pub struct CaseResult {
     pub outputs: usize,
     /// Input bytes.
     pub bytes: usize,
-    /// Median device-resident split time (plan, encode, submit, wait), ms; with a batch
+    /// Median device-resident split time (encode, submit, wait), ms; with a batch
     /// ([`Bencher::with_batch`]), a submission's time over its splits.
     pub split_ms: f64,
     /// Median of the same split prepared once ([`crate::PreparedSplit`]): encode, submit,
@@ -222,8 +222,8 @@ impl CaseBuffers {
     /// the CPU reference: a split that comes out wrong fails the bench instead of giving a
     /// rate.
     pub fn check(&self, gpu: &GpuSplitter, case: &Case) -> Result<()> {
-        let plan = case.plan()?;
-        let layout = gpu.output_layout(&plan, case.dtype)?;
+        let plan = &self.plan;
+        let layout = gpu.output_layout(plan, case.dtype)?;
         let device = gpu.device();
         let readback = scoped(device, "allocating the benchmark's readback buffer", || {
             device.create_buffer(&wgpu::BufferDescriptor {
@@ -240,9 +240,9 @@ impl CaseBuffers {
             gpu.queue().submit([encoder.finish()]);
         })?;
         let got = gpu.read_back(&readback, |bytes| {
-            layout.outputs_from(bytes, &plan, case.dtype)
+            layout.outputs_from(bytes, plan, case.dtype)
         })?;
-        let want = reference::split_tensor(&self.host, &plan)?;
+        let want = reference::split_tensor(&self.host, plan)?;
         crate::verify::compare_outputs(&got, &want).map_err(|e| match e {
             SplitError::Mismatch(m) => SplitError::Mismatch(format!("case {}, {m}", case.name)),
             other => other,
@@ -253,7 +253,7 @@ impl CaseBuffers {
     pub fn prepare(&self, gpu: &GpuSplitter, case: &Case) -> Result<crate::PreparedSplit> {
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         gpu.prepare(
-            &case.plan()?,
+            &self.plan,
             case.dtype,
             region(&self.input),
             Outputs::Region(region(&self.output)),
@@ -343,9 +343,9 @@ impl<'a> Bencher<'a> {
     /// Measures one case.
     pub fn run_case(&self, case: &Case) -> Result<CaseResult> {
         let device = self.gpu.device();
-        let plan = case.plan()?;
         let bytes = case.bytes()?;
         let buffers = CaseBuffers::new(self.gpu, case)?;
+        let plan = &buffers.plan;
         let (input, output) = (&buffers.input, &buffers.output);
         let in_size = input.size();
 
@@ -425,7 +425,7 @@ impl<'a> Bencher<'a> {
         })?;
 
         let cpu_reference_ms = time_ms(self.runs, || {
-            reference::split_tensor(&buffers.host, &plan).map(|_| ())
+            reference::split_tensor(&buffers.host, plan).map(|_| ())
         })?;
 
         Ok(CaseResult {
@@ -440,7 +440,7 @@ impl<'a> Bencher<'a> {
             shader_copy_ms,
             cpu_reference_ms,
             recorded,
-            zero_copy: self.gpu.output_views(&plan, case.dtype)?.is_some(),
+            zero_copy: self.gpu.output_views(plan, case.dtype)?.is_some(),
         })
     }
 }

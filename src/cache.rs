@@ -1,5 +1,5 @@
 //! The one cache a splitter keeps things in between splits: routes ([`crate::gpu::planner`])
-//! and table buffers ([`super::gather::tables`]). Least recently used first out, bounded in
+//! and table buffers ([`crate::gpu::gather::tables`]). Least recently used first out, bounded in
 //! entries and in weight (what each entry costs to keep, in the user's unit).
 
 use std::sync::Mutex;

@@ -37,13 +37,13 @@ pub struct OutputLayout {
     pub alignment: u64,
 }
 
-/// How the outputs of a split into one region are placed: at an alignment, by
-/// [`OutputLayout::new`] (`Outputs::Region`), or by a layout given and checked
-/// (`Outputs::Placed`). The first is what a kept route is found by, so that a repeated split
-/// places nothing.
+/// How the outputs of a split into one region are placed: at the device's storage offset
+/// alignment ([`GpuSplitter::output_layout`](crate::GpuSplitter::output_layout),
+/// `Outputs::Region`), or by a layout given and checked (`Outputs::Placed`). A kept route is
+/// found by the first without a layout, so that a repeated split places nothing.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Placement<'a> {
-    Aligned(u64),
+    Bindable,
     Given(&'a OutputLayout),
 }
 

@@ -267,9 +267,9 @@ impl Default for RouteCache {
 struct OwnedKey {
     plan: SplitPlan,
     dtype: DType,
-    /// `None` for a layout placed at `alignment`; the caller's layout otherwise.
+    /// `None` for the bindable placement (its alignment is `caps.offset_align`); the caller's
+    /// layout otherwise.
     given: Option<Arc<OutputLayout>>,
-    alignment: u64,
     regions: Regions,
     caps: DeviceCaps,
 }
@@ -277,7 +277,7 @@ struct OwnedKey {
 impl OwnedKey {
     fn matches(&self, key: &RouteKey<'_>) -> bool {
         let layout = match (&self.given, key.layout) {
-            (None, Placement::Aligned(alignment)) => self.alignment == alignment,
+            (None, Placement::Bindable) => true,
             (Some(given), Placement::Given(layout)) => **given == *layout,
             _ => false,
         };
@@ -297,15 +297,14 @@ impl RouteCache {
 
     /// Keeps `route` for `key`.
     pub(crate) fn insert(&self, key: &RouteKey<'_>, route: Arc<KeptRoute>) {
-        let (given, alignment) = match key.layout {
-            Placement::Aligned(alignment) => (None, alignment),
-            Placement::Given(_) => (Some(route.layout.clone()), route.layout.alignment),
+        let given = match key.layout {
+            Placement::Bindable => None,
+            Placement::Given(_) => Some(route.layout.clone()),
         };
         let owned = OwnedKey {
             plan: key.plan.clone(),
             dtype: key.dtype,
             given,
-            alignment,
             regions: key.regions,
             caps: key.caps,
         };

@@ -162,8 +162,7 @@ impl GpuSplitter {
     ) -> Result<PreparedSplit> {
         match outputs {
             Outputs::Region(output) => {
-                let placement = Placement::Aligned(self.offset_align());
-                self.prepare_placed(plan, dtype, input, output, placement)
+                self.prepare_placed(plan, dtype, input, output, Placement::Bindable)
                     .await
             }
             Outputs::Placed(output, layout) => {
@@ -176,8 +175,8 @@ impl GpuSplitter {
         }
     }
 
-    /// [`GpuSplitter::prepare`] into one region, placed as `placement` says: at an alignment
-    /// by this crate, or by a layout that was checked or placed by this crate.
+    /// [`GpuSplitter::prepare`] into one region, placed as `placement` says: at the storage
+    /// offset alignment, or by a layout that was checked or placed by this crate.
     pub(crate) async fn prepare_placed(
         &self,
         plan: &SplitPlan,
@@ -224,11 +223,7 @@ impl GpuSplitter {
             return Ok(kept);
         }
         let layout = match key.layout {
-            Placement::Aligned(alignment) => {
-                let layout = OutputLayout::new(key.plan, key.dtype, alignment)?;
-                self.check_buffer_sizes(key.plan, key.dtype, &layout)?;
-                layout
-            }
+            Placement::Bindable => self.output_layout(key.plan, key.dtype)?,
             Placement::Given(layout) => layout.clone(),
         };
         self.check_regions(key.plan, key.dtype, input, output, &layout)?;

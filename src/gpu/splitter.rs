@@ -282,7 +282,7 @@ impl GpuSplitter {
     }
 
     /// `min_storage_buffer_offset_alignment`.
-    pub(crate) fn offset_align(&self) -> u64 {
+    fn offset_align(&self) -> u64 {
         self.limits.min_storage_buffer_offset_alignment as u64
     }
 }

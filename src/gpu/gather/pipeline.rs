@@ -23,7 +23,8 @@ pub struct GatherPipeline {
     /// and shared by clones: a CPU adapter never runs the GPUs' layouts, nor a GPU the runs,
     /// and compiling every pipeline is most of the time a splitter takes to open.
     pipelines: Arc<[OnceLock<wgpu::ComputePipeline>; EntryPoint::ALL.len()]>,
-    /// Whether this is the trace build, with the trace buffer at binding 4.
+    /// Whether this is the trace build, with the trace buffer after the output bindings
+    /// (binding 5).
     traced: bool,
     /// Output bindings: 1, or more in the multi-output build.
     dst_bindings: u32,

@@ -169,7 +169,7 @@ fn a_route_is_found_only_under_its_whole_key() {
     let key = RouteKey {
         plan: &plan,
         dtype: DType::F32,
-        layout: Placement::Aligned(256),
+        layout: Placement::Bindable,
         regions,
         caps: caps(),
     };
@@ -210,7 +210,10 @@ fn a_route_is_found_only_under_its_whole_key() {
             ..key
         },
         RouteKey {
-            layout: Placement::Aligned(16),
+            caps: DeviceCaps {
+                offset_align: 16,
+                ..caps()
+            },
             ..key
         },
         RouteKey {
