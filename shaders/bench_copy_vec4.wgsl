@@ -1,7 +1,8 @@
 // Benchmark baseline: the plain device copy kernel a split is measured against.
 // One vec4<u32> per invocation, 256 invocations per workgroup, 2-D grid for large copies.
-// Its accesses go through the same trace hook as the gather's (see split_gather.wgsl), so the
-// memory trace measures both the same way.
+// Its accesses go through the same trace hook as the gather's, `trace(kind, address, size)`,
+// which the host appends (src/gpu/gather/builds.rs), so the memory trace measures both the
+// same way.
 
 @group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
@@ -12,9 +13,6 @@ const TRACE_DST: u32 = 2u;
 var<private> trace_lane: u32;
 var<private> trace_block: u32;
 var<private> trace_seq: u32;
-
-// The trace hook: `kind` (TRACE_*), byte `address` in its binding, `size` bytes.
-fn trace(kind: u32, address: u32, size: u32) {}
 
 @compute @workgroup_size(256)
 fn main(

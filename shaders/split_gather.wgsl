@@ -13,16 +13,16 @@
 // packed right after an output keep their bytes, and the bindings need only each tensor's
 // size rounded up to 4 bytes (as WebGPU asks of a storage binding). Loads of unaligned rows
 // past the input's last whole vec4 take its last words instead (`load_vec4_edge`). The host
-// picks one of five layouts per dispatch (`Params.lane_layout`):
+// picks one of five schedules per dispatch (`Params.schedule`):
 //
-// - LAYOUT_RUNS (CPU adapters, where every invocation has a fixed cost; entry points
-//   `main_runs` and, when every entry is aligned, `main_runs_vec4`, with no barrier and no
-//   workgroup memory): each lane writes a run of
-//   `units_per_lane` consecutive units of one entry, stepping along the rows, and finds its
-//   entry itself (entries get whole lanes, numbered by `block_start`; equal entries take lanes
-//   in turn), so small outputs share workgroups. Unaligned rows are funnel-shifted from a
-//   sliding window of aligned vec4 loads, one load per unit.
-// - LAYOUT_LANES (GPUs, aligned rows): entries get whole blocks (numbered by `block_start`),
+// - SCHEDULE_RUNS (CPU adapters, where every invocation has a fixed cost, and GPUs' fallback
+//   for short unaligned rows that no other schedule takes; entry points `main_runs` and, when
+//   every entry is aligned, `main_runs_vec4`, with no barrier and no workgroup memory): each
+//   lane writes a run of consecutive units of one entry, one per step, stepping along the
+//   rows, and finds its entry itself (entries get whole lanes, numbered by `block_start`;
+//   equal entries take lanes in turn), so small outputs share workgroups. Unaligned rows are
+//   funnel-shifted from a sliding window of aligned vec4 loads, one load per unit.
+// - SCHEDULE_LANES (GPUs, aligned rows): entries get whole blocks (numbered by `block_start`),
 //   and lane 0 finds the block's entry once and hands it to the workgroup through workgroup
 //   memory, so the table is read once per block and every later branch is uniform. Step by
 //   step, consecutive lanes write consecutive units, so a warp's stores cover whole sectors.
@@ -30,23 +30,25 @@
 //   rows (when the host asks for them shifted) load the two aligned vec4s around the unit's
 //   bytes and funnel-shift them: each load is coalesced, and a lane's second load is its
 //   neighbour's first, which the GPU's cache serves.
-// - LAYOUT_STAGED (GPUs, unaligned rows of 64 bytes or more): LAYOUT_LANES, but each block
+// - SCHEDULE_STAGED (GPUs, unaligned rows of 64 bytes or more): SCHEDULE_LANES, but each block
 //   first loads its source bytes into workgroup memory, row by row, one coalesced aligned vec4
 //   per lane and step, and after one barrier its lanes shift their units out of there: every
 //   source vec4 is loaded once.
-// - LAYOUT_SCATTER (GPUs, short rows of whole words): consecutive lanes load consecutive
+// - SCHEDULE_SCATTER (GPUs, short rows of whole words): consecutive lanes load consecutive
 //   aligned input vec4s and store each word to the output that holds it; a warp's stores to
 //   one output are consecutive words.
-// - LAYOUT_TILES (GPUs, other short rows, and short word rows when the host asks for tiles):
+// - SCHEDULE_TILES (GPUs, other short rows, and short word rows when the host asks for tiles):
 //   each workgroup stages `tile_rows` whole input rows with coalesced loads, then writes every
 //   output's part of them with coalesced stores.
 //
-// This file holds the table, the bindings, the access functions and each layout's block
-// function; the layouts' code is in split_gather_layouts.wgsl, and the host appends both that
-// and the entry points it stamps from one body (WGSL has no include).
+// This file holds the table, the input bindings, the access functions and the word assembly;
+// the schedules' code is in split_gather_schedules.wgsl. WGSL has no include: the host
+// (src/gpu/gather/builds.rs) assembles each build from named pieces, this file, the output
+// bindings with their three access functions (`store_unit`, `store_word`, `load_dst_word`),
+// the trace hook, the schedules, and the entry points it stamps from one body.
 //
-// Every global access goes through the access functions below, which call `trace`. It is empty
-// here; the trace build (src/trace) gives it a body that records the access, so the memory
+// Every global access goes through an access function, which calls `trace(kind, address,
+// size)`. The plain builds' hook is empty; the trace build's records the access, so the memory
 // figures come from the addresses this very shader computes.
 
 struct Params {
@@ -54,19 +56,19 @@ struct Params {
     num_blocks: u32,
     // Entries in the table below.
     num_entries: u32,
-    // LAYOUT_RUNS, LAYOUT_LANES, LAYOUT_STAGED: units per lane in a block. LAYOUT_TILES:
-    // tiles per block.
-    // LAYOUT_SCATTER: input units per lane in a block.
-    units_per_lane: u32,
-    // One of the LAYOUT_* below.
-    lane_layout: u32,
-    // LAYOUT_TILES: input rows per tile.
+    // Steps each lane takes in its block. A step writes one unit (SCHEDULE_RUNS,
+    // SCHEDULE_LANES, SCHEDULE_STAGED), loads one input unit (SCHEDULE_SCATTER), or stages
+    // and writes one tile with the whole workgroup (SCHEDULE_TILES).
+    steps_per_lane: u32,
+    // One of the SCHEDULE_* below.
+    schedule: u32,
+    // SCHEDULE_TILES: input rows per tile.
     tile_rows: u32,
-    // LAYOUT_TILES, LAYOUT_SCATTER: input rows in all.
+    // SCHEDULE_TILES, SCHEDULE_SCATTER: input rows in all.
     rows: u32,
-    // LAYOUT_RUNS: lanes with work.
+    // SCHEDULE_RUNS: lanes with work.
     num_lanes: u32,
-    // LAYOUT_RUNS: 1 when every entry has the same size and rows: lane g then serves entry
+    // SCHEDULE_RUNS: 1 when every entry has the same size and rows: lane g then serves entry
     // g % num_entries, so neighbouring lanes read neighbouring bytes of the same input rows.
     interleaved: u32,
 }
@@ -76,15 +78,16 @@ const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one v
 const MODE_WORD: u32 = 1u; // multiples of 4: every output word is one source word
 const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from bytes
 
-const LAYOUT_RUNS: u32 = 0u;
-const LAYOUT_LANES: u32 = 1u;
-const LAYOUT_TILES: u32 = 2u;
-const LAYOUT_SCATTER: u32 = 3u;
-const LAYOUT_STAGED: u32 = 4u;
+const SCHEDULE_RUNS: u32 = 0u;
+const SCHEDULE_LANES: u32 = 1u;
+const SCHEDULE_TILES: u32 = 2u;
+const SCHEDULE_SCATTER: u32 = 3u;
+const SCHEDULE_STAGED: u32 = 4u;
 
 struct Entry {
-    // LAYOUT_LANES, LAYOUT_STAGED: first block of this entry. LAYOUT_RUNS: first lane (in
-    // the whole dispatch). Entries are sorted by it. LAYOUT_TILES, LAYOUT_SCATTER: unused.
+    // SCHEDULE_LANES, SCHEDULE_STAGED: first block of this entry. SCHEDULE_RUNS: first lane
+    // (in the whole dispatch). Entries are sorted by it. SCHEDULE_TILES, SCHEDULE_SCATTER:
+    // unused.
     block_start: u32,
     // First 16-byte unit of this entry in `dst`.
     dst_unit: u32,
@@ -105,15 +108,15 @@ struct Entry {
 }
 
 const WORKGROUP_SIZE: u32 = 256u;
-// LAYOUT_RUNS workgroups are smaller: a small split still spreads over a few of them (and so
+// SCHEDULE_RUNS workgroups are smaller: a small split still spreads over a few of them (and so
 // over a CPU adapter's threads) while each lane writes a long run.
 const RUNS_WORKGROUP_SIZE: u32 = 64u;
 
 // Workgroup memory: 15,684 bytes in all (each entry point uses less), inside the 16,384 that
 // every device allows.
-// Staged source words (LAYOUT_TILES, LAYOUT_STAGED).
+// Staged source words (SCHEDULE_TILES, SCHEDULE_STAGED).
 const STAGE_WORDS: u32 = 3776u;
-// Entries LAYOUT_TILES and LAYOUT_SCATTER keep at hand.
+// Entries SCHEDULE_TILES and SCHEDULE_SCATTER keep at hand.
 const MAX_TILE_ENTRIES: u32 = 16u;
 
 // One buffer per dispatch holds both, so a split uploads (or finds in the host's cache) a
@@ -127,13 +130,7 @@ struct Table {
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 // The same source bytes as vec4 words.
 @group(0) @binding(2) var<storage, read> src4: array<vec4<u32>>;
-// The same output bytes as vec4 units, for whole units, and as words, for the words of an
-// output's last unit (which may lie past the binding's last whole vec4). No lane writes one
-// word through both. The multi-output build (src/gpu/gather/builds.rs) declares dst0, dst1, ...
-// and dst_words0, dst_words1, ... here instead, and the access functions pick one by the top
-// bits of the unit (DST_BINDING_SHIFT): one dispatch then writes outputs in several buffers.
-@group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;
-@group(0) @binding(4) var<storage, read_write> dst_words: array<u32>;
+// The output bindings (from binding 3) come with the build: see the header.
 
 // What lane 0 found for the block.
 struct Block {
@@ -153,13 +150,10 @@ const TRACE_TABLE: u32 = 0u;
 const TRACE_SRC: u32 = 1u;
 const TRACE_DST: u32 = 2u;
 
-// Who is accessing: set at the start of `main`, read by the trace build's hook.
+// Who is accessing: set by `start`, read by the trace build's hook.
 var<private> trace_lane: u32;
 var<private> trace_block: u32;
 var<private> trace_seq: u32;
-
-// The trace hook: `kind` (TRACE_*), byte `address` in its binding, `size` bytes.
-fn trace(kind: u32, address: u32, size: u32) {}
 
 fn read_params() -> Params {
     trace(TRACE_TABLE, 0u, 32u);
@@ -210,24 +204,9 @@ fn load_vec4_edge(i: u32) -> vec4<u32> {
     return v;
 }
 
-fn store_unit(i: u32, v: vec4<u32>) {
-    trace(TRACE_DST, i * 16u, 16u);
-    dst[i] = v;
-}
-
-// Word `j` (0 to 3) of unit `i`.
-fn store_word(i: u32, j: u32, x: u32) {
-    trace(TRACE_DST, i * 16u + j * 4u, 4u);
-    dst_words[i * 4u + j] = x;
-}
-
-// Word `j` of unit `i` as it is (the bytes around an output's last bytes). Written as an
-// assignment, the form the multi-output build puts inside its switch over bindings.
-fn load_dst_word(i: u32, j: u32) -> u32 {
-    var x = 0u;
-    x = dst_words[i * 4u + j];
-    return x;
-}
+// The build's output access functions: `store_unit(i, v)` stores unit `i`, `store_word(i, j,
+// x)` word `j` (0 to 3) of unit `i`, and `load_dst_word(i, j)` reads that word as it is (the
+// bytes around an output's last bytes).
 
 // Unit `i`, of whose bytes only the first `n` (1 to 16) belong to the output: a whole unit
 // at once, else its whole words, then the output's bytes of its partial word merged into that
@@ -334,7 +313,7 @@ fn staged_byte(p: u32) -> u32 {
     return (stage[p >> 2u] >> ((p & 3u) * 8u)) & 0xffu;
 }
 
-// ---- The layouts' blocks ----
+// ---- The schedules' blocks ----
 
 // The workgroup's flat index (large dispatches are folded into 2-D grids of 65,535 workgroups
 // per dimension); also tells the trace hook who is accessing.
@@ -347,13 +326,13 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
 }
 
 // The host stamps every entry point from one body (`ENTRY_POINT` in
-// src/gpu/gather/abi.rs): `start`, then one of the block functions below, at the layout's
-// workgroup size. Each layout has entry points of its own, because a GPU sizes registers and
+// src/gpu/gather/abi.rs): `start`, then one of the block functions below, at the schedule's
+// workgroup size. Each schedule has entry points of its own, because a GPU sizes registers and
 // workgroup memory for the whole entry point and a CPU adapter runs every branch masked in
 // each SIMD group: code a dispatch never takes would cost it. A test checks that each entry
-// point reaches only its layout's workgroup memory.
+// point reaches only its schedule's workgroup memory.
 
-// LAYOUT_LANES, entries of any mode (entry point `main`).
+// SCHEDULE_LANES, entries of any mode (entry point `main`).
 fn lanes_block(block: u32, lane: u32) {
     let found = find_block(block, lane);
     if (block < found.params.num_blocks) {
@@ -361,7 +340,7 @@ fn lanes_block(block: u32, lane: u32) {
     }
 }
 
-// LAYOUT_LANES when every entry is MODE_VEC4: no workgroup memory but the block's entry.
+// SCHEDULE_LANES when every entry is MODE_VEC4: no workgroup memory but the block's entry.
 fn lanes_vec4_block(block: u32, lane: u32) {
     let found = find_block(block, lane);
     if (block < found.params.num_blocks) {
@@ -369,7 +348,7 @@ fn lanes_vec4_block(block: u32, lane: u32) {
     }
 }
 
-// LAYOUT_STAGED.
+// SCHEDULE_STAGED.
 fn staged_block(block: u32, lane: u32) {
     let found = find_block(block, lane);
     if (block < found.params.num_blocks) {
@@ -377,7 +356,7 @@ fn staged_block(block: u32, lane: u32) {
     }
 }
 
-// LAYOUT_TILES.
+// SCHEDULE_TILES.
 fn tiles_block(block: u32, lane: u32) {
     let p = shared_params(lane);
     if (block < p.num_blocks) {
@@ -385,7 +364,7 @@ fn tiles_block(block: u32, lane: u32) {
     }
 }
 
-// LAYOUT_SCATTER.
+// SCHEDULE_SCATTER.
 fn scatter_block(block: u32, lane: u32) {
     let p = shared_params(lane);
     if (block < p.num_blocks) {
@@ -393,18 +372,18 @@ fn scatter_block(block: u32, lane: u32) {
     }
 }
 
-// LAYOUT_RUNS, entries of any mode.
+// SCHEDULE_RUNS, entries of any mode.
 fn runs_block(block: u32, lane: u32) {
     runs(block, lane, false);
 }
 
-// LAYOUT_RUNS when every entry is MODE_VEC4: the same lanes with only the vec4 code (the
+// SCHEDULE_RUNS when every entry is MODE_VEC4: the same lanes with only the vec4 code (the
 // constant argument lets the driver drop the other modes' code).
 fn runs_vec4_block(block: u32, lane: u32) {
     runs(block, lane, true);
 }
 
-// LAYOUT_TILES, LAYOUT_SCATTER: the dispatch's header, which lane 0 reads and hands to the
+// SCHEDULE_TILES, SCHEDULE_SCATTER: the dispatch's header, which lane 0 reads and hands to the
 // workgroup.
 fn shared_params(lane: u32) -> Params {
     if (lane == 0u) {
@@ -413,8 +392,8 @@ fn shared_params(lane: u32) -> Params {
     return workgroupUniformLoad(&wg_block).params;
 }
 
-// LAYOUT_LANES, LAYOUT_STAGED: the block's header and entry, which lane 0 finds and hands to
-// the workgroup.
+// SCHEDULE_LANES, SCHEDULE_STAGED: the block's header and entry, which lane 0 finds and hands
+// to the workgroup.
 fn find_block(block: u32, lane: u32) -> Block {
     if (lane == 0u) {
         let p = read_params();

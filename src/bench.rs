@@ -23,8 +23,6 @@ use crate::tensor::{byte_count, HostTensor, IntTensor};
 use crate::DType;
 use crate::{BufferRegion, EncodedSplit, GpuSplitter, Outputs};
 
-pub use crate::trace::COPY_SHADER_SOURCE;
-
 /// One benchmark case.
 #[derive(Debug, Clone)]
 pub struct Case {
@@ -298,7 +296,8 @@ pub struct Bencher<'a> {
 impl<'a> Bencher<'a> {
     /// Prepares the baseline copy kernel on `gpu`'s device; `runs` >= 5 timed runs per figure.
     pub fn new(gpu: &'a GpuSplitter, runs: usize) -> Result<Self> {
-        let copy_pipeline = crate::trace::copy_kernel(gpu.device(), COPY_SHADER_SOURCE)?;
+        let copy_pipeline =
+            crate::trace::copy_kernel(gpu.device(), crate::gpu::gather::builds::Hook::Silent)?;
         let copy_layout = copy_pipeline.get_bind_group_layout(0);
         Ok(Self {
             gpu,

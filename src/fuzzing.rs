@@ -17,7 +17,7 @@ mod routes;
 pub use input::PlannerInput;
 
 use crate::gpu::gather::abi::binding_bytes;
-use crate::gpu::gather::dispatches::{plan_dispatches, GatherMode, GatherTuning};
+use crate::gpu::gather::dispatches::{plan_dispatches, GatherTuning};
 use crate::gpu::placement::OutputLayout;
 use crate::gpu::planner::{self, DeviceCaps, Regions};
 use crate::ops::{OnnxSplitParts, Operator};
@@ -25,6 +25,8 @@ use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::IntTensor;
 use crate::DType;
+use crate::GatherExperiment;
+use crate::GatherMode;
 
 /// The operator an input names: every [`Operator`], with each form of its parameters.
 fn operator_of(input: &PlannerInput) -> crate::Result<Operator> {
@@ -133,13 +135,23 @@ pub fn check_planner(input: &PlannerInput) {
         }
     }
     for (mode, units, spread, window) in [
-        (GatherMode::Runs, 1, 96, 1u64 << 27),
-        (GatherMode::Runs, 128, 48, 4096),
-        (GatherMode::Runs, 2048, 1, 1 << 27),
-        (GatherMode::Coalesced, 4, 96, 1 << 27),
-        (GatherMode::Coalesced, 2, 96, 4096),
-        (GatherMode::Shifted, 4, 96, 1 << 27),
-        (GatherMode::Tiles, 4, 96, 1 << 27),
+        (GatherMode::Cpu, 1, 96, 1u64 << 27),
+        (GatherMode::Cpu, 128, 48, 4096),
+        (GatherMode::Cpu, 2048, 1, 1 << 27),
+        (GatherMode::Gpu, 4, 96, 1 << 27),
+        (GatherMode::Gpu, 2, 96, 4096),
+        (
+            GatherMode::Experiment(GatherExperiment::Shifted),
+            4,
+            96,
+            1 << 27,
+        ),
+        (
+            GatherMode::Experiment(GatherExperiment::Tiles),
+            4,
+            96,
+            1 << 27,
+        ),
     ] {
         let planned = plan_dispatches(&bytes, &layout, tuning(mode, units, spread), window, 32);
         if let Ok(dispatches) = planned {
@@ -149,10 +161,10 @@ pub fn check_planner(input: &PlannerInput) {
     // The multi-output build: consecutive outputs in 1, 2 or 3 bindings.
     for groups in [1, 2, 3] {
         for mode in [
-            GatherMode::Runs,
-            GatherMode::Coalesced,
-            GatherMode::Shifted,
-            GatherMode::Tiles,
+            GatherMode::Cpu,
+            GatherMode::Gpu,
+            GatherMode::Experiment(GatherExperiment::Shifted),
+            GatherMode::Experiment(GatherExperiment::Tiles),
         ] {
             check.multi_output(groups, mode);
         }
@@ -160,9 +172,9 @@ pub fn check_planner(input: &PlannerInput) {
     // And the route the splitter would choose: for a CPU adapter, with and without the texture
     // route, and for a GPU.
     for (buffer_copies, texture_copies, gather_mode) in [
-        (true, true, GatherMode::Runs),
-        (true, false, GatherMode::Runs),
-        (false, false, GatherMode::Coalesced),
+        (true, true, GatherMode::Cpu),
+        (true, false, GatherMode::Cpu),
+        (false, false, GatherMode::Gpu),
     ] {
         let caps = DeviceCaps {
             window_limit: 1 << 27,
@@ -209,10 +221,10 @@ fn check_plan(input: &PlannerInput, plan: &SplitPlan, shape: &[usize]) {
 }
 
 /// A [`GatherTuning`] for the checks above.
-fn tuning(mode: GatherMode, max_units_per_lane: u64, spread_lanes: u64) -> GatherTuning {
+fn tuning(mode: GatherMode, max_steps_per_lane: u64, spread_lanes: u64) -> GatherTuning {
     GatherTuning {
         mode,
-        max_units_per_lane,
+        max_steps_per_lane,
         spread_lanes,
     }
 }

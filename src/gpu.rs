@@ -25,7 +25,6 @@ mod round_trip;
 pub(crate) mod splitter;
 
 pub use device::{list_adapters, open_device, AdapterPick, BackendChoice, DeviceChoice};
-pub use placement::{BufferRegion, OutputLayout, OutputRange, Outputs};
-pub use prepared::PreparedSplit;
-pub use record::{input_binding_size, EncodedSplit};
+pub use placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
+pub use prepared::{EncodedSplit, PreparedSplit};
 pub use splitter::{GpuSplitter, SplitOptions};

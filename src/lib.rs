@@ -55,7 +55,7 @@ pub use wgpu;
 
 pub use dtype::DType;
 pub use error::{Result, SplitError};
-pub use gpu::gather::GatherMode;
+pub use gpu::gather::{GatherExperiment, GatherMode};
 pub use gpu::planner::RouteChoice;
 pub use gpu::{
     input_binding_size, AdapterPick, BackendChoice, BufferRegion, DeviceChoice, EncodedSplit,

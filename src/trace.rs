@@ -2,10 +2,10 @@
 //! and grouped into warps ([`analysis`]).
 //!
 //! Every global access of the gather shader (`shaders/split_gather*.wgsl`, and of the
-//! benchmark's copy kernel) goes through small access functions that call an empty `trace`
-//! hook. The trace build is the same WGSL with that one function given a body
-//! ([`traced_source`]): it appends `(kind, address, size)` to a buffer, per lane and per
-//! access, for a sample of workgroups.
+//! benchmark's copy kernel) goes through small access functions that call a `trace` hook,
+//! which the plain builds leave empty. The trace build is the same WGSL with the recording
+//! hook instead (`Hook::Recording`, in `gpu::gather::builds`): it appends `(kind, address,
+//! size)` to a buffer, per lane and per access, for a sample of workgroups.
 //! So the figures come from the addresses the real shader computed, with the host's real
 //! tables, not from a model of its index math. The trace runs the kernel as it would run on a
 //! GPU (coalesced lanes, see [`gpu_settings`]), whatever adapter executes it.
@@ -14,7 +14,7 @@ pub mod analysis;
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped;
-pub use crate::gpu::gather::builds::{traced_source, TRACE_HOOK};
+use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
@@ -26,9 +26,6 @@ use crate::plan::SplitPlan;
 use crate::{DType, GatherMode, GpuSplitter, RouteChoice, SplitOptions};
 use analysis::{Access, Kind};
 use wgpu::util::DeviceExt;
-
-/// The benchmark's copy kernel, `shaders/bench_copy_vec4.wgsl`.
-pub const COPY_SHADER_SOURCE: &str = include_str!("../shaders/bench_copy_vec4.wgsl");
 
 /// Which workgroups record, and how many accesses each lane keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,18 +45,18 @@ impl Default for Sampling {
     }
 }
 
-/// How a GPU runs the gather, by this crate's defaults: coalesced lanes, 4 units each; or
-/// [`GatherMode::Shifted`] or [`GatherMode::Tiles`] where `gpu` asks for it.
+/// How a GPU runs the gather, by this crate's defaults ([`GatherMode::Gpu`], 4 steps per
+/// lane), or the experiment `gpu` asks for ([`GatherMode::Experiment`]).
 pub fn gpu_settings(gpu: &GpuSplitter) -> GpuSplitter {
     let tuning = gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan);
     let mode = match gpu.gather_tuning.mode {
-        mode @ (GatherMode::Shifted | GatherMode::Tiles) => mode,
+        mode @ GatherMode::Experiment(_) => mode,
         _ => tuning.mode,
     };
     gpu.clone().with_options(SplitOptions {
         route: RouteChoice::Gather,
         gather_mode: Some(mode),
-        max_units_per_lane: Some(tuning.max_units_per_lane as u32),
+        max_steps_per_lane: Some(tuning.max_steps_per_lane as u32),
         ..gpu.options()
     })
 }
@@ -126,13 +123,13 @@ pub fn trace_split(
     Ok(accesses)
 }
 
-/// The benchmark's copy kernel compiled from `source` (its plain or its trace build), with
-/// the bind group layout the shader implies.
-pub fn copy_kernel(device: &wgpu::Device, source: &str) -> Result<wgpu::ComputePipeline> {
+/// The benchmark's copy kernel (`shaders/bench_copy_vec4.wgsl`) with `hook` (its plain or
+/// its trace build), with the bind group layout the shader implies.
+pub(crate) fn copy_kernel(device: &wgpu::Device, hook: Hook) -> Result<wgpu::ComputePipeline> {
     scoped(device, "compiling the copy kernel", || {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("bench_copy_vec4.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
+            source: wgpu::ShaderSource::Wgsl(copy_kernel_source(hook).into()),
         });
         device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some("bench_copy_vec4"),
@@ -149,7 +146,7 @@ pub fn copy_kernel(device: &wgpu::Device, source: &str) -> Result<wgpu::ComputeP
 pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> Result<Vec<Access>> {
     let device = gpu.device();
     let size = bytes.next_multiple_of(16).max(16);
-    let pipeline = copy_kernel(device, &traced_source(COPY_SHADER_SOURCE, 2)?)?;
+    let pipeline = copy_kernel(device, Hook::Recording(2))?;
     let (src, dst) = scoped(device, "allocating the traced copy's buffers", || {
         let buffer = |label| {
             device.create_buffer(&wgpu::BufferDescriptor {

@@ -8,8 +8,8 @@ mod common;
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
-    RouteChoice, SplitError, SplitOptions, SplitPlan,
+    ops, reference, BufferRegion, DType, GatherExperiment, GatherMode, GpuSplitter, HostTensor,
+    IntTensor, Outputs, RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 const GUARD: u8 = 0xA5;
@@ -121,10 +121,10 @@ fn cases() -> Vec<(String, SplitPlan, DType)> {
 fn splitters(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
     let mut all = vec![("default".to_string(), gpu.clone())];
     for mode in [
-        GatherMode::Runs,
-        GatherMode::Coalesced,
-        GatherMode::Shifted,
-        GatherMode::Tiles,
+        GatherMode::Cpu,
+        GatherMode::Gpu,
+        GatherMode::Experiment(GatherExperiment::Shifted),
+        GatherMode::Experiment(GatherExperiment::Tiles),
     ] {
         let g = gpu.clone().with_options(SplitOptions {
             route: RouteChoice::Gather,

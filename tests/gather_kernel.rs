@@ -9,8 +9,8 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice,
-    SplitOptions, SplitPlan,
+    ops, reference, DType, GatherExperiment, GatherMode, GpuSplitter, HostTensor, IntTensor,
+    RouteChoice, SplitOptions, SplitPlan,
 };
 
 /// The gather alone, in every layout and at two run lengths, and with the device's own runs
@@ -21,26 +21,26 @@ fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
         ..gpu.options()
     });
     let mut variants: Vec<(String, GpuSplitter)> = [
-        (GatherMode::Runs, 128),
-        (GatherMode::Runs, 3),
-        (GatherMode::Coalesced, 4),
-        (GatherMode::Coalesced, 1),
-        (GatherMode::Shifted, 4),
-        (GatherMode::Shifted, 1),
-        (GatherMode::Tiles, 4),
+        (GatherMode::Cpu, 128),
+        (GatherMode::Cpu, 3),
+        (GatherMode::Gpu, 4),
+        (GatherMode::Gpu, 1),
+        (GatherMode::Experiment(GatherExperiment::Shifted), 4),
+        (GatherMode::Experiment(GatherExperiment::Shifted), 1),
+        (GatherMode::Experiment(GatherExperiment::Tiles), 4),
     ]
     .into_iter()
     .map(|(mode, units)| {
         let variant = gather.clone().with_options(SplitOptions {
             gather_mode: Some(mode),
-            max_units_per_lane: Some(units),
+            max_steps_per_lane: Some(units),
             ..gather.options()
         });
         (format!("{} {mode:?} x{units}", common::name(gpu)), variant)
     })
     .collect();
     let runs = gather.clone().with_options(SplitOptions {
-        gather_mode: Some(GatherMode::Runs),
+        gather_mode: Some(GatherMode::Cpu),
         ..gather.options()
     });
     variants.push((format!("{} runs", common::name(gpu)), runs));
@@ -155,7 +155,7 @@ fn word_rows_scattered_by_input(gpu: &'static GpuSplitter) {
         format!("{} Coalesced", common::name(gpu)),
         gpu.clone().with_options(SplitOptions {
             route: RouteChoice::Gather,
-            gather_mode: Some(GatherMode::Coalesced),
+            gather_mode: Some(GatherMode::Gpu),
             ..gpu.options()
         }),
     )];

@@ -8,8 +8,8 @@ mod common;
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use wgpu_split::{
-    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitError,
-    SplitOptions, SplitPlan,
+    ops, reference, DType, GatherExperiment, GatherMode, GpuSplitter, HostTensor, IntTensor,
+    RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 #[derive(Debug, Clone)]
@@ -173,26 +173,26 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
             ..base
         },
         SplitOptions {
-            gather_mode: Some(GatherMode::Runs),
-            max_units_per_lane: Some(3),
+            gather_mode: Some(GatherMode::Cpu),
+            max_steps_per_lane: Some(3),
             ..base
         },
         SplitOptions {
-            gather_mode: Some(GatherMode::Coalesced),
-            max_units_per_lane: Some(1),
+            gather_mode: Some(GatherMode::Gpu),
+            max_steps_per_lane: Some(1),
             ..base
         },
         SplitOptions {
-            gather_mode: Some(GatherMode::Coalesced),
-            max_units_per_lane: Some(4),
+            gather_mode: Some(GatherMode::Gpu),
+            max_steps_per_lane: Some(4),
             ..base
         },
         SplitOptions {
-            gather_mode: Some(GatherMode::Shifted),
+            gather_mode: Some(GatherMode::Experiment(GatherExperiment::Shifted)),
             ..base
         },
         SplitOptions {
-            gather_mode: Some(GatherMode::Tiles),
+            gather_mode: Some(GatherMode::Experiment(GatherExperiment::Tiles)),
             ..base
         },
     ];

@@ -8,7 +8,9 @@ mod common;
 use std::collections::BTreeSet;
 use wgpu_split::trace::analysis::{figures, Access, Kind, MemoryFigures};
 use wgpu_split::trace::{gpu_settings, trace_copy_kernel, trace_split, Sampling};
-use wgpu_split::{ops, DType, GatherMode, GpuSplitter, IntTensor, RouteChoice, SplitOptions};
+use wgpu_split::{
+    ops, DType, GatherExperiment, GatherMode, GpuSplitter, IntTensor, RouteChoice, SplitOptions,
+};
 
 /// Every workgroup, every access.
 const ALL: Sampling = Sampling {
@@ -79,10 +81,10 @@ fn traced_stores_cover_every_output_word_once(gpu: &'static GpuSplitter) {
         }
         let input_bytes = (shape.iter().product::<usize>() * dtype.size()) as u64;
         let modes = [
-            GatherMode::Coalesced,
-            GatherMode::Shifted,
-            GatherMode::Tiles,
-            GatherMode::Runs,
+            GatherMode::Gpu,
+            GatherMode::Experiment(GatherExperiment::Shifted),
+            GatherMode::Experiment(GatherExperiment::Tiles),
+            GatherMode::Cpu,
         ];
         for mode in modes {
             let settings = gpu_settings(gpu);
@@ -130,9 +132,9 @@ fn short_word_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
     let stores = accesses.iter().filter(|a| a.kind == Kind::Store);
     assert!(stores.clone().all(|a| a.size == 4));
     copy_like_figures(&accesses);
-    // Staged in tiles instead (GatherMode::Tiles): tiles that end mid-unit cost a little.
+    // Staged in tiles instead (GatherMode::Experiment(GatherExperiment::Tiles)): tiles that end mid-unit cost a little.
     let tiles = gpu_settings(&gpu.clone().with_options(SplitOptions {
-        gather_mode: Some(GatherMode::Tiles),
+        gather_mode: Some(GatherMode::Experiment(GatherExperiment::Tiles)),
         ..gpu.options()
     }));
     let accesses = trace_split(&tiles, &plan, DType::F32, Sampling::default()).unwrap();
@@ -150,7 +152,7 @@ fn short_word_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
 fn unaligned_rows_load_about_a_copys_lines(gpu: &'static GpuSplitter) {
     // word_odd's and bytes_odd's rows (1,364 and 1,365 bytes), fewer of them. Staged, each
     // source unit is loaded once: about a copy's lines per load instruction. Shifted
-    // (GatherMode::Shifted), each lane loads two aligned units, the second its neighbour's
+    // (GatherMode::Experiment(GatherExperiment::Shifted)), each lane loads two aligned units, the second its neighbour's
     // first, so load instructions touch about twice a copy's lines; counted once per warp,
     // the lines are about a copy's.
     let gpu = gpu.clone().with_options(SplitOptions {
@@ -158,7 +160,7 @@ fn unaligned_rows_load_about_a_copys_lines(gpu: &'static GpuSplitter) {
         ..gpu.options()
     });
     let shifted = gpu_settings(&gpu.clone().with_options(SplitOptions {
-        gather_mode: Some(GatherMode::Shifted),
+        gather_mode: Some(GatherMode::Experiment(GatherExperiment::Shifted)),
         ..gpu.options()
     }));
     for (dtype, width) in [(DType::F32, 1023usize), (DType::U8, 4095)] {

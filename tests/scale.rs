@@ -77,7 +77,7 @@ fn grids_past_65535_workgroups(gpu: &'static GpuSplitter) {
     let shape = [70_000, 3];
     let input = HostTensor::new(DType::F32, shape.to_vec(), pattern(70_000 * 12, 3)).unwrap();
     let plan = ops::split_to_sequence(&shape, 0, None, false).unwrap();
-    for mode in [GatherMode::Runs, GatherMode::Coalesced] {
+    for mode in [GatherMode::Cpu, GatherMode::Gpu] {
         let gpu = gpu.clone().with_options(SplitOptions {
             gather_mode: Some(mode),
             ..gpu.options()

@@ -76,11 +76,11 @@ pub struct BenchArgs {
     /// efficiency, lines and table bytes per 512 bytes moved) beside the copy kernel's.
     #[arg(long)]
     pub memory: bool,
-    /// How the gather maps lanes to units: runs, coalesced, shifted or tiles (default: the
-    /// adapter's, runs on CPU adapters and coalesced on GPUs); shifted is coalesced with
-    /// unaligned rows funnel-shifted from two loads per unit instead of staged, tiles is
-    /// coalesced with short rows of whole words staged in tiles instead of scattered: the
-    /// layouts measured on an H100, to compare with on a GPU.
+    /// Which of the gather's schedules run: cpu, gpu, shifted or tiles (default: the
+    /// adapter's, cpu on CPU adapters and gpu on GPUs; runs and coalesced are cpu and gpu);
+    /// shifted and tiles are experiments, gpu with unaligned rows funnel-shifted from two
+    /// loads per unit instead of staged, or with short rows of whole words staged in tiles
+    /// instead of scattered, to compare with on a GPU.
     #[arg(long)]
     pub gather_mode: Option<GatherMode>,
 }

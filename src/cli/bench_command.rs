@@ -10,7 +10,7 @@ use wgpu_split::bench::{
     gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, MemoryReport, WARPS,
 };
 use wgpu_split::trace::analysis::MemoryFigures;
-use wgpu_split::{GatherMode, GpuSplitter, RouteChoice, SplitOptions};
+use wgpu_split::{GatherExperiment, GatherMode, GpuSplitter, RouteChoice, SplitOptions};
 
 /// Runs the suite and prints (and optionally writes) the results.
 pub fn run(a: &BenchArgs) -> CliResult {
@@ -30,7 +30,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         ..Default::default()
     });
     // `options()` fills in the gather mode; the fallback is never taken.
-    let gather_mode = gpu.options().gather_mode.unwrap_or(GatherMode::Coalesced);
+    let gather_mode = gpu.options().gather_mode.unwrap_or(GatherMode::Gpu);
     let info = gpu.device().adapter_info();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?.with_batch(a.batch.into());
     let suite = chosen_cases(&a.cases)?;
@@ -82,7 +82,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         let report = json!({
             "adapter": {"name": info.name, "backend": format!("{:?}", info.backend).to_lowercase()},
             "route": a.route,
-            "gather_mode": format!("{:?}", gather_mode).to_lowercase(),
+            "gather_mode": gather_mode.name(),
             "batch": a.batch,
             "roundtrip_ms": roundtrip_ms,
             "cases": cases,
@@ -186,13 +186,9 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
 
 fn print_memory(results: &[(CaseResult, Option<MemoryReport>)], mode: GatherMode) {
     say!();
-    // The trace runs a GPU's layouts: the shifted or tiled ones where they were asked for.
-    let layouts = match mode {
-        GatherMode::Shifted => "coalesced lanes, unaligned rows shifted, short word rows scattered",
-        GatherMode::Tiles => "coalesced lanes, unaligned rows staged, short word rows in tiles",
-        _ => "coalesced lanes, unaligned rows staged, short word rows scattered",
-    };
-    say!("memory, traced: the gather as a GPU runs it ({layouts}), whatever the adapter");
+    // The trace runs a GPU's schedules: an experiment's where one was asked for.
+    let schedules = GatherExperiment::describe(mode);
+    say!("memory, traced: the gather as a GPU runs it ({schedules}), whatever the adapter");
     say!(
         "{:<11} {:>4} {:>9} {:>10} {:>10} {:>10} {:>11} {:>10}",
         "case",

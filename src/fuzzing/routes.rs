@@ -4,12 +4,13 @@
 use super::input::PlannerInput;
 use crate::gpu::cpu_texture::TexturePlan;
 use crate::gpu::gather::abi::{
-    binding_bytes, Entry, Layout, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
+    binding_bytes, Entry, Schedule, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
 };
-use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch, GatherMode};
+use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
 use crate::gpu::placement::OutputLayout;
 use crate::gpu::planner::{BufferCopy, DeviceCaps, Regions, Route};
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
+use crate::GatherMode;
 
 /// The split a route is checked against.
 pub(super) struct RouteCheck<'a> {
@@ -201,9 +202,9 @@ impl RouteCheck<'_> {
                 "{input:?} {d:?}"
             );
             assert_eq!(d.entries.len() as u32, d.params.num_entries);
-            if d.params.lane_layout == Layout::Staged as u32 {
+            if d.params.schedule == Schedule::Staged as u32 {
                 for e in d.entries.iter().filter(|e| !e.is_vec4()) {
-                    let most = most_staged_vec4s(e, d.params.units_per_lane);
+                    let most = most_staged_vec4s(e, d.params.steps_per_lane);
                     assert!(most <= STAGE_WORDS / 4, "{most} vec4s: {input:?} {e:?}");
                 }
             }
@@ -304,16 +305,16 @@ impl RouteCheck<'_> {
     }
 }
 
-/// The most vec4s a block of entry `e` stages under [`Layout::Staged`], block by block, with
+/// The most vec4s a block of entry `e` stages under [`Schedule::Staged`], block by block, with
 /// the shader's own arithmetic (`copy_staged`): its first row's slot from the vec4 holding its
 /// first byte, a slot per row, its last row's slot to the vec4 holding its last byte, and two
 /// zeroed vec4s.
-fn most_staged_vec4s(e: &Entry, units_per_lane: u32) -> u64 {
+fn most_staged_vec4s(e: &Entry, steps_per_lane: u32) -> u64 {
     let (fb, out, row) = (e.first_byte as u64, e.out_bytes as u64, e.row_bytes as u64);
     // The shader's u32 arithmetic wraps; only the offset's residue mod 16 is used.
     let shift = |r: u64| (r * e.src_stride as u64 + e.src_offset as u64) % 16;
     let slot = (row + 30) / 16;
-    let block = units_per_lane as u64 * WORKGROUP_SIZE * 16;
+    let block = steps_per_lane as u64 * WORKGROUP_SIZE * 16;
     (0..out.div_ceil(block))
         .map(|k| {
             let (b0, b1) = (fb + k * block, (fb + (k + 1) * block).min(fb + out));

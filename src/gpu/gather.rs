@@ -1,11 +1,12 @@
 //! The gather route: one compute dispatch of the gather shader ([`builds::shader_source`]) for
 //! every output (several only past one binding).
 //!
-//! - [`abi`]: the table's structs, modes, layouts, entry points and sizes, checked against the
+//! - [`abi`]: the table's structs, modes, schedules, entry points and sizes, checked against the
 //!   WGSL.
-//! - [`builds`]: the trace and multi-output builds of the shader.
+//! - [`builds`]: the shader's builds (one output buffer or several, the trace), assembled from
+//!   named pieces.
 //! - [`dispatches`]: the dispatches and their tables (pure); `blocks` numbers their entries
-//!   into workgroups and lanes per layout.
+//!   into workgroups and lanes per schedule.
 //! - [`pipeline`]: the pipeline, bind groups and dispatches.
 //! - [`tables`]: device copies of the tables, kept for the next split of the same shapes.
 //!
@@ -15,6 +16,7 @@ pub(crate) mod abi;
 mod blocks;
 pub(crate) mod builds;
 pub(crate) mod dispatches;
+mod modes;
 pub(crate) mod pipeline;
 #[cfg(all(test, feature = "bench"))]
 mod portability;
@@ -22,8 +24,9 @@ pub(crate) mod tables;
 
 pub use abi::{binding_bytes, window_limit, MAX_DST_BINDINGS, UNIT_BYTES};
 pub use dispatches::{
-    fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherMode, GatherTuning,
+    fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
     SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
 };
+pub use modes::{GatherExperiment, GatherMode};
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Targets};
 pub(crate) use tables::TableCache;

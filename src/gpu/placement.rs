@@ -12,8 +12,14 @@ use crate::error::{Result, SplitError};
 use crate::gpu::gather::{binding_bytes, UNIT_BYTES};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
-use crate::tensor::HostTensor;
+use crate::tensor::{byte_count, HostTensor};
 use crate::DType;
+
+/// Bytes the input buffer must hold from its offset for a split of `plan`: the input's bytes
+/// rounded up to 4 (what WebGPU asks of a storage binding), at least 4.
+pub fn input_binding_size(plan: &SplitPlan, dtype: DType) -> Result<u64> {
+    Ok(binding_bytes(byte_count(plan.input_shape(), dtype)? as u64))
+}
 
 /// Byte range of one output inside the output region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -251,6 +251,18 @@ pub(crate) struct KeptRoute {
     pub tables: Vec<wgpu::Buffer>,
 }
 
+impl AsRef<Route> for Route {
+    fn as_ref(&self) -> &Route {
+        self
+    }
+}
+
+impl AsRef<Route> for Arc<KeptRoute> {
+    fn as_ref(&self) -> &Route {
+        &self.route
+    }
+}
+
 /// The cache; shared by a splitter's clones, whose settings are part of every key.
 #[derive(Debug)]
 pub(crate) struct RouteCache(Lru<OwnedKey, Arc<KeptRoute>>);

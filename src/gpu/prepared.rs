@@ -7,12 +7,25 @@ use crate::gpu::device::{scoped_async, LossProbe};
 use crate::gpu::gather::{record_bound, BoundDispatch, Targets};
 use crate::gpu::placement::{BufferRegion, OutputLayout, Outputs, Placement};
 use crate::gpu::planner::{self, BufferCopy, KeptRoute, Route, RouteKey};
-use crate::gpu::record::EncodedSplit;
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::DType;
 use std::sync::Arc;
+
+/// What [`GpuSplitter::encode`] recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedSplit {
+    /// Where each output lies in the output region (shared with the route kept for the next
+    /// split of the same plan).
+    pub layout: Arc<OutputLayout>,
+    /// Compute dispatches of the gather shader (0 when copies moved the outputs).
+    pub dispatches: u32,
+    /// `copy_buffer_to_buffer` commands.
+    pub buffer_copies: u32,
+    /// Buffer-to-texture plus texture-to-buffer copy commands (two per band of rows).
+    pub texture_copies: u32,
+}
 
 /// A split of one plan between two buffer regions, with everything but the commands made:
 /// the route, the gather's tables and bind groups, the scratch texture. A graph runtime that
@@ -186,23 +199,20 @@ impl GpuSplitter {
         placement: Placement<'_>,
     ) -> Result<PreparedSplit> {
         self.probe.check("preparing the split")?;
-        let mut key = RouteKey {
-            plan,
-            dtype,
-            layout: placement,
-            regions: self.regions(&input, &output),
-            caps: self.caps(),
-        };
-        let mut kept = self.kept_route(&key, &input, &output).await?;
-        let scratch = match self.scratch_for(&kept.route).await {
-            Ok(scratch) => scratch,
-            // A scratch texture the device cannot give (out of memory) leaves the others.
-            Err(_) => {
-                key.caps = key.caps.without_textures();
-                kept = self.kept_route(&key, &input, &output).await?;
-                None
-            }
-        };
+        let regions = self.regions(&input, &output);
+        let (kept, scratch) = self
+            .with_scratch(|caps| {
+                let key = RouteKey {
+                    plan,
+                    dtype,
+                    layout: placement,
+                    regions,
+                    caps,
+                };
+                let (input, output) = (&input, &output);
+                async move { self.kept_route(&key, input, output).await }
+            })
+            .await?;
         let layout = kept.layout.clone();
         self.prepare_chosen(&kept.route, &kept.tables, scratch, layout, input, output)
             .await

@@ -6,9 +6,9 @@ use crate::error::{Result, SplitError};
 use crate::gpu::gather::{
     binding_bytes, multi_output_dispatch, window_limit, BoundDispatch, Targets, UNIT_BYTES,
 };
-use crate::gpu::placement::{BufferRegion, OutputLayout, OutputRange, Outputs};
+use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
 use crate::gpu::planner::{self, DeviceCaps, Regions, Route, RouteChoice};
-use crate::gpu::prepared::{Commands, PreparedSplit};
+use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
 use crate::gpu::splitter::{multi_output_group_limit, GpuSplitter};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
@@ -16,26 +16,6 @@ use crate::tensor::byte_count;
 use crate::DType;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// What [`GpuSplitter::encode`] recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EncodedSplit {
-    /// Where each output lies in the output region (shared with the route kept for the next
-    /// split of the same plan).
-    pub layout: Arc<OutputLayout>,
-    /// Compute dispatches of the gather shader (0 when copies moved the outputs).
-    pub dispatches: u32,
-    /// `copy_buffer_to_buffer` commands.
-    pub buffer_copies: u32,
-    /// Buffer-to-texture plus texture-to-buffer copy commands (two per band of rows).
-    pub texture_copies: u32,
-}
-
-/// Bytes the input buffer must hold from its offset for a split of `plan`: the input's bytes
-/// rounded up to 4 (what WebGPU asks of a storage binding), at least 4.
-pub fn input_binding_size(plan: &SplitPlan, dtype: DType) -> Result<u64> {
-    Ok(binding_bytes(byte_count(plan.input_shape(), dtype)? as u64))
-}
 
 impl GpuSplitter {
     /// Records the split into `encoder` without submitting it, writing the outputs where
@@ -151,31 +131,30 @@ impl GpuSplitter {
         input.check("input", needed, &rule, wgpu::BufferUsages::STORAGE, align)
     }
 
-    /// The route for the outputs of `bytes`, placed by `layout` in `output`, with the scratch
-    /// texture the texture route needs.
-    pub(crate) async fn choose_route(
+    /// What `choose` picks with this device's caps, with the scratch texture its route needs
+    /// (none for the routes that need none). Where the device cannot give that texture (out of
+    /// memory), what `choose` picks without textures: the one place a split leaves the texture
+    /// route for the others.
+    pub(crate) async fn with_scratch<C, F, Fut>(
         &self,
-        bytes: &ByteRows,
-        layout: &OutputLayout,
-        input: &BufferRegion<'_>,
-        output: &BufferRegion<'_>,
-    ) -> Result<(Route, Option<wgpu::Texture>)> {
-        let regions = self.regions(input, output);
+        choose: F,
+    ) -> Result<(C, Option<wgpu::Texture>)>
+    where
+        C: AsRef<Route>,
+        F: Fn(DeviceCaps) -> Fut,
+        Fut: std::future::Future<Output = Result<C>>,
+    {
         let caps = self.caps();
-        let route = planner::choose(bytes, layout, &caps, &regions)?;
-        match self.scratch_for(&route).await {
-            Ok(scratch) => Ok((route, scratch)),
-            // A scratch texture the device cannot give (out of memory) leaves the others.
-            Err(_) => Ok((
-                planner::choose(bytes, layout, &caps.without_textures(), &regions)?,
-                None,
-            )),
+        let chosen = choose(caps).await?;
+        match self.scratch_for(chosen.as_ref()).await {
+            Ok(scratch) => Ok((chosen, scratch)),
+            Err(_) => Ok((choose(caps.without_textures()).await?, None)),
         }
     }
 
     /// The scratch texture `route` needs, none for the other routes; an error where the device
     /// cannot give it.
-    pub(crate) async fn scratch_for(&self, route: &Route) -> Result<Option<wgpu::Texture>> {
+    async fn scratch_for(&self, route: &Route) -> Result<Option<wgpu::Texture>> {
         match route {
             Route::Texture(t) => {
                 let (width, height) = t.scratch;
@@ -326,7 +305,13 @@ impl GpuSplitter {
                 buffer,
                 offset: base,
             };
-            let (route, scratch) = self.choose_route(&group, &layout, &input, &region).await?;
+            let regions = self.regions(&input, &region);
+            let (route, scratch) = self
+                .with_scratch(|caps| {
+                    let chosen = planner::choose(&group, &layout, &caps, &regions);
+                    std::future::ready(chosen)
+                })
+                .await?;
             let small = layout.total_bytes <= multi_output_group_limit(self.info.device_type);
             if bindings > 1 && small && matches!(&route, Route::Gather(d) if d.len() == 1) {
                 gathered.push(Group {

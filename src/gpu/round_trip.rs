@@ -5,8 +5,8 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped_async;
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
-use crate::gpu::placement::{BufferRegion, OutputLayout, Placement};
-use crate::gpu::record::{input_binding_size, EncodedSplit};
+use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, Placement};
+use crate::gpu::prepared::EncodedSplit;
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
 use crate::stream::{stream, OutputSink, StreamOptions, StreamReport};

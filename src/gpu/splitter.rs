@@ -7,10 +7,10 @@ use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::TableCache;
 use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
+use crate::gpu::placement::input_binding_size;
 use crate::gpu::placement::{OutputLayout, OutputRange};
 use crate::gpu::planner::RouteCache;
 use crate::gpu::planner::RouteChoice;
-use crate::gpu::record::input_binding_size;
 use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -20,27 +20,27 @@ use std::sync::{Arc, Mutex};
 /// How the gather spreads a split over its lanes, by device type and backend.
 ///
 /// On CPU adapters every invocation carries a fixed cost, so each lane writes a long run of
-/// units ([`GatherMode::Runs`]); small splits spread over two workgroups on Vulkan
+/// units ([`GatherMode::Cpu`]); small splits spread over two workgroups on Vulkan
 /// ([`SPREAD_TWO_WORKGROUPS`]) and stay in one through GL ([`SPREAD_ONE_WORKGROUP`]). On GPUs
 /// consecutive lanes write consecutive units, 4 steps per lane, so a block pays for one table
-/// lookup ([`GatherMode::Coalesced`]). The figures behind each choice are in
-/// `docs/performance.md` ("CPU adapters" and "How the GPU layouts were chosen").
+/// lookup ([`GatherMode::Gpu`]). The figures behind each choice are in
+/// `docs/performance.md` ("CPU adapters" and "How the GPU schedules were chosen").
 pub(crate) fn gather_defaults(
     device_type: wgpu::DeviceType,
     backend: wgpu::Backend,
 ) -> GatherTuning {
     match (device_type, backend) {
         (wgpu::DeviceType::Cpu, backend) => GatherTuning {
-            mode: GatherMode::Runs,
-            max_units_per_lane: 2048,
+            mode: GatherMode::Cpu,
+            max_steps_per_lane: 2048,
             spread_lanes: match backend {
                 wgpu::Backend::Gl => SPREAD_ONE_WORKGROUP,
                 _ => SPREAD_TWO_WORKGROUPS,
             },
         },
         _ => GatherTuning {
-            mode: GatherMode::Coalesced,
-            max_units_per_lane: 4,
+            mode: GatherMode::Gpu,
+            max_steps_per_lane: 4,
             spread_lanes: SPREAD_TWO_WORKGROUPS,
         },
     }
@@ -88,8 +88,9 @@ pub struct SplitOptions {
     /// adapters (where copies are memcpy), off on GPUs (a texture round trip moves every byte
     /// twice), and on under [`RouteChoice::Copies`]. Never under [`RouteChoice::Gather`].
     pub texture_copies: Option<bool>,
-    /// The most 16-byte units one gather lane writes (at least 1).
-    pub max_units_per_lane: Option<u32>,
+    /// The most steps one gather lane takes in its workgroup (at least 1): in each, it writes
+    /// one 16-byte unit of an output, loads one of the input, or stages one tile of rows.
+    pub max_steps_per_lane: Option<u32>,
     /// The lanes a small split is spread over when each lane writes a run of units (at least
     /// 1).
     pub spread_lanes: Option<u32>,
@@ -177,8 +178,8 @@ impl GpuSplitter {
         if let Some(mode) = options.gather_mode {
             tuning.mode = mode;
         }
-        if let Some(units) = options.max_units_per_lane {
-            tuning.max_units_per_lane = units.max(1) as u64;
+        if let Some(units) = options.max_steps_per_lane {
+            tuning.max_steps_per_lane = units.max(1) as u64;
         }
         if let Some(lanes) = options.spread_lanes {
             tuning.spread_lanes = lanes.max(1) as u64;
@@ -198,7 +199,7 @@ impl GpuSplitter {
             route: self.route,
             gather_mode: Some(self.gather_tuning.mode),
             texture_copies: self.texture_copies,
-            max_units_per_lane: Some(self.gather_tuning.max_units_per_lane as u32),
+            max_steps_per_lane: Some(self.gather_tuning.max_steps_per_lane as u32),
             spread_lanes: Some(self.gather_tuning.spread_lanes as u32),
             output_bindings: Some(self.output_bindings),
         }

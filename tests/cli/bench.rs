@@ -64,9 +64,9 @@ fn bench_writes_the_report_fields(backend: &str) {
     );
     assert!(out.stdout.contains("copy kernel"), "{}", out.stdout);
     assert_eq!(v["route"], "gather");
-    // The adapter's own mode: runs on a CPU adapter, coalesced on a GPU.
+    // The adapter's own mode: cpu on a CPU adapter, gpu on a GPU.
     assert!(
-        ["runs", "coalesced"].contains(&v["gather_mode"].as_str().unwrap_or("")),
+        ["cpu", "gpu"].contains(&v["gather_mode"].as_str().unwrap_or("")),
         "{}",
         v["gather_mode"]
     );

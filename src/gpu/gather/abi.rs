@@ -1,27 +1,26 @@
 //! The contract between the host and the gather shader: the table's structs, the modes,
-//! layouts and entry points, the workgroup size and the unit size. The Rust side here is
+//! schedules and entry points, the workgroup size and the unit size. The Rust side here is
 //! checked against the WGSL as naga parses it (the tests below), so the two cannot drift apart
 //! silently.
 
-/// `shaders/split_gather.wgsl`: the table, the bindings, the access functions and each
-/// layout's block function. [`super::builds::shader_source`] appends the layouts and the
-/// entry points.
+/// `shaders/split_gather.wgsl`: the table, the input bindings, the access functions and the
+/// word assembly. [`super::builds::gather_source`] assembles the builds from it.
 pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl");
 
-/// `shaders/split_gather_layouts.wgsl`: the layouts' code.
-pub const LAYOUTS_WGSL: &str = include_str!("../../../shaders/split_gather_layouts.wgsl");
+/// `shaders/split_gather_schedules.wgsl`: the schedules' code.
+pub const SCHEDULES_WGSL: &str = include_str!("../../../shaders/split_gather_schedules.wgsl");
 
 /// Invocations per workgroup (`WORKGROUP_SIZE` in the shader).
 pub const WORKGROUP_SIZE: u64 = 256;
 
-/// Invocations per [`Layout::Runs`] workgroup (`RUNS_WORKGROUP_SIZE`).
+/// Invocations per [`Schedule::Runs`] workgroup (`RUNS_WORKGROUP_SIZE`).
 pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 
-/// Words of workgroup memory [`Layout::Tiles`] and [`Layout::Staged`] stage input rows in
+/// Words of workgroup memory [`Schedule::Tiles`] and [`Schedule::Staged`] stage input rows in
 /// (`STAGE_WORDS`).
 pub const STAGE_WORDS: u64 = 3776;
 
-/// Entries a [`Layout::Tiles`] dispatch may have (`MAX_TILE_ENTRIES`).
+/// Entries a [`Schedule::Tiles`] dispatch may have (`MAX_TILE_ENTRIES`).
 pub const MAX_TILE_ENTRIES: u64 = 16;
 
 /// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding (an output's last
@@ -41,62 +40,65 @@ pub struct Params {
     pub num_blocks: u32,
     /// Entries in the table.
     pub num_entries: u32,
-    /// [`Layout::Runs`], [`Layout::Lanes`], [`Layout::Staged`]: units per lane in a block.
-    /// [`Layout::Tiles`]: tiles per block. [`Layout::Scatter`]: input units per lane in a block.
-    pub units_per_lane: u32,
-    /// A [`Layout`] as u32.
-    pub lane_layout: u32,
-    /// [`Layout::Tiles`]: input rows per tile.
+    /// Steps each lane takes in its block. A step writes one unit ([`Schedule::Runs`],
+    /// [`Schedule::Lanes`], [`Schedule::Staged`]), loads one input unit
+    /// ([`Schedule::Scatter`]), or stages and writes one tile with the whole workgroup
+    /// ([`Schedule::Tiles`]).
+    pub steps_per_lane: u32,
+    /// A [`Schedule`] as u32.
+    pub schedule: u32,
+    /// [`Schedule::Tiles`]: input rows per tile.
     pub tile_rows: u32,
-    /// [`Layout::Tiles`], [`Layout::Scatter`]: input rows in all.
+    /// [`Schedule::Tiles`], [`Schedule::Scatter`]: input rows in all.
     pub rows: u32,
-    /// [`Layout::Runs`]: lanes with work.
+    /// [`Schedule::Runs`]: lanes with work.
     pub num_lanes: u32,
-    /// [`Layout::Runs`]: 1 when equal entries take lanes in turn.
+    /// [`Schedule::Runs`]: 1 when equal entries take lanes in turn.
     pub interleaved: u32,
 }
 
 /// How a dispatch maps lanes to units (`LAYOUT_*` in the shader).
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// Each lane writes a run of consecutive units of the entry it finds itself (CPU adapters;
-    /// the shader's `main_runs` entry point).
+pub enum Schedule {
+    /// Each lane writes a run of consecutive units of the entry it finds itself (CPU adapters,
+    /// and GPUs' short unaligned rows that no other schedule takes).
     Runs = 0,
     /// Consecutive lanes write consecutive units, step by step (GPUs).
     Lanes = 1,
-    /// Each workgroup stages whole input rows, then writes every output's part (GPUs, short rows).
+    /// Workgroups stage whole input rows, then write every output's part (GPUs, short rows).
     Tiles = 2,
     /// Consecutive lanes load consecutive input units and store each word to its output
     /// (GPUs, short word-aligned rows).
     Scatter = 3,
-    /// [`Layout::Lanes`] with unaligned rows staged in workgroup memory once per block (GPUs).
+    /// [`Schedule::Lanes`], unaligned rows staged in workgroup memory once per block (GPUs).
     Staged = 4,
 }
 
 /// The shader's entry points; each dispatch runs the one [`EntryPoint::of`] picks from its
 /// table, whose pipeline the gather makes the first time a dispatch needs it.
 ///
-/// Each layout has its own, and the runs and lanes layouts one more for aligned entries alone:
-/// a GPU sizes registers and workgroup memory for the whole entry point, and a CPU adapter runs
-/// every branch of it masked in each SIMD group, so code a dispatch never takes costs it.
+/// Each schedule has its own, and the runs and lanes schedules one more for aligned entries
+/// alone: a GPU sizes registers and workgroup memory for the whole entry point, and a CPU
+/// adapter runs every branch of it masked in each SIMD group, so code a dispatch never takes
+/// costs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryPoint {
-    /// `main`: [`Layout::Lanes`] with entries of any [`Mode`], [`WORKGROUP_SIZE`] lanes.
+    /// `main`: [`Schedule::Lanes`] with entries of any [`Mode`], [`WORKGROUP_SIZE`] lanes.
     Lanes = 0,
-    /// `main_lanes_vec4`: [`Layout::Lanes`] when every entry is [`Mode::Vec4`], without the
+    /// `main_lanes_vec4`: [`Schedule::Lanes`] when every entry is [`Mode::Vec4`], without the
     /// other modes' code.
     LanesVec4 = 1,
-    /// `main_tiles`: [`Layout::Tiles`], [`WORKGROUP_SIZE`] lanes.
+    /// `main_tiles`: [`Schedule::Tiles`], [`WORKGROUP_SIZE`] lanes.
     Tiles = 2,
-    /// `main_scatter`: [`Layout::Scatter`], [`WORKGROUP_SIZE`] lanes.
+    /// `main_scatter`: [`Schedule::Scatter`], [`WORKGROUP_SIZE`] lanes.
     Scatter = 3,
-    /// `main_staged`: [`Layout::Staged`], [`WORKGROUP_SIZE`] lanes.
+    /// `main_staged`: [`Schedule::Staged`], [`WORKGROUP_SIZE`] lanes.
     Staged = 4,
-    /// `main_runs`: [`Layout::Runs`] with entries of any [`Mode`], [`RUNS_WORKGROUP_SIZE`]
+    /// `main_runs`: [`Schedule::Runs`] with entries of any [`Mode`], [`RUNS_WORKGROUP_SIZE`]
     /// lanes.
     Runs = 5,
-    /// `main_runs_vec4`: [`Layout::Runs`] when every entry is [`Mode::Vec4`], without the
+    /// `main_runs_vec4`: [`Schedule::Runs`] when every entry is [`Mode::Vec4`], without the
     /// other modes' code.
     RunsVec4 = 6,
 }
@@ -127,15 +129,15 @@ impl EntryPoint {
     }
 
     /// The entry point that runs a dispatch with header `params` and `entries`: the one of
-    /// its layout, the vec4 one when every entry is aligned.
+    /// its schedule, the vec4 one when every entry is aligned.
     pub fn of(params: &Params, entries: &[Entry]) -> EntryPoint {
         let vec4 = entries.iter().all(Entry::is_vec4);
-        match params.lane_layout {
-            l if l == Layout::Tiles as u32 => EntryPoint::Tiles,
-            l if l == Layout::Scatter as u32 => EntryPoint::Scatter,
-            l if l == Layout::Staged as u32 => EntryPoint::Staged,
-            l if l == Layout::Lanes as u32 && vec4 => EntryPoint::LanesVec4,
-            l if l == Layout::Lanes as u32 => EntryPoint::Lanes,
+        match params.schedule {
+            l if l == Schedule::Tiles as u32 => EntryPoint::Tiles,
+            l if l == Schedule::Scatter as u32 => EntryPoint::Scatter,
+            l if l == Schedule::Staged as u32 => EntryPoint::Staged,
+            l if l == Schedule::Lanes as u32 && vec4 => EntryPoint::LanesVec4,
+            l if l == Schedule::Lanes as u32 => EntryPoint::Lanes,
             _ if vec4 => EntryPoint::RunsVec4,
             _ => EntryPoint::Runs,
         }
@@ -163,7 +165,7 @@ impl EntryPoint {
         }
     }
 
-    /// The workgroup variables its layout uses, and the only ones it may reach: the block's
+    /// The workgroup variables its schedule uses, and the only ones it may reach: the block's
     /// header (`wg_block`), the staged source words (`stage`), the entries at hand
     /// (`tile_entries`). A GPU reserves an entry point's workgroup memory whether or not a
     /// dispatch touches it.
@@ -196,8 +198,8 @@ pub enum Mode {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Entry {
-    /// [`Layout::Lanes`], [`Layout::Staged`]: first block (workgroup) of this entry.
-    /// [`Layout::Runs`]: first lane of the dispatch. [`Layout::Tiles`], [`Layout::Scatter`]:
+    /// [`Schedule::Lanes`], [`Schedule::Staged`]: first block (workgroup) of this entry.
+    /// [`Schedule::Runs`]: first lane of the dispatch. [`Schedule::Tiles`], [`Schedule::Scatter`]:
     /// unused.
     pub block_start: u32,
     /// First unit of this entry in the output window.
@@ -239,7 +241,7 @@ pub fn window_limit(limits: &wgpu::Limits) -> u64 {
 }
 
 /// A dispatch over several output buffers (the multi-output build,
-/// [`super::builds::multi_output_source`]) keeps the output binding of an entry in the bits of
+/// [`super::builds::OutputBindings::Multi`]) keeps the output binding of an entry in the bits of
 /// `dst_unit` from this one up: a window is at most [`MAX_WINDOW`] bytes, 2^27 units, so the
 /// unit within the binding fits below it.
 pub const DST_BINDING_SHIFT: u32 = 27;
@@ -252,6 +254,7 @@ pub const MAX_DST_BINDINGS: u32 = 1 << (32 - DST_BINDING_SHIFT);
 mod tests {
     use super::*;
     use naga::{Expression, Literal, Module, TypeInner};
+    use std::mem::offset_of;
 
     fn module() -> Module {
         naga::front::wgsl::parse_str(super::super::builds::shader_source())
@@ -293,27 +296,24 @@ mod tests {
     fn params_and_entry_match_the_shader_structs() {
         let module = module();
         let params = [
-            ("num_blocks", std::mem::offset_of!(Params, num_blocks)),
-            ("num_entries", std::mem::offset_of!(Params, num_entries)),
-            (
-                "units_per_lane",
-                std::mem::offset_of!(Params, units_per_lane),
-            ),
-            ("lane_layout", std::mem::offset_of!(Params, lane_layout)),
-            ("tile_rows", std::mem::offset_of!(Params, tile_rows)),
-            ("rows", std::mem::offset_of!(Params, rows)),
-            ("num_lanes", std::mem::offset_of!(Params, num_lanes)),
-            ("interleaved", std::mem::offset_of!(Params, interleaved)),
+            ("num_blocks", offset_of!(Params, num_blocks)),
+            ("num_entries", offset_of!(Params, num_entries)),
+            ("steps_per_lane", offset_of!(Params, steps_per_lane)),
+            ("schedule", offset_of!(Params, schedule)),
+            ("tile_rows", offset_of!(Params, tile_rows)),
+            ("rows", offset_of!(Params, rows)),
+            ("num_lanes", offset_of!(Params, num_lanes)),
+            ("interleaved", offset_of!(Params, interleaved)),
         ];
         let entry = [
-            ("block_start", std::mem::offset_of!(Entry, block_start)),
-            ("dst_unit", std::mem::offset_of!(Entry, dst_unit)),
-            ("first_byte", std::mem::offset_of!(Entry, first_byte)),
-            ("out_bytes", std::mem::offset_of!(Entry, out_bytes)),
-            ("row_bytes", std::mem::offset_of!(Entry, row_bytes)),
-            ("src_stride", std::mem::offset_of!(Entry, src_stride)),
-            ("src_offset", std::mem::offset_of!(Entry, src_offset)),
-            ("mode", std::mem::offset_of!(Entry, mode)),
+            ("block_start", offset_of!(Entry, block_start)),
+            ("dst_unit", offset_of!(Entry, dst_unit)),
+            ("first_byte", offset_of!(Entry, first_byte)),
+            ("out_bytes", offset_of!(Entry, out_bytes)),
+            ("row_bytes", offset_of!(Entry, row_bytes)),
+            ("src_stride", offset_of!(Entry, src_stride)),
+            ("src_offset", offset_of!(Entry, src_offset)),
+            ("mode", offset_of!(Entry, mode)),
         ];
         for (name, rust, size) in [
             ("Params", &params[..], std::mem::size_of::<Params>()),
@@ -385,11 +385,11 @@ mod tests {
             assert_eq!(wgsl_u32_constant(&module, name), mode as u32, "{name}");
         }
         for (name, value) in [
-            ("LAYOUT_RUNS", Layout::Runs as u64),
-            ("LAYOUT_LANES", Layout::Lanes as u64),
-            ("LAYOUT_TILES", Layout::Tiles as u64),
-            ("LAYOUT_SCATTER", Layout::Scatter as u64),
-            ("LAYOUT_STAGED", Layout::Staged as u64),
+            ("SCHEDULE_RUNS", Schedule::Runs as u64),
+            ("SCHEDULE_LANES", Schedule::Lanes as u64),
+            ("SCHEDULE_TILES", Schedule::Tiles as u64),
+            ("SCHEDULE_SCATTER", Schedule::Scatter as u64),
+            ("SCHEDULE_STAGED", Schedule::Staged as u64),
             ("WORKGROUP_SIZE", WORKGROUP_SIZE),
             ("RUNS_WORKGROUP_SIZE", RUNS_WORKGROUP_SIZE),
             ("STAGE_WORDS", STAGE_WORDS),
@@ -426,25 +426,25 @@ mod tests {
             mode: mode as u32,
             ..bytemuck::Zeroable::zeroed()
         };
-        let params = |layout: Layout| Params {
-            lane_layout: layout as u32,
+        let params = |schedule: Schedule| Params {
+            schedule: schedule as u32,
             ..bytemuck::Zeroable::zeroed()
         };
         let (vec4, word, byte) = (entry(Mode::Vec4), entry(Mode::Word), entry(Mode::Byte));
-        let runs = params(Layout::Runs);
+        let runs = params(Schedule::Runs);
         assert_eq!(EntryPoint::of(&runs, &[vec4, vec4]), EntryPoint::RunsVec4);
         assert_eq!(EntryPoint::of(&runs, &[vec4, word]), EntryPoint::Runs);
         assert_eq!(EntryPoint::of(&runs, &[byte]), EntryPoint::Runs);
-        let lanes = params(Layout::Lanes);
+        let lanes = params(Schedule::Lanes);
         assert_eq!(EntryPoint::of(&lanes, &[vec4, vec4]), EntryPoint::LanesVec4);
         assert_eq!(EntryPoint::of(&lanes, &[vec4, word]), EntryPoint::Lanes);
         assert_eq!(EntryPoint::of(&lanes, &[byte]), EntryPoint::Lanes);
-        let tiles = params(Layout::Tiles);
+        let tiles = params(Schedule::Tiles);
         assert_eq!(EntryPoint::of(&tiles, &[vec4]), EntryPoint::Tiles);
         assert_eq!(EntryPoint::of(&tiles, &[word]), EntryPoint::Tiles);
-        let scatter = params(Layout::Scatter);
+        let scatter = params(Schedule::Scatter);
         assert_eq!(EntryPoint::of(&scatter, &[vec4, word]), EntryPoint::Scatter);
-        let staged = params(Layout::Staged);
+        let staged = params(Schedule::Staged);
         assert_eq!(EntryPoint::of(&staged, &[vec4, byte]), EntryPoint::Staged);
     }
 }

@@ -1,53 +1,12 @@
-//! How a dispatch's entries are numbered into blocks (workgroups) and lanes, per layout, and
+//! How a dispatch's entries are numbered into blocks (workgroups) and lanes, per schedule, and
 //! the tile dispatch of splits with short rows. Pure arithmetic.
 
 use super::abi::{
-    Entry, Layout, Mode, Params, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
+    Entry, Mode, Params, Schedule, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
     WORKGROUP_SIZE,
 };
+use super::modes::{GatherExperiment, GatherMode};
 use crate::plan::bytes::{ByteRows, RowKind};
-
-/// How the gather maps lanes to units, by device type (`GatherTuning::mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GatherMode {
-    /// Each lane writes a run of consecutive units: CPU adapters, where every invocation has a
-    /// fixed cost (`Layout::Runs`).
-    Runs,
-    /// Consecutive lanes write consecutive units, so a warp touches memory as a plain copy
-    /// does: GPUs. Aligned rows load one vec4 per unit (`Layout::Lanes`); unaligned rows
-    /// are staged in workgroup memory once per block (`Layout::Staged`); short rows of whole
-    /// words are gathered by input (`Layout::Scatter`), other short rows staged in tiles
-    /// (`Layout::Tiles`). Chosen by the traced memory figures, the only ones that meet a
-    /// plain copy's for every case (see `docs/performance.md`).
-    Coalesced,
-    /// [`GatherMode::Coalesced`], but unaligned rows load the two aligned vec4s around each
-    /// unit and funnel-shift them, with no workgroup memory (`Layout::Lanes`): twice the
-    /// lines per load instruction, the second load a cache hit. An experiment, kept to compare
-    /// with on a GPU (`docs/performance.md`, "How the GPU layouts were chosen").
-    Shifted,
-    /// [`GatherMode::Coalesced`], but short rows of whole words are staged in tiles as other
-    /// short rows are (`Layout::Tiles`). An experiment, kept to compare with on a GPU
-    /// (`docs/performance.md`, "How the GPU layouts were chosen").
-    Tiles,
-}
-
-impl std::str::FromStr for GatherMode {
-    type Err = crate::SplitError;
-
-    /// `runs`, `coalesced`, `shifted` or `tiles`, as `wgpu-split bench --gather-mode` takes
-    /// them.
-    fn from_str(s: &str) -> crate::Result<Self> {
-        match s {
-            "runs" => Ok(Self::Runs),
-            "coalesced" => Ok(Self::Coalesced),
-            "shifted" => Ok(Self::Shifted),
-            "tiles" => Ok(Self::Tiles),
-            other => Err(crate::SplitError::ConflictingInputs(format!(
-                "gather mode {other:?} is not one of runs, coalesced, shifted, tiles"
-            ))),
-        }
-    }
-}
 
 /// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
 /// ([`crate::gpu::gather_defaults`]).
@@ -55,11 +14,10 @@ impl std::str::FromStr for GatherMode {
 pub struct GatherTuning {
     /// How lanes map to units.
     pub mode: GatherMode,
-    /// The most units one lane writes ([`Layout::Runs`]), or steps one lane takes
-    /// ([`Layout::Lanes`]) or tiles one block stages ([`Layout::Tiles`]).
-    pub max_units_per_lane: u64,
-    /// [`Layout::Runs`]: lanes a small split is spread over before lanes take longer runs
-    /// (larger splits reach `max_units_per_lane` and spread over many workgroups anyway).
+    /// The most steps one lane takes in a block (`Params::steps_per_lane`).
+    pub max_steps_per_lane: u64,
+    /// [`Schedule::Runs`]: lanes a small split is spread over before lanes take longer runs
+    /// (larger splits reach `max_steps_per_lane` and spread over many workgroups anyway).
     pub spread_lanes: u64,
 }
 
@@ -75,21 +33,21 @@ pub const SPREAD_TWO_WORKGROUPS: u64 = RUNS_WORKGROUP_SIZE * 3 / 2;
 /// more ([`SplitOptions::spread_lanes`](crate::SplitOptions)).
 pub const SPREAD_ONE_WORKGROUP: u64 = RUNS_WORKGROUP_SIZE * 3 / 4;
 
-/// The shortest run of a lane when a split is spread ([`Layout::Runs`]): splits of up to
+/// The shortest run of a lane when a split is spread ([`Schedule::Runs`]): splits of up to
 /// 64 x 16 units (16 KiB) stay in one workgroup, where a second one would mostly wait for its
 /// thread.
 pub const MIN_RUN_UNITS: u64 = 16;
 
-/// Unaligned output rows shorter than this do not take [`Layout::Lanes`], whose units each
-/// span at most two rows (16 bytes would do), but [`Layout::Tiles`] where they can: a split
+/// Unaligned output rows shorter than this do not take [`Schedule::Lanes`], whose units each
+/// span at most two rows (16 bytes would do), but [`Schedule::Tiles`] where they can: a split
 /// with rows that short is mostly row ends.
 const MIN_LANES_ROW: u64 = 64;
 
-/// The longest rows of equal aligned entries that still take lanes in turn ([`Layout::Runs`],
+/// The longest rows of equal aligned entries that still take lanes in turn ([`Schedule::Runs`],
 /// see [`number_blocks`]).
 const MAX_INTERLEAVED_VEC4_ROW: u64 = 1024;
 
-/// Input bytes one [`Layout::Tiles`] tile may stage: the workgroup memory, less the two
+/// Input bytes one [`Schedule::Tiles`] tile may stage: the workgroup memory, less the two
 /// partial units at its ends.
 const TILE_BYTES: u64 = STAGE_WORDS * 4 - 2 * UNIT_BYTES;
 
@@ -99,84 +57,84 @@ pub(super) fn units(out_bytes: u64) -> u64 {
 }
 
 /// Numbers `entries` into blocks or lanes for `tuning` and returns the header of their
-/// dispatch: the layout ([`entry_layout`]), the units per lane ([`units_per_lane`]), then
+/// dispatch: the schedule ([`entry_schedule`]), the steps per lane ([`steps_per_lane`]), then
 /// [`number_blocks`].
 pub(super) fn lane_dispatch(entries: &mut [Entry], tuning: GatherTuning) -> Params {
-    let layout = entry_layout(tuning.mode, entries);
-    let upl = units_per_lane(layout, entries, tuning);
-    number_blocks(entries, layout, upl)
+    let schedule = entry_schedule(tuning.mode, entries);
+    let steps = steps_per_lane(schedule, entries, tuning);
+    number_blocks(entries, schedule, steps)
 }
 
-/// The layout of a dispatch of `entries` in `mode`: a GPU's layouts need every unaligned
-/// entry's rows at least [`MIN_LANES_ROW`] long; unaligned rows take [`Layout::Staged`]
+/// The schedule of a dispatch of `entries` in `mode`: a GPU's schedules need every unaligned
+/// entry's rows at least [`MIN_LANES_ROW`] long; unaligned rows take [`Schedule::Staged`]
 /// unless `mode` asks for them shifted.
-fn entry_layout(mode: GatherMode, entries: &[Entry]) -> Layout {
+fn entry_schedule(mode: GatherMode, entries: &[Entry]) -> Schedule {
     let long_rows = entries
         .iter()
         .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_LANES_ROW);
     let aligned = entries.iter().all(Entry::is_vec4);
     match mode {
-        GatherMode::Runs => Layout::Runs,
-        _ if !long_rows => Layout::Runs,
-        GatherMode::Coalesced | GatherMode::Tiles if !aligned => Layout::Staged,
-        _ => Layout::Lanes,
+        GatherMode::Cpu => Schedule::Runs,
+        _ if !long_rows => Schedule::Runs,
+        _ if !aligned && GatherExperiment::stages_unaligned_rows(mode) => Schedule::Staged,
+        _ => Schedule::Lanes,
     }
 }
 
-/// Units per lane for `entries` in `layout`.
-fn units_per_lane(layout: Layout, entries: &[Entry], tuning: GatherTuning) -> u64 {
+/// Steps per lane for `entries` in `schedule`.
+fn steps_per_lane(schedule: Schedule, entries: &[Entry], tuning: GatherTuning) -> u64 {
     let (largest, total) = entries
         .iter()
         .map(|e| units(e.out_bytes as u64))
         .fold((0, 0), |(l, t), u| (l.max(u), t + u));
-    let upl = match layout {
+    let steps = match schedule {
         // Spread small splits: a CPU adapter runs workgroups on several threads.
-        Layout::Runs => total
+        Schedule::Runs => total
             .div_ceil(tuning.spread_lanes.max(1))
             .max(MIN_RUN_UNITS),
         // A block no larger than the largest entry, so small entries do not idle whole
         // workgroups; a staged block's rows inside the stage.
-        Layout::Staged => largest
+        Schedule::Staged => largest
             .div_ceil(WORKGROUP_SIZE)
             .min(max_staged_units(entries)),
         _ => largest.div_ceil(WORKGROUP_SIZE),
     };
-    upl.clamp(1, tuning.max_units_per_lane.max(1))
+    steps.clamp(1, tuning.max_steps_per_lane.max(1))
 }
 
-/// The most units per lane whose blocks [`Layout::Staged`] can stage for every unaligned
+/// The most steps per lane whose blocks [`Schedule::Staged`] can stage for every unaligned
 /// entry of `entries` (at least 1: rows of [`MIN_LANES_ROW`] bytes fit at 2).
 fn max_staged_units(entries: &[Entry]) -> u64 {
-    let fits = |upl: u64| {
+    let fits = |steps: u64| {
         entries
             .iter()
             .filter(|e| !e.is_vec4())
-            .all(|e| staged_vec4s(upl, e.row_bytes as u64) <= STAGE_WORDS / 4)
+            .all(|e| staged_vec4s(steps, e.row_bytes as u64) <= STAGE_WORDS / 4)
     };
     (1..=STAGE_WORDS / 4 / WORKGROUP_SIZE)
         .rev()
-        .find(|&upl| fits(upl))
+        .find(|&steps| fits(steps))
         .unwrap_or(1)
 }
 
-/// Vec4s of workgroup memory a [`Layout::Staged`] block of `upl` units per lane stages, at
-/// most, for rows of `row_bytes`. The block's L = upl x 4096 bytes span at most m + 1 rows,
+/// Vec4s of workgroup memory a [`Schedule::Staged`] block whose lanes take `steps` steps
+/// stages, at most, for rows of `row_bytes`. The block's L = steps x 4096 bytes span at most m + 1 rows,
 /// m = (L - 1) / row_bytes + 1; each row's slot holds ceil((row_bytes + 15) / 16) vec4s,
 /// from the one holding its first byte, which wastes under 2 vec4s per row; the first row
 /// starts at the block's first byte, the last ends past its last (1 more each); and 2 vec4s
 /// past the end are zeroed, as a unit reads 20 bytes from its first.
-fn staged_vec4s(upl: u64, row_bytes: u64) -> u64 {
-    let block_bytes = upl * WORKGROUP_SIZE * UNIT_BYTES;
+fn staged_vec4s(steps: u64, row_bytes: u64) -> u64 {
+    let block_bytes = steps * WORKGROUP_SIZE * UNIT_BYTES;
     let m = (block_bytes - 1) / row_bytes + 1;
     block_bytes / UNIT_BYTES + 2 * m + 5
 }
 
-/// Numbers `entries` (their `block_start`) by lane ([`Layout::Runs`]) or by block of `upl`
-/// units per lane ([`Layout::Lanes`]), and returns the header of their dispatch.
-pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> Params {
-    let step = match layout {
-        Layout::Runs => upl,
-        _ => upl * WORKGROUP_SIZE,
+/// Numbers `entries` (their `block_start`) by lane ([`Schedule::Runs`]) or by block whose
+/// lanes take `steps` steps ([`Schedule::Lanes`]), and returns the header of their dispatch.
+pub(super) fn number_blocks(entries: &mut [Entry], schedule: Schedule, steps: u64) -> Params {
+    let step = match schedule {
+        Schedule::Runs => steps,
+        _ => steps * WORKGROUP_SIZE,
     };
     let mut next = 0u64;
     for e in entries.iter_mut() {
@@ -192,20 +150,20 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
         && entries
             .windows(2)
             .all(|w| (w[0].out_bytes, w[0].row_bytes) == (w[1].out_bytes, w[1].row_bytes));
-    let interleaved = layout == Layout::Runs
+    let interleaved = schedule == Schedule::Runs
         && equal
         && ((entries[0].row_bytes as u64) < MIN_LANES_ROW
             || (entries[0].row_bytes as u64 <= MAX_INTERLEAVED_VEC4_ROW
                 && entries.iter().all(Entry::is_vec4)));
-    let (num_blocks, num_lanes) = match layout {
-        Layout::Runs => (next.div_ceil(RUNS_WORKGROUP_SIZE), next),
+    let (num_blocks, num_lanes) = match schedule {
+        Schedule::Runs => (next.div_ceil(RUNS_WORKGROUP_SIZE), next),
         _ => (next, 0),
     };
     Params {
         num_blocks: num_blocks as u32,
         num_entries: entries.len() as u32,
-        units_per_lane: upl as u32,
-        lane_layout: layout as u32,
+        steps_per_lane: steps as u32,
+        schedule: schedule as u32,
         tile_rows: 0,
         rows: 0,
         num_lanes: num_lanes as u32,
@@ -213,8 +171,26 @@ pub(super) fn number_blocks(entries: &mut [Entry], layout: Layout, upl: u64) -> 
     }
 }
 
-/// Whether a split takes one of the short-row layouts ([`Layout::Tiles`],
-/// [`Layout::Scatter`]): strided, with a row shorter than `MIN_LANES_ROW` bytes, and at most
+/// The dispatch of a split whose rows are short, where a GPU's short-row schedules take it:
+/// scatter where it can (tiles under [`GatherExperiment::Tiles`]), else tiles. `None` on CPU
+/// adapters and where neither fits.
+pub(super) fn dispatch_short_rows(
+    bytes: &ByteRows,
+    entries: &[Entry],
+    tuning: GatherTuning,
+) -> Option<(Params, Vec<Entry>)> {
+    let mode = tuning.mode;
+    match mode {
+        GatherMode::Cpu => None,
+        _ if GatherExperiment::scatters_word_rows(mode) => {
+            scatter(bytes, entries).or_else(|| tiles(bytes, entries, tuning.max_steps_per_lane))
+        }
+        _ => tiles(bytes, entries, tuning.max_steps_per_lane),
+    }
+}
+
+/// Whether a split takes one of the short-row schedules ([`Schedule::Tiles`],
+/// [`Schedule::Scatter`]): strided, with a row shorter than `MIN_LANES_ROW` bytes, and at most
 /// [`MAX_TILE_ENTRIES`] outputs, which every workgroup keeps at hand.
 fn short_rows(bytes: &ByteRows) -> bool {
     bytes.kind == RowKind::Strided
@@ -222,7 +198,7 @@ fn short_rows(bytes: &ByteRows) -> bool {
         && bytes.outputs.len() as u64 <= MAX_TILE_ENTRIES
 }
 
-/// The header and entries of the [`Layout::Tiles`] dispatch of a split whose rows are short,
+/// The header and entries of the [`Schedule::Tiles`] dispatch of a split whose rows are short,
 /// when it fits: every output takes its part of `tile_rows` staged input rows. `None` when the
 /// split has no short rows ([`short_rows`]) or rows too long to stage.
 pub(super) fn tiles(
@@ -237,7 +213,7 @@ pub(super) fn tiles(
     let tiles_per_block = tiles_per_block.max(1);
     let num_blocks = bytes.rows.div_ceil(tile_rows).div_ceil(tiles_per_block);
     Some(short_rows_dispatch(
-        Layout::Tiles,
+        Schedule::Tiles,
         bytes,
         entries,
         (num_blocks, tiles_per_block),
@@ -245,10 +221,10 @@ pub(super) fn tiles(
     ))
 }
 
-/// The header and entries of a short-row layout's dispatch: every block serves every entry
+/// The header and entries of a short-row schedule's dispatch: every block serves every entry
 /// (no `block_start`); `blocks` is (blocks, tiles or steps per block).
 fn short_rows_dispatch(
-    layout: Layout,
+    schedule: Schedule,
     bytes: &ByteRows,
     entries: &[Entry],
     blocks: (u64, u64),
@@ -259,8 +235,8 @@ fn short_rows_dispatch(
     let params = Params {
         num_blocks: blocks.0 as u32,
         num_entries: entries.len() as u32,
-        units_per_lane: blocks.1 as u32,
-        lane_layout: layout as u32,
+        steps_per_lane: blocks.1 as u32,
+        schedule: schedule as u32,
         tile_rows: tile_rows as u32,
         rows: bytes.rows as u32,
         num_lanes: 0,
@@ -269,15 +245,15 @@ fn short_rows_dispatch(
     (params, entries)
 }
 
-/// Input units per lane of a [`Layout::Scatter`] block, at most: 16 steps of 4 KiB, so the
-/// entries a block reads (up to 16 x 32 bytes) stay near 4 bytes per 512 moved.
+/// Steps (input units) per lane of a [`Schedule::Scatter`] block, at most: 16 steps of 4 KiB,
+/// so the entries a block reads (up to 16 x 32 bytes) stay near 4 bytes per 512 moved.
 const MAX_SCATTER_STEPS: u64 = 16;
 
-/// Blocks a [`Layout::Scatter`] dispatch keeps before its lanes take more steps: enough
+/// Blocks a [`Schedule::Scatter`] dispatch keeps before its lanes take more steps: enough
 /// workgroups to fill a large GPU several times over.
 const MIN_SCATTER_BLOCKS: u64 = 1024;
 
-/// The header and entries of the [`Layout::Scatter`] dispatch of a split whose rows are short
+/// The header and entries of the [`Schedule::Scatter`] dispatch of a split whose rows are short
 /// ([`short_rows`]) and whole words (every entry [`Mode::Word`] or [`Mode::Vec4`]); `None`
 /// otherwise.
 pub(super) fn scatter(bytes: &ByteRows, entries: &[Entry]) -> Option<(Params, Vec<Entry>)> {
@@ -289,7 +265,7 @@ pub(super) fn scatter(bytes: &ByteRows, entries: &[Entry]) -> Option<(Params, Ve
     let steps = (input_units / (WORKGROUP_SIZE * MIN_SCATTER_BLOCKS)).clamp(1, MAX_SCATTER_STEPS);
     let num_blocks = input_units.div_ceil(steps * WORKGROUP_SIZE);
     Some(short_rows_dispatch(
-        Layout::Scatter,
+        Schedule::Scatter,
         bytes,
         entries,
         (num_blocks, steps),
@@ -305,14 +281,14 @@ mod tests {
     use crate::gpu::placement::OutputLayout;
     use crate::{ops, DType, IntTensor};
 
-    /// The header of the runs-layout dispatch of a split of `shape` along axis 1 into `parts`.
+    /// The header of the runs-schedule dispatch of a split of `shape` along axis 1 into `parts`.
     fn runs(shape: &[usize], parts: i64, dtype: DType, max_units: u64, spread: u64) -> Params {
         let plan = ops::split(shape, &IntTensor::scalar(1), parts).unwrap();
         let layout = OutputLayout::new(&plan, dtype, 16).unwrap();
         let bytes = ByteRows::new(&plan, dtype.size()).unwrap();
         let tuning = GatherTuning {
-            mode: GatherMode::Runs,
-            max_units_per_lane: max_units,
+            mode: GatherMode::Cpu,
+            max_steps_per_lane: max_units,
             spread_lanes: spread,
         };
         plan_dispatches(&bytes, &layout, tuning, 1 << 27, 16).unwrap()[0].params
@@ -322,7 +298,7 @@ mod tests {
     fn runs_spread_small_splits_and_lengthen_for_large_ones() {
         let lanes = |shape: &[usize], max_units, spread| {
             let p = runs(shape, 1, DType::F32, max_units, spread);
-            (p.num_blocks, p.num_lanes, p.units_per_lane)
+            (p.num_blocks, p.num_lanes, p.steps_per_lane)
         };
         let two = SPREAD_TWO_WORKGROUPS;
         // 4000 bytes = 250 units: runs of at least MIN_RUN_UNITS, so one workgroup of 16 lanes.
@@ -333,7 +309,7 @@ mod tests {
         let spec = [6, 12, 240];
         let three = |spread| {
             let p = runs(&spec, 3, DType::F32, 2048, spread);
-            (p.num_blocks, p.num_lanes, p.units_per_lane)
+            (p.num_blocks, p.num_lanes, p.steps_per_lane)
         };
         assert_eq!(three(two), (2, 96, 45));
         assert_eq!(three(SPREAD_ONE_WORKGROUP), (1, 48, 90));
@@ -364,57 +340,60 @@ mod tests {
 
     #[test]
     fn scatter_takes_short_word_rows_and_leaves_the_rest() {
-        let params_of = |shape: &[usize], lengths, dtype| {
-            variadic(shape, lengths, dtype, GatherMode::Coalesced)
-        };
+        let params_of =
+            |shape: &[usize], lengths, dtype| variadic(shape, lengths, dtype, GatherMode::Gpu);
         // tiny_runs: 4 Mi input units in 1,024 blocks of 16 steps; a small split (750 input
         // units) in blocks of one step.
         let p = params_of(&[1 << 22, 4], vec![1; 4], DType::F32);
-        let scatter = Layout::Scatter as u32;
+        let scatter = Schedule::Scatter as u32;
         assert_eq!(
-            (p.lane_layout, p.units_per_lane, p.num_blocks, p.rows),
+            (p.schedule, p.steps_per_lane, p.num_blocks, p.rows),
             (scatter, 16, 1024, 1 << 22)
         );
         let p = params_of(&[1000, 3], vec![1, 2], DType::F32);
         assert_eq!(
-            (p.lane_layout, p.units_per_lane, p.num_blocks),
+            (p.schedule, p.steps_per_lane, p.num_blocks),
             (scatter, 1, 3)
         );
         // Byte rows take the tiles, long rows the staged lanes; and under Tiles, word rows
         // take the tiles too.
         let p = params_of(&[4096, 7], vec![3, 4], DType::U8);
-        assert_eq!(p.lane_layout, Layout::Tiles as u32);
+        assert_eq!(p.schedule, Schedule::Tiles as u32);
         let p = params_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
-        assert_eq!(p.lane_layout, Layout::Staged as u32);
-        let p = variadic(&[1 << 22, 4], vec![1; 4], DType::F32, GatherMode::Tiles);
-        assert_eq!(p.lane_layout, Layout::Tiles as u32);
+        assert_eq!(p.schedule, Schedule::Staged as u32);
+        let p = variadic(
+            &[1 << 22, 4],
+            vec![1; 4],
+            DType::F32,
+            GatherMode::Experiment(GatherExperiment::Tiles),
+        );
+        assert_eq!(p.schedule, Schedule::Tiles as u32);
     }
 
     #[test]
     fn staged_takes_unaligned_long_rows_in_blocks_that_fit_the_stage() {
-        let params_of = |shape: &[usize], lengths, dtype| {
-            variadic(shape, lengths, dtype, GatherMode::Coalesced)
-        };
-        let staged = Layout::Staged as u32;
+        let params_of =
+            |shape: &[usize], lengths, dtype| variadic(shape, lengths, dtype, GatherMode::Gpu);
+        let staged = Schedule::Staged as u32;
         // bytes_odd's rows of 1,365 bytes: 3 units per lane (4 would stage 1,055 vec4s of 944);
         // rows of 64 bytes at odd offsets: 2 (3 would stage 1,157).
         let p = params_of(&[16384, 4095], vec![1365; 3], DType::U8);
-        assert_eq!((p.lane_layout, p.units_per_lane), (staged, 3));
+        assert_eq!((p.schedule, p.steps_per_lane), (staged, 3));
         assert_eq!(staged_vec4s(3, 1365), 793);
         assert_eq!(staged_vec4s(4, 1365), 1055);
         let p = params_of(&[4096, 193], vec![65, 64, 64], DType::U8);
-        assert_eq!((p.lane_layout, p.units_per_lane), (staged, 2));
+        assert_eq!((p.schedule, p.steps_per_lane), (staged, 2));
         assert_eq!(staged_vec4s(3, 64), 1157);
         // Aligned rows keep the lanes (their entry point has no staging); under Shifted,
         // unaligned rows take the lanes too, 4 units each.
         let p = params_of(&[64, 4096], vec![2048, 2048], DType::F32);
-        assert_eq!((p.lane_layout, p.units_per_lane), (Layout::Lanes as u32, 4));
+        assert_eq!((p.schedule, p.steps_per_lane), (Schedule::Lanes as u32, 4));
         let p = variadic(
             &[16384, 4095],
             vec![1365; 3],
             DType::U8,
-            GatherMode::Shifted,
+            GatherMode::Experiment(GatherExperiment::Shifted),
         );
-        assert_eq!((p.lane_layout, p.units_per_lane), (Layout::Lanes as u32, 4));
+        assert_eq!((p.schedule, p.steps_per_lane), (Schedule::Lanes as u32, 4));
     }
 }

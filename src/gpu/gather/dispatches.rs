@@ -2,8 +2,8 @@
 //! and a table of entries. Pure arithmetic, tested without a device.
 
 use super::abi::{binding_bytes, Entry, Mode, Params, UNIT_BYTES};
-use super::blocks::{lane_dispatch, scatter, tiles};
-pub use super::blocks::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
+use super::blocks::{dispatch_short_rows, lane_dispatch};
+pub use super::blocks::{GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::OutputLayout;
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
@@ -135,17 +135,11 @@ fn whole_table(
             })
             .collect(),
     };
-    let tiled = match tuning.mode {
-        GatherMode::Coalesced | GatherMode::Shifted => {
-            scatter(bytes, &entries).or_else(|| tiles(bytes, &entries, tuning.max_units_per_lane))
-        }
-        GatherMode::Tiles => tiles(bytes, &entries, tuning.max_units_per_lane),
-        GatherMode::Runs => None,
-    };
-    tiled.unwrap_or_else(|| (lane_dispatch(&mut entries, tuning), entries))
+    dispatch_short_rows(bytes, &entries, tuning)
+        .unwrap_or_else(|| (lane_dispatch(&mut entries, tuning), entries))
 }
 
-/// One dispatch of the multi-output build ([`super::builds::multi_output_source`]): output
+/// One dispatch of the multi-output build ([`super::builds::OutputBindings::Multi`]): output
 /// `o` of `bytes` goes to output binding `bindings[o]`, at `layout.ranges[o].offset` within
 /// that binding's window. Each binding's window and the input must fit `window_limit`;
 /// `dst_offset` and `dst_size` are 0, as each binding has a window of its own.
@@ -195,7 +189,7 @@ pub fn multi_output_dispatch(
 /// Plans the gather for the outputs of `bytes`, placed by `layout`.
 ///
 /// `tuning` maps lanes to units ([`GatherTuning`]); each lane writes up to its
-/// `max_units_per_lane` units (fewer for small splits). `window_limit` is the largest window
+/// `max_steps_per_lane` units (fewer for small splits). `window_limit` is the largest window
 /// the device allows ([`super::abi::window_limit`]) and `offset_align` its storage offset
 /// alignment. When the input and the output region each fit one window
 /// ([`fits_one_dispatch`]), this is **one** dispatch for all outputs. Otherwise each output is
@@ -287,8 +281,9 @@ pub fn plan_dispatches(
 pub(super) mod tests {
     use super::*;
     use crate::error::SplitError;
-    use crate::gpu::gather::abi::Layout;
+    use crate::gpu::gather::abi::Schedule;
     use crate::plan::SplitPlan;
+    use crate::GatherMode;
     use crate::{ops, DType, IntTensor};
 
     /// A window larger than any test's.
@@ -306,7 +301,7 @@ pub(super) mod tests {
     ) -> Result<Vec<Dispatch>> {
         let tuning = GatherTuning {
             mode,
-            max_units_per_lane: units,
+            max_steps_per_lane: units,
             spread_lanes: SPREAD_TWO_WORKGROUPS,
         };
         let layout = OutputLayout::new(plan, dtype, align)?;
@@ -322,7 +317,7 @@ pub(super) mod tests {
             &IntTensor::vector(vec![3, 0, 7]),
         )
         .unwrap();
-        let d = dispatches(&plan, DType::U8, 256, GatherMode::Runs, 8, BIG).unwrap();
+        let d = dispatches(&plan, DType::U8, 256, GatherMode::Cpu, 8, BIG).unwrap();
         assert_eq!(d.len(), 1);
         let e = &d[0].entries;
         assert_eq!(e.len(), 2);
@@ -338,13 +333,13 @@ pub(super) mod tests {
         assert_eq!(e[1].mode, Mode::Byte as u32);
         // Runs: one lane each, in one block.
         assert_eq!((d[0].params.num_blocks, d[0].params.num_lanes), (1, 2));
-        assert_eq!(d[0].params.lane_layout, Layout::Runs as u32);
+        assert_eq!(d[0].params.schedule, Schedule::Runs as u32);
     }
 
     #[test]
     fn modes_follow_byte_alignment() {
         let mode = |plan: &SplitPlan| {
-            dispatches(plan, DType::U8, 16, GatherMode::Runs, 8, BIG).unwrap()[0].entries[1].mode
+            dispatches(plan, DType::U8, 16, GatherMode::Cpu, 8, BIG).unwrap()[0].entries[1].mode
         };
         let plan = ops::split(&[3, 64], &IntTensor::scalar(1), 2).unwrap();
         assert_eq!(mode(&plan), Mode::Vec4 as u32); // rows of 32 bytes
@@ -358,36 +353,36 @@ pub(super) mod tests {
             let plan =
                 ops::variadic_split(shape, &IntTensor::scalar(1), &IntTensor::vector(lengths))
                     .unwrap();
-            let d = dispatches(&plan, dtype, 256, GatherMode::Coalesced, 4, BIG).unwrap();
+            let d = dispatches(&plan, dtype, 256, GatherMode::Gpu, 4, BIG).unwrap();
             (
-                d[0].params.lane_layout,
-                d[0].params.units_per_lane,
+                d[0].params.schedule,
+                d[0].params.steps_per_lane,
                 d[0].params.tile_rows,
             )
         };
         // Aligned rows: lanes, 4 units each; long unaligned rows: staged, 3 units each.
-        let lanes = Layout::Lanes as u32;
+        let lanes = Schedule::Lanes as u32;
         assert_eq!(
             layout_of(&[512, 4096], vec![2048, 2048], DType::F32),
             (lanes, 4, 0)
         );
         assert_eq!(
             layout_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8),
-            (Layout::Staged as u32, 3, 0)
+            (Schedule::Staged as u32, 3, 0)
         );
         // Rows of 4 bytes: scattered by input; u8 rows of 3 and 4 bytes: tiles of 2,153 rows.
         assert_eq!(
             layout_of(&[4096, 4], vec![1, 1, 1, 1], DType::F32).0,
-            Layout::Scatter as u32
+            Schedule::Scatter as u32
         );
         assert_eq!(
             layout_of(&[4096, 7], vec![3, 4], DType::U8),
-            (Layout::Tiles as u32, 4, 2153)
+            (Schedule::Tiles as u32, 4, 2153)
         );
         // Short rows, but 17 outputs: too many for tiles, so runs.
         assert_eq!(
             layout_of(&[64, 17], vec![1; 17], DType::U8).0,
-            Layout::Runs as u32
+            Schedule::Runs as u32
         );
     }
 
@@ -395,7 +390,7 @@ pub(super) mod tests {
     fn entries_get_whole_blocks() {
         // Three outputs of 1,440 units in blocks of 2 x 256 units: 3 blocks each.
         let plan = ops::split(&[6, 12, 10, 24], &IntTensor::scalar(1), 3).unwrap();
-        let d = &dispatches(&plan, DType::F32, 256, GatherMode::Coalesced, 2, BIG).unwrap()[0];
+        let d = &dispatches(&plan, DType::F32, 256, GatherMode::Gpu, 2, BIG).unwrap()[0];
         let starts: Vec<u32> = d.entries.iter().map(|e| e.block_start).collect();
         assert_eq!((starts, d.params.num_blocks), (vec![0, 3, 6], 9));
     }
@@ -410,7 +405,7 @@ pub(super) mod tests {
         )
         .unwrap();
         let layout = OutputLayout::new(&plan, DType::U8, 32).unwrap();
-        let d = dispatches(&plan, DType::U8, 32, GatherMode::Runs, 8, 4096).unwrap();
+        let d = dispatches(&plan, DType::U8, 32, GatherMode::Cpu, 8, 4096).unwrap();
         assert!(d.len() > 2);
         let mut covered = [0u64; 2];
         for p in &d {
@@ -424,7 +419,7 @@ pub(super) mod tests {
         // A row stride wider than the window cannot be cut.
         let plan = ops::split(&[4, 5000], &IntTensor::scalar(1), 2).unwrap();
         assert!(matches!(
-            dispatches(&plan, DType::U8, 32, GatherMode::Runs, 8, 4096),
+            dispatches(&plan, DType::U8, 32, GatherMode::Cpu, 8, 4096),
             Err(SplitError::TooLarge(_))
         ));
     }

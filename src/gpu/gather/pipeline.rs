@@ -2,9 +2,7 @@
 //! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
 
 use super::abi::{EntryPoint, UNIT_BYTES};
-#[cfg(feature = "bench")]
-use super::builds::traced_source;
-use super::builds::{multi_output_source, shader_source, words_only_source};
+use super::builds::{gather_source, Hook, OutputBindings};
 use super::dispatches::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{scoped, scoped_async};
@@ -20,7 +18,7 @@ pub struct GatherPipeline {
     bind_group_layout: wgpu::BindGroupLayout,
     layout: wgpu::PipelineLayout,
     /// One pipeline per entry point, in the order of [`EntryPoint::ALL`], made on first use
-    /// and shared by clones: a CPU adapter never runs the GPUs' layouts, nor a GPU the runs,
+    /// and shared by clones: a CPU adapter never runs the GPUs' schedules, nor a GPU the runs,
     /// and compiling every pipeline is most of the time a splitter takes to open.
     pipelines: Arc<[OnceLock<wgpu::ComputePipeline>; EntryPoint::ALL.len()]>,
     /// Whether this is the trace build, with the trace buffer after the output bindings
@@ -81,37 +79,41 @@ pub async fn record_bound(
 }
 
 impl GatherPipeline {
-    /// Compiles the shader on `device`: the words-only build ([`words_only_source`]) where
-    /// the device allows fewer than [`STORAGE_BINDINGS`] storage buffers per shader stage. A
-    /// device error becomes [`SplitError::Device`].
+    /// Compiles the shader on `device`: the words-only build ([`OutputBindings::WordsOnly`])
+    /// where the device allows fewer than [`STORAGE_BINDINGS`] storage buffers per shader
+    /// stage. A device error becomes [`SplitError::Device`].
     pub fn new(device: &wgpu::Device) -> Result<Self> {
         let (source, dst_views) =
             if device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
-                (words_only_source(shader_source())?.into(), 1)
+                let words = gather_source(OutputBindings::WordsOnly, Hook::Silent)?;
+                (std::borrow::Cow::Owned(words), 1)
             } else {
-                (std::borrow::Cow::Borrowed(shader_source()), 2)
+                (
+                    std::borrow::Cow::Borrowed(super::builds::shader_source()),
+                    2,
+                )
             };
         scoped(device, "compiling the split pipeline", || {
             Self::build(device, &source, false, 1, dst_views)
         })
     }
 
-    /// Compiles the multi-output build ([`multi_output_source`]) with `bindings` output
+    /// Compiles the multi-output build ([`OutputBindings::Multi`]) with `bindings` output
     /// bindings: one dispatch writes into that many buffers.
     pub async fn multi_output(device: &wgpu::Device, bindings: u32) -> Result<Self> {
-        let source = multi_output_source(shader_source(), bindings)?;
+        let source = gather_source(OutputBindings::Multi(bindings), Hook::Silent)?;
         scoped_async(device, "compiling the multi-output split pipeline", || {
             Self::build(device, &source, false, bindings, 2)
         })
         .await
     }
 
-    /// Compiles the trace build of the shader ([`traced_source`]): the same
-    /// shader, whose every global access also writes a record into a buffer at binding 5.
-    /// For the memory trace (`bench` feature).
+    /// Compiles the trace build of the shader ([`Hook::Recording`]): the same shader, whose
+    /// every global access also writes a record into a buffer at binding 5. For the memory
+    /// trace (`bench` feature).
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
-        let source = traced_source(shader_source(), 5)?;
+        let source = gather_source(OutputBindings::Pair, Hook::Recording(5))?;
         scoped(device, "compiling the traced split pipeline", || {
             Self::build(device, &source, true, 1, 2)
         })

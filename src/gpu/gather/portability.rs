@@ -89,27 +89,33 @@ fn gather_entries() -> Vec<&'static str> {
 
 #[test]
 fn split_shader_compiles_for_every_backend() {
-    let source = crate::gpu::gather::builds::shader_source();
-    translate_everywhere("split_gather.wgsl", source, &gather_entries());
-    // The trace build too: the same shader with the hook given a body.
-    let traced = crate::trace::traced_source(source, 5).unwrap();
-    translate_everywhere("split_gather.wgsl (traced)", &traced, &gather_entries());
-    // And the multi-output build, at its most bindings.
+    use crate::gpu::gather::builds::{gather_source, Hook, OutputBindings};
     let bindings = crate::gpu::gather::abi::MAX_DST_BINDINGS;
-    let multi = crate::gpu::gather::builds::multi_output_source(source, bindings).unwrap();
-    translate_everywhere(
-        "split_gather.wgsl (multi-output)",
-        &multi,
-        &gather_entries(),
-    );
+    // Every build: the outputs bound each way (the multi-output build at its most bindings),
+    // and the trace build, whose hook records.
+    for (outputs, hook) in [
+        (OutputBindings::Pair, Hook::Silent),
+        (OutputBindings::WordsOnly, Hook::Silent),
+        (OutputBindings::Multi(bindings), Hook::Silent),
+        (OutputBindings::Pair, Hook::Recording(5)),
+    ] {
+        let source = gather_source(outputs, hook).unwrap();
+        let name = format!("split_gather.wgsl ({outputs:?}, {hook:?})");
+        translate_everywhere(&name, &source, &gather_entries());
+    }
 }
 
 #[test]
 fn bench_copy_shader_compiles_for_every_backend() {
-    let source = crate::bench::COPY_SHADER_SOURCE;
-    translate_everywhere("bench_copy_vec4.wgsl", source, &["main"]);
-    let traced = crate::trace::traced_source(source, 2).unwrap();
-    translate_everywhere("bench_copy_vec4.wgsl (traced)", &traced, &["main"]);
+    use crate::gpu::gather::builds::{copy_kernel_source, Hook};
+    for hook in [Hook::Silent, Hook::Recording(2)] {
+        let source = copy_kernel_source(hook);
+        translate_everywhere(
+            &format!("bench_copy_vec4.wgsl ({hook:?})"),
+            &source,
+            &["main"],
+        );
+    }
 }
 
 #[test]

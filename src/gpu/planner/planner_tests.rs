@@ -11,8 +11,8 @@ const CAPS: DeviceCaps = DeviceCaps {
     texture_copies: true,
     texture_command_cost: 2,
     gather: GatherTuning {
-        mode: crate::gpu::gather::GatherMode::Runs,
-        max_units_per_lane: 128,
+        mode: crate::gpu::gather::GatherMode::Cpu,
+        max_steps_per_lane: 128,
         spread_lanes: crate::gpu::gather::SPREAD_TWO_WORKGROUPS,
     },
 };
@@ -141,8 +141,8 @@ fn caps() -> DeviceCaps {
         texture_copies: true,
         texture_command_cost: 1,
         gather: GatherTuning {
-            mode: GatherMode::Runs,
-            max_units_per_lane: 2048,
+            mode: GatherMode::Cpu,
+            max_steps_per_lane: 2048,
             spread_lanes: 96,
         },
     }

@@ -1,11 +1,10 @@
-// The gather's five layouts: the body of `shaders/split_gather.wgsl`, which declares the
-// table, the bindings, the access functions and each layout's block function. WGSL has no
-// include, so the host compiles that file followed by this one and the entry points it stamps
-// (`gpu::gather::abi::shader_source`).
+// The gather's five schedules, whose block functions `shaders/split_gather.wgsl` declares
+// over the table, the bindings and the access functions there. WGSL has no include: the host
+// assembles each build from both files and the pieces it adds (`gpu::gather::builds`).
 
-// ---- LAYOUT_RUNS ----
+// ---- SCHEDULE_RUNS ----
 
-// The body of both LAYOUT_RUNS blocks (`runs_block`, `runs_vec4_block`): the lane's entry,
+// The body of both SCHEDULE_RUNS blocks (`runs_block`, `runs_vec4_block`): the lane's entry,
 // then its run.
 fn runs(block: u32, lane: u32, vec4_only: bool) {
     let p = read_params();
@@ -25,8 +24,8 @@ fn runs(block: u32, lane: u32, vec4_only: bool) {
 // entry is MODE_VEC4.
 fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     let total_units = (e.out_bytes + 15u) / 16u;
-    let first_unit = local_lane * p.units_per_lane;
-    let end_unit = min(first_unit + p.units_per_lane, total_units);
+    let first_unit = local_lane * p.steps_per_lane;
+    let end_unit = min(first_unit + p.steps_per_lane, total_units);
     if (first_unit >= end_unit) {
         return;
     }
@@ -154,19 +153,19 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
     }
 }
 
-// ---- LAYOUT_LANES ----
+// ---- SCHEDULE_LANES ----
 
 // The block's units of entry `e`: [base, end).
 fn lanes_span(p: Params, e: Entry, local_block: u32) -> vec2<u32> {
-    let base = local_block * p.units_per_lane * WORKGROUP_SIZE;
-    let end = base + p.units_per_lane * WORKGROUP_SIZE;
+    let base = local_block * p.steps_per_lane * WORKGROUP_SIZE;
+    let end = base + p.steps_per_lane * WORKGROUP_SIZE;
     return vec2<u32>(base, min((e.out_bytes + 15u) / 16u, end));
 }
 
-// Unaligned rows (under the host's GatherMode::Shifted; LAYOUT_STAGED otherwise): one unit per
-// lane and step, each from two aligned vec4 loads, shifted. A lane's second load is its
-// neighbour's first, which a GPU serves from its cache, but each load instruction touches
-// about twice a copy's lines.
+// Unaligned rows (under the experiment GatherExperiment::Shifted; SCHEDULE_STAGED otherwise):
+// one unit per lane and step, each from two aligned vec4 loads, shifted. A lane's second load
+// is its neighbour's first, which a GPU serves from its cache, but each load instruction
+// touches about twice a copy's lines.
 fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
     if (e.mode == MODE_VEC4) {
         copy_lanes_vec4(p, e, local_block, lane);
@@ -226,7 +225,7 @@ fn merge_bytes(a: vec4<u32>, b: vec4<u32>, k: u32) -> vec4<u32> {
     return (a & mask) | (b & ~mask);
 }
 
-// ---- LAYOUT_TILES ----
+// ---- SCHEDULE_TILES ----
 
 // The entries, read once per workgroup into `tile_entries`; returns their stride (every
 // entry has the same).
@@ -240,7 +239,7 @@ fn share_entries(p: Params, lane: u32) -> u32 {
 
 fn copy_tiles(p: Params, block: u32, lane: u32) {
     let stride = share_entries(p, lane);
-    for (var t = block * p.units_per_lane; t < (block + 1u) * p.units_per_lane; t++) {
+    for (var t = block * p.steps_per_lane; t < (block + 1u) * p.steps_per_lane; t++) {
         let r0 = t * p.tile_rows;
         if (r0 >= p.rows) {
             break;
@@ -298,7 +297,7 @@ fn tile_word_bytes(e: Entry, b: u32, r0: u32, r1: u32, stride: u32, shift: u32) 
     return word;
 }
 
-// ---- LAYOUT_SCATTER ----
+// ---- SCHEDULE_SCATTER ----
 
 // Rows of whole words (every entry MODE_WORD or MODE_VEC4), gathered by input: step by step,
 // lane i of the block loads the block's i-th aligned input vec4 and stores each of its words
@@ -309,8 +308,8 @@ fn copy_scatter(p: Params, block: u32, lane: u32) {
     let stride = share_entries(p, lane);
     let n = min(p.num_entries, MAX_TILE_ENTRIES);
     let input_units = (p.rows * stride + 15u) / 16u;
-    let first = block * p.units_per_lane * WORKGROUP_SIZE;
-    for (var k = 0u; k < p.units_per_lane; k++) {
+    let first = block * p.steps_per_lane * WORKGROUP_SIZE;
+    for (var k = 0u; k < p.steps_per_lane; k++) {
         let i = first + k * WORKGROUP_SIZE + lane;
         if (i >= input_units) {
             break;
@@ -347,13 +346,13 @@ fn scatter_word(n: u32, row: u32, col: u32, x: u32) {
     }
 }
 
-// ---- LAYOUT_STAGED ----
+// ---- SCHEDULE_STAGED ----
 
-// LAYOUT_LANES with unaligned rows staged (GPUs): the block's source bytes go into workgroup
+// SCHEDULE_LANES with unaligned rows staged (GPUs): the block's source bytes go into workgroup
 // memory with one coalesced vec4 load per lane and step, row by row; after one barrier each
-// lane shifts its units out of there and stores them as LAYOUT_LANES does. Row r of the block has
-// a slot of `slot` vec4s, from the aligned vec4 holding its first byte; the stage starts at
-// the vec4 holding the block's first byte (slot position v0). The host keeps every block
+// lane shifts its units out of there and stores them as SCHEDULE_LANES does. Row r of the
+// block has a slot of `slot` vec4s, from the aligned vec4 holding its first byte; the stage
+// starts at the vec4 holding the block's first byte (slot position v0). The host keeps every block
 // inside the stage (`staged_vec4s`).
 fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
     if (e.mode == MODE_VEC4) {
