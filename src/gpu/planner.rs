@@ -16,12 +16,18 @@
 //! [`crate::GpuSplitter::encode`] keeps it ([`RouteCache`]). A kept route holds numbers and
 //! this crate's own table buffers, never a caller's buffer: keeping it changes neither which
 //! buffers stay alive nor which errors `encode` reports.
+//!
+//! The last section is the planner on a [`GpuSplitter`], the one part that touches the device:
+//! what it offers ([`GpuSplitter::caps`]), the kept routes with their uploaded tables
+//! ([`GpuSplitter::kept_route`]), and the texture route's scratch, with the one fallback to
+//! the other routes where the device cannot give it ([`GpuSplitter::with_scratch`]).
 
 use crate::cache::Lru;
 use crate::error::Result;
 use crate::gpu::cpu_texture::{texture_plan, TexturePlan};
-use crate::gpu::gather::{plan_dispatches, Dispatch, GatherTuning};
-use crate::gpu::placement::{OutputLayout, Placement};
+use crate::gpu::gather::{plan_dispatches, window_limit, Dispatch, GatherTuning};
+use crate::gpu::placement::{BufferRegion, OutputLayout, Placement};
+use crate::gpu::splitter::GpuSplitter;
 use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -327,3 +333,117 @@ impl RouteCache {
 
 #[cfg(test)]
 mod planner_tests;
+
+/// The planner on a splitter: what its device and settings offer, the routes it keeps, their
+/// tables, and the texture route's scratch, with the one fallback where the device cannot
+/// give it.
+impl GpuSplitter {
+    /// What `choose` picks with this device's caps, with the scratch texture its route needs
+    /// (none for the routes that need none). Where the device cannot give that texture (out of
+    /// memory), what `choose` picks without textures: the one place a split leaves the texture
+    /// route for the others.
+    pub(crate) async fn with_scratch<C, F, Fut>(
+        &self,
+        choose: F,
+    ) -> Result<(C, Option<wgpu::Texture>)>
+    where
+        C: AsRef<Route>,
+        F: Fn(DeviceCaps) -> Fut,
+        Fut: std::future::Future<Output = Result<C>>,
+    {
+        let caps = self.caps();
+        let chosen = choose(caps).await?;
+        match self.scratch_for(chosen.as_ref()).await {
+            Ok(scratch) => Ok((chosen, scratch)),
+            Err(_) => Ok((choose(caps.without_textures()).await?, None)),
+        }
+    }
+
+    /// The scratch texture `route` needs, none for the other routes; an error where the device
+    /// cannot give it.
+    async fn scratch_for(&self, route: &Route) -> Result<Option<wgpu::Texture>> {
+        match route {
+            Route::Texture(t) => {
+                let (width, height) = t.scratch;
+                Ok(Some(self.scratch.get(&self.device, width, height).await?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// What `input` and `output` allow the route.
+    pub(crate) fn regions(&self, input: &BufferRegion<'_>, output: &BufferRegion<'_>) -> Regions {
+        Regions {
+            input_offset: input.offset,
+            output_offset: output.offset,
+            copies_allowed: input.allows(wgpu::BufferUsages::COPY_SRC)
+                && output.allows(wgpu::BufferUsages::COPY_DST),
+        }
+    }
+
+    /// What this device and these settings offer the route.
+    pub(crate) fn caps(&self) -> DeviceCaps {
+        // Copy commands are memcpy on CPU adapters, far faster than a shader there.
+        let cpu = self.info.device_type == wgpu::DeviceType::Cpu;
+        DeviceCaps {
+            window_limit: window_limit(&self.limits),
+            offset_align: self.limits.min_storage_buffer_offset_alignment as u64,
+            max_texture_dimension: self.limits.max_texture_dimension_2d,
+            buffer_copies: match self.route {
+                RouteChoice::Auto => cpu,
+                RouteChoice::Gather => false,
+                RouteChoice::Copies => true,
+            },
+            texture_copies: match self.route {
+                RouteChoice::Auto => self.texture_copies.unwrap_or(cpu),
+                RouteChoice::Gather => false,
+                RouteChoice::Copies => self.texture_copies.unwrap_or(true),
+            },
+            texture_command_cost: texture_command_cost(self.info.backend),
+            gather: self.gather_tuning,
+        }
+    }
+
+    /// The route of `key`, with the regions checked against its layout: kept from an earlier
+    /// split ([`crate::gpu::planner`]), or placed and chosen now, its gather tables uploaded,
+    /// and kept. A kept route's layout passed the checks that placing makes, so a repeated
+    /// split places nothing and costs the same whatever its number of outputs.
+    pub(crate) async fn kept_route(
+        &self,
+        key: &RouteKey<'_>,
+        input: &BufferRegion<'_>,
+        output: &BufferRegion<'_>,
+    ) -> Result<Arc<KeptRoute>> {
+        if let Some(kept) = self.routes.get(key) {
+            self.check_regions(key.plan, key.dtype, input, output, &kept.layout)?;
+            return Ok(kept);
+        }
+        let layout = match key.layout {
+            Placement::Bindable => self.output_layout(key.plan, key.dtype)?,
+            Placement::Given(layout) => layout.clone(),
+        };
+        self.check_regions(key.plan, key.dtype, input, output, &layout)?;
+        let bytes = ByteRows::new(key.plan, key.dtype.size())?;
+        let route = choose(&bytes, &layout, &key.caps, &key.regions)?;
+        let tables = self.upload_tables(&route).await?;
+        let kept = Arc::new(KeptRoute {
+            layout: Arc::new(layout),
+            route,
+            tables,
+        });
+        self.routes.insert(key, kept.clone());
+        Ok(kept)
+    }
+
+    /// The device copies of the gather's tables of `route`, one per dispatch; none for the
+    /// other routes.
+    pub(crate) async fn upload_tables(&self, route: &Route) -> Result<Vec<wgpu::Buffer>> {
+        match route {
+            Route::Gather(dispatches) => {
+                let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
+                self.tables.buffers(&self.device, &tables).await
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+}

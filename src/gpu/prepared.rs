@@ -6,9 +6,8 @@ use crate::gpu::cpu_texture::{self, TexturePlan};
 use crate::gpu::device::{scoped_async, LossProbe};
 use crate::gpu::gather::{record_bound, BoundDispatch, Targets};
 use crate::gpu::placement::{BufferRegion, OutputLayout, Outputs, Placement};
-use crate::gpu::planner::{self, BufferCopy, KeptRoute, Route, RouteKey};
+use crate::gpu::planner::{BufferCopy, Route, RouteKey};
 use crate::gpu::splitter::GpuSplitter;
-use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::DType;
 use std::sync::Arc;
@@ -216,49 +215,6 @@ impl GpuSplitter {
         let layout = kept.layout.clone();
         self.prepare_chosen(&kept.route, &kept.tables, scratch, layout, input, output)
             .await
-    }
-
-    /// The route of `key`, with the regions checked against its layout: kept from an earlier
-    /// split ([`crate::gpu::planner`]), or placed and chosen now, its gather tables uploaded,
-    /// and kept. A kept route's layout passed the checks that placing makes, so a repeated
-    /// split places nothing and costs the same whatever its number of outputs.
-    async fn kept_route(
-        &self,
-        key: &RouteKey<'_>,
-        input: &BufferRegion<'_>,
-        output: &BufferRegion<'_>,
-    ) -> Result<Arc<KeptRoute>> {
-        if let Some(kept) = self.routes.get(key) {
-            self.check_regions(key.plan, key.dtype, input, output, &kept.layout)?;
-            return Ok(kept);
-        }
-        let layout = match key.layout {
-            Placement::Bindable => self.output_layout(key.plan, key.dtype)?,
-            Placement::Given(layout) => layout.clone(),
-        };
-        self.check_regions(key.plan, key.dtype, input, output, &layout)?;
-        let bytes = ByteRows::new(key.plan, key.dtype.size())?;
-        let route = planner::choose(&bytes, &layout, &key.caps, &key.regions)?;
-        let tables = self.upload_tables(&route).await?;
-        let kept = Arc::new(KeptRoute {
-            layout: Arc::new(layout),
-            route,
-            tables,
-        });
-        self.routes.insert(key, kept.clone());
-        Ok(kept)
-    }
-
-    /// The device copies of the gather's tables of `route`, one per dispatch; none for the
-    /// other routes.
-    pub(crate) async fn upload_tables(&self, route: &Route) -> Result<Vec<wgpu::Buffer>> {
-        match route {
-            Route::Gather(dispatches) => {
-                let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
-                self.tables.buffers(&self.device, &tables).await
-            }
-            _ => Ok(Vec::new()),
-        }
     }
 
     /// A split of outputs placed by `layout` that records nothing yet.

@@ -7,7 +7,7 @@ use crate::gpu::gather::{
     binding_bytes, multi_output_dispatch, window_limit, BoundDispatch, Targets, UNIT_BYTES,
 };
 use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
-use crate::gpu::planner::{self, DeviceCaps, Regions, Route, RouteChoice};
+use crate::gpu::planner::{self, Route};
 use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
 use crate::gpu::splitter::{multi_output_group_limit, GpuSplitter};
 use crate::plan::bytes::ByteRows;
@@ -129,72 +129,6 @@ impl GpuSplitter {
             byte_count(plan.input_shape(), dtype)?
         );
         input.check("input", needed, &rule, wgpu::BufferUsages::STORAGE, align)
-    }
-
-    /// What `choose` picks with this device's caps, with the scratch texture its route needs
-    /// (none for the routes that need none). Where the device cannot give that texture (out of
-    /// memory), what `choose` picks without textures: the one place a split leaves the texture
-    /// route for the others.
-    pub(crate) async fn with_scratch<C, F, Fut>(
-        &self,
-        choose: F,
-    ) -> Result<(C, Option<wgpu::Texture>)>
-    where
-        C: AsRef<Route>,
-        F: Fn(DeviceCaps) -> Fut,
-        Fut: std::future::Future<Output = Result<C>>,
-    {
-        let caps = self.caps();
-        let chosen = choose(caps).await?;
-        match self.scratch_for(chosen.as_ref()).await {
-            Ok(scratch) => Ok((chosen, scratch)),
-            Err(_) => Ok((choose(caps.without_textures()).await?, None)),
-        }
-    }
-
-    /// The scratch texture `route` needs, none for the other routes; an error where the device
-    /// cannot give it.
-    async fn scratch_for(&self, route: &Route) -> Result<Option<wgpu::Texture>> {
-        match route {
-            Route::Texture(t) => {
-                let (width, height) = t.scratch;
-                Ok(Some(self.scratch.get(&self.device, width, height).await?))
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// What `input` and `output` allow the route.
-    pub(crate) fn regions(&self, input: &BufferRegion<'_>, output: &BufferRegion<'_>) -> Regions {
-        Regions {
-            input_offset: input.offset,
-            output_offset: output.offset,
-            copies_allowed: input.allows(wgpu::BufferUsages::COPY_SRC)
-                && output.allows(wgpu::BufferUsages::COPY_DST),
-        }
-    }
-
-    /// What this device and these settings offer the route.
-    pub(crate) fn caps(&self) -> DeviceCaps {
-        // Copy commands are memcpy on CPU adapters, far faster than a shader there.
-        let cpu = self.info.device_type == wgpu::DeviceType::Cpu;
-        DeviceCaps {
-            window_limit: window_limit(&self.limits),
-            offset_align: self.limits.min_storage_buffer_offset_alignment as u64,
-            max_texture_dimension: self.limits.max_texture_dimension_2d,
-            buffer_copies: match self.route {
-                RouteChoice::Auto => cpu,
-                RouteChoice::Gather => false,
-                RouteChoice::Copies => true,
-            },
-            texture_copies: match self.route {
-                RouteChoice::Auto => self.texture_copies.unwrap_or(cpu),
-                RouteChoice::Gather => false,
-                RouteChoice::Copies => self.texture_copies.unwrap_or(true),
-            },
-            texture_command_cost: planner::texture_command_cost(self.info.backend),
-            gather: self.gather_tuning,
-        }
     }
 }
 
