@@ -9,8 +9,10 @@
 //! | ONNX Split-1/2/11/13/18 | [`onnx_split`] ([`OnnxSplitParts::at_opset`] for a model's opset) | a list, or a number of outputs |
 //!
 //! [`Operator`] names any of them with its parameters, for code that handles every operator
-//! alike (the command, the benchmark suite, the fuzzers).
+//! alike (the command, the benchmark suite, the fuzzers); [`spec_examples`] are the
+//! specifications' own examples.
 
+mod examples;
 mod inputs;
 mod onnx_split;
 mod operator;
@@ -18,6 +20,7 @@ mod sequence;
 mod split;
 mod variadic;
 
+pub use examples::{spec_examples, SpecExample};
 pub use onnx_split::{onnx_split, onnx_split_version, OnnxSplitParts, ONNX_NEWEST_OPSET};
 pub use operator::Operator;
 pub use sequence::split_to_sequence;

@@ -29,6 +29,10 @@ fn every_public_future_is_send(
     let region = BufferRegion { buffer, offset: 0 };
     let input = HostTensor::from_slice(&[4, 4], &[0u32; 16]).unwrap();
     let layout = gpu.output_layout(&plan, DType::U32).unwrap();
+    assert_send(GpuSplitter::new_async(
+        gpu.device().clone(),
+        gpu.queue().clone(),
+    ));
     assert_send(gpu.run_async(&plan, &input));
     assert_send(gpu.prepare_async(&plan, DType::U32, region, Outputs::Region(region)));
     assert_send(gpu.prepare_async(&plan, DType::U32, region, Outputs::Placed(region, &layout)));

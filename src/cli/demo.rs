@@ -4,58 +4,7 @@
 use super::args;
 use super::exit::CliResult;
 use std::process::ExitCode;
-use wgpu_split::{ops, reference, GpuSplitter, HostTensor, IntTensor, Result, SplitPlan};
-
-/// One spec example: a title and its plan over a given input shape.
-struct Example {
-    title: &'static str,
-    shape: Vec<usize>,
-    plan: Result<SplitPlan>,
-}
-
-fn examples() -> Vec<Example> {
-    let spec = vec![6, 12, 10, 24];
-    let small = vec![7, 3];
-    let v = IntTensor::vector;
-    let s = IntTensor::scalar;
-    vec![
-        Example {
-            title: "Split-1: axis 1, num_splits 3",
-            plan: ops::split(&spec, &s(1), 3),
-            shape: spec.clone(),
-        },
-        Example {
-            title: "VariadicSplit-1: axis 0, split_lengths [1, 2, 3]",
-            plan: ops::variadic_split(&spec, &s(0), &v(vec![1, 2, 3])),
-            shape: spec.clone(),
-        },
-        Example {
-            title: "VariadicSplit-1: axis 0, split_lengths [-1, 2]",
-            plan: ops::variadic_split(&spec, &s(0), &v(vec![-1, 2])),
-            shape: spec.clone(),
-        },
-        Example {
-            title: "SplitToSequence-11: axis 0, split 3 (scalar, remainder 1)",
-            plan: ops::split_to_sequence(&small, 0, Some(&s(3)), true),
-            shape: small.clone(),
-        },
-        Example {
-            title: "SplitToSequence-11: axis 0, split [2, 0, 5] (1-D, with a 0)",
-            plan: ops::split_to_sequence(&small, 0, Some(&v(vec![2, 0, 5])), true),
-            shape: small.clone(),
-        },
-        Example {
-            title: "SplitToSequence-11: axis 1, no split, keepdims 1",
-            plan: ops::split_to_sequence(&small, 1, None, true),
-            shape: small.clone(),
-        },
-        Example {
-            title: "SplitToSequence-11: axis 1, no split, keepdims 0",
-            plan: ops::split_to_sequence(&small, 1, None, false),
-            shape: small,
-        },
-    ]
-}
+use wgpu_split::{ops, reference, GpuSplitter, HostTensor};
 
 /// Runs the demo on the device `--backend` and `--adapter` (or the environment) pick.
 pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
@@ -68,7 +17,7 @@ pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
         info.device_type
     );
     let mut all_match = true;
-    for ex in examples() {
+    for ex in ops::spec_examples() {
         let n: usize = ex.shape.iter().product();
         let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let input = HostTensor::from_slice(&ex.shape, &data)?;

@@ -167,7 +167,11 @@ pub(crate) fn instance(backends: wgpu::Backends) -> wgpu::Instance {
 }
 
 /// Every adapter wgpu finds on `choice`'s backends.
+/// None on WebGPU, where listing adapters is async (wgpu's `Instance::enumerate_adapters`).
 pub fn list_adapters(choice: BackendChoice) -> Vec<wgpu::Adapter> {
+    if cfg!(target_arch = "wasm32") {
+        return Vec::new();
+    }
     pollster::block_on(instance(choice.backends()).enumerate_adapters(choice.backends()))
 }
 
@@ -185,6 +189,14 @@ pub fn open_device(
 pub(crate) fn open_chosen(
     choice: &DeviceChoice,
 ) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
+    if cfg!(target_arch = "wasm32") {
+        return Err(SplitError::NoAdapter(
+            "opening a device blocks until the browser answers, which it does only once the \
+             thread returns to it: on WebGPU, request the adapter and the device with wgpu's \
+             async calls and pass them to GpuSplitter::new_async"
+                .into(),
+        ));
+    }
     let backends = choice.backend.backends();
     let instance = instance(backends);
     let adapter = match &choice.adapter {
@@ -377,7 +389,42 @@ pub(crate) fn buffer_with(
     Ok(buffer)
 }
 
-/// [`scoped_async`], blocking the thread until the scopes report (at once on native wgpu).
+/// Runs `future`, an entry point's async twin, to its end on this thread: the sync entry
+/// points. Native wgpu's error scopes are ready at once, so it waits only where the entry point
+/// itself waits (a read-back). On WebGPU (wasm32) the browser settles the device's promises
+/// only once control returns to it, which a blocked thread never gives: there a future not
+/// ready at once is refused with [`blocks_in_browser`], naming `what`.
+pub(crate) fn block_on<T>(
+    what: &str,
+    future: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = what;
+        pollster::block_on(future)
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        let mut future = std::pin::pin!(future);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match future.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(r) => r,
+            std::task::Poll::Pending => Err(blocks_in_browser(what)),
+        }
+    }
+}
+
+/// The error of a sync entry point `what` on WebGPU, where only the async ones can wait.
+pub(crate) fn blocks_in_browser(what: &str) -> SplitError {
+    SplitError::Device(format!(
+        "{what} blocks the thread until the device answers, and a browser answers only once \
+         the thread returns to it: on WebGPU, call {what}_async"
+    ))
+}
+
+/// [`scoped_async`], blocking the thread until the scopes report (at once on native wgpu):
+/// the benchmark's and the memory trace's sync setup.
+#[cfg(feature = "bench")]
 pub fn scoped<T>(device: &wgpu::Device, what: &str, f: impl FnOnce() -> T) -> Result<T> {
     pollster::block_on(scoped_async(device, what, f))
 }

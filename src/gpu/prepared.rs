@@ -3,7 +3,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::cpu_texture::{self, TexturePlan};
-use crate::gpu::device::{scoped_async, LossProbe};
+use crate::gpu::device::{self, scoped_async, LossProbe};
 use crate::gpu::gather::{record_bound, BoundDispatch, Targets};
 use crate::gpu::placement::{BufferRegion, OutputLayout, Outputs, Placement};
 use crate::gpu::planner::{BufferCopy, Route, RouteKey};
@@ -71,7 +71,7 @@ impl PreparedSplit {
     /// commands, the same layout. A device error becomes [`SplitError::Device`].
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder) -> Result<EncodedSplit> {
         // The error scopes of native wgpu are ready at once: this does not wait.
-        pollster::block_on(self.encode_async(encoder))
+        device::block_on("PreparedSplit::encode", self.encode_async(encoder))
     }
 
     /// [`PreparedSplit::encode`] for async callers, as [`GpuSplitter::encode_async`].
@@ -161,7 +161,10 @@ impl GpuSplitter {
         outputs: Outputs<'_>,
     ) -> Result<PreparedSplit> {
         // The error scopes of native wgpu are ready at once: this does not wait.
-        pollster::block_on(self.prepare_async(plan, dtype, input, outputs))
+        device::block_on(
+            "GpuSplitter::prepare",
+            self.prepare_async(plan, dtype, input, outputs),
+        )
     }
 
     /// [`GpuSplitter::prepare`] for async callers, as [`GpuSplitter::encode_async`].

@@ -62,7 +62,10 @@ impl GpuSplitter {
         outputs: Outputs<'_>,
     ) -> Result<EncodedSplit> {
         // The error scopes of native wgpu are ready at once: this does not wait.
-        pollster::block_on(self.encode_async(encoder, plan, dtype, input, outputs))
+        crate::gpu::device::block_on(
+            "GpuSplitter::encode",
+            self.encode_async(encoder, plan, dtype, input, outputs),
+        )
     }
 
     /// [`GpuSplitter::encode`] for async callers: wgpu's error scopes are awaited, never

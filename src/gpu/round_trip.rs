@@ -3,7 +3,7 @@
 //! ([`crate::stream`]).
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::scoped_async;
+use crate::gpu::device::{block_on, blocks_in_browser, scoped_async};
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
 use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, Placement};
 use crate::gpu::prepared::EncodedSplit;
@@ -42,7 +42,7 @@ impl GpuSplitter {
         input: &HostTensor,
     ) -> Result<(Vec<HostTensor>, EncodedSplit)> {
         // Native wgpu's error scopes are ready at once: this does not wait; the read-back does.
-        let (readback, encoded) = pollster::block_on(self.submit(plan, input))?;
+        let (readback, encoded) = block_on("GpuSplitter::run", self.submit(plan, input))?;
         let dtype = input.dtype();
         let outputs = self.read_back(&readback, |bytes| {
             encoded.layout.outputs_from(bytes, plan, dtype)
@@ -295,6 +295,10 @@ impl GpuSplitter {
         outputs: &mut (impl OutputSink + ?Sized),
         options: &StreamOptions,
     ) -> Result<StreamReport> {
+        if cfg!(target_arch = "wasm32") {
+            // Reading, timing and writing are sync; the browser takes `run_async` per window.
+            return Err(blocks_in_browser("GpuSplitter::run_stream"));
+        }
         let options = StreamOptions {
             window_bytes: options.window_bytes.min(self.limits.max_buffer_size / 4),
             ..*options
@@ -308,7 +312,10 @@ impl GpuSplitter {
             &options,
             &mut |plan, input, emit| {
                 // Native wgpu's error scopes are ready at once: this waits only for the read-back.
-                pollster::block_on(self.split_window(&mut buffers, plan, input, emit))
+                block_on(
+                    "GpuSplitter::run_stream",
+                    self.split_window(&mut buffers, plan, input, emit),
+                )
             },
         )
     }

@@ -62,8 +62,13 @@ pub(crate) fn multi_output_group_limit(device_type: wgpu::DeviceType) -> u64 {
 /// The most output buffers one dispatch of the multi-output build may bind on a device of
 /// `limits`: the table and the input's two views take three of the stage's storage buffers,
 /// and each output buffer two (its units and its words); at least 1, at most
-/// [`MAX_DST_BINDINGS`].
-fn allowed_output_bindings(limits: &wgpu::Limits) -> u32 {
+/// [`MAX_DST_BINDINGS`]; 1 on WebGPU.
+fn allowed_output_bindings(limits: &wgpu::Limits, backend: wgpu::Backend) -> u32 {
+    if backend == wgpu::Backend::BrowserWebGpu {
+        // WebGPU binds each output once (words only, see `GatherPipeline::new`); the
+        // multi-output build binds each buffer twice.
+        return 1;
+    }
     (limits
         .max_storage_buffers_per_shader_stage
         .saturating_sub(3)
@@ -131,13 +136,21 @@ pub struct GpuSplitter {
 impl GpuSplitter {
     /// Uses a device the caller already has and compiles the pipeline on it. The adapter's
     /// info (its device type picks the defaults) comes from the device.
-    /// A lost device is [`crate::SplitError::Device`].
+    /// A lost device is [`crate::SplitError::Device`]. Blocks until the device reports on the
+    /// compilation, which native wgpu does at once; on WebGPU, use [`GpuSplitter::new_async`].
     pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
+        device::block_on("GpuSplitter::new", Self::new_async(device, queue))
+    }
+
+    /// [`GpuSplitter::new`] for async callers, and the one for WebGPU, where the browser
+    /// reports on the compilation later.
+    pub async fn new_async(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
         let probe = Arc::new(device::LossProbe::new(&device)?);
         let info = device.adapter_info();
+        let backend = info.backend;
         let limits = device.limits();
         let gather_tuning = gather_defaults(info.device_type, info.backend);
-        let gather = GatherPipeline::new(&device)?;
+        let gather = GatherPipeline::new(&device).await?;
         Ok(Self {
             device,
             queue,
@@ -150,7 +163,7 @@ impl GpuSplitter {
             tables: Arc::default(),
             routes: Arc::default(),
             scratch: Arc::default(),
-            output_bindings: allowed_output_bindings(&limits),
+            output_bindings: allowed_output_bindings(&limits, backend),
             multi_output: Arc::default(),
             probe,
         })
@@ -184,7 +197,7 @@ impl GpuSplitter {
         if let Some(lanes) = options.spread_lanes {
             tuning.spread_lanes = lanes.max(1) as u64;
         }
-        let allowed = allowed_output_bindings(&self.limits);
+        let allowed = allowed_output_bindings(&self.limits, self.info.backend);
         self.gather_tuning = tuning;
         self.route = options.route;
         self.texture_copies = options.texture_copies;

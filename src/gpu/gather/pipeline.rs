@@ -5,7 +5,9 @@ use super::abi::{EntryPoint, UNIT_BYTES};
 use super::builds::{gather_source, Hook, OutputBindings};
 use super::dispatches::Dispatch;
 use crate::error::{Result, SplitError};
-use crate::gpu::device::{scoped, scoped_async};
+#[cfg(feature = "bench")]
+use crate::gpu::device::scoped;
+use crate::gpu::device::scoped_async;
 use crate::gpu::placement::BufferRegion;
 use std::num::NonZeroU64;
 use std::sync::{Arc, OnceLock};
@@ -81,21 +83,25 @@ pub async fn record_bound(
 impl GatherPipeline {
     /// Compiles the shader on `device`: the words-only build ([`OutputBindings::WordsOnly`])
     /// where the device allows fewer than [`STORAGE_BINDINGS`] storage buffers per shader
-    /// stage. A device error becomes [`SplitError::Device`].
-    pub fn new(device: &wgpu::Device) -> Result<Self> {
-        let (source, dst_views) =
-            if device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
-                let words = gather_source(OutputBindings::WordsOnly, Hook::Silent)?;
-                (std::borrow::Cow::Owned(words), 1)
-            } else {
-                (
-                    std::borrow::Cow::Borrowed(super::builds::shader_source()),
-                    2,
-                )
-            };
-        scoped(device, "compiling the split pipeline", || {
+    /// stage, and on WebGPU, which refuses two writable bindings of one buffer range in a
+    /// dispatch (the pair build binds the output as units and as words). A device error
+    /// becomes [`SplitError::Device`].
+    pub async fn new(device: &wgpu::Device) -> Result<Self> {
+        let words_only = device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS
+            || device.adapter_info().backend == wgpu::Backend::BrowserWebGpu;
+        let (source, dst_views) = if words_only {
+            let words = gather_source(OutputBindings::WordsOnly, Hook::Silent)?;
+            (std::borrow::Cow::Owned(words), 1)
+        } else {
+            (
+                std::borrow::Cow::Borrowed(super::builds::shader_source()),
+                2,
+            )
+        };
+        scoped_async(device, "compiling the split pipeline", || {
             Self::build(device, &source, false, 1, dst_views)
         })
+        .await
     }
 
     /// Compiles the multi-output build ([`OutputBindings::Multi`]) with `bindings` output

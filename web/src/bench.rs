@@ -1,0 +1,181 @@
+//! The page's benchmark: the suite's cases that fit the browser's device, each split timed
+//! against the plain copy kernel and `copyBufferToBuffer` of the same bytes, in the same run.
+//! The browser drives the GPU: each figure is the median of three submissions of `repeats`
+//! commands, from submit to the queue's report that the work is done.
+
+use crate::json::Json;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use wgpu_split::bench::{copy_kernel_wgsl, standard_suite};
+use wgpu_split::{wgpu, BufferRegion, GpuSplitter, Outputs};
+
+/// Cases whose input is larger than this are left out, to keep the page's run short on a
+/// software adapter.
+const MOST_BYTES: usize = 64 << 20;
+
+/// Resolves when the queue reports its submitted work done.
+#[derive(Default)]
+struct Done(Arc<Mutex<(bool, Option<Waker>)>>);
+
+impl Future for Done {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if state.0 {
+            Poll::Ready(())
+        } else {
+            state.1 = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
+
+/// Submits `encoder` and waits for the GPU; returns the milliseconds from submit to done.
+async fn submit_and_time(gpu: &GpuSplitter, encoder: wgpu::CommandEncoder) -> f64 {
+    let done = Done::default();
+    let state = done.0.clone();
+    let start = now();
+    gpu.queue().submit([encoder.finish()]);
+    gpu.queue().on_submitted_work_done(move || {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        s.0 = true;
+        if let Some(w) = s.1.take() {
+            w.wake();
+        }
+    });
+    done.await;
+    now() - start
+}
+
+fn now() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or(0.0)
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// GB/s of `bytes` moved `repeats` times in `ms`.
+fn gbps(bytes: usize, repeats: u32, ms: f64) -> f64 {
+    bytes as f64 * repeats as f64 / (ms.max(1e-3) * 1e6)
+}
+
+/// Times every case of the suite of at most [`MOST_BYTES`]: split, copy kernel and
+/// `copyBufferToBuffer`, `repeats` of each per submission.
+pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Json, String> {
+    let device = gpu.device();
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("bench_copy_vec4.wgsl"),
+        source: wgpu::ShaderSource::Wgsl(copy_kernel_wgsl().into()),
+    });
+    let copy_kernel = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("bench_copy_vec4"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let mut cases = Json::array();
+    for case in standard_suite() {
+        let bytes = case.bytes().map_err(|e| e.to_string())?;
+        if bytes > MOST_BYTES || bytes == 0 {
+            continue;
+        }
+        let plan = case.plan().map_err(|e| e.to_string())?;
+        let layout = gpu
+            .output_layout(&plan, case.dtype)
+            .map_err(|e| e.to_string())?;
+        let size = (bytes as u64).next_multiple_of(16);
+        let buffer = |label, size| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let input = buffer("bench input", size);
+        let output = buffer("bench output", layout.total_bytes.max(size));
+        let copy = buffer("bench copy", size);
+        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("bench copy kernel"),
+            layout: &copy_kernel.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: input.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: copy.as_entire_binding(),
+                },
+            ],
+        });
+        let groups = (size / 16).div_ceil(256) as u32;
+        let (gx, gy) = (groups.min(65_535), groups.div_ceil(65_535));
+        let (mut split, mut kernel, mut copies) = (Vec::new(), Vec::new(), Vec::new());
+        let mut dispatches = 0;
+        for _ in 0..3 {
+            let mut encoder = device.create_command_encoder(&Default::default());
+            for _ in 0..repeats {
+                let encoded = gpu
+                    .encode_async(
+                        &mut encoder,
+                        &plan,
+                        case.dtype,
+                        BufferRegion {
+                            buffer: &input,
+                            offset: 0,
+                        },
+                        Outputs::Region(BufferRegion {
+                            buffer: &output,
+                            offset: 0,
+                        }),
+                    )
+                    .await
+                    .map_err(|e| format!("{}: {e}", case.name))?;
+                dispatches = encoded.dispatches;
+            }
+            split.push(submit_and_time(gpu, encoder).await);
+            let mut encoder = device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&copy_kernel);
+                pass.set_bind_group(0, &bind, &[]);
+                for _ in 0..repeats {
+                    pass.dispatch_workgroups(gx, gy, 1);
+                }
+            }
+            kernel.push(submit_and_time(gpu, encoder).await);
+            let mut encoder = device.create_command_encoder(&Default::default());
+            for _ in 0..repeats {
+                encoder.copy_buffer_to_buffer(&input, 0, &copy, 0, size);
+            }
+            copies.push(submit_and_time(gpu, encoder).await);
+        }
+        let (split, kernel, copies) = (median(split), median(kernel), median(copies));
+        cases = cases.push(
+            Json::object()
+                .field("name", case.name)
+                .field("dtype", case.dtype.name())
+                .field("shape", Json::usizes(&case.shape))
+                .field("outputs", plan.output_shapes().len())
+                .field("bytes", bytes)
+                .field("dispatches", dispatches)
+                .field("split_gbps", gbps(bytes, repeats, split))
+                .field("copy_kernel_gbps", gbps(bytes, repeats, kernel))
+                .field("copy_gbps", gbps(bytes, repeats, copies))
+                .field("split_vs_kernel", kernel / split.max(1e-9)),
+        );
+    }
+    Ok(cases)
+}

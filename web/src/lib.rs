@@ -1,0 +1,176 @@
+//! The browser page of wgpu-split (`web/index.html`): the library compiled for wasm32 and
+//! run on the browser's WebGPU adapter through its async entry points. [`run_checks`] runs the
+//! specifications' examples and a randomized sweep, each output compared byte for byte with
+//! the CPU reference compiled into the same wasm; [`run_bench`] times the suite's cases that
+//! fit. Both return their results as JSON for the page (and the browser test) to read.
+
+mod bench;
+mod json;
+mod sweep;
+
+use json::Json;
+use wasm_bindgen::prelude::*;
+use wgpu_split::{ops, reference, wgpu, GpuSplitter, HostTensor, SplitPlan};
+
+/// The largest storage binding the page asks of the device: WebGPU's default, so that the
+/// sweep's largest input takes more than one binding, as it would in any browser.
+const BINDING_LIMIT: u64 = 128 << 20;
+
+/// Opens the browser's WebGPU adapter, with its own limits but [`BINDING_LIMIT`].
+async fn open() -> Result<GpuSplitter, String> {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::BROWSER_WEBGPU;
+    let instance = wgpu::Instance::new(desc);
+    let adapter = instance
+        .request_adapter(&wgpu::RequestAdapterOptions::default())
+        .await
+        .map_err(|e| format!("no WebGPU adapter (is WebGPU enabled?): {e}"))?;
+    let mut limits = adapter.limits();
+    limits.max_storage_buffer_binding_size =
+        limits.max_storage_buffer_binding_size.min(BINDING_LIMIT);
+    let (device, queue) = adapter
+        .request_device(&wgpu::DeviceDescriptor {
+            label: Some("wgpu-split page"),
+            required_limits: limits,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("requesting the device: {e}"))?;
+    GpuSplitter::new_async(device, queue)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The adapter, as the page shows it.
+fn adapter_json(gpu: &GpuSplitter) -> Json {
+    let info = gpu.device().adapter_info();
+    let limits = gpu.device().limits();
+    Json::object()
+        .field("name", info.name.as_str())
+        .field("backend", format!("{:?}", info.backend))
+        .field("device_type", format!("{:?}", info.device_type))
+        .field(
+            "storage_buffers_per_stage",
+            limits.max_storage_buffers_per_shader_stage,
+        )
+        .field(
+            "max_storage_binding",
+            limits.max_storage_buffer_binding_size,
+        )
+        .field("max_buffer", limits.max_buffer_size)
+        .field(
+            "workgroup_storage",
+            limits.max_compute_workgroup_storage_size,
+        )
+}
+
+/// Splits `input` as `plan` says on the GPU and compares every output with the CPU
+/// reference, byte for byte: `Ok(per-output equality)`, or the error either side gave.
+async fn split_and_compare(
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    input: &HostTensor,
+) -> Result<Vec<(Vec<usize>, usize, bool)>, String> {
+    let got = gpu
+        .run_async(plan, input)
+        .await
+        .map_err(|e| e.to_string())?;
+    let want = reference::split_tensor(input, plan).map_err(|e| e.to_string())?;
+    if got.len() != want.len() {
+        return Err(format!(
+            "{} outputs, the reference has {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    Ok(got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| {
+            let same = g.shape() == w.shape() && g.bytes() == w.bytes();
+            (g.shape().to_vec(), g.bytes().len(), same)
+        })
+        .collect())
+}
+
+/// The specifications' examples on f32 inputs counting up from 0, as the command's demo runs
+/// them.
+async fn examples(gpu: &GpuSplitter) -> Json {
+    let mut all = Json::array();
+    for ex in ops::spec_examples() {
+        let mut entry = Json::object().field("title", ex.title);
+        let checked = match ex.plan {
+            Ok(plan) => {
+                let n: usize = ex.shape.iter().product();
+                let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+                match HostTensor::from_slice(&ex.shape, &data) {
+                    Ok(input) => split_and_compare(gpu, &plan, &input).await,
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        entry = entry.field("input", Json::usizes(&ex.shape));
+        entry = match checked {
+            Ok(outputs) => {
+                let ok = outputs.iter().all(|o| o.2);
+                let mut list = Json::array();
+                for (shape, bytes, same) in outputs {
+                    list = list.push(
+                        Json::object()
+                            .field("shape", Json::usizes(&shape))
+                            .field("bytes", bytes)
+                            .field("same", same),
+                    );
+                }
+                entry.field("ok", ok).field("outputs", list)
+            }
+            Err(e) => entry.field("ok", false).field("error", e),
+        };
+        all = all.push(entry);
+    }
+    all
+}
+
+/// Opens the adapter, runs the specifications' examples, then `sweep` randomized splits from
+/// `seed`, and calls a sync entry point, which must refuse; the JSON has `adapter`,
+/// `examples`, `sweep`, `sync_entry_point` (its error) and `error` (null when none).
+#[wasm_bindgen]
+pub async fn run_checks(sweep: u32, seed: u32) -> String {
+    let gpu = match open().await {
+        Ok(gpu) => gpu,
+        Err(e) => return Json::object().field("error", e).to_string(),
+    };
+    let examples = examples(&gpu).await;
+    let sweep = sweep::run(&gpu, sweep, seed as u64).await;
+    // A sync entry point cannot wait in a browser: it must say so, not hang or panic.
+    let sync = match GpuSplitter::new(gpu.device().clone(), gpu.queue().clone()) {
+        Err(e) => e.to_string(),
+        Ok(_) => "GpuSplitter::new returned a splitter without waiting for the device".into(),
+    };
+    Json::object()
+        .field("adapter", adapter_json(&gpu))
+        .field("examples", examples)
+        .field("sweep", sweep)
+        .field("sync_entry_point", sync)
+        .field("error", Json::Null)
+        .to_string()
+}
+
+/// Opens the adapter and times the benchmark suite's cases that fit in it (see
+/// [`bench::run`]); the JSON has `adapter`, `cases` and `error`.
+#[wasm_bindgen]
+pub async fn run_bench(repeats: u32) -> String {
+    let gpu = match open().await {
+        Ok(gpu) => gpu,
+        Err(e) => return Json::object().field("error", e).to_string(),
+    };
+    match bench::run(&gpu, repeats.max(1)).await {
+        Ok(cases) => Json::object()
+            .field("adapter", adapter_json(&gpu))
+            .field("cases", cases)
+            .field("error", Json::Null)
+            .to_string(),
+        Err(e) => Json::object().field("error", e).to_string(),
+    }
+}
