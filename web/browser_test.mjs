@@ -122,6 +122,9 @@ const must = (ok, what) => { if (!ok) problems.push(what); };
 must(state.error === null, `the page reported an error: ${state.error}`);
 const c = state.checks;
 if (c) {
+  const a = c.adapter;
+  must(a.storage_buffers_per_stage === 8 && a.max_storage_binding === 128 * 2 ** 20 && a.workgroup_storage === 16384,
+    `the page's device has WebGPU's default limits, not ${a.storage_buffers_per_stage} storage buffers, ${a.max_storage_binding} per binding, ${a.workgroup_storage} B of workgroup memory`);
   must(c.examples.length === 7, `7 spec examples, not ${c.examples.length}`);
   for (const e of c.examples) must(e.ok, `spec example "${e.title}": ${e.error ?? 'an output differs from the CPU reference'}`);
   const s = c.sweep;

@@ -12,11 +12,14 @@ use json::Json;
 use wasm_bindgen::prelude::*;
 use wgpu_split::{ops, reference, wgpu, GpuSplitter, HostTensor, SplitPlan};
 
-/// The largest storage binding the page asks of the device: WebGPU's default, so that the
-/// sweep's largest input takes more than one binding, as it would in any browser.
+/// The largest storage binding of the page's device: WebGPU's default, which the page asks
+/// for (see [`open`]), so that the sweep's largest input takes more than one binding.
 const BINDING_LIMIT: u64 = 128 << 20;
 
-/// Opens the browser's WebGPU adapter, with its own limits but [`BINDING_LIMIT`].
+/// Opens the browser's WebGPU adapter with WebGPU's default limits, the ones every browser
+/// gives a page that asks for nothing more (8 storage buffers per stage, bindings of
+/// [`BINDING_LIMIT`], buffers of 256 MiB, 16 KiB of workgroup memory), whatever the adapter
+/// could give.
 async fn open() -> Result<GpuSplitter, String> {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = wgpu::Backends::BROWSER_WEBGPU;
@@ -25,9 +28,8 @@ async fn open() -> Result<GpuSplitter, String> {
         .request_adapter(&wgpu::RequestAdapterOptions::default())
         .await
         .map_err(|e| format!("no WebGPU adapter (is WebGPU enabled?): {e}"))?;
-    let mut limits = adapter.limits();
-    limits.max_storage_buffer_binding_size =
-        limits.max_storage_buffer_binding_size.min(BINDING_LIMIT);
+    let limits = wgpu::Limits::default();
+    debug_assert_eq!(limits.max_storage_buffer_binding_size, BINDING_LIMIT);
     let (device, queue) = adapter
         .request_device(&wgpu::DeviceDescriptor {
             label: Some("wgpu-split page"),
