@@ -409,16 +409,17 @@ pub(crate) fn block_on<T>(
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match future.as_mut().poll(&mut cx) {
             std::task::Poll::Ready(r) => r,
-            std::task::Poll::Pending => Err(blocks_in_browser(what)),
+            std::task::Poll::Pending => Err(blocks_in_browser(what, &format!("{what}_async"))),
         }
     }
 }
 
-/// The error of a sync entry point `what` on WebGPU, where only the async ones can wait.
-pub(crate) fn blocks_in_browser(what: &str) -> SplitError {
+/// The error of a sync entry point `what` on WebGPU, where only the async ones can wait:
+/// `instead` says what to call there.
+pub(crate) fn blocks_in_browser(what: &str, instead: &str) -> SplitError {
     SplitError::Device(format!(
         "{what} blocks the thread until the device answers, and a browser answers only once \
-         the thread returns to it: on WebGPU, call {what}_async"
+         the thread returns to it: on WebGPU, call {instead}"
     ))
 }
 

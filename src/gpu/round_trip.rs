@@ -297,7 +297,10 @@ impl GpuSplitter {
     ) -> Result<StreamReport> {
         if cfg!(target_arch = "wasm32") {
             // Reading, timing and writing are sync; the browser takes `run_async` per window.
-            return Err(blocks_in_browser("GpuSplitter::run_stream"));
+            return Err(blocks_in_browser(
+                "GpuSplitter::run_stream",
+                "GpuSplitter::run_async on each window",
+            ));
         }
         let options = StreamOptions {
             window_bytes: options.window_bytes.min(self.limits.max_buffer_size / 4),
