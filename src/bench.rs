@@ -23,13 +23,6 @@ use crate::tensor::{byte_count, HostTensor, IntTensor};
 use crate::DType;
 use crate::{BufferRegion, EncodedSplit, GpuSplitter, Outputs};
 
-/// The benchmark's copy kernel, `shaders/bench_copy_vec4.wgsl`, as the suite compiles it: one
-/// `vec4<u32>` per invocation, 256 invocations per workgroup, a 2-D grid of workgroups
-/// (binding 0 the source, 1 the destination).
-pub fn copy_kernel_wgsl() -> String {
-    crate::gpu::gather::builds::copy_kernel_source(crate::gpu::gather::builds::Hook::Silent)
-}
-
 /// One benchmark case.
 #[derive(Debug, Clone)]
 pub struct Case {

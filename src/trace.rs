@@ -123,6 +123,14 @@ pub fn trace_split(
     Ok(accesses)
 }
 
+/// The benchmark's copy kernel, `shaders/bench_copy_vec4.wgsl`, as the suite compiles it: one
+/// `vec4<u32>` per invocation, 256 invocations per workgroup, a 2-D grid of workgroups
+/// (binding 0 the source, 1 the destination). For a caller that compiles it itself (the
+/// browser page, where `copy_kernel`'s blocking error scope cannot wait).
+pub fn copy_kernel_wgsl() -> String {
+    copy_kernel_source(Hook::Silent)
+}
+
 /// The benchmark's copy kernel (`shaders/bench_copy_vec4.wgsl`) with `hook` (its plain or
 /// its trace build), with the bind group layout the shader implies.
 pub(crate) fn copy_kernel(device: &wgpu::Device, hook: Hook) -> Result<wgpu::ComputePipeline> {

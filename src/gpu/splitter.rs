@@ -60,13 +60,12 @@ pub(crate) fn multi_output_group_limit(device_type: wgpu::DeviceType) -> u64 {
 }
 
 /// The most output buffers one dispatch of the multi-output build may bind on a device of
-/// `limits`: the table and the input's two views take three of the stage's storage buffers,
-/// and each output buffer two (its units and its words); at least 1, at most
-/// [`MAX_DST_BINDINGS`]; 1 on WebGPU.
-fn allowed_output_bindings(limits: &wgpu::Limits, backend: wgpu::Backend) -> u32 {
-    if backend == wgpu::Backend::BrowserWebGpu {
-        // WebGPU binds each output once (words only, see `GatherPipeline::new`); the
-        // multi-output build binds each buffer twice.
+/// `limits` with `gather`: the table and the input's two views take three of the stage's
+/// storage buffers, and each output buffer two (its units and its words); at least 1, at most
+/// [`MAX_DST_BINDINGS`]. 1 where the gather binds each output once (the words-only build,
+/// [`GatherPipeline::new`] says where), as the multi-output build binds each buffer twice.
+fn allowed_output_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u32 {
+    if gather.words_only() {
         return 1;
     }
     (limits
@@ -147,10 +146,10 @@ impl GpuSplitter {
     pub async fn new_async(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
         let probe = Arc::new(device::LossProbe::new(&device)?);
         let info = device.adapter_info();
-        let backend = info.backend;
         let limits = device.limits();
         let gather_tuning = gather_defaults(info.device_type, info.backend);
         let gather = GatherPipeline::new(&device).await?;
+        let output_bindings = allowed_output_bindings(&limits, &gather);
         Ok(Self {
             device,
             queue,
@@ -163,7 +162,7 @@ impl GpuSplitter {
             tables: Arc::default(),
             routes: Arc::default(),
             scratch: Arc::default(),
-            output_bindings: allowed_output_bindings(&limits, backend),
+            output_bindings,
             multi_output: Arc::default(),
             probe,
         })
@@ -197,7 +196,7 @@ impl GpuSplitter {
         if let Some(lanes) = options.spread_lanes {
             tuning.spread_lanes = lanes.max(1) as u64;
         }
-        let allowed = allowed_output_bindings(&self.limits, self.info.backend);
+        let allowed = allowed_output_bindings(&self.limits, &self.gather);
         self.gather_tuning = tuning;
         self.route = options.route;
         self.texture_copies = options.texture_copies;

@@ -4,11 +4,10 @@
 //! the CPU reference compiled into the same wasm; [`run_bench`] times the suite's cases that
 //! fit. Both return their results as JSON for the page (and the browser test) to read.
 
-mod bench;
-mod json;
+mod suite_timing;
 mod sweep;
 
-use json::Json;
+use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wgpu_split::{ops, reference, wgpu, GpuSplitter, HostTensor, SplitPlan};
 
@@ -44,26 +43,18 @@ async fn open() -> Result<GpuSplitter, String> {
 }
 
 /// The adapter, as the page shows it.
-fn adapter_json(gpu: &GpuSplitter) -> Json {
+fn adapter_json(gpu: &GpuSplitter) -> Value {
     let info = gpu.device().adapter_info();
     let limits = gpu.device().limits();
-    Json::object()
-        .field("name", info.name.as_str())
-        .field("backend", format!("{:?}", info.backend))
-        .field("device_type", format!("{:?}", info.device_type))
-        .field(
-            "storage_buffers_per_stage",
-            limits.max_storage_buffers_per_shader_stage,
-        )
-        .field(
-            "max_storage_binding",
-            limits.max_storage_buffer_binding_size,
-        )
-        .field("max_buffer", limits.max_buffer_size)
-        .field(
-            "workgroup_storage",
-            limits.max_compute_workgroup_storage_size,
-        )
+    json!({
+        "name": info.name,
+        "backend": format!("{:?}", info.backend),
+        "device_type": format!("{:?}", info.device_type),
+        "storage_buffers_per_stage": limits.max_storage_buffers_per_shader_stage,
+        "max_storage_binding": limits.max_storage_buffer_binding_size,
+        "max_buffer": limits.max_buffer_size,
+        "workgroup_storage": limits.max_compute_workgroup_storage_size,
+    })
 }
 
 /// Splits `input` as `plan` says on the GPU and compares every output with the CPU
@@ -97,10 +88,9 @@ async fn split_and_compare(
 
 /// The specifications' examples on f32 inputs counting up from 0, as the command's demo runs
 /// them.
-async fn examples(gpu: &GpuSplitter) -> Json {
-    let mut all = Json::array();
+async fn examples(gpu: &GpuSplitter) -> Value {
+    let mut all = Vec::new();
     for ex in ops::spec_examples() {
-        let mut entry = Json::object().field("title", ex.title);
         let checked = match ex.plan {
             Ok(plan) => {
                 let n: usize = ex.shape.iter().product();
@@ -112,26 +102,20 @@ async fn examples(gpu: &GpuSplitter) -> Json {
             }
             Err(e) => Err(e.to_string()),
         };
-        entry = entry.field("input", Json::usizes(&ex.shape));
-        entry = match checked {
-            Ok(outputs) => {
-                let ok = outputs.iter().all(|o| o.2);
-                let mut list = Json::array();
-                for (shape, bytes, same) in outputs {
-                    list = list.push(
-                        Json::object()
-                            .field("shape", Json::usizes(&shape))
-                            .field("bytes", bytes)
-                            .field("same", same),
-                    );
-                }
-                entry.field("ok", ok).field("outputs", list)
-            }
-            Err(e) => entry.field("ok", false).field("error", e),
-        };
-        all = all.push(entry);
+        all.push(match checked {
+            Ok(outputs) => json!({
+                "title": ex.title,
+                "input": ex.shape,
+                "ok": outputs.iter().all(|o| o.2),
+                "outputs": outputs
+                    .iter()
+                    .map(|(shape, bytes, same)| json!({"shape": shape, "bytes": bytes, "same": same}))
+                    .collect::<Vec<_>>(),
+            }),
+            Err(e) => json!({"title": ex.title, "input": ex.shape, "ok": false, "error": e}),
+        });
     }
-    all
+    Value::Array(all)
 }
 
 /// Opens the adapter, runs the specifications' examples, then `sweep` randomized splits from
@@ -141,7 +125,7 @@ async fn examples(gpu: &GpuSplitter) -> Json {
 pub async fn run_checks(sweep: u32, seed: u32) -> String {
     let gpu = match open().await {
         Ok(gpu) => gpu,
-        Err(e) => return Json::object().field("error", e).to_string(),
+        Err(e) => return json!({ "error": e }).to_string(),
     };
     let examples = examples(&gpu).await;
     let sweep = sweep::run(&gpu, sweep, seed as u64).await;
@@ -150,29 +134,28 @@ pub async fn run_checks(sweep: u32, seed: u32) -> String {
         Err(e) => e.to_string(),
         Ok(_) => "GpuSplitter::new returned a splitter without waiting for the device".into(),
     };
-    Json::object()
-        .field("adapter", adapter_json(&gpu))
-        .field("examples", examples)
-        .field("sweep", sweep)
-        .field("sync_entry_point", sync)
-        .field("error", Json::Null)
-        .to_string()
+    json!({
+        "adapter": adapter_json(&gpu),
+        "examples": examples,
+        "sweep": sweep,
+        "sync_entry_point": sync,
+        "error": null,
+    })
+    .to_string()
 }
 
 /// Opens the adapter and times the benchmark suite's cases that fit in it (see
-/// [`bench::run`]); the JSON has `adapter`, `cases` and `error`.
+/// [`suite_timing::run`]); the JSON has `adapter`, `cases` and `error`.
 #[wasm_bindgen]
 pub async fn run_bench(repeats: u32) -> String {
     let gpu = match open().await {
         Ok(gpu) => gpu,
-        Err(e) => return Json::object().field("error", e).to_string(),
+        Err(e) => return json!({ "error": e }).to_string(),
     };
-    match bench::run(&gpu, repeats.max(1)).await {
-        Ok(cases) => Json::object()
-            .field("adapter", adapter_json(&gpu))
-            .field("cases", cases)
-            .field("error", Json::Null)
-            .to_string(),
-        Err(e) => Json::object().field("error", e).to_string(),
+    match suite_timing::run(&gpu, repeats.max(1)).await {
+        Ok(cases) => {
+            json!({ "adapter": adapter_json(&gpu), "cases": cases, "error": null }).to_string()
+        }
+        Err(e) => json!({ "error": e }).to_string(),
     }
 }

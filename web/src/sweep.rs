@@ -3,8 +3,8 @@
 //! byte against the CPU reference. Deterministic from its seed, so a failure is reproduced by
 //! running the same seed again.
 
-use crate::json::Json;
 use crate::{split_and_compare, BINDING_LIMIT};
+use serde_json::{json, Value};
 use wgpu_split::ops::{self, OnnxSplitParts};
 use wgpu_split::{DType, GpuSplitter, HostTensor, IntTensor, Result, SplitPlan};
 
@@ -183,7 +183,7 @@ impl Tally {
 
 /// Runs `count` random splits from `seed`, then one of 10,000 outputs and one whose input is
 /// past one storage binding.
-pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Json {
+pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Value {
     let mut rng = Rng(seed);
     let mut tally = Tally::default();
     let mut i = 0usize;
@@ -250,27 +250,21 @@ pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Json {
                 .await;
         }
     }
-    let mut per_operator = Json::object();
-    for (name, n) in OPERATORS.iter().zip(tally.per_operator) {
-        per_operator = per_operator.field(name, n);
-    }
-    let mut failures = Json::array();
-    for f in &tally.failures {
-        failures = failures.push(f.as_str());
-    }
-    let mut dtypes = Json::array();
-    for d in &tally.dtypes {
-        dtypes = dtypes.push(d.as_str());
-    }
-    Json::object()
-        .field("seed", seed)
-        .field("cases", tally.cases)
-        .field("failed", tally.failures.len())
-        .field("per_operator", per_operator)
-        .field("dtypes", dtypes)
-        .field("negative_axes", tally.negative_axes)
-        .field("zero_length_outputs", tally.zero_length_outputs)
-        .field("most_outputs", tally.most_outputs)
-        .field("past_one_binding", tally.past_one_binding)
-        .field("failures", failures)
+    let per_operator: serde_json::Map<String, Value> = OPERATORS
+        .iter()
+        .zip(tally.per_operator)
+        .map(|(name, n)| (name.to_string(), n.into()))
+        .collect();
+    json!({
+        "seed": seed,
+        "cases": tally.cases,
+        "failed": tally.failures.len(),
+        "per_operator": per_operator,
+        "dtypes": tally.dtypes,
+        "negative_axes": tally.negative_axes,
+        "zero_length_outputs": tally.zero_length_outputs,
+        "most_outputs": tally.most_outputs,
+        "past_one_binding": tally.past_one_binding,
+        "failures": tally.failures,
+    })
 }

@@ -1,7 +1,7 @@
 //! The texture route's plan (pure) and its recording on a device.
 
 use super::*;
-use crate::gpu::device::tests::{per_backend, test_device};
+use crate::gpu::device::test_devices::{per_backend, test_device};
 use crate::plan::SplitPlan;
 use crate::tensor::IntTensor;
 use crate::{ops, BackendChoice, DType};

@@ -125,6 +125,11 @@ impl GatherPipeline {
         })
     }
 
+    /// Whether this pipeline binds each output once, as words (the words-only build).
+    pub fn words_only(&self) -> bool {
+        self.dst_views == 1
+    }
+
     fn build(
         device: &wgpu::Device,
         source: &str,

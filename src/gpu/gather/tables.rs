@@ -72,7 +72,7 @@ impl TableCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::device::tests::{per_backend, test_device};
+    use crate::gpu::device::test_devices::{per_backend, test_device};
     use crate::BackendChoice;
 
     fn get(cache: &TableCache, device: &wgpu::Device, tables: &[Vec<u8>]) -> Vec<wgpu::Buffer> {

@@ -3,12 +3,13 @@
 //! The browser drives the GPU: each figure is the median of three submissions of `repeats`
 //! commands, from submit to the queue's report that the work is done.
 
-use crate::json::Json;
+use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use wgpu_split::bench::{copy_kernel_wgsl, standard_suite};
+use wgpu_split::bench::{gbps, median, standard_suite};
+use wgpu_split::trace::copy_kernel_wgsl;
 use wgpu_split::{wgpu, BufferRegion, GpuSplitter, Outputs};
 
 /// Cases whose input is larger than this are left out, to keep the page's run short on a
@@ -56,19 +57,9 @@ fn now() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
-/// GB/s of `bytes` moved `repeats` times in `ms`.
-fn gbps(bytes: usize, repeats: u32, ms: f64) -> f64 {
-    bytes as f64 * repeats as f64 / (ms.max(1e-3) * 1e6)
-}
-
 /// Times every case of the suite of at most [`MOST_BYTES`]: split, copy kernel and
 /// `copyBufferToBuffer`, `repeats` of each per submission.
-pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Json, String> {
+pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
     let device = gpu.device();
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("bench_copy_vec4.wgsl"),
@@ -82,7 +73,7 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Json, String> {
         compilation_options: Default::default(),
         cache: None,
     });
-    let mut cases = Json::array();
+    let mut cases = Vec::new();
     for case in standard_suite() {
         let bytes = case.bytes().map_err(|e| e.to_string())?;
         if bytes > MOST_BYTES || bytes == 0 {
@@ -163,19 +154,19 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Json, String> {
             copies.push(submit_and_time(gpu, encoder).await);
         }
         let (split, kernel, copies) = (median(split), median(kernel), median(copies));
-        cases = cases.push(
-            Json::object()
-                .field("name", case.name)
-                .field("dtype", case.dtype.name())
-                .field("shape", Json::usizes(&case.shape))
-                .field("outputs", plan.output_shapes().len())
-                .field("bytes", bytes)
-                .field("dispatches", dispatches)
-                .field("split_gbps", gbps(bytes, repeats, split))
-                .field("copy_kernel_gbps", gbps(bytes, repeats, kernel))
-                .field("copy_gbps", gbps(bytes, repeats, copies))
-                .field("split_vs_kernel", kernel / split.max(1e-9)),
-        );
+        let moved = bytes * repeats as usize;
+        cases.push(json!({
+            "name": case.name,
+            "dtype": case.dtype.name(),
+            "shape": case.shape,
+            "outputs": plan.output_shapes().len(),
+            "bytes": bytes,
+            "dispatches": dispatches,
+            "split_gbps": gbps(moved, split.max(1e-3)),
+            "copy_kernel_gbps": gbps(moved, kernel.max(1e-3)),
+            "copy_gbps": gbps(moved, copies.max(1e-3)),
+            "split_vs_kernel": kernel / split.max(1e-9),
+        }));
     }
-    Ok(cases)
+    Ok(Value::Array(cases))
 }
