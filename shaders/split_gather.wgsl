@@ -40,6 +40,13 @@
 // - SCHEDULE_TILES (GPUs, other short rows, and short word rows when the host asks for tiles):
 //   each workgroup stages `tile_rows` whole input rows with coalesced loads, then writes every
 //   output's part of them with coalesced stores.
+// - SCHEDULE_JOIN (a concat, the split read the other way): the destination is one tensor,
+//   viewed as rows whose column bands are the parts (entries 1 and on, "segments"), and the
+//   source holds each part's rows. Lanes own output units, consecutive lanes consecutive
+//   units on GPUs (each lane a run of units on CPU adapters), and each unit is read as the
+//   runs of bytes the segments it crosses give it, one aligned or funnel-shifted vec4 per run.
+//   A dispatch may write only some parts (inputs in several buffers take a dispatch per
+//   buffer): a unit's bytes of other parts keep their values.
 //
 // This file holds the table, the input bindings, the access functions and the word assembly;
 // the schedules' code is in split_gather_schedules.wgsl. WGSL has no include: the host
@@ -83,7 +90,12 @@ const SCHEDULE_LANES: u32 = 1u;
 const SCHEDULE_TILES: u32 = 2u;
 const SCHEDULE_SCATTER: u32 = 3u;
 const SCHEDULE_STAGED: u32 = 4u;
+const SCHEDULE_JOIN: u32 = 5u;
 
+// SCHEDULE_JOIN reads its own header from entry 0 (`read_join`), and each of its segments
+// (entries 1 and on, in column order) as: `first_byte` the segment's first column in an
+// output row, `row_bytes` its bytes per row, `src_stride` the bytes between its rows in the
+// source, `src_offset` the source offset of its row 0.
 struct Entry {
     // SCHEDULE_LANES, SCHEDULE_STAGED: first block of this entry. SCHEDULE_RUNS: first lane
     // (in the whole dispatch). Entries are sorted by it. SCHEDULE_TILES, SCHEDULE_SCATTER:
@@ -168,6 +180,11 @@ fn read_block_start(i: u32) -> u32 {
 fn read_entry(i: u32) -> Entry {
     trace(TRACE_TABLE, 32u + 32u * i, 32u);
     return table.entries[i];
+}
+
+fn read_first_byte(i: u32) -> u32 {
+    trace(TRACE_TABLE, 32u + 32u * i + 8u, 4u);
+    return table.entries[i].first_byte;
 }
 
 fn load_word(w: u32) -> u32 {

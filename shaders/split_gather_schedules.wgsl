@@ -1,4 +1,4 @@
-// The gather's five schedules, whose block functions `shaders/split_gather.wgsl` declares
+// The gather's six schedules, whose block functions `shaders/split_gather.wgsl` declares
 // over the table, the bindings and the access functions there. WGSL has no include: the host
 // assembles each build from both files and the pieces it adds (`gpu::gather::builds`).
 
@@ -413,4 +413,149 @@ fn staged_unit(s: u32) -> vec4<u32> {
     let w = s / 4u;
     let lo = vec4<u32>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]);
     return funnel(lo, vec4<u32>(stage[w + 4u], 0u, 0u, 0u), s % 4u);
+}
+
+// ---- SCHEDULE_JOIN ----
+
+// A concat's header (entry 0 of its table): the units the dispatch writes, from `first_unit`
+// of `dst` on, and the output's row bytes and bytes in all.
+struct Join {
+    first_unit: u32,
+    units: u32,
+    row_bytes: u32,
+    end_byte: u32,
+}
+
+fn join_block(block: u32, lane: u32) {
+    if (lane == 0u) {
+        wg_block.params = read_params();
+        wg_block.entry = read_entry(0u);
+    }
+    let found = workgroupUniformLoad(&wg_block);
+    let p = found.params;
+    let h = Join(found.entry.dst_unit, found.entry.block_start, found.entry.row_bytes, found.entry.out_bytes);
+    if (block >= p.num_blocks) {
+        return;
+    }
+    // The segment of the lane's last run (0: none yet), kept from unit to unit.
+    var k = 0u;
+    var seg = found.entry;
+    for (var step = 0u; step < p.steps_per_lane; step++) {
+        var u = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane + step;
+        if (p.interleaved == 1u) {
+            u = (block * p.steps_per_lane + step) * WORKGROUP_SIZE + lane;
+        }
+        if (u >= h.units) {
+            break;
+        }
+        join_unit(p, h, h.first_unit + u, &k, &seg);
+    }
+}
+
+// Points `k` and `seg` at the last segment whose first column is at or before `c` (k = 0
+// where there is none), starting from the segment they hold.
+fn join_segment(p: Params, c: u32, k: ptr<function, u32>, seg: ptr<function, Entry>) {
+    if (*k > 0u && (*seg).first_byte <= c) {
+        if (c < (*seg).first_byte + (*seg).row_bytes) {
+            return;
+        }
+        // Walking along a row: the next segment, most often.
+        if (*k + 1u >= p.num_entries || c < read_first_byte(*k + 1u)) {
+            return;
+        }
+    }
+    var lo = 0u;
+    var hi = p.num_entries;
+    while (hi - lo > 1u) {
+        let mid = (lo + hi) / 2u;
+        if (read_first_byte(mid) <= c) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    *k = lo;
+    if (lo > 0u) {
+        *seg = read_entry(lo);
+    }
+}
+
+// The byte mask of bytes `first .. first + len` of a unit, per word.
+fn byte_mask(first: u32, len: u32) -> vec4<u32> {
+    let w = vec4<u32>(0u, 4u, 8u, 12u);
+    let lo = clamp(vec4<u32>(first), w, w + 4u) - w;
+    let hi = clamp(vec4<u32>(first + len), w, w + 4u) - w;
+    let ones = vec4<u32>(0xffffffffu);
+    // A shift by 32 would wrap to 0, hence the selects for whole words.
+    let below_hi = select((vec4<u32>(1u) << (hi * 8u)) - 1u, ones, hi >= vec4<u32>(4u));
+    let below_lo = select((vec4<u32>(1u) << (lo * 8u)) - 1u, ones, lo >= vec4<u32>(4u));
+    return below_hi & ~below_lo;
+}
+
+// Output unit `unit`: its bytes, run by run (a run is the bytes of one segment in one row, or
+// a gap no segment of this dispatch covers), then stored with the gaps kept.
+fn join_unit(p: Params, h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Entry>) {
+    let b = unit * 16u;
+    let n = min(16u, h.end_byte - b);
+    var row = b / h.row_bytes;
+    var c = b - row * h.row_bytes;
+    var v = vec4<u32>(0u);
+    var covered = vec4<u32>(0u);
+    var at = 0u;
+    while (at < n) {
+        join_segment(p, c, k, seg);
+        let e = *seg;
+        var len = 0u;
+        if (*k > 0u && c < e.first_byte + e.row_bytes) {
+            len = min(n - at, e.first_byte + e.row_bytes - c);
+            let s = row * e.src_stride + e.src_offset + (c - e.first_byte);
+            var x = load_vec4_edge(s / 16u);
+            if (s % 16u != 0u) {
+                x = funnel(x, load_vec4_edge(s / 16u + 1u), s % 16u);
+            }
+            if (at == 0u && len == 16u) {
+                v = x;
+                covered = vec4<u32>(0xffffffffu);
+            } else {
+                // The run's bytes moved to byte `at` of the unit.
+                if (at != 0u) {
+                    x = funnel(vec4<u32>(0u), x, 16u - at);
+                }
+                let m = byte_mask(at, len);
+                v = (v & ~m) | (x & m);
+                covered |= m;
+            }
+        } else {
+            var next = h.row_bytes;
+            if (*k + 1u < p.num_entries) {
+                next = read_first_byte(*k + 1u);
+            }
+            len = min(n - at, next - c);
+        }
+        at += len;
+        c += len;
+        if (c == h.row_bytes) {
+            c = 0u;
+            row += 1u;
+        }
+    }
+    join_store(unit, v, covered);
+}
+
+// Stores the bytes of unit `i` that `covered` marks; the others keep their values.
+fn join_store(i: u32, v: vec4<u32>, covered: vec4<u32>) {
+    if (all(covered == vec4<u32>(0xffffffffu))) {
+        store_unit(i, v);
+        return;
+    }
+    let words = array<u32, 4>(v.x, v.y, v.z, v.w);
+    let masks = array<u32, 4>(covered.x, covered.y, covered.z, covered.w);
+    for (var j = 0u; j < 4u; j++) {
+        let m = masks[j];
+        if (m == 0xffffffffu) {
+            store_word(i, j, words[j]);
+        } else if (m != 0u) {
+            store_word(i, j, (words[j] & m) | (load_dst_word(i, j) & ~m));
+        }
+    }
 }

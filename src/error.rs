@@ -8,8 +8,9 @@ use thiserror::Error;
 /// Everything that can go wrong in planning, running or checking a split.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SplitError {
-    /// The data tensor is a scalar: it has no axis to split.
-    #[error("data is a scalar (rank 0): it has no axis to split")]
+    /// The data tensor (a concat's inputs) is a scalar: it has no axis to split (or to
+    /// concatenate on).
+    #[error("data is a scalar (rank 0): it has no axis to split or concatenate on")]
     RankZero,
 
     /// The axis lies outside `[-rank, rank-1]`.
@@ -37,10 +38,11 @@ pub enum SplitError {
         num_splits: i64,
     },
 
-    /// A number of parts (ONNX Split's number of outputs, `num_outputs`) is below 1.
+    /// A number of parts (ONNX Split's number of outputs, `num_outputs`, a concat's inputs)
+    /// is below 1.
     #[error("{what} {count} must be at least 1")]
     CountNotPositive {
-        /// What the number counts: `number of outputs`, `num_outputs`.
+        /// What the number counts: `number of outputs`, `num_outputs`, `inputs`.
         what: &'static str,
         /// The value given.
         count: i64,
@@ -117,6 +119,20 @@ pub enum SplitError {
     SplitNotPositive {
         /// The value given.
         split: i64,
+    },
+
+    /// A concat's input does not match the first input: another rank, or another length on
+    /// an axis other than the concat axis (on any axis, when stacking on a new one).
+    #[error("input {input} has shape {shape:?}, but input 0 has shape {first:?}: {rule}")]
+    ShapeMismatch {
+        /// The input's position.
+        input: usize,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// Input 0's shape.
+        first: Vec<usize>,
+        /// The rule it breaks.
+        rule: &'static str,
     },
 
     /// Two attributes or inputs that exclude each other were both given, or neither.

@@ -14,6 +14,7 @@
 //! (a handle to) a device, its compiled pipeline and the caches shared by its clones; `record`
 //! and `round_trip` are its methods for those steps.
 
+mod concat;
 pub(crate) mod cpu_texture;
 pub(crate) mod device;
 pub(crate) mod gather;
@@ -24,6 +25,7 @@ mod record;
 mod round_trip;
 pub(crate) mod splitter;
 
+pub use concat::Inputs;
 pub use device::{list_adapters, open_device, AdapterPick, BackendChoice, DeviceChoice};
 pub use placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
 pub use prepared::{EncodedSplit, PreparedSplit};

@@ -59,7 +59,7 @@ pub use gpu::gather::{GatherExperiment, GatherMode};
 pub use gpu::planner::RouteChoice;
 pub use gpu::{
     input_binding_size, AdapterPick, BackendChoice, BufferRegion, DeviceChoice, EncodedSplit,
-    GpuSplitter, OutputLayout, OutputRange, Outputs, PreparedSplit, SplitOptions,
+    GpuSplitter, Inputs, OutputLayout, OutputRange, Outputs, PreparedSplit, SplitOptions,
 };
 pub use ops::Operator;
 pub use plan::{Chunk, SplitPlan};

@@ -8,10 +8,20 @@
 //! | ONNX SplitToSequence-11 | [`split_to_sequence`] | none (chunks of 1), a scalar, or a list |
 //! | ONNX Split-1/2/11/13/18 | [`onnx_split`] ([`OnnxSplitParts::at_opset`] for a model's opset) | a list, or a number of outputs |
 //!
+//! The concat operators, the split's inverse, return the plan of the split that takes their
+//! output apart into their inputs ([`concat`](mod@concat) says how to read it):
+//!
+//! | operator | function |
+//! | --- | --- |
+//! | OpenVINO Concat-1 | [`concat()`] |
+//! | ONNX Concat-1/4/11/13 | [`onnx_concat`] |
+//! | ONNX ConcatFromSequence-11 | [`concat_from_sequence`] (`new_axis = 1` stacks) |
+//!
 //! [`Operator`] names any of them with its parameters, for code that handles every operator
 //! alike (the command, the benchmark suite, the fuzzers); [`spec_examples`] are the
 //! specifications' own examples.
 
+pub mod concat;
 mod examples;
 mod inputs;
 mod onnx_split;
@@ -20,6 +30,7 @@ mod sequence;
 mod split;
 mod variadic;
 
+pub use concat::{concat, concat_from_sequence, onnx_concat};
 pub use examples::{spec_examples, SpecExample};
 pub use onnx_split::{onnx_split, onnx_split_version, OnnxSplitParts, ONNX_NEWEST_OPSET};
 pub use operator::Operator;

@@ -1,4 +1,5 @@
-//! The CPU reference: the same splits computed with ndarray slicing, for any element type.
+//! The CPU reference: the same splits (and concats, their inverse) computed on the host, for
+//! any element type.
 //!
 //! [`split_array`] slices elements with ndarray and shares nothing with the GPU path but the
 //! [`SplitPlan`]; [`split_tensor`] copies bytes along the plan's [`ByteRows`], and is checked
@@ -93,6 +94,41 @@ pub fn split_bytes_into(
     Ok(())
 }
 
+/// Concatenates ndarray arrays of any element type as the concat `plan` says
+/// ([`crate::ops::concat()`]): joined along its axis, or stacked on a new one.
+pub fn concat_arrays<T: Clone>(
+    inputs: &[ArrayViewD<'_, T>],
+    plan: &SplitPlan,
+) -> Result<ArrayD<T>> {
+    let axis = Axis(plan.axis());
+    let joined = if plan.keep_axis() {
+        ndarray::concatenate(axis, inputs)
+    } else {
+        ndarray::stack(axis, inputs)
+    };
+    let joined = joined.map_err(|e| SplitError::DataMismatch(format!("concat: {e}")))?;
+    plan.check_input_shape(joined.shape())?;
+    Ok(joined.as_standard_layout().into_owned())
+}
+
+/// Concatenates host tensors of any dtype as the concat `plan` says, moving their bytes
+/// exactly: [`split_tensor`] run backwards, each input's rows copied into its column band of
+/// the output's [`ByteRows`].
+pub fn concat_tensors(inputs: &[HostTensor], plan: &SplitPlan) -> Result<HostTensor> {
+    let dtype = crate::ops::concat::check_inputs(plan, inputs)?;
+    let bytes = ByteRows::new(plan, dtype.size())?;
+    let mut out = vec![0u8; crate::tensor::byte_count(plan.input_shape(), dtype)?];
+    for o in &bytes.outputs {
+        // The bytes exist on the host, so every count fits usize.
+        let (start, len) = (o.offset as usize, o.row_bytes as usize);
+        let rows = inputs[o.output].bytes().chunks_exact(len);
+        for (row, part) in out.chunks_exact_mut(bytes.stride as usize).zip(rows) {
+            row[start..start + len].copy_from_slice(part);
+        }
+    }
+    HostTensor::new(dtype, plan.input_shape().to_vec(), out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +169,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn concat_undoes_split_and_agrees_with_ndarray() {
+        let values: Vec<u16> = (0..60).map(|i| i * 977).collect();
+        let t = HostTensor::from_slice(&[3, 4, 5], &values).unwrap();
+        let array = ArrayD::from_shape_vec(vec![3, 4, 5], values).unwrap();
+        let sequence = ops::split_to_sequence(&[3, 4, 5], 2, None, false).unwrap();
+        let uneven = IntTensor::vector(vec![1, 0, 3]);
+        let variadic = ops::variadic_split(&[3, 4, 5], &IntTensor::scalar(1), &uneven).unwrap();
+        for plan in [sequence, variadic] {
+            let parts = split_tensor(&t, &plan).unwrap();
+            assert_eq!(concat_tensors(&parts, &plan).unwrap(), t);
+            let views: Vec<ArrayD<u16>> = parts.iter().map(|p| p.to_array().unwrap()).collect();
+            let views: Vec<ArrayViewD<'_, u16>> = views.iter().map(|v| v.view()).collect();
+            assert_eq!(concat_arrays(&views, &plan).unwrap(), array);
+        }
+        let plan = ops::concat(&[[2], [3]], 0).unwrap();
+        let a = HostTensor::from_slice(&[2], &[1u8, 2]).unwrap();
+        let b = HostTensor::from_slice(&[3], &[3i8, 4, 5]).unwrap();
+        assert!(matches!(
+            concat_tensors(&[a.clone(), b], &plan),
+            Err(SplitError::DataMismatch(_))
+        ));
+        assert!(concat_tensors(&[a], &plan).is_err());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! - [`builds`]: the shader's builds (one output buffer or several, the trace), assembled from
 //!   named pieces.
 //! - [`dispatches`]: the dispatches and their tables (pure); `blocks` numbers their entries
-//!   into workgroups and lanes per schedule.
+//!   into workgroups and lanes per schedule; `joins` makes a concat's dispatch.
 //! - [`pipeline`]: the pipeline, bind groups and dispatches.
 //! - [`tables`]: device copies of the tables, kept for the next split of the same shapes.
 //!
@@ -16,6 +16,7 @@ pub(crate) mod abi;
 mod blocks;
 pub(crate) mod builds;
 pub(crate) mod dispatches;
+mod joins;
 mod modes;
 pub(crate) mod pipeline;
 #[cfg(all(test, feature = "bench"))]
@@ -27,6 +28,7 @@ pub use dispatches::{
     fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
     SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
 };
+pub use joins::{join_dispatch, JoinPart};
 pub use modes::{GatherExperiment, GatherMode};
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Targets};
 pub(crate) use tables::TableCache;

@@ -202,7 +202,10 @@ impl HostBuffers {
 
 /// Hands the bytes of a mapped buffer to `read`, which copies out what it needs (the mapped
 /// bytes are not copied as a whole first), then unmaps it.
-fn read_mapped<T>(buffer: &wgpu::Buffer, read: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
+pub(crate) fn read_mapped<T>(
+    buffer: &wgpu::Buffer,
+    read: impl FnOnce(&[u8]) -> Result<T>,
+) -> Result<T> {
     let result = {
         let view = buffer
             .get_mapped_range(..)
@@ -217,7 +220,7 @@ fn read_mapped<T>(buffer: &wgpu::Buffer, read: impl FnOnce(&[u8]) -> Result<T>) 
 /// by itself. Someone must poll the device for that callback to run: on native wgpu a helper
 /// thread does, blocked in `device.poll` until the queue's work is done (no core spins
 /// meanwhile); on WebGPU the browser does.
-async fn map_read(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<()> {
+pub(crate) async fn map_read(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<()> {
     use std::sync::{Arc, Mutex};
     use std::task::{Poll, Waker};
 

@@ -73,6 +73,9 @@ pub enum Schedule {
     Scatter = 3,
     /// [`Schedule::Lanes`], unaligned rows staged in workgroup memory once per block (GPUs).
     Staged = 4,
+    /// A concat: lanes own units of the one output and read each unit's runs of bytes from
+    /// the parts its bytes come from ([`super::joins`] has the table).
+    Join = 5,
 }
 
 /// The shader's entry points; each dispatch runs the one [`EntryPoint::of`] picks from its
@@ -101,11 +104,13 @@ pub enum EntryPoint {
     /// `main_runs_vec4`: [`Schedule::Runs`] when every entry is [`Mode::Vec4`], without the
     /// other modes' code.
     RunsVec4 = 6,
+    /// `main_join`: [`Schedule::Join`], [`WORKGROUP_SIZE`] lanes.
+    Join = 7,
 }
 
 impl EntryPoint {
     /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 7] = [
+    pub const ALL: [EntryPoint; 8] = [
         EntryPoint::Lanes,
         EntryPoint::LanesVec4,
         EntryPoint::Tiles,
@@ -113,6 +118,7 @@ impl EntryPoint {
         EntryPoint::Staged,
         EntryPoint::Runs,
         EntryPoint::RunsVec4,
+        EntryPoint::Join,
     ];
 
     /// The entry point's name in the shader.
@@ -125,6 +131,7 @@ impl EntryPoint {
             EntryPoint::Staged => "main_staged",
             EntryPoint::Runs => "main_runs",
             EntryPoint::RunsVec4 => "main_runs_vec4",
+            EntryPoint::Join => "main_join",
         }
     }
 
@@ -136,6 +143,7 @@ impl EntryPoint {
             l if l == Schedule::Tiles as u32 => EntryPoint::Tiles,
             l if l == Schedule::Scatter as u32 => EntryPoint::Scatter,
             l if l == Schedule::Staged as u32 => EntryPoint::Staged,
+            l if l == Schedule::Join as u32 => EntryPoint::Join,
             l if l == Schedule::Lanes as u32 && vec4 => EntryPoint::LanesVec4,
             l if l == Schedule::Lanes as u32 => EntryPoint::Lanes,
             _ if vec4 => EntryPoint::RunsVec4,
@@ -162,6 +170,7 @@ impl EntryPoint {
             EntryPoint::Staged => ("staged_block", "WORKGROUP_SIZE"),
             EntryPoint::Runs => ("runs_block", "RUNS_WORKGROUP_SIZE"),
             EntryPoint::RunsVec4 => ("runs_vec4_block", "RUNS_WORKGROUP_SIZE"),
+            EntryPoint::Join => ("join_block", "WORKGROUP_SIZE"),
         }
     }
 
@@ -173,7 +182,7 @@ impl EntryPoint {
     fn workgroup_memory(self) -> &'static [&'static str] {
         match self {
             EntryPoint::Runs | EntryPoint::RunsVec4 => &[],
-            EntryPoint::Lanes | EntryPoint::LanesVec4 => &["wg_block"],
+            EntryPoint::Lanes | EntryPoint::LanesVec4 | EntryPoint::Join => &["wg_block"],
             EntryPoint::Staged => &["wg_block", "stage"],
             EntryPoint::Scatter => &["wg_block", "tile_entries"],
             EntryPoint::Tiles => &["wg_block", "stage", "tile_entries"],
@@ -390,6 +399,7 @@ mod tests {
             ("SCHEDULE_TILES", Schedule::Tiles as u64),
             ("SCHEDULE_SCATTER", Schedule::Scatter as u64),
             ("SCHEDULE_STAGED", Schedule::Staged as u64),
+            ("SCHEDULE_JOIN", Schedule::Join as u64),
             ("WORKGROUP_SIZE", WORKGROUP_SIZE),
             ("RUNS_WORKGROUP_SIZE", RUNS_WORKGROUP_SIZE),
             ("STAGE_WORDS", STAGE_WORDS),
@@ -446,5 +456,7 @@ mod tests {
         assert_eq!(EntryPoint::of(&scatter, &[vec4, word]), EntryPoint::Scatter);
         let staged = params(Schedule::Staged);
         assert_eq!(EntryPoint::of(&staged, &[vec4, byte]), EntryPoint::Staged);
+        let join = params(Schedule::Join);
+        assert_eq!(EntryPoint::of(&join, &[vec4, vec4]), EntryPoint::Join);
     }
 }

@@ -1,0 +1,432 @@
+//! A concat on the GPU: the split's plan read the other way ([`crate::ops::concat()`]). The
+//! parts (the concat's inputs) lie where the engine has them, in one region or one region
+//! each ([`Inputs`]); the output is one region. Each buffer of parts moves with copy commands
+//! where the planner's rule for the split picks them ([`planner::buffer_copies`], the copies
+//! turned around), else with one gather dispatch ([`join_dispatch`]) that reads every part in
+//! the buffer and writes the output.
+
+use crate::error::{Result, SplitError};
+use crate::gpu::device::{self, scoped_async};
+use crate::gpu::gather::{
+    binding_bytes, join_dispatch, window_limit, JoinPart, Targets, UNIT_BYTES,
+};
+use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange};
+use crate::gpu::planner::{self, BufferCopy, Regions};
+use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
+use crate::gpu::round_trip::{map_read, read_mapped, HostBuffers};
+use crate::gpu::splitter::GpuSplitter;
+use crate::plan::bytes::ByteRows;
+use crate::plan::SplitPlan;
+use crate::tensor::{byte_count, HostTensor};
+use crate::DType;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Where a concat's inputs are, for [`GpuSplitter::encode_concat`]: the mirror of
+/// [`Outputs`](crate::Outputs). Every region needs usage STORAGE (and COPY_SRC where copy
+/// commands may read it) and an offset at the device's storage offset alignment; no input may
+/// share a buffer with the output.
+#[derive(Debug, Clone, Copy)]
+pub enum Inputs<'a> {
+    /// Every input in one region, each at the device's storage offset alignment
+    /// ([`GpuSplitter::output_layout`] of the concat's plan), so each one's producer can
+    /// bind it on its own.
+    Region(BufferRegion<'a>),
+    /// Every input in one region, placed by the layout: for example
+    /// [`OutputLayout::packed`] (16 bytes). A layout built by hand is checked first.
+    Placed(BufferRegion<'a>, &'a OutputLayout),
+    /// One region per input, in input order, each in any buffer, holding its input's bytes
+    /// rounded up to 4. Inputs that share a buffer take one dispatch (or copies) together;
+    /// each further buffer takes its own. The regions of empty inputs are not read.
+    Regions(&'a [BufferRegion<'a>]),
+}
+
+/// One non-empty part: its position in the plan's byte rows, its buffer, the offset a
+/// binding of its buffer may start at, and its own offset.
+struct Place<'a> {
+    position: usize,
+    buffer: &'a wgpu::Buffer,
+    base: u64,
+    offset: u64,
+}
+
+impl GpuSplitter {
+    /// Records the concat of `plan` ([`crate::ops::concat()`] and its siblings) into
+    /// `encoder`: the inputs where `inputs` says, the output into `output` (at least the
+    /// concat's bytes rounded up to 4, usage STORAGE). Returns where each input was read
+    /// from, and the commands recorded. Misuse comes back as a [`SplitError`] before anything
+    /// is recorded, as from [`GpuSplitter::encode`]. Inputs in one buffer (`Inputs::Region`,
+    /// `Inputs::Placed`) take one dispatch, however many they are.
+    pub fn encode_concat(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        inputs: Inputs<'_>,
+        output: BufferRegion<'_>,
+    ) -> Result<EncodedSplit> {
+        device::block_on(
+            "GpuSplitter::encode_concat",
+            self.encode_concat_async(encoder, plan, dtype, inputs, output),
+        )
+    }
+
+    /// [`GpuSplitter::encode_concat`] for async callers and WebGPU.
+    pub async fn encode_concat_async(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &SplitPlan,
+        dtype: DType,
+        inputs: Inputs<'_>,
+        output: BufferRegion<'_>,
+    ) -> Result<EncodedSplit> {
+        self.prepare_concat_async(plan, dtype, inputs, output)
+            .await?
+            .encode_once(encoder)
+            .await
+    }
+
+    /// Prepares the concat of [`GpuSplitter::encode_concat`] once, to record it as often as
+    /// wanted with [`PreparedSplit::encode`].
+    pub fn prepare_concat(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        inputs: Inputs<'_>,
+        output: BufferRegion<'_>,
+    ) -> Result<PreparedSplit> {
+        device::block_on(
+            "GpuSplitter::prepare_concat",
+            self.prepare_concat_async(plan, dtype, inputs, output),
+        )
+    }
+
+    /// [`GpuSplitter::prepare_concat`] for async callers and WebGPU.
+    pub async fn prepare_concat_async(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        inputs: Inputs<'_>,
+        output: BufferRegion<'_>,
+    ) -> Result<PreparedSplit> {
+        self.probe.check("preparing the concat")?;
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let storage = wgpu::BufferUsages::STORAGE;
+        let rule = format!(
+            "its {} bytes rounded up to 4",
+            byte_count(plan.input_shape(), dtype)?
+        );
+        let needed = input_binding_size(plan, dtype)?;
+        output.check("output", needed, &rule, storage, align)?;
+        if needed > self.limits.max_buffer_size {
+            return Err(SplitError::TooLarge(format!(
+                "output of {needed} bytes exceeds the device's max_buffer_size of {} bytes",
+                self.limits.max_buffer_size
+            )));
+        }
+        let bytes = ByteRows::new(plan, dtype.size())?;
+        let (places, layout) = self.places(plan, dtype, &bytes, inputs)?;
+        // The parts of each buffer, in column order.
+        #[allow(clippy::mutable_key_type)]
+        let mut groups: BTreeMap<&wgpu::Buffer, Vec<&Place<'_>>> = BTreeMap::new();
+        for p in &places {
+            if p.buffer == output.buffer {
+                return Err(SplitError::BadBuffer(format!(
+                    "input {} is in the output's buffer; a concat reads other buffers and \
+                     writes one",
+                    bytes.outputs[p.position].output
+                )));
+            }
+            groups.entry(p.buffer).or_default().push(p);
+        }
+        let mut prepared = self.prepare_nothing(Arc::new(layout));
+        let caps = self.caps();
+        for (buffer, group) in groups {
+            let base = group.iter().map(|p| p.base).min().unwrap_or(0);
+            let region = BufferRegion {
+                buffer,
+                offset: base,
+            };
+            if let Some(copies) = caps
+                .buffer_copies
+                .then(|| copies(&bytes, &group, &region, &output))
+                .flatten()
+            {
+                prepared.encoded.buffer_copies += copies.len() as u32;
+                prepared.commands.push(Commands::BufferCopies {
+                    input: buffer.clone(),
+                    output: output.buffer.clone(),
+                    copies,
+                });
+                continue;
+            }
+            let parts: Vec<JoinPart> = group
+                .iter()
+                .map(|p| JoinPart {
+                    position: p.position,
+                    src: p.offset - base,
+                })
+                .collect();
+            let src_bytes = group
+                .iter()
+                .map(|p| p.offset - base + bytes.size(&bytes.outputs[p.position]))
+                .max()
+                .unwrap_or(0);
+            let dispatch = join_dispatch(
+                &bytes,
+                &parts,
+                src_bytes,
+                self.gather_tuning,
+                window_limit(&self.limits),
+            )?;
+            let tables = self
+                .tables
+                .buffers(&self.device, &[dispatch.table_bytes()])
+                .await?;
+            let bound = self
+                .gather
+                .bind(
+                    &self.device,
+                    std::slice::from_ref(&dispatch),
+                    &tables,
+                    &region,
+                    Targets::Region(&output),
+                    None,
+                )
+                .await?;
+            prepared.encoded.dispatches += 1;
+            prepared.commands.push(Commands::Gather(bound));
+        }
+        Ok(prepared)
+    }
+
+    /// Where each non-empty input of `plan` lies, checked, and the layout that reports it.
+    fn places<'a>(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        bytes: &ByteRows,
+        inputs: Inputs<'a>,
+    ) -> Result<(Vec<Place<'a>>, OutputLayout)> {
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let storage = wgpu::BufferUsages::STORAGE;
+        let one_region = |region: BufferRegion<'a>, layout: OutputLayout| {
+            let rule = "its last input's end in the layout, rounded up to 4";
+            region.check("input", layout.total_bytes, rule, storage, align)?;
+            let places = bytes
+                .outputs
+                .iter()
+                .enumerate()
+                .map(|(position, o)| Place {
+                    position,
+                    buffer: region.buffer,
+                    base: region.offset,
+                    offset: region.offset + layout.ranges[o.output].offset,
+                })
+                .collect();
+            Ok((places, layout))
+        };
+        let regions = match inputs {
+            Inputs::Region(region) => return one_region(region, self.output_layout(plan, dtype)?),
+            Inputs::Placed(region, layout) => {
+                layout.check(plan, dtype)?;
+                return one_region(region, layout.clone());
+            }
+            Inputs::Regions(regions) => regions,
+        };
+        if regions.len() != plan.num_outputs() {
+            return Err(SplitError::BadBuffer(format!(
+                "{} input regions for a concat of {} inputs",
+                regions.len(),
+                plan.num_outputs()
+            )));
+        }
+        let mut ranges = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
+        let mut places = Vec::with_capacity(bytes.outputs.len());
+        for (position, o) in bytes.outputs.iter().enumerate() {
+            let (region, size) = (regions[o.output], bytes.size(o));
+            let name = format!("input {}", o.output);
+            let rule = format!("its {size} bytes rounded up to 4");
+            region.check(&name, binding_bytes(size), &rule, storage, align)?;
+            ranges[o.output] = OutputRange {
+                offset: region.offset,
+                size,
+            };
+            places.push(Place {
+                position,
+                buffer: region.buffer,
+                base: region.offset,
+                offset: region.offset,
+            });
+        }
+        // Inputs in one buffer may not overlap: a copy or a binding would read another's bytes
+        // as its own only by accident, and the caller meant something else.
+        let mut sorted: Vec<&Place<'_>> = places.iter().collect();
+        sorted.sort_by(|a, b| a.buffer.cmp(b.buffer).then(a.offset.cmp(&b.offset)));
+        for w in sorted.windows(2) {
+            let end = w[0].offset + binding_bytes(bytes.size(&bytes.outputs[w[0].position]));
+            if w[0].buffer == w[1].buffer && w[1].offset < end {
+                return Err(SplitError::BadBuffer(format!(
+                    "input {} at offset {} overlaps input {} in the same buffer, which ends at \
+                     byte {end} (its size rounded up to 4)",
+                    bytes.outputs[w[1].position].output,
+                    w[1].offset,
+                    bytes.outputs[w[0].position].output
+                )));
+            }
+        }
+        let layout = OutputLayout {
+            total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
+            ranges,
+            alignment: align.max(UNIT_BYTES),
+        };
+        Ok((places, layout))
+    }
+}
+
+/// The copy commands that move the parts of `group` (in `region`) into `output`, where the
+/// split's rule for buffer copies picks them: the split's copies between the same bytes,
+/// turned around. `None` where the buffers lack the usages or a dispatch is cheaper.
+fn copies(
+    bytes: &ByteRows,
+    group: &[&Place<'_>],
+    region: &BufferRegion<'_>,
+    output: &BufferRegion<'_>,
+) -> Option<Vec<BufferCopy>> {
+    let allowed =
+        region.allows(wgpu::BufferUsages::COPY_SRC) && output.allows(wgpu::BufferUsages::COPY_DST);
+    if !allowed {
+        return None;
+    }
+    let sub = bytes.subset(group.iter().map(|p| p.position));
+    let layout = OutputLayout {
+        ranges: group
+            .iter()
+            .map(|p| OutputRange {
+                offset: p.offset - region.offset,
+                size: bytes.size(&bytes.outputs[p.position]),
+            })
+            .collect(),
+        total_bytes: 0,
+        alignment: UNIT_BYTES,
+    };
+    let regions = Regions {
+        input_offset: output.offset,
+        output_offset: region.offset,
+        copies_allowed: true,
+    };
+    let split = planner::buffer_copies(&sub, &layout, &regions)?;
+    Some(
+        split
+            .into_iter()
+            .map(|c| BufferCopy {
+                src: c.dst,
+                dst: c.src,
+                size: c.size,
+            })
+            .collect(),
+    )
+}
+
+// The host round trip.
+
+impl GpuSplitter {
+    /// Uploads `inputs` (packed at 16 bytes in one buffer), concatenates them as `plan` says
+    /// and reads the output back.
+    pub fn run_concat(&self, plan: &SplitPlan, inputs: &[HostTensor]) -> Result<HostTensor> {
+        let (readback, dtype) =
+            device::block_on("GpuSplitter::run_concat", self.submit_concat(plan, inputs))?;
+        self.read_back(&readback, |b| concat_output(b, plan, dtype))
+    }
+
+    /// [`GpuSplitter::run_concat`] for async callers and WebGPU, as
+    /// [`GpuSplitter::run_async`].
+    pub async fn run_concat_async(
+        &self,
+        plan: &SplitPlan,
+        inputs: &[HostTensor],
+    ) -> Result<HostTensor> {
+        let (readback, dtype) = self.submit_concat(plan, inputs).await?;
+        map_read(&self.device, &readback).await?;
+        read_mapped(&readback, |b| concat_output(b, plan, dtype))
+    }
+
+    /// [`GpuSplitter::run_concat`], then checks the output byte for byte against the CPU
+    /// reference.
+    pub fn run_concat_verified(
+        &self,
+        plan: &SplitPlan,
+        inputs: &[HostTensor],
+    ) -> Result<HostTensor> {
+        let gpu = self.run_concat(plan, inputs)?;
+        let cpu = crate::reference::concat_tensors(inputs, plan)?;
+        crate::verify::compare_outputs(std::slice::from_ref(&gpu), &[cpu])?;
+        Ok(gpu)
+    }
+
+    /// Uploads the inputs, records the concat and the copy into a readback buffer, and
+    /// submits; returns the readback buffer and the dtype.
+    async fn submit_concat(
+        &self,
+        plan: &SplitPlan,
+        inputs: &[HostTensor],
+    ) -> Result<(wgpu::Buffer, DType)> {
+        let dtype = crate::ops::concat::check_inputs(plan, inputs)?;
+        let layout = OutputLayout::packed(plan, dtype)?;
+        let out_size = input_binding_size(plan, dtype)?;
+        for (what, bytes) in [("inputs", layout.total_bytes), ("output", out_size)] {
+            if bytes > self.limits.max_buffer_size {
+                return Err(SplitError::TooLarge(format!(
+                    "{what} of {bytes} bytes exceed the device's max_buffer_size of {} bytes",
+                    self.limits.max_buffer_size
+                )));
+            }
+        }
+        let buffers = HostBuffers::new(&self.device, layout.total_bytes, out_size, true).await?;
+        {
+            let mut view = match buffers.input.get_mapped_range_mut(..) {
+                Ok(view) => view,
+                Err(e) => {
+                    self.probe.check("running the concat")?;
+                    return Err(SplitError::Device(format!("mapping the input buffer: {e}")));
+                }
+            };
+            // An empty input may lie past the region's end: it takes no room.
+            for (t, r) in inputs
+                .iter()
+                .zip(&layout.ranges)
+                .filter(|(_, r)| r.size > 0)
+            {
+                let at = r.offset as usize;
+                view.slice(at..at + t.bytes().len())
+                    .copy_from_slice(t.bytes());
+            }
+        }
+        buffers.input.unmap();
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        let region = |buffer| BufferRegion { buffer, offset: 0 };
+        let inputs = Inputs::Placed(region(&buffers.input), &layout);
+        self.prepare_concat_async(plan, dtype, inputs, region(&buffers.output))
+            .await?
+            .encode_once(&mut encoder)
+            .await?;
+        scoped_async(&self.device, "submitting the concat", || {
+            encoder.copy_buffer_to_buffer(&buffers.output, 0, &buffers.readback, 0, out_size);
+            self.queue.submit([encoder.finish()]);
+        })
+        .await?;
+        Ok((buffers.readback, dtype))
+    }
+}
+
+/// The concat's output from the read-back bytes (at least its size).
+fn concat_output(bytes: &[u8], plan: &SplitPlan, dtype: DType) -> Result<HostTensor> {
+    let size = byte_count(plan.input_shape(), dtype)?;
+    let bytes = bytes.get(..size).ok_or_else(|| {
+        SplitError::DataMismatch(format!(
+            "{} bytes read back for a concat output of {size}",
+            bytes.len()
+        ))
+    })?;
+    HostTensor::new(dtype, plan.input_shape().to_vec(), bytes.to_vec())
+}

@@ -1,0 +1,394 @@
+//! Concat on each adapter, byte for byte against the CPU reference: the split of every
+//! operator undone (`concat(split(x)) == x`) for every dtype, 1 to 100,000 inputs in one
+//! region (one dispatch), inputs in buffers of their own and shared ones, every route, and
+//! misuse refused.
+
+#[macro_use]
+mod common;
+
+use wgpu::util::DeviceExt;
+use wgpu_split::{
+    ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, Inputs, IntTensor,
+    RouteChoice, SplitError, SplitOptions, SplitPlan,
+};
+
+fn pattern(n: usize, seed: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| ((i * 131 + seed * 17 + 7) % 251) as u8)
+        .collect()
+}
+
+fn tensor(dtype: DType, shape: &[usize], seed: usize) -> HostTensor {
+    let n: usize = shape.iter().product::<usize>() * dtype.size();
+    HostTensor::new(dtype, shape.to_vec(), pattern(n, seed)).unwrap()
+}
+
+/// The parts of `plan` (a concat's inputs) filled with patterns.
+fn parts(plan: &SplitPlan, dtype: DType) -> Vec<HostTensor> {
+    (0..plan.num_outputs())
+        .map(|i| tensor(dtype, &plan.output_shape(i), i))
+        .collect()
+}
+
+/// Concatenates `inputs` from the regions `place(i)` gives (buffer index, offset), in buffers
+/// of the sizes needed with `usage` besides STORAGE, into an output buffer that holds 0xA5 in
+/// every byte the concat does not own; reads it back and checks it against the reference and
+/// those bytes. Returns what was recorded.
+fn check_regions(
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    inputs: &[HostTensor],
+    usage: wgpu::BufferUsages,
+    place: impl Fn(usize) -> (usize, u64),
+) -> EncodedSplit {
+    let device = gpu.device();
+    let places: Vec<(usize, u64)> = (0..inputs.len()).map(place).collect();
+    let count = places.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+    let mut contents = vec![Vec::new(); count];
+    for (&(b, offset), t) in places.iter().zip(inputs) {
+        let c = &mut contents[b];
+        let end = offset as usize + t.bytes().len().next_multiple_of(16);
+        c.resize(c.len().max(end).max(16), 0x5A);
+        c[offset as usize..offset as usize + t.bytes().len()].copy_from_slice(t.bytes());
+    }
+    let buffers: Vec<wgpu::Buffer> = contents
+        .iter()
+        .map(|c| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: c,
+                usage: wgpu::BufferUsages::STORAGE | usage,
+            })
+        })
+        .collect();
+    let regions: Vec<BufferRegion> = places
+        .iter()
+        .map(|&(b, offset)| BufferRegion {
+            buffer: &buffers[b],
+            offset,
+        })
+        .collect();
+    encode_and_read(gpu, plan, inputs, Inputs::Regions(&regions), usage)
+}
+
+/// Records the concat from `inputs` into an output buffer of 0xA5 bytes (its size rounded up
+/// to 16, with 16 more), reads it back, and checks the output against the reference and the
+/// bytes after it.
+fn encode_and_read(
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    tensors: &[HostTensor],
+    inputs: Inputs<'_>,
+    usage: wgpu::BufferUsages,
+) -> EncodedSplit {
+    let device = gpu.device();
+    let want = reference::concat_tensors(tensors, plan).unwrap();
+    let size = want.bytes().len();
+    let out_size = (size.next_multiple_of(16) + 16) as u64;
+    let output = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: None,
+        contents: &vec![0xA5; out_size as usize],
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | usage,
+    });
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: out_size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    let region = BufferRegion {
+        buffer: &output,
+        offset: 0,
+    };
+    let dtype = want.dtype();
+    let encoded = gpu
+        .encode_concat(&mut encoder, plan, dtype, inputs, region)
+        .unwrap();
+    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, out_size);
+    gpu.queue().submit([encoder.finish()]);
+    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
+    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let data = readback.get_mapped_range(..).unwrap().to_vec();
+    let name = common::name(gpu);
+    if let Some(b) = data[..size]
+        .iter()
+        .zip(want.bytes())
+        .position(|(a, b)| a != b)
+    {
+        panic!(
+            "{name}: {:?} concat differs at byte {b} of {size}: {:#04x}, expected {:#04x} ({encoded:?})",
+            plan.input_shape(),
+            data[b],
+            want.bytes()[b]
+        );
+    }
+    assert!(
+        data[size..].iter().all(|&b| b == 0xA5),
+        "{name}: bytes past the output changed"
+    );
+    encoded
+}
+
+/// The splits of every operator, on shapes with rows of every alignment.
+fn splits() -> Vec<SplitPlan> {
+    let s = IntTensor::scalar;
+    vec![
+        ops::split(&[6, 12, 10, 24], &s(1), 3).unwrap(),
+        ops::split(&[4, 6], &s(-1), 3).unwrap(),
+        ops::variadic_split(&[3, 13, 5], &s(1), &IntTensor::vector(vec![1, 0, -1, 3])).unwrap(),
+        ops::variadic_split(&[7, 9], &s(0), &IntTensor::vector(vec![2, 5, 0])).unwrap(),
+        ops::split_to_sequence(&[5, 7, 3], 1, None, false).unwrap(),
+        ops::split_to_sequence(&[5, 7, 3], 2, Some(&s(2)), true).unwrap(),
+        ops::onnx_split(&[9, 11], -1, &ops::OnnxSplitParts::NumOutputs(4)).unwrap(),
+        ops::onnx_split(
+            &[2, 33, 2],
+            1,
+            &ops::OnnxSplitParts::Lengths(vec![1, 30, 2]),
+        )
+        .unwrap(),
+    ]
+}
+
+/// `concat(split(x)) == x` for every split operator and dtype, bit for bit, through the
+/// host round trip, on the gather and on the routes the device picks.
+fn round_trips_every_split(gpu: &'static GpuSplitter) {
+    let name = common::name(gpu);
+    for route in [RouteChoice::Gather, RouteChoice::Auto] {
+        let gpu = gpu.clone().with_options(SplitOptions {
+            route,
+            ..Default::default()
+        });
+        for plan in splits() {
+            for dtype in DType::ALL_NUMERIC.into_iter().chain([DType::Utf32(3)]) {
+                let x = tensor(dtype, plan.input_shape(), 3);
+                let parts = reference::split_tensor(&x, &plan).unwrap();
+                let back = gpu.run_concat_verified(&plan, &parts).unwrap();
+                assert_eq!(
+                    back,
+                    x,
+                    "{name}: {route:?} {dtype} {:?}",
+                    plan.input_shape()
+                );
+            }
+        }
+    }
+}
+
+/// Special values survive: NaN payloads, -0.0, denormals.
+fn floats_move_as_bits(gpu: &'static GpuSplitter) {
+    let values = [
+        f32::from_bits(0x7fc0_1234),
+        -0.0,
+        f32::from_bits(1),
+        1.5,
+        f32::MIN,
+    ];
+    let a = HostTensor::from_slice(&[5, 1], &values).unwrap();
+    let b = HostTensor::from_slice(&[5, 2], &[values, values].concat()).unwrap();
+    let plan = ops::concat(&[[5, 1], [5, 2]], 1).unwrap();
+    let out = gpu.run_concat_verified(&plan, &[a, b]).unwrap();
+    let bits: Vec<u32> = out
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(bits[0], 0x7fc0_1234);
+    assert_eq!(bits[3], (-0.0f32).to_bits());
+}
+
+/// 1 to 100,000 inputs in one region (the gather, placed at the storage alignment and
+/// packed): one dispatch each time.
+fn many_inputs_in_one_region_take_one_dispatch(gpu: &'static GpuSplitter) {
+    let gpu = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        ..Default::default()
+    });
+    for (count, shape, dtype) in [
+        (1, vec![3, 5], DType::U8),
+        (7, vec![2, 3], DType::F16),
+        (8, vec![1, 33], DType::F32),
+        (64, vec![3, 1, 2], DType::U8),
+        (10_000, vec![1, 3], DType::U8),
+        (100_000, vec![1, 1], DType::F32),
+    ] {
+        let shapes = vec![shape.clone(); count];
+        let plan = ops::concat(&shapes, 0).unwrap();
+        let tensors = parts(&plan, dtype);
+        for packed in [false, true] {
+            let layout = if packed {
+                wgpu_split::OutputLayout::packed(&plan, dtype).unwrap()
+            } else {
+                gpu.output_layout(&plan, dtype).unwrap()
+            };
+            let mut bytes = vec![0x5A; layout.total_bytes.max(16) as usize];
+            for (t, r) in tensors.iter().zip(&layout.ranges) {
+                let at = r.offset as usize;
+                bytes[at..at + t.bytes().len()].copy_from_slice(t.bytes());
+            }
+            let input = gpu
+                .device()
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: None,
+                    contents: &bytes,
+                    usage: wgpu::BufferUsages::STORAGE,
+                });
+            let region = BufferRegion {
+                buffer: &input,
+                offset: 0,
+            };
+            let inputs = if packed {
+                Inputs::Placed(region, &layout)
+            } else {
+                Inputs::Region(region)
+            };
+            let encoded =
+                encode_and_read(&gpu, &plan, &tensors, inputs, wgpu::BufferUsages::empty());
+            assert_eq!(encoded.dispatches, 1, "{count} inputs, packed {packed}");
+        }
+    }
+}
+
+/// Inputs each in a buffer of its own, u8 rows at odd offsets and words: one dispatch per
+/// buffer, each writing only its own bytes of the units it shares with the others.
+fn inputs_in_their_own_buffers(gpu: &'static GpuSplitter) {
+    for count in [1usize, 7, 8, 64] {
+        for (dtype, width) in [
+            (DType::U8, 3),
+            (DType::U8, 1),
+            (DType::F32, 2),
+            (DType::F16, 5),
+        ] {
+            let shapes: Vec<Vec<usize>> = (0..count).map(|i| vec![3, width + i % 3]).collect();
+            let plan = ops::concat(&shapes, 1).unwrap();
+            let tensors = parts(&plan, dtype);
+            for usage in [
+                wgpu::BufferUsages::empty(),
+                wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            ] {
+                let encoded = check_regions(gpu, &plan, &tensors, usage, |i| (i, 0));
+                if usage.is_empty() {
+                    assert_eq!(encoded.dispatches as usize, count);
+                } else {
+                    assert!(encoded.dispatches as usize <= count);
+                }
+            }
+            // Two buffers, inputs taking turns, at offsets of 256 bytes.
+            let encoded = check_regions(gpu, &plan, &tensors, wgpu::BufferUsages::empty(), |i| {
+                (i % 2, (i / 2) as u64 * 256)
+            });
+            assert_eq!(encoded.dispatches as usize, count.min(2));
+        }
+    }
+}
+
+/// 10,000 inputs each in a buffer of its own, and 100,000 spread over 7 buffers.
+fn very_many_input_buffers(gpu: &'static GpuSplitter) {
+    let plan = ops::concat(&vec![[2, 1]; 10_000], 1).unwrap();
+    let tensors = parts(&plan, DType::U8);
+    let encoded = check_regions(gpu, &plan, &tensors, wgpu::BufferUsages::empty(), |i| {
+        (i, 0)
+    });
+    assert_eq!(encoded.dispatches, 10_000);
+    let plan = ops::concat_from_sequence(&vec![[3]; 100_000], 0, 1).unwrap();
+    let tensors = parts(&plan, DType::I16);
+    let encoded = check_regions(gpu, &plan, &tensors, wgpu::BufferUsages::empty(), |i| {
+        (i % 7, (i / 7) as u64 * 256)
+    });
+    assert_eq!(encoded.dispatches, 7);
+}
+
+/// Stacking with ConcatFromSequence and the KV-cache append shape, through every route.
+fn stacks_and_appends(gpu: &'static GpuSplitter) {
+    for route in [RouteChoice::Gather, RouteChoice::Copies, RouteChoice::Auto] {
+        let gpu = gpu.clone().with_options(SplitOptions {
+            route,
+            ..Default::default()
+        });
+        let plan = ops::concat_from_sequence(&[[4, 3], [4, 3], [4, 3]], -1, 1).unwrap();
+        gpu.run_concat_verified(&plan, &parts(&plan, DType::I64))
+            .unwrap();
+        let plan = ops::concat(&[[1, 4, 63, 16], [1, 4, 1, 16]], 2).unwrap();
+        gpu.run_concat_verified(&plan, &parts(&plan, DType::F16))
+            .unwrap();
+        let plan = ops::concat(&[[0, 3], [2, 3], [0, 3]], 0).unwrap();
+        gpu.run_concat_verified(&plan, &parts(&plan, DType::U8))
+            .unwrap();
+        let plan = ops::concat(&[[2, 0], [2, 0]], 1).unwrap();
+        let out = gpu
+            .run_concat_verified(&plan, &parts(&plan, DType::F32))
+            .unwrap();
+        assert_eq!(out.shape(), &[2, 0]);
+    }
+}
+
+/// Misuse comes back as errors that name the input and the rule.
+fn misuse_is_refused(gpu: &'static GpuSplitter) {
+    let device = gpu.device();
+    let buffer = |size: u64| {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        })
+    };
+    let plan = ops::concat(&[[2, 3], [2, 5]], 1).unwrap();
+    let (a, b, out, small) = (buffer(256), buffer(256), buffer(64), buffer(16));
+    let region = |buffer, offset| BufferRegion { buffer, offset };
+    let mut encoder = device.create_command_encoder(&Default::default());
+    let mut encode = |inputs: Inputs<'_>, output: BufferRegion<'_>| {
+        gpu.encode_concat(&mut encoder, &plan, DType::F32, inputs, output)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = encode(
+        Inputs::Regions(&[region(&a, 0), region(&b, 0)]),
+        region(&small, 0),
+    );
+    assert!(e.contains("output needs 64 bytes"), "{e}");
+    let e = encode(
+        Inputs::Regions(&[region(&a, 0), region(&small, 0)]),
+        region(&out, 0),
+    );
+    assert!(e.contains("input 1 needs 40 bytes"), "{e}");
+    let e = encode(
+        Inputs::Regions(&[region(&a, 32), region(&a, 0)]),
+        region(&out, 0),
+    );
+    assert!(e.contains("input 0 at offset 32 overlaps input 1"), "{e}");
+    let e = encode(
+        Inputs::Regions(&[region(&a, 0), region(&b, 0)]),
+        region(&b, 64),
+    );
+    assert!(e.contains("input 1 is in the output's buffer"), "{e}");
+    let e = encode(Inputs::Regions(&[region(&a, 0)]), region(&out, 0));
+    assert!(
+        e.contains("1 input regions for a concat of 2 inputs"),
+        "{e}"
+    );
+    let e = encode(Inputs::Region(region(&a, 4)), region(&out, 0));
+    assert!(e.contains("input offset 4"), "{e}");
+    let shifted = wgpu_split::OutputLayout::packed(&plan, DType::U8).unwrap();
+    let e = encode(Inputs::Placed(region(&a, 0), &shifted), region(&out, 0));
+    assert!(e.contains("output layout"), "{e}");
+    let wrong = [
+        HostTensor::from_slice(&[2, 3], &[0f32; 6]).unwrap(),
+        HostTensor::from_slice(&[2, 5], &[0i32; 10]).unwrap(),
+    ];
+    assert!(matches!(
+        gpu.run_concat(&plan, &wrong),
+        Err(SplitError::DataMismatch(_))
+    ));
+}
+
+per_backend!(
+    round_trips_every_split,
+    floats_move_as_bits,
+    many_inputs_in_one_region_take_one_dispatch,
+    inputs_in_their_own_buffers,
+    very_many_input_buffers,
+    stacks_and_appends,
+    misuse_is_refused,
+);
