@@ -10,6 +10,7 @@ macro_rules! say {
 
 mod args;
 mod bench_command;
+mod concat;
 mod demo;
 mod exit;
 mod info;

@@ -18,6 +18,7 @@ pub use input::PlannerInput;
 
 use crate::gpu::gather::abi::binding_bytes;
 use crate::gpu::gather::dispatches::{plan_dispatches, GatherTuning};
+use crate::gpu::gather::{join_dispatch, JoinPart};
 use crate::gpu::placement::OutputLayout;
 use crate::gpu::planner::{self, DeviceCaps, Regions};
 use crate::ops::{OnnxSplitParts, Operator};
@@ -169,6 +170,17 @@ pub fn check_planner(input: &PlannerInput) {
             check.multi_output(groups, mode);
         }
     }
+    // The concat of the same plan: its inputs packed at 16 bytes in one region.
+    let packed = OutputLayout::packed(&plan, dtype);
+    for (mode, steps) in [
+        (GatherMode::Cpu, 2048),
+        (GatherMode::Gpu, 4),
+        (GatherMode::Gpu, 1),
+    ] {
+        if let Ok(packed) = &packed {
+            check_join(input, &bytes, packed, tuning(mode, steps, 96));
+        }
+    }
     // And the route the splitter would choose: for a CPU adapter, with and without the texture
     // route, and for a GPU.
     for (buffer_copies, texture_copies, gather_mode) in [
@@ -217,6 +229,45 @@ fn check_plan(input: &PlannerInput, plan: &SplitPlan, shape: &[usize]) {
             expect.remove(plan.axis());
         }
         assert_eq!(plan.output_shape(i), expect, "{input:?}");
+    }
+}
+
+/// A concat's dispatch covers every byte of its output, and its segments lie inside their
+/// rows and their source window.
+fn check_join(input: &PlannerInput, bytes: &ByteRows, layout: &OutputLayout, tuning: GatherTuning) {
+    let parts: Vec<JoinPart> = bytes
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(position, o)| JoinPart {
+            position,
+            src: layout.ranges[o.output].offset,
+        })
+        .collect();
+    let Ok(d) = join_dispatch(bytes, &parts, layout.total_bytes, tuning, 1 << 31) else {
+        return;
+    };
+    let (h, segments) = (d.entries[0], &d.entries[1..]);
+    let p = d.params;
+    assert_eq!(segments.len(), bytes.outputs.len(), "{input:?}");
+    if segments.is_empty() {
+        return;
+    }
+    let units = h.block_start as u64;
+    assert!(h.dst_unit == 0, "{input:?}");
+    assert!(units * 16 >= bytes.input_bytes(), "{input:?}");
+    assert!(units * 16 < bytes.input_bytes() + 16, "{input:?}");
+    assert!(
+        p.num_blocks as u64 * p.steps_per_lane as u64 * 256 >= units,
+        "{input:?}"
+    );
+    let mut column = 0u64;
+    for (e, part) in segments.iter().zip(&parts) {
+        assert!(e.first_byte as u64 >= column, "{input:?}");
+        column = e.first_byte as u64 + e.row_bytes as u64;
+        assert!(column <= bytes.stride, "{input:?}");
+        let end = part.src + bytes.rows * e.row_bytes as u64;
+        assert!(end <= d.src_size, "{input:?}");
     }
 }
 

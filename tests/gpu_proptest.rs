@@ -1,6 +1,6 @@
 //! Property sweep: random shapes (zeros included), axes, lengths (0 and -1 included), scalar and
 //! 1-D splits, keepdims and every dtype; the GPU result equals the CPU reference byte for byte
-//! on every test adapter.
+//! on every test adapter, and the concat of the same plan takes it back to the input.
 
 #[macro_use]
 mod common;
@@ -209,6 +209,16 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
             prop_assert_eq!(g.shape(), w.shape());
             prop_assert!(g.bytes() == w.bytes(), "{}: bytes differ for {:?}", name, c);
         }
+        // And back: the concat of the same plan takes the outputs to the input, bit for bit
+        // (a split into no outputs has nothing to concatenate, which is refused).
+        if want.is_empty() {
+            prop_assert!(gpu.run_concat(&plan, &want).is_err());
+            continue;
+        }
+        let back = gpu
+            .run_concat(&plan, &want)
+            .map_err(|e| TestCaseError::fail(format!("{name}: concat: {e}")))?;
+        prop_assert!(back == input, "{}: concat differs for {:?}", name, c);
     }
     Ok(())
 }

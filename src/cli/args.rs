@@ -104,6 +104,11 @@ pub enum Op {
     SplitToSequence,
     /// ONNX Split, at any opset (--opset).
     OnnxSplit,
+    /// OpenVINO Concat-1, or ONNX Concat with --opset: the inputs joined along --axis.
+    Concat,
+    /// ONNX ConcatFromSequence-11: joined along --axis (--new-axis=0), or stacked on a new
+    /// axis there (--new-axis=1).
+    ConcatFromSequence,
 }
 
 /// Options of `run`.
@@ -112,9 +117,9 @@ pub struct RunArgs {
     /// The operator.
     #[arg(long, value_enum)]
     pub op: Op,
-    /// Input tensor (.npy).
-    #[arg(long)]
-    pub input: PathBuf,
+    /// Input tensor (.npy); the concat operators take it once per input, in order.
+    #[arg(long, required = true)]
+    pub input: Vec<PathBuf>,
     /// Directory for output_{i}.npy; created if missing, written only on success.
     #[arg(long)]
     pub out: PathBuf,
@@ -138,8 +143,13 @@ pub struct RunArgs {
     pub num_outputs: Option<i64>,
     /// onnx-split: the model's ONNX opset, 1 to 27 (default 27). The Split version in force:
     /// opset 1 Split-1, 2-10 Split-2, 11-12 Split-11, 13-17 Split-13, 18-27 Split-18.
+    /// concat: run ONNX Concat at this opset (1-3 Concat-1, 4-10 Concat-4, 11-12 Concat-11,
+    /// 13-27 Concat-13) instead of OpenVINO Concat-1.
     #[arg(long)]
     pub opset: Option<u32>,
+    /// concat-from-sequence: 1 stacks the inputs on a new axis, 0 (the default) joins them.
+    #[arg(long, allow_hyphen_values = true)]
+    pub new_axis: Option<i64>,
     /// auto, vulkan, gl, metal, dx12, or cpu (the CPU reference alone).
     #[arg(long)]
     pub backend: Option<String>,

@@ -1,5 +1,5 @@
 //! The demo: every example of the operator specifications, on the GPU, checked against the
-//! CPU reference.
+//! CPU reference, and each one's outputs concatenated back into its input.
 
 use super::args;
 use super::exit::CliResult;
@@ -17,6 +17,7 @@ pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
         info.device_type
     );
     let mut all_match = true;
+    let mut round_trips = Vec::new();
     for ex in ops::spec_examples() {
         let n: usize = ex.shape.iter().product();
         let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
@@ -43,8 +44,20 @@ pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
             );
         }
         all_match &= gpu_out.len() == cpu_out.len();
+        // The concat of the same plan takes the outputs back to the input.
+        let back = gpu.run_concat(&plan, &gpu_out)?;
+        round_trips.push((ex.title, back == input));
         say!();
     }
+    say!("Concat: each example's outputs concatenated back on the GPU");
+    for (title, same) in round_trips {
+        all_match &= same;
+        say!(
+            "  {title:<52} == input: {}",
+            if same { "yes" } else { "NO" }
+        );
+    }
+    say!();
     if all_match {
         say!("all outputs equal the CPU reference, byte for byte");
         Ok(ExitCode::SUCCESS)

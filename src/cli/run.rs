@@ -24,19 +24,24 @@ fn only_for(op: Op, present: &[(&str, bool, &[Op])]) -> CliResult<()> {
     Ok(())
 }
 
-/// The name `--op` takes: the registry's ([`Operator::NAMES`]), in the same order as [`Op`].
-fn op_name(op: Op) -> &'static str {
-    Operator::NAMES[op as usize]
+/// The name `--op` takes: the registry's ([`Operator::NAMES`]), in the same order as [`Op`],
+/// then the concat operators'.
+pub(super) fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Concat => "concat",
+        Op::ConcatFromSequence => "concat-from-sequence",
+        split => Operator::NAMES[split as usize],
+    }
 }
 
-fn required<'a>(value: &'a Option<String>, name: &str, op: Op) -> CliResult<&'a str> {
+pub(super) fn required<'a>(value: &'a Option<String>, name: &str, op: Op) -> CliResult<&'a str> {
     value
         .as_deref()
         .ok_or_else(|| CliError::usage(format!("--op {} needs --{name}", op_name(op))))
 }
 
 /// An attribute axis (ONNX): an integer, or a scalar / shape-[1] tensor file; default 0.
-fn attribute_axis(value: &Option<String>) -> CliResult<i64> {
+pub(super) fn attribute_axis(value: &Option<String>) -> CliResult<i64> {
     let Some(v) = value else { return Ok(0) };
     let t = args::axis(v)?;
     if t.values().len() != 1 || t.shape().len() > 1 {
@@ -65,6 +70,7 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
             ("keepdims", a.keepdims.is_some(), &[SplitToSequence]),
             ("num-outputs", a.num_outputs.is_some(), &[OnnxSplit]),
             ("opset", a.opset.is_some(), &[OnnxSplit]),
+            ("new-axis", a.new_axis.is_some(), &[]),
         ],
     )?;
     Ok(match a.op {
@@ -93,6 +99,12 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
                 split: a.split.as_deref().map(args::split).transpose()?,
                 keepdims,
             }
+        }
+        Concat | ConcatFromSequence => {
+            return Err(CliError::usage(format!(
+                "--op {} is a concat, not a split",
+                op_name(a.op)
+            )))
         }
         OnnxSplit => {
             let split = match a.split.as_deref() {
@@ -138,17 +150,28 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
     })
 }
 
+/// Refuses an `--out` that exists and is not a directory.
+pub(super) fn check_out(a: &RunArgs) -> CliResult<()> {
+    if a.out.exists() && !a.out.is_dir() {
+        return Err(CliError::usage(format!(
+            "--out {} exists and is not a directory",
+            a.out.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Where the split runs.
 enum Engine {
     Cpu,
     Gpu(Box<GpuSplitter>),
 }
 
-fn ms(t: Instant) -> f64 {
+pub(super) fn ms(t: Instant) -> f64 {
     ms_of(t.elapsed())
 }
 
-fn ms_of(d: std::time::Duration) -> f64 {
+pub(super) fn ms_of(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
@@ -158,13 +181,18 @@ fn ms_of(d: std::time::Duration) -> f64 {
 /// outputs) is checked before any data is read or a device is opened. The split then streams
 /// window by window from the file into the output files, verified as it goes.
 pub fn run(a: &RunArgs) -> CliResult {
-    let t_total = Instant::now();
-    if a.out.exists() && !a.out.is_dir() {
-        return Err(CliError::usage(format!(
-            "--out {} exists and is not a directory",
-            a.out.display()
-        )));
+    if matches!(a.op, Op::Concat | Op::ConcatFromSequence) {
+        return super::concat::run(a);
     }
+    let t_total = Instant::now();
+    check_out(a)?;
+    let [input] = a.input.as_slice() else {
+        return Err(CliError::usage(format!(
+            "--op {} takes one --input, not {}",
+            op_name(a.op),
+            a.input.len()
+        )));
+    };
     let engine_choice = a.backend.as_deref().unwrap_or("");
     let use_cpu = engine_choice.eq_ignore_ascii_case("cpu");
     let choice = if use_cpu {
@@ -173,7 +201,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         args::device(a.backend.as_deref(), a.adapter.as_deref())?
     };
 
-    let (header, data) = npy::open(&a.input)?;
+    let (header, data) = npy::open(input)?;
     let plan = plan(a, &header.shape)?;
     let dtype = header.dtype;
     let files = OutputFiles::new(&plan, dtype)?;
@@ -220,7 +248,7 @@ pub fn run(a: &RunArgs) -> CliResult {
             "op": op_name(a.op),
             "adapter": adapter,
             "backend": backend,
-            "input": {"shape": header.shape, "dtype": dtype.name(), "file": a.input.display().to_string()},
+            "input": {"shape": header.shape, "dtype": dtype.name(), "file": input.display().to_string()},
             "outputs": outs,
             "verified": verified,
             "windows": report.windows,
@@ -261,6 +289,7 @@ mod tests {
             let clap_name = op.to_possible_value().map(|v| v.get_name().to_string());
             assert_eq!(clap_name.as_deref(), Some(op_name(*op)));
         }
-        assert_eq!(Op::value_variants().len(), Operator::NAMES.len());
+        // The split operators, then the two concat operators.
+        assert_eq!(Op::value_variants().len(), Operator::NAMES.len() + 2);
     }
 }

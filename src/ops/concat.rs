@@ -103,8 +103,8 @@ pub fn concat_from_sequence<S: AsRef<[usize]>>(
     join(input_shapes, axis, true)
 }
 
-/// Checks host tensors against the concat `plan` was made for: one per part, each of its
-/// part's shape, all of one dtype, which it returns.
+/// Checks host tensors against the concat `plan` was made for: one per part (at least one),
+/// each of its part's shape, all of one dtype, which it returns.
 pub fn check_inputs(plan: &SplitPlan, inputs: &[HostTensor]) -> Result<DType> {
     if inputs.len() != plan.num_outputs() {
         return Err(SplitError::DataMismatch(format!(
@@ -113,7 +113,14 @@ pub fn check_inputs(plan: &SplitPlan, inputs: &[HostTensor]) -> Result<DType> {
             plan.num_outputs()
         )));
     }
-    let dtype = inputs.first().map_or(DType::U8, HostTensor::dtype);
+    // A plan of no parts (a sequence split of an empty axis) has no concat: its output's
+    // dtype would come from nowhere.
+    let Some(dtype) = inputs.first().map(HostTensor::dtype) else {
+        return Err(SplitError::CountNotPositive {
+            what: "inputs",
+            count: 0,
+        });
+    };
     for (i, t) in inputs.iter().enumerate() {
         if t.dtype() != dtype {
             return Err(SplitError::DataMismatch(format!(

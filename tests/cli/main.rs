@@ -6,6 +6,7 @@
 mod common;
 
 mod bench;
+mod concat;
 mod errors;
 mod run;
 

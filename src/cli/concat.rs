@@ -1,0 +1,203 @@
+//! `wgpu-split run --op concat|concat-from-sequence`: concatenate .npy files into
+//! `DIR/output_0.npy`, streamed window by window of the output.
+
+use super::args::{Op, RunArgs};
+use super::exit::{CliError, CliResult};
+use super::outputs::OutputFiles;
+use super::progress::Progress;
+use super::run::{attribute_axis, check_out, ms, ms_of, op_name, required};
+use serde_json::json;
+use std::io::Read;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use wgpu_split::plan::windows::windows;
+use wgpu_split::{
+    npy, ops, reference, GpuSplitter, HostTensor, OutputSink, SplitError, SplitPlan, StreamOptions,
+};
+
+/// The concat's plan, from the options and the inputs' shapes.
+fn plan(a: &RunArgs, shapes: &[Vec<usize>]) -> CliResult<SplitPlan> {
+    let refuse = |name: &str| {
+        Err(CliError::usage(format!(
+            "--{name} does not apply to --op {}",
+            op_name(a.op)
+        )))
+    };
+    let given = [
+        ("num-splits", a.num_splits.is_some()),
+        ("lengths", a.lengths.is_some()),
+        ("split", a.split.is_some()),
+        ("keepdims", a.keepdims.is_some()),
+        ("num-outputs", a.num_outputs.is_some()),
+    ];
+    if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
+        return refuse(name);
+    }
+    Ok(match a.op {
+        Op::ConcatFromSequence => {
+            if a.opset.is_some() {
+                return refuse("opset");
+            }
+            ops::concat_from_sequence(shapes, required_axis(a)?, a.new_axis.unwrap_or(0))?
+        }
+        _ => {
+            if a.new_axis.is_some() {
+                return refuse("new-axis");
+            }
+            match a.opset {
+                // ONNX Concat-1 defaults the axis; the operator says whether it may be missing.
+                Some(opset) => {
+                    let axis = a.axis.as_ref().map(|_| required_axis(a)).transpose()?;
+                    ops::onnx_concat(shapes, axis, i64::from(opset))?
+                }
+                None => ops::concat(shapes, required_axis(a)?)?,
+            }
+        }
+    })
+}
+
+/// The `--axis` the operator requires: an integer, or a scalar / shape-[1] tensor file.
+fn required_axis(a: &RunArgs) -> CliResult<i64> {
+    required(&a.axis, "axis", a.op)?;
+    attribute_axis(&a.axis)
+}
+
+/// Runs the concat. As for the split, everything the headers decide (shapes, dtypes, the
+/// operator's rules, room for the output) is checked before any data is read or a device is
+/// opened; the output is then made window by window, each window's parts read from every
+/// input in turn, so memory stays within the window whatever the inputs' sizes.
+pub fn run(a: &RunArgs) -> CliResult {
+    let t_total = Instant::now();
+    check_out(a)?;
+    let use_cpu = a
+        .backend
+        .as_deref()
+        .is_some_and(|b| b.eq_ignore_ascii_case("cpu"));
+    let choice = if use_cpu {
+        None
+    } else {
+        Some(super::args::device(
+            a.backend.as_deref(),
+            a.adapter.as_deref(),
+        )?)
+    };
+    let mut readers = Vec::with_capacity(a.input.len());
+    let mut shapes = Vec::with_capacity(a.input.len());
+    let mut dtype = None;
+    for (i, path) in a.input.iter().enumerate() {
+        let (header, data) = npy::open(path)?;
+        match dtype {
+            Some(d) if d != header.dtype => {
+                return Err(SplitError::DataMismatch(format!(
+                    "input {i} ({}) is {}, but input 0 ({}) is {d}: a concat's inputs share \
+                     one dtype",
+                    path.display(),
+                    header.dtype,
+                    a.input[0].display()
+                ))
+                .into())
+            }
+            _ => dtype = Some(header.dtype),
+        }
+        shapes.push(header.shape);
+        readers.push(data);
+    }
+    let dtype = dtype.ok_or_else(|| CliError::usage("--op concat needs an --input"))?;
+    let plan = plan(a, &shapes)?;
+    // One output: the whole of the plan's "input".
+    let output_shape = plan.input_shape().to_vec();
+    let whole = SplitPlan::from_lengths(&output_shape, 0, &[output_shape[0]], true)?;
+    let files = OutputFiles::new(&whole, dtype)?;
+    files.check_room(&a.out)?;
+    let plan_ms = ms(t_total);
+
+    let gpu = match choice {
+        Some(choice) => Some(GpuSplitter::open(choice)?),
+        None => None,
+    };
+    let mut staged = files.stage(&a.out, Progress::new(!a.quiet && !a.json))?;
+    let window = a
+        .window
+        .unwrap_or(StreamOptions::default().window_bytes)
+        .max(dtype.size() as u64);
+    let total = wgpu_split::tensor::byte_count(&output_shape, dtype)? as u64;
+    let (mut read, mut concat, mut write) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let (mut done, mut count) = (0u64, 0usize);
+    for w in windows(&plan, dtype.size(), window)? {
+        let part_plan = w.plan(&plan)?;
+        let t = Instant::now();
+        let mut parts = Vec::with_capacity(part_plan.num_outputs());
+        for (i, reader) in readers.iter_mut().enumerate() {
+            let mut bytes = vec![0u8; part_plan.output_bytes(i, dtype.size())? as usize];
+            reader
+                .read_exact(&mut bytes)
+                .map_err(|e| SplitError::File(format!("{}: {e}", a.input[i].display())))?;
+            parts.push(HostTensor::new(dtype, part_plan.output_shape(i), bytes)?);
+        }
+        read += t.elapsed();
+        let t = Instant::now();
+        let out = match &gpu {
+            None => reference::concat_tensors(&parts, &part_plan)?,
+            Some(g) if a.no_verify => g.run_concat(&part_plan, &parts)?,
+            Some(g) => g.run_concat_verified(&part_plan, &parts)?,
+        };
+        concat += t.elapsed();
+        let t = Instant::now();
+        staged
+            .write(0, out.bytes())
+            .map_err(|e| SplitError::File(format!("writing output_0.npy: {e}")))?;
+        done += out.bytes().len() as u64;
+        staged.progress(done, total);
+        write += t.elapsed();
+        count += 1;
+    }
+    let t = Instant::now();
+    staged.commit(&a.out)?;
+    write += t.elapsed();
+
+    let (adapter, backend) = match &gpu {
+        None => ("CPU reference".to_string(), "cpu".to_string()),
+        Some(g) => (
+            g.device().adapter_info().name.clone(),
+            format!("{:?}", g.device().adapter_info().backend).to_lowercase(),
+        ),
+    };
+    let verified = (gpu.is_some() && !a.no_verify).then_some(true);
+    let file = a.out.join("output_0.npy");
+    if a.json {
+        let inputs: Vec<_> = a
+            .input
+            .iter()
+            .zip(&shapes)
+            .map(|(f, s)| json!({"shape": s, "file": f.display().to_string()}))
+            .collect();
+        let report = json!({
+            "op": op_name(a.op),
+            "adapter": adapter,
+            "backend": backend,
+            "dtype": dtype.name(),
+            "inputs": inputs,
+            "outputs": [{"shape": output_shape, "file": file.display().to_string()}],
+            "verified": verified,
+            "windows": count,
+            "window_bytes": window,
+            "timings_ms": {"read": ms_of(read), "plan": plan_ms, "concat": ms_of(concat),
+                           "write": ms_of(write), "total": ms(t_total)},
+        });
+        say!("{report}");
+    } else {
+        say!(
+            "{} of {} input(s) {dtype} on {adapter} ({backend}): {:?}",
+            op_name(a.op),
+            shapes.len(),
+            output_shape
+        );
+        say!("  {:<16} {:?}", "output_0.npy", output_shape);
+        match verified {
+            Some(_) => say!("verified: GPU result equals the CPU reference, byte for byte"),
+            None if use_cpu => say!("computed by the CPU reference"),
+            None => say!("not verified (--no-verify)"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
