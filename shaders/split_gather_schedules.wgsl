@@ -440,15 +440,62 @@ fn join_block(block: u32, lane: u32) {
     // The segment of the lane's last run (0: none yet), kept from unit to unit.
     var k = 0u;
     var seg = found.entry;
-    for (var step = 0u; step < p.steps_per_lane; step++) {
-        var u = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane + step;
-        if (p.interleaved == 1u) {
-            u = (block * p.steps_per_lane + step) * WORKGROUP_SIZE + lane;
+    if (p.interleaved == 0u) {
+        let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
+        let end = min(first + p.steps_per_lane, h.units);
+        if (first < end) {
+            join_run(p, h, h.first_unit + first, h.first_unit + end, &k, &seg);
         }
+        return;
+    }
+    for (var step = 0u; step < p.steps_per_lane; step++) {
+        let u = (block * p.steps_per_lane + step) * WORKGROUP_SIZE + lane;
         if (u >= h.units) {
             break;
         }
         join_unit(p, h, h.first_unit + u, &k, &seg);
+    }
+}
+
+// Units `first .. end` of one lane (CPU adapters): the whole units inside one segment of one
+// row move as a run, one aligned vec4 each or funnel-shifted from a sliding window of them
+// (as `run_shifted` does); a unit that crosses a segment's end is assembled by `join_unit`.
+fn join_run(p: Params, h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Entry>) {
+    var u = first;
+    while (u < end) {
+        let b = u * 16u;
+        let row = b / h.row_bytes;
+        let c = b - row * h.row_bytes;
+        join_segment(p, c, k, seg);
+        let e = *seg;
+        var count = 0u;
+        if (*k > 0u && c < e.first_byte + e.row_bytes) {
+            count = min(end - u, min(e.first_byte + e.row_bytes - c, h.end_byte - b) / 16u);
+        }
+        if (count == 0u) {
+            join_unit(p, h, u, k, seg);
+            u += 1u;
+            continue;
+        }
+        let s = row * e.src_stride + e.src_offset + (c - e.first_byte);
+        let a = s / 16u;
+        let sh = s % 16u;
+        if (sh == 0u) {
+            for (var i = 0u; i < count; i++) {
+                store_unit(u + i, load_vec4(a + i));
+            }
+        } else {
+            var lo = load_vec4(a);
+            let last = count - 1u;
+            for (var i = 0u; i < last; i++) {
+                let hi = load_vec4(a + i + 1u);
+                store_unit(u + i, funnel(lo, hi, sh));
+                lo = hi;
+            }
+            // The run's last unit: its second vec4 alone may reach past the input's end.
+            store_unit(u + last, funnel(lo, load_vec4_edge(a + count), sh));
+        }
+        u += count;
     }
 }
 
@@ -459,8 +506,18 @@ fn join_segment(p: Params, c: u32, k: ptr<function, u32>, seg: ptr<function, Ent
         if (c < (*seg).first_byte + (*seg).row_bytes) {
             return;
         }
-        // Walking along a row: the next segment, most often.
-        if (*k + 1u >= p.num_entries || c < read_first_byte(*k + 1u)) {
+        // Walking along a row: a gap before the next segment, or the next segment, most
+        // often.
+        if (*k + 1u >= p.num_entries) {
+            return;
+        }
+        let next = read_entry(*k + 1u);
+        if (c < next.first_byte) {
+            return;
+        }
+        if (c < next.first_byte + next.row_bytes) {
+            *k += 1u;
+            *seg = next;
             return;
         }
     }

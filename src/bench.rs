@@ -6,22 +6,25 @@
 //! `copy_buffer_to_buffer` and the copy kernel are timed in turn in one loop, so their ratios
 //! compare the same stretch of time on a shared machine.
 
+mod buffers;
 mod memory;
 mod timing;
 
+use buffers::wait;
+pub use buffers::CaseBuffers;
 pub use memory::{memory_report, MemoryReport, WARPS};
 pub use timing::{gbps, median};
 use timing::{time_interleaved_ms, time_ms};
 
-use crate::error::{Result, SplitError};
+use crate::error::Result;
 use crate::gpu::device::scoped;
 use crate::gpu::gather::pipeline::grid;
 use crate::ops::Operator;
 use crate::plan::SplitPlan;
 use crate::reference;
-use crate::tensor::{byte_count, HostTensor, IntTensor};
+use crate::tensor::{byte_count, IntTensor};
 use crate::DType;
-use crate::{BufferRegion, EncodedSplit, GpuSplitter, Outputs};
+use crate::{EncodedSplit, GpuSplitter};
 
 /// One benchmark case.
 #[derive(Debug, Clone)]
@@ -34,6 +37,9 @@ pub struct Case {
     pub shape: Vec<usize>,
     /// The operator and its parameters.
     pub op: Operator,
+    /// A concat: the split read the other way, from its outputs (the concat's inputs, placed
+    /// at the storage alignment in one region, `Inputs::Region`) back into `shape`.
+    pub concat: bool,
 }
 
 impl Case {
@@ -42,7 +48,16 @@ impl Case {
         self.op.plan(&self.shape)
     }
 
-    /// Input size in bytes.
+    /// The operator's name, `concat` for a concat case.
+    pub fn op_name(&self) -> &'static str {
+        if self.concat {
+            "concat"
+        } else {
+            self.op.name()
+        }
+    }
+
+    /// Bytes of the whole tensor: a split's input, a concat's output.
     pub fn bytes(&self) -> Result<usize> {
         byte_count(&self.shape, self.dtype)
     }
@@ -55,7 +70,9 @@ pub fn standard_suite() -> Vec<Case> {
         dtype,
         shape: shape.to_vec(),
         op,
+        concat: false,
     };
+
     let split = |axis, num_splits| Operator::Split {
         axis: IntTensor::scalar(axis),
         num_splits,
@@ -63,6 +80,11 @@ pub fn standard_suite() -> Vec<Case> {
     let variadic = |axis, lengths: &[i64]| Operator::VariadicSplit {
         axis: IntTensor::scalar(axis),
         split_lengths: IntTensor::vector(lengths.to_vec()),
+    };
+    // A concat of inputs of `lengths` along `axis` into `shape`, its output.
+    let concat = |name, dtype, shape: &[usize], axis, lengths: &[i64]| Case {
+        concat: true,
+        ..case(name, dtype, shape, variadic(axis, lengths))
     };
     vec![
         case("spec_split", DType::F32, &[6, 12, 10, 24], split(1, 3)),
@@ -97,6 +119,24 @@ pub fn standard_suite() -> Vec<Case> {
             DType::F32,
             &[16384, 1023],
             variadic(1, &[341, 341, 341]),
+        ),
+        // The concat cases: a KV cache's append of one token, YOLOv8's C2f block, a sequence
+        // of 4,096 rows, and u8 rows at odd offsets.
+        concat(
+            "concat_kv_append",
+            DType::F16,
+            &[1, 32, 4096, 128],
+            2,
+            &[4095, 1],
+        ),
+        concat("concat_c2f", DType::F32, &[1, 256, 80, 80], 1, &[64; 4]),
+        concat("concat_many", DType::F32, &[4096, 2048], 0, &[1; 4096]),
+        concat(
+            "concat_bytes_odd",
+            DType::U8,
+            &[16384, 4095],
+            1,
+            &[1365, 1365, 1365],
         ),
     ]
 }
@@ -151,137 +191,6 @@ impl From<&EncodedSplit> for Recorded {
             texture_copies: e.texture_copies,
         }
     }
-}
-
-/// Device buffers holding one case's input, and room for its outputs.
-pub struct CaseBuffers {
-    /// The input, filled with a byte pattern.
-    pub input: wgpu::Buffer,
-    /// The output region.
-    pub output: wgpu::Buffer,
-    /// The same input on the host.
-    pub host: HostTensor,
-    /// The case's plan, made once, as an engine plans a node once and splits it on every run.
-    pub plan: SplitPlan,
-}
-
-impl CaseBuffers {
-    /// Allocates and fills the buffers of `case` on `gpu`'s device.
-    pub fn new(gpu: &GpuSplitter, case: &Case) -> Result<Self> {
-        let device = gpu.device();
-        let plan = case.plan()?;
-        let bytes = case.bytes()?;
-        let layout = gpu.output_layout(&plan, case.dtype)?;
-        let in_size = (bytes as u64).next_multiple_of(16).max(16);
-        let data: Vec<u8> = (0..bytes)
-            .map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[3])
-            .collect();
-        let (input, output) = scoped(device, "allocating benchmark buffers", || {
-            let make = |label, size| {
-                device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size,
-                    usage: wgpu::BufferUsages::STORAGE
-                        | wgpu::BufferUsages::COPY_SRC
-                        | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            };
-            (
-                make("bench input", in_size),
-                make("bench output", layout.total_bytes.max(in_size)),
-            )
-        })?;
-        let mut padded = data.clone();
-        padded.resize(in_size as usize, 0);
-        gpu.queue().write_buffer(&input, 0, &padded);
-        Ok(Self {
-            input,
-            output,
-            host: HostTensor::new(case.dtype, case.shape.clone(), data)?,
-            plan,
-        })
-    }
-
-    /// Device-resident splits as the suite times them: encode `count` splits (at least one)
-    /// into one submission, submit, wait. Returns what one split recorded.
-    pub fn split(&self, gpu: &GpuSplitter, case: &Case, count: usize) -> Result<Recorded> {
-        let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let mut encoded = self.encode(gpu, case, &mut encoder)?;
-        for _ in 1..count {
-            encoded = self.encode(gpu, case, &mut encoder)?;
-        }
-        gpu.queue().submit([encoder.finish()]);
-        wait(gpu)?;
-        Ok(Recorded::from(&encoded))
-    }
-
-    /// Splits once more and compares the outputs in the output region, byte for byte, with
-    /// the CPU reference: a split that comes out wrong fails the bench instead of giving a
-    /// rate.
-    pub fn check(&self, gpu: &GpuSplitter, case: &Case) -> Result<()> {
-        let plan = &self.plan;
-        let layout = gpu.output_layout(plan, case.dtype)?;
-        let device = gpu.device();
-        let readback = scoped(device, "allocating the benchmark's readback buffer", || {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("bench readback"),
-                size: layout.total_bytes.max(16),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        })?;
-        let mut encoder = device.create_command_encoder(&Default::default());
-        self.encode(gpu, case, &mut encoder)?;
-        scoped(device, "reading the benchmark's outputs back", || {
-            encoder.copy_buffer_to_buffer(&self.output, 0, &readback, 0, layout.total_bytes);
-            gpu.queue().submit([encoder.finish()]);
-        })?;
-        let got = gpu.read_back(&readback, |bytes| {
-            layout.outputs_from(bytes, plan, case.dtype)
-        })?;
-        let want = reference::split_tensor(&self.host, plan)?;
-        crate::verify::compare_outputs(&got, &want).map_err(|e| match e {
-            SplitError::Mismatch(m) => SplitError::Mismatch(format!("case {}, {m}", case.name)),
-            other => other,
-        })
-    }
-
-    /// The split of `case` prepared once ([`GpuSplitter::prepare`]) on these buffers.
-    pub fn prepare(&self, gpu: &GpuSplitter, case: &Case) -> Result<crate::PreparedSplit> {
-        let region = |buffer| BufferRegion { buffer, offset: 0 };
-        gpu.prepare(
-            &self.plan,
-            case.dtype,
-            region(&self.input),
-            Outputs::Region(region(&self.output)),
-        )
-    }
-
-    /// The host part of a split alone: encode into `encoder` (the plan made once), no submit.
-    pub fn encode(
-        &self,
-        gpu: &GpuSplitter,
-        case: &Case,
-        encoder: &mut wgpu::CommandEncoder,
-    ) -> Result<EncodedSplit> {
-        let region = |buffer| BufferRegion { buffer, offset: 0 };
-        gpu.encode(
-            encoder,
-            &self.plan,
-            case.dtype,
-            region(&self.input),
-            Outputs::Region(region(&self.output)),
-        )
-    }
-}
-
-/// Blocks until the device has finished its submitted work.
-fn wait(gpu: &GpuSplitter) -> Result<()> {
-    gpu.device()
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map(|_| ())
-        .map_err(|e| SplitError::Device(format!("waiting for the device: {e}")))
 }
 
 /// Runs cases on one device.
@@ -345,8 +254,12 @@ impl<'a> Bencher<'a> {
         let bytes = case.bytes()?;
         let buffers = CaseBuffers::new(self.gpu, case)?;
         let plan = &buffers.plan;
-        let (input, output) = (&buffers.input, &buffers.output);
-        let in_size = input.size();
+        // The yardsticks move the same bytes the same way: a concat's from its inputs' region.
+        let (input, output) = match case.concat {
+            false => (&buffers.input, &buffers.output),
+            true => (&buffers.output, &buffers.input),
+        };
+        let in_size = buffers.input.size();
 
         let binding = |buffer| {
             wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -423,8 +336,9 @@ impl<'a> Bencher<'a> {
             buffers.encode(self.gpu, case, &mut encoder).map(|_| ())
         })?;
 
-        let cpu_reference_ms = time_ms(self.runs, || {
-            reference::split_tensor(&buffers.host, plan).map(|_| ())
+        let cpu_reference_ms = time_ms(self.runs, || match case.concat {
+            true => reference::concat_tensors(&buffers.parts, plan).map(|_| ()),
+            false => reference::split_tensor(&buffers.host, plan).map(|_| ()),
         })?;
 
         Ok(CaseResult {

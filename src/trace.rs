@@ -19,6 +19,7 @@ use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
 use crate::gpu::gather::pipeline::{grid, GatherPipeline, Targets};
+use crate::gpu::gather::{join_dispatch, JoinPart};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::splitter::gather_defaults;
 use crate::plan::bytes::ByteRows;
@@ -69,7 +70,6 @@ pub fn trace_split(
     dtype: DType,
     sampling: Sampling,
 ) -> Result<Vec<Access>> {
-    let device = gpu.device();
     let bytes = ByteRows::new(plan, dtype.size())?;
     let layout = gpu.output_layout(plan, dtype)?;
     let caps = gpu.caps();
@@ -80,9 +80,55 @@ pub fn trace_split(
         caps.window_limit,
         caps.offset_align,
     )?;
+    let (src, dst) = (binding_bytes(bytes.input_bytes()), layout.total_bytes);
+    trace_dispatches(gpu, &dispatches, src, dst, sampling)
+}
+
+/// Traces the gather of the concat of `plan` for `dtype` ([`crate::ops::concat()`]), its
+/// inputs in one region at the storage alignment (`Inputs::Region`), as `gpu`'s settings
+/// plan it, on buffers of zeros.
+pub fn trace_concat(
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    dtype: DType,
+    sampling: Sampling,
+) -> Result<Vec<Access>> {
+    let bytes = ByteRows::new(plan, dtype.size())?;
+    let layout = gpu.output_layout(plan, dtype)?;
+    let parts: Vec<JoinPart> = bytes
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(position, o)| JoinPart {
+            position,
+            src: layout.ranges[o.output].offset,
+        })
+        .collect();
+    let caps = gpu.caps();
+    let dispatch = join_dispatch(
+        &bytes,
+        &parts,
+        layout.total_bytes,
+        caps.gather,
+        caps.window_limit,
+    )?;
+    let dst = binding_bytes(bytes.input_bytes());
+    trace_dispatches(gpu, &[dispatch], layout.total_bytes, dst, sampling)
+}
+
+/// Runs `dispatches` through the trace build, reading a buffer of `src_bytes` and writing
+/// one of `dst_bytes`, and returns their accesses.
+fn trace_dispatches(
+    gpu: &GpuSplitter,
+    dispatches: &[Dispatch],
+    src_bytes: u64,
+    dst_bytes: u64,
+    sampling: Sampling,
+) -> Result<Vec<Access>> {
+    let device = gpu.device();
     let pipeline = GatherPipeline::traced(device)?;
     let usage = wgpu::BufferUsages::STORAGE;
-    let (input, output) = scoped(device, "allocating the traced split's buffers", || {
+    let (input, output) = scoped(device, "allocating the traced gather's buffers", || {
         let buffer = |label, size: u64| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -92,8 +138,8 @@ pub fn trace_split(
             })
         };
         (
-            buffer("traced input", binding_bytes(bytes.input_bytes())),
-            buffer("traced outputs", layout.total_bytes),
+            buffer("traced input", src_bytes),
+            buffer("traced outputs", dst_bytes),
         )
     })?;
     let mut accesses = Vec::new();

@@ -4,7 +4,7 @@
 use super::Case;
 use crate::error::Result;
 use crate::trace::analysis::{figures, MemoryFigures};
-use crate::trace::{gpu_settings, trace_copy_kernel, trace_split, Sampling};
+use crate::trace::{gpu_settings, trace_concat, trace_copy_kernel, trace_split, Sampling};
 use crate::GpuSplitter;
 
 /// Warp widths the figures are given for: NVIDIA's 32 lanes and AMD's 64.
@@ -13,7 +13,8 @@ pub const WARPS: [u32; 2] = [32, 64];
 /// A case's memory figures, one per warp width of [`WARPS`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryReport {
-    /// The split's gather, as a GPU runs it (coalesced lanes, whatever the adapter).
+    /// The split's (or concat's) gather, as a GPU runs it (coalesced lanes, whatever the
+    /// adapter).
     pub split: [MemoryFigures; 2],
     /// The vec4 copy kernel over the case's input bytes: the reference.
     pub copy_kernel: [MemoryFigures; 2],
@@ -23,8 +24,12 @@ pub struct MemoryReport {
 pub fn memory_report(gpu: &GpuSplitter, case: &Case) -> Result<MemoryReport> {
     let sampling = Sampling::default();
     let plan = case.plan()?;
-    let split = trace_split(&gpu_settings(gpu), &plan, case.dtype, sampling)?;
-    let copy = trace_copy_kernel(gpu, case.bytes()? as u64, sampling)?;
+    let gpu = gpu_settings(gpu);
+    let split = match case.concat {
+        true => trace_concat(&gpu, &plan, case.dtype, sampling)?,
+        false => trace_split(&gpu, &plan, case.dtype, sampling)?,
+    };
+    let copy = trace_copy_kernel(&gpu, case.bytes()? as u64, sampling)?;
     Ok(MemoryReport {
         split: WARPS.map(|w| figures(&split, w)),
         copy_kernel: WARPS.map(|w| figures(&copy, w)),

@@ -155,7 +155,7 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
         say!(
             "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>13}{}",
             r.case.name,
-            r.case.op.name(),
+            r.case.op_name(),
             r.case.dtype.name(),
             r.outputs,
             r.bytes as f64 / (1 << 20) as f64,
@@ -245,7 +245,7 @@ fn figures_json(f: &MemoryFigures) -> Value {
 fn case_json(r: &CaseResult, memory: &Option<MemoryReport>) -> Value {
     let mut v = json!({
         "name": r.case.name,
-        "op": r.case.op.name(),
+        "op": r.case.op_name(),
         "dtype": r.case.dtype.name(),
         "shape": r.case.shape,
         "axis": r.case.op.axis(),

@@ -24,6 +24,10 @@ use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
 use crate::plan::bytes::ByteRows;
 
+/// Workgroups a concat is spread over on a CPU adapter, at least, when its lanes' runs stay
+/// long enough: more than the threads of the machines measured (`docs/performance.md`).
+const CPU_WORKGROUPS: u64 = 8;
+
 /// One part a dispatch writes: its position in `ByteRows::outputs` and where its bytes start
 /// in the dispatch's source window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,10 +97,11 @@ pub fn join_dispatch(
     let first_unit = first / UNIT_BYTES;
     let units = end.div_ceil(UNIT_BYTES) - first_unit;
     let (steps, interleaved) = match tuning.mode {
-        // A run of units per lane, spread over a few lanes when the concat is small.
+        // A run of units per lane, over at least CPU_WORKGROUPS workgroups where the runs
+        // stay MIN_RUN_UNITS long: a CPU adapter runs each workgroup on one thread.
         GatherMode::Cpu => (
             units
-                .div_ceil(tuning.spread_lanes.max(1))
+                .div_ceil(CPU_WORKGROUPS * WORKGROUP_SIZE)
                 .max(MIN_RUN_UNITS)
                 .clamp(1, tuning.max_steps_per_lane.max(1)),
             0,

@@ -1,0 +1,199 @@
+//! [`CaseBuffers`]: one case's buffers on the device, and its split (or concat) encoded,
+//! prepared and checked on them.
+
+use super::{Case, Recorded};
+use crate::error::{Result, SplitError};
+use crate::gpu::device::scoped;
+use crate::plan::SplitPlan;
+use crate::reference;
+use crate::tensor::HostTensor;
+use crate::{BufferRegion, EncodedSplit, GpuSplitter, Inputs, Outputs};
+
+/// Device buffers holding one case's input, and room for its outputs.
+pub struct CaseBuffers {
+    /// The input, filled with a byte pattern.
+    pub input: wgpu::Buffer,
+    /// The output region.
+    pub output: wgpu::Buffer,
+    /// The same input on the host.
+    pub host: HostTensor,
+    /// The case's plan, made once, as an engine plans a node once and splits it on every run.
+    pub plan: SplitPlan,
+    /// A concat case's inputs on the host (the split of `host`); empty for a split case.
+    pub parts: Vec<HostTensor>,
+}
+
+impl CaseBuffers {
+    /// Allocates and fills the buffers of `case` on `gpu`'s device.
+    pub fn new(gpu: &GpuSplitter, case: &Case) -> Result<Self> {
+        let device = gpu.device();
+        let plan = case.plan()?;
+        let bytes = case.bytes()?;
+        let layout = gpu.output_layout(&plan, case.dtype)?;
+        let in_size = (bytes as u64).next_multiple_of(16).max(16);
+        let data: Vec<u8> = (0..bytes)
+            .map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[3])
+            .collect();
+        let (input, output) = scoped(device, "allocating benchmark buffers", || {
+            let make = |label, size| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            };
+            (
+                make("bench input", in_size),
+                make("bench output", layout.total_bytes.max(in_size)),
+            )
+        })?;
+        let mut padded = data.clone();
+        padded.resize(in_size as usize, 0);
+        gpu.queue().write_buffer(&input, 0, &padded);
+        let host = HostTensor::new(case.dtype, case.shape.clone(), data)?;
+        // A concat reads its inputs from the output region, where the split would put them.
+        let parts = match case.concat {
+            true => reference::split_tensor(&host, &plan)?,
+            false => Vec::new(),
+        };
+        for (part, range) in parts.iter().zip(&layout.ranges) {
+            if range.size > 0 {
+                let mut bytes = part.bytes().to_vec();
+                bytes.resize(bytes.len().next_multiple_of(4), 0);
+                gpu.queue().write_buffer(&output, range.offset, &bytes);
+            }
+        }
+        Ok(Self {
+            input,
+            output,
+            host,
+            plan,
+            parts,
+        })
+    }
+
+    /// Device-resident splits as the suite times them: encode `count` splits (at least one)
+    /// into one submission, submit, wait. Returns what one split recorded.
+    pub fn split(&self, gpu: &GpuSplitter, case: &Case, count: usize) -> Result<Recorded> {
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let mut encoded = self.encode(gpu, case, &mut encoder)?;
+        for _ in 1..count {
+            encoded = self.encode(gpu, case, &mut encoder)?;
+        }
+        gpu.queue().submit([encoder.finish()]);
+        wait(gpu)?;
+        Ok(Recorded::from(&encoded))
+    }
+
+    /// Splits once more and compares the outputs in the output region, byte for byte, with
+    /// the CPU reference: a split that comes out wrong fails the bench instead of giving a
+    /// rate.
+    pub fn check(&self, gpu: &GpuSplitter, case: &Case) -> Result<()> {
+        if case.concat {
+            return self.check_concat(gpu, case);
+        }
+        let plan = &self.plan;
+        let layout = gpu.output_layout(plan, case.dtype)?;
+        let device = gpu.device();
+        let readback = scoped(device, "allocating the benchmark's readback buffer", || {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("bench readback"),
+                size: layout.total_bytes.max(16),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        let mut encoder = device.create_command_encoder(&Default::default());
+        self.encode(gpu, case, &mut encoder)?;
+        scoped(device, "reading the benchmark's outputs back", || {
+            encoder.copy_buffer_to_buffer(&self.output, 0, &readback, 0, layout.total_bytes);
+            gpu.queue().submit([encoder.finish()]);
+        })?;
+        let got = gpu.read_back(&readback, |bytes| {
+            layout.outputs_from(bytes, plan, case.dtype)
+        })?;
+        let want = reference::split_tensor(&self.host, plan)?;
+        crate::verify::compare_outputs(&got, &want).map_err(|e| match e {
+            SplitError::Mismatch(m) => SplitError::Mismatch(format!("case {}, {m}", case.name)),
+            other => other,
+        })
+    }
+
+    /// [`CaseBuffers::check`] for a concat case: the whole tensor read back from the input
+    /// buffer, where the concat wrote it.
+    fn check_concat(&self, gpu: &GpuSplitter, case: &Case) -> Result<()> {
+        let device = gpu.device();
+        let size = self.input.size();
+        let readback = scoped(device, "allocating the benchmark's readback buffer", || {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("bench readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        let mut encoder = device.create_command_encoder(&Default::default());
+        self.encode(gpu, case, &mut encoder)?;
+        scoped(device, "reading the benchmark's output back", || {
+            encoder.copy_buffer_to_buffer(&self.input, 0, &readback, 0, size);
+            gpu.queue().submit([encoder.finish()]);
+        })?;
+        let want = self.host.bytes();
+        let got = gpu.read_back(&readback, |bytes| Ok(bytes[..want.len()].to_vec()))?;
+        match got.iter().zip(want).position(|(a, b)| a != b) {
+            None => Ok(()),
+            Some(b) => Err(SplitError::Mismatch(format!(
+                "case {}, the concat's output differs at byte {b}",
+                case.name
+            ))),
+        }
+    }
+
+    /// The split (or concat) of `case` prepared once ([`GpuSplitter::prepare`]) on these
+    /// buffers.
+    pub fn prepare(&self, gpu: &GpuSplitter, case: &Case) -> Result<crate::PreparedSplit> {
+        let region = |buffer| BufferRegion { buffer, offset: 0 };
+        if case.concat {
+            let inputs = Inputs::Region(region(&self.output));
+            return gpu.prepare_concat(&self.plan, case.dtype, inputs, region(&self.input));
+        }
+        gpu.prepare(
+            &self.plan,
+            case.dtype,
+            region(&self.input),
+            Outputs::Region(region(&self.output)),
+        )
+    }
+
+    /// The host part of a split alone: encode into `encoder` (the plan made once), no submit.
+    pub fn encode(
+        &self,
+        gpu: &GpuSplitter,
+        case: &Case,
+        encoder: &mut wgpu::CommandEncoder,
+    ) -> Result<EncodedSplit> {
+        let region = |buffer| BufferRegion { buffer, offset: 0 };
+        if case.concat {
+            let inputs = Inputs::Region(region(&self.output));
+            return gpu.encode_concat(encoder, &self.plan, case.dtype, inputs, region(&self.input));
+        }
+        gpu.encode(
+            encoder,
+            &self.plan,
+            case.dtype,
+            region(&self.input),
+            Outputs::Region(region(&self.output)),
+        )
+    }
+}
+
+/// Blocks until the device has finished its submitted work.
+pub(super) fn wait(gpu: &GpuSplitter) -> Result<()> {
+    gpu.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map(|_| ())
+        .map_err(|e| SplitError::Device(format!("waiting for the device: {e}")))
+}

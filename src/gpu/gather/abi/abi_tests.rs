@@ -1,0 +1,202 @@
+//! The table, modes, schedules and entry points of `abi.rs`, checked against the WGSL as
+//! naga parses it.
+
+use super::*;
+use naga::{Expression, Literal, Module, TypeInner};
+use std::mem::offset_of;
+
+fn module() -> Module {
+    naga::front::wgsl::parse_str(super::super::builds::shader_source()).expect("the shader parses")
+}
+
+/// `(name, offset)` of each member of the WGSL struct `name`, and its size.
+fn wgsl_struct(module: &Module, name: &str) -> (Vec<(String, u32)>, u32) {
+    let ty = module
+        .types
+        .iter()
+        .find(|(_, t)| t.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("struct {name} in the shader"))
+        .1;
+    let TypeInner::Struct { members, span } = &ty.inner else {
+        panic!("{name} is a struct");
+    };
+    let members = members
+        .iter()
+        .map(|m| (m.name.clone().unwrap_or_default(), m.offset))
+        .collect();
+    (members, *span)
+}
+
+fn wgsl_u32_constant(module: &Module, name: &str) -> u32 {
+    let c = module
+        .constants
+        .iter()
+        .find(|(_, c)| c.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("constant {name} in the shader"))
+        .1;
+    match module.global_expressions[c.init] {
+        Expression::Literal(Literal::U32(v)) => v,
+        ref other => panic!("{name} is {other:?}, not a u32 literal"),
+    }
+}
+
+#[test]
+fn params_and_entry_match_the_shader_structs() {
+    let module = module();
+    let params = [
+        ("num_blocks", offset_of!(Params, num_blocks)),
+        ("num_entries", offset_of!(Params, num_entries)),
+        ("steps_per_lane", offset_of!(Params, steps_per_lane)),
+        ("schedule", offset_of!(Params, schedule)),
+        ("tile_rows", offset_of!(Params, tile_rows)),
+        ("rows", offset_of!(Params, rows)),
+        ("num_lanes", offset_of!(Params, num_lanes)),
+        ("interleaved", offset_of!(Params, interleaved)),
+    ];
+    let entry = [
+        ("block_start", offset_of!(Entry, block_start)),
+        ("dst_unit", offset_of!(Entry, dst_unit)),
+        ("first_byte", offset_of!(Entry, first_byte)),
+        ("out_bytes", offset_of!(Entry, out_bytes)),
+        ("row_bytes", offset_of!(Entry, row_bytes)),
+        ("src_stride", offset_of!(Entry, src_stride)),
+        ("src_offset", offset_of!(Entry, src_offset)),
+        ("mode", offset_of!(Entry, mode)),
+    ];
+    for (name, rust, size) in [
+        ("Params", &params[..], std::mem::size_of::<Params>()),
+        ("Entry", &entry[..], std::mem::size_of::<Entry>()),
+    ] {
+        let rust: Vec<(String, u32)> = rust
+            .iter()
+            .map(|&(n, o)| (n.to_string(), o as u32))
+            .collect();
+        assert_eq!(wgsl_struct(&module, name), (rust, size as u32), "{name}");
+    }
+    // The table's entries start right after the header.
+    let (table, _) = wgsl_struct(&module, "Table");
+    assert_eq!(
+        table[1],
+        ("entries".into(), std::mem::size_of::<Params>() as u32)
+    );
+}
+
+#[test]
+fn workgroup_memory_fits_every_device() {
+    // All workgroup variables together, though each entry point uses only some: within
+    // wgpu's default `max_compute_workgroup_storage_size`, which every device offers.
+    let module = module();
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    let bytes: u32 = module
+        .global_variables
+        .iter()
+        .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+        .map(|(_, g)| layouter[g.ty].size)
+        .sum();
+    assert!(bytes <= 16_384, "{bytes} bytes");
+}
+
+#[test]
+fn each_entry_point_reaches_only_its_layouts_workgroup_memory() {
+    let module = module();
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::empty(),
+    )
+    .validate(&module)
+    .expect("the shader validates");
+    let workgroup: Vec<_> = module
+        .global_variables
+        .iter()
+        .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+        .collect();
+    for (i, entry) in EntryPoint::ALL.into_iter().enumerate() {
+        let uses = info.get_entry_point(i);
+        let reached: Vec<&str> = workgroup
+            .iter()
+            .filter(|(h, _)| !uses[*h].is_empty())
+            .filter_map(|(_, g)| g.name.as_deref())
+            .collect();
+        assert_eq!(reached, entry.workgroup_memory(), "{}", entry.name());
+    }
+}
+
+#[test]
+fn modes_workgroup_size_and_units_match_the_shader() {
+    let module = module();
+    for (name, mode) in [
+        ("MODE_VEC4", Mode::Vec4),
+        ("MODE_WORD", Mode::Word),
+        ("MODE_BYTE", Mode::Byte),
+    ] {
+        assert_eq!(wgsl_u32_constant(&module, name), mode as u32, "{name}");
+    }
+    for (name, value) in [
+        ("SCHEDULE_RUNS", Schedule::Runs as u64),
+        ("SCHEDULE_LANES", Schedule::Lanes as u64),
+        ("SCHEDULE_TILES", Schedule::Tiles as u64),
+        ("SCHEDULE_SCATTER", Schedule::Scatter as u64),
+        ("SCHEDULE_STAGED", Schedule::Staged as u64),
+        ("SCHEDULE_JOIN", Schedule::Join as u64),
+        ("WORKGROUP_SIZE", WORKGROUP_SIZE),
+        ("RUNS_WORKGROUP_SIZE", RUNS_WORKGROUP_SIZE),
+        ("STAGE_WORDS", STAGE_WORDS),
+        ("MAX_TILE_ENTRIES", MAX_TILE_ENTRIES),
+    ] {
+        assert_eq!(wgsl_u32_constant(&module, name) as u64, value, "{name}");
+    }
+    let names: Vec<&str> = module
+        .entry_points
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(names, EntryPoint::ALL.map(EntryPoint::name));
+    for (e, entry) in module.entry_points.iter().zip(EntryPoint::ALL) {
+        let size = entry.workgroup_size() as u32;
+        assert_eq!(e.workgroup_size, [size, 1, 1], "{}", e.name);
+    }
+    // `dst` is an array of vec4<u32>: one unit per element.
+    let dst = module
+        .global_variables
+        .iter()
+        .find(|(_, v)| v.name.as_deref() == Some("dst"))
+        .expect("dst binding")
+        .1;
+    let TypeInner::Array { stride, .. } = module.types[dst.ty].inner else {
+        panic!("dst is an array");
+    };
+    assert_eq!(stride as u64, UNIT_BYTES);
+}
+
+#[test]
+fn each_layout_takes_its_entry_point_and_aligned_entries_the_vec4_one() {
+    let entry = |mode: Mode| Entry {
+        mode: mode as u32,
+        ..bytemuck::Zeroable::zeroed()
+    };
+    let params = |schedule: Schedule| Params {
+        schedule: schedule as u32,
+        ..bytemuck::Zeroable::zeroed()
+    };
+    let (vec4, word, byte) = (entry(Mode::Vec4), entry(Mode::Word), entry(Mode::Byte));
+    let runs = params(Schedule::Runs);
+    assert_eq!(EntryPoint::of(&runs, &[vec4, vec4]), EntryPoint::RunsVec4);
+    assert_eq!(EntryPoint::of(&runs, &[vec4, word]), EntryPoint::Runs);
+    assert_eq!(EntryPoint::of(&runs, &[byte]), EntryPoint::Runs);
+    let lanes = params(Schedule::Lanes);
+    assert_eq!(EntryPoint::of(&lanes, &[vec4, vec4]), EntryPoint::LanesVec4);
+    assert_eq!(EntryPoint::of(&lanes, &[vec4, word]), EntryPoint::Lanes);
+    assert_eq!(EntryPoint::of(&lanes, &[byte]), EntryPoint::Lanes);
+    let tiles = params(Schedule::Tiles);
+    assert_eq!(EntryPoint::of(&tiles, &[vec4]), EntryPoint::Tiles);
+    assert_eq!(EntryPoint::of(&tiles, &[word]), EntryPoint::Tiles);
+    let scatter = params(Schedule::Scatter);
+    assert_eq!(EntryPoint::of(&scatter, &[vec4, word]), EntryPoint::Scatter);
+    let staged = params(Schedule::Staged);
+    assert_eq!(EntryPoint::of(&staged, &[vec4, byte]), EntryPoint::Staged);
+    assert_eq!(
+        EntryPoint::of(&params(Schedule::Join), &[vec4]),
+        EntryPoint::Join
+    );
+}
