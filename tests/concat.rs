@@ -323,6 +323,19 @@ fn stacks_and_appends(gpu: &'static GpuSplitter) {
     }
 }
 
+/// Inputs whose offsets in the output fall at the storage alignment can be views of it
+/// (`output_views` of the same plan): their producers write in place and nothing moves.
+fn inputs_as_views_of_the_output(gpu: &'static GpuSplitter) {
+    let align = gpu.device().limits().min_storage_buffer_offset_alignment as u64;
+    let plan = ops::concat(&[[align as usize], [3]], 0).unwrap();
+    let views = gpu.output_views(&plan, DType::U8).unwrap().unwrap();
+    assert_eq!((views[1].offset, views[1].size), (align, 3));
+    let plan = ops::concat(&[[3], [align as usize]], 0).unwrap();
+    assert_eq!(gpu.output_views(&plan, DType::U8).unwrap(), None);
+    let strided = ops::concat(&[[2, 64], [2, 64]], 1).unwrap();
+    assert_eq!(gpu.output_views(&strided, DType::F32).unwrap(), None);
+}
+
 /// Misuse comes back as errors that name the input and the rule.
 fn misuse_is_refused(gpu: &'static GpuSplitter) {
     let device = gpu.device();
@@ -390,5 +403,6 @@ per_backend!(
     inputs_in_their_own_buffers,
     very_many_input_buffers,
     stacks_and_appends,
+    inputs_as_views_of_the_output,
     misuse_is_refused,
 );

@@ -32,7 +32,7 @@ pub fn concat<S: AsRef<[usize]>>(input_shapes: &[S], axis: i64) -> Result<SplitP
 /// ONNX Concat at a model's `opset` (1 to [`super::ONNX_NEWEST_OPSET`]): Concat-1 takes
 /// `axis` as optional (default 1) and non-negative; Concat-4 requires it; from Concat-11 it
 /// may be negative (`[-rank, rank-1]`). Concat-13 adds dtypes only. Otherwise as
-/// [`concat`].
+/// [`concat()`].
 pub fn onnx_concat<S: AsRef<[usize]>>(
     input_shapes: &[S],
     axis: Option<i64>,
@@ -67,7 +67,7 @@ pub fn onnx_concat<S: AsRef<[usize]>>(
 }
 
 /// ONNX ConcatFromSequence-11: `new_axis = 0` joins the sequence along `axis` as
-/// [`concat`] does; `new_axis = 1` stacks its tensors, which all have one shape, along a new
+/// [`concat()`] does; `new_axis = 1` stacks its tensors, which all have one shape, along a new
 /// axis at `axis` (in `[-rank-1, rank]`: the output has one dimension more). The sequence may
 /// not be empty.
 ///
