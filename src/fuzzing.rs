@@ -18,7 +18,7 @@ pub use input::PlannerInput;
 
 use crate::gpu::gather::abi::binding_bytes;
 use crate::gpu::gather::dispatches::{plan_dispatches, GatherTuning};
-use crate::gpu::gather::{join_dispatch, JoinPart};
+use crate::gpu::gather::{join_dispatch, join_parts};
 use crate::gpu::placement::OutputLayout;
 use crate::gpu::planner::{self, DeviceCaps, Regions};
 use crate::ops::{OnnxSplitParts, Operator};
@@ -235,15 +235,7 @@ fn check_plan(input: &PlannerInput, plan: &SplitPlan, shape: &[usize]) {
 /// A concat's dispatch covers every byte of its output, and its segments lie inside their
 /// rows and their source window.
 fn check_join(input: &PlannerInput, bytes: &ByteRows, layout: &OutputLayout, tuning: GatherTuning) {
-    let parts: Vec<JoinPart> = bytes
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(position, o)| JoinPart {
-            position,
-            src: layout.ranges[o.output].offset,
-        })
-        .collect();
+    let parts = join_parts(bytes, layout);
     let Ok(d) = join_dispatch(bytes, &parts, layout.total_bytes, tuning, 1 << 31) else {
         return;
     };

@@ -19,7 +19,7 @@ use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
 use crate::gpu::gather::pipeline::{grid, GatherPipeline, Targets};
-use crate::gpu::gather::{join_dispatch, JoinPart};
+use crate::gpu::gather::{join_dispatch, join_parts};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::splitter::gather_defaults;
 use crate::plan::bytes::ByteRows;
@@ -95,19 +95,10 @@ pub fn trace_concat(
 ) -> Result<Vec<Access>> {
     let bytes = ByteRows::new(plan, dtype.size())?;
     let layout = gpu.output_layout(plan, dtype)?;
-    let parts: Vec<JoinPart> = bytes
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(position, o)| JoinPart {
-            position,
-            src: layout.ranges[o.output].offset,
-        })
-        .collect();
     let caps = gpu.caps();
     let dispatch = join_dispatch(
         &bytes,
-        &parts,
+        &join_parts(&bytes, &layout),
         layout.total_bytes,
         caps.gather,
         caps.window_limit,

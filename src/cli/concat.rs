@@ -5,7 +5,7 @@ use super::args::{Op, RunArgs};
 use super::exit::{CliError, CliResult};
 use super::outputs::OutputFiles;
 use super::progress::Progress;
-use super::run::{attribute_axis, check_out, ms, ms_of, op_name, required};
+use super::run::{attribute_axis, check_options, check_out, ms, ms_of, op_name, required};
 use serde_json::json;
 use std::io::Read;
 use std::process::ExitCode;
@@ -17,42 +17,21 @@ use wgpu_split::{
 
 /// The concat's plan, from the options and the inputs' shapes.
 fn plan(a: &RunArgs, shapes: &[Vec<usize>]) -> CliResult<SplitPlan> {
-    let refuse = |name: &str| {
-        Err(CliError::usage(format!(
-            "--{name} does not apply to --op {}",
-            op_name(a.op)
-        )))
-    };
-    let given = [
-        ("num-splits", a.num_splits.is_some()),
-        ("lengths", a.lengths.is_some()),
-        ("split", a.split.is_some()),
-        ("keepdims", a.keepdims.is_some()),
-        ("num-outputs", a.num_outputs.is_some()),
-    ];
-    if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
-        return refuse(name);
-    }
-    Ok(match a.op {
-        Op::ConcatFromSequence => {
-            if a.opset.is_some() {
-                return refuse("opset");
-            }
+    check_options(a)?;
+    Ok(match (a.op, a.opset) {
+        (Op::ConcatFromSequence, _) => {
             ops::concat_from_sequence(shapes, required_axis(a)?, a.new_axis.unwrap_or(0))?
         }
-        _ => {
-            if a.new_axis.is_some() {
-                return refuse("new-axis");
-            }
-            match a.opset {
-                // ONNX Concat-1 defaults the axis; the operator says whether it may be missing.
-                Some(opset) => {
-                    let axis = a.axis.as_ref().map(|_| required_axis(a)).transpose()?;
-                    ops::onnx_concat(shapes, axis, i64::from(opset))?
-                }
-                None => ops::concat(shapes, required_axis(a)?)?,
-            }
+        // ONNX Concat-1 defaults the axis; the operator says whether it may be missing.
+        (_, Some(opset)) => {
+            let axis = a
+                .axis
+                .is_some()
+                .then(|| attribute_axis(&a.axis))
+                .transpose()?;
+            ops::onnx_concat(shapes, axis, i64::from(opset))?
         }
+        (_, None) => ops::concat(shapes, required_axis(a)?)?,
     })
 }
 

@@ -58,8 +58,9 @@ pub fn plan(a: &RunArgs, shape: &[usize]) -> CliResult<SplitPlan> {
     Ok(operator(a)?.plan(shape)?)
 }
 
-/// The operator and its parameters, from the options.
-fn operator(a: &RunArgs) -> CliResult<Operator> {
+/// Refuses the options given that do not apply to `--op`: the one list of which operator
+/// takes which option.
+pub(super) fn check_options(a: &RunArgs) -> CliResult<()> {
     use Op::*;
     only_for(
         a.op,
@@ -69,10 +70,16 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
             ("split", a.split.is_some(), &[SplitToSequence, OnnxSplit]),
             ("keepdims", a.keepdims.is_some(), &[SplitToSequence]),
             ("num-outputs", a.num_outputs.is_some(), &[OnnxSplit]),
-            ("opset", a.opset.is_some(), &[OnnxSplit]),
-            ("new-axis", a.new_axis.is_some(), &[]),
+            ("opset", a.opset.is_some(), &[OnnxSplit, Concat]),
+            ("new-axis", a.new_axis.is_some(), &[ConcatFromSequence]),
         ],
-    )?;
+    )
+}
+
+/// The operator and its parameters, from the options.
+fn operator(a: &RunArgs) -> CliResult<Operator> {
+    use Op::*;
+    check_options(a)?;
     Ok(match a.op {
         Split => Operator::Split {
             axis: args::axis(required(&a.axis, "axis", a.op)?)?,

@@ -7,9 +7,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, scoped_async};
-use crate::gpu::gather::{
-    binding_bytes, join_dispatch, window_limit, JoinPart, Targets, UNIT_BYTES,
-};
+use crate::gpu::gather::{binding_bytes, join_dispatch, join_parts, JoinPart, Targets, UNIT_BYTES};
 use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange};
 use crate::gpu::planner::{self, BufferCopy, Regions};
 use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
@@ -110,20 +108,7 @@ impl GpuSplitter {
         output: BufferRegion<'_>,
     ) -> Result<PreparedSplit> {
         self.probe.check("preparing the concat")?;
-        let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let storage = wgpu::BufferUsages::STORAGE;
-        let rule = format!(
-            "its {} bytes rounded up to 4",
-            byte_count(plan.input_shape(), dtype)?
-        );
-        let needed = input_binding_size(plan, dtype)?;
-        output.check("output", needed, &rule, storage, align)?;
-        if needed > self.limits.max_buffer_size {
-            return Err(SplitError::TooLarge(format!(
-                "output of {needed} bytes exceeds the device's max_buffer_size of {} bytes",
-                self.limits.max_buffer_size
-            )));
-        }
+        self.check_whole("output", &output, plan, dtype)?;
         let bytes = ByteRows::new(plan, dtype.size())?;
         let (places, layout) = self.places(plan, dtype, &bytes, inputs)?;
         // The parts of each buffer, in column order.
@@ -172,13 +157,8 @@ impl GpuSplitter {
                 .map(|p| p.offset - base + bytes.size(&bytes.outputs[p.position]))
                 .max()
                 .unwrap_or(0);
-            let dispatch = join_dispatch(
-                &bytes,
-                &parts,
-                src_bytes,
-                self.gather_tuning,
-                window_limit(&self.limits),
-            )?;
+            let dispatch =
+                join_dispatch(&bytes, &parts, src_bytes, caps.gather, caps.window_limit)?;
             let tables = self
                 .tables
                 .buffers(&self.device, &[dispatch.table_bytes()])
@@ -213,15 +193,13 @@ impl GpuSplitter {
         let one_region = |region: BufferRegion<'a>, layout: OutputLayout| {
             let rule = "its last input's end in the layout, rounded up to 4";
             region.check("input", layout.total_bytes, rule, storage, align)?;
-            let places = bytes
-                .outputs
-                .iter()
-                .enumerate()
-                .map(|(position, o)| Place {
-                    position,
+            let places = join_parts(bytes, &layout)
+                .into_iter()
+                .map(|p| Place {
+                    position: p.position,
                     buffer: region.buffer,
                     base: region.offset,
-                    offset: region.offset + layout.ranges[o.output].offset,
+                    offset: region.offset + p.src,
                 })
                 .collect();
             Ok((places, layout))

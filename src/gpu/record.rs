@@ -94,7 +94,7 @@ impl GpuSplitter {
         output: &BufferRegion<'_>,
         layout: &OutputLayout,
     ) -> Result<()> {
-        self.check_input(input, plan, dtype)?;
+        self.check_whole("input", input, plan, dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         output.check(
             "output",
@@ -117,11 +117,13 @@ impl GpuSplitter {
         Ok(())
     }
 
-    /// Checks the input region of a split of `plan`: usage STORAGE, the storage offset
-    /// alignment, and [`input_binding_size`] bytes.
-    pub(crate) fn check_input(
+    /// Checks the region of the whole tensor of `plan` (a split's input, a concat's output;
+    /// `name` says which): usage STORAGE, the storage offset alignment, and
+    /// [`input_binding_size`] bytes.
+    pub(crate) fn check_whole(
         &self,
-        input: &BufferRegion<'_>,
+        name: &str,
+        region: &BufferRegion<'_>,
         plan: &SplitPlan,
         dtype: DType,
     ) -> Result<()> {
@@ -131,7 +133,7 @@ impl GpuSplitter {
             "its {} bytes rounded up to 4",
             byte_count(plan.input_shape(), dtype)?
         );
-        input.check("input", needed, &rule, wgpu::BufferUsages::STORAGE, align)
+        region.check(name, needed, &rule, wgpu::BufferUsages::STORAGE, align)
     }
 }
 
@@ -154,7 +156,7 @@ impl GpuSplitter {
             )));
         }
         self.probe.check("preparing the split")?;
-        self.check_input(&input, plan, dtype)?;
+        self.check_whole("input", &input, plan, dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         let storage = wgpu::BufferUsages::STORAGE;
         let bytes = ByteRows::new(plan, dtype.size())?;

@@ -226,6 +226,20 @@ pub struct Entry {
     pub mode: u32,
 }
 
+impl Mode {
+    /// The mode of an entry whose byte quantities (rows, strides, offsets) OR together to
+    /// `all`: vec4 where all are multiples of 16, words where of 4, bytes otherwise.
+    pub fn of(all: u64) -> Self {
+        if all.is_multiple_of(16) {
+            Mode::Vec4
+        } else if all.is_multiple_of(4) {
+            Mode::Word
+        } else {
+            Mode::Byte
+        }
+    }
+}
+
 impl Entry {
     /// Whether the shader reads this entry one vec4 per unit ([`Mode::Vec4`]).
     pub fn is_vec4(&self) -> bool {

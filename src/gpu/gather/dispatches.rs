@@ -56,14 +56,7 @@ fn entry(stride: u64, o: &OutputRows, (b0, b1): (u64, u64), window: u64, dst_uni
     let r0 = b0 / o.row_bytes;
     let first_byte = b0 - r0 * o.row_bytes;
     let src_offset = (o.offset + r0 * stride).wrapping_sub(window) & u32::MAX as u64;
-    let all = o.row_bytes | stride | src_offset | first_byte;
-    let mode = if all.is_multiple_of(16) {
-        Mode::Vec4
-    } else if all.is_multiple_of(4) {
-        Mode::Word
-    } else {
-        Mode::Byte
-    };
+    let mode = Mode::of(o.row_bytes | stride | src_offset | first_byte);
     Entry {
         // Numbered by `number_blocks`.
         block_start: 0,

@@ -22,6 +22,7 @@ use super::blocks::{GatherTuning, MIN_RUN_UNITS};
 use super::dispatches::Dispatch;
 use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
+use crate::gpu::placement::OutputLayout;
 use crate::plan::bytes::ByteRows;
 
 /// Workgroups a concat is spread over on a CPU adapter, at least, when its lanes' runs stay
@@ -36,6 +37,20 @@ pub struct JoinPart {
     pub position: usize,
     /// Source byte offset of its first row, in the source window.
     pub src: u64,
+}
+
+/// Every non-empty part of `bytes`, in one source window where `layout` places them (as
+/// `Inputs::Region` and `Inputs::Placed` do).
+pub fn join_parts(bytes: &ByteRows, layout: &OutputLayout) -> Vec<JoinPart> {
+    bytes
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(position, o)| JoinPart {
+            position,
+            src: layout.ranges[o.output].offset,
+        })
+        .collect()
 }
 
 /// The dispatch that writes `parts` (in column order) into the output of `bytes`, reading a
@@ -62,14 +77,7 @@ pub fn join_dispatch(
         .iter()
         .map(|p| {
             let o = &bytes.outputs[p.position];
-            let all = o.offset | o.row_bytes | p.src | bytes.stride;
-            let mode = if all.is_multiple_of(16) {
-                Mode::Vec4
-            } else if all.is_multiple_of(4) {
-                Mode::Word
-            } else {
-                Mode::Byte
-            };
+            let mode = Mode::of(o.offset | o.row_bytes | p.src | bytes.stride);
             Entry {
                 block_start: 0,
                 dst_unit: 0,
