@@ -92,10 +92,7 @@ const SCHEDULE_SCATTER: u32 = 3u;
 const SCHEDULE_STAGED: u32 = 4u;
 const SCHEDULE_JOIN: u32 = 5u;
 
-// SCHEDULE_JOIN reads its own header from entry 0 (`read_join`), and each of its segments
-// (entries 1 and on, in column order) as: `first_byte` the segment's first column in an
-// output row, `row_bytes` its bytes per row, `src_stride` the bytes between its rows in the
-// source, `src_offset` the source offset of its row 0.
+// SCHEDULE_JOIN fills entries its own way: shaders/split_gather_join.wgsl says how.
 struct Entry {
     // SCHEDULE_LANES, SCHEDULE_STAGED: first block of this entry. SCHEDULE_RUNS: first lane
     // (in the whole dispatch). Entries are sorted by it. SCHEDULE_TILES, SCHEDULE_SCATTER:
@@ -124,7 +121,7 @@ const WORKGROUP_SIZE: u32 = 256u;
 // over a CPU adapter's threads) while each lane writes a long run.
 const RUNS_WORKGROUP_SIZE: u32 = 64u;
 
-// Workgroup memory: 15,684 bytes in all (each entry point uses less), inside the 16,384 that
+// Workgroup memory: 15,756 bytes in all (each entry point uses less), inside the 16,384 that
 // every device allows.
 // Staged source words (SCHEDULE_TILES, SCHEDULE_STAGED).
 const STAGE_WORDS: u32 = 3776u;

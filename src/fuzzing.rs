@@ -239,9 +239,12 @@ fn check_join(input: &PlannerInput, bytes: &ByteRows, layout: &OutputLayout, tun
     let Ok(d) = join_dispatch(bytes, &parts, layout.total_bytes, tuning, 1 << 31) else {
         return;
     };
-    let (h, segments) = (d.entries[0], &d.entries[1..]);
+    let h = d.entries[0];
+    let segments = &d.entries[1..h.first_byte as usize];
+    let records = &d.entries[h.first_byte as usize..];
     let p = d.params;
     assert_eq!(segments.len(), bytes.outputs.len(), "{input:?}");
+    assert_eq!(records.len(), p.num_blocks as usize, "{input:?}");
     if segments.is_empty() {
         return;
     }
@@ -249,10 +252,8 @@ fn check_join(input: &PlannerInput, bytes: &ByteRows, layout: &OutputLayout, tun
     assert!(h.dst_unit == 0, "{input:?}");
     assert!(units * 16 >= bytes.input_bytes(), "{input:?}");
     assert!(units * 16 < bytes.input_bytes() + 16, "{input:?}");
-    assert!(
-        p.num_blocks as u64 * p.steps_per_lane as u64 * 256 >= units,
-        "{input:?}"
-    );
+    let block_units = p.steps_per_lane as u64 * 256;
+    assert!(p.num_blocks as u64 * block_units >= units, "{input:?}");
     let mut column = 0u64;
     for (e, part) in segments.iter().zip(&parts) {
         assert!(e.first_byte as u64 >= column, "{input:?}");
@@ -260,6 +261,33 @@ fn check_join(input: &PlannerInput, bytes: &ByteRows, layout: &OutputLayout, tun
         assert!(column <= bytes.stride, "{input:?}");
         let end = part.src + bytes.rows * e.row_bytes as u64;
         assert!(end <= d.src_size, "{input:?}");
+    }
+    // Each block keeps the segments of every column it writes: each byte's column lies in a
+    // kept segment, in the gap after the last kept one (which the next segment, if any,
+    // starts after), or before segment 1 where that is kept first.
+    for (block, r) in records.iter().enumerate() {
+        let (first, count) = (r.block_start as usize, r.dst_unit as usize);
+        if count == 0 {
+            continue;
+        }
+        let kept = &segments[first - 1..first - 1 + count];
+        let next = segments.get(first - 1 + count).map(|e| e.first_byte as u64);
+        let from = block as u64 * block_units * 16;
+        let to = ((block as u64 + 1) * block_units * 16).min(bytes.input_bytes());
+        for b in from..to {
+            let c = b % bytes.stride;
+            let before_first = c < kept[0].first_byte as u64;
+            assert!(
+                !before_first || first == 1,
+                "{input:?} block {block} byte {b}"
+            );
+            if !before_first {
+                assert!(
+                    next.is_none_or(|n| c < n),
+                    "{input:?} block {block} byte {b}"
+                );
+            }
+        }
     }
 }
 

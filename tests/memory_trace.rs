@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use wgpu_split::trace::analysis::{figures, Access, Kind, MemoryFigures};
-use wgpu_split::trace::{gpu_settings, trace_copy_kernel, trace_split, Sampling};
+use wgpu_split::trace::{gpu_settings, trace_concat, trace_copy_kernel, trace_split, Sampling};
 use wgpu_split::{
     ops, DType, GatherExperiment, GatherMode, GpuSplitter, IntTensor, RouteChoice, SplitOptions,
 };
@@ -189,7 +189,41 @@ fn unaligned_rows_load_about_a_copys_lines(gpu: &'static GpuSplitter) {
     }
 }
 
+fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
+    // The bench's concat cases, smaller: each output word stored once, and within 4 table
+    // bytes per 512 stored (each block reads the segments it writes once); the aligned ones
+    // a copy's figures.
+    let gpu = gpu_settings(gpu);
+    let many: Vec<[usize; 2]> = vec![[1, 2048]; 64];
+    let cases = [
+        (
+            ops::concat(&[[1, 4, 255, 128], [1, 4, 1, 128]], 2),
+            DType::F16,
+        ),
+        (ops::concat(&[[1, 16, 32, 32]; 4], 1), DType::F32),
+        (ops::concat(&many, 0), DType::F32),
+        (ops::concat(&[[256, 1365]; 3], 1), DType::U8),
+    ];
+    for (plan, dtype) in cases {
+        let plan = plan.unwrap();
+        let accesses = trace_concat(&gpu, &plan, dtype, ALL).unwrap();
+        let (words, stored) = stored_words(&accesses);
+        let output_words = plan.input_shape().iter().product::<usize>() * dtype.size() / 4;
+        assert_eq!(words.len(), output_words, "{plan:?}");
+        assert_eq!(stored, output_words, "{plan:?}: each word stored once");
+        let figures = if dtype == DType::U8 {
+            [32, 64].map(|warp| figures(&accesses, warp)).to_vec()
+        } else {
+            copy_like_figures(&accesses)
+        };
+        for f in figures {
+            assert!(f.table_bytes_per_512 <= 4.0, "{plan:?} {f:?}");
+        }
+    }
+}
+
 per_backend!(
+    concats_trace_like_a_copy,
     the_copy_kernel_is_the_reference,
     traced_stores_cover_every_output_word_once,
     aligned_rows_trace_like_a_copy,

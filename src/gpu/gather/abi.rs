@@ -10,6 +10,9 @@ pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl")
 /// `shaders/split_gather_schedules.wgsl`: the schedules' code.
 pub const SCHEDULES_WGSL: &str = include_str!("../../../shaders/split_gather_schedules.wgsl");
 
+/// `shaders/split_gather_join.wgsl`: the concat's schedule ([`Schedule::Join`]).
+pub const JOIN_WGSL: &str = include_str!("../../../shaders/split_gather_join.wgsl");
+
 /// Invocations per workgroup (`WORKGROUP_SIZE` in the shader).
 pub const WORKGROUP_SIZE: u64 = 256;
 
@@ -175,13 +178,14 @@ impl EntryPoint {
 
     /// The workgroup variables its schedule uses, and the only ones it may reach: the block's
     /// header (`wg_block`), the staged source words (`stage`), the entries at hand
-    /// (`tile_entries`). A GPU reserves an entry point's workgroup memory whether or not a
-    /// dispatch touches it.
+    /// (`tile_entries`), the concat's header (`wg_join`) and segments at hand (in `stage`).
+    /// A GPU reserves an entry point's workgroup memory whether or not a dispatch touches it.
     #[cfg(test)]
     fn workgroup_memory(self) -> &'static [&'static str] {
         match self {
             EntryPoint::Runs | EntryPoint::RunsVec4 => &[],
-            EntryPoint::Lanes | EntryPoint::LanesVec4 | EntryPoint::Join => &["wg_block"],
+            EntryPoint::Lanes | EntryPoint::LanesVec4 => &["wg_block"],
+            EntryPoint::Join => &["stage", "wg_join"],
             EntryPoint::Staged => &["wg_block", "stage"],
             EntryPoint::Scatter => &["wg_block", "tile_entries"],
             EntryPoint::Tiles => &["wg_block", "stage", "tile_entries"],

@@ -3,7 +3,9 @@
 //! ([`Hook`]), and the entry points stamped from one body. Nothing is made by editing another
 //! build's text.
 
-use super::abi::{EntryPoint, DST_BINDING_SHIFT, GATHER_WGSL, MAX_DST_BINDINGS, SCHEDULES_WGSL};
+use super::abi::{
+    EntryPoint, DST_BINDING_SHIFT, GATHER_WGSL, JOIN_WGSL, MAX_DST_BINDINGS, SCHEDULES_WGSL,
+};
 use crate::error::{Result, SplitError};
 use std::sync::OnceLock;
 
@@ -204,11 +206,11 @@ fn hook_piece(hook: Hook) -> String {
 }
 
 /// The gather shader with `outputs` and `hook`: `shaders/split_gather.wgsl`, the outputs'
-/// piece, the hook, `shaders/split_gather_schedules.wgsl`, then one entry point per
-/// [`EntryPoint`], stamped from [`ENTRY_POINT`].
+/// piece, the hook, `shaders/split_gather_schedules.wgsl` and `split_gather_join.wgsl`, then
+/// one entry point per [`EntryPoint`], stamped from [`ENTRY_POINT`].
 pub fn gather_source(outputs: OutputBindings, hook: Hook) -> Result<String> {
     let mut source = format!(
-        "{GATHER_WGSL}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n// ---- Entry points ----\n",
+        "{GATHER_WGSL}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{JOIN_WGSL}\n// ---- Entry points ----\n",
         outputs_piece(outputs)?,
         hook_piece(hook)
     );

@@ -4,30 +4,40 @@
 //! The destination is the concat's output, `rows` rows of `stride` bytes (the plan's
 //! [`ByteRows`], whose "input" is the concat's output); each part (a concat input) is a
 //! column band of those rows, a segment, and its rows lie back to back in the source. Entry 0
-//! of the table is the dispatch's header, entries 1 and on its segments in column order:
+//! of the table is the dispatch's header, entries 1 and on its segments in column order, then
+//! one record per block (workgroup): the segments its columns touch, which its lanes keep at
+//! hand in workgroup memory, so a block reads each of them once from the table.
 //!
-//! | entry field | header (entry 0) | segment |
-//! | --- | --- | --- |
-//! | `block_start` | units the dispatch writes | 0 |
-//! | `dst_unit` | first unit it writes | 0 |
-//! | `first_byte` | 0 | first column in an output row |
-//! | `out_bytes` | bytes of the output | 0 |
-//! | `row_bytes` | bytes of one output row | bytes of one part row |
-//! | `src_stride` | 0 | bytes between the part's rows in the source |
-//! | `src_offset` | 0 | source offset of the part's row 0 |
-//! | `mode` | 0 | the segment's [`Mode`] |
+//! | entry field | header (entry 0) | segment | block record |
+//! | --- | --- | --- | --- |
+//! | `block_start` | units the dispatch writes | 0 | first segment kept |
+//! | `dst_unit` | first unit it writes | 0 | segments kept (0: none, search the table) |
+//! | `first_byte` | first block record (1 + segments) | first column in an output row | 0 |
+//! | `out_bytes` | bytes of the output | 0 | 0 |
+//! | `row_bytes` | bytes of one output row | bytes of one part row | 0 |
+//! | `src_stride` | 0 | bytes between the part's rows in the source | 0 |
+//! | `src_offset` | 0 | source offset of the part's row 0 | 0 |
+//! | `mode` | 0 | the segment's [`Mode`] | 0 |
 
-use super::abi::{binding_bytes, Entry, Mode, Params, Schedule, UNIT_BYTES, WORKGROUP_SIZE};
+use super::abi::{
+    binding_bytes, Entry, Mode, Params, Schedule, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
+};
 use super::blocks::{GatherTuning, MIN_RUN_UNITS};
 use super::dispatches::Dispatch;
 use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::OutputLayout;
 use crate::plan::bytes::ByteRows;
+use bytemuck::Zeroable;
 
 /// Workgroups a concat is spread over on a CPU adapter, at least, when its lanes' runs stay
 /// long enough: more than the threads of the machines measured (`docs/performance.md`).
 const CPU_WORKGROUPS: u64 = 8;
+
+/// Segments a block keeps at hand, at most: one per lane, so one step loads them, three words
+/// each in the shader's `stage`. A block whose columns touch more searches the table.
+const MAX_KEPT_SEGMENTS: u64 = WORKGROUP_SIZE;
+const _: () = assert!(3 * MAX_KEPT_SEGMENTS <= STAGE_WORDS);
 
 /// One part a dispatch writes: its position in `ByteRows::outputs` and where its bytes start
 /// in the dispatch's source window.
@@ -121,26 +131,41 @@ pub fn join_dispatch(
             1,
         ),
     };
+    let num_blocks = units.div_ceil(steps * WORKGROUP_SIZE);
     let header = Entry {
         block_start: units as u32,
         dst_unit: first_unit as u32,
-        first_byte: 0,
+        first_byte: 1 + segments.len() as u32,
         out_bytes: output as u32,
         row_bytes: bytes.stride as u32,
         src_stride: 0,
         src_offset: 0,
         mode: 0,
     };
-    let mut entries = Vec::with_capacity(segments.len() + 1);
+    let columns: Vec<u64> = segments.iter().map(|e| e.first_byte as u64).collect();
+    let records = (0..num_blocks).map(|block| {
+        // The block's bytes of the output, `from .. to`.
+        let from = (first_unit + block * steps * WORKGROUP_SIZE) * UNIT_BYTES;
+        let to = ((first_unit + ((block + 1) * steps * WORKGROUP_SIZE).min(units)) * UNIT_BYTES)
+            .min(output);
+        let (first, count) = kept_segments(&columns, bytes.stride, from, to);
+        Entry {
+            block_start: first as u32,
+            dst_unit: count as u32,
+            ..Entry::zeroed()
+        }
+    });
+    let mut entries = Vec::with_capacity(1 + segments.len() + num_blocks as usize);
     entries.push(header);
     entries.extend(segments);
+    entries.extend(records);
     Ok(Dispatch {
         src_offset: 0,
         src_size: binding_bytes(src_bytes),
         dst_offset: 0,
         dst_size: binding_bytes(output),
         params: Params {
-            num_blocks: units.div_ceil(steps * WORKGROUP_SIZE) as u32,
+            num_blocks: num_blocks as u32,
             num_entries: entries.len() as u32,
             steps_per_lane: steps as u32,
             schedule: Schedule::Join as u32,
@@ -151,6 +176,30 @@ pub fn join_dispatch(
         },
         entries,
     })
+}
+
+/// The segments a block writing output bytes `from .. to` keeps at hand, as (first, count) in
+/// table entries (segment `i` of `columns`, its first columns, is entry `i + 1`): the segments
+/// from the one at or before its first column to the one at or before its last, or all of
+/// them where its bytes cross a row's end. Every column the block writes then lies in a kept
+/// segment, after the last one, or before the first one where that is segment 1: its lanes
+/// need look at no other. (0, 0) where that is more than [`MAX_KEPT_SEGMENTS`] or nothing.
+fn kept_segments(columns: &[u64], stride: u64, from: u64, to: u64) -> (u64, u64) {
+    if columns.is_empty() || to <= from {
+        return (0, 0);
+    }
+    let (first, count) = if from / stride == (to - 1) / stride {
+        // Entry of the last segment at or before column `c`, at least 1.
+        let at = |c: u64| (columns.partition_point(|&s| s <= c) as u64).max(1);
+        let first = at(from % stride);
+        (first, at((to - 1) % stride) - first + 1)
+    } else {
+        (1, columns.len() as u64)
+    };
+    if count > MAX_KEPT_SEGMENTS {
+        return (0, 0);
+    }
+    (first, count)
 }
 
 #[cfg(test)]
@@ -182,10 +231,16 @@ mod tests {
         let d = join_dispatch(&bytes, &parts, 64, gpu(), 1 << 27).unwrap();
         let h = d.entries[0];
         assert_eq!(
-            (h.block_start, h.dst_unit, h.out_bytes, h.row_bytes),
-            (4, 0, 64, 32)
+            (
+                h.block_start,
+                h.dst_unit,
+                h.first_byte,
+                h.out_bytes,
+                h.row_bytes
+            ),
+            (4, 0, 3, 64, 32)
         );
-        let cols: Vec<(u32, u32, u32, u32)> = d.entries[1..]
+        let cols: Vec<(u32, u32, u32, u32)> = d.entries[1..3]
             .iter()
             .map(|e| (e.first_byte, e.row_bytes, e.src_offset, e.mode))
             .collect();
@@ -196,11 +251,32 @@ mod tests {
                 (24, 8, 48, Mode::Word as u32)
             ]
         );
-        assert_eq!((d.params.num_blocks, d.params.num_entries), (1, 3));
+        assert_eq!((d.params.num_blocks, d.params.num_entries), (1, 4));
         assert_eq!(d.params.schedule, Schedule::Join as u32);
+        // The one block crosses a row's end: it keeps both segments.
+        assert_eq!((d.entries[3].block_start, d.entries[3].dst_unit), (1, 2));
         // One part alone: the units from its first byte's to its last byte's.
         let d = join_dispatch(&bytes, &parts[1..], 16, gpu(), 1 << 27).unwrap();
         assert_eq!((d.entries[0].dst_unit, d.entries[0].block_start), (1, 3));
+    }
+
+    #[test]
+    fn blocks_keep_the_segments_their_columns_touch() {
+        // Segments at columns 0, 100 and 200 of rows of 300 bytes (a gap at 150 .. 200).
+        let columns = [0, 100, 200];
+        let kept = |from, to| kept_segments(&columns, 300, from, to);
+        assert_eq!(kept(0, 16), (1, 1));
+        assert_eq!(kept(96, 112), (1, 2));
+        assert_eq!(kept(160, 176), (2, 1), "in the gap after segment 2");
+        assert_eq!(kept(192, 208), (2, 2));
+        assert_eq!(kept(288, 304), (1, 3), "across a row's end: all of them");
+        assert_eq!(kept(0, 0), (0, 0));
+        // Before the first segment: segment 1 is kept, for the gap's end.
+        assert_eq!(kept_segments(&[64], 128, 0, 16), (1, 1));
+        // More than a block keeps: none, the lanes search the table.
+        let many: Vec<u64> = (0..1000).map(|i| 4 * i).collect();
+        assert_eq!(kept_segments(&many, 4000, 0, 1024), (1, 256));
+        assert_eq!(kept_segments(&many, 4000, 0, 1028), (0, 0));
     }
 
     #[test]

@@ -1,0 +1,293 @@
+// ---- SCHEDULE_JOIN: a concat, the split's byte rows read the other way ----
+//
+// Lanes own units of the output, so no two lanes write one word whatever the inputs' byte
+// offsets. The table (src/gpu/gather/joins.rs): entry 0 the header, entries 1 .. segments_end
+// the segments in column order, then one block record per block: the segments the block's
+// columns touch, which its lanes copy into workgroup memory (`stage`, three words each) once
+// and look up there.
+
+// A concat's header (entry 0 of its table) with the block's cached segments: the units the
+// dispatch writes, from `first_unit` of `dst` on, the output's row bytes and bytes in all,
+// the end of the segments in the table, and the segments `cached_first ..
+// cached_first + cached_count` at hand in `stage` (none: lanes search the table).
+struct Join {
+    first_unit: u32,
+    units: u32,
+    row_bytes: u32,
+    end_byte: u32,
+    segments_end: u32,
+    cached_first: u32,
+    cached_count: u32,
+}
+
+// One segment: its first column in an output row, its bytes per row (its rows lie back to
+// back in the source), and the source offset of its row 0.
+struct Segment {
+    first_byte: u32,
+    row_bytes: u32,
+    src_offset: u32,
+}
+
+// What lane 0 reads for the block: the dispatch's params and header, and the block's record.
+struct JoinBlock {
+    params: Params,
+    header: Entry,
+    cached_first: u32,
+    cached_count: u32,
+}
+
+var<workgroup> wg_join: JoinBlock;
+
+// Segment `i` of the table: the three fields the join reads.
+fn read_segment(i: u32) -> Segment {
+    trace(TRACE_TABLE, 32u + 32u * i + 8u, 4u);
+    let first_byte = table.entries[i].first_byte;
+    trace(TRACE_TABLE, 32u + 32u * i + 16u, 4u);
+    let row_bytes = table.entries[i].row_bytes;
+    trace(TRACE_TABLE, 32u + 32u * i + 24u, 4u);
+    return Segment(first_byte, row_bytes, table.entries[i].src_offset);
+}
+
+// Block record `i`: (first cached segment, segments cached).
+fn read_join_block(i: u32) -> vec2<u32> {
+    trace(TRACE_TABLE, 32u + 32u * i, 8u);
+    return vec2<u32>(table.entries[i].block_start, table.entries[i].dst_unit);
+}
+
+// Segment `k`: from workgroup memory when the block keeps it, else from the table.
+fn segment(h: Join, k: u32) -> Segment {
+    let i = k - h.cached_first;
+    if (i < h.cached_count) {
+        return Segment(stage[3u * i], stage[3u * i + 1u], stage[3u * i + 2u]);
+    }
+    return read_segment(k);
+}
+
+// The first column of segment `k`, as `segment` finds it.
+fn segment_first_byte(h: Join, k: u32) -> u32 {
+    let i = k - h.cached_first;
+    if (i < h.cached_count) {
+        return stage[3u * i];
+    }
+    return read_first_byte(k);
+}
+
+// The end of the segments a lane of this block may look at: the cached ones' end where the
+// block keeps them (its columns touch no segment past them), else the table's.
+fn segment_limit(h: Join) -> u32 {
+    return select(h.segments_end, h.cached_first + h.cached_count, h.cached_count > 0u);
+}
+
+fn join_block(block: u32, lane: u32) {
+    if (lane == 0u) {
+        let p = read_params();
+        wg_join.params = p;
+        let header = read_entry(0u);
+        wg_join.header = header;
+        var record = vec2<u32>(0u);
+        if (block < p.num_blocks) {
+            record = read_join_block(header.first_byte + block);
+        }
+        wg_join.cached_first = record.x;
+        wg_join.cached_count = record.y;
+    }
+    let found = workgroupUniformLoad(&wg_join);
+    let p = found.params;
+    let e0 = found.header;
+    let h = Join(e0.dst_unit, e0.block_start, e0.row_bytes, e0.out_bytes, e0.first_byte, found.cached_first, found.cached_count);
+    // At most one segment per lane (MAX_JOIN_SEGMENTS in src/gpu/gather/joins.rs).
+    if (lane < h.cached_count) {
+        let s = read_segment(h.cached_first + lane);
+        stage[3u * lane] = s.first_byte;
+        stage[3u * lane + 1u] = s.row_bytes;
+        stage[3u * lane + 2u] = s.src_offset;
+    }
+    workgroupBarrier();
+    if (block >= p.num_blocks) {
+        return;
+    }
+    // The segment of the lane's last run (0: none yet), kept from unit to unit.
+    var k = 0u;
+    var seg = Segment(0u, 0u, 0u);
+    if (p.interleaved == 0u) {
+        let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
+        let end = min(first + p.steps_per_lane, h.units);
+        if (first < end) {
+            join_run(h, h.first_unit + first, h.first_unit + end, &k, &seg);
+        }
+        return;
+    }
+    for (var step = 0u; step < p.steps_per_lane; step++) {
+        let u = (block * p.steps_per_lane + step) * WORKGROUP_SIZE + lane;
+        if (u >= h.units) {
+            break;
+        }
+        join_unit(h, h.first_unit + u, &k, &seg);
+    }
+}
+
+// Units `first .. end` of one lane (CPU adapters): the whole units inside one segment of one
+// row move as a run, one aligned vec4 each or funnel-shifted from a sliding window of them
+// (as `run_shifted` does); a unit that crosses a segment's end is assembled by `join_unit`.
+fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+    var u = first;
+    while (u < end) {
+        let b = u * 16u;
+        let row = b / h.row_bytes;
+        let c = b - row * h.row_bytes;
+        join_segment(h, c, k, seg);
+        let e = *seg;
+        var count = 0u;
+        if (*k > 0u && c < e.first_byte + e.row_bytes) {
+            count = min(end - u, min(e.first_byte + e.row_bytes - c, h.end_byte - b) / 16u);
+        }
+        if (count == 0u) {
+            join_unit(h, u, k, seg);
+            u += 1u;
+            continue;
+        }
+        let s = row * e.row_bytes + e.src_offset + (c - e.first_byte);
+        let a = s / 16u;
+        let sh = s % 16u;
+        if (sh == 0u) {
+            for (var i = 0u; i < count; i++) {
+                store_unit(u + i, load_vec4(a + i));
+            }
+        } else {
+            var lo = load_vec4(a);
+            let last = count - 1u;
+            for (var i = 0u; i < last; i++) {
+                let hi = load_vec4(a + i + 1u);
+                store_unit(u + i, funnel(lo, hi, sh));
+                lo = hi;
+            }
+            // The run's last unit: its second vec4 alone may reach past the input's end.
+            store_unit(u + last, funnel(lo, load_vec4_edge(a + count), sh));
+        }
+        u += count;
+    }
+}
+
+// Points `k` and `seg` at the last segment whose first column is at or before `c` (k = 0
+// where there is none), starting from the segment they hold.
+fn join_segment(h: Join, c: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+    let limit = segment_limit(h);
+    if (*k > 0u && (*seg).first_byte <= c) {
+        if (c < (*seg).first_byte + (*seg).row_bytes) {
+            return;
+        }
+        // Walking along a row: a gap before the next segment, or the next segment, most
+        // often.
+        if (*k + 1u >= limit) {
+            return;
+        }
+        let next = segment(h, *k + 1u);
+        if (c < next.first_byte) {
+            return;
+        }
+        if (c < next.first_byte + next.row_bytes) {
+            *k += 1u;
+            *seg = next;
+            return;
+        }
+    }
+    // Cached: the answer is among them, or 0 before the first segment (cached_first = 1).
+    var lo = 0u;
+    if (h.cached_count > 0u) {
+        lo = h.cached_first - 1u;
+    }
+    var hi = limit;
+    while (hi - lo > 1u) {
+        let mid = (lo + hi) / 2u;
+        if (segment_first_byte(h, mid) <= c) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    *k = lo;
+    if (lo > 0u) {
+        *seg = segment(h, lo);
+    }
+}
+
+// The byte mask of bytes `first .. first + len` of a unit, per word.
+fn byte_mask(first: u32, len: u32) -> vec4<u32> {
+    let w = vec4<u32>(0u, 4u, 8u, 12u);
+    let lo = clamp(vec4<u32>(first), w, w + 4u) - w;
+    let hi = clamp(vec4<u32>(first + len), w, w + 4u) - w;
+    let ones = vec4<u32>(0xffffffffu);
+    // A shift by 32 would wrap to 0, hence the selects for whole words.
+    let below_hi = select((vec4<u32>(1u) << (hi * 8u)) - 1u, ones, hi >= vec4<u32>(4u));
+    let below_lo = select((vec4<u32>(1u) << (lo * 8u)) - 1u, ones, lo >= vec4<u32>(4u));
+    return below_hi & ~below_lo;
+}
+
+// Output unit `unit`: its bytes, run by run (a run is the bytes of one segment in one row, or
+// a gap no segment of this dispatch covers), then stored with the gaps kept.
+fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+    let b = unit * 16u;
+    let n = min(16u, h.end_byte - b);
+    var row = b / h.row_bytes;
+    var c = b - row * h.row_bytes;
+    var v = vec4<u32>(0u);
+    var covered = vec4<u32>(0u);
+    var at = 0u;
+    while (at < n) {
+        join_segment(h, c, k, seg);
+        let e = *seg;
+        var len = 0u;
+        if (*k > 0u && c < e.first_byte + e.row_bytes) {
+            len = min(n - at, e.first_byte + e.row_bytes - c);
+            let s = row * e.row_bytes + e.src_offset + (c - e.first_byte);
+            var x = load_vec4_edge(s / 16u);
+            if (s % 16u != 0u) {
+                x = funnel(x, load_vec4_edge(s / 16u + 1u), s % 16u);
+            }
+            if (at == 0u && len == 16u) {
+                v = x;
+                covered = vec4<u32>(0xffffffffu);
+            } else {
+                // The run's bytes moved to byte `at` of the unit.
+                if (at != 0u) {
+                    x = funnel(vec4<u32>(0u), x, 16u - at);
+                }
+                let m = byte_mask(at, len);
+                v = (v & ~m) | (x & m);
+                covered |= m;
+            }
+        } else {
+            // A gap, up to the next segment's first column or the row's end.
+            var next = h.row_bytes;
+            if (*k + 1u < segment_limit(h)) {
+                next = segment_first_byte(h, *k + 1u);
+            }
+            len = min(n - at, next - c);
+        }
+        at += len;
+        c += len;
+        if (c == h.row_bytes) {
+            c = 0u;
+            row += 1u;
+        }
+    }
+    join_store(unit, v, covered);
+}
+
+// Stores the bytes of unit `i` that `covered` marks; the others keep their values.
+fn join_store(i: u32, v: vec4<u32>, covered: vec4<u32>) {
+    if (all(covered == vec4<u32>(0xffffffffu))) {
+        store_unit(i, v);
+        return;
+    }
+    let words = array<u32, 4>(v.x, v.y, v.z, v.w);
+    let masks = array<u32, 4>(covered.x, covered.y, covered.z, covered.w);
+    for (var j = 0u; j < 4u; j++) {
+        let m = masks[j];
+        if (m == 0xffffffffu) {
+            store_word(i, j, words[j]);
+        } else if (m != 0u) {
+            store_word(i, j, (words[j] & m) | (load_dst_word(i, j) & ~m));
+        }
+    }
+}
