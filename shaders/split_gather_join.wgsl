@@ -168,6 +168,15 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
     }
 }
 
+// The 16 source bytes from byte `s` on (those past the input's end read as zeros).
+fn load_bytes16(s: u32) -> vec4<u32> {
+    let x = load_vec4_edge(s / 16u);
+    if (s % 16u == 0u) {
+        return x;
+    }
+    return funnel(x, load_vec4_edge(s / 16u + 1u), s % 16u);
+}
+
 // Points `k` and `seg` at the last segment whose first column is at or before `c` (k = 0
 // where there is none), starting from the segment they hold.
 fn join_segment(h: Join, c: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
@@ -239,11 +248,7 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
         var len = 0u;
         if (*k > 0u && c < e.first_byte + e.row_bytes) {
             len = min(n - at, e.first_byte + e.row_bytes - c);
-            let s = row * e.row_bytes + e.src_offset + (c - e.first_byte);
-            var x = load_vec4_edge(s / 16u);
-            if (s % 16u != 0u) {
-                x = funnel(x, load_vec4_edge(s / 16u + 1u), s % 16u);
-            }
+            var x = load_bytes16(row * e.row_bytes + e.src_offset + (c - e.first_byte));
             if (at == 0u && len == 16u) {
                 v = x;
                 covered = vec4<u32>(0xffffffffu);

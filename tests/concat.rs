@@ -246,6 +246,12 @@ fn many_inputs_in_one_region_take_one_dispatch(gpu: &'static GpuSplitter) {
             let encoded =
                 encode_and_read(&gpu, &plan, &tensors, inputs, wgpu::BufferUsages::empty());
             assert_eq!(encoded.dispatches, 1, "{count} inputs, packed {packed}");
+            // Encoded again, the concat takes the route kept from the first: the same layout.
+            let again = encode_and_read(&gpu, &plan, &tensors, inputs, wgpu::BufferUsages::empty());
+            assert!(
+                std::sync::Arc::ptr_eq(&encoded.layout, &again.layout),
+                "{count} inputs, packed {packed}: the route is kept"
+            );
         }
     }
 }
@@ -381,6 +387,9 @@ fn misuse_is_refused(gpu: &'static GpuSplitter) {
         e.contains("1 input regions for a concat of 2 inputs"),
         "{e}"
     );
+    let big = buffer(1024);
+    let e = encode(Inputs::Region(region(&big, 0)), region(&big, 768));
+    assert!(e.contains("in one buffer; a concat reads"), "{e}");
     let e = encode(Inputs::Region(region(&a, 4)), region(&out, 0));
     assert!(e.contains("input offset 4"), "{e}");
     let shifted = wgpu_split::OutputLayout::packed(&plan, DType::U8).unwrap();

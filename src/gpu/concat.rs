@@ -1,16 +1,17 @@
 //! A concat on the GPU: the split's plan read the other way ([`crate::ops::concat()`]). The
 //! parts (the concat's inputs) lie where the engine has them, in one region or one region
-//! each ([`Inputs`]); the output is one region. Each buffer of parts moves with copy commands
-//! where the planner's rule for the split picks them ([`planner::buffer_copies`], the copies
-//! turned around), else with one gather dispatch ([`join_dispatch`]) that reads every part in
-//! the buffer and writes the output.
+//! each ([`Inputs`]); the output is one region. Each buffer of parts moves by the route
+//! [`choose_concat`] picks: the split's copies turned around, else one gather dispatch that
+//! reads every part in the buffer and writes the output. Inputs in one region keep their
+//! route between concats, as a split does.
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, scoped_async};
-use crate::gpu::gather::{binding_bytes, join_dispatch, join_parts, JoinPart, Targets, UNIT_BYTES};
+use crate::gpu::gather::{binding_bytes, UNIT_BYTES};
+use crate::gpu::placement::Placement;
 use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange};
-use crate::gpu::planner::{self, BufferCopy, Regions};
-use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
+use crate::gpu::planner::{choose_concat, Direction};
+use crate::gpu::prepared::{EncodedSplit, PreparedSplit};
 use crate::gpu::round_trip::{map_read, read_mapped, HostBuffers};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::bytes::ByteRows;
@@ -39,12 +40,11 @@ pub enum Inputs<'a> {
     Regions(&'a [BufferRegion<'a>]),
 }
 
-/// One non-empty part: its position in the plan's byte rows, its buffer, the offset a
-/// binding of its buffer may start at, and its own offset.
+/// One non-empty part in a region of its own: its position in the plan's byte rows, its
+/// buffer and its offset there.
 struct Place<'a> {
     position: usize,
     buffer: &'a wgpu::Buffer,
-    base: u64,
     offset: u64,
 }
 
@@ -107,10 +107,36 @@ impl GpuSplitter {
         inputs: Inputs<'_>,
         output: BufferRegion<'_>,
     ) -> Result<PreparedSplit> {
+        // Inputs in one region take the split's way: the route kept between concats.
+        let (region, placement) = match inputs {
+            Inputs::Region(region) => (region, Placement::Bindable),
+            Inputs::Placed(region, layout) => {
+                layout.check(plan, dtype)?;
+                (region, Placement::Given(layout))
+            }
+            Inputs::Regions(regions) => {
+                return self
+                    .prepare_regions_concat(plan, dtype, regions, output)
+                    .await
+            }
+        };
+        self.prepare_placed(Direction::Concat, plan, dtype, region, output, placement)
+            .await
+    }
+
+    /// [`GpuSplitter::prepare_concat`] of inputs in regions of their own: planned each time,
+    /// one route per buffer of inputs.
+    async fn prepare_regions_concat(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        regions: &[BufferRegion<'_>],
+        output: BufferRegion<'_>,
+    ) -> Result<PreparedSplit> {
         self.probe.check("preparing the concat")?;
         self.check_whole("output", &output, plan, dtype)?;
         let bytes = ByteRows::new(plan, dtype.size())?;
-        let (places, layout) = self.places(plan, dtype, &bytes, inputs)?;
+        let (places, layout) = self.places(plan, &bytes, regions)?;
         // The parts of each buffer, in column order.
         #[allow(clippy::mutable_key_type)]
         let mut groups: BTreeMap<&wgpu::Buffer, Vec<&Place<'_>>> = BTreeMap::new();
@@ -127,91 +153,46 @@ impl GpuSplitter {
         let mut prepared = self.prepare_nothing(Arc::new(layout));
         let caps = self.caps();
         for (buffer, group) in groups {
-            let base = group.iter().map(|p| p.base).min().unwrap_or(0);
+            // The group's parts alone, placed in a region from the lowest of their offsets.
+            let base = group.iter().map(|p| p.offset).min().unwrap_or(0);
             let region = BufferRegion {
                 buffer,
                 offset: base,
             };
-            if let Some(copies) = caps
-                .buffer_copies
-                .then(|| copies(&bytes, &group, &region, &output))
-                .flatten()
-            {
-                prepared.encoded.buffer_copies += copies.len() as u32;
-                prepared.commands.push(Commands::BufferCopies {
-                    input: buffer.clone(),
-                    output: output.buffer.clone(),
-                    copies,
-                });
-                continue;
-            }
-            let parts: Vec<JoinPart> = group
-                .iter()
-                .map(|p| JoinPart {
-                    position: p.position,
-                    src: p.offset - base,
-                })
-                .collect();
-            let src_bytes = group
-                .iter()
-                .map(|p| p.offset - base + bytes.size(&bytes.outputs[p.position]))
-                .max()
-                .unwrap_or(0);
-            let dispatch =
-                join_dispatch(&bytes, &parts, src_bytes, caps.gather, caps.window_limit)?;
-            let tables = self
-                .tables
-                .buffers(&self.device, &[dispatch.table_bytes()])
+            let sub = bytes.subset(group.iter().map(|p| p.position));
+            let sub_layout = OutputLayout {
+                ranges: group
+                    .iter()
+                    .map(|p| OutputRange {
+                        offset: p.offset - base,
+                        size: bytes.size(&bytes.outputs[p.position]),
+                    })
+                    .collect(),
+                total_bytes: 0,
+                alignment: UNIT_BYTES,
+            };
+            let regions = self.regions(&region, &output);
+            let route = choose_concat(&sub, &sub_layout, &caps, &regions)?;
+            let tables = self.upload_tables(&route).await?;
+            let layout = prepared.encoded.layout.clone();
+            let part = self
+                .prepare_chosen(&route, &tables, None, layout, region, output)
                 .await?;
-            let bound = self
-                .gather
-                .bind(
-                    &self.device,
-                    std::slice::from_ref(&dispatch),
-                    &tables,
-                    &region,
-                    Targets::Region(&output),
-                    None,
-                )
-                .await?;
-            prepared.encoded.dispatches += 1;
-            prepared.commands.push(Commands::Gather(bound));
+            prepared.append(part);
         }
         Ok(prepared)
     }
 
-    /// Where each non-empty input of `plan` lies, checked, and the layout that reports it.
+    /// Where each non-empty input of `plan` lies in `regions`, checked, and the layout that
+    /// reports it.
     fn places<'a>(
         &self,
         plan: &SplitPlan,
-        dtype: DType,
         bytes: &ByteRows,
-        inputs: Inputs<'a>,
+        regions: &[BufferRegion<'a>],
     ) -> Result<(Vec<Place<'a>>, OutputLayout)> {
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
         let storage = wgpu::BufferUsages::STORAGE;
-        let one_region = |region: BufferRegion<'a>, layout: OutputLayout| {
-            let rule = "its last input's end in the layout, rounded up to 4";
-            region.check("input", layout.total_bytes, rule, storage, align)?;
-            let places = join_parts(bytes, &layout)
-                .into_iter()
-                .map(|p| Place {
-                    position: p.position,
-                    buffer: region.buffer,
-                    base: region.offset,
-                    offset: region.offset + p.src,
-                })
-                .collect();
-            Ok((places, layout))
-        };
-        let regions = match inputs {
-            Inputs::Region(region) => return one_region(region, self.output_layout(plan, dtype)?),
-            Inputs::Placed(region, layout) => {
-                layout.check(plan, dtype)?;
-                return one_region(region, layout.clone());
-            }
-            Inputs::Regions(regions) => regions,
-        };
         if regions.len() != plan.num_outputs() {
             return Err(SplitError::BadBuffer(format!(
                 "{} input regions for a concat of {} inputs",
@@ -233,7 +214,6 @@ impl GpuSplitter {
             places.push(Place {
                 position,
                 buffer: region.buffer,
-                base: region.offset,
                 offset: region.offset,
             });
         }
@@ -260,50 +240,6 @@ impl GpuSplitter {
         };
         Ok((places, layout))
     }
-}
-
-/// The copy commands that move the parts of `group` (in `region`) into `output`, where the
-/// split's rule for buffer copies picks them: the split's copies between the same bytes,
-/// turned around. `None` where the buffers lack the usages or a dispatch is cheaper.
-fn copies(
-    bytes: &ByteRows,
-    group: &[&Place<'_>],
-    region: &BufferRegion<'_>,
-    output: &BufferRegion<'_>,
-) -> Option<Vec<BufferCopy>> {
-    let allowed =
-        region.allows(wgpu::BufferUsages::COPY_SRC) && output.allows(wgpu::BufferUsages::COPY_DST);
-    if !allowed {
-        return None;
-    }
-    let sub = bytes.subset(group.iter().map(|p| p.position));
-    let layout = OutputLayout {
-        ranges: group
-            .iter()
-            .map(|p| OutputRange {
-                offset: p.offset - region.offset,
-                size: bytes.size(&bytes.outputs[p.position]),
-            })
-            .collect(),
-        total_bytes: 0,
-        alignment: UNIT_BYTES,
-    };
-    let regions = Regions {
-        input_offset: output.offset,
-        output_offset: region.offset,
-        copies_allowed: true,
-    };
-    let split = planner::buffer_copies(&sub, &layout, &regions)?;
-    Some(
-        split
-            .into_iter()
-            .map(|c| BufferCopy {
-                src: c.dst,
-                dst: c.src,
-                size: c.size,
-            })
-            .collect(),
-    )
 }
 
 // The host round trip.

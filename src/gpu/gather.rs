@@ -28,7 +28,7 @@ pub use dispatches::{
     fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
     SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
 };
-pub use joins::{join_dispatch, join_parts, JoinPart};
+pub use joins::{join_dispatch, join_parts};
 pub use modes::{GatherExperiment, GatherMode};
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Targets};
 pub(crate) use tables::TableCache;

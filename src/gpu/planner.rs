@@ -17,21 +17,14 @@
 //! this crate's own table buffers, never a caller's buffer: keeping it changes neither which
 //! buffers stay alive nor which errors `encode` reports.
 //!
-//! The last section is the planner on a [`GpuSplitter`], the one part that touches the device:
-//! what it offers ([`GpuSplitter::caps`]), the kept routes with their uploaded tables
-//! ([`GpuSplitter::kept_route`]), and the texture route's scratch, with the one fallback to
-//! the other routes where the device cannot give it ([`GpuSplitter::with_scratch`]).
+//! A concat's route is the split's read the other way ([`choose_concat`]), kept the same way.
+//! The planner on a [`GpuSplitter`], the one part that touches the device, is in `kept.rs`.
 
-use crate::cache::Lru;
 use crate::error::Result;
 use crate::gpu::cpu_texture::{texture_plan, TexturePlan};
-use crate::gpu::gather::{plan_dispatches, window_limit, Dispatch, GatherTuning};
-use crate::gpu::placement::{BufferRegion, OutputLayout, Placement};
-use crate::gpu::splitter::GpuSplitter;
+use crate::gpu::gather::{join_dispatch, join_parts, plan_dispatches, Dispatch, GatherTuning};
+use crate::gpu::placement::OutputLayout;
 use crate::plan::bytes::{ByteRows, RowKind};
-use crate::plan::SplitPlan;
-use crate::DType;
-use std::sync::Arc;
 
 pub use crate::gpu::cpu_texture::texture_command_cost;
 
@@ -230,220 +223,46 @@ pub fn buffer_copies(
     aligned.then_some(copies)
 }
 
-/// Routes kept at most; the least recently used goes first.
-const MAX_ROUTES: usize = 32;
-
-/// Outputs of all kept routes together at most: a kept route holds its plan, layout and
-/// tables, in proportion to its outputs. A plan of any size up to this is kept, so a repeated
-/// split of thousands of outputs is not planned again.
-const MAX_KEPT_OUTPUTS: usize = 1 << 19;
-
-/// Everything a route depends on, borrowed from the split at hand.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RouteKey<'a> {
-    pub plan: &'a SplitPlan,
-    pub dtype: DType,
-    pub layout: Placement<'a>,
-    pub regions: Regions,
-    pub caps: DeviceCaps,
-}
-
-/// A chosen route, with the layout it was chosen for and the device copies of its gather
-/// tables (one per dispatch).
-#[derive(Debug)]
-pub(crate) struct KeptRoute {
-    pub layout: Arc<OutputLayout>,
-    pub route: Route,
-    pub tables: Vec<wgpu::Buffer>,
-}
-
-impl AsRef<Route> for Route {
-    fn as_ref(&self) -> &Route {
-        self
-    }
-}
-
-impl AsRef<Route> for Arc<KeptRoute> {
-    fn as_ref(&self) -> &Route {
-        &self.route
-    }
-}
-
-/// The cache; shared by a splitter's clones, whose settings are part of every key.
-#[derive(Debug)]
-pub(crate) struct RouteCache(Lru<OwnedKey, Arc<KeptRoute>>);
-
-impl Default for RouteCache {
-    fn default() -> Self {
-        Self(Lru::new(MAX_ROUTES, MAX_KEPT_OUTPUTS))
-    }
-}
-
-/// A [`RouteKey`], owned. The plan's chunks are shared with the caller's plan
-/// ([`SplitPlan`]'s clones share them), so a repeated split's key compares at the pointer.
-#[derive(Debug)]
-struct OwnedKey {
-    plan: SplitPlan,
-    dtype: DType,
-    /// `None` for the bindable placement (its alignment is `caps.offset_align`); the caller's
-    /// layout otherwise.
-    given: Option<Arc<OutputLayout>>,
-    regions: Regions,
-    caps: DeviceCaps,
-}
-
-impl OwnedKey {
-    fn matches(&self, key: &RouteKey<'_>) -> bool {
-        let layout = match (&self.given, key.layout) {
-            (None, Placement::Bindable) => true,
-            (Some(given), Placement::Given(layout)) => **given == *layout,
-            _ => false,
+/// Chooses the route of a concat of `bytes` whose inputs `layout` places in one region (the
+/// split's outputs read the other way, `regions.input_offset` their region's offset): the
+/// split's copies between the same bytes turned around where `caps` allows buffer copies and
+/// the split's rule picks them, else one join dispatch (none when every input is empty).
+pub fn choose_concat(
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    caps: &DeviceCaps,
+    regions: &Regions,
+) -> Result<Route> {
+    if caps.buffer_copies && regions.copies_allowed {
+        let split = Regions {
+            input_offset: regions.output_offset,
+            output_offset: regions.input_offset,
+            copies_allowed: true,
         };
-        // The cheap fields first: most misses differ there.
-        (self.dtype, self.regions, self.caps) == (key.dtype, key.regions, key.caps)
-            && self.plan.num_outputs() == key.plan.num_outputs()
-            && layout
-            && self.plan == *key.plan
+        if let Some(copies) = buffer_copies(bytes, layout, &split) {
+            let turned = copies.into_iter().map(|c| BufferCopy {
+                src: c.dst,
+                dst: c.src,
+                size: c.size,
+            });
+            return Ok(Route::BufferCopies(turned.collect()));
+        }
     }
+    let parts = join_parts(bytes, layout);
+    if parts.is_empty() {
+        return Ok(Route::Gather(Vec::new()));
+    }
+    let src_bytes = parts
+        .iter()
+        .map(|p| p.src + bytes.size(&bytes.outputs[p.position]))
+        .max()
+        .unwrap_or(0);
+    let dispatch = join_dispatch(bytes, &parts, src_bytes, caps.gather, caps.window_limit)?;
+    Ok(Route::Gather(vec![dispatch]))
 }
 
-impl RouteCache {
-    /// The route kept for `key`, if any.
-    pub(crate) fn get(&self, key: &RouteKey<'_>) -> Option<Arc<KeptRoute>> {
-        self.0.get(|k| k.matches(key))
-    }
-
-    /// Keeps `route` for `key`.
-    pub(crate) fn insert(&self, key: &RouteKey<'_>, route: Arc<KeptRoute>) {
-        let given = match key.layout {
-            Placement::Bindable => None,
-            Placement::Given(_) => Some(route.layout.clone()),
-        };
-        let owned = OwnedKey {
-            plan: key.plan.clone(),
-            dtype: key.dtype,
-            given,
-            regions: key.regions,
-            caps: key.caps,
-        };
-        let weight = key.plan.num_outputs().max(1);
-        self.0.insert(owned, route, weight, |k| k.matches(key));
-    }
-}
+mod kept;
+pub(crate) use kept::{Direction, RouteCache, RouteKey};
 
 #[cfg(test)]
 mod planner_tests;
-
-/// The planner on a splitter: what its device and settings offer, the routes it keeps, their
-/// tables, and the texture route's scratch, with the one fallback where the device cannot
-/// give it.
-impl GpuSplitter {
-    /// What `choose` picks with this device's caps, with the scratch texture its route needs
-    /// (none for the routes that need none). Where the device cannot give that texture (out of
-    /// memory), what `choose` picks without textures: the one place a split leaves the texture
-    /// route for the others.
-    pub(crate) async fn with_scratch<C, F, Fut>(
-        &self,
-        choose: F,
-    ) -> Result<(C, Option<wgpu::Texture>)>
-    where
-        C: AsRef<Route>,
-        F: Fn(DeviceCaps) -> Fut,
-        Fut: std::future::Future<Output = Result<C>>,
-    {
-        let caps = self.caps();
-        let chosen = choose(caps).await?;
-        match self.scratch_for(chosen.as_ref()).await {
-            Ok(scratch) => Ok((chosen, scratch)),
-            Err(_) => Ok((choose(caps.without_textures()).await?, None)),
-        }
-    }
-
-    /// The scratch texture `route` needs, none for the other routes; an error where the device
-    /// cannot give it.
-    async fn scratch_for(&self, route: &Route) -> Result<Option<wgpu::Texture>> {
-        match route {
-            Route::Texture(t) => {
-                let (width, height) = t.scratch;
-                Ok(Some(self.scratch.get(&self.device, width, height).await?))
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// What `input` and `output` allow the route.
-    pub(crate) fn regions(&self, input: &BufferRegion<'_>, output: &BufferRegion<'_>) -> Regions {
-        Regions {
-            input_offset: input.offset,
-            output_offset: output.offset,
-            copies_allowed: input.allows(wgpu::BufferUsages::COPY_SRC)
-                && output.allows(wgpu::BufferUsages::COPY_DST),
-        }
-    }
-
-    /// What this device and these settings offer the route.
-    pub(crate) fn caps(&self) -> DeviceCaps {
-        // Copy commands are memcpy on CPU adapters, far faster than a shader there.
-        let cpu = self.info.device_type == wgpu::DeviceType::Cpu;
-        DeviceCaps {
-            window_limit: window_limit(&self.limits),
-            offset_align: self.limits.min_storage_buffer_offset_alignment as u64,
-            max_texture_dimension: self.limits.max_texture_dimension_2d,
-            buffer_copies: match self.route {
-                RouteChoice::Auto => cpu,
-                RouteChoice::Gather => false,
-                RouteChoice::Copies => true,
-            },
-            texture_copies: match self.route {
-                RouteChoice::Auto => self.texture_copies.unwrap_or(cpu),
-                RouteChoice::Gather => false,
-                RouteChoice::Copies => self.texture_copies.unwrap_or(true),
-            },
-            texture_command_cost: texture_command_cost(self.info.backend),
-            gather: self.gather_tuning,
-        }
-    }
-
-    /// The route of `key`, with the regions checked against its layout: kept from an earlier
-    /// split ([`crate::gpu::planner`]), or placed and chosen now, its gather tables uploaded,
-    /// and kept. A kept route's layout passed the checks that placing makes, so a repeated
-    /// split places nothing and costs the same whatever its number of outputs.
-    pub(crate) async fn kept_route(
-        &self,
-        key: &RouteKey<'_>,
-        input: &BufferRegion<'_>,
-        output: &BufferRegion<'_>,
-    ) -> Result<Arc<KeptRoute>> {
-        if let Some(kept) = self.routes.get(key) {
-            self.check_regions(key.plan, key.dtype, input, output, &kept.layout)?;
-            return Ok(kept);
-        }
-        let layout = match key.layout {
-            Placement::Bindable => self.output_layout(key.plan, key.dtype)?,
-            Placement::Given(layout) => layout.clone(),
-        };
-        self.check_regions(key.plan, key.dtype, input, output, &layout)?;
-        let bytes = ByteRows::new(key.plan, key.dtype.size())?;
-        let route = choose(&bytes, &layout, &key.caps, &key.regions)?;
-        let tables = self.upload_tables(&route).await?;
-        let kept = Arc::new(KeptRoute {
-            layout: Arc::new(layout),
-            route,
-            tables,
-        });
-        self.routes.insert(key, kept.clone());
-        Ok(kept)
-    }
-
-    /// The device copies of the gather's tables of `route`, one per dispatch; none for the
-    /// other routes.
-    pub(crate) async fn upload_tables(&self, route: &Route) -> Result<Vec<wgpu::Buffer>> {
-        match route {
-            Route::Gather(dispatches) => {
-                let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
-                self.tables.buffers(&self.device, &tables).await
-            }
-            _ => Ok(Vec::new()),
-        }
-    }
-}

@@ -6,7 +6,7 @@ use crate::gpu::cpu_texture::{self, TexturePlan};
 use crate::gpu::device::{self, scoped_async, LossProbe};
 use crate::gpu::gather::{record_bound, BoundDispatch, Targets};
 use crate::gpu::placement::{BufferRegion, OutputLayout, Outputs, Placement};
-use crate::gpu::planner::{BufferCopy, Route, RouteKey};
+use crate::gpu::planner::{BufferCopy, Direction, Route, RouteKey};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -177,34 +177,42 @@ impl GpuSplitter {
     ) -> Result<PreparedSplit> {
         match outputs {
             Outputs::Region(output) => {
-                self.prepare_placed(plan, dtype, input, output, Placement::Bindable)
+                let placement = Placement::Bindable;
+                self.prepare_placed(Direction::Split, plan, dtype, input, output, placement)
                     .await
             }
             Outputs::Placed(output, layout) => {
                 layout.check(plan, dtype)?;
                 let placement = Placement::Given(layout);
-                self.prepare_placed(plan, dtype, input, output, placement)
+                self.prepare_placed(Direction::Split, plan, dtype, input, output, placement)
                     .await
             }
             Outputs::Regions(regions) => self.prepare_regions(plan, dtype, input, regions).await,
         }
     }
 
-    /// [`GpuSplitter::prepare`] into one region, placed as `placement` says: at the storage
-    /// offset alignment, or by a layout that was checked or placed by this crate.
+    /// [`GpuSplitter::prepare`] with the split's outputs in one region, placed as `placement`
+    /// says (at the storage offset alignment, or by a layout that was checked or placed by
+    /// this crate), or the concat of inputs placed so: the route kept or chosen, then
+    /// prepared. `input` is where the bytes are read.
     pub(crate) async fn prepare_placed(
         &self,
+        direction: Direction,
         plan: &SplitPlan,
         dtype: DType,
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
         placement: Placement<'_>,
     ) -> Result<PreparedSplit> {
-        self.probe.check("preparing the split")?;
+        self.probe.check(match direction {
+            Direction::Split => "preparing the split",
+            Direction::Concat => "preparing the concat",
+        })?;
         let regions = self.regions(&input, &output);
         let (kept, scratch) = self
             .with_scratch(|caps| {
                 let key = RouteKey {
+                    direction,
                     plan,
                     dtype,
                     layout: placement,

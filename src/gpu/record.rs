@@ -7,7 +7,7 @@ use crate::gpu::gather::{
     binding_bytes, multi_output_dispatch, window_limit, BoundDispatch, Targets, UNIT_BYTES,
 };
 use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
-use crate::gpu::planner::{self, Route};
+use crate::gpu::planner::{self, Direction, Route, RouteKey};
 use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
 use crate::gpu::splitter::{multi_output_group_limit, GpuSplitter};
 use crate::plan::bytes::ByteRows;
@@ -84,22 +84,27 @@ impl GpuSplitter {
             .await
     }
 
-    /// Checks both regions of a split of `plan` placed by `layout`: usage, alignment and size
-    /// of each, and two different buffers.
+    /// Checks both regions of the split or concat of `key` placed by `layout` (`input` is
+    /// where the bytes are read): usage, alignment and size of each, and two different
+    /// buffers.
     pub(crate) fn check_regions(
         &self,
-        plan: &SplitPlan,
-        dtype: DType,
+        key: &RouteKey<'_>,
         input: &BufferRegion<'_>,
         output: &BufferRegion<'_>,
         layout: &OutputLayout,
     ) -> Result<()> {
-        self.check_whole("input", input, plan, dtype)?;
+        // The whole tensor's region, then the region the layout places the parts in.
+        let (op, whole, parts) = match key.direction {
+            Direction::Split => ("split", ("input", input), ("output", output)),
+            Direction::Concat => ("concat", ("output", output), ("input", input)),
+        };
+        self.check_whole(whole.0, whole.1, key.plan, key.dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        output.check(
-            "output",
+        parts.1.check(
+            parts.0,
             layout.total_bytes,
-            "its last output's end in the layout, rounded up to 4",
+            &format!("its last {}'s end in the layout, rounded up to 4", parts.0),
             wgpu::BufferUsages::STORAGE,
             align,
         )?;
@@ -107,12 +112,11 @@ impl GpuSplitter {
             // wgpu refuses both at `finish`, through the encoder's device's default handler
             // (a panic): a buffer bound as read-only and as writable storage in one dispatch,
             // and a copy from a buffer into itself.
-            return Err(SplitError::BadBuffer(
-                "the input and output regions are in one buffer; a split reads one buffer and \
+            return Err(SplitError::BadBuffer(format!(
+                "the input and output regions are in one buffer; a {op} reads one buffer and \
                  writes another (wgpu binds a buffer read-only or writable in one dispatch, \
                  and copies between two buffers)"
-                    .into(),
-            ));
+            )));
         }
         Ok(())
     }

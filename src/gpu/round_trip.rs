@@ -6,6 +6,7 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::{block_on, blocks_in_browser, scoped_async};
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
 use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, Placement};
+use crate::gpu::planner::Direction;
 use crate::gpu::prepared::EncodedSplit;
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
@@ -107,6 +108,7 @@ impl GpuSplitter {
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         let encoded = self
             .prepare_placed(
+                Direction::Split,
                 plan,
                 dtype,
                 region(&buffers.input),

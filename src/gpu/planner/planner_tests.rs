@@ -1,7 +1,10 @@
 //! Route choice (pure) and the kept routes.
 
+use super::kept::{KeptRoute, MAX_KEPT_OUTPUTS, MAX_ROUTES};
 use super::*;
-use crate::GatherMode;
+use crate::gpu::placement::Placement;
+use crate::{DType, GatherMode, SplitPlan};
+use std::sync::Arc;
 
 const CAPS: DeviceCaps = DeviceCaps {
     window_limit: 1 << 27,
@@ -34,6 +37,46 @@ fn route(
     let layout = OutputLayout::new(&plan, DType::F32, caps.offset_align).unwrap();
     let bytes = ByteRows::new(&plan, 4).unwrap();
     choose(&bytes, &layout, caps, regions).unwrap()
+}
+
+#[test]
+fn a_concat_takes_the_splits_copies_turned_around_or_one_join() {
+    // Three inputs of 4,096 f32 each, on axis 0: contiguous, one copy per input, from its
+    // place in the inputs' region (at 16) into the output (at 512).
+    let plan = SplitPlan::from_lengths(&[12, 1024], 0, &[4, 4, 4], true).unwrap();
+    let layout = OutputLayout::new(&plan, DType::F32, 256).unwrap();
+    let bytes = ByteRows::new(&plan, 4).unwrap();
+    let regions = Regions {
+        input_offset: 16,
+        output_offset: 512,
+        copies_allowed: true,
+    };
+    let Route::BufferCopies(copies) = choose_concat(&bytes, &layout, &CAPS, &regions).unwrap()
+    else {
+        panic!("copies expected");
+    };
+    // The split's copies would be one run from the input; the concat reads each input.
+    let pairs: Vec<(u64, u64, u64)> = copies.iter().map(|c| (c.src, c.dst, c.size)).collect();
+    assert_eq!(pairs, vec![(16, 512, 3 * 16384)]);
+    // Without copies: one join dispatch; with every input empty: nothing.
+    let gather = DeviceCaps {
+        buffer_copies: false,
+        ..CAPS
+    };
+    let route = choose_concat(&bytes, &layout, &gather, &regions).unwrap();
+    assert_eq!(kind(&route), ("gather", 1));
+    let Route::Gather(d) = route else {
+        unreachable!()
+    };
+    assert_eq!(
+        d[0].params.schedule,
+        crate::gpu::gather::abi::Schedule::Join as u32
+    );
+    let empty = SplitPlan::from_lengths(&[0, 4], 0, &[0, 0], true).unwrap();
+    let none = ByteRows::new(&empty, 4).unwrap();
+    let empty_layout = OutputLayout::new(&empty, DType::F32, 256).unwrap();
+    let route = choose_concat(&none, &empty_layout, &gather, &regions).unwrap();
+    assert_eq!(kind(&route), ("gather", 0));
 }
 
 fn kind(r: &Route) -> (&'static str, usize) {
@@ -167,6 +210,7 @@ fn a_route_is_found_only_under_its_whole_key() {
         copies_allowed: true,
     };
     let key = RouteKey {
+        direction: Direction::Split,
         plan: &plan,
         dtype: DType::F32,
         layout: Placement::Bindable,
@@ -234,6 +278,11 @@ fn a_route_is_found_only_under_its_whole_key() {
             },
             ..key
         },
+        // The concat of the same plan moves the bytes the other way.
+        RouteKey {
+            direction: Direction::Concat,
+            ..key
+        },
     ];
     for miss in &misses {
         assert!(cache.get(miss).is_none(), "{miss:?}");
@@ -251,6 +300,7 @@ fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
         .map(|p| OutputLayout::packed(p, DType::U8).unwrap())
         .collect();
     let key = |i: usize| RouteKey {
+        direction: Direction::Split,
         plan: &plans[i],
         dtype: DType::U8,
         layout: Placement::Given(&layouts[i]),
