@@ -127,6 +127,7 @@ if (c) {
     `the page's device has WebGPU's default limits, not ${a.storage_buffers_per_stage} storage buffers, ${a.max_storage_binding} per binding, ${a.workgroup_storage} B of workgroup memory`);
   must(c.examples.length === 7, `7 spec examples, not ${c.examples.length}`);
   for (const e of c.examples) must(e.ok, `spec example "${e.title}": ${e.error ?? 'an output differs from the CPU reference'}`);
+  for (const e of c.examples) must(e.error || e.round_trip === true, `spec example "${e.title}": the concat of its outputs on the GPU is not its input`);
   const s = c.sweep;
   must(s.cases >= 200, `at least 200 random splits, not ${s.cases}`);
   must(s.failed === 0, `${s.failed} random splits failed:\n    ${s.failures.join('\n    ')}`);
@@ -137,6 +138,7 @@ if (c) {
   must(s.zero_length_outputs > 0, 'no zero-length output');
   must(s.most_outputs >= 10000, `a split into 10,000 outputs, not at most ${s.most_outputs}`);
   must(s.past_one_binding >= 1, 'no input past one storage binding');
+  must(s.concats >= 200, `at least 200 splits concatenated back, not ${s.concats}`);
   must(/on WebGPU, call GpuSplitter::new_async/.test(c.sync_entry_point),
     `a sync entry point must refuse on WebGPU, naming its async twin: ${c.sync_entry_point}`);
 } else {
@@ -148,6 +150,6 @@ if (bench !== '0') {
   for (const k of b?.cases ?? []) must(k.split_gbps > 0 && k.copy_kernel_gbps > 0 && k.copy_gbps > 0, `benchmark case ${k.name} has a zero figure`);
 }
 const adapter = c?.adapter ? `${c.adapter.name || '(no name)'} ${c.adapter.backend} ${c.adapter.device_type}` : '?';
-const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s` : '';
+const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s` : '';
 if (problems.length) finish(1, `FAIL: ${summary}\n  ${problems.join('\n  ')}`);
 finish(0, `ok: ${summary}`);

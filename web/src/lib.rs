@@ -57,13 +57,23 @@ fn adapter_json(gpu: &GpuSplitter) -> Value {
     })
 }
 
+/// What [`split_and_compare`] found: per output its shape, bytes and equality with the CPU
+/// reference; and whether the concat of the GPU's outputs, on the GPU, gave the input back
+/// (`None` where no concat was run: a split with no outputs, or an input past one binding,
+/// which the library's concat does not take yet).
+pub(crate) struct Compared {
+    pub outputs: Vec<(Vec<usize>, usize, bool)>,
+    pub round_trip: Option<bool>,
+}
+
 /// Splits `input` as `plan` says on the GPU and compares every output with the CPU
-/// reference, byte for byte: `Ok(per-output equality)`, or the error either side gave.
+/// reference, byte for byte, then concatenates the outputs back on the GPU and compares the
+/// result with `input`: `Ok`, or the error either side gave.
 async fn split_and_compare(
     gpu: &GpuSplitter,
     plan: &SplitPlan,
     input: &HostTensor,
-) -> Result<Vec<(Vec<usize>, usize, bool)>, String> {
+) -> Result<Compared, String> {
     let got = gpu
         .run_async(plan, input)
         .await
@@ -76,14 +86,27 @@ async fn split_and_compare(
             want.len()
         ));
     }
-    Ok(got
+    let outputs = got
         .iter()
         .zip(&want)
         .map(|(g, w)| {
             let same = g.shape() == w.shape() && g.bytes() == w.bytes();
             (g.shape().to_vec(), g.bytes().len(), same)
         })
-        .collect())
+        .collect();
+    let round_trip = if got.is_empty() || input.bytes().len() as u64 > BINDING_LIMIT {
+        None
+    } else {
+        let joined = gpu
+            .run_concat_async(plan, &got)
+            .await
+            .map_err(|e| format!("the concat back: {e}"))?;
+        Some(joined.shape() == input.shape() && joined.bytes() == input.bytes())
+    };
+    Ok(Compared {
+        outputs,
+        round_trip,
+    })
 }
 
 /// The specifications' examples on f32 inputs counting up from 0, as the command's demo runs
@@ -103,10 +126,14 @@ async fn examples(gpu: &GpuSplitter) -> Value {
             Err(e) => Err(e.to_string()),
         };
         all.push(match checked {
-            Ok(outputs) => json!({
+            Ok(Compared {
+                outputs,
+                round_trip,
+            }) => json!({
                 "title": ex.title,
                 "input": ex.shape,
                 "ok": outputs.iter().all(|o| o.2),
+                "round_trip": round_trip,
                 "outputs": outputs
                     .iter()
                     .map(|(shape, bytes, same)| json!({"shape": shape, "bytes": bytes, "same": same}))

@@ -1,9 +1,9 @@
 //! The randomized sweep: splits of every operator, every dtype, negative axes, zero-length
 //! outputs, up to 10,000 outputs, and an input past one storage binding, each checked byte for
-//! byte against the CPU reference. Deterministic from its seed, so a failure is reproduced by
+//! byte against the CPU reference, and concatenated back on the GPU into its input. Deterministic from its seed, so a failure is reproduced by
 //! running the same seed again.
 
-use crate::{split_and_compare, BINDING_LIMIT};
+use crate::{split_and_compare, Compared, BINDING_LIMIT};
 use serde_json::{json, Value};
 use wgpu_split::ops::{self, OnnxSplitParts};
 use wgpu_split::{DType, GpuSplitter, HostTensor, IntTensor, Result, SplitPlan};
@@ -147,6 +147,8 @@ struct Tally {
     zero_length_outputs: usize,
     most_outputs: usize,
     past_one_binding: usize,
+    /// Splits whose outputs were concatenated back on the GPU and compared with the input.
+    concats: usize,
     failures: Vec<String>,
 }
 
@@ -169,10 +171,19 @@ impl Tally {
         self.past_one_binding += usize::from(input.bytes().len() as u64 > BINDING_LIMIT);
         let described = format!("{what}, {} {:?}", input.dtype().name(), input.shape());
         match split_and_compare(gpu, plan, input).await {
-            Ok(outputs) => {
+            Ok(Compared {
+                outputs,
+                round_trip,
+            }) => {
                 if let Some(k) = outputs.iter().position(|o| !o.2) {
                     self.failures.push(format!(
                         "{described}: output {k} differs from the reference"
+                    ));
+                }
+                self.concats += usize::from(round_trip.is_some());
+                if round_trip == Some(false) {
+                    self.failures.push(format!(
+                        "{described}: the concat of the outputs differs from the input"
                     ));
                 }
             }
@@ -265,6 +276,7 @@ pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Value {
         "zero_length_outputs": tally.zero_length_outputs,
         "most_outputs": tally.most_outputs,
         "past_one_binding": tally.past_one_binding,
+        "concats": tally.concats,
         "failures": tally.failures,
     })
 }
