@@ -19,8 +19,8 @@ use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
 use crate::gpu::gather::pipeline::{grid, GatherPipeline, Targets};
-use crate::gpu::gather::{join_dispatch, join_parts};
 use crate::gpu::placement::BufferRegion;
+use crate::gpu::planner::{choose_concat, Regions, Route};
 use crate::gpu::splitter::gather_defaults;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
@@ -95,16 +95,19 @@ pub fn trace_concat(
 ) -> Result<Vec<Access>> {
     let bytes = ByteRows::new(plan, dtype.size())?;
     let layout = gpu.output_layout(plan, dtype)?;
-    let caps = gpu.caps();
-    let dispatch = join_dispatch(
-        &bytes,
-        &join_parts(&bytes, &layout),
-        layout.total_bytes,
-        caps.gather,
-        caps.window_limit,
-    )?;
+    // The gather, whatever the splitter's route choice.
+    let regions = Regions {
+        input_offset: 0,
+        output_offset: 0,
+        copies_allowed: false,
+    };
+    let Route::Gather(dispatches) = choose_concat(&bytes, &layout, &gpu.caps(), &regions)? else {
+        return Err(SplitError::Device(
+            "a concat without copies took no gather dispatch".into(),
+        ));
+    };
     let dst = binding_bytes(bytes.input_bytes());
-    trace_dispatches(gpu, &[dispatch], layout.total_bytes, dst, sampling)
+    trace_dispatches(gpu, &dispatches, layout.total_bytes, dst, sampling)
 }
 
 /// Runs `dispatches` through the trace build, reading a buffer of `src_bytes` and writing
@@ -162,28 +165,34 @@ fn trace_dispatches(
 
 /// The benchmark's copy kernel, `shaders/bench_copy_vec4.wgsl`, as the suite compiles it: one
 /// `vec4<u32>` per invocation, 256 invocations per workgroup, a 2-D grid of workgroups
-/// (binding 0 the source, 1 the destination). For a caller that compiles it itself (the
-/// browser page, where `copy_kernel`'s blocking error scope cannot wait).
-pub fn copy_kernel_wgsl() -> String {
-    copy_kernel_source(Hook::Silent)
+/// (binding 0 the source, 1 the destination). Compiled without an error scope, for a caller
+/// that captures errors itself (the browser page, where the suite's blocking error
+/// scope cannot wait).
+pub fn copy_kernel_pipeline(device: &wgpu::Device) -> wgpu::ComputePipeline {
+    build_copy_kernel(device, Hook::Silent)
 }
 
-/// The benchmark's copy kernel (`shaders/bench_copy_vec4.wgsl`) with `hook` (its plain or
-/// its trace build), with the bind group layout the shader implies.
+/// The benchmark's copy kernel with `hook` (its plain or its trace build), a device error
+/// captured.
 pub(crate) fn copy_kernel(device: &wgpu::Device, hook: Hook) -> Result<wgpu::ComputePipeline> {
     scoped(device, "compiling the copy kernel", || {
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("bench_copy_vec4.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(copy_kernel_source(hook).into()),
-        });
-        device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("bench_copy_vec4"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        })
+        build_copy_kernel(device, hook)
+    })
+}
+
+/// The copy kernel with `hook`, with the bind group layout the shader implies.
+fn build_copy_kernel(device: &wgpu::Device, hook: Hook) -> wgpu::ComputePipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("bench_copy_vec4.wgsl"),
+        source: wgpu::ShaderSource::Wgsl(copy_kernel_source(hook).into()),
+    });
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("bench_copy_vec4"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
     })
 }
 

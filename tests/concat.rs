@@ -90,12 +90,6 @@ fn encode_and_read(
         contents: &vec![0xA5; out_size as usize],
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | usage,
     });
-    let readback = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: out_size,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
     let mut encoder = device.create_command_encoder(&Default::default());
     let region = BufferRegion {
         buffer: &output,
@@ -105,11 +99,7 @@ fn encode_and_read(
     let encoded = gpu
         .encode_concat(&mut encoder, plan, dtype, inputs, region)
         .unwrap();
-    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, out_size);
-    gpu.queue().submit([encoder.finish()]);
-    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
-    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-    let data = readback.get_mapped_range(..).unwrap().to_vec();
+    let data = common::submit_and_read(gpu, encoder, &output);
     let name = common::name(gpu);
     if let Some(b) = data[..size]
         .iter()

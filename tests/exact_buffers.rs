@@ -47,22 +47,8 @@ fn guarded(gpu: &GpuSplitter, size: u64) -> wgpu::Buffer {
 }
 
 fn read(gpu: &GpuSplitter, buffer: &wgpu::Buffer) -> Vec<u8> {
-    let device = gpu.device();
-    let readback = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: buffer.size(),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = device.create_command_encoder(&Default::default());
-    encoder.copy_buffer_to_buffer(buffer, 0, &readback, 0, buffer.size());
-    gpu.queue().submit([encoder.finish()]);
-    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
-    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-    let view = readback.get_mapped_range(..).unwrap();
-    let bytes = view.to_vec();
-    drop(view);
-    bytes
+    let encoder = gpu.device().create_command_encoder(&Default::default());
+    common::submit_and_read(gpu, encoder, buffer)
 }
 
 /// Checks `bytes` (a buffer's content) against `want`: output `i` at `offsets[i]`, and the

@@ -87,21 +87,9 @@ fn record_and_read(
     plan: &SplitPlan,
     dtype: DType,
 ) -> (Vec<HostTensor>, EncodedSplit) {
-    let device = gpu.device();
-    let size = output_buffer.size();
-    let readback = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = device.create_command_encoder(&Default::default());
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
     let encoded = prepared.encode(&mut encoder).unwrap();
-    encoder.copy_buffer_to_buffer(output_buffer, 0, &readback, 0, size);
-    gpu.queue().submit([encoder.finish()]);
-    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
-    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-    let data = readback.get_mapped_range(..).unwrap().to_vec();
+    let data = common::submit_and_read(gpu, encoder, output_buffer);
     let outputs = encoded.layout.outputs_from(&data, plan, dtype).unwrap();
     (outputs, encoded)
 }

@@ -92,64 +92,54 @@ impl CaseBuffers {
     /// the CPU reference: a split that comes out wrong fails the bench instead of giving a
     /// rate.
     pub fn check(&self, gpu: &GpuSplitter, case: &Case) -> Result<()> {
-        if case.concat {
-            return self.check_concat(gpu, case);
-        }
         let plan = &self.plan;
+        let named = |e| match e {
+            SplitError::Mismatch(m) => SplitError::Mismatch(format!("case {}, {m}", case.name)),
+            other => other,
+        };
+        if case.concat {
+            // The whole tensor, read back from the input buffer, where the concat wrote it.
+            let size = self.host.bytes().len();
+            let got = self.encode_and_read(gpu, case, &self.input, size as u64, |bytes| {
+                HostTensor::new(case.dtype, case.shape.clone(), bytes[..size].to_vec())
+            })?;
+            let (got, want) = (std::slice::from_ref(&got), std::slice::from_ref(&self.host));
+            return crate::verify::compare_outputs(got, want).map_err(named);
+        }
         let layout = gpu.output_layout(plan, case.dtype)?;
-        let device = gpu.device();
-        let readback = scoped(device, "allocating the benchmark's readback buffer", || {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("bench readback"),
-                size: layout.total_bytes.max(16),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        })?;
-        let mut encoder = device.create_command_encoder(&Default::default());
-        self.encode(gpu, case, &mut encoder)?;
-        scoped(device, "reading the benchmark's outputs back", || {
-            encoder.copy_buffer_to_buffer(&self.output, 0, &readback, 0, layout.total_bytes);
-            gpu.queue().submit([encoder.finish()]);
-        })?;
-        let got = gpu.read_back(&readback, |bytes| {
+        let got = self.encode_and_read(gpu, case, &self.output, layout.total_bytes, |bytes| {
             layout.outputs_from(bytes, plan, case.dtype)
         })?;
         let want = reference::split_tensor(&self.host, plan)?;
-        crate::verify::compare_outputs(&got, &want).map_err(|e| match e {
-            SplitError::Mismatch(m) => SplitError::Mismatch(format!("case {}, {m}", case.name)),
-            other => other,
-        })
+        crate::verify::compare_outputs(&got, &want).map_err(named)
     }
 
-    /// [`CaseBuffers::check`] for a concat case: the whole tensor read back from the input
-    /// buffer, where the concat wrote it.
-    fn check_concat(&self, gpu: &GpuSplitter, case: &Case) -> Result<()> {
+    /// Encodes the case once more, then copies the first `size` bytes of `buffer` into a
+    /// readback buffer, submits, and hands them to `read`.
+    fn encode_and_read<T>(
+        &self,
+        gpu: &GpuSplitter,
+        case: &Case,
+        buffer: &wgpu::Buffer,
+        size: u64,
+        read: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<T> {
         let device = gpu.device();
-        let size = self.input.size();
         let readback = scoped(device, "allocating the benchmark's readback buffer", || {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("bench readback"),
-                size,
+                size: size.next_multiple_of(4).max(16),
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             })
         })?;
         let mut encoder = device.create_command_encoder(&Default::default());
         self.encode(gpu, case, &mut encoder)?;
-        scoped(device, "reading the benchmark's output back", || {
-            encoder.copy_buffer_to_buffer(&self.input, 0, &readback, 0, size);
+        scoped(device, "reading the benchmark's result back", || {
+            encoder.copy_buffer_to_buffer(buffer, 0, &readback, 0, size.next_multiple_of(4));
             gpu.queue().submit([encoder.finish()]);
         })?;
-        let want = self.host.bytes();
-        let got = gpu.read_back(&readback, |bytes| Ok(bytes[..want.len()].to_vec()))?;
-        match got.iter().zip(want).position(|(a, b)| a != b) {
-            None => Ok(()),
-            Some(b) => Err(SplitError::Mismatch(format!(
-                "case {}, the concat's output differs at byte {b}",
-                case.name
-            ))),
-        }
+        gpu.read_back(&readback, read)
     }
 
     /// The split (or concat) of `case` prepared once ([`GpuSplitter::prepare`]) on these

@@ -6,13 +6,12 @@
 //! route between concats, as a split does.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::{self, scoped_async};
+use crate::gpu::device;
 use crate::gpu::gather::{binding_bytes, UNIT_BYTES};
-use crate::gpu::placement::Placement;
-use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange};
+use crate::gpu::placement::{BufferRegion, OutputLayout, OutputRange, Placement};
 use crate::gpu::planner::{choose_concat, Direction};
 use crate::gpu::prepared::{EncodedSplit, PreparedSplit};
-use crate::gpu::round_trip::{map_read, read_mapped, HostBuffers};
+use crate::gpu::round_trip::{map_read, read_mapped};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
@@ -287,49 +286,22 @@ impl GpuSplitter {
     ) -> Result<(wgpu::Buffer, DType)> {
         let dtype = crate::ops::concat::check_inputs(plan, inputs)?;
         let layout = OutputLayout::packed(plan, dtype)?;
-        let out_size = input_binding_size(plan, dtype)?;
-        for (what, bytes) in [("inputs", layout.total_bytes), ("output", out_size)] {
-            if bytes > self.limits.max_buffer_size {
-                return Err(SplitError::TooLarge(format!(
-                    "{what} of {bytes} bytes exceed the device's max_buffer_size of {} bytes",
-                    self.limits.max_buffer_size
-                )));
-            }
-        }
-        let buffers = HostBuffers::new(&self.device, layout.total_bytes, out_size, true).await?;
-        {
-            let mut view = match buffers.input.get_mapped_range_mut(..) {
-                Ok(view) => view,
-                Err(e) => {
-                    self.probe.check("running the concat")?;
-                    return Err(SplitError::Device(format!("mapping the input buffer: {e}")));
+        self.check_buffer_sizes(Direction::Concat, plan, dtype, &layout)?;
+        let (readback, _) = self
+            .submit_placed(Direction::Concat, plan, dtype, &layout, |view| {
+                // An empty input may lie past the region's end: it takes no room.
+                for (t, r) in inputs
+                    .iter()
+                    .zip(&layout.ranges)
+                    .filter(|(_, r)| r.size > 0)
+                {
+                    let at = r.offset as usize;
+                    view.slice(at..at + t.bytes().len())
+                        .copy_from_slice(t.bytes());
                 }
-            };
-            // An empty input may lie past the region's end: it takes no room.
-            for (t, r) in inputs
-                .iter()
-                .zip(&layout.ranges)
-                .filter(|(_, r)| r.size > 0)
-            {
-                let at = r.offset as usize;
-                view.slice(at..at + t.bytes().len())
-                    .copy_from_slice(t.bytes());
-            }
-        }
-        buffers.input.unmap();
-        let mut encoder = self.device.create_command_encoder(&Default::default());
-        let region = |buffer| BufferRegion { buffer, offset: 0 };
-        let inputs = Inputs::Placed(region(&buffers.input), &layout);
-        self.prepare_concat_async(plan, dtype, inputs, region(&buffers.output))
-            .await?
-            .encode_once(&mut encoder)
+            })
             .await?;
-        scoped_async(&self.device, "submitting the concat", || {
-            encoder.copy_buffer_to_buffer(&buffers.output, 0, &buffers.readback, 0, out_size);
-            self.queue.submit([encoder.finish()]);
-        })
-        .await?;
-        Ok((buffers.readback, dtype))
+        Ok((readback, dtype))
     }
 }
 

@@ -316,7 +316,7 @@ impl LossProbe {
 
     /// Fails with [`SplitError::Device`], naming `what` and the loss, where the device is
     /// lost. On WebGPU, where map requests always settle later, it checks nothing.
-    pub(crate) fn check(&self, what: &str) -> Result<()> {
+    pub(crate) fn check(&self, what: impl std::fmt::Display) -> Result<()> {
         if cfg!(target_arch = "wasm32") {
             return Ok(());
         }
@@ -338,7 +338,7 @@ impl LossProbe {
             // A lost device, or, rarely, a mapping that another thread's poll completed while
             // an earlier probe withdrew it, left active (unmapped just now): the allocating
             // check tells them apart.
-            check_alive(&self.device, what)?;
+            check_alive(&self.device, &what.to_string())?;
         }
         Ok(())
     }

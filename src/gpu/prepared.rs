@@ -204,10 +204,8 @@ impl GpuSplitter {
         output: BufferRegion<'_>,
         placement: Placement<'_>,
     ) -> Result<PreparedSplit> {
-        self.probe.check(match direction {
-            Direction::Split => "preparing the split",
-            Direction::Concat => "preparing the concat",
-        })?;
+        self.probe
+            .check(format_args!("preparing the {}", direction.op()))?;
         let regions = self.regions(&input, &output);
         let (kept, scratch) = self
             .with_scratch(|caps| {

@@ -95,9 +95,9 @@ impl GpuSplitter {
         layout: &OutputLayout,
     ) -> Result<()> {
         // The whole tensor's region, then the region the layout places the parts in.
-        let (op, whole, parts) = match key.direction {
-            Direction::Split => ("split", ("input", input), ("output", output)),
-            Direction::Concat => ("concat", ("output", output), ("input", input)),
+        let (whole, parts) = match key.direction {
+            Direction::Split => (("input", input), ("output", output)),
+            Direction::Concat => (("output", output), ("input", input)),
         };
         self.check_whole(whole.0, whole.1, key.plan, key.dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
@@ -113,9 +113,10 @@ impl GpuSplitter {
             // (a panic): a buffer bound as read-only and as writable storage in one dispatch,
             // and a copy from a buffer into itself.
             return Err(SplitError::BadBuffer(format!(
-                "the input and output regions are in one buffer; a {op} reads one buffer and \
+                "the input and output regions are in one buffer; a {} reads one buffer and \
                  writes another (wgpu binds a buffer read-only or writable in one dispatch, \
-                 and copies between two buffers)"
+                 and copies between two buffers)",
+                key.direction.op()
             )));
         }
         Ok(())

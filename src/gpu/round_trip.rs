@@ -24,7 +24,7 @@ impl GpuSplitter {
         let input_bytes = byte_count(plan.input_shape(), dtype)? as u64;
         let packed = OutputLayout::packed(plan, dtype)?;
         if fits_one_dispatch(input_bytes, packed.total_bytes, window_limit(&self.limits)) {
-            self.check_buffer_sizes(plan, dtype, &packed)?;
+            self.check_buffer_sizes(Direction::Split, plan, dtype, &packed)?;
             Ok(packed)
         } else {
             self.output_layout(plan, dtype)
@@ -75,31 +75,59 @@ impl GpuSplitter {
         let dtype = input.dtype();
         plan.check_input_shape(input.shape())?;
         let layout = self.host_layout(plan, dtype)?;
-        let in_size = input_binding_size(plan, dtype)?;
-        let buffers = HostBuffers::new(&self.device, in_size, layout.total_bytes, true).await?;
+        let data = input.bytes();
+        self.submit_placed(Direction::Split, plan, dtype, &layout, |view| {
+            view.slice(..data.len()).copy_from_slice(data)
+        })
+        .await
+    }
+
+    /// Allocates host buffers for the split or concat of `plan` (`direction`) whose parts
+    /// `layout` places, writes the bytes it reads through `fill` (the mapped input buffer),
+    /// records it and the copy of what it writes into the readback buffer, and submits;
+    /// returns the readback buffer and what was recorded.
+    pub(crate) async fn submit_placed(
+        &self,
+        direction: Direction,
+        plan: &SplitPlan,
+        dtype: DType,
+        layout: &OutputLayout,
+        fill: impl FnOnce(&mut wgpu::BufferViewMut),
+    ) -> Result<(wgpu::Buffer, EncodedSplit)> {
+        // The whole tensor's bytes, and the parts' region.
+        let (whole, parts) = (input_binding_size(plan, dtype)?, layout.total_bytes);
+        let (in_size, out_size) = match direction {
+            Direction::Split => (whole, parts),
+            Direction::Concat => (parts, whole),
+        };
+        let buffers = HostBuffers::new(&self.device, in_size, out_size, true).await?;
         {
             // A lost device makes buffers that cannot be mapped: say so, rather than name the
-            // mapping. (`split_into` checks the device too, as every encode does.)
+            // mapping. (`record_into` checks the device too, as every encode does.)
             let mut view = match buffers.input.get_mapped_range_mut(..) {
                 Ok(view) => view,
                 Err(e) => {
-                    self.probe.check("running the split")?;
+                    self.probe
+                        .check(format_args!("running the {}", direction.op()))?;
                     return Err(SplitError::Device(format!("mapping the input buffer: {e}")));
                 }
             };
-            view.slice(..input.bytes().len())
-                .copy_from_slice(input.bytes());
+            fill(&mut view);
         }
         buffers.input.unmap();
-        let encoded = self.split_into(&buffers, plan, dtype, &layout).await?;
+        let encoded = self
+            .record_into(&buffers, direction, plan, dtype, layout)
+            .await?;
         Ok((buffers.readback, encoded))
     }
 
-    /// Records the split of `buffers.input` into `buffers.output` and the copy of the outputs
-    /// into `buffers.readback`, and submits them.
-    pub(crate) async fn split_into(
+    /// Records the split (or concat) of `buffers.input` into `buffers.output`, its parts
+    /// placed by `layout`, and the copy of what it writes into `buffers.readback`, and
+    /// submits them.
+    pub(crate) async fn record_into(
         &self,
         buffers: &HostBuffers,
+        direction: Direction,
         plan: &SplitPlan,
         dtype: DType,
         layout: &OutputLayout,
@@ -108,7 +136,7 @@ impl GpuSplitter {
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         let encoded = self
             .prepare_placed(
-                Direction::Split,
+                direction,
                 plan,
                 dtype,
                 region(&buffers.input),
@@ -118,9 +146,16 @@ impl GpuSplitter {
             .await?
             .encode_once(&mut encoder)
             .await?;
-        let total = encoded.layout.total_bytes;
-        scoped_async(&self.device, "submitting the split", || {
-            encoder.copy_buffer_to_buffer(&buffers.output, 0, &buffers.readback, 0, total);
+        let written = match direction {
+            Direction::Split => encoded.layout.total_bytes,
+            Direction::Concat => input_binding_size(plan, dtype)?,
+        };
+        let what = match direction {
+            Direction::Split => "submitting the split",
+            Direction::Concat => "submitting the concat",
+        };
+        scoped_async(&self.device, what, || {
+            encoder.copy_buffer_to_buffer(&buffers.output, 0, &buffers.readback, 0, written);
             self.queue.submit([encoder.finish()]);
         })
         .await?;
@@ -366,11 +401,13 @@ impl GpuSplitter {
         .await;
         if uploaded.is_err() {
             // Buffers made on a lost device are invalid: name the loss, not the upload.
-            // (`split_into` checks the device too, as every encode does.)
+            // (`record_into` checks the device too, as every encode does.)
             self.probe.check("streaming the split")?;
         }
         uploaded?;
-        let encoded = self.split_into(b, plan, dtype, &layout).await?;
+        let encoded = self
+            .record_into(b, Direction::Split, plan, dtype, &layout)
+            .await?;
         self.read_back(&b.readback, |bytes| {
             for (i, r) in encoded.layout.ranges.iter().enumerate() {
                 if r.size > 0 {

@@ -9,8 +9,8 @@ use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::gpu::placement::input_binding_size;
 use crate::gpu::placement::{OutputLayout, OutputRange};
-use crate::gpu::planner::RouteCache;
 use crate::gpu::planner::RouteChoice;
+use crate::gpu::planner::{Direction, RouteCache};
 use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -243,20 +243,25 @@ impl GpuSplitter {
     /// Fails if the input or the outputs exceed the device's `max_buffer_size`.
     pub fn output_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
         let layout = OutputLayout::new(plan, dtype, self.offset_align())?;
-        self.check_buffer_sizes(plan, dtype, &layout)?;
+        self.check_buffer_sizes(Direction::Split, plan, dtype, &layout)?;
         Ok(layout)
     }
 
-    /// Checks that the input and the output region of a split of `plan` placed by `layout`
-    /// fit in one buffer of this device.
+    /// Checks that the whole tensor and the parts' region of the split (or concat) of `plan`
+    /// placed by `layout` fit in one buffer of this device each.
     pub(crate) fn check_buffer_sizes(
         &self,
+        direction: Direction,
         plan: &SplitPlan,
         dtype: DType,
         layout: &OutputLayout,
     ) -> Result<()> {
-        let input = input_binding_size(plan, dtype)?;
-        for (what, bytes) in [("input", input), ("output region", layout.total_bytes)] {
+        let (whole, parts) = (input_binding_size(plan, dtype)?, layout.total_bytes);
+        let checks = match direction {
+            Direction::Split => [("input", whole), ("output region", parts)],
+            Direction::Concat => [("output", whole), ("input region", parts)],
+        };
+        for (what, bytes) in checks {
             if bytes > self.limits.max_buffer_size {
                 return Err(SplitError::TooLarge(format!(
                     "{what} of {bytes} bytes exceeds the device's max_buffer_size of {} bytes",

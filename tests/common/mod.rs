@@ -134,12 +134,6 @@ fn encode_and_read_inner(
         contents: &vec![0xA5; out_size as usize],
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | extra_usage,
     });
-    let readback = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: out_size,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
     let mut encoder = device.create_command_encoder(&Default::default());
     let in_region = wgpu_split::BufferRegion {
         buffer: &in_buf,
@@ -167,11 +161,7 @@ fn encode_and_read_inner(
         )
     }
     .unwrap();
-    encoder.copy_buffer_to_buffer(&out_buf, 0, &readback, 0, out_size);
-    gpu.queue().submit([encoder.finish()]);
-    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
-    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-    let data = readback.get_mapped_range(..).unwrap().to_vec();
+    let data = submit_and_read(gpu, encoder, &out_buf);
     assert!(
         data[..out_offset as usize].iter().all(|&b| b == 0xA5),
         "bytes before the output region changed"
@@ -181,4 +171,25 @@ fn encode_and_read_inner(
         .outputs_from(&data[out_offset as usize..], plan, input.dtype())
         .unwrap();
     (outputs, encoded)
+}
+
+/// Submits `encoder` with a copy of all of `buffer` (usage COPY_SRC) into a readback buffer
+/// after its commands, waits, and returns the bytes.
+pub fn submit_and_read(
+    gpu: &GpuSplitter,
+    mut encoder: wgpu::CommandEncoder,
+    buffer: &wgpu::Buffer,
+) -> Vec<u8> {
+    let device = gpu.device();
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: buffer.size(),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    encoder.copy_buffer_to_buffer(buffer, 0, &readback, 0, buffer.size());
+    gpu.queue().submit([encoder.finish()]);
+    readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
+    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    readback.get_mapped_range(..).unwrap().to_vec()
 }

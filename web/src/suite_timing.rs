@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use wgpu_split::bench::{gbps, median, standard_suite};
-use wgpu_split::trace::copy_kernel_wgsl;
+use wgpu_split::trace::copy_kernel_pipeline;
 use wgpu_split::{wgpu, BufferRegion, GpuSplitter, Outputs};
 
 /// Cases whose input is larger than this are left out, to keep the page's run short on a
@@ -61,18 +61,7 @@ fn now() -> f64 {
 /// `copyBufferToBuffer`, `repeats` of each per submission.
 pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
     let device = gpu.device();
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("bench_copy_vec4.wgsl"),
-        source: wgpu::ShaderSource::Wgsl(copy_kernel_wgsl().into()),
-    });
-    let copy_kernel = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("bench_copy_vec4"),
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
+    let copy_kernel = copy_kernel_pipeline(device);
     let mut cases = Vec::new();
     // The split cases; the page times no concat yet.
     for case in standard_suite().into_iter().filter(|c| !c.concat) {

@@ -22,6 +22,16 @@ pub(crate) enum Direction {
     Concat,
 }
 
+impl Direction {
+    /// The operation, as messages name it.
+    pub(crate) fn op(self) -> &'static str {
+        match self {
+            Direction::Split => "split",
+            Direction::Concat => "concat",
+        }
+    }
+}
+
 /// Routes kept at most; the least recently used goes first.
 pub(super) const MAX_ROUTES: usize = 32;
 
