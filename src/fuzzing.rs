@@ -124,15 +124,18 @@ pub fn check_planner(input: &PlannerInput) {
         if let Some(copies) = planner::buffer_copies(&bytes, &layout, &regions) {
             check.buffer_copies(&copies, &regions);
         }
-        let texture = crate::gpu::cpu_texture::texture_plan(
-            &bytes,
-            &layout,
-            regions.input_offset,
-            regions.output_offset,
-            8192,
-        );
-        if let Some(t) = texture {
-            check.texture_bands(&t, &regions);
+        for concat in [false, true] {
+            let texture = crate::gpu::cpu_texture::texture_plan(
+                &bytes,
+                &layout,
+                regions.input_offset,
+                regions.output_offset,
+                8192,
+                concat,
+            );
+            if let Some(t) = texture {
+                check.texture_bands(&t, &regions);
+            }
         }
     }
     for (mode, units, spread, window) in [

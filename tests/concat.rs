@@ -319,6 +319,29 @@ fn stacks_and_appends(gpu: &'static GpuSplitter) {
     }
 }
 
+/// Rows of 256-byte multiples go through the scratch texture under `RouteChoice::Copies`:
+/// every part into the texture, then the band out. Parts in two buffers, taking turns, leave
+/// gaps in each buffer's columns, so each part takes a band of its own there and no band
+/// writes another buffer's columns.
+fn rows_through_the_texture(gpu: &'static GpuSplitter) {
+    let gpu = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Copies,
+        ..Default::default()
+    });
+    // Four f32 parts of [32, 256]: rows of 1,024 bytes at a stride of 4,096, 128 row copies.
+    let plan = ops::concat(&[[32, 256]; 4], 1).unwrap();
+    let tensors = parts(&plan, DType::F32);
+    let usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+    let part = 32 * 1024;
+    let together = check_regions(&gpu, &plan, &tensors, usage, |i| (0, i as u64 * part));
+    assert_eq!((together.texture_copies, together.dispatches), (5, 0));
+    let apart = check_regions(&gpu, &plan, &tensors, usage, |i| {
+        (i % 2, (i / 2) as u64 * part)
+    });
+    assert_eq!((apart.texture_copies, apart.dispatches), (8, 0));
+    gpu.run_concat_verified(&plan, &tensors).unwrap();
+}
+
 /// Inputs whose offsets in the output fall at the storage alignment can be views of it
 /// (`output_views` of the same plan): their producers write in place and nothing moves.
 fn inputs_as_views_of_the_output(gpu: &'static GpuSplitter) {
@@ -402,6 +425,7 @@ per_backend!(
     inputs_in_their_own_buffers,
     very_many_input_buffers,
     stacks_and_appends,
+    rows_through_the_texture,
     inputs_as_views_of_the_output,
     misuse_is_refused,
 );

@@ -181,6 +181,9 @@ impl RouteCheck<'_> {
                 let first = self.source(regions.input_offset, o, b0);
                 assert_eq!(b.src_offset + p.x as u64 * 16, first, "{input:?} {b:?}");
             }
+            // A concat's band writes every column of its span back: its pieces must tile it.
+            let widths: u32 = b.pieces.iter().map(|p| p.width).sum();
+            assert!(!t.concat || widths == b.width, "{input:?} {b:?}");
         }
         coverage.finish();
     }

@@ -1,8 +1,9 @@
 //! A concat on the GPU: the split's plan read the other way ([`crate::ops::concat()`]). The
 //! parts (the concat's inputs) lie where the engine has them, in one region or one region
 //! each ([`Inputs`]); the output is one region. Each buffer of parts moves by the route
-//! [`choose_concat`] picks: the split's copies turned around, else one gather dispatch that
-//! reads every part in the buffer and writes the output. Inputs in one region keep their
+//! [`choose_concat`] picks: the split's copy routes turned around (buffer copies, or bands
+//! through the scratch texture on CPU adapters), else one gather dispatch that reads every
+//! part in the buffer and writes the output. Inputs in one region keep their
 //! route between concats, as a split does.
 
 use crate::error::{Result, SplitError};
@@ -150,7 +151,6 @@ impl GpuSplitter {
             groups.entry(p.buffer).or_default().push(p);
         }
         let mut prepared = self.prepare_nothing(Arc::new(layout));
-        let caps = self.caps();
         for (buffer, group) in groups {
             // The group's parts alone, placed in a region from the lowest of their offsets.
             let base = group.iter().map(|p| p.offset).min().unwrap_or(0);
@@ -171,11 +171,14 @@ impl GpuSplitter {
                 alignment: UNIT_BYTES,
             };
             let regions = self.regions(&region, &output);
-            let route = choose_concat(&sub, &sub_layout, &caps, &regions)?;
+            let (sub, sub_layout) = (&sub, &sub_layout);
+            let (route, scratch) = self
+                .with_scratch(|caps| async move { choose_concat(sub, sub_layout, &caps, &regions) })
+                .await?;
             let tables = self.upload_tables(&route).await?;
             let layout = prepared.encoded.layout.clone();
             let part = self
-                .prepare_chosen(&route, &tables, None, layout, region, output)
+                .prepare_chosen(&route, &tables, scratch, layout, region, output)
                 .await?;
             prepared.append(part);
         }

@@ -10,6 +10,9 @@
 //! byte twice, so [`GpuSplitter`](crate::GpuSplitter) uses it on CPU adapters only unless
 //! told otherwise.
 //!
+//! A concat runs the same bands the other way ([`TexturePlan::concat`]): one copy per piece
+//! from its part into the texture, then one per band out to the whole tensor's rows.
+//!
 //! The texture is `Rgba32Uint`: 16-byte texels copied as raw bits, so every dtype comes out
 //! bit-exact. [`texture_plan`] is pure and tested without a device; [`record`] records the
 //! copies.
@@ -80,17 +83,22 @@ pub struct TexturePlan {
     pub bands: Vec<Band>,
     /// Scratch texture width and height in texels: the widest and tallest band.
     pub scratch: (u32, u32),
+    /// The copies run the other way, for a concat: each piece from the part's buffer into the
+    /// texture, then the band from the texture into the whole tensor's rows ("input" above is
+    /// then the concat's output, and "output" its inputs).
+    pub concat: bool,
 }
 
 impl TexturePlan {
     /// The plan of `bands`, with a scratch texture that holds the widest and the tallest.
-    fn new(src_stride: u64, bands: Vec<Band>) -> Self {
+    fn new(src_stride: u64, bands: Vec<Band>, concat: bool) -> Self {
         let width = bands.iter().map(|b| b.width).max().unwrap_or(1);
         let height = bands.iter().map(|b| b.rows).max().unwrap_or(1);
         TexturePlan {
             src_stride: src_stride as u32,
             bands,
             scratch: (width, height),
+            concat,
         }
     }
 
@@ -110,18 +118,21 @@ struct Output {
 }
 
 /// The bands that move the outputs of `bytes`, placed by `layout`, from an input region at
-/// byte `src_base` of its buffer to an output region at `dst_base`: a band per output, or
-/// bands of every output's columns at once (one read for all of them), whichever records
-/// fewer commands. `None` when the split does not fit the texture copy rules: every non-empty
-/// output row and the input stride must be multiples of 256 bytes, offsets multiples of 16,
-/// rows at most `max_dimension` texels, and at most `MAX_COMMANDS` commands in all. Splits of a
-/// single row are left to buffer copies.
+/// byte `src_base` of its buffer to an output region at `dst_base`, or back where `concat`:
+/// a band per output, or bands of every output's columns at once (one read for all of them),
+/// whichever records fewer commands. A concat's band writes every column of its span, so it
+/// takes several outputs at once only where their columns tile it (a concat of some of the
+/// parts, the others in other buffers, leaves gaps). `None` when the split does not fit the
+/// texture copy rules: every non-empty output row and the input stride must be multiples of
+/// 256 bytes, offsets multiples of 16, rows at most `max_dimension` texels, and at most
+/// `MAX_COMMANDS` commands in all. Splits of a single row are left to buffer copies.
 pub fn texture_plan(
     bytes: &ByteRows,
     layout: &OutputLayout,
     src_base: u64,
     dst_base: u64,
     max_dimension: u32,
+    concat: bool,
 ) -> Option<TexturePlan> {
     let (outer, stride) = (bytes.rows, bytes.stride);
     if outer < 2 || !stride.is_multiple_of(ROW_ALIGN) || stride > u32::MAX as u64 {
@@ -147,7 +158,8 @@ pub fn texture_plan(
     }
     // Commands are counted before any band is built: a split of many outputs can need far
     // more than MAX_COMMANDS.
-    let together = commands(&outputs, outer, max_dimension);
+    let tiled = outputs.windows(2).all(|w| w[0].src + w[0].row == w[1].src);
+    let together = commands(&outputs, outer, max_dimension).filter(|_| tiled || !concat);
     let apart: Option<u64> = outputs
         .iter()
         .map(|o| commands(std::slice::from_ref(o), outer, max_dimension))
@@ -162,7 +174,7 @@ pub fn texture_plan(
             .collect(),
         _ => return None,
     };
-    Some(TexturePlan::new(stride, bands))
+    Some(TexturePlan::new(stride, bands, concat))
 }
 
 /// Bytes of the input row from the first of `outputs`' columns (in input order) to the end
@@ -220,48 +232,64 @@ fn bands(outputs: &[Output], outer: u64, stride: u64, max_dimension: u32) -> Vec
     bands
 }
 
-/// Records `plan`'s copies from `input` to `output` through `scratch` (at least
-/// `plan.scratch` texels). The bands reuse the one texture; wgpu orders the copies.
+/// Records `plan`'s copies through `scratch` (at least `plan.scratch` texels), reading
+/// `from` and writing `to`: the split's input and outputs, or the concat's inputs and output.
+/// The bands reuse the one texture; wgpu orders the copies.
 pub fn record(
     encoder: &mut wgpu::CommandEncoder,
     plan: &TexturePlan,
     scratch: &wgpu::Texture,
-    input: &wgpu::Buffer,
-    output: &wgpu::Buffer,
+    from: &wgpu::Buffer,
+    to: &wgpu::Buffer,
 ) {
+    // The whole tensor's buffer and the parts'.
+    let (whole, parts) = if plan.concat { (to, from) } else { (from, to) };
     for band in &plan.bands {
-        encoder.copy_buffer_to_texture(
-            wgpu::TexelCopyBufferInfo {
-                buffer: input,
+        let rows = wgpu::TexelCopyBufferInfo {
+            buffer: whole,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: band.src_offset,
+                bytes_per_row: Some(plan.src_stride),
+                rows_per_image: None,
+            },
+        };
+        let pieces = band.pieces.iter().map(|piece| {
+            let texels = wgpu::TexelCopyTextureInfo {
+                origin: wgpu::Origin3d {
+                    x: piece.x,
+                    y: 0,
+                    z: 0,
+                },
+                ..scratch.as_image_copy()
+            };
+            let part = wgpu::TexelCopyBufferInfo {
+                buffer: parts,
                 layout: wgpu::TexelCopyBufferLayout {
-                    offset: band.src_offset,
-                    bytes_per_row: Some(plan.src_stride),
+                    offset: piece.dst_offset,
+                    bytes_per_row: Some(piece.width * TEXEL_BYTES as u32),
                     rows_per_image: None,
                 },
-            },
-            scratch.as_image_copy(),
-            extent(band.width, band.rows),
-        );
-        for piece in &band.pieces {
+            };
+            (texels, part, extent(piece.width, band.rows))
+        });
+        if plan.concat {
+            for (texels, part, size) in pieces {
+                encoder.copy_buffer_to_texture(part, texels, size);
+            }
             encoder.copy_texture_to_buffer(
-                wgpu::TexelCopyTextureInfo {
-                    origin: wgpu::Origin3d {
-                        x: piece.x,
-                        y: 0,
-                        z: 0,
-                    },
-                    ..scratch.as_image_copy()
-                },
-                wgpu::TexelCopyBufferInfo {
-                    buffer: output,
-                    layout: wgpu::TexelCopyBufferLayout {
-                        offset: piece.dst_offset,
-                        bytes_per_row: Some(piece.width * TEXEL_BYTES as u32),
-                        rows_per_image: None,
-                    },
-                },
-                extent(piece.width, band.rows),
+                scratch.as_image_copy(),
+                rows,
+                extent(band.width, band.rows),
             );
+        } else {
+            encoder.copy_buffer_to_texture(
+                rows,
+                scratch.as_image_copy(),
+                extent(band.width, band.rows),
+            );
+            for (texels, part, size) in pieces {
+                encoder.copy_texture_to_buffer(texels, part, size);
+            }
         }
     }
 }

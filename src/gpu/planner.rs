@@ -132,34 +132,8 @@ pub fn choose(
     caps: &DeviceCaps,
     regions: &Regions,
 ) -> Result<Route> {
-    if regions.copies_allowed {
-        let copies = if caps.buffer_copies {
-            buffer_copies(bytes, layout, regions)
-        } else {
-            None
-        };
-        let texture = if caps.texture_copies {
-            texture_plan(
-                bytes,
-                layout,
-                regions.input_offset,
-                regions.output_offset,
-                caps.max_texture_dimension,
-            )
-        } else {
-            None
-        };
-        let texture = texture.filter(|t| {
-            copies
-                .as_ref()
-                .is_none_or(|c| t.commands() * caps.texture_command_cost < c.len() as u64)
-        });
-        if let Some(t) = texture {
-            return Ok(Route::Texture(t));
-        }
-        if let Some(c) = copies {
-            return Ok(Route::BufferCopies(c));
-        }
+    if let Some(route) = copy_route(bytes, layout, caps, regions, false) {
+        return Ok(route);
     }
     Ok(Route::Gather(plan_dispatches(
         bytes,
@@ -168,6 +142,57 @@ pub fn choose(
         caps.window_limit,
         caps.offset_align,
     )?))
+}
+
+/// The copy route between the whole tensor of `bytes` and its parts placed by `layout`,
+/// where `caps` and `regions` (the split's: `input_offset` is the whole tensor's) allow one:
+/// the texture route where its commands cost less than the buffer copies, else those. A
+/// `concat`'s copies run the other way. `None` where no copy route applies.
+fn copy_route(
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    caps: &DeviceCaps,
+    regions: &Regions,
+    concat: bool,
+) -> Option<Route> {
+    if !regions.copies_allowed {
+        return None;
+    }
+    let copies = if caps.buffer_copies {
+        buffer_copies(bytes, layout, regions)
+    } else {
+        None
+    };
+    let texture = if caps.texture_copies {
+        texture_plan(
+            bytes,
+            layout,
+            regions.input_offset,
+            regions.output_offset,
+            caps.max_texture_dimension,
+            concat,
+        )
+    } else {
+        None
+    };
+    let texture = texture.filter(|t| {
+        copies
+            .as_ref()
+            .is_none_or(|c| t.commands() * caps.texture_command_cost < c.len() as u64)
+    });
+    if let Some(t) = texture {
+        return Some(Route::Texture(t));
+    }
+    let copies = copies?;
+    if !concat {
+        return Some(Route::BufferCopies(copies));
+    }
+    let turned = copies.into_iter().map(|c| BufferCopy {
+        src: c.dst,
+        dst: c.src,
+        size: c.size,
+    });
+    Some(Route::BufferCopies(turned.collect()))
 }
 
 /// The buffer copies that move every output, when the outputs are a few long, word-aligned
@@ -225,28 +250,21 @@ pub fn buffer_copies(
 
 /// Chooses the route of a concat of `bytes` whose inputs `layout` places in one region (the
 /// split's outputs read the other way, `regions.input_offset` their region's offset): the
-/// split's copies between the same bytes turned around where `caps` allows buffer copies and
-/// the split's rule picks them, else one join dispatch (none when every input is empty).
+/// split's copy route between the same bytes turned around where `caps` allows it and the
+/// split's rule picks it, else one join dispatch (none when every input is empty).
 pub fn choose_concat(
     bytes: &ByteRows,
     layout: &OutputLayout,
     caps: &DeviceCaps,
     regions: &Regions,
 ) -> Result<Route> {
-    if caps.buffer_copies && regions.copies_allowed {
-        let split = Regions {
-            input_offset: regions.output_offset,
-            output_offset: regions.input_offset,
-            copies_allowed: true,
-        };
-        if let Some(copies) = buffer_copies(bytes, layout, &split) {
-            let turned = copies.into_iter().map(|c| BufferCopy {
-                src: c.dst,
-                dst: c.src,
-                size: c.size,
-            });
-            return Ok(Route::BufferCopies(turned.collect()));
-        }
+    let split = Regions {
+        input_offset: regions.output_offset,
+        output_offset: regions.input_offset,
+        copies_allowed: regions.copies_allowed,
+    };
+    if let Some(route) = copy_route(bytes, layout, caps, &split, true) {
+        return Ok(route);
     }
     let parts = join_parts(bytes, layout);
     if parts.is_empty() {

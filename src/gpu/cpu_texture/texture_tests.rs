@@ -13,7 +13,7 @@ fn plan_for(shape: &[usize], axis: i64, lengths: Vec<i64>) -> SplitPlan {
 fn bands(plan: &SplitPlan, dtype: DType, src: u64, dst: u64, max_dim: u32) -> Option<TexturePlan> {
     let layout = OutputLayout::new(plan, dtype, 16).unwrap();
     let bytes = ByteRows::new(plan, dtype.size()).unwrap();
-    texture_plan(&bytes, &layout, src, dst, max_dim)
+    texture_plan(&bytes, &layout, src, dst, max_dim, false)
 }
 
 /// A band as (first input byte, texels read, rows) and its pieces as (column, texels,
@@ -69,6 +69,37 @@ fn spec_split_is_one_read_of_every_row_and_a_write_per_output() {
             ((7680, 240, 6), vec![(0, 240, 46080)]),
         ]
     );
+}
+
+#[test]
+fn a_concat_band_writes_back_only_columns_its_pieces_tile() {
+    // The spec split read the other way: the same bands, marked to run back.
+    let plan = plan_for(&[6, 12, 10, 24], 1, vec![4, 4, 4]);
+    let layout = OutputLayout::new(&plan, DType::F32, 16).unwrap();
+    let bytes = ByteRows::new(&plan, 4).unwrap();
+    let all = texture_plan(&bytes, &layout, 0, 0, 8192, true).unwrap();
+    assert!(all.concat);
+    assert_eq!(
+        shape(&all),
+        shape(&bands(&plan, DType::F32, 0, 0, 8192).unwrap())
+    );
+    // Parts 0 and 2 alone (part 1 in another buffer): one band over both would write part 1's
+    // columns from the texture, so each takes its own band. The split may read across.
+    let sub = bytes.subset([0, 2]);
+    let sub_layout = OutputLayout {
+        ranges: vec![layout.ranges[0], layout.ranges[2]],
+        ..layout.clone()
+    };
+    let apart = texture_plan(&sub, &sub_layout, 0, 0, 8192, true).unwrap();
+    assert_eq!(
+        shape(&apart),
+        vec![
+            ((0, 240, 6), vec![(0, 240, 0)]),
+            ((7680, 240, 6), vec![(0, 240, 46080)]),
+        ]
+    );
+    let split = texture_plan(&sub, &sub_layout, 0, 0, 8192, false).unwrap();
+    assert_eq!(split.bands.len(), 1);
 }
 
 #[test]
