@@ -124,14 +124,14 @@ pub fn check_planner(input: &PlannerInput) {
         if let Some(copies) = planner::buffer_copies(&bytes, &layout, &regions) {
             check.buffer_copies(&copies, &regions);
         }
-        for concat in [false, true] {
+        for direction in [planner::Direction::Split, planner::Direction::Concat] {
             let texture = crate::gpu::cpu_texture::texture_plan(
                 &bytes,
                 &layout,
                 regions.input_offset,
                 regions.output_offset,
                 8192,
-                concat,
+                direction,
             );
             if let Some(t) = texture {
                 check.texture_bands(&t, &regions);

@@ -5,14 +5,14 @@ use super::args::{Op, RunArgs};
 use super::exit::{CliError, CliResult};
 use super::outputs::OutputFiles;
 use super::progress::Progress;
-use super::run::{attribute_axis, check_options, check_out, ms, ms_of, op_name, required};
+use super::run::{attribute_axis, check_options, check_out, ms, ms_of, op_name, required, Engine};
 use serde_json::json;
 use std::io::Read;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wgpu_split::plan::windows::windows;
 use wgpu_split::{
-    npy, ops, reference, GpuSplitter, HostTensor, OutputSink, SplitError, SplitPlan, StreamOptions,
+    npy, ops, reference, HostTensor, OutputSink, SplitError, SplitPlan, StreamOptions,
 };
 
 /// The concat's plan, from the options and the inputs' shapes.
@@ -48,18 +48,7 @@ fn required_axis(a: &RunArgs) -> CliResult<i64> {
 pub fn run(a: &RunArgs) -> CliResult {
     let t_total = Instant::now();
     check_out(a)?;
-    let use_cpu = a
-        .backend
-        .as_deref()
-        .is_some_and(|b| b.eq_ignore_ascii_case("cpu"));
-    let choice = if use_cpu {
-        None
-    } else {
-        Some(super::args::device(
-            a.backend.as_deref(),
-            a.adapter.as_deref(),
-        )?)
-    };
+    let choice = Engine::choice(a)?;
     let mut readers = Vec::with_capacity(a.input.len());
     let mut shapes = Vec::with_capacity(a.input.len());
     let mut dtype = None;
@@ -90,10 +79,7 @@ pub fn run(a: &RunArgs) -> CliResult {
     files.check_room(&a.out)?;
     let plan_ms = ms(t_total);
 
-    let gpu = match choice {
-        Some(choice) => Some(GpuSplitter::open(choice)?),
-        None => None,
-    };
+    let engine = Engine::open(choice)?;
     let mut staged = files.stage(&a.out, Progress::new(!a.quiet && !a.json))?;
     let window = a
         .window
@@ -115,10 +101,10 @@ pub fn run(a: &RunArgs) -> CliResult {
         }
         read += t.elapsed();
         let t = Instant::now();
-        let out = match &gpu {
-            None => reference::concat_tensors(&parts, &part_plan)?,
-            Some(g) if a.no_verify => g.run_concat(&part_plan, &parts)?,
-            Some(g) => g.run_concat_verified(&part_plan, &parts)?,
+        let out = match &engine {
+            Engine::Cpu => reference::concat_tensors(&parts, &part_plan)?,
+            Engine::Gpu(g) if a.no_verify => g.run_concat(&part_plan, &parts)?,
+            Engine::Gpu(g) => g.run_concat_verified(&part_plan, &parts)?,
         };
         concat += t.elapsed();
         let t = Instant::now();
@@ -134,14 +120,9 @@ pub fn run(a: &RunArgs) -> CliResult {
     staged.commit(&a.out)?;
     write += t.elapsed();
 
-    let (adapter, backend) = match &gpu {
-        None => ("CPU reference".to_string(), "cpu".to_string()),
-        Some(g) => (
-            g.device().adapter_info().name.clone(),
-            format!("{:?}", g.device().adapter_info().backend).to_lowercase(),
-        ),
-    };
-    let verified = (gpu.is_some() && !a.no_verify).then_some(true);
+    let (adapter, backend) = engine.names();
+    let use_cpu = matches!(engine, Engine::Cpu);
+    let verified = (!use_cpu && !a.no_verify).then_some(true);
     let file = a.out.join("output_0.npy");
     if a.json {
         let inputs: Vec<_> = a

@@ -168,10 +168,44 @@ pub(super) fn check_out(a: &RunArgs) -> CliResult<()> {
     Ok(())
 }
 
-/// Where the split runs.
-enum Engine {
+/// Where a `run` command computes: the CPU reference or a GPU.
+pub(super) enum Engine {
     Cpu,
     Gpu(Box<GpuSplitter>),
+}
+
+impl Engine {
+    /// The device `--backend` and `--adapter` pick, checked before any file is read; `None`
+    /// for `--backend=cpu`, the CPU reference.
+    pub(super) fn choice(a: &RunArgs) -> CliResult<Option<DeviceChoice>> {
+        let backend = a.backend.as_deref();
+        if backend.is_some_and(|b| b.eq_ignore_ascii_case("cpu")) {
+            return Ok(None);
+        }
+        Ok(Some(args::device(backend, a.adapter.as_deref())?))
+    }
+
+    /// The engine of `choice`: its device opened, or the CPU reference.
+    pub(super) fn open(choice: Option<DeviceChoice>) -> CliResult<Engine> {
+        Ok(match choice {
+            Some(choice) => Engine::Gpu(Box::new(GpuSplitter::open(choice)?)),
+            None => Engine::Cpu,
+        })
+    }
+
+    /// The adapter's name and backend, as the reports give them.
+    pub(super) fn names(&self) -> (String, String) {
+        match self {
+            Engine::Cpu => ("CPU reference".to_string(), "cpu".to_string()),
+            Engine::Gpu(g) => {
+                let info = g.device().adapter_info();
+                (
+                    info.name.clone(),
+                    format!("{:?}", info.backend).to_lowercase(),
+                )
+            }
+        }
+    }
 }
 
 pub(super) fn ms(t: Instant) -> f64 {
@@ -200,13 +234,7 @@ pub fn run(a: &RunArgs) -> CliResult {
             a.input.len()
         )));
     };
-    let engine_choice = a.backend.as_deref().unwrap_or("");
-    let use_cpu = engine_choice.eq_ignore_ascii_case("cpu");
-    let choice = if use_cpu {
-        DeviceChoice::default()
-    } else {
-        args::device(a.backend.as_deref(), a.adapter.as_deref())?
-    };
+    let choice = Engine::choice(a)?;
 
     let (header, data) = npy::open(input)?;
     let plan = plan(a, &header.shape)?;
@@ -216,11 +244,7 @@ pub fn run(a: &RunArgs) -> CliResult {
     let names = files.names().to_vec();
     let plan_ms = ms(t_total);
 
-    let engine = if use_cpu {
-        Engine::Cpu
-    } else {
-        Engine::Gpu(Box::new(GpuSplitter::open(choice)?))
-    };
+    let engine = Engine::open(choice)?;
     let mut staged = files.stage(&a.out, Progress::new(!a.quiet && !a.json))?;
     // The command raises a window under one element to one element (the library refuses it).
     let window = a.window.unwrap_or(StreamOptions::default().window_bytes);
@@ -236,13 +260,7 @@ pub fn run(a: &RunArgs) -> CliResult {
     staged.commit(&a.out)?;
     let commit_ms = ms(t);
 
-    let (adapter, backend) = match &engine {
-        Engine::Cpu => ("CPU reference".to_string(), "cpu".to_string()),
-        Engine::Gpu(g) => (
-            g.device().adapter_info().name.clone(),
-            format!("{:?}", g.device().adapter_info().backend).to_lowercase(),
-        ),
-    };
+    let (adapter, backend) = engine.names();
     let verified = report.verified.then_some(true);
     let timings = report.timings;
     if a.json {
@@ -278,7 +296,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         }
         match verified {
             Some(_) => say!("verified: GPU result equals the CPU reference, byte for byte"),
-            None if use_cpu => say!("computed by the CPU reference"),
+            None if matches!(engine, Engine::Cpu) => say!("computed by the CPU reference"),
             None => say!("not verified (--no-verify)"),
         }
     }

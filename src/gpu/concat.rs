@@ -8,8 +8,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device;
-use crate::gpu::gather::{binding_bytes, UNIT_BYTES};
-use crate::gpu::placement::{BufferRegion, OutputLayout, OutputRange, Placement};
+use crate::gpu::placement::{BufferRegion, OutputLayout, Placement};
 use crate::gpu::planner::{choose_concat, Direction};
 use crate::gpu::prepared::{EncodedSplit, PreparedSplit};
 use crate::gpu::round_trip::{map_read, read_mapped};
@@ -18,7 +17,6 @@ use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::{byte_count, HostTensor};
 use crate::DType;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Where a concat's inputs are, for [`GpuSplitter::encode_concat`]: the mirror of
@@ -38,14 +36,6 @@ pub enum Inputs<'a> {
     /// rounded up to 4. Inputs that share a buffer take one dispatch (or copies) together;
     /// each further buffer takes its own. The regions of empty inputs are not read.
     Regions(&'a [BufferRegion<'a>]),
-}
-
-/// One non-empty part in a region of its own: its position in the plan's byte rows, its
-/// buffer and its offset there.
-struct Place<'a> {
-    position: usize,
-    buffer: &'a wgpu::Buffer,
-    offset: u64,
 }
 
 impl GpuSplitter {
@@ -136,111 +126,31 @@ impl GpuSplitter {
         self.probe.check("preparing the concat")?;
         self.check_whole("output", &output, plan, dtype)?;
         let bytes = ByteRows::new(plan, dtype.size())?;
-        let (places, layout) = self.places(plan, &bytes, regions)?;
-        // The parts of each buffer, in column order.
-        #[allow(clippy::mutable_key_type)]
-        let mut groups: BTreeMap<&wgpu::Buffer, Vec<&Place<'_>>> = BTreeMap::new();
-        for p in &places {
-            if p.buffer == output.buffer {
-                return Err(SplitError::BadBuffer(format!(
-                    "input {} is in the output's buffer; a concat reads other buffers and \
-                     writes one",
-                    bytes.outputs[p.position].output
-                )));
-            }
-            groups.entry(p.buffer).or_default().push(p);
-        }
-        let mut prepared = self.prepare_nothing(Arc::new(layout));
-        for (buffer, group) in groups {
-            // The group's parts alone, placed in a region from the lowest of their offsets.
-            let base = group.iter().map(|p| p.offset).min().unwrap_or(0);
+        let (placed, groups) =
+            self.place_parts(Direction::Concat, plan, &bytes, regions, output.buffer)?;
+        let mut prepared = self.prepare_nothing(Arc::new(placed.clone()));
+        for (buffer, mut members) in groups {
+            // The buffer's inputs alone, in column order, from the lowest of their offsets.
+            members.sort_unstable();
+            let (base, layout) = placed.window(&bytes, &members);
+            let sub = bytes.subset(members);
             let region = BufferRegion {
                 buffer,
                 offset: base,
             };
-            let sub = bytes.subset(group.iter().map(|p| p.position));
-            let sub_layout = OutputLayout {
-                ranges: group
-                    .iter()
-                    .map(|p| OutputRange {
-                        offset: p.offset - base,
-                        size: bytes.size(&bytes.outputs[p.position]),
-                    })
-                    .collect(),
-                total_bytes: 0,
-                alignment: UNIT_BYTES,
-            };
             let regions = self.regions(&region, &output);
-            let (sub, sub_layout) = (&sub, &sub_layout);
+            let (sub, layout) = (&sub, &layout);
             let (route, scratch) = self
-                .with_scratch(|caps| async move { choose_concat(sub, sub_layout, &caps, &regions) })
+                .with_scratch(|caps| async move { choose_concat(sub, layout, &caps, &regions) })
                 .await?;
             let tables = self.upload_tables(&route).await?;
-            let layout = prepared.encoded.layout.clone();
+            let reported = prepared.encoded.layout.clone();
             let part = self
-                .prepare_chosen(&route, &tables, scratch, layout, region, output)
+                .prepare_chosen(&route, &tables, scratch, reported, region, output)
                 .await?;
             prepared.append(part);
         }
         Ok(prepared)
-    }
-
-    /// Where each non-empty input of `plan` lies in `regions`, checked, and the layout that
-    /// reports it.
-    fn places<'a>(
-        &self,
-        plan: &SplitPlan,
-        bytes: &ByteRows,
-        regions: &[BufferRegion<'a>],
-    ) -> Result<(Vec<Place<'a>>, OutputLayout)> {
-        let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let storage = wgpu::BufferUsages::STORAGE;
-        if regions.len() != plan.num_outputs() {
-            return Err(SplitError::BadBuffer(format!(
-                "{} input regions for a concat of {} inputs",
-                regions.len(),
-                plan.num_outputs()
-            )));
-        }
-        let mut ranges = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
-        let mut places = Vec::with_capacity(bytes.outputs.len());
-        for (position, o) in bytes.outputs.iter().enumerate() {
-            let (region, size) = (regions[o.output], bytes.size(o));
-            let name = format!("input {}", o.output);
-            let rule = format!("its {size} bytes rounded up to 4");
-            region.check(&name, binding_bytes(size), &rule, storage, align)?;
-            ranges[o.output] = OutputRange {
-                offset: region.offset,
-                size,
-            };
-            places.push(Place {
-                position,
-                buffer: region.buffer,
-                offset: region.offset,
-            });
-        }
-        // Inputs in one buffer may not overlap: a copy or a binding would read another's bytes
-        // as its own only by accident, and the caller meant something else.
-        let mut sorted: Vec<&Place<'_>> = places.iter().collect();
-        sorted.sort_by(|a, b| a.buffer.cmp(b.buffer).then(a.offset.cmp(&b.offset)));
-        for w in sorted.windows(2) {
-            let end = w[0].offset + binding_bytes(bytes.size(&bytes.outputs[w[0].position]));
-            if w[0].buffer == w[1].buffer && w[1].offset < end {
-                return Err(SplitError::BadBuffer(format!(
-                    "input {} at offset {} overlaps input {} in the same buffer, which ends at \
-                     byte {end} (its size rounded up to 4)",
-                    bytes.outputs[w[1].position].output,
-                    w[1].offset,
-                    bytes.outputs[w[0].position].output
-                )));
-            }
-        }
-        let layout = OutputLayout {
-            total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
-            ranges,
-            alignment: align.max(UNIT_BYTES),
-        };
-        Ok((places, layout))
     }
 }
 

@@ -10,7 +10,7 @@
 //! byte twice, so [`GpuSplitter`](crate::GpuSplitter) uses it on CPU adapters only unless
 //! told otherwise.
 //!
-//! A concat runs the same bands the other way ([`TexturePlan::concat`]): one copy per piece
+//! A concat runs the same bands the other way ([`TexturePlan::direction`]): one copy per piece
 //! from its part into the texture, then one per band out to the whole tensor's rows.
 //!
 //! The texture is `Rgba32Uint`: 16-byte texels copied as raw bits, so every dtype comes out
@@ -20,6 +20,7 @@
 use crate::error::Result;
 use crate::gpu::device::scoped_async;
 use crate::gpu::placement::OutputLayout;
+use crate::gpu::planner::Direction;
 use crate::plan::bytes::ByteRows;
 use std::sync::Mutex;
 
@@ -83,22 +84,22 @@ pub struct TexturePlan {
     pub bands: Vec<Band>,
     /// Scratch texture width and height in texels: the widest and tallest band.
     pub scratch: (u32, u32),
-    /// The copies run the other way, for a concat: each piece from the part's buffer into the
+    /// Which way the copies run. A concat copies each piece from the part's buffer into the
     /// texture, then the band from the texture into the whole tensor's rows ("input" above is
     /// then the concat's output, and "output" its inputs).
-    pub concat: bool,
+    pub(crate) direction: Direction,
 }
 
 impl TexturePlan {
     /// The plan of `bands`, with a scratch texture that holds the widest and the tallest.
-    fn new(src_stride: u64, bands: Vec<Band>, concat: bool) -> Self {
+    fn new(src_stride: u64, bands: Vec<Band>, direction: Direction) -> Self {
         let width = bands.iter().map(|b| b.width).max().unwrap_or(1);
         let height = bands.iter().map(|b| b.rows).max().unwrap_or(1);
         TexturePlan {
             src_stride: src_stride as u32,
             bands,
             scratch: (width, height),
-            concat,
+            direction,
         }
     }
 
@@ -118,7 +119,7 @@ struct Output {
 }
 
 /// The bands that move the outputs of `bytes`, placed by `layout`, from an input region at
-/// byte `src_base` of its buffer to an output region at `dst_base`, or back where `concat`:
+/// byte `src_base` of its buffer to an output region at `dst_base`, or back for a concat:
 /// a band per output, or bands of every output's columns at once (one read for all of them),
 /// whichever records fewer commands. A concat's band writes every column of its span, so it
 /// takes several outputs at once only where their columns tile it (a concat of some of the
@@ -132,7 +133,7 @@ pub fn texture_plan(
     src_base: u64,
     dst_base: u64,
     max_dimension: u32,
-    concat: bool,
+    direction: Direction,
 ) -> Option<TexturePlan> {
     let (outer, stride) = (bytes.rows, bytes.stride);
     if outer < 2 || !stride.is_multiple_of(ROW_ALIGN) || stride > u32::MAX as u64 {
@@ -159,7 +160,8 @@ pub fn texture_plan(
     // Commands are counted before any band is built: a split of many outputs can need far
     // more than MAX_COMMANDS.
     let tiled = outputs.windows(2).all(|w| w[0].src + w[0].row == w[1].src);
-    let together = commands(&outputs, outer, max_dimension).filter(|_| tiled || !concat);
+    let together =
+        commands(&outputs, outer, max_dimension).filter(|_| tiled || direction == Direction::Split);
     let apart: Option<u64> = outputs
         .iter()
         .map(|o| commands(std::slice::from_ref(o), outer, max_dimension))
@@ -174,7 +176,7 @@ pub fn texture_plan(
             .collect(),
         _ => return None,
     };
-    Some(TexturePlan::new(stride, bands, concat))
+    Some(TexturePlan::new(stride, bands, direction))
 }
 
 /// Bytes of the input row from the first of `outputs`' columns (in input order) to the end
@@ -243,7 +245,10 @@ pub fn record(
     to: &wgpu::Buffer,
 ) {
     // The whole tensor's buffer and the parts'.
-    let (whole, parts) = if plan.concat { (to, from) } else { (from, to) };
+    let (whole, parts) = match plan.direction {
+        Direction::Split => (from, to),
+        Direction::Concat => (to, from),
+    };
     for band in &plan.bands {
         let rows = wgpu::TexelCopyBufferInfo {
             buffer: whole,
@@ -272,7 +277,7 @@ pub fn record(
             };
             (texels, part, extent(piece.width, band.rows))
         });
-        if plan.concat {
+        if plan.direction == Direction::Concat {
             for (texels, part, size) in pieces {
                 encoder.copy_buffer_to_texture(part, texels, size);
             }

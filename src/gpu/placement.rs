@@ -68,6 +68,33 @@ pub(crate) struct ContiguousRun {
 }
 
 impl OutputLayout {
+    /// The layout of the outputs `members` of this layout (positions in `bytes.outputs`),
+    /// numbered in `members` order as [`ByteRows::subset`] numbers them, placed from the
+    /// lowest of their offsets (returned with it): one buffer's outputs of
+    /// [`Outputs::Regions`], or one buffer's inputs of a concat.
+    pub(crate) fn window(&self, bytes: &ByteRows, members: &[usize]) -> (u64, OutputLayout) {
+        let ranges = members
+            .iter()
+            .map(|&k| self.ranges[bytes.outputs[k].output]);
+        let base = ranges.clone().map(|r| r.offset).min().unwrap_or(0);
+        let end = ranges
+            .clone()
+            .map(|r| r.offset + binding_bytes(r.size))
+            .max()
+            .unwrap_or(base);
+        let window = OutputLayout {
+            ranges: ranges
+                .map(|r| OutputRange {
+                    offset: r.offset - base,
+                    size: r.size,
+                })
+                .collect(),
+            total_bytes: end - base,
+            alignment: self.alignment,
+        };
+        (base, window)
+    }
+
     /// The runs of the non-empty outputs of `bytes`, in order, each output being one range of
     /// the input ([`RowKind::Contiguous`](crate::plan::bytes::RowKind::Contiguous)).
     pub(crate) fn contiguous_runs(&self, bytes: &ByteRows) -> Vec<ContiguousRun> {

@@ -132,7 +132,7 @@ pub fn choose(
     caps: &DeviceCaps,
     regions: &Regions,
 ) -> Result<Route> {
-    if let Some(route) = copy_route(bytes, layout, caps, regions, false) {
+    if let Some(route) = copy_route(bytes, layout, caps, regions, Direction::Split) {
         return Ok(route);
     }
     Ok(Route::Gather(plan_dispatches(
@@ -147,13 +147,13 @@ pub fn choose(
 /// The copy route between the whole tensor of `bytes` and its parts placed by `layout`,
 /// where `caps` and `regions` (the split's: `input_offset` is the whole tensor's) allow one:
 /// the texture route where its commands cost less than the buffer copies, else those. A
-/// `concat`'s copies run the other way. `None` where no copy route applies.
+/// concat's copies run the other way. `None` where no copy route applies.
 fn copy_route(
     bytes: &ByteRows,
     layout: &OutputLayout,
     caps: &DeviceCaps,
     regions: &Regions,
-    concat: bool,
+    direction: Direction,
 ) -> Option<Route> {
     if !regions.copies_allowed {
         return None;
@@ -170,7 +170,7 @@ fn copy_route(
             regions.input_offset,
             regions.output_offset,
             caps.max_texture_dimension,
-            concat,
+            direction,
         )
     } else {
         None
@@ -184,7 +184,7 @@ fn copy_route(
         return Some(Route::Texture(t));
     }
     let copies = copies?;
-    if !concat {
+    if direction == Direction::Split {
         return Some(Route::BufferCopies(copies));
     }
     let turned = copies.into_iter().map(|c| BufferCopy {
@@ -263,7 +263,7 @@ pub fn choose_concat(
         output_offset: regions.input_offset,
         copies_allowed: regions.copies_allowed,
     };
-    if let Some(route) = copy_route(bytes, layout, caps, &split, true) {
+    if let Some(route) = copy_route(bytes, layout, caps, &split, Direction::Concat) {
         return Ok(route);
     }
     let parts = join_parts(bytes, layout);

@@ -17,6 +17,10 @@ use crate::DType;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// Each buffer of a split's outputs or a concat's inputs, with its non-empty parts (positions
+/// in the plan's [`ByteRows`]) in offset order.
+pub(crate) type PartsByBuffer<'a> = Vec<(&'a wgpu::Buffer, Vec<usize>)>;
+
 impl GpuSplitter {
     /// Records the split into `encoder` without submitting it, writing the outputs where
     /// `outputs` says ([`Outputs`]), and returns where each output went.
@@ -140,6 +144,87 @@ impl GpuSplitter {
         );
         region.check(name, needed, &rule, wgpu::BufferUsages::STORAGE, align)
     }
+
+    /// Checks the regions of the parts of `plan` (a split's outputs or a concat's inputs, as
+    /// `direction` says), one per part in plan order: usage STORAGE, the storage offset
+    /// alignment, room for each non-empty part's bytes rounded up to 4, none in `whole` (the
+    /// whole tensor's buffer), no two overlapping in one buffer. Returns the layout that
+    /// reports them, and each buffer with its non-empty parts (positions in `bytes.outputs`)
+    /// in offset order.
+    pub(crate) fn place_parts<'a>(
+        &self,
+        direction: Direction,
+        plan: &SplitPlan,
+        bytes: &ByteRows,
+        regions: &[BufferRegion<'a>],
+        whole: &wgpu::Buffer,
+    ) -> Result<(OutputLayout, PartsByBuffer<'a>)> {
+        let (part, whole_name) = match direction {
+            Direction::Split => ("output", "input"),
+            Direction::Concat => ("input", "output"),
+        };
+        if regions.len() != plan.num_outputs() {
+            let parts = match direction {
+                Direction::Split => "",
+                Direction::Concat => "a concat of ",
+            };
+            return Err(SplitError::BadBuffer(format!(
+                "{} {part} regions for {parts}{} {part}s",
+                regions.len(),
+                plan.num_outputs()
+            )));
+        }
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let mut ranges = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
+        // The non-empty parts of each buffer. A buffer compares by wgpu's resource id, which
+        // never changes, so its interior mutability cannot move it within the map.
+        #[allow(clippy::mutable_key_type)]
+        let mut groups: BTreeMap<&wgpu::Buffer, Vec<usize>> = BTreeMap::new();
+        for (k, o) in bytes.outputs.iter().enumerate() {
+            let (region, size) = (&regions[o.output], bytes.size(o));
+            let name = format!("{part} {}", o.output);
+            let rule = format!("its {size} bytes rounded up to 4");
+            let storage = wgpu::BufferUsages::STORAGE;
+            region.check(&name, binding_bytes(size), &rule, storage, align)?;
+            if region.buffer == whole {
+                let how = match direction {
+                    Direction::Split => "a split reads one buffer and writes others",
+                    Direction::Concat => "a concat reads other buffers and writes one",
+                };
+                return Err(SplitError::BadBuffer(format!(
+                    "{name} is in the {whole_name}'s buffer; {how}"
+                )));
+            }
+            ranges[o.output] = OutputRange {
+                offset: region.offset,
+                size,
+            };
+            groups.entry(region.buffer).or_default().push(k);
+        }
+        let mut placed = Vec::with_capacity(groups.len());
+        for (buffer, mut members) in groups {
+            members.sort_by_key(|&k| ranges[bytes.outputs[k].output].offset);
+            // A copy or a binding would read or write another part's bytes as its own.
+            for w in members.windows(2) {
+                let (i, j) = (bytes.outputs[w[0]].output, bytes.outputs[w[1]].output);
+                let end = ranges[i].offset + binding_bytes(ranges[i].size);
+                if ranges[j].offset < end {
+                    return Err(SplitError::BadBuffer(format!(
+                        "{part} {j} at offset {} overlaps {part} {i} in the same buffer, which \
+                         ends at byte {end} (its size rounded up to 4)",
+                        ranges[j].offset
+                    )));
+                }
+            }
+            placed.push((buffer, members));
+        }
+        let layout = OutputLayout {
+            total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
+            ranges,
+            alignment: align.max(UNIT_BYTES),
+        };
+        Ok((layout, placed))
+    }
 }
 
 // Outputs where the engine's allocator put them: one region per output, in any buffers.
@@ -153,50 +238,13 @@ impl GpuSplitter {
         input: BufferRegion<'_>,
         outputs: &[BufferRegion<'_>],
     ) -> Result<PreparedSplit> {
-        if outputs.len() != plan.num_outputs() {
-            return Err(SplitError::BadBuffer(format!(
-                "{} output regions for {} outputs",
-                outputs.len(),
-                plan.num_outputs()
-            )));
-        }
         self.probe.check("preparing the split")?;
         self.check_whole("input", &input, plan, dtype)?;
-        let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let storage = wgpu::BufferUsages::STORAGE;
         let bytes = ByteRows::new(plan, dtype.size())?;
-        let mut ranges = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
-        // The non-empty outputs of each buffer. A buffer compares by wgpu's resource id, which
-        // never changes, so its interior mutability cannot move it within the map.
-        #[allow(clippy::mutable_key_type)]
-        let mut groups: BTreeMap<&wgpu::Buffer, Vec<usize>> = BTreeMap::new();
-        for (k, o) in bytes.outputs.iter().enumerate() {
-            let region = &outputs[o.output];
-            let size = bytes.size(o);
-            region.check(
-                &format!("output {}", o.output),
-                binding_bytes(size),
-                &format!("its {size} bytes rounded up to 4"),
-                storage,
-                align,
-            )?;
-            if region.buffer == input.buffer {
-                return Err(SplitError::BadBuffer(format!(
-                    "output {} is in the input's buffer; a split reads one buffer and writes others",
-                    o.output
-                )));
-            }
-            ranges[o.output] = OutputRange {
-                offset: region.offset,
-                size,
-            };
-            groups.entry(region.buffer).or_default().push(k);
-        }
-        let mut prepared = self.prepare_nothing(Arc::new(OutputLayout {
-            total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
-            ranges: ranges.clone(),
-            alignment: align.max(UNIT_BYTES),
-        }));
+        let (placed, groups) =
+            self.place_parts(Direction::Split, plan, &bytes, outputs, input.buffer)?;
+        let placed = Arc::new(placed);
+        let mut prepared = self.prepare_nothing(placed.clone());
         // Buffers whose outputs take one gather dispatch each are gathered up, up to
         // `bindings` of them per dispatch of the multi-output build.
         let bindings = self.output_bindings;
@@ -204,19 +252,10 @@ impl GpuSplitter {
         // One window over a buffer's outputs, from the first offset, while their offsets stay
         // whole units apart (the gather addresses outputs by unit); a new window where not.
         let mut windows: Vec<(&wgpu::Buffer, Vec<usize>)> = Vec::new();
-        for (buffer, mut members) in groups {
-            members.sort_by_key(|&k| ranges[bytes.outputs[k].output].offset);
-            let (mut base, mut end): (Option<u64>, u64) = (None, 0);
+        for (buffer, members) in groups {
+            let mut base: Option<u64> = None;
             for k in members {
-                let i = bytes.outputs[k].output;
-                let offset = ranges[i].offset;
-                if offset < end {
-                    return Err(SplitError::BadBuffer(format!(
-                        "output {i} at offset {offset} overlaps the output before it in its \
-                         buffer, which ends at byte {end} (its size rounded up to 4)"
-                    )));
-                }
-                end = offset + binding_bytes(ranges[i].size);
+                let offset = placed.ranges[bytes.outputs[k].output].offset;
                 match (base, windows.last_mut()) {
                     (Some(b), Some(w)) if (offset - b).is_multiple_of(UNIT_BYTES) => w.1.push(k),
                     _ => {
@@ -227,24 +266,9 @@ impl GpuSplitter {
             }
         }
         for (buffer, members) in windows {
-            let base = ranges[bytes.outputs[members[0]].output].offset;
-            let mut end = base;
             // The buffer's outputs on their own, numbered in offset order, and their places.
-            let mut window = Vec::with_capacity(members.len());
-            for &k in &members {
-                let r = ranges[bytes.outputs[k].output];
-                window.push(OutputRange {
-                    offset: r.offset - base,
-                    size: r.size,
-                });
-                end = r.offset + binding_bytes(r.size);
-            }
+            let (base, layout) = placed.window(&bytes, &members);
             let group = bytes.subset(members.iter().copied());
-            let layout = OutputLayout {
-                ranges: window,
-                total_bytes: end - base,
-                alignment: align.max(UNIT_BYTES),
-            };
             let region = BufferRegion {
                 buffer,
                 offset: base,

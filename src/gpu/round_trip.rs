@@ -150,11 +150,8 @@ impl GpuSplitter {
             Direction::Split => encoded.layout.total_bytes,
             Direction::Concat => input_binding_size(plan, dtype)?,
         };
-        let what = match direction {
-            Direction::Split => "submitting the split",
-            Direction::Concat => "submitting the concat",
-        };
-        scoped_async(&self.device, what, || {
+        let what = format!("submitting the {}", direction.op());
+        scoped_async(&self.device, &what, || {
             encoder.copy_buffer_to_buffer(&buffers.output, 0, &buffers.readback, 0, written);
             self.queue.submit([encoder.finish()]);
         })

@@ -13,7 +13,7 @@ fn plan_for(shape: &[usize], axis: i64, lengths: Vec<i64>) -> SplitPlan {
 fn bands(plan: &SplitPlan, dtype: DType, src: u64, dst: u64, max_dim: u32) -> Option<TexturePlan> {
     let layout = OutputLayout::new(plan, dtype, 16).unwrap();
     let bytes = ByteRows::new(plan, dtype.size()).unwrap();
-    texture_plan(&bytes, &layout, src, dst, max_dim, false)
+    texture_plan(&bytes, &layout, src, dst, max_dim, Direction::Split)
 }
 
 /// A band as (first input byte, texels read, rows) and its pieces as (column, texels,
@@ -77,8 +77,8 @@ fn a_concat_band_writes_back_only_columns_its_pieces_tile() {
     let plan = plan_for(&[6, 12, 10, 24], 1, vec![4, 4, 4]);
     let layout = OutputLayout::new(&plan, DType::F32, 16).unwrap();
     let bytes = ByteRows::new(&plan, 4).unwrap();
-    let all = texture_plan(&bytes, &layout, 0, 0, 8192, true).unwrap();
-    assert!(all.concat);
+    let all = texture_plan(&bytes, &layout, 0, 0, 8192, Direction::Concat).unwrap();
+    assert_eq!(all.direction, Direction::Concat);
     assert_eq!(
         shape(&all),
         shape(&bands(&plan, DType::F32, 0, 0, 8192).unwrap())
@@ -90,7 +90,7 @@ fn a_concat_band_writes_back_only_columns_its_pieces_tile() {
         ranges: vec![layout.ranges[0], layout.ranges[2]],
         ..layout.clone()
     };
-    let apart = texture_plan(&sub, &sub_layout, 0, 0, 8192, true).unwrap();
+    let apart = texture_plan(&sub, &sub_layout, 0, 0, 8192, Direction::Concat).unwrap();
     assert_eq!(
         shape(&apart),
         vec![
@@ -98,7 +98,7 @@ fn a_concat_band_writes_back_only_columns_its_pieces_tile() {
             ((7680, 240, 6), vec![(0, 240, 46080)]),
         ]
     );
-    let split = texture_plan(&sub, &sub_layout, 0, 0, 8192, false).unwrap();
+    let split = texture_plan(&sub, &sub_layout, 0, 0, 8192, Direction::Split).unwrap();
     assert_eq!(split.bands.len(), 1);
 }
 
