@@ -1,13 +1,14 @@
-//! `cargo bench --bench separate`: `Outputs::Regions` into 64 buffers, as many per gather
-//! dispatch as the device binds against one buffer per dispatch.
+//! `cargo bench --bench separate`: `Outputs::Regions` into 64 buffers and a concat's
+//! `Inputs::Regions` from 64, as many per gather dispatch as the device binds against one
+//! buffer per dispatch.
 //!
-//! The adapter comes from `WGPU_BACKEND` (default: auto). The input has no COPY_SRC usage, so
-//! every buffer is written by the gather.
+//! The adapter comes from `WGPU_BACKEND` (default: auto). No buffer has a COPY usage, so every
+//! buffer is written or read by the gather.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use wgpu_split::{
-    ops, wgpu, BufferRegion, DType, DeviceChoice, GpuSplitter, IntTensor, Outputs, SplitOptions,
-    SplitPlan,
+    ops, wgpu, BufferRegion, DType, DeviceChoice, GpuSplitter, Inputs, IntTensor, Outputs,
+    SplitOptions, SplitPlan,
 };
 
 /// The buffers of one case: the input and one buffer per output.
@@ -54,6 +55,27 @@ impl Buffers {
             .expect("the split finishes");
         encoded.dispatches
     }
+
+    /// Records the concat of the outputs back into the input, submits it and waits for it.
+    fn concat(&self, gpu: &GpuSplitter, plan: &SplitPlan, dtype: DType) -> u32 {
+        let region = |buffer| BufferRegion { buffer, offset: 0 };
+        let regions: Vec<BufferRegion> = self.outputs.iter().map(region).collect();
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let encoded = gpu
+            .encode_concat(
+                &mut encoder,
+                plan,
+                dtype,
+                Inputs::Regions(&regions),
+                region(&self.input),
+            )
+            .expect("concat from 64 buffers");
+        gpu.queue().submit([encoder.finish()]);
+        gpu.device()
+            .poll(wgpu::PollType::wait_indefinitely())
+            .expect("the concat finishes");
+        encoded.dispatches
+    }
 }
 
 fn separate_buffers(c: &mut Criterion) {
@@ -81,6 +103,15 @@ fn separate_buffers(c: &mut Criterion) {
             let dispatches = buffers.split(&gpu, &plan, dtype);
             let id = format!("{name}/{bindings}_per_dispatch_{dispatches}_dispatches");
             group.bench_function(id, |b| b.iter(|| buffers.split(&gpu, &plan, dtype)));
+        }
+        for bindings in [gpu.options().input_bindings.unwrap_or(1), 1] {
+            let gpu = gpu.clone().with_options(SplitOptions {
+                input_bindings: Some(bindings),
+                ..gpu.options()
+            });
+            let dispatches = buffers.concat(&gpu, &plan, dtype);
+            let id = format!("concat_{name}/{bindings}_per_dispatch_{dispatches}_dispatches");
+            group.bench_function(id, |b| b.iter(|| buffers.concat(&gpu, &plan, dtype)));
         }
     }
     group.finish();

@@ -48,11 +48,12 @@
 //   A dispatch may write only some parts (inputs in several buffers take a dispatch per
 //   buffer): a unit's bytes of other parts keep their values.
 //
-// This file holds the table, the input bindings, the access functions and the word assembly;
-// the schedules' code is in split_gather_schedules.wgsl. WGSL has no include: the host
-// (src/gpu/gather/builds.rs) assembles each build from named pieces, this file, the output
-// bindings with their three access functions (`store_unit`, `store_word`, `load_dst_word`),
-// the trace hook, the schedules, and the entry points it stamps from one body.
+// This file holds the table, the access functions and the word assembly; the schedules' code
+// is in split_gather_schedules.wgsl. WGSL has no include: the host (src/gpu/gather/builds.rs)
+// assembles each build from named pieces, this file, the input bindings with their three
+// access functions (`load_word_in`, `load_vec4_in`, `input_words`), the output bindings with
+// theirs (`store_unit`, `store_word`, `load_dst_word`), the trace hook, the schedules, and
+// the entry points it stamps from one body.
 //
 // Every global access goes through an access function, which calls `trace(kind, address,
 // size)`. The plain builds' hook is empty; the trace build's records the access, so the memory
@@ -136,10 +137,8 @@ struct Table {
 }
 
 @group(0) @binding(0) var<storage, read> table: Table;
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-// The same source bytes as vec4 words.
-@group(0) @binding(2) var<storage, read> src4: array<vec4<u32>>;
-// The output bindings (from binding 3) come with the build: see the header.
+// The input bindings (from binding 1) and the output bindings after them come with the build:
+// see the header.
 
 // What lane 0 found for the block.
 struct Block {
@@ -184,36 +183,43 @@ fn read_first_byte(i: u32) -> u32 {
     return table.entries[i].first_byte;
 }
 
+// The build's input access functions, for input binding `b` (0 but in the joins of the
+// multi-input build): `load_word_in(b, w)` loads word `w`, `load_vec4_in(b, i)` vec4 `i`, and
+// `input_words(b)` gives the binding's length in words. The split's schedules read binding 0.
+
 fn load_word(w: u32) -> u32 {
-    trace(TRACE_SRC, w * 4u, 4u);
-    return src[w];
+    return load_word_in(0u, w);
 }
 
 // A vec4 that lies wholly inside the input (every load of aligned rows).
 fn load_vec4(i: u32) -> vec4<u32> {
-    trace(TRACE_SRC, i * 16u, 16u);
-    return src4[i];
+    return load_vec4_in(0u, i);
 }
 
-// A vec4 that may reach past the input's end (the aligned loads around unaligned rows): past
-// the input's last whole vec4, its words that exist and zeros. The binding holds the input
-// rounded up to 4 bytes, so only the last 4 to 12 bytes are read this way.
 fn load_vec4_edge(i: u32) -> vec4<u32> {
-    // Judged by the words: an input under 16 bytes binds `src4` to a stand-in (WebGPU binds
-    // no array of vec4s shorter than one), which must never be read.
-    let words = arrayLength(&src);
+    return load_vec4_edge_in(0u, i);
+}
+
+// A vec4 of input binding `b` that may reach past the input's end (the aligned loads around
+// unaligned rows): past the input's last whole vec4, its words that exist and zeros. The
+// binding holds the input rounded up to 4 bytes, so only the last 4 to 12 bytes are read
+// this way.
+fn load_vec4_edge_in(b: u32, i: u32) -> vec4<u32> {
+    // Judged by the words: an input under 16 bytes binds its vec4 view to a stand-in (WebGPU
+    // binds no array of vec4s shorter than one), which must never be read.
+    let words = input_words(b);
     if (i * 4u + 4u <= words) {
-        return load_vec4(i);
+        return load_vec4_in(b, i);
     }
     var v = vec4<u32>(0u);
     if (i * 4u < words) {
-        v.x = load_word(i * 4u);
+        v.x = load_word_in(b, i * 4u);
     }
     if (i * 4u + 1u < words) {
-        v.y = load_word(i * 4u + 1u);
+        v.y = load_word_in(b, i * 4u + 1u);
     }
     if (i * 4u + 2u < words) {
-        v.z = load_word(i * 4u + 2u);
+        v.z = load_word_in(b, i * 4u + 2u);
     }
     return v;
 }

@@ -3,13 +3,19 @@
 // Lanes own units of the output, so no two lanes write one word whatever the inputs' byte
 // offsets. The table (src/gpu/gather/joins.rs): entry 0 the header, entries 1 .. segments_end
 // the segments in column order, then one block record per block: the segments the block's
-// columns touch, which its lanes copy into workgroup memory (`stage`, three words each) once
+// columns touch, which its lanes copy into workgroup memory (`stage`, four words each) once
 // and look up there.
 
 // A concat's header (entry 0 of its table) with the block's cached segments: the units the
 // dispatch writes, from `first_unit` of `dst` on, the output's row bytes and bytes in all,
 // the end of the segments in the table, and the segments `cached_first ..
 // cached_first + cached_count` at hand in `stage` (none: lanes search the table).
+//
+// A dispatch whose segments are a narrow band of the columns (one buffer's inputs among
+// several) numbers only the band's units: `band_units` per row (0: every unit from
+// `first_unit` on), from the unit of row `r`'s byte `band_first`; those past the row's
+// `band_width` bytes are not written. No unit holds two rows' bands (the host leaves at least
+// 16 bytes between them).
 struct Join {
     first_unit: u32,
     units: u32,
@@ -18,14 +24,36 @@ struct Join {
     segments_end: u32,
     cached_first: u32,
     cached_count: u32,
+    band_units: u32,
+    band_first: u32,
+    band_width: u32,
+}
+
+// No unit: a band's numbered unit past the band's end in its row.
+const NO_UNIT: u32 = 0xffffffffu;
+
+// The output unit of the dispatch's unit `v` (NO_UNIT where a band's row ends before it).
+fn join_unit_at(h: Join, v: u32) -> u32 {
+    if (h.band_units == 0u) {
+        return h.first_unit + v;
+    }
+    let row = v / h.band_units;
+    let start = row * h.row_bytes + h.band_first;
+    let u = start / 16u + (v - row * h.band_units);
+    if (u * 16u >= start + h.band_width) {
+        return NO_UNIT;
+    }
+    return u;
 }
 
 // One segment: its first column in an output row, its bytes per row (its rows lie back to
-// back in the source), and the source offset of its row 0.
+// back in the source), the source offset of its row 0, and its input binding (0 but in the
+// multi-input build).
 struct Segment {
     first_byte: u32,
     row_bytes: u32,
     src_offset: u32,
+    binding: u32,
 }
 
 // What lane 0 reads for the block: the dispatch's params and header, and the block's record.
@@ -38,14 +66,16 @@ struct JoinBlock {
 
 var<workgroup> wg_join: JoinBlock;
 
-// Segment `i` of the table: the three fields the join reads.
+// Segment `i` of the table: the four fields the join reads.
 fn read_segment(i: u32) -> Segment {
+    trace(TRACE_TABLE, 32u + 32u * i, 4u);
+    let binding = table.entries[i].block_start;
     trace(TRACE_TABLE, 32u + 32u * i + 8u, 4u);
     let first_byte = table.entries[i].first_byte;
     trace(TRACE_TABLE, 32u + 32u * i + 16u, 4u);
     let row_bytes = table.entries[i].row_bytes;
     trace(TRACE_TABLE, 32u + 32u * i + 24u, 4u);
-    return Segment(first_byte, row_bytes, table.entries[i].src_offset);
+    return Segment(first_byte, row_bytes, table.entries[i].src_offset, binding);
 }
 
 // Block record `i`: (first cached segment, segments cached).
@@ -58,7 +88,7 @@ fn read_join_block(i: u32) -> vec2<u32> {
 fn segment(h: Join, k: u32) -> Segment {
     let i = k - h.cached_first;
     if (i < h.cached_count) {
-        return Segment(stage[3u * i], stage[3u * i + 1u], stage[3u * i + 2u]);
+        return Segment(stage[4u * i], stage[4u * i + 1u], stage[4u * i + 2u], stage[4u * i + 3u]);
     }
     return read_segment(k);
 }
@@ -67,7 +97,7 @@ fn segment(h: Join, k: u32) -> Segment {
 fn segment_first_byte(h: Join, k: u32) -> u32 {
     let i = k - h.cached_first;
     if (i < h.cached_count) {
-        return stage[3u * i];
+        return stage[4u * i];
     }
     return read_first_byte(k);
 }
@@ -94,13 +124,14 @@ fn join_block(block: u32, lane: u32) {
     let found = workgroupUniformLoad(&wg_join);
     let p = found.params;
     let e0 = found.header;
-    let h = Join(e0.dst_unit, e0.block_start, e0.row_bytes, e0.out_bytes, e0.first_byte, found.cached_first, found.cached_count);
+    let h = Join(e0.dst_unit, e0.block_start, e0.row_bytes, e0.out_bytes, e0.first_byte, found.cached_first, found.cached_count, e0.src_stride, e0.src_offset, e0.mode);
     // At most one segment per lane (MAX_JOIN_SEGMENTS in src/gpu/gather/joins.rs).
     if (lane < h.cached_count) {
         let s = read_segment(h.cached_first + lane);
-        stage[3u * lane] = s.first_byte;
-        stage[3u * lane + 1u] = s.row_bytes;
-        stage[3u * lane + 2u] = s.src_offset;
+        stage[4u * lane] = s.first_byte;
+        stage[4u * lane + 1u] = s.row_bytes;
+        stage[4u * lane + 2u] = s.src_offset;
+        stage[4u * lane + 3u] = s.binding;
     }
     workgroupBarrier();
     if (block >= p.num_blocks) {
@@ -108,21 +139,46 @@ fn join_block(block: u32, lane: u32) {
     }
     // The segment of the lane's last run (0: none yet), kept from unit to unit.
     var k = 0u;
-    var seg = Segment(0u, 0u, 0u);
+    var seg = Segment(0u, 0u, 0u, 0u);
     if (p.interleaved == 0u) {
         let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
         let end = min(first + p.steps_per_lane, h.units);
         if (first < end) {
-            join_run(h, h.first_unit + first, h.first_unit + end, &k, &seg);
+            join_lane(h, first, end, &k, &seg);
         }
         return;
     }
     for (var step = 0u; step < p.steps_per_lane; step++) {
-        let u = (block * p.steps_per_lane + step) * WORKGROUP_SIZE + lane;
-        if (u >= h.units) {
+        let v = (block * p.steps_per_lane + step) * WORKGROUP_SIZE + lane;
+        if (v >= h.units) {
             break;
         }
-        join_unit(h, h.first_unit + u, &k, &seg);
+        let u = join_unit_at(h, v);
+        if (u != NO_UNIT) {
+            join_unit(h, u, &k, &seg);
+        }
+    }
+}
+
+// The dispatch's units `first .. end` of one lane (CPU adapters), as runs of consecutive
+// output units: one run, or one per row of a band.
+fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+    if (h.band_units == 0u) {
+        join_run(h, h.first_unit + first, h.first_unit + end, k, seg);
+        return;
+    }
+    var v = first;
+    while (v < end) {
+        let row = v / h.band_units;
+        let j = v - row * h.band_units;
+        let take = min(end - v, h.band_units - j);
+        let start = row * h.row_bytes + h.band_first;
+        let a = start / 16u + j;
+        let b = min(a + take, (start + h.band_width + 15u) / 16u);
+        if (a < b) {
+            join_run(h, a, b, k, seg);
+        }
+        v += take;
     }
 }
 
@@ -151,30 +207,30 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
         let sh = s % 16u;
         if (sh == 0u) {
             for (var i = 0u; i < count; i++) {
-                store_unit(u + i, load_vec4(a + i));
+                store_unit(u + i, load_vec4_in(e.binding, a + i));
             }
         } else {
-            var lo = load_vec4(a);
+            var lo = load_vec4_in(e.binding, a);
             let last = count - 1u;
             for (var i = 0u; i < last; i++) {
-                let hi = load_vec4(a + i + 1u);
+                let hi = load_vec4_in(e.binding, a + i + 1u);
                 store_unit(u + i, funnel(lo, hi, sh));
                 lo = hi;
             }
             // The run's last unit: its second vec4 alone may reach past the input's end.
-            store_unit(u + last, funnel(lo, load_vec4_edge(a + count), sh));
+            store_unit(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh));
         }
         u += count;
     }
 }
 
-// The 16 source bytes from byte `s` on (those past the input's end read as zeros).
-fn load_bytes16(s: u32) -> vec4<u32> {
-    let x = load_vec4_edge(s / 16u);
+// The 16 bytes from byte `s` on of input binding `b` (those past its end read as zeros).
+fn load_bytes16(b: u32, s: u32) -> vec4<u32> {
+    let x = load_vec4_edge_in(b, s / 16u);
     if (s % 16u == 0u) {
         return x;
     }
-    return funnel(x, load_vec4_edge(s / 16u + 1u), s % 16u);
+    return funnel(x, load_vec4_edge_in(b, s / 16u + 1u), s % 16u);
 }
 
 // Points `k` and `seg` at the last segment whose first column is at or before `c` (k = 0
@@ -248,7 +304,7 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
         var len = 0u;
         if (*k > 0u && c < e.first_byte + e.row_bytes) {
             len = min(n - at, e.first_byte + e.row_bytes - c);
-            var x = load_bytes16(row * e.row_bytes + e.src_offset + (c - e.first_byte));
+            var x = load_bytes16(e.binding, row * e.row_bytes + e.src_offset + (c - e.first_byte));
             if (at == 0u && len == 16u) {
                 v = x;
                 covered = vec4<u32>(0xffffffffu);

@@ -1,124 +1,17 @@
 //! Concat on each adapter, byte for byte against the CPU reference: the split of every
 //! operator undone (`concat(split(x)) == x`) for every dtype, 1 to 100,000 inputs in one
-//! region (one dispatch), inputs in buffers of their own and shared ones, every route, and
-//! misuse refused.
+//! region (one dispatch), every route, and misuse refused. Inputs in buffers of their own:
+//! `concat_buffers.rs`.
 
 #[macro_use]
 mod common;
 
+use common::concat::{check_regions, encode_and_read, parts, tensor};
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, Inputs, IntTensor,
-    RouteChoice, SplitError, SplitOptions, SplitPlan,
+    ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, Inputs, IntTensor, RouteChoice,
+    SplitError, SplitOptions, SplitPlan,
 };
-
-fn pattern(n: usize, seed: usize) -> Vec<u8> {
-    (0..n)
-        .map(|i| ((i * 131 + seed * 17 + 7) % 251) as u8)
-        .collect()
-}
-
-fn tensor(dtype: DType, shape: &[usize], seed: usize) -> HostTensor {
-    let n: usize = shape.iter().product::<usize>() * dtype.size();
-    HostTensor::new(dtype, shape.to_vec(), pattern(n, seed)).unwrap()
-}
-
-/// The parts of `plan` (a concat's inputs) filled with patterns.
-fn parts(plan: &SplitPlan, dtype: DType) -> Vec<HostTensor> {
-    (0..plan.num_outputs())
-        .map(|i| tensor(dtype, &plan.output_shape(i), i))
-        .collect()
-}
-
-/// Concatenates `inputs` from the regions `place(i)` gives (buffer index, offset), in buffers
-/// of the sizes needed with `usage` besides STORAGE, into an output buffer that holds 0xA5 in
-/// every byte the concat does not own; reads it back and checks it against the reference and
-/// those bytes. Returns what was recorded.
-fn check_regions(
-    gpu: &GpuSplitter,
-    plan: &SplitPlan,
-    inputs: &[HostTensor],
-    usage: wgpu::BufferUsages,
-    place: impl Fn(usize) -> (usize, u64),
-) -> EncodedSplit {
-    let device = gpu.device();
-    let places: Vec<(usize, u64)> = (0..inputs.len()).map(place).collect();
-    let count = places.iter().map(|p| p.0 + 1).max().unwrap_or(0);
-    let mut contents = vec![Vec::new(); count];
-    for (&(b, offset), t) in places.iter().zip(inputs) {
-        let c = &mut contents[b];
-        let end = offset as usize + t.bytes().len().next_multiple_of(16);
-        c.resize(c.len().max(end).max(16), 0x5A);
-        c[offset as usize..offset as usize + t.bytes().len()].copy_from_slice(t.bytes());
-    }
-    let buffers: Vec<wgpu::Buffer> = contents
-        .iter()
-        .map(|c| {
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: None,
-                contents: c,
-                usage: wgpu::BufferUsages::STORAGE | usage,
-            })
-        })
-        .collect();
-    let regions: Vec<BufferRegion> = places
-        .iter()
-        .map(|&(b, offset)| BufferRegion {
-            buffer: &buffers[b],
-            offset,
-        })
-        .collect();
-    encode_and_read(gpu, plan, inputs, Inputs::Regions(&regions), usage)
-}
-
-/// Records the concat from `inputs` into an output buffer of 0xA5 bytes (its size rounded up
-/// to 16, with 16 more), reads it back, and checks the output against the reference and the
-/// bytes after it.
-fn encode_and_read(
-    gpu: &GpuSplitter,
-    plan: &SplitPlan,
-    tensors: &[HostTensor],
-    inputs: Inputs<'_>,
-    usage: wgpu::BufferUsages,
-) -> EncodedSplit {
-    let device = gpu.device();
-    let want = reference::concat_tensors(tensors, plan).unwrap();
-    let size = want.bytes().len();
-    let out_size = (size.next_multiple_of(16) + 16) as u64;
-    let output = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: None,
-        contents: &vec![0xA5; out_size as usize],
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | usage,
-    });
-    let mut encoder = device.create_command_encoder(&Default::default());
-    let region = BufferRegion {
-        buffer: &output,
-        offset: 0,
-    };
-    let dtype = want.dtype();
-    let encoded = gpu
-        .encode_concat(&mut encoder, plan, dtype, inputs, region)
-        .unwrap();
-    let data = common::submit_and_read(gpu, encoder, &output);
-    let name = common::name(gpu);
-    if let Some(b) = data[..size]
-        .iter()
-        .zip(want.bytes())
-        .position(|(a, b)| a != b)
-    {
-        panic!(
-            "{name}: {:?} concat differs at byte {b} of {size}: {:#04x}, expected {:#04x} ({encoded:?})",
-            plan.input_shape(),
-            data[b],
-            want.bytes()[b]
-        );
-    }
-    assert!(
-        data[size..].iter().all(|&b| b == 0xA5),
-        "{name}: bytes past the output changed"
-    );
-    encoded
-}
 
 /// The splits of every operator, on shapes with rows of every alignment.
 fn splits() -> Vec<SplitPlan> {
@@ -244,55 +137,6 @@ fn many_inputs_in_one_region_take_one_dispatch(gpu: &'static GpuSplitter) {
             );
         }
     }
-}
-
-/// Inputs each in a buffer of its own, u8 rows at odd offsets and words: one dispatch per
-/// buffer, each writing only its own bytes of the units it shares with the others.
-fn inputs_in_their_own_buffers(gpu: &'static GpuSplitter) {
-    for count in [1usize, 7, 8, 64] {
-        for (dtype, width) in [
-            (DType::U8, 3),
-            (DType::U8, 1),
-            (DType::F32, 2),
-            (DType::F16, 5),
-        ] {
-            let shapes: Vec<Vec<usize>> = (0..count).map(|i| vec![3, width + i % 3]).collect();
-            let plan = ops::concat(&shapes, 1).unwrap();
-            let tensors = parts(&plan, dtype);
-            for usage in [
-                wgpu::BufferUsages::empty(),
-                wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-            ] {
-                let encoded = check_regions(gpu, &plan, &tensors, usage, |i| (i, 0));
-                if usage.is_empty() {
-                    assert_eq!(encoded.dispatches as usize, count);
-                } else {
-                    assert!(encoded.dispatches as usize <= count);
-                }
-            }
-            // Two buffers, inputs taking turns, at offsets of 256 bytes.
-            let encoded = check_regions(gpu, &plan, &tensors, wgpu::BufferUsages::empty(), |i| {
-                (i % 2, (i / 2) as u64 * 256)
-            });
-            assert_eq!(encoded.dispatches as usize, count.min(2));
-        }
-    }
-}
-
-/// 10,000 inputs each in a buffer of its own, and 100,000 spread over 7 buffers.
-fn very_many_input_buffers(gpu: &'static GpuSplitter) {
-    let plan = ops::concat(&vec![[2, 1]; 10_000], 1).unwrap();
-    let tensors = parts(&plan, DType::U8);
-    let encoded = check_regions(gpu, &plan, &tensors, wgpu::BufferUsages::empty(), |i| {
-        (i, 0)
-    });
-    assert_eq!(encoded.dispatches, 10_000);
-    let plan = ops::concat_from_sequence(&vec![[3]; 100_000], 0, 1).unwrap();
-    let tensors = parts(&plan, DType::I16);
-    let encoded = check_regions(gpu, &plan, &tensors, wgpu::BufferUsages::empty(), |i| {
-        (i % 7, (i / 7) as u64 * 256)
-    });
-    assert_eq!(encoded.dispatches, 7);
 }
 
 /// Stacking with ConcatFromSequence and the KV-cache append shape, through every route.
@@ -422,8 +266,6 @@ per_backend!(
     round_trips_every_split,
     floats_move_as_bits,
     many_inputs_in_one_region_take_one_dispatch,
-    inputs_in_their_own_buffers,
-    very_many_input_buffers,
     stacks_and_appends,
     rows_through_the_texture,
     inputs_as_views_of_the_output,

@@ -55,13 +55,7 @@ fn check(
             })
         })
         .collect();
-    let regions: Vec<BufferRegion> = places
-        .iter()
-        .map(|&(b, offset)| BufferRegion {
-            buffer: &buffers[b],
-            offset,
-        })
-        .collect();
+    let regions = common::regions_at(&buffers, &places);
     let mut encoder = device.create_command_encoder(&Default::default());
     let input_region = BufferRegion {
         buffer: &in_buf,

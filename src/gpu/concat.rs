@@ -8,11 +8,13 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device;
+use crate::gpu::gather::{join_dispatch, window_limit, BoundDispatch, JoinPart, Sources, Targets};
 use crate::gpu::placement::{BufferRegion, OutputLayout, Placement};
-use crate::gpu::planner::{choose_concat, Direction};
-use crate::gpu::prepared::{EncodedSplit, PreparedSplit};
+use crate::gpu::planner::{choose_concat, Direction, Route};
+use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
+use crate::gpu::record::Group;
 use crate::gpu::round_trip::{map_read, read_mapped};
-use crate::gpu::splitter::GpuSplitter;
+use crate::gpu::splitter::{multi_binding_group_limit, GpuSplitter};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::{byte_count, HostTensor};
@@ -115,7 +117,8 @@ impl GpuSplitter {
     }
 
     /// [`GpuSplitter::prepare_concat`] of inputs in regions of their own: planned each time,
-    /// one route per buffer of inputs.
+    /// one route per buffer of inputs, where the buffers whose inputs take the gather are
+    /// read together, `input_bindings` of them per dispatch of the multi-input build.
     async fn prepare_regions_concat(
         &self,
         plan: &SplitPlan,
@@ -129,20 +132,31 @@ impl GpuSplitter {
         let (placed, groups) =
             self.place_parts(Direction::Concat, plan, &bytes, regions, output.buffer)?;
         let mut prepared = self.prepare_nothing(Arc::new(placed.clone()));
+        let mut gathered: Vec<Group<'_>> = Vec::new();
         for (buffer, mut members) in groups {
             // The buffer's inputs alone, in column order, from the lowest of their offsets.
             members.sort_unstable();
             let (base, layout) = placed.window(&bytes, &members);
-            let sub = bytes.subset(members);
+            let sub = bytes.subset(members.iter().copied());
             let region = BufferRegion {
                 buffer,
                 offset: base,
             };
             let regions = self.regions(&region, &output);
-            let (sub, layout) = (&sub, &layout);
+            let (sub, window) = (&sub, &layout);
             let (route, scratch) = self
-                .with_scratch(|caps| async move { choose_concat(sub, layout, &caps, &regions) })
+                .with_scratch(|caps| async move { choose_concat(sub, window, &caps, &regions) })
                 .await?;
+            let small = layout.total_bytes <= multi_binding_group_limit(self.info.device_type);
+            let one_dispatch = matches!(&route, Route::Gather(d) if d.len() == 1);
+            if self.input_bindings > 1 && small && one_dispatch {
+                gathered.push(Group {
+                    members,
+                    layout,
+                    region,
+                });
+                continue;
+            }
             let tables = self.upload_tables(&route).await?;
             let reported = prepared.encoded.layout.clone();
             let part = self
@@ -150,7 +164,64 @@ impl GpuSplitter {
                 .await?;
             prepared.append(part);
         }
+        for batch in gathered.chunks(self.input_bindings as usize) {
+            let bound = self.bind_multi_input(&bytes, batch, output).await?;
+            prepared.encoded.dispatches += 1;
+            prepared.commands.push(Commands::Gather(bound));
+        }
         Ok(prepared)
+    }
+
+    /// Binds one dispatch of the multi-input build reading the inputs of every group in
+    /// `batch`, group `j` through input binding `j`, into `output`.
+    async fn bind_multi_input(
+        &self,
+        bytes: &ByteRows,
+        batch: &[Group<'_>],
+        output: BufferRegion<'_>,
+    ) -> Result<Vec<BoundDispatch>> {
+        // The batch's inputs in column order, each with its binding and its place in its
+        // buffer's window; `subset` numbers them in that order.
+        let mut places: Vec<(usize, u32, u64)> = (0u32..)
+            .zip(batch)
+            .flat_map(|(j, g)| {
+                let ranges = g.members.iter().zip(&g.layout.ranges);
+                ranges.map(move |(&k, r)| (k, j, r.offset))
+            })
+            .collect();
+        places.sort_unstable();
+        let sub = bytes.subset(places.iter().map(|p| p.0));
+        let parts: Vec<JoinPart> = places
+            .iter()
+            .enumerate()
+            .map(|(position, &(_, binding, src))| JoinPart {
+                position,
+                binding,
+                src,
+            })
+            .collect();
+        let sizes: Vec<u64> = batch.iter().map(|g| g.layout.total_bytes).collect();
+        let limit = window_limit(&self.limits);
+        let dispatch = join_dispatch(&sub, &parts, &sizes, self.gather_tuning, limit)?;
+        let tables = self
+            .tables
+            .buffers(&self.device, &[dispatch.table_bytes()])
+            .await?;
+        let windows: Vec<(BufferRegion<'_>, u64)> = batch
+            .iter()
+            .map(|g| (g.region, g.layout.total_bytes))
+            .collect();
+        let pipeline = self.multi_input_pipeline(batch.len() as u32).await?;
+        pipeline
+            .bind(
+                &self.device,
+                std::slice::from_ref(&dispatch),
+                &tables,
+                Sources::Windows(&windows),
+                Targets::Region(&output),
+                None,
+            )
+            .await
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! - [`abi`]: the table's structs, modes, schedules, entry points and sizes, checked against the
 //!   WGSL.
-//! - [`builds`]: the shader's builds (one output buffer or several, the trace), assembled from
-//!   named pieces.
+//! - [`builds`]: the shader's builds (one input buffer or several, one output buffer or
+//!   several, the trace), assembled from named pieces.
 //! - [`dispatches`]: the dispatches and their tables (pure); `blocks` numbers their entries
 //!   into workgroups and lanes per schedule; `joins` makes a concat's dispatch.
 //! - [`pipeline`]: the pipeline, bind groups and dispatches.
@@ -28,7 +28,9 @@ pub use dispatches::{
     fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
     SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
 };
-pub use joins::{join_dispatch, join_parts};
+#[cfg(any(test, feature = "fuzzing"))]
+pub use joins::Band;
+pub use joins::{join_dispatch, join_parts, JoinPart};
 pub use modes::{GatherExperiment, GatherMode};
-pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Targets};
+pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Sources, Targets};
 pub(crate) use tables::TableCache;

@@ -275,7 +275,7 @@ pub fn choose_concat(
         .map(|p| p.src + bytes.size(&bytes.outputs[p.position]))
         .max()
         .unwrap_or(0);
-    let dispatch = join_dispatch(bytes, &parts, src_bytes, caps.gather, caps.window_limit)?;
+    let dispatch = join_dispatch(bytes, &parts, &[src_bytes], caps.gather, caps.window_limit)?;
     Ok(Route::Gather(vec![dispatch]))
 }
 

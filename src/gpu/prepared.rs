@@ -4,7 +4,7 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::cpu_texture::{self, TexturePlan};
 use crate::gpu::device::{self, scoped_async, LossProbe};
-use crate::gpu::gather::{record_bound, BoundDispatch, Targets};
+use crate::gpu::gather::{record_bound, BoundDispatch, Sources, Targets};
 use crate::gpu::placement::{BufferRegion, OutputLayout, Outputs, Placement};
 use crate::gpu::planner::{BufferCopy, Direction, Route, RouteKey};
 use crate::gpu::splitter::GpuSplitter;
@@ -286,7 +286,7 @@ impl GpuSplitter {
                         &self.device,
                         dispatches,
                         tables,
-                        &input,
+                        Sources::Region(&input),
                         Targets::Region(&output),
                         None,
                     )

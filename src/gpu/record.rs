@@ -4,12 +4,12 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::{
-    binding_bytes, multi_output_dispatch, window_limit, BoundDispatch, Targets, UNIT_BYTES,
+    binding_bytes, multi_output_dispatch, window_limit, BoundDispatch, Sources, Targets, UNIT_BYTES,
 };
 use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
 use crate::gpu::planner::{self, Direction, Route, RouteKey};
 use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
-use crate::gpu::splitter::{multi_output_group_limit, GpuSplitter};
+use crate::gpu::splitter::{multi_binding_group_limit, GpuSplitter};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::byte_count;
@@ -280,7 +280,7 @@ impl GpuSplitter {
                     std::future::ready(chosen)
                 })
                 .await?;
-            let small = layout.total_bytes <= multi_output_group_limit(self.info.device_type);
+            let small = layout.total_bytes <= multi_binding_group_limit(self.info.device_type);
             if bindings > 1 && small && matches!(&route, Route::Gather(d) if d.len() == 1) {
                 gathered.push(Group {
                     members,
@@ -304,12 +304,13 @@ impl GpuSplitter {
     }
 }
 
-/// The outputs of one buffer: their positions in the split's [`ByteRows`], in offset order,
-/// their places in the buffer's window (`layout.ranges`, in the same order), and the window.
-struct Group<'a> {
-    members: Vec<usize>,
-    layout: OutputLayout,
-    region: BufferRegion<'a>,
+/// The parts of one buffer (a split's outputs or a concat's inputs) that one binding of the
+/// multi-output or multi-input build reaches: their positions in the [`ByteRows`], their
+/// places in the buffer's window (`layout.ranges`, in the same order), and the window.
+pub(crate) struct Group<'a> {
+    pub(crate) members: Vec<usize>,
+    pub(crate) layout: OutputLayout,
+    pub(crate) region: BufferRegion<'a>,
 }
 
 impl GpuSplitter {
@@ -355,7 +356,7 @@ impl GpuSplitter {
                 &self.device,
                 std::slice::from_ref(&dispatch),
                 &tables,
-                &input,
+                Sources::Region(&input),
                 Targets::Windows(&windows),
                 None,
             )

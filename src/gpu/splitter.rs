@@ -3,6 +3,8 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::cpu_texture::Scratch;
 use crate::gpu::device::{self, DeviceChoice};
+use crate::gpu::gather::abi::MAX_SRC_BINDINGS;
+use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::TableCache;
 use crate::gpu::gather::MAX_DST_BINDINGS;
@@ -46,13 +48,13 @@ pub(crate) fn gather_defaults(
     }
 }
 
-/// The largest buffer's worth of outputs [`Outputs::Regions`](crate::Outputs) binds together
-/// with other buffers in one dispatch of the multi-output build, by device type. That build
-/// picks each store's binding with a switch, which a GPU takes uniformly per workgroup and a
-/// CPU adapter runs case by case under a lane mask: there, past a few KiB per buffer, the
-/// dispatch a buffer saves costs less than the switch (`docs/performance.md`, "Outputs in
-/// separate buffers").
-pub(crate) fn multi_output_group_limit(device_type: wgpu::DeviceType) -> u64 {
+/// The largest buffer's worth of parts that [`Outputs::Regions`](crate::Outputs) and
+/// [`Inputs::Regions`](crate::Inputs) bind together with other buffers in one dispatch of the
+/// multi-output or multi-input build, by device type. Those builds pick each store's or load's
+/// binding with a switch, which a GPU takes uniformly per workgroup and a CPU adapter runs
+/// case by case under a lane mask: there, past a few KiB per buffer, the dispatch a buffer
+/// saves costs less than the switch (`docs/performance.md`, "Parts in separate buffers").
+pub(crate) fn multi_binding_group_limit(device_type: wgpu::DeviceType) -> u64 {
     match device_type {
         wgpu::DeviceType::Cpu => 4096,
         _ => u64::MAX,
@@ -73,6 +75,20 @@ fn allowed_output_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u3
         .saturating_sub(3)
         / 2)
     .clamp(1, MAX_DST_BINDINGS)
+}
+
+/// The most input buffers one dispatch of the multi-input build may bind on a device of
+/// `limits` with `gather`: the table and the output's views (two, or one in the words-only
+/// build) take their storage buffers, and each input buffer two (its words and its vec4s);
+/// at least 1, at most [`MAX_SRC_BINDINGS`]. Inputs are read-only, so WebGPU binds them so
+/// too.
+fn allowed_input_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u32 {
+    let (_, views) = gather.single_output().count_and_views();
+    (limits
+        .max_storage_buffers_per_shader_stage
+        .saturating_sub(1 + views)
+        / 2)
+    .clamp(1, MAX_SRC_BINDINGS)
 }
 
 /// How a [`GpuSplitter`] moves data. Every `None` takes the device's default;
@@ -103,6 +119,12 @@ pub struct SplitOptions {
     /// three the table and the input take, halved, as each output buffer is bound as units
     /// and as words; at most 32). 1 gives every buffer a dispatch of its own.
     pub output_bindings: Option<u32>,
+    /// The most input buffers one gather dispatch of a concat's
+    /// [`Inputs::Regions`](crate::Inputs) reads, within what the device allows (its storage
+    /// buffers per shader stage, less those the table and the output take, halved, as each
+    /// input buffer is bound as words and as vec4s; at most 32). 1 gives every buffer a
+    /// dispatch of its own.
+    pub input_bindings: Option<u32>,
 }
 
 /// A device, its queue and the split pipeline compiled for it (once, at construction).
@@ -125,9 +147,11 @@ pub struct GpuSplitter {
     pub(crate) scratch: Arc<Scratch>,
     /// Most output buffers one gather dispatch of [`Outputs::Regions`](crate::Outputs) writes.
     pub(crate) output_bindings: u32,
-    /// The multi-output builds compiled so far, by their number of output bindings; shared
-    /// by clones.
-    pub(crate) multi_output: Arc<Mutex<HashMap<u32, GatherPipeline>>>,
+    /// Most input buffers one gather dispatch of [`Inputs::Regions`](crate::Inputs) reads.
+    pub(crate) input_bindings: u32,
+    /// The multi-output and multi-input builds compiled so far, by their bindings; shared by
+    /// clones.
+    pub(crate) builds: Arc<Mutex<HashMap<(InputBindings, OutputBindings), GatherPipeline>>>,
     /// Tells whether the device is lost; shared by clones and prepared splits.
     pub(crate) probe: Arc<device::LossProbe>,
 }
@@ -150,6 +174,7 @@ impl GpuSplitter {
         let gather_tuning = gather_defaults(info.device_type, info.backend);
         let gather = GatherPipeline::new(&device).await?;
         let output_bindings = allowed_output_bindings(&limits, &gather);
+        let input_bindings = allowed_input_bindings(&limits, &gather);
         Ok(Self {
             device,
             queue,
@@ -163,7 +188,8 @@ impl GpuSplitter {
             routes: Arc::default(),
             scratch: Arc::default(),
             output_bindings,
-            multi_output: Arc::default(),
+            input_bindings,
+            builds: Arc::default(),
             probe,
         })
     }
@@ -201,6 +227,8 @@ impl GpuSplitter {
         self.route = options.route;
         self.texture_copies = options.texture_copies;
         self.output_bindings = options.output_bindings.unwrap_or(allowed).clamp(1, allowed);
+        let allowed = allowed_input_bindings(&self.limits, &self.gather);
+        self.input_bindings = options.input_bindings.unwrap_or(allowed).clamp(1, allowed);
         self
     }
 
@@ -214,17 +242,36 @@ impl GpuSplitter {
             max_steps_per_lane: Some(self.gather_tuning.max_steps_per_lane as u32),
             spread_lanes: Some(self.gather_tuning.spread_lanes as u32),
             output_bindings: Some(self.output_bindings),
+            input_bindings: Some(self.input_bindings),
         }
     }
 
     /// The multi-output build with `bindings` output bindings, compiled on first use.
     pub(super) async fn multi_output_pipeline(&self, bindings: u32) -> Result<GatherPipeline> {
-        let built = || self.multi_output.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = built().get(&bindings) {
+        self.build_with(InputBindings::One, OutputBindings::Multi(bindings))
+            .await
+    }
+
+    /// The multi-input build with `bindings` input bindings and this device's single
+    /// output, compiled on first use.
+    pub(super) async fn multi_input_pipeline(&self, bindings: u32) -> Result<GatherPipeline> {
+        let outputs = self.gather.single_output();
+        self.build_with(InputBindings::Multi(bindings), outputs)
+            .await
+    }
+
+    /// The build with `inputs` and `outputs`, compiled on first use.
+    async fn build_with(
+        &self,
+        inputs: InputBindings,
+        outputs: OutputBindings,
+    ) -> Result<GatherPipeline> {
+        let built = || self.builds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = built().get(&(inputs, outputs)) {
             return Ok(p.clone());
         }
-        let pipeline = GatherPipeline::multi_output(&self.device, bindings).await?;
-        built().insert(bindings, pipeline.clone());
+        let pipeline = GatherPipeline::with_bindings(&self.device, inputs, outputs).await?;
+        built().insert((inputs, outputs), pipeline.clone());
         Ok(pipeline)
     }
 

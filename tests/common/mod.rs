@@ -6,8 +6,10 @@
 //! `cargo test --release -- --skip ::gl`; cargo then counts them as filtered out.
 #![allow(dead_code, unused_macros)]
 
+pub mod concat;
+
 use std::sync::OnceLock;
-use wgpu_split::{BackendChoice, GpuSplitter, HostTensor, Outputs};
+use wgpu_split::{BackendChoice, BufferRegion, GpuSplitter, HostTensor, Outputs};
 
 /// The splitter of `choice`'s adapter, opened once per test binary.
 pub fn gpu(choice: BackendChoice) -> &'static GpuSplitter {
@@ -192,4 +194,18 @@ pub fn submit_and_read(
     readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
     device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
     readback.get_mapped_range(..).unwrap().to_vec()
+}
+
+/// The region at each place (index into `buffers`, offset) of a test's parts.
+pub fn regions_at<'a>(
+    buffers: &'a [wgpu::Buffer],
+    places: &[(usize, u64)],
+) -> Vec<BufferRegion<'a>> {
+    places
+        .iter()
+        .map(|&(b, offset)| BufferRegion {
+            buffer: &buffers[b],
+            offset,
+        })
+        .collect()
 }

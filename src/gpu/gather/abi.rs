@@ -3,8 +3,7 @@
 //! checked against the WGSL as naga parses it (the tests below), so the two cannot drift apart
 //! silently.
 
-/// `shaders/split_gather.wgsl`: the table, the input bindings, the access functions and the
-/// word assembly. [`super::builds::gather_source`] assembles the builds from it.
+/// `shaders/split_gather.wgsl`: the table, the access functions and the word assembly. [`super::builds::gather_source`] assembles the builds from it.
 pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl");
 
 /// `shaders/split_gather_schedules.wgsl`: the schedules' code.
@@ -275,6 +274,11 @@ pub const DST_BINDING_SHIFT: u32 = 27;
 /// Most output bindings one dispatch of the multi-output build takes: the bits of `dst_unit`
 /// above [`DST_BINDING_SHIFT`].
 pub const MAX_DST_BINDINGS: u32 = 1 << (32 - DST_BINDING_SHIFT);
+
+/// Most input bindings one dispatch of the multi-input build takes (a concat's inputs in
+/// several buffers; each segment names its binding in a field of its own). As many as the
+/// multi-output build's outputs: devices allow fewer still.
+pub const MAX_SRC_BINDINGS: u32 = MAX_DST_BINDINGS;
 
 #[cfg(test)]
 mod abi_tests;

@@ -1,31 +1,71 @@
 //! The shader's builds, each assembled from named pieces (WGSL has no include): the shader's
-//! files, the output bindings with their access functions ([`OutputBindings`]), the trace hook
-//! ([`Hook`]), and the entry points stamped from one body. Nothing is made by editing another
-//! build's text.
+//! files, the input bindings ([`InputBindings`]) and the output bindings ([`OutputBindings`])
+//! with their access functions, the trace hook ([`Hook`]), and the entry points stamped from
+//! one body. Nothing is made by editing another build's text.
+//!
+//! Group 0 binds, in order: the table (binding 0), each input as words, each input as vec4s,
+//! each output as units, each output as words, and the trace build's records. With one input
+//! that is the table at 0, the input at 1 and 2 and the outputs from 3.
 
 use super::abi::{
-    EntryPoint, DST_BINDING_SHIFT, GATHER_WGSL, JOIN_WGSL, MAX_DST_BINDINGS, SCHEDULES_WGSL,
+    EntryPoint, DST_BINDING_SHIFT, GATHER_WGSL, JOIN_WGSL, MAX_DST_BINDINGS, MAX_SRC_BINDINGS,
+    SCHEDULES_WGSL,
 };
 use crate::error::{Result, SplitError};
 use std::sync::OnceLock;
 
-/// How a build binds the outputs, from binding 3 of group 0. Each comes with the three
-/// functions the shader stores and loads output words through: `store_unit(i, v)`,
-/// `store_word(i, j, x)` (word `j` of unit `i`) and `load_dst_word(i, j)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a build binds the inputs, from binding 1 of group 0: each as words, then each as vec4s
+/// (the same window twice). Each comes with the three functions the shader loads input words
+/// through: `load_word_in(b, w)`, `load_vec4_in(b, i)` and `input_words(b)`, of input binding
+/// `b`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InputBindings {
+    /// One input buffer (`src` at binding 1, `src4` at 2); `b` is always 0.
+    One,
+    /// This many input buffers (1 to [`MAX_SRC_BINDINGS`]), `src{j}` at binding 1 + j and
+    /// `src4_{j}` at 1 + n + j; a join's segment names its binding (`Segment.binding`), so one
+    /// dispatch of a concat reads inputs in several buffers.
+    Multi(u32),
+}
+
+impl InputBindings {
+    /// Input buffers the build binds.
+    pub fn count(self) -> u32 {
+        match self {
+            InputBindings::One => 1,
+            InputBindings::Multi(n) => n,
+        }
+    }
+}
+
+/// How a build binds the outputs, after the inputs. Each comes with the three functions the
+/// shader stores and loads output words through: `store_unit(i, v)`, `store_word(i, j, x)`
+/// (word `j` of unit `i`) and `load_dst_word(i, j)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutputBindings {
-    /// One output buffer, bound twice: as units (`dst`, binding 3) for whole units, and as
-    /// words (`dst_words`, binding 4) for an output's last unit, which may lie past the
+    /// One output buffer, bound twice: as units (`dst`) for whole units, and as words
+    /// (`dst_words`, the next binding) for an output's last unit, which may lie past the
     /// binding's last whole vec4. No lane writes one word through both.
     Pair,
-    /// One output buffer, bound once as words (binding 3), for devices that allow only 4
-    /// storage buffers per shader stage (`Limits::downlevel_defaults`): a whole unit is stored
+    /// One output buffer, bound once as words, for devices that allow only 4 storage buffers
+    /// per shader stage (`Limits::downlevel_defaults`) and for WebGPU: a whole unit is stored
     /// as its four words.
     WordsOnly,
-    /// This many output buffers (1 to [`MAX_DST_BINDINGS`]), each as units at binding 3 + j
-    /// and as words at 3 + n + j; an entry's buffer is the top bits of its unit
+    /// This many output buffers (1 to [`MAX_DST_BINDINGS`]), each as units (`dst{j}`) and
+    /// then each as words (`dst_words{j}`); an entry's buffer is the top bits of its unit
     /// ([`DST_BINDING_SHIFT`]), so one dispatch writes outputs in several buffers.
     Multi(u32),
+}
+
+impl OutputBindings {
+    /// Output buffers the build binds, and the views of each (units and words, or words).
+    pub fn count_and_views(self) -> (u32, u32) {
+        match self {
+            OutputBindings::Pair => (1, 2),
+            OutputBindings::WordsOnly => (1, 1),
+            OutputBindings::Multi(n) => (n, 2),
+        }
+    }
 }
 
 /// The trace hook every global access calls: `trace(kind, address, size)`.
@@ -53,10 +93,62 @@ fn {name}(
 }
 ";
 
-/// [`OutputBindings::Pair`]'s declarations and its store of a whole unit.
+/// [`InputBindings::One`]'s declarations (from binding `{first}`) and access functions.
+const ONE_INPUT: &str = "
+@group(0) @binding({first}) var<storage, read> src: array<u32>;
+@group(0) @binding({second}) var<storage, read> src4: array<vec4<u32>>;
+
+fn load_word_in(b: u32, w: u32) -> u32 {
+    trace(TRACE_SRC, w * 4u, 4u);
+    return src[w];
+}
+
+fn load_vec4_in(b: u32, i: u32) -> vec4<u32> {
+    trace(TRACE_SRC, i * 16u, 16u);
+    return src4[i];
+}
+
+fn input_words(b: u32) -> u32 {
+    return arrayLength(&src);
+}
+";
+
+/// [`InputBindings::Multi`]'s access functions; `{declarations}` are its bindings, and each
+/// `{..._cases}` the switch arms that reach binding `b` as `src{b}` or `src4_{b}`.
+const MULTI_INPUTS: &str = "
+{declarations}
+fn load_word_in(b: u32, w: u32) -> u32 {
+    trace(TRACE_SRC, w * 4u, 4u);
+    var x = 0u;
+    switch (b) {
+{word_cases}        default: {}
+    }
+    return x;
+}
+
+fn load_vec4_in(b: u32, i: u32) -> vec4<u32> {
+    trace(TRACE_SRC, i * 16u, 16u);
+    var v = vec4<u32>(0u);
+    switch (b) {
+{vec4_cases}        default: {}
+    }
+    return v;
+}
+
+fn input_words(b: u32) -> u32 {
+    var n = 0u;
+    switch (b) {
+{length_cases}        default: {}
+    }
+    return n;
+}
+";
+
+/// [`OutputBindings::Pair`]'s declarations (from binding `{first}`) and its store of a whole
+/// unit.
 const PAIR_OUTPUTS: &str = "
-@group(0) @binding(3) var<storage, read_write> dst: array<vec4<u32>>;
-@group(0) @binding(4) var<storage, read_write> dst_words: array<u32>;
+@group(0) @binding({first}) var<storage, read_write> dst: array<vec4<u32>>;
+@group(0) @binding({second}) var<storage, read_write> dst_words: array<u32>;
 
 fn store_unit(i: u32, v: vec4<u32>) {
     trace(TRACE_DST, i * 16u, 16u);
@@ -66,7 +158,7 @@ fn store_unit(i: u32, v: vec4<u32>) {
 
 /// [`OutputBindings::WordsOnly`]'s declaration and its store of a whole unit, as four words.
 const WORDS_ONLY_OUTPUTS: &str = "
-@group(0) @binding(3) var<storage, read_write> dst_words: array<u32>;
+@group(0) @binding({first}) var<storage, read_write> dst_words: array<u32>;
 
 fn store_unit(i: u32, v: vec4<u32>) {
     trace(TRACE_DST, i * 16u, 16u);
@@ -155,11 +247,55 @@ fn trace(kind: u32, address: u32, size: u32) {
 #[cfg(feature = "bench")]
 const COPY_WGSL: &str = include_str!("../../../shaders/bench_copy_vec4.wgsl");
 
-/// The outputs' piece of a build.
-fn outputs_piece(outputs: OutputBindings) -> Result<String> {
+/// Switch arms, one per binding `b` in `0..n`, each running `access` with `{b}` replaced.
+fn cases(n: u32, access: &str) -> String {
+    (0..n)
+        .map(|b| {
+            format!(
+                "        case {b}u: {{ {}; }}\n",
+                access.replace("{b}", &b.to_string())
+            )
+        })
+        .collect()
+}
+
+/// A storage declaration at `binding` of group 0.
+fn declare(name: &str, binding: u32, access: &str, ty: &str) -> String {
+    format!("@group(0) @binding({binding}) var<storage, {access}> {name}: array<{ty}>;\n")
+}
+
+/// The inputs' piece of a build, from binding 1.
+fn inputs_piece(inputs: InputBindings) -> Result<String> {
+    let n = match inputs {
+        InputBindings::One => {
+            return Ok(ONE_INPUT.replace("{first}", "1").replace("{second}", "2"))
+        }
+        InputBindings::Multi(n) if (1..=MAX_SRC_BINDINGS).contains(&n) => n,
+        InputBindings::Multi(n) => {
+            return Err(SplitError::Device(format!(
+                "the multi-input build takes 1 to {MAX_SRC_BINDINGS} input bindings, not {n}"
+            )))
+        }
+    };
+    let words = (0..n).map(|j| declare(&format!("src{j}"), 1 + j, "read", "u32"));
+    let vec4s = (0..n).map(|j| declare(&format!("src4_{j}"), 1 + n + j, "read", "vec4<u32>"));
+    Ok(MULTI_INPUTS
+        .replace("{declarations}", &words.chain(vec4s).collect::<String>())
+        .replace("{word_cases}", &cases(n, "x = src{b}[w]"))
+        .replace("{vec4_cases}", &cases(n, "v = src4_{b}[i]"))
+        .replace("{length_cases}", &cases(n, "n = arrayLength(&src{b})")))
+}
+
+/// The outputs' piece of a build, from binding `first`.
+fn outputs_piece(outputs: OutputBindings, first: u32) -> Result<String> {
+    let single = |piece: &str| {
+        format!("{piece}{WORD_ACCESSES}")
+            .replace("{first}", &first.to_string())
+            .replace("{second}", &(first + 1).to_string())
+    };
     let bindings = match outputs {
-        OutputBindings::Pair => return Ok(format!("{PAIR_OUTPUTS}{WORD_ACCESSES}")),
-        OutputBindings::WordsOnly => return Ok(format!("{WORDS_ONLY_OUTPUTS}{WORD_ACCESSES}")),
+        OutputBindings::Pair => return Ok(single(PAIR_OUTPUTS)),
+        OutputBindings::WordsOnly => return Ok(single(WORDS_ONLY_OUTPUTS)),
         OutputBindings::Multi(n) if (1..=MAX_DST_BINDINGS).contains(&n) => n,
         OutputBindings::Multi(n) => {
             return Err(SplitError::Device(format!(
@@ -167,31 +303,26 @@ fn outputs_piece(outputs: OutputBindings) -> Result<String> {
             )))
         }
     };
-    let declare = |name: &str, binding: u32, ty: &str| {
-        format!("@group(0) @binding({binding}) var<storage, read_write> {name}: array<{ty}>;\n")
-    };
-    let units = (0..bindings).map(|j| declare(&format!("dst{j}"), 3 + j, "vec4<u32>"));
-    let words = (0..bindings).map(|j| declare(&format!("dst_words{j}"), 3 + bindings + j, "u32"));
-    let cases = |access: &str| -> String {
-        (0..bindings)
-            .map(|b| {
-                format!(
-                    "        case {b}u: {{ {}; }}\n",
-                    access.replace("{b}", &b.to_string())
-                )
-            })
-            .collect()
-    };
+    let units =
+        (0..bindings).map(|j| declare(&format!("dst{j}"), first + j, "read_write", "vec4<u32>"));
+    let words = (0..bindings).map(|j| {
+        declare(
+            &format!("dst_words{j}"),
+            first + bindings + j,
+            "read_write",
+            "u32",
+        )
+    });
     Ok(MULTI_OUTPUTS
         .replace("{declarations}", &units.chain(words).collect::<String>())
-        .replace("{store_unit_cases}", &cases("dst{b}[unit] = v"))
+        .replace("{store_unit_cases}", &cases(bindings, "dst{b}[unit] = v"))
         .replace(
             "{store_word_cases}",
-            &cases("dst_words{b}[unit * 4u + j] = x"),
+            &cases(bindings, "dst_words{b}[unit * 4u + j] = x"),
         )
         .replace(
             "{load_word_cases}",
-            &cases("x = dst_words{b}[unit * 4u + j]"),
+            &cases(bindings, "x = dst_words{b}[unit * 4u + j]"),
         )
         .replace("{mask}", &format!("{:#x}", (1u32 << DST_BINDING_SHIFT) - 1))
         .replace("{shift}", &DST_BINDING_SHIFT.to_string()))
@@ -205,13 +336,16 @@ fn hook_piece(hook: Hook) -> String {
     }
 }
 
-/// The gather shader with `outputs` and `hook`: `shaders/split_gather.wgsl`, the outputs'
-/// piece, the hook, `shaders/split_gather_schedules.wgsl` and `split_gather_join.wgsl`, then
-/// one entry point per [`EntryPoint`], stamped from [`ENTRY_POINT`].
-pub fn gather_source(outputs: OutputBindings, hook: Hook) -> Result<String> {
+/// The gather shader with `inputs`, `outputs` and `hook`: `shaders/split_gather.wgsl`, the
+/// inputs' and the outputs' pieces, the hook, `shaders/split_gather_schedules.wgsl` and
+/// `split_gather_join.wgsl`, then one entry point per [`EntryPoint`], stamped from
+/// [`ENTRY_POINT`].
+pub fn gather_source(inputs: InputBindings, outputs: OutputBindings, hook: Hook) -> Result<String> {
+    let first_output = 1 + 2 * inputs.count();
     let mut source = format!(
-        "{GATHER_WGSL}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{JOIN_WGSL}\n// ---- Entry points ----\n",
-        outputs_piece(outputs)?,
+        "{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{JOIN_WGSL}\n// ---- Entry points ----\n",
+        inputs_piece(inputs)?,
+        outputs_piece(outputs, first_output)?,
         hook_piece(hook)
     );
     for entry in EntryPoint::ALL {
@@ -229,7 +363,8 @@ pub fn gather_source(outputs: OutputBindings, hook: Hook) -> Result<String> {
 pub fn shader_source() -> &'static str {
     static SOURCE: OnceLock<String> = OnceLock::new();
     SOURCE.get_or_init(|| {
-        gather_source(OutputBindings::Pair, Hook::Silent).expect("the pair build takes no count")
+        gather_source(InputBindings::One, OutputBindings::Pair, Hook::Silent)
+            .expect("the plain build takes no count")
     })
 }
 
@@ -240,78 +375,4 @@ pub fn copy_kernel_source(hook: Hook) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn module(source: &str) -> naga::Module {
-        let module = naga::front::wgsl::parse_str(source).expect("the build parses");
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        )
-        .validate(&module)
-        .expect("the build validates");
-        module
-    }
-
-    /// `(name, binding)` of each storage variable whose name starts with `dst`.
-    fn outputs(module: &naga::Module) -> Vec<(String, u32)> {
-        let mut dst: Vec<(String, u32)> = module
-            .global_variables
-            .iter()
-            .filter_map(|(_, v)| {
-                let name = v.name.clone()?;
-                let binding = v.binding.as_ref()?.binding;
-                name.starts_with("dst").then_some((name, binding))
-            })
-            .collect();
-        dst.sort_by_key(|d| d.1);
-        dst
-    }
-
-    #[test]
-    fn each_build_binds_its_outputs() {
-        let pair = module(shader_source());
-        assert_eq!(
-            outputs(&pair),
-            [("dst".to_string(), 3), ("dst_words".to_string(), 4)]
-        );
-        for bindings in [1, 2, MAX_DST_BINDINGS] {
-            let source = gather_source(OutputBindings::Multi(bindings), Hook::Silent).unwrap();
-            let units = (0..bindings).map(|j| (format!("dst{j}"), 3 + j));
-            let words = (0..bindings).map(|j| (format!("dst_words{j}"), 3 + bindings + j));
-            let want: Vec<(String, u32)> = units.chain(words).collect();
-            assert_eq!(outputs(&module(&source)), want);
-        }
-        let words = gather_source(OutputBindings::WordsOnly, Hook::Silent).unwrap();
-        let words = module(&words);
-        assert_eq!(outputs(&words), [("dst_words".to_string(), 3)]);
-        let storage = words
-            .global_variables
-            .iter()
-            .filter(|(_, v)| matches!(v.space, naga::AddressSpace::Storage { .. }))
-            .count();
-        assert_eq!(storage, 4, "the words build fits downlevel devices");
-        for bad in [0, MAX_DST_BINDINGS + 1] {
-            let err = gather_source(OutputBindings::Multi(bad), Hook::Silent).unwrap_err();
-            assert!(err.to_string().contains(&bad.to_string()), "{err}");
-        }
-    }
-
-    #[test]
-    fn the_recording_hook_adds_its_buffer_at_its_binding() {
-        let source = gather_source(OutputBindings::Pair, Hook::Recording(5)).unwrap();
-        let traced = module(&source);
-        let trace = traced
-            .global_variables
-            .iter()
-            .find(|(_, v)| v.name.as_deref() == Some("trace_out"))
-            .expect("the trace buffer")
-            .1;
-        assert_eq!(trace.binding.as_ref().map(|b| b.binding), Some(5));
-        assert!(module(shader_source())
-            .global_variables
-            .iter()
-            .all(|(_, v)| v.name.as_deref() != Some("trace_out")));
-    }
-}
+mod builds_tests;

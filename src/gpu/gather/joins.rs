@@ -10,14 +10,18 @@
 //!
 //! | entry field | header (entry 0) | segment | block record |
 //! | --- | --- | --- | --- |
-//! | `block_start` | units the dispatch writes | 0 | first segment kept |
+//! | `block_start` | units the dispatch writes | input binding | first segment kept |
 //! | `dst_unit` | first unit it writes | 0 | segments kept (0: none, search the table) |
 //! | `first_byte` | first block record (1 + segments) | first column in an output row | 0 |
 //! | `out_bytes` | bytes of the output | 0 | 0 |
 //! | `row_bytes` | bytes of one output row | bytes of one part row | 0 |
-//! | `src_stride` | 0 | bytes between the part's rows in the source | 0 |
-//! | `src_offset` | 0 | source offset of the part's row 0 | 0 |
-//! | `mode` | 0 | the segment's [`Mode`] | 0 |
+//! | `src_stride` | units per row of the band (0: no band) | bytes between the part's rows in the source | 0 |
+//! | `src_offset` | the band's first column | source offset of the part's row 0 | 0 |
+//! | `mode` | the band's width | the segment's [`Mode`] | 0 |
+//!
+//! A dispatch whose parts cover a narrow band of the output's columns (one buffer's inputs
+//! among several: [`Band`]) numbers only the units of that band, row by row, rather than
+//! every unit from its first part's first byte to its last part's last.
 
 use super::abi::{
     binding_bytes, Entry, Mode, Params, Schedule, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
@@ -34,18 +38,21 @@ use bytemuck::Zeroable;
 /// long enough: more than the threads of the machines measured (`docs/performance.md`).
 const CPU_WORKGROUPS: u64 = 8;
 
-/// Segments a block keeps at hand, at most: one per lane, so one step loads them, three words
+/// Segments a block keeps at hand, at most: one per lane, so one step loads them, four words
 /// each in the shader's `stage`. A block whose columns touch more searches the table.
 const MAX_KEPT_SEGMENTS: u64 = WORKGROUP_SIZE;
-const _: () = assert!(3 * MAX_KEPT_SEGMENTS <= STAGE_WORDS);
+const _: () = assert!(4 * MAX_KEPT_SEGMENTS <= STAGE_WORDS);
 
-/// One part a dispatch writes: its position in `ByteRows::outputs` and where its bytes start
-/// in the dispatch's source window.
+/// One part a dispatch writes: its position in `ByteRows::outputs`, the input binding it is
+/// read through (0 but in the multi-input build) and where its bytes start in that binding's
+/// window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JoinPart {
     /// Position in the byte rows' non-empty outputs.
     pub position: usize,
-    /// Source byte offset of its first row, in the source window.
+    /// Input binding.
+    pub binding: u32,
+    /// Source byte offset of its first row, in the binding's window.
     pub src: u64,
 }
 
@@ -58,23 +65,35 @@ pub fn join_parts(bytes: &ByteRows, layout: &OutputLayout) -> Vec<JoinPart> {
         .enumerate()
         .map(|(position, o)| JoinPart {
             position,
+            binding: 0,
             src: layout.ranges[o.output].offset,
         })
         .collect()
 }
 
-/// The dispatch that writes `parts` (in column order) into the output of `bytes`, reading a
-/// source window of `src_bytes` bytes. Errors where the output or the window exceeds one
-/// binding (`window_limit`), or a byte count the shader's u32 arithmetic cannot hold.
+/// The dispatch that writes `parts` (in column order) into the output of `bytes`, reading
+/// source windows of `windows` bytes (one per input binding: one, but in the multi-input
+/// build; the dispatch's own window is the first). Errors where the output or a window
+/// exceeds one binding (`window_limit`), a byte count the shader's u32 arithmetic cannot hold,
+/// or a part names a binding past `windows`.
 pub fn join_dispatch(
     bytes: &ByteRows,
     parts: &[JoinPart],
-    src_bytes: u64,
+    windows: &[u64],
     tuning: GatherTuning,
     window_limit: u64,
 ) -> Result<Dispatch> {
     let output = bytes.input_bytes();
-    for (what, size) in [("output", output), ("source window", src_bytes)] {
+    if let Some(p) = parts.iter().find(|p| p.binding as usize >= windows.len()) {
+        return Err(SplitError::Device(format!(
+            "a concat's part at position {} reads input binding {} of {}",
+            p.position,
+            p.binding,
+            windows.len()
+        )));
+    }
+    let sizes = windows.iter().map(|&w| ("source window", w));
+    for (what, size) in std::iter::once(("output", output)).chain(sizes) {
         if binding_bytes(size) > window_limit {
             return Err(SplitError::TooLarge(format!(
                 "a concat's {what} of {size} bytes exceeds one storage binding of \
@@ -89,7 +108,7 @@ pub fn join_dispatch(
             let o = &bytes.outputs[p.position];
             let mode = Mode::of(o.offset | o.row_bytes | p.src | bytes.stride);
             Entry {
-                block_start: 0,
+                block_start: p.binding,
                 dst_unit: 0,
                 first_byte: o.offset as u32,
                 out_bytes: 0,
@@ -101,7 +120,7 @@ pub fn join_dispatch(
         })
         .collect();
     // The units from the one holding the first segment's row-0 byte to the one holding the
-    // last segment's last byte.
+    // last segment's last byte, or those of the band the segments cover.
     let (first, end) = match (parts.first(), parts.last()) {
         (Some(a), Some(z)) => {
             let last = &bytes.outputs[z.position];
@@ -113,7 +132,10 @@ pub fn join_dispatch(
         _ => (0, 0),
     };
     let first_unit = first / UNIT_BYTES;
-    let units = end.div_ceil(UNIT_BYTES) - first_unit;
+    let flat_units = end.div_ceil(UNIT_BYTES) - first_unit;
+    let band = Band::of(bytes, first, end - (bytes.rows - 1) * bytes.stride)
+        .filter(|b| b.units(bytes) < flat_units);
+    let units = band.map_or(flat_units, |b| b.units(bytes));
     let (steps, interleaved) = match tuning.mode {
         // A run of units per lane, over at least CPU_WORKGROUPS workgroups where the runs
         // stay MIN_RUN_UNITS long: a CPU adapter runs each workgroup on one thread.
@@ -138,16 +160,23 @@ pub fn join_dispatch(
         first_byte: 1 + segments.len() as u32,
         out_bytes: output as u32,
         row_bytes: bytes.stride as u32,
-        src_stride: 0,
-        src_offset: 0,
-        mode: 0,
+        src_stride: band.map_or(0, |b| b.units_per_row) as u32,
+        src_offset: band.map_or(0, |b| b.first) as u32,
+        mode: band.map_or(0, |b| b.width) as u32,
     };
     let columns: Vec<u64> = segments.iter().map(|e| e.first_byte as u64).collect();
     let records = (0..num_blocks).map(|block| {
-        // The block's bytes of the output, `from .. to`.
-        let from = (first_unit + block * steps * WORKGROUP_SIZE) * UNIT_BYTES;
-        let to = ((first_unit + ((block + 1) * steps * WORKGROUP_SIZE).min(units)) * UNIT_BYTES)
-            .min(output);
+        // The block's bytes of the output, `from .. to`: its first unit's first byte to its
+        // last unit's end (in a band, within their rows' bands).
+        let v0 = block * steps * WORKGROUP_SIZE;
+        let v1 = ((block + 1) * steps * WORKGROUP_SIZE).min(units);
+        let (from, to) = match band {
+            None => (
+                (first_unit + v0) * UNIT_BYTES,
+                ((first_unit + v1) * UNIT_BYTES).min(output),
+            ),
+            Some(b) => (b.from(bytes.stride, v0), b.to(bytes.stride, v1 - 1)),
+        };
         let (first, count) = kept_segments(&columns, bytes.stride, from, to);
         Entry {
             block_start: first as u32,
@@ -161,7 +190,7 @@ pub fn join_dispatch(
     entries.extend(records);
     Ok(Dispatch {
         src_offset: 0,
-        src_size: binding_bytes(src_bytes),
+        src_size: binding_bytes(windows.first().copied().unwrap_or(0)),
         dst_offset: 0,
         dst_size: binding_bytes(output),
         params: Params {
@@ -176,6 +205,72 @@ pub fn join_dispatch(
         },
         entries,
     })
+}
+
+/// The columns a dispatch's parts cover, `first .. first + width` of every row, where that
+/// band leaves at least a unit between rows (no unit holds two rows' bands) and the output
+/// has rows to skip: the dispatch then numbers `units_per_row` units per row, from the unit
+/// holding the band's first byte in that row (the shader's `join_unit_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Band {
+    /// First column.
+    pub first: u64,
+    /// Bytes per row.
+    pub width: u64,
+    /// Units numbered per row: the most any row's band touches.
+    pub units_per_row: u64,
+}
+
+impl Band {
+    /// The band of columns `first .. end` of the rows of `bytes`, if it leaves at least
+    /// [`UNIT_BYTES`] between rows.
+    pub fn of(bytes: &ByteRows, first: u64, end: u64) -> Option<Band> {
+        let width = end.checked_sub(first)?;
+        if bytes.rows < 2 || width == 0 || bytes.stride < width + UNIT_BYTES {
+            return None;
+        }
+        // Where every row's band starts at the same byte of a unit, its units are known;
+        // else at most those of a band starting at a unit's last byte.
+        let lead = if bytes.stride.is_multiple_of(UNIT_BYTES) {
+            first % UNIT_BYTES
+        } else {
+            UNIT_BYTES - 1
+        };
+        Some(Band {
+            first,
+            width,
+            units_per_row: (lead + width).div_ceil(UNIT_BYTES),
+        })
+    }
+
+    /// Units the dispatch numbers: `units_per_row` per row.
+    pub fn units(&self, bytes: &ByteRows) -> u64 {
+        bytes.rows * self.units_per_row
+    }
+
+    /// The output unit of the dispatch's unit `v`, None where that lies past its row's band:
+    /// the shader's `join_unit_at`, for the planner's checks.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn unit(&self, stride: u64, v: u64) -> Option<u64> {
+        let row = v / self.units_per_row;
+        let start = row * stride + self.first;
+        let u = start / UNIT_BYTES + v % self.units_per_row;
+        (u * UNIT_BYTES < start + self.width).then_some(u)
+    }
+
+    /// The first output byte at or after the dispatch's unit `v` within the band.
+    fn from(&self, stride: u64, v: u64) -> u64 {
+        let row = v / self.units_per_row;
+        let start = row * stride + self.first;
+        ((start / UNIT_BYTES + v % self.units_per_row) * UNIT_BYTES).max(start)
+    }
+
+    /// The end of the dispatch's unit `v` within the band.
+    fn to(&self, stride: u64, v: u64) -> u64 {
+        let row = v / self.units_per_row;
+        let start = row * stride + self.first;
+        ((start / UNIT_BYTES + v % self.units_per_row + 1) * UNIT_BYTES).min(start + self.width)
+    }
 }
 
 /// The segments a block writing output bytes `from .. to` keeps at hand, as (first, count) in
@@ -221,14 +316,16 @@ mod tests {
         let parts = [
             JoinPart {
                 position: 0,
+                binding: 0,
                 src: 0,
             },
             JoinPart {
                 position: 1,
+                binding: 0,
                 src: 48,
             },
         ];
-        let d = join_dispatch(&bytes, &parts, 64, gpu(), 1 << 27).unwrap();
+        let d = join_dispatch(&bytes, &parts, &[64], gpu(), 1 << 27).unwrap();
         let h = d.entries[0];
         assert_eq!(
             (
@@ -255,9 +352,14 @@ mod tests {
         assert_eq!(d.params.schedule, Schedule::Join as u32);
         // The one block crosses a row's end: it keeps both segments.
         assert_eq!((d.entries[3].block_start, d.entries[3].dst_unit), (1, 2));
-        // One part alone: the units from its first byte's to its last byte's.
-        let d = join_dispatch(&bytes, &parts[1..], 16, gpu(), 1 << 27).unwrap();
-        assert_eq!((d.entries[0].dst_unit, d.entries[0].block_start), (1, 3));
+        // One part alone (columns 24 .. 32): the unit of its band in each row, 2 rather than
+        // the 3 from its first byte's to its last byte's.
+        let d = join_dispatch(&bytes, &parts[1..], &[16], gpu(), 1 << 27).unwrap();
+        let h = d.entries[0];
+        assert_eq!(
+            (h.block_start, h.src_stride, h.src_offset, h.mode),
+            (2, 1, 24, 8)
+        );
     }
 
     #[test]
@@ -280,14 +382,55 @@ mod tests {
     }
 
     #[test]
+    fn a_narrow_band_of_the_columns_numbers_only_its_units() {
+        // 64 inputs of [100, 5] u8 on axis 1: rows of 320 bytes. Input 10 alone (columns 50
+        // .. 55) numbers 1 unit per row (the rows start 320 bytes apart, a multiple of 16, so
+        // every row's band starts at byte 2 of its unit), not the 1,980 units between its
+        // first and last byte.
+        let plan = ops::concat(&vec![[100, 5]; 64], 1).unwrap();
+        let bytes = ByteRows::new(&plan, 1).unwrap();
+        let part = |position, binding, src| JoinPart {
+            position,
+            binding,
+            src,
+        };
+        let d = join_dispatch(&bytes, &[part(10, 0, 0)], &[500], gpu(), 1 << 27).unwrap();
+        let h = d.entries[0];
+        assert_eq!((h.src_stride, h.src_offset, h.mode), (1, 50, 5));
+        assert_eq!(h.block_start, 100, "one unit per row");
+        let band = Band::of(&bytes, 50, 55).unwrap();
+        assert_eq!(band.unit(320, 0), Some(3));
+        assert_eq!(band.unit(320, 1), Some(23));
+        // Inputs 10 and 11 from two bindings: 10 bytes, from byte 2 of a unit, span one.
+        let parts = [part(10, 0, 0), part(11, 1, 0)];
+        let d = join_dispatch(&bytes, &parts, &[500, 500], gpu(), 1 << 27).unwrap();
+        assert_eq!(
+            (d.entries[0].src_stride, d.entries[0].block_start),
+            (1, 100)
+        );
+        let bindings: Vec<u32> = d.entries[1..3].iter().map(|e| e.block_start).collect();
+        assert_eq!(bindings, [0, 1]);
+        // A binding past the windows given is refused.
+        let e = join_dispatch(&bytes, &parts, &[500], gpu(), 1 << 27).unwrap_err();
+        assert!(e.to_string().contains("input binding 1 of 1"), "{e}");
+        // Rows less than a unit apart, or all the columns: every unit from the first.
+        let plan = ops::concat(&[[100, 5], [100, 10]], 1).unwrap();
+        let bytes = ByteRows::new(&plan, 1).unwrap();
+        assert_eq!(Band::of(&bytes, 0, 5), None);
+        let d = join_dispatch(&bytes, &[part(0, 0, 0)], &[500], gpu(), 1 << 27).unwrap();
+        assert_eq!(d.entries[0].src_stride, 0);
+    }
+
+    #[test]
     fn an_output_past_one_binding_is_refused() {
         let plan = ops::concat(&[[1 << 20], [1 << 20]], 0).unwrap();
         let bytes = ByteRows::new(&plan, 4).unwrap();
         let part = JoinPart {
             position: 0,
+            binding: 0,
             src: 0,
         };
-        let e = join_dispatch(&bytes, &[part], 4 << 20, gpu(), 1 << 22).unwrap_err();
+        let e = join_dispatch(&bytes, &[part], &[4 << 20], gpu(), 1 << 22).unwrap_err();
         assert!(e.to_string().contains("output of 8388608 bytes"), "{e}");
     }
 }

@@ -2,7 +2,7 @@
 //! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
 
 use super::abi::{EntryPoint, UNIT_BYTES};
-use super::builds::{gather_source, Hook, OutputBindings};
+use super::builds::{gather_source, Hook, InputBindings, OutputBindings};
 use super::dispatches::Dispatch;
 use crate::error::{Result, SplitError};
 #[cfg(feature = "bench")]
@@ -26,6 +26,8 @@ pub struct GatherPipeline {
     /// Whether this is the trace build, with the trace buffer after the output bindings
     /// (binding 5).
     traced: bool,
+    /// Input bindings: 1, or more in the multi-input build.
+    src_bindings: u32,
     /// Output bindings: 1, or more in the multi-output build.
     dst_bindings: u32,
     /// Views of each output binding: 2 (units and words), or 1 in the words-only build.
@@ -39,6 +41,16 @@ pub struct GatherPipeline {
 /// Storage buffers the shader binds per stage: the table, the input as words and as vec4s,
 /// the output as units and as words. A device that allows fewer runs the words-only build.
 pub const STORAGE_BINDINGS: u32 = 5;
+
+/// Where a gather's dispatches read.
+#[derive(Debug, Clone, Copy)]
+pub enum Sources<'a> {
+    /// One input region; each dispatch binds its own window of it.
+    Region(&'a BufferRegion<'a>),
+    /// The multi-input build: one window (region and size) per input binding, the same for
+    /// every dispatch.
+    Windows(&'a [(BufferRegion<'a>, u64)]),
+}
 
 /// Where a gather's dispatches write.
 #[derive(Debug, Clone, Copy)]
@@ -89,29 +101,47 @@ impl GatherPipeline {
     pub async fn new(device: &wgpu::Device) -> Result<Self> {
         let words_only = device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS
             || device.adapter_info().backend == wgpu::Backend::BrowserWebGpu;
-        let (source, dst_views) = if words_only {
-            let words = gather_source(OutputBindings::WordsOnly, Hook::Silent)?;
-            (std::borrow::Cow::Owned(words), 1)
+        let (source, outputs) = if words_only {
+            let outputs = OutputBindings::WordsOnly;
+            let words = gather_source(InputBindings::One, outputs, Hook::Silent)?;
+            (std::borrow::Cow::Owned(words), outputs)
         } else {
             (
                 std::borrow::Cow::Borrowed(super::builds::shader_source()),
-                2,
+                OutputBindings::Pair,
             )
         };
         scoped_async(device, "compiling the split pipeline", || {
-            Self::build(device, &source, false, 1, dst_views)
+            Self::build(device, &source, false, InputBindings::One, outputs)
         })
         .await
     }
 
-    /// Compiles the multi-output build ([`OutputBindings::Multi`]) with `bindings` output
-    /// bindings: one dispatch writes into that many buffers.
-    pub async fn multi_output(device: &wgpu::Device, bindings: u32) -> Result<Self> {
-        let source = gather_source(OutputBindings::Multi(bindings), Hook::Silent)?;
-        scoped_async(device, "compiling the multi-output split pipeline", || {
-            Self::build(device, &source, false, bindings, 2)
+    /// Compiles the build with `inputs` and `outputs`: the multi-output build
+    /// ([`OutputBindings::Multi`]), whose dispatch writes into several buffers, or the
+    /// multi-input one ([`InputBindings::Multi`]), whose join reads from several.
+    pub async fn with_bindings(
+        device: &wgpu::Device,
+        inputs: InputBindings,
+        outputs: OutputBindings,
+    ) -> Result<Self> {
+        let source = gather_source(inputs, outputs, Hook::Silent)?;
+        let what =
+            format!("compiling the split pipeline with {inputs:?} inputs and {outputs:?} outputs");
+        scoped_async(device, &what, || {
+            Self::build(device, &source, false, inputs, outputs)
         })
         .await
+    }
+
+    /// The build a multi-input join takes with this pipeline's outputs: [`OutputBindings::Pair`],
+    /// or [`OutputBindings::WordsOnly`] where this one binds each output once.
+    pub fn single_output(&self) -> OutputBindings {
+        if self.words_only() {
+            OutputBindings::WordsOnly
+        } else {
+            OutputBindings::Pair
+        }
     }
 
     /// Compiles the trace build of the shader ([`Hook::Recording`]): the same shader, whose
@@ -119,9 +149,10 @@ impl GatherPipeline {
     /// trace (`bench` feature).
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
-        let source = gather_source(OutputBindings::Pair, Hook::Recording(5))?;
+        let (inputs, outputs) = (InputBindings::One, OutputBindings::Pair);
+        let source = gather_source(inputs, outputs, Hook::Recording(5))?;
         scoped(device, "compiling the traced split pipeline", || {
-            Self::build(device, &source, true, 1, 2)
+            Self::build(device, &source, true, inputs, outputs)
         })
     }
 
@@ -134,9 +165,11 @@ impl GatherPipeline {
         device: &wgpu::Device,
         source: &str,
         traced: bool,
-        dst_bindings: u32,
-        dst_views: u32,
+        inputs: InputBindings,
+        outputs: OutputBindings,
     ) -> Self {
+        let src_bindings = inputs.count();
+        let (dst_bindings, dst_views) = outputs.count_and_views();
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("split_gather.wgsl"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -151,13 +184,14 @@ impl GatherPipeline {
             },
             count: None,
         };
-        // table, src, src4 (read-only); dst as units and as words (one or more of each); the
-        // trace build's records.
-        let mut entries = vec![entry(0, true), entry(1, true), entry(2, true)];
+        // The table, the inputs as words and as vec4s (read-only); the outputs as units and
+        // as words; the trace build's records (`builds` gives the order).
+        let read = 1 + 2 * src_bindings;
         let dst = dst_views * dst_bindings;
-        entries.extend((0..dst).map(|j| entry(3 + j, false)));
+        let mut entries: Vec<_> = (0..read).map(|j| entry(j, true)).collect();
+        entries.extend((0..dst).map(|j| entry(read + j, false)));
         if traced {
-            entries.push(entry(3 + dst, false));
+            entries.push(entry(read + dst, false));
         }
         let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("split_gather"),
@@ -182,6 +216,7 @@ impl GatherPipeline {
             layout,
             pipelines: Arc::new(std::array::from_fn(|_| OnceLock::new())),
             traced,
+            src_bindings,
             dst_bindings,
             dst_views,
             stand_ins: [stand_in(), stand_in()],
@@ -210,7 +245,7 @@ impl GatherPipeline {
     }
 
     /// Records `dispatches` (with their `tables`, one buffer each) into one compute pass of
-    /// `encoder`, reading `input` and writing `outputs`; the trace build also writes its
+    /// `encoder`, reading `inputs` and writing `outputs`; the trace build also writes its
     /// records into `trace`. [`GatherPipeline::bind`], then [`record_bound`]. For the memory
     /// trace (`bench` feature).
     #[cfg(feature = "bench")]
@@ -221,27 +256,28 @@ impl GatherPipeline {
         encoder: &mut wgpu::CommandEncoder,
         dispatches: &[Dispatch],
         tables: &[wgpu::Buffer],
-        input: &BufferRegion<'_>,
+        inputs: Sources<'_>,
         outputs: Targets<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> Result<()> {
         let bound = self
-            .bind(device, dispatches, tables, input, outputs, trace)
+            .bind(device, dispatches, tables, inputs, outputs, trace)
             .await?;
         record_bound(device, encoder, &bound).await
     }
 
-    /// Binds `dispatches` (with their `tables`, one buffer each) to `input` and `outputs`, and
-    /// the trace build to `trace`: each one's pipeline, bind group and grid, ready to record
-    /// as often as wanted. Fails, with nothing made, if a grid exceeds the device's limits, if
-    /// `trace` is given to the plain build or missing for the trace build, if `outputs` does
-    /// not match the build's output bindings, or if wgpu refuses a bind group.
+    /// Binds `dispatches` (with their `tables`, one buffer each) to `inputs` and `outputs`,
+    /// and the trace build to `trace`: each one's pipeline, bind group and grid, ready to
+    /// record as often as wanted. Fails, with nothing made, if a grid exceeds the device's
+    /// limits, if `trace` is given to the plain build or missing for the trace build, if
+    /// `inputs` or `outputs` does not match the build's bindings, or if wgpu refuses a bind
+    /// group.
     pub async fn bind(
         &self,
         device: &wgpu::Device,
         dispatches: &[Dispatch],
         tables: &[wgpu::Buffer],
-        input: &BufferRegion<'_>,
+        inputs: Sources<'_>,
         outputs: Targets<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> Result<Vec<BoundDispatch>> {
@@ -250,14 +286,19 @@ impl GatherPipeline {
                 "a trace buffer goes with the trace build of the pipeline, and only there".into(),
             ));
         }
-        let windows = match outputs {
+        let reads = match inputs {
+            Sources::Region(_) => 1,
+            Sources::Windows(w) => w.len() as u32,
+        };
+        let writes = match outputs {
             Targets::Region(_) => 1,
             Targets::Windows(w) => w.len() as u32,
         };
-        if windows != self.dst_bindings {
+        if (reads, writes) != (self.src_bindings, self.dst_bindings) {
             return Err(SplitError::Device(format!(
-                "{windows} output windows for a build with {} output bindings",
-                self.dst_bindings
+                "{reads} input and {writes} output windows for a build with {} input and {} \
+                 output bindings",
+                self.src_bindings, self.dst_bindings
             )));
         }
         let limits = device.limits();
@@ -273,7 +314,7 @@ impl GatherPipeline {
                 .map(|((dispatch, table), grid)| BoundDispatch {
                     pipeline: self
                         .pipeline(device, EntryPoint::of(&dispatch.params, &dispatch.entries)),
-                    bind_group: self.bind_group(device, dispatch, table, input, outputs, trace),
+                    bind_group: self.bind_group(device, dispatch, table, inputs, outputs, trace),
                     grid,
                 })
                 .collect()
@@ -288,19 +329,31 @@ impl GatherPipeline {
         device: &wgpu::Device,
         dispatch: &Dispatch,
         table: &wgpu::Buffer,
-        input: &BufferRegion<'_>,
+        inputs: Sources<'_>,
         outputs: Targets<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> wgpu::BindGroup {
-        // `src` and `src4` view the same window (`abi::binding_bytes`), and so do `dst` and
-        // `dst_words` (each output binding's units, then its words).
+        // Each input binding's words and vec4s view the same window (`abi::binding_bytes`),
+        // and each output binding's units and words (the inputs' words, then their vec4s;
+        // the outputs' units, then their words).
         let [read_stand_in, write_stand_in] = &self.stand_ins;
-        let src_offset = input.offset + dispatch.src_offset;
-        let mut resources = vec![
-            table.as_entire_binding(),
-            window(input.buffer, src_offset, dispatch.src_size),
-            vec4_window(input.buffer, src_offset, dispatch.src_size, read_stand_in),
-        ];
+        let src: Vec<(&wgpu::Buffer, u64, u64)> = match inputs {
+            Sources::Region(input) => vec![(
+                input.buffer,
+                input.offset + dispatch.src_offset,
+                dispatch.src_size,
+            )],
+            Sources::Windows(windows) => windows
+                .iter()
+                .map(|(region, size)| (region.buffer, region.offset, *size))
+                .collect(),
+        };
+        let mut resources = vec![table.as_entire_binding()];
+        resources.extend(src.iter().map(|&(b, offset, size)| window(b, offset, size)));
+        resources.extend(
+            src.iter()
+                .map(|&(b, offset, size)| vec4_window(b, offset, size, read_stand_in)),
+        );
         let dst: Vec<(&wgpu::Buffer, u64, u64)> = match outputs {
             Targets::Region(output) => vec![(
                 output.buffer,

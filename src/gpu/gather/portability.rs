@@ -89,18 +89,22 @@ fn gather_entries() -> Vec<&'static str> {
 
 #[test]
 fn split_shader_compiles_for_every_backend() {
-    use crate::gpu::gather::builds::{gather_source, Hook, OutputBindings};
-    let bindings = crate::gpu::gather::abi::MAX_DST_BINDINGS;
+    use crate::gpu::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
+    use crate::gpu::gather::builds::{gather_source, Hook, InputBindings, OutputBindings};
+    let one = InputBindings::One;
+    let many = InputBindings::Multi(MAX_SRC_BINDINGS);
     // Every build: the outputs bound each way (the multi-output build at its most bindings),
-    // and the trace build, whose hook records.
-    for (outputs, hook) in [
-        (OutputBindings::Pair, Hook::Silent),
-        (OutputBindings::WordsOnly, Hook::Silent),
-        (OutputBindings::Multi(bindings), Hook::Silent),
-        (OutputBindings::Pair, Hook::Recording(5)),
+    // the multi-input build with each single output, and the trace build, whose hook records.
+    for (inputs, outputs, hook) in [
+        (one, OutputBindings::Pair, Hook::Silent),
+        (one, OutputBindings::WordsOnly, Hook::Silent),
+        (one, OutputBindings::Multi(MAX_DST_BINDINGS), Hook::Silent),
+        (many, OutputBindings::Pair, Hook::Silent),
+        (many, OutputBindings::WordsOnly, Hook::Silent),
+        (one, OutputBindings::Pair, Hook::Recording(5)),
     ] {
-        let source = gather_source(outputs, hook).unwrap();
-        let name = format!("split_gather.wgsl ({outputs:?}, {hook:?})");
+        let source = gather_source(inputs, outputs, hook).unwrap();
+        let name = format!("split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?})");
         translate_everywhere(&name, &source, &gather_entries());
     }
 }

@@ -1,0 +1,128 @@
+//! Each build binds what it says where `builds` says, validates, and records only in the
+//! trace build.
+
+use super::*;
+
+fn module(source: &str) -> naga::Module {
+    let module = naga::front::wgsl::parse_str(source).expect("the build parses");
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::empty(),
+    )
+    .validate(&module)
+    .expect("the build validates");
+    module
+}
+
+/// `(name, binding)` of each storage variable whose name starts with `prefix`, by binding.
+fn bound(module: &naga::Module, prefix: &str) -> Vec<(String, u32)> {
+    let mut dst: Vec<(String, u32)> = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, v)| {
+            let name = v.name.clone()?;
+            let binding = v.binding.as_ref()?.binding;
+            name.starts_with(prefix).then_some((name, binding))
+        })
+        .collect();
+    dst.sort_by_key(|d| d.1);
+    dst
+}
+
+/// [`bound`] of the outputs.
+fn outputs(module: &naga::Module) -> Vec<(String, u32)> {
+    bound(module, "dst")
+}
+
+#[test]
+fn each_build_binds_its_outputs() {
+    let pair = module(shader_source());
+    assert_eq!(
+        outputs(&pair),
+        [("dst".to_string(), 3), ("dst_words".to_string(), 4)]
+    );
+    for bindings in [1, 2, MAX_DST_BINDINGS] {
+        let source = gather_source(
+            InputBindings::One,
+            OutputBindings::Multi(bindings),
+            Hook::Silent,
+        )
+        .unwrap();
+        let units = (0..bindings).map(|j| (format!("dst{j}"), 3 + j));
+        let words = (0..bindings).map(|j| (format!("dst_words{j}"), 3 + bindings + j));
+        let want: Vec<(String, u32)> = units.chain(words).collect();
+        assert_eq!(outputs(&module(&source)), want);
+    }
+    let words = gather_source(InputBindings::One, OutputBindings::WordsOnly, Hook::Silent).unwrap();
+    let words = module(&words);
+    assert_eq!(outputs(&words), [("dst_words".to_string(), 3)]);
+    let storage = words
+        .global_variables
+        .iter()
+        .filter(|(_, v)| matches!(v.space, naga::AddressSpace::Storage { .. }))
+        .count();
+    assert_eq!(storage, 4, "the words build fits downlevel devices");
+    for bad in [0, MAX_DST_BINDINGS + 1] {
+        let err = gather_source(InputBindings::One, OutputBindings::Multi(bad), Hook::Silent)
+            .unwrap_err();
+        assert!(err.to_string().contains(&bad.to_string()), "{err}");
+    }
+}
+
+#[test]
+fn the_recording_hook_adds_its_buffer_at_its_binding() {
+    let source =
+        gather_source(InputBindings::One, OutputBindings::Pair, Hook::Recording(5)).unwrap();
+    let traced = module(&source);
+    let trace = traced
+        .global_variables
+        .iter()
+        .find(|(_, v)| v.name.as_deref() == Some("trace_out"))
+        .expect("the trace buffer")
+        .1;
+    assert_eq!(trace.binding.as_ref().map(|b| b.binding), Some(5));
+    assert!(module(shader_source())
+        .global_variables
+        .iter()
+        .all(|(_, v)| v.name.as_deref() != Some("trace_out")));
+}
+
+#[test]
+fn each_build_binds_its_inputs_before_its_outputs() {
+    let one = module(shader_source());
+    assert_eq!(
+        bound(&one, "src"),
+        [("src".to_string(), 1), ("src4".to_string(), 2)]
+    );
+    for (n, outputs_kind) in [
+        (1, OutputBindings::Pair),
+        (3, OutputBindings::Pair),
+        (MAX_SRC_BINDINGS, OutputBindings::Pair),
+        (3, OutputBindings::WordsOnly),
+    ] {
+        let source = gather_source(InputBindings::Multi(n), outputs_kind, Hook::Silent).unwrap();
+        let built = module(&source);
+        let words = (0..n).map(|j| (format!("src{j}"), 1 + j));
+        let vec4s = (0..n).map(|j| (format!("src4_{j}"), 1 + n + j));
+        let want: Vec<(String, u32)> = words.chain(vec4s).collect();
+        assert_eq!(bound(&built, "src"), want);
+        // The outputs follow the inputs.
+        let first = outputs(&built)[0].1;
+        assert_eq!(first, 1 + 2 * n, "{outputs_kind:?}");
+        let storage = built
+            .global_variables
+            .iter()
+            .filter(|(_, v)| matches!(v.space, naga::AddressSpace::Storage { .. }))
+            .count() as u32;
+        assert_eq!(storage, 1 + 2 * n + outputs_kind.count_and_views().1);
+    }
+    for bad in [0, MAX_SRC_BINDINGS + 1] {
+        let err = gather_source(
+            InputBindings::Multi(bad),
+            OutputBindings::Pair,
+            Hook::Silent,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains(&bad.to_string()), "{err}");
+    }
+}
