@@ -47,10 +47,19 @@ macro_rules! per_backend {
             }
             #[test]
             fn gl() {
+                let _turn = crate::common::gl_turn();
                 super::$name(crate::common::gpu(wgpu_split::BackendChoice::Gl))
             }
         }
     )*};
+}
+
+/// The GL tests of one test binary take turns. wgpu's GL backend shares one context per
+/// device, and a thread that waits for it longer than 6 seconds panics (gfx-rs/wgpu#5299): a
+/// long dispatch of one test on a loaded machine made another's buffer drop do so.
+pub fn gl_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// [`per_backend!`] for tests of the command: each named `fn(&str)` gets the `--backend`
