@@ -139,6 +139,9 @@ if (c) {
   must(s.most_outputs >= 10000, `a split into 10,000 outputs, not at most ${s.most_outputs}`);
   must(s.past_one_binding >= 1, 'no input past one storage binding');
   must(s.concats >= 200, `at least 200 splits concatenated back, not ${s.concats}`);
+  const f = s.from_buffers;
+  must(f.concats >= 100, `at least 100 splits concatenated back from buffers of their own, not ${f.concats}`);
+  must(f.dispatches < f.buffers, `input buffers read together: ${f.dispatches} dispatches for ${f.buffers} buffers`);
   must(/on WebGPU, call GpuSplitter::new_async/.test(c.sync_entry_point),
     `a sync entry point must refuse on WebGPU, naming its async twin: ${c.sync_entry_point}`);
 } else {
@@ -150,6 +153,6 @@ if (bench !== '0') {
   for (const k of b?.cases ?? []) must(k.split_gbps > 0 && k.copy_kernel_gbps > 0 && k.copy_gbps > 0, `benchmark case ${k.name} has a zero figure`);
 }
 const adapter = c?.adapter ? `${c.adapter.name || '(no name)'} ${c.adapter.backend} ${c.adapter.device_type}` : '?';
-const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s` : '';
+const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s` : '';
 if (problems.length) finish(1, `FAIL: ${summary}\n  ${problems.join('\n  ')}`);
 finish(0, `ok: ${summary}`);

@@ -4,6 +4,7 @@
 //! the CPU reference compiled into the same wasm; [`run_bench`] times the suite's cases that
 //! fit. Both return their results as JSON for the page (and the browser test) to read.
 
+mod regions;
 mod suite_timing;
 mod sweep;
 
@@ -64,7 +65,13 @@ fn adapter_json(gpu: &GpuSplitter) -> Value {
 pub(crate) struct Compared {
     pub outputs: Vec<(Vec<usize>, usize, bool)>,
     pub round_trip: Option<bool>,
+    /// The same concat from one buffer per output ([`regions::concat_from_buffers`]), for
+    /// splits of at most [`MOST_BUFFERS`] outputs and 4 MiB.
+    pub from_buffers: Option<regions::FromBuffers>,
 }
+
+/// The most outputs a split may have for its concat from buffers of their own.
+const MOST_BUFFERS: usize = 64;
 
 /// Splits `input` as `plan` says on the GPU and compares every output with the CPU
 /// reference, byte for byte, then concatenates the outputs back on the GPU and compares the
@@ -103,9 +110,16 @@ async fn split_and_compare(
             .map_err(|e| format!("the concat back: {e}"))?;
         Some(joined.shape() == input.shape() && joined.bytes() == input.bytes())
     };
+    let from_buffers =
+        if round_trip.is_some() && got.len() <= MOST_BUFFERS && input.bytes().len() <= 4 << 20 {
+            Some(regions::concat_from_buffers(gpu, plan, &got, input).await?)
+        } else {
+            None
+        };
     Ok(Compared {
         outputs,
         round_trip,
+        from_buffers,
     })
 }
 
@@ -129,6 +143,7 @@ async fn examples(gpu: &GpuSplitter) -> Value {
             Ok(Compared {
                 outputs,
                 round_trip,
+                ..
             }) => json!({
                 "title": ex.title,
                 "input": ex.shape,

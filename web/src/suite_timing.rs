@@ -3,11 +3,8 @@
 //! The browser drives the GPU: each figure is the median of three submissions of `repeats`
 //! commands, from submit to the queue's report that the work is done.
 
+use crate::regions::Signal;
 use serde_json::{json, Value};
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use wgpu_split::bench::{gbps, median, standard_suite};
 use wgpu_split::trace::copy_kernel_pipeline;
 use wgpu_split::{wgpu, BufferRegion, GpuSplitter, Outputs};
@@ -16,36 +13,13 @@ use wgpu_split::{wgpu, BufferRegion, GpuSplitter, Outputs};
 /// software adapter.
 const MOST_BYTES: usize = 64 << 20;
 
-/// Resolves when the queue reports its submitted work done.
-#[derive(Default)]
-struct Done(Arc<Mutex<(bool, Option<Waker>)>>);
-
-impl Future for Done {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if state.0 {
-            Poll::Ready(())
-        } else {
-            state.1 = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-}
-
 /// Submits `encoder` and waits for the GPU; returns the milliseconds from submit to done.
 async fn submit_and_time(gpu: &GpuSplitter, encoder: wgpu::CommandEncoder) -> f64 {
-    let done = Done::default();
-    let state = done.0.clone();
+    let done = Signal::default();
+    let signal = done.clone();
     let start = now();
     gpu.queue().submit([encoder.finish()]);
-    gpu.queue().on_submitted_work_done(move || {
-        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-        s.0 = true;
-        if let Some(w) = s.1.take() {
-            w.wake();
-        }
-    });
+    gpu.queue().on_submitted_work_done(move || signal.fire());
     done.await;
     now() - start
 }

@@ -149,6 +149,11 @@ struct Tally {
     past_one_binding: usize,
     /// Splits whose outputs were concatenated back on the GPU and compared with the input.
     concats: usize,
+    /// Of those, the ones also concatenated from one buffer per output, and the buffers and
+    /// dispatches they took.
+    from_buffers: usize,
+    input_buffers: usize,
+    input_dispatches: u32,
     failures: Vec<String>,
 }
 
@@ -174,6 +179,7 @@ impl Tally {
             Ok(Compared {
                 outputs,
                 round_trip,
+                from_buffers,
             }) => {
                 if let Some(k) = outputs.iter().position(|o| !o.2) {
                     self.failures.push(format!(
@@ -185,6 +191,17 @@ impl Tally {
                     self.failures.push(format!(
                         "{described}: the concat of the outputs differs from the input"
                     ));
+                }
+                if let Some(f) = from_buffers {
+                    self.from_buffers += 1;
+                    self.input_buffers += f.buffers;
+                    self.input_dispatches += f.dispatches;
+                    if !f.same {
+                        self.failures.push(format!(
+                            "{described}: the concat of the outputs from their own buffers \
+                             differs from the input"
+                        ));
+                    }
                 }
             }
             Err(e) => self.failures.push(format!("{described}: {e}")),
@@ -277,6 +294,11 @@ pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Value {
         "most_outputs": tally.most_outputs,
         "past_one_binding": tally.past_one_binding,
         "concats": tally.concats,
+        "from_buffers": {
+            "concats": tally.from_buffers,
+            "buffers": tally.input_buffers,
+            "dispatches": tally.input_dispatches,
+        },
         "failures": tally.failures,
     })
 }

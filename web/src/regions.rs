@@ -1,0 +1,128 @@
+//! A concat whose inputs are each in a buffer of their own (`Inputs::Regions`), as an engine's
+//! allocator leaves them: the buffers have no COPY usage, so the gather reads them, several
+//! per dispatch (the multi-input build, `options().input_bindings` buffers per dispatch).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use wgpu::util::DeviceExt;
+use wgpu_split::{wgpu, BufferRegion, GpuSplitter, HostTensor, Inputs, SplitPlan};
+
+/// Resolves when [`Signal::fire`] is called: by the queue's report that submitted work is
+/// done, or by a buffer's mapping.
+#[derive(Default, Clone)]
+pub(crate) struct Signal(Arc<Mutex<(bool, Option<Waker>)>>);
+
+impl Signal {
+    pub(crate) fn fire(&self) {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        s.0 = true;
+        if let Some(w) = s.1.take() {
+            w.wake();
+        }
+    }
+}
+
+impl Future for Signal {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if state.0 {
+            Poll::Ready(())
+        } else {
+            state.1 = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
+
+/// What a concat from buffers of their own gave: whether its bytes are `want`'s, and the
+/// buffers and dispatches it took.
+pub(crate) struct FromBuffers {
+    pub same: bool,
+    pub buffers: usize,
+    pub dispatches: u32,
+}
+
+/// Concatenates `parts`, each uploaded into a buffer of its own, as `plan` says, reads the
+/// output back and compares it with `want`.
+pub(crate) async fn concat_from_buffers(
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    parts: &[HostTensor],
+    want: &HostTensor,
+) -> Result<FromBuffers, String> {
+    let device = gpu.device();
+    let buffers: Vec<wgpu::Buffer> = parts
+        .iter()
+        .map(|t| {
+            let mut bytes = t.bytes().to_vec();
+            bytes.resize(bytes.len().next_multiple_of(16).max(16), 0);
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("concat input"),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::STORAGE,
+            })
+        })
+        .collect();
+    let regions: Vec<BufferRegion> = buffers
+        .iter()
+        .map(|buffer| BufferRegion { buffer, offset: 0 })
+        .collect();
+    let size = (want.bytes().len() as u64).next_multiple_of(16).max(16);
+    let buffer = |usage| {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("concat output"),
+            size,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let output = buffer(wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC);
+    let readback = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+    let mut encoder = device.create_command_encoder(&Default::default());
+    let region = BufferRegion {
+        buffer: &output,
+        offset: 0,
+    };
+    let encoded = gpu
+        .encode_concat_async(
+            &mut encoder,
+            plan,
+            want.dtype(),
+            Inputs::Regions(&regions),
+            region,
+        )
+        .await
+        .map_err(|e| format!("the concat from buffers of their own: {e}"))?;
+    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, size);
+    gpu.queue().submit([encoder.finish()]);
+    let mapped = Signal::default();
+    let result = Arc::new(Mutex::new(None));
+    let (signal, slot) = (mapped.clone(), result.clone());
+    readback.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        signal.fire();
+    });
+    mapped.await;
+    let outcome = result.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match outcome {
+        Some(Ok(())) => {}
+        Some(Err(e)) => return Err(format!("mapping the concat's output: {e}")),
+        None => return Err("mapping the concat's output: no answer".into()),
+    }
+    let same = {
+        let view = readback
+            .slice(..)
+            .get_mapped_range()
+            .map_err(|e| format!("reading the concat's output: {e}"))?;
+        view[..want.bytes().len()] == *want.bytes()
+    };
+    readback.unmap();
+    Ok(FromBuffers {
+        same,
+        buffers: buffers.len(),
+        dispatches: encoded.dispatches,
+    })
+}
