@@ -35,45 +35,23 @@ impl Buffers {
         Self { input, outputs }
     }
 
-    /// Records the split, submits it and waits for it.
-    fn split(&self, gpu: &GpuSplitter, plan: &SplitPlan, dtype: DType) -> u32 {
+    /// Records the split into the 64 buffers, or with `concat` the concat from them back
+    /// into the input, submits it and waits for it; returns its dispatches.
+    fn run(&self, gpu: &GpuSplitter, plan: &SplitPlan, dtype: DType, concat: bool) -> u32 {
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         let regions: Vec<BufferRegion> = self.outputs.iter().map(region).collect();
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let encoded = gpu
-            .encode(
-                &mut encoder,
-                plan,
-                dtype,
-                region(&self.input),
-                Outputs::Regions(&regions),
-            )
-            .expect("encode into 64 buffers");
+        let (encoder_ref, input) = (&mut encoder, region(&self.input));
+        let encoded = if concat {
+            gpu.encode_concat(encoder_ref, plan, dtype, Inputs::Regions(&regions), input)
+        } else {
+            gpu.encode(encoder_ref, plan, dtype, input, Outputs::Regions(&regions))
+        }
+        .expect("encode with 64 buffers");
         gpu.queue().submit([encoder.finish()]);
         gpu.device()
             .poll(wgpu::PollType::wait_indefinitely())
-            .expect("the split finishes");
-        encoded.dispatches
-    }
-
-    /// Records the concat of the outputs back into the input, submits it and waits for it.
-    fn concat(&self, gpu: &GpuSplitter, plan: &SplitPlan, dtype: DType) -> u32 {
-        let region = |buffer| BufferRegion { buffer, offset: 0 };
-        let regions: Vec<BufferRegion> = self.outputs.iter().map(region).collect();
-        let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let encoded = gpu
-            .encode_concat(
-                &mut encoder,
-                plan,
-                dtype,
-                Inputs::Regions(&regions),
-                region(&self.input),
-            )
-            .expect("concat from 64 buffers");
-        gpu.queue().submit([encoder.finish()]);
-        gpu.device()
-            .poll(wgpu::PollType::wait_indefinitely())
-            .expect("the concat finishes");
+            .expect("the work finishes");
         encoded.dispatches
     }
 }
@@ -95,23 +73,22 @@ fn separate_buffers(c: &mut Criterion) {
         let buffers = Buffers::new(&gpu, &plan, dtype);
         let bytes = shape.iter().product::<usize>() * dtype.size();
         group.throughput(Throughput::Bytes(bytes as u64));
-        for bindings in [gpu.options().output_bindings.unwrap_or(1), 1] {
-            let gpu = gpu.clone().with_options(SplitOptions {
-                output_bindings: Some(bindings),
-                ..gpu.options()
-            });
-            let dispatches = buffers.split(&gpu, &plan, dtype);
-            let id = format!("{name}/{bindings}_per_dispatch_{dispatches}_dispatches");
-            group.bench_function(id, |b| b.iter(|| buffers.split(&gpu, &plan, dtype)));
-        }
-        for bindings in [gpu.options().input_bindings.unwrap_or(1), 1] {
-            let gpu = gpu.clone().with_options(SplitOptions {
-                input_bindings: Some(bindings),
-                ..gpu.options()
-            });
-            let dispatches = buffers.concat(&gpu, &plan, dtype);
-            let id = format!("concat_{name}/{bindings}_per_dispatch_{dispatches}_dispatches");
-            group.bench_function(id, |b| b.iter(|| buffers.concat(&gpu, &plan, dtype)));
+        for concat in [false, true] {
+            let allowed = match concat {
+                false => gpu.options().output_bindings,
+                true => gpu.options().input_bindings,
+            };
+            for bindings in [allowed.unwrap_or(1), 1] {
+                let gpu = gpu.clone().with_options(SplitOptions {
+                    output_bindings: Some(bindings),
+                    input_bindings: Some(bindings),
+                    ..gpu.options()
+                });
+                let dispatches = buffers.run(&gpu, &plan, dtype, concat);
+                let op = if concat { "concat_" } else { "" };
+                let id = format!("{op}{name}/{bindings}_per_dispatch_{dispatches}_dispatches");
+                group.bench_function(id, |b| b.iter(|| buffers.run(&gpu, &plan, dtype, concat)));
+            }
         }
     }
     group.finish();

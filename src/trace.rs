@@ -18,7 +18,7 @@ use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
-use crate::gpu::gather::pipeline::{grid, GatherPipeline, Sources, Targets};
+use crate::gpu::gather::pipeline::{grid, GatherPipeline, Windows};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::planner::{choose_concat, Regions, Route};
 use crate::gpu::splitter::gather_defaults;
@@ -150,8 +150,8 @@ fn trace_dispatches(
                 encoder,
                 std::slice::from_ref::<Dispatch>(d),
                 std::slice::from_ref(&table),
-                Sources::Region(&region(&input)),
-                Targets::Region(&region(&output)),
+                Windows::Region(&region(&input)),
+                Windows::Region(&region(&output)),
                 Some(trace),
             ))
         })?;

@@ -1,25 +1,26 @@
 //! A concat on the GPU: the split's plan read the other way ([`crate::ops::concat()`]). The
 //! parts (the concat's inputs) lie where the engine has them, in one region or one region
 //! each ([`Inputs`]); the output is one region. Each buffer of parts moves by the route
-//! [`choose_concat`] picks: the split's copy routes turned around (buffer copies, or bands
-//! through the scratch texture on CPU adapters), else one gather dispatch that reads every
-//! part in the buffer and writes the output. Inputs in one region keep their
-//! route between concats, as a split does.
+//! [`choose_concat`](crate::gpu::planner::choose_concat) picks: the split's copy routes turned
+//! around (buffer copies, or bands through the scratch texture on CPU adapters), else one
+//! gather dispatch that reads every part in the buffer and writes the output; buffers of
+//! their own share dispatches of the multi-input build (`GpuSplitter::prepare_regions`, as
+//! the split's outputs do). Inputs in one region keep their route between concats, as a split
+//! does.
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device;
-use crate::gpu::gather::{join_dispatch, window_limit, BoundDispatch, JoinPart, Sources, Targets};
+use crate::gpu::gather::{join_dispatch, window_limit, Dispatch, JoinPart};
 use crate::gpu::placement::{BufferRegion, OutputLayout, Placement};
-use crate::gpu::planner::{choose_concat, Direction, Route};
-use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
+use crate::gpu::planner::Direction;
+use crate::gpu::prepared::{EncodedSplit, PreparedSplit};
 use crate::gpu::record::Group;
 use crate::gpu::round_trip::{map_read, read_mapped};
-use crate::gpu::splitter::{multi_binding_group_limit, GpuSplitter};
+use crate::gpu::splitter::GpuSplitter;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::{byte_count, HostTensor};
 use crate::DType;
-use std::sync::Arc;
 
 /// Where a concat's inputs are, for [`GpuSplitter::encode_concat`]: the mirror of
 /// [`Outputs`](crate::Outputs). Every region needs usage STORAGE (and COPY_SRC where copy
@@ -108,7 +109,7 @@ impl GpuSplitter {
             }
             Inputs::Regions(regions) => {
                 return self
-                    .prepare_regions_concat(plan, dtype, regions, output)
+                    .prepare_regions(Direction::Concat, plan, dtype, output, regions)
                     .await
             }
         };
@@ -116,70 +117,13 @@ impl GpuSplitter {
             .await
     }
 
-    /// [`GpuSplitter::prepare_concat`] of inputs in regions of their own: planned each time,
-    /// one route per buffer of inputs, where the buffers whose inputs take the gather are
-    /// read together, `input_bindings` of them per dispatch of the multi-input build.
-    async fn prepare_regions_concat(
-        &self,
-        plan: &SplitPlan,
-        dtype: DType,
-        regions: &[BufferRegion<'_>],
-        output: BufferRegion<'_>,
-    ) -> Result<PreparedSplit> {
-        self.probe.check("preparing the concat")?;
-        self.check_whole("output", &output, plan, dtype)?;
-        let bytes = ByteRows::new(plan, dtype.size())?;
-        let (placed, groups) =
-            self.place_parts(Direction::Concat, plan, &bytes, regions, output.buffer)?;
-        let mut prepared = self.prepare_nothing(Arc::new(placed.clone()));
-        let mut gathered: Vec<Group<'_>> = Vec::new();
-        for (buffer, mut members) in groups {
-            // The buffer's inputs alone, in column order, from the lowest of their offsets.
-            members.sort_unstable();
-            let (base, layout) = placed.window(&bytes, &members);
-            let sub = bytes.subset(members.iter().copied());
-            let region = BufferRegion {
-                buffer,
-                offset: base,
-            };
-            let regions = self.regions(&region, &output);
-            let (sub, window) = (&sub, &layout);
-            let (route, scratch) = self
-                .with_scratch(|caps| async move { choose_concat(sub, window, &caps, &regions) })
-                .await?;
-            let small = layout.total_bytes <= multi_binding_group_limit(self.info.device_type);
-            let one_dispatch = matches!(&route, Route::Gather(d) if d.len() == 1);
-            if self.input_bindings > 1 && small && one_dispatch {
-                gathered.push(Group {
-                    members,
-                    layout,
-                    region,
-                });
-                continue;
-            }
-            let tables = self.upload_tables(&route).await?;
-            let reported = prepared.encoded.layout.clone();
-            let part = self
-                .prepare_chosen(&route, &tables, scratch, reported, region, output)
-                .await?;
-            prepared.append(part);
-        }
-        for batch in gathered.chunks(self.input_bindings as usize) {
-            let bound = self.bind_multi_input(&bytes, batch, output).await?;
-            prepared.encoded.dispatches += 1;
-            prepared.commands.push(Commands::Gather(bound));
-        }
-        Ok(prepared)
-    }
-
-    /// Binds one dispatch of the multi-input build reading the inputs of every group in
-    /// `batch`, group `j` through input binding `j`, into `output`.
-    async fn bind_multi_input(
+    /// The dispatch of the multi-input build reading the inputs of every group in `batch`,
+    /// group `j` through input binding `j`.
+    pub(crate) fn multi_input_batch(
         &self,
         bytes: &ByteRows,
         batch: &[Group<'_>],
-        output: BufferRegion<'_>,
-    ) -> Result<Vec<BoundDispatch>> {
+    ) -> Result<Dispatch> {
         // The batch's inputs in column order, each with its binding and its place in its
         // buffer's window; `subset` numbers them in that order.
         let mut places: Vec<(usize, u32, u64)> = (0u32..)
@@ -202,26 +146,7 @@ impl GpuSplitter {
             .collect();
         let sizes: Vec<u64> = batch.iter().map(|g| g.layout.total_bytes).collect();
         let limit = window_limit(&self.limits);
-        let dispatch = join_dispatch(&sub, &parts, &sizes, self.gather_tuning, limit)?;
-        let tables = self
-            .tables
-            .buffers(&self.device, &[dispatch.table_bytes()])
-            .await?;
-        let windows: Vec<(BufferRegion<'_>, u64)> = batch
-            .iter()
-            .map(|g| (g.region, g.layout.total_bytes))
-            .collect();
-        let pipeline = self.multi_input_pipeline(batch.len() as u32).await?;
-        pipeline
-            .bind(
-                &self.device,
-                std::slice::from_ref(&dispatch),
-                &tables,
-                Sources::Windows(&windows),
-                Targets::Region(&output),
-                None,
-            )
-            .await
+        join_dispatch(&sub, &parts, &sizes, self.gather_tuning, limit)
     }
 }
 

@@ -245,10 +245,7 @@ pub fn record(
     to: &wgpu::Buffer,
 ) {
     // The whole tensor's buffer and the parts'.
-    let (whole, parts) = match plan.direction {
-        Direction::Split => (from, to),
-        Direction::Concat => (to, from),
-    };
+    let (whole, parts) = plan.direction.in_order(from, to);
     for band in &plan.bands {
         let rows = wgpu::TexelCopyBufferInfo {
             buffer: whole,

@@ -32,5 +32,5 @@ pub use dispatches::{
 pub use joins::Band;
 pub use joins::{join_dispatch, join_parts, JoinPart};
 pub use modes::{GatherExperiment, GatherMode};
-pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Sources, Targets};
+pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Windows};
 pub(crate) use tables::TableCache;

@@ -279,6 +279,21 @@ pub fn choose_concat(
     Ok(Route::Gather(vec![dispatch]))
 }
 
+/// The route of the split ([`choose`]) or the concat ([`choose_concat`]) of `bytes`, as
+/// `direction` says.
+pub(crate) fn choose_for(
+    direction: Direction,
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    caps: &DeviceCaps,
+    regions: &Regions,
+) -> Result<Route> {
+    match direction {
+        Direction::Split => choose(bytes, layout, caps, regions),
+        Direction::Concat => choose_concat(bytes, layout, caps, regions),
+    }
+}
+
 mod kept;
 pub(crate) use kept::{Direction, RouteCache, RouteKey};
 

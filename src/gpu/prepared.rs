@@ -4,7 +4,7 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::cpu_texture::{self, TexturePlan};
 use crate::gpu::device::{self, scoped_async, LossProbe};
-use crate::gpu::gather::{record_bound, BoundDispatch, Sources, Targets};
+use crate::gpu::gather::{record_bound, BoundDispatch, Windows};
 use crate::gpu::placement::{BufferRegion, OutputLayout, Outputs, Placement};
 use crate::gpu::planner::{BufferCopy, Direction, Route, RouteKey};
 use crate::gpu::splitter::GpuSplitter;
@@ -187,7 +187,10 @@ impl GpuSplitter {
                 self.prepare_placed(Direction::Split, plan, dtype, input, output, placement)
                     .await
             }
-            Outputs::Regions(regions) => self.prepare_regions(plan, dtype, input, regions).await,
+            Outputs::Regions(regions) => {
+                self.prepare_regions(Direction::Split, plan, dtype, input, regions)
+                    .await
+            }
         }
     }
 
@@ -286,8 +289,8 @@ impl GpuSplitter {
                         &self.device,
                         dispatches,
                         tables,
-                        Sources::Region(&input),
-                        Targets::Region(&output),
+                        Windows::Region(&input),
+                        Windows::Region(&output),
                         None,
                     )
                     .await?;

@@ -4,7 +4,8 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::{
-    binding_bytes, multi_output_dispatch, window_limit, BoundDispatch, Sources, Targets, UNIT_BYTES,
+    binding_bytes, multi_output_dispatch, window_limit, BoundDispatch, Dispatch, Windows,
+    UNIT_BYTES,
 };
 use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
 use crate::gpu::planner::{self, Direction, Route, RouteKey};
@@ -99,16 +100,14 @@ impl GpuSplitter {
         layout: &OutputLayout,
     ) -> Result<()> {
         // The whole tensor's region, then the region the layout places the parts in.
-        let (whole, parts) = match key.direction {
-            Direction::Split => (("input", input), ("output", output)),
-            Direction::Concat => (("output", output), ("input", input)),
-        };
-        self.check_whole(whole.0, whole.1, key.plan, key.dtype)?;
+        let (part, whole_name) = key.direction.names();
+        let (whole, parts) = key.direction.in_order(input, output);
+        self.check_whole(whole_name, whole, key.plan, key.dtype)?;
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        parts.1.check(
-            parts.0,
+        parts.check(
+            part,
             layout.total_bytes,
-            &format!("its last {}'s end in the layout, rounded up to 4", parts.0),
+            &format!("its last {part}'s end in the layout, rounded up to 4"),
             wgpu::BufferUsages::STORAGE,
             align,
         )?;
@@ -159,10 +158,7 @@ impl GpuSplitter {
         regions: &[BufferRegion<'a>],
         whole: &wgpu::Buffer,
     ) -> Result<(OutputLayout, PartsByBuffer<'a>)> {
-        let (part, whole_name) = match direction {
-            Direction::Split => ("output", "input"),
-            Direction::Concat => ("input", "output"),
-        };
+        let (part, whole_name) = direction.names();
         if regions.len() != plan.num_outputs() {
             let parts = match direction {
                 Direction::Split => "",
@@ -227,56 +223,50 @@ impl GpuSplitter {
     }
 }
 
-// Outputs where the engine's allocator put them: one region per output, in any buffers.
+// Parts where the engine's allocator put them: one region per output of a split, or per input
+// of a concat, in any buffers.
 
 impl GpuSplitter {
-    /// [`GpuSplitter::prepare`] with one region per output ([`Outputs::Regions`]).
+    /// [`GpuSplitter::prepare`] with one region per output ([`Outputs::Regions`]), or
+    /// [`GpuSplitter::prepare_concat`] with one region per input
+    /// ([`Inputs::Regions`](crate::Inputs)), as `direction` says; `whole` is the whole
+    /// tensor's region (the split's input, the concat's output). Planned at every call: each
+    /// window of parts takes its own route, and the windows that take one gather dispatch
+    /// each are bound together, as many per dispatch as the multi-output or multi-input build
+    /// binds.
     pub(crate) async fn prepare_regions(
         &self,
+        direction: Direction,
         plan: &SplitPlan,
         dtype: DType,
-        input: BufferRegion<'_>,
-        outputs: &[BufferRegion<'_>],
+        whole: BufferRegion<'_>,
+        parts: &[BufferRegion<'_>],
     ) -> Result<PreparedSplit> {
-        self.probe.check("preparing the split")?;
-        self.check_whole("input", &input, plan, dtype)?;
+        self.probe
+            .check(format_args!("preparing the {}", direction.op()))?;
+        self.check_whole(direction.names().1, &whole, plan, dtype)?;
         let bytes = ByteRows::new(plan, dtype.size())?;
-        let (placed, groups) =
-            self.place_parts(Direction::Split, plan, &bytes, outputs, input.buffer)?;
+        let (placed, groups) = self.place_parts(direction, plan, &bytes, parts, whole.buffer)?;
         let placed = Arc::new(placed);
         let mut prepared = self.prepare_nothing(placed.clone());
-        // Buffers whose outputs take one gather dispatch each are gathered up, up to
-        // `bindings` of them per dispatch of the multi-output build.
-        let bindings = self.output_bindings;
+        let bindings = match direction {
+            Direction::Split => self.output_bindings,
+            Direction::Concat => self.input_bindings,
+        };
         let mut gathered: Vec<Group<'_>> = Vec::new();
-        // One window over a buffer's outputs, from the first offset, while their offsets stay
-        // whole units apart (the gather addresses outputs by unit); a new window where not.
-        let mut windows: Vec<(&wgpu::Buffer, Vec<usize>)> = Vec::new();
-        for (buffer, members) in groups {
-            let mut base: Option<u64> = None;
-            for k in members {
-                let offset = placed.ranges[bytes.outputs[k].output].offset;
-                match (base, windows.last_mut()) {
-                    (Some(b), Some(w)) if (offset - b).is_multiple_of(UNIT_BYTES) => w.1.push(k),
-                    _ => {
-                        base = Some(offset);
-                        windows.push((buffer, vec![k]));
-                    }
-                }
-            }
-        }
-        for (buffer, members) in windows {
-            // The buffer's outputs on their own, numbered in offset order, and their places.
+        for (buffer, members) in windows(direction, &bytes, &placed, groups) {
+            // The window's parts on their own, numbered in `members` order, and their places.
             let (base, layout) = placed.window(&bytes, &members);
             let group = bytes.subset(members.iter().copied());
             let region = BufferRegion {
                 buffer,
                 offset: base,
             };
-            let regions = self.regions(&input, &region);
+            let (from, to) = direction.in_order(whole, region);
+            let regions = self.regions(&from, &to);
             let (route, scratch) = self
                 .with_scratch(|caps| {
-                    let chosen = planner::choose(&group, &layout, &caps, &regions);
+                    let chosen = planner::choose_for(direction, &group, &layout, &caps, &regions);
                     std::future::ready(chosen)
                 })
                 .await?;
@@ -291,17 +281,55 @@ impl GpuSplitter {
             }
             let tables = self.upload_tables(&route).await?;
             let part = self
-                .prepare_chosen(&route, &tables, scratch, Arc::new(layout), input, region)
+                .prepare_chosen(&route, &tables, scratch, placed.clone(), from, to)
                 .await?;
             prepared.append(part);
         }
         for batch in gathered.chunks(bindings as usize) {
-            let bound = self.bind_multi_output(&bytes, batch, input).await?;
+            let dispatch = match direction {
+                Direction::Split => self.multi_output_batch(&bytes, batch)?,
+                Direction::Concat => self.multi_input_batch(&bytes, batch)?,
+            };
+            let bound = self.bind_batch(direction, &dispatch, batch, whole).await?;
             prepared.encoded.dispatches += 1;
             prepared.commands.push(Commands::Gather(bound));
         }
         Ok(prepared)
     }
+}
+
+/// The windows of each buffer's parts (`groups`, in offset order): a split's outputs in one
+/// window from the first offset while their offsets stay whole units apart (the gather
+/// addresses outputs by unit), a new window where not; a concat's inputs in one window per
+/// buffer, in column order (the join's segments), at any offsets.
+fn windows<'a>(
+    direction: Direction,
+    bytes: &ByteRows,
+    placed: &OutputLayout,
+    groups: PartsByBuffer<'a>,
+) -> PartsByBuffer<'a> {
+    if direction == Direction::Concat {
+        let column_order = |(buffer, mut members): (&'a wgpu::Buffer, Vec<usize>)| {
+            members.sort_unstable();
+            (buffer, members)
+        };
+        return groups.into_iter().map(column_order).collect();
+    }
+    let mut windows: PartsByBuffer<'a> = Vec::new();
+    for (buffer, members) in groups {
+        let mut base: Option<u64> = None;
+        for k in members {
+            let offset = placed.ranges[bytes.outputs[k].output].offset;
+            match (base, windows.last_mut()) {
+                (Some(b), Some(w)) if (offset - b).is_multiple_of(UNIT_BYTES) => w.1.push(k),
+                _ => {
+                    base = Some(offset);
+                    windows.push((buffer, vec![k]));
+                }
+            }
+        }
+    }
+    windows
 }
 
 /// The parts of one buffer (a split's outputs or a concat's inputs) that one binding of the
@@ -314,14 +342,9 @@ pub(crate) struct Group<'a> {
 }
 
 impl GpuSplitter {
-    /// Binds one dispatch of the multi-output build writing the outputs of every group in
-    /// `batch`, group `j` through output binding `j`.
-    async fn bind_multi_output(
-        &self,
-        bytes: &ByteRows,
-        batch: &[Group<'_>],
-        input: BufferRegion<'_>,
-    ) -> Result<Vec<BoundDispatch>> {
+    /// The dispatch of the multi-output build writing the outputs of every group in `batch`,
+    /// group `j` through output binding `j`.
+    fn multi_output_batch(&self, bytes: &ByteRows, batch: &[Group<'_>]) -> Result<Dispatch> {
         // The batch's outputs on their own, group after group, as `subset` numbers them.
         let keep = batch.iter().flat_map(|g| g.members.iter().copied());
         let layout = OutputLayout {
@@ -335,29 +358,47 @@ impl GpuSplitter {
         let bindings: Vec<u32> = (0..batch.len() as u32)
             .flat_map(|j| std::iter::repeat_n(j, batch[j as usize].members.len()))
             .collect();
-        let windows: Vec<(BufferRegion<'_>, u64)> = batch
-            .iter()
-            .map(|g| (g.region, g.layout.total_bytes))
-            .collect();
-        let dispatch = multi_output_dispatch(
+        multi_output_dispatch(
             &bytes.subset(keep),
             &layout,
             &bindings,
             self.gather_tuning,
             window_limit(&self.limits),
-        )?;
+        )
+    }
+
+    /// Binds `dispatch` of the build with a binding per group of `batch` (the multi-output
+    /// build for a split, the multi-input one for a concat) to the groups' windows and
+    /// `whole`, the whole tensor's region, its table uploaded.
+    async fn bind_batch(
+        &self,
+        direction: Direction,
+        dispatch: &Dispatch,
+        batch: &[Group<'_>],
+        whole: BufferRegion<'_>,
+    ) -> Result<Vec<BoundDispatch>> {
         let tables = self
             .tables
             .buffers(&self.device, &[dispatch.table_bytes()])
             .await?;
-        let pipeline = self.multi_output_pipeline(batch.len() as u32).await?;
+        let windows: Vec<(BufferRegion<'_>, u64)> = batch
+            .iter()
+            .map(|g| (g.region, g.layout.total_bytes))
+            .collect();
+        let n = batch.len() as u32;
+        let pipeline = match direction {
+            Direction::Split => self.multi_output_pipeline(n).await?,
+            Direction::Concat => self.multi_input_pipeline(n).await?,
+        };
+        let (reads, writes) =
+            direction.in_order(Windows::Region(&whole), Windows::PerBinding(&windows));
         pipeline
             .bind(
                 &self.device,
-                std::slice::from_ref(&dispatch),
+                std::slice::from_ref(dispatch),
                 &tables,
-                Sources::Region(&input),
-                Targets::Windows(&windows),
+                reads,
+                writes,
                 None,
             )
             .await

@@ -95,11 +95,8 @@ impl GpuSplitter {
         fill: impl FnOnce(&mut wgpu::BufferViewMut),
     ) -> Result<(wgpu::Buffer, EncodedSplit)> {
         // The whole tensor's bytes, and the parts' region.
-        let (whole, parts) = (input_binding_size(plan, dtype)?, layout.total_bytes);
-        let (in_size, out_size) = match direction {
-            Direction::Split => (whole, parts),
-            Direction::Concat => (parts, whole),
-        };
+        let whole = input_binding_size(plan, dtype)?;
+        let (in_size, out_size) = direction.in_order(whole, layout.total_bytes);
         let buffers = HostBuffers::new(&self.device, in_size, out_size, true).await?;
         {
             // A lost device makes buffers that cannot be mapped: say so, rather than name the

@@ -303,11 +303,11 @@ impl GpuSplitter {
         dtype: DType,
         layout: &OutputLayout,
     ) -> Result<()> {
-        let (whole, parts) = (input_binding_size(plan, dtype)?, layout.total_bytes);
-        let checks = match direction {
-            Direction::Split => [("input", whole), ("output region", parts)],
-            Direction::Concat => [("output", whole), ("input region", parts)],
-        };
+        let (part, whole) = direction.names();
+        let checks = [
+            (whole.to_string(), input_binding_size(plan, dtype)?),
+            (format!("{part} region"), layout.total_bytes),
+        ];
         for (what, bytes) in checks {
             if bytes > self.limits.max_buffer_size {
                 return Err(SplitError::TooLarge(format!(

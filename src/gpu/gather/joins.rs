@@ -248,28 +248,32 @@ impl Band {
         bytes.rows * self.units_per_row
     }
 
+    /// The output unit of the dispatch's unit `v`, whether or not it lies in the band, and
+    /// the band's first and end byte in its row.
+    fn place(&self, stride: u64, v: u64) -> (u64, u64, u64) {
+        let start = (v / self.units_per_row) * stride + self.first;
+        let u = start / UNIT_BYTES + v % self.units_per_row;
+        (u, start, start + self.width)
+    }
+
     /// The output unit of the dispatch's unit `v`, None where that lies past its row's band:
     /// the shader's `join_unit_at`, for the planner's checks.
     #[cfg(any(test, feature = "fuzzing"))]
     pub fn unit(&self, stride: u64, v: u64) -> Option<u64> {
-        let row = v / self.units_per_row;
-        let start = row * stride + self.first;
-        let u = start / UNIT_BYTES + v % self.units_per_row;
-        (u * UNIT_BYTES < start + self.width).then_some(u)
+        let (u, _, end) = self.place(stride, v);
+        (u * UNIT_BYTES < end).then_some(u)
     }
 
     /// The first output byte at or after the dispatch's unit `v` within the band.
     fn from(&self, stride: u64, v: u64) -> u64 {
-        let row = v / self.units_per_row;
-        let start = row * stride + self.first;
-        ((start / UNIT_BYTES + v % self.units_per_row) * UNIT_BYTES).max(start)
+        let (u, start, _) = self.place(stride, v);
+        (u * UNIT_BYTES).max(start)
     }
 
     /// The end of the dispatch's unit `v` within the band.
     fn to(&self, stride: u64, v: u64) -> u64 {
-        let row = v / self.units_per_row;
-        let start = row * stride + self.first;
-        ((start / UNIT_BYTES + v % self.units_per_row + 1) * UNIT_BYTES).min(start + self.width)
+        let (u, _, end) = self.place(stride, v);
+        ((u + 1) * UNIT_BYTES).min(end)
     }
 }
 

@@ -42,24 +42,36 @@ pub struct GatherPipeline {
 /// the output as units and as words. A device that allows fewer runs the words-only build.
 pub const STORAGE_BINDINGS: u32 = 5;
 
-/// Where a gather's dispatches read.
+/// The buffers a gather's dispatches read (their inputs) or write (their outputs).
 #[derive(Debug, Clone, Copy)]
-pub enum Sources<'a> {
-    /// One input region; each dispatch binds its own window of it.
+pub enum Windows<'a> {
+    /// One region; each dispatch binds its own window of it.
     Region(&'a BufferRegion<'a>),
-    /// The multi-input build: one window (region and size) per input binding, the same for
-    /// every dispatch.
-    Windows(&'a [(BufferRegion<'a>, u64)]),
+    /// One window (region and size) per binding of the multi-input or multi-output build,
+    /// the same for every dispatch.
+    PerBinding(&'a [(BufferRegion<'a>, u64)]),
 }
 
-/// Where a gather's dispatches write.
-#[derive(Debug, Clone, Copy)]
-pub enum Targets<'a> {
-    /// One output region; each dispatch binds its own window of it.
-    Region(&'a BufferRegion<'a>),
-    /// The multi-output build: one window (region and size) per output binding, the same
-    /// for every dispatch.
-    Windows(&'a [(BufferRegion<'a>, u64)]),
+impl<'a> Windows<'a> {
+    /// Bindings they take.
+    fn count(&self) -> u32 {
+        match self {
+            Windows::Region(_) => 1,
+            Windows::PerBinding(w) => w.len() as u32,
+        }
+    }
+
+    /// Buffer, offset and size of each binding; a dispatch's own window is `offset .. offset
+    /// + size` of the region.
+    fn bound(&self, offset: u64, size: u64) -> Vec<(&'a wgpu::Buffer, u64, u64)> {
+        match *self {
+            Windows::Region(region) => vec![(region.buffer, region.offset + offset, size)],
+            Windows::PerBinding(windows) => windows
+                .iter()
+                .map(|(region, size)| (region.buffer, region.offset, *size))
+                .collect(),
+        }
+    }
 }
 
 /// One gather dispatch bound to its buffers ([`GatherPipeline::bind`]): recorded by
@@ -256,8 +268,8 @@ impl GatherPipeline {
         encoder: &mut wgpu::CommandEncoder,
         dispatches: &[Dispatch],
         tables: &[wgpu::Buffer],
-        inputs: Sources<'_>,
-        outputs: Targets<'_>,
+        inputs: Windows<'_>,
+        outputs: Windows<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> Result<()> {
         let bound = self
@@ -277,8 +289,8 @@ impl GatherPipeline {
         device: &wgpu::Device,
         dispatches: &[Dispatch],
         tables: &[wgpu::Buffer],
-        inputs: Sources<'_>,
-        outputs: Targets<'_>,
+        inputs: Windows<'_>,
+        outputs: Windows<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> Result<Vec<BoundDispatch>> {
         if self.traced != trace.is_some() {
@@ -286,14 +298,7 @@ impl GatherPipeline {
                 "a trace buffer goes with the trace build of the pipeline, and only there".into(),
             ));
         }
-        let reads = match inputs {
-            Sources::Region(_) => 1,
-            Sources::Windows(w) => w.len() as u32,
-        };
-        let writes = match outputs {
-            Targets::Region(_) => 1,
-            Targets::Windows(w) => w.len() as u32,
-        };
+        let (reads, writes) = (inputs.count(), outputs.count());
         if (reads, writes) != (self.src_bindings, self.dst_bindings) {
             return Err(SplitError::Device(format!(
                 "{reads} input and {writes} output windows for a build with {} input and {} \
@@ -329,42 +334,22 @@ impl GatherPipeline {
         device: &wgpu::Device,
         dispatch: &Dispatch,
         table: &wgpu::Buffer,
-        inputs: Sources<'_>,
-        outputs: Targets<'_>,
+        inputs: Windows<'_>,
+        outputs: Windows<'_>,
         trace: Option<&wgpu::Buffer>,
     ) -> wgpu::BindGroup {
         // Each input binding's words and vec4s view the same window (`abi::binding_bytes`),
         // and each output binding's units and words (the inputs' words, then their vec4s;
         // the outputs' units, then their words).
         let [read_stand_in, write_stand_in] = &self.stand_ins;
-        let src: Vec<(&wgpu::Buffer, u64, u64)> = match inputs {
-            Sources::Region(input) => vec![(
-                input.buffer,
-                input.offset + dispatch.src_offset,
-                dispatch.src_size,
-            )],
-            Sources::Windows(windows) => windows
-                .iter()
-                .map(|(region, size)| (region.buffer, region.offset, *size))
-                .collect(),
-        };
+        let src = inputs.bound(dispatch.src_offset, dispatch.src_size);
         let mut resources = vec![table.as_entire_binding()];
         resources.extend(src.iter().map(|&(b, offset, size)| window(b, offset, size)));
         resources.extend(
             src.iter()
                 .map(|&(b, offset, size)| vec4_window(b, offset, size, read_stand_in)),
         );
-        let dst: Vec<(&wgpu::Buffer, u64, u64)> = match outputs {
-            Targets::Region(output) => vec![(
-                output.buffer,
-                output.offset + dispatch.dst_offset,
-                dispatch.dst_size,
-            )],
-            Targets::Windows(windows) => windows
-                .iter()
-                .map(|(region, size)| (region.buffer, region.offset, *size))
-                .collect(),
-        };
+        let dst = outputs.bound(dispatch.dst_offset, dispatch.dst_size);
         if self.dst_views == 2 {
             let units = dst.iter();
             resources.extend(

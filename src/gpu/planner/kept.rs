@@ -3,7 +3,7 @@
 //! ([`GpuSplitter::kept_route`]), and the texture route's scratch, with the one fallback to
 //! the other routes where the device cannot give it ([`GpuSplitter::with_scratch`]).
 
-use super::{choose, choose_concat, texture_command_cost, DeviceCaps, Regions, Route, RouteChoice};
+use super::{choose_for, texture_command_cost, DeviceCaps, Regions, Route, RouteChoice};
 use crate::cache::Lru;
 use crate::error::Result;
 use crate::gpu::gather::window_limit;
@@ -28,6 +28,23 @@ impl Direction {
         match self {
             Direction::Split => "split",
             Direction::Concat => "concat",
+        }
+    }
+
+    /// What messages call a part (a split's output, a concat's input) and the whole tensor.
+    pub(crate) fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Direction::Split => ("output", "input"),
+            Direction::Concat => ("input", "output"),
+        }
+    }
+
+    /// The whole tensor's and the parts' `(whole, parts)` in the order the bytes move (read,
+    /// then written), and back: as given for a split, swapped for a concat.
+    pub(crate) fn in_order<T>(self, whole: T, parts: T) -> (T, T) {
+        match self {
+            Direction::Split => (whole, parts),
+            Direction::Concat => (parts, whole),
         }
     }
 }
@@ -228,10 +245,7 @@ impl GpuSplitter {
         };
         self.check_regions(key, input, output, &layout)?;
         let bytes = ByteRows::new(key.plan, key.dtype.size())?;
-        let route = match key.direction {
-            Direction::Split => choose(&bytes, &layout, &key.caps, &key.regions)?,
-            Direction::Concat => choose_concat(&bytes, &layout, &key.caps, &key.regions)?,
-        };
+        let route = choose_for(key.direction, &bytes, &layout, &key.caps, &key.regions)?;
         let tables = self.upload_tables(&route).await?;
         let kept = Arc::new(KeptRoute {
             layout: Arc::new(layout),
