@@ -10,6 +10,7 @@
 //! whatever the input.
 
 mod input;
+mod joins;
 #[cfg(test)]
 mod proptests;
 mod routes;
@@ -18,7 +19,6 @@ pub use input::PlannerInput;
 
 use crate::gpu::gather::abi::binding_bytes;
 use crate::gpu::gather::dispatches::{plan_dispatches, GatherTuning};
-use crate::gpu::gather::{join_dispatch, join_parts, Band, Dispatch, JoinPart};
 use crate::gpu::placement::OutputLayout;
 use crate::gpu::planner::{self, DeviceCaps, Regions};
 use crate::ops::{OnnxSplitParts, Operator};
@@ -181,7 +181,25 @@ pub fn check_planner(input: &PlannerInput) {
         (GatherMode::Gpu, 1),
     ] {
         if let Ok(packed) = &packed {
-            check_join(input, &bytes, packed, tuning(mode, steps, 96));
+            joins::check_join(input, &bytes, packed, tuning(mode, steps, 96));
+        }
+    }
+    // And past one binding: windows of aligned rows, or pieces of rows.
+    if let Ok(packed) = &packed {
+        let output = bytes.input_bytes();
+        for (limit, align) in [
+            (1 << 10, 256),
+            ((output / 3).max(1 << 10), 256),
+            (1 << 8, 32),
+        ] {
+            joins::check_join_windows(
+                input,
+                &bytes,
+                packed,
+                tuning(GatherMode::Gpu, 4, 96),
+                limit,
+                align,
+            );
         }
     }
     // And the route the splitter would choose: for a CPU adapter, with and without the texture
@@ -232,130 +250,6 @@ fn check_plan(input: &PlannerInput, plan: &SplitPlan, shape: &[usize]) {
             expect.remove(plan.axis());
         }
         assert_eq!(plan.output_shape(i), expect, "{input:?}");
-    }
-}
-
-/// A concat's dispatch of all its parts, and of some of them (one buffer's inputs among
-/// several: every other part, the first, the last), numbers every unit holding their bytes
-/// exactly once; its segments lie inside their rows and their source window; and each block
-/// keeps the segments of every column it writes.
-fn check_join(input: &PlannerInput, bytes: &ByteRows, layout: &OutputLayout, tuning: GatherTuning) {
-    let all = join_parts(bytes, layout);
-    let subsets: [&dyn Fn(usize) -> bool; 4] = [&|_| true, &|i| i % 2 == 1, &|i| i == 0, &|i| {
-        i + 1 == all.len()
-    }];
-    for keep in subsets {
-        let parts: Vec<JoinPart> = (0..all.len())
-            .filter(|&i| keep(i))
-            .map(|i| all[i])
-            .collect();
-        let Ok(d) = join_dispatch(bytes, &parts, &[layout.total_bytes], tuning, 1 << 31) else {
-            return;
-        };
-        check_join_dispatch(input, bytes, &parts, &d);
-    }
-}
-
-/// [`check_join`] of one dispatch of `parts`; the checks walk every unit, so outputs up to
-/// 16 MiB.
-fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart], d: &Dispatch) {
-    if bytes.input_bytes() > 1 << 24 {
-        return;
-    }
-    let h = d.entries[0];
-    let segments = &d.entries[1..h.first_byte as usize];
-    let records = &d.entries[h.first_byte as usize..];
-    let p = d.params;
-    assert_eq!(segments.len(), parts.len(), "{input:?}");
-    assert_eq!(records.len(), p.num_blocks as usize, "{input:?}");
-    if segments.is_empty() {
-        return;
-    }
-    let numbered = h.block_start as u64;
-    let block_units = p.steps_per_lane as u64 * 256;
-    assert!(p.num_blocks as u64 * block_units >= numbered, "{input:?}");
-    // The output unit of each numbered unit: every one from the first, or a band's.
-    let band = (h.src_stride > 0).then_some(Band {
-        first: h.src_offset as u64,
-        width: h.mode as u64,
-        units_per_row: h.src_stride as u64,
-    });
-    let unit = |v: u64| match band {
-        None => Some(h.dst_unit as u64 + v),
-        Some(b) => b.unit(bytes.stride, v),
-    };
-    // Each output unit numbered at most once; `below[u]` counts those numbered before `u`.
-    let mut seen = vec![false; bytes.input_bytes().div_ceil(16) as usize];
-    for u in (0..numbered).filter_map(unit) {
-        let slot = seen.get_mut(u as usize);
-        assert!(
-            slot.as_ref().is_some_and(|s| !**s),
-            "{input:?}: unit {u} twice or past the end"
-        );
-        if let Some(s) = slot {
-            *s = true;
-        }
-    }
-    let below: Vec<u64> = std::iter::once(0)
-        .chain(seen.iter().scan(0u64, |n, &s| {
-            *n += u64::from(s);
-            Some(*n)
-        }))
-        .collect();
-    let mut column = 0u64;
-    for (e, part) in segments.iter().zip(parts) {
-        assert!(e.first_byte as u64 >= column, "{input:?}");
-        column = e.first_byte as u64 + e.row_bytes as u64;
-        assert!(column <= bytes.stride, "{input:?}");
-        let end = part.src + bytes.rows * e.row_bytes as u64;
-        assert!(end <= d.src_size, "{input:?}");
-        for row in 0..bytes.rows {
-            let at = row * bytes.stride + e.first_byte as u64;
-            let (first, last) = (at / 16, (at + e.row_bytes as u64 - 1) / 16);
-            let numbered = below[last as usize + 1] - below[first as usize];
-            assert_eq!(
-                numbered,
-                last - first + 1,
-                "{input:?}: row {row} not all numbered"
-            );
-        }
-    }
-    // Each block keeps the segments of every column it writes: each byte's column lies in a
-    // kept segment, in the gap after the last kept one (which the next segment, if any,
-    // starts after), or before segment 1 where that is kept first.
-    for (block, r) in records.iter().enumerate() {
-        let (first, count) = (r.block_start as usize, r.dst_unit as usize);
-        if count == 0 {
-            continue;
-        }
-        let kept = &segments[first - 1..first - 1 + count];
-        let next = segments.get(first - 1 + count).map(|e| e.first_byte as u64);
-        let from = block as u64 * block_units;
-        let to = ((block as u64 + 1) * block_units).min(numbered);
-        for u in (from..to).filter_map(unit) {
-            // The unit's first and last byte, and the row's ends where it crosses one: the
-            // rules hold for every column between.
-            let last = (u * 16 + 16).min(bytes.input_bytes()) - 1;
-            let mut ends = vec![u * 16, last];
-            if (u * 16) / bytes.stride != last / bytes.stride {
-                let row_end = last / bytes.stride * bytes.stride;
-                ends.extend([row_end - 1, row_end]);
-            }
-            for b in ends {
-                let c = b % bytes.stride;
-                let before_first = c < kept[0].first_byte as u64;
-                assert!(
-                    !before_first || first == 1,
-                    "{input:?} block {block} byte {b}"
-                );
-                if !before_first {
-                    assert!(
-                        next.is_none_or(|n| c < n),
-                        "{input:?} block {block} byte {b}"
-                    );
-                }
-            }
-        }
     }
 }
 

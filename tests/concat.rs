@@ -1,6 +1,6 @@
 //! Concat on each adapter, byte for byte against the CPU reference: the split of every
 //! operator undone (`concat(split(x)) == x`) for every dtype, 1 to 100,000 inputs in one
-//! region (one dispatch), every route, and misuse refused. Inputs in buffers of their own:
+//! region (one dispatch), every route, outputs past one binding, and misuse refused. Inputs in buffers of their own:
 //! `concat_buffers.rs`.
 
 #[macro_use]
@@ -262,6 +262,53 @@ fn misuse_is_refused(gpu: &'static GpuSplitter) {
     ));
 }
 
+/// On a device whose storage bindings hold 64 KiB, concats of larger outputs: rows in runs
+/// that fit (f32, and the KV append), rows too long for a run cut into pieces (u8 at odd
+/// offsets), from one region and from a buffer per input, through the gather and `auto`.
+fn past_one_binding_in_windows(gpu: &'static GpuSplitter) {
+    let small = common::with_limits(gpu, |limits| wgpu::Limits {
+        max_storage_buffer_binding_size: 1 << 16,
+        ..limits
+    });
+    let cases = [
+        (vec![vec![64, 100], vec![64, 200]], 1, DType::F32),
+        (vec![vec![1, 4, 255, 64], vec![1, 4, 1, 64]], 2, DType::F16),
+        (
+            vec![vec![40, 1000], vec![40, 1001], vec![40, 1000]],
+            1,
+            DType::U8,
+        ),
+    ];
+    for (shapes, axis, dtype) in cases {
+        let plan = ops::concat(&shapes, axis).unwrap();
+        let tensors = parts(&plan, dtype);
+        for route in [RouteChoice::Gather, RouteChoice::Auto] {
+            let what = format!("{} {shapes:?} {route:?}", common::name(gpu));
+            let gpu = small.clone().with_options(SplitOptions {
+                route,
+                ..Default::default()
+            });
+            let one = check_regions(&gpu, &plan, &tensors, wgpu::BufferUsages::COPY_SRC, |i| {
+                (0, [0, 1 << 17, 2 << 17][i])
+            });
+            let own = check_regions(&gpu, &plan, &tensors, wgpu::BufferUsages::COPY_SRC, |i| {
+                (i, 256)
+            });
+            if route == RouteChoice::Gather {
+                assert!(
+                    one.dispatches > 2 && own.dispatches > 2,
+                    "{what}: {one:?} {own:?}"
+                );
+            }
+            assert_eq!(
+                gpu.run_concat(&plan, &tensors).unwrap(),
+                reference::concat_tensors(&tensors, &plan).unwrap(),
+                "{what}"
+            );
+        }
+    }
+}
+
 per_backend!(
     round_trips_every_split,
     floats_move_as_bits,
@@ -270,4 +317,5 @@ per_backend!(
     rows_through_the_texture,
     inputs_as_views_of_the_output,
     misuse_is_refused,
+    past_one_binding_in_windows,
 );

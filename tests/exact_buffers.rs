@@ -321,18 +321,11 @@ fn a_region_short_of_the_exact_size_names_the_rule(gpu: &'static GpuSplitter) {
 /// On a device opened with `Limits::downlevel_defaults()` (4 storage buffers per stage, so
 /// the words-only build and one output binding per dispatch), the same bytes and guards.
 fn a_downlevel_device_writes_only_the_outputs(gpu: &'static GpuSplitter) {
-    let backends = wgpu::Backends::from(gpu.device().adapter_info().backend);
-    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = backends;
-    let instance = wgpu::Instance::new(desc);
-    let adapter = pollster::block_on(instance.request_adapter(&Default::default())).unwrap();
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-        required_limits: wgpu::Limits::downlevel_defaults(),
-        ..Default::default()
-    }))
-    .unwrap();
-    assert_eq!(device.limits().max_storage_buffers_per_shader_stage, 4);
-    let small = GpuSplitter::new(device, queue).unwrap();
+    let small = common::with_limits(gpu, |_| wgpu::Limits::downlevel_defaults());
+    assert_eq!(
+        small.device().limits().max_storage_buffers_per_shader_stage,
+        4
+    );
     assert_eq!(small.options().output_bindings.unwrap(), 1);
     for (case, plan, dtype) in cases() {
         let what = format!("downlevel {}, {case}", common::name(gpu));

@@ -1,4 +1,4 @@
-//! Scale and robustness: tensors past one storage binding, grids past 65,535 workgroups,
+//! Scale and robustness: tensors past one storage binding (split and concat), grids past 65,535 workgroups,
 //! 100,000 outputs, shared devices under threads, steady memory, device faults.
 
 #[macro_use]
@@ -170,9 +170,33 @@ fn a_lost_device_is_an_error_not_a_panic(gpu: &'static GpuSplitter) {
     assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
 }
 
+/// The concat the other way past one binding: [1024, 16 Ki] and [1024, 32 Ki] f32 on axis 1,
+/// a 192 MiB output from a 192 MiB region of inputs, through the gather's windows.
+fn f32_192_mib_concat_through_the_gather(gpu: &'static GpuSplitter) {
+    let name = &common::name(gpu);
+    let gpu = gpu.clone().with_options(SplitOptions {
+        route: wgpu_split::RouteChoice::Gather,
+        ..Default::default()
+    });
+    let shapes = [vec![1024, 16 << 10], vec![1024, 32 << 10]];
+    let inputs: Vec<HostTensor> = (0..2)
+        .map(|i| {
+            let n = shapes[i].iter().product::<usize>() * 4;
+            HostTensor::new(DType::F32, shapes[i].clone(), pattern(n, i as u8)).unwrap()
+        })
+        .collect();
+    let plan = ops::concat(&shapes, 1).unwrap();
+    let got = gpu
+        .run_concat(&plan, &inputs)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let want = reference::concat_tensors(&inputs, &plan).unwrap();
+    common::assert_same_outputs(name, &[got], &[want]);
+}
+
 per_backend!(
     f32_320_mib_split_on_an_inner_axis,
     u8_320_mib_split_on_axis_0,
+    f32_192_mib_concat_through_the_gather,
     grids_past_65535_workgroups,
     one_hundred_thousand_outputs_in_one_call,
     one_device_shared_by_eight_threads,

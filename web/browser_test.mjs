@@ -138,6 +138,7 @@ if (c) {
   must(s.zero_length_outputs > 0, 'no zero-length output');
   must(s.most_outputs >= 10000, `a split into 10,000 outputs, not at most ${s.most_outputs}`);
   must(s.past_one_binding >= 1, 'no input past one storage binding');
+  must(s.past_one_binding_concats === s.past_one_binding, `inputs past one binding concatenated back: ${s.past_one_binding_concats} of ${s.past_one_binding}`);
   must(s.concats >= 200, `at least 200 splits concatenated back, not ${s.concats}`);
   const f = s.from_buffers;
   must(f.concats >= 100, `at least 100 splits concatenated back from buffers of their own, not ${f.concats}`);

@@ -6,7 +6,8 @@
 //! - [`builds`]: the shader's builds (one input buffer or several, one output buffer or
 //!   several, the trace), assembled from named pieces.
 //! - [`dispatches`]: the dispatches and their tables (pure); `blocks` numbers their entries
-//!   into workgroups and lanes per schedule; `joins` makes a concat's dispatch.
+//!   into workgroups and lanes per schedule; `joins` makes a concat's dispatch, `join_windows` its
+//!   dispatches past one binding.
 //! - [`pipeline`]: the pipeline, bind groups and dispatches.
 //! - [`tables`]: device copies of the tables, kept for the next split of the same shapes.
 //!
@@ -16,6 +17,7 @@ pub(crate) mod abi;
 mod blocks;
 pub(crate) mod builds;
 pub(crate) mod dispatches;
+mod join_windows;
 mod joins;
 mod modes;
 pub(crate) mod pipeline;
@@ -28,6 +30,7 @@ pub use dispatches::{
     fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
     SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
 };
+pub use join_windows::plan_joins;
 #[cfg(any(test, feature = "fuzzing"))]
 pub use joins::Band;
 pub use joins::{join_dispatch, join_parts, JoinPart};

@@ -22,7 +22,7 @@
 
 use crate::error::Result;
 use crate::gpu::cpu_texture::{texture_plan, TexturePlan};
-use crate::gpu::gather::{join_dispatch, join_parts, plan_dispatches, Dispatch, GatherTuning};
+use crate::gpu::gather::{join_parts, plan_dispatches, plan_joins, Dispatch, GatherTuning};
 use crate::gpu::placement::OutputLayout;
 use crate::plan::bytes::{ByteRows, RowKind};
 
@@ -251,7 +251,8 @@ pub fn buffer_copies(
 /// Chooses the route of a concat of `bytes` whose inputs `layout` places in one region (the
 /// split's outputs read the other way, `regions.input_offset` their region's offset): the
 /// split's copy route between the same bytes turned around where `caps` allows it and the
-/// split's rule picks it, else one join dispatch (none when every input is empty).
+/// split's rule picks it, else one join dispatch, several past one binding (none when every
+/// input is empty).
 pub fn choose_concat(
     bytes: &ByteRows,
     layout: &OutputLayout,
@@ -267,16 +268,13 @@ pub fn choose_concat(
         return Ok(route);
     }
     let parts = join_parts(bytes, layout);
-    if parts.is_empty() {
-        return Ok(Route::Gather(Vec::new()));
-    }
-    let src_bytes = parts
-        .iter()
-        .map(|p| p.src + bytes.size(&bytes.outputs[p.position]))
-        .max()
-        .unwrap_or(0);
-    let dispatch = join_dispatch(bytes, &parts, &[src_bytes], caps.gather, caps.window_limit)?;
-    Ok(Route::Gather(vec![dispatch]))
+    Ok(Route::Gather(plan_joins(
+        bytes,
+        &parts,
+        caps.gather,
+        caps.window_limit,
+        caps.offset_align,
+    )?))
 }
 
 /// The route of the split ([`choose`]) or the concat ([`choose_concat`]) of `bytes`, as

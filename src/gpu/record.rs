@@ -253,6 +253,8 @@ impl GpuSplitter {
             Direction::Split => self.output_bindings,
             Direction::Concat => self.input_bindings,
         };
+        // A batch's dispatch binds the whole tensor at once.
+        let whole_fits = binding_bytes(bytes.input_bytes()) <= window_limit(&self.limits);
         let mut gathered: Vec<Group<'_>> = Vec::new();
         for (buffer, members) in windows(direction, &bytes, &placed, groups) {
             // The window's parts on their own, numbered in `members` order, and their places.
@@ -271,7 +273,11 @@ impl GpuSplitter {
                 })
                 .await?;
             let small = layout.total_bytes <= multi_binding_group_limit(self.info.device_type);
-            if bindings > 1 && small && matches!(&route, Route::Gather(d) if d.len() == 1) {
+            if bindings > 1
+                && small
+                && whole_fits
+                && matches!(&route, Route::Gather(d) if d.len() == 1)
+            {
                 gathered.push(Group {
                     members,
                     layout,

@@ -30,6 +30,25 @@ pub fn gpu(choice: BackendChoice) -> &'static GpuSplitter {
     })
 }
 
+/// A splitter on a second device of `gpu`'s adapter, opened with the limits `limits` makes
+/// of the adapter's.
+pub fn with_limits(
+    gpu: &GpuSplitter,
+    limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits,
+) -> GpuSplitter {
+    let backends = wgpu::Backends::from(gpu.device().adapter_info().backend);
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    let instance = wgpu::Instance::new(desc);
+    let adapter = pollster::block_on(instance.request_adapter(&Default::default())).unwrap();
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        required_limits: limits(adapter.limits()),
+        ..Default::default()
+    }))
+    .unwrap();
+    GpuSplitter::new(device, queue).unwrap()
+}
+
 /// The adapter's name and backend, for messages.
 pub fn name(gpu: &GpuSplitter) -> String {
     let info = gpu.device().adapter_info();

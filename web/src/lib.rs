@@ -10,7 +10,9 @@ mod sweep;
 
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
-use wgpu_split::{ops, reference, wgpu, GpuSplitter, HostTensor, SplitPlan};
+use wgpu_split::{
+    ops, reference, wgpu, GpuSplitter, HostTensor, RouteChoice, SplitOptions, SplitPlan,
+};
 
 /// The largest storage binding of the page's device: WebGPU's default, which the page asks
 /// for (see [`open`]), so that the sweep's largest input takes more than one binding.
@@ -60,8 +62,8 @@ fn adapter_json(gpu: &GpuSplitter) -> Value {
 
 /// What [`split_and_compare`] found: per output its shape, bytes and equality with the CPU
 /// reference; and whether the concat of the GPU's outputs, on the GPU, gave the input back
-/// (`None` where no concat was run: a split with no outputs, or an input past one binding,
-/// which the library's concat does not take yet).
+/// (`None` where no concat was run: a split with no outputs). An input past one binding is
+/// concatenated back through the gather, in windows.
 pub(crate) struct Compared {
     pub outputs: Vec<(Vec<usize>, usize, bool)>,
     pub round_trip: Option<bool>,
@@ -101,13 +103,20 @@ async fn split_and_compare(
             (g.shape().to_vec(), g.bytes().len(), same)
         })
         .collect();
-    let round_trip = if got.is_empty() || input.bytes().len() as u64 > BINDING_LIMIT {
+    let round_trip = if got.is_empty() {
         None
     } else {
-        let joined = gpu
-            .run_concat_async(plan, &got)
-            .await
-            .map_err(|e| format!("the concat back: {e}"))?;
+        // Past one binding, through the gather's windows rather than copies.
+        let joined = if input.bytes().len() as u64 > BINDING_LIMIT {
+            let gather = gpu.clone().with_options(SplitOptions {
+                route: RouteChoice::Gather,
+                ..Default::default()
+            });
+            gather.run_concat_async(plan, &got).await
+        } else {
+            gpu.run_concat_async(plan, &got).await
+        }
+        .map_err(|e| format!("the concat back: {e}"))?;
         Some(joined.shape() == input.shape() && joined.bytes() == input.bytes())
     };
     let from_buffers =

@@ -147,6 +147,8 @@ struct Tally {
     zero_length_outputs: usize,
     most_outputs: usize,
     past_one_binding: usize,
+    /// Of those, the ones concatenated back (through the gather, in windows).
+    past_one_binding_concats: usize,
     /// Splits whose outputs were concatenated back on the GPU and compared with the input.
     concats: usize,
     /// Of those, the ones also concatenated from one buffer per output, and the buffers and
@@ -187,6 +189,9 @@ impl Tally {
                     ));
                 }
                 self.concats += usize::from(round_trip.is_some());
+                if input.bytes().len() as u64 > BINDING_LIMIT {
+                    self.past_one_binding_concats += usize::from(round_trip == Some(true));
+                }
                 if round_trip == Some(false) {
                     self.failures.push(format!(
                         "{described}: the concat of the outputs differs from the input"
@@ -293,6 +298,7 @@ pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Value {
         "zero_length_outputs": tally.zero_length_outputs,
         "most_outputs": tally.most_outputs,
         "past_one_binding": tally.past_one_binding,
+        "past_one_binding_concats": tally.past_one_binding_concats,
         "concats": tally.concats,
         "from_buffers": {
             "concats": tally.from_buffers,

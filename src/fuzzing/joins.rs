@@ -1,0 +1,236 @@
+//! A concat's join dispatches: what each numbers and keeps ([`check_join`]), and what they
+//! write, byte by byte, past one binding ([`check_join_windows`]).
+
+use super::input::PlannerInput;
+use crate::gpu::gather::dispatches::GatherTuning;
+use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
+use crate::gpu::placement::OutputLayout;
+use crate::plan::bytes::ByteRows;
+
+/// A concat's dispatch of all its parts, and of some of them (one buffer's inputs among
+/// several: every other part, the first, the last), numbers every unit holding their bytes
+/// exactly once; its segments lie inside their rows and their source window; and each block
+/// keeps the segments of every column it writes.
+pub(super) fn check_join(
+    input: &PlannerInput,
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    tuning: GatherTuning,
+) {
+    let all = join_parts(bytes, layout);
+    let subsets: [&dyn Fn(usize) -> bool; 4] = [&|_| true, &|i| i % 2 == 1, &|i| i == 0, &|i| {
+        i + 1 == all.len()
+    }];
+    for keep in subsets {
+        let parts: Vec<JoinPart> = (0..all.len())
+            .filter(|&i| keep(i))
+            .map(|i| all[i])
+            .collect();
+        let Ok(d) = join_dispatch(bytes, &parts, &[layout.total_bytes], tuning, 1 << 31) else {
+            return;
+        };
+        check_join_dispatch(input, bytes, &parts, &d);
+    }
+}
+
+/// [`check_join`] of one dispatch of `parts`; the checks walk every unit, so outputs up to
+/// 16 MiB.
+fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart], d: &Dispatch) {
+    if bytes.input_bytes() > 1 << 24 {
+        return;
+    }
+    let h = d.entries[0];
+    let segments = &d.entries[1..h.first_byte as usize];
+    let records = &d.entries[h.first_byte as usize..];
+    let p = d.params;
+    assert_eq!(segments.len(), parts.len(), "{input:?}");
+    assert_eq!(records.len(), p.num_blocks as usize, "{input:?}");
+    if segments.is_empty() {
+        return;
+    }
+    let numbered = h.block_start as u64;
+    let block_units = p.steps_per_lane as u64 * 256;
+    assert!(p.num_blocks as u64 * block_units >= numbered, "{input:?}");
+    // The output unit of each numbered unit: every one from the first, or a band's.
+    let band = (h.src_stride > 0).then_some(Band {
+        first: h.src_offset as u64,
+        width: h.mode as u64,
+        units_per_row: h.src_stride as u64,
+    });
+    let unit = |v: u64| match band {
+        None => Some(h.dst_unit as u64 + v),
+        Some(b) => b.unit(bytes.stride, v),
+    };
+    // Each output unit numbered at most once; `below[u]` counts those numbered before `u`.
+    let mut seen = vec![false; bytes.input_bytes().div_ceil(16) as usize];
+    for u in (0..numbered).filter_map(unit) {
+        let slot = seen.get_mut(u as usize);
+        assert!(
+            slot.as_ref().is_some_and(|s| !**s),
+            "{input:?}: unit {u} twice or past the end"
+        );
+        if let Some(s) = slot {
+            *s = true;
+        }
+    }
+    let below: Vec<u64> = std::iter::once(0)
+        .chain(seen.iter().scan(0u64, |n, &s| {
+            *n += u64::from(s);
+            Some(*n)
+        }))
+        .collect();
+    let mut column = 0u64;
+    for (e, part) in segments.iter().zip(parts) {
+        assert!(e.first_byte as u64 >= column, "{input:?}");
+        column = e.first_byte as u64 + e.row_bytes as u64;
+        assert!(column <= bytes.stride, "{input:?}");
+        let end = part.src + bytes.rows * e.row_bytes as u64;
+        assert!(end <= d.src_size, "{input:?}");
+        for row in 0..bytes.rows {
+            let at = row * bytes.stride + e.first_byte as u64;
+            let (first, last) = (at / 16, (at + e.row_bytes as u64 - 1) / 16);
+            let numbered = below[last as usize + 1] - below[first as usize];
+            assert_eq!(
+                numbered,
+                last - first + 1,
+                "{input:?}: row {row} not all numbered"
+            );
+        }
+    }
+    // Each block keeps the segments of every column it writes: each byte's column lies in a
+    // kept segment, in the gap after the last kept one (which the next segment, if any,
+    // starts after), or before segment 1 where that is kept first.
+    for (block, r) in records.iter().enumerate() {
+        let (first, count) = (r.block_start as usize, r.dst_unit as usize);
+        if count == 0 {
+            continue;
+        }
+        let kept = &segments[first - 1..first - 1 + count];
+        let next = segments.get(first - 1 + count).map(|e| e.first_byte as u64);
+        let from = block as u64 * block_units;
+        let to = ((block as u64 + 1) * block_units).min(numbered);
+        for u in (from..to).filter_map(unit) {
+            // The unit's first and last byte, and the row's ends where it crosses one: the
+            // rules hold for every column between.
+            let last = (u * 16 + 16).min(bytes.input_bytes()) - 1;
+            let mut ends = vec![u * 16, last];
+            if (u * 16) / bytes.stride != last / bytes.stride {
+                let row_end = last / bytes.stride * bytes.stride;
+                ends.extend([row_end - 1, row_end]);
+            }
+            for b in ends {
+                let c = b % bytes.stride;
+                let before_first = c < kept[0].first_byte as u64;
+                assert!(
+                    !before_first || first == 1,
+                    "{input:?} block {block} byte {b}"
+                );
+                if !before_first {
+                    assert!(
+                        next.is_none_or(|n| c < n),
+                        "{input:?} block {block} byte {b}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The concat of the parts `layout` packs in one region, planned ([`plan_joins`]) for windows
+/// of `limit` bytes at `align`: every dispatch's windows lie at the alignment, within the limit
+/// and inside the region and the output, and, running each dispatch's numbered units byte by
+/// byte as the shader does, every output byte of a part is written once, from its source byte,
+/// and no other byte at all. Outputs up to 1 MiB.
+pub(super) fn check_join_windows(
+    input: &PlannerInput,
+    bytes: &ByteRows,
+    layout: &OutputLayout,
+    tuning: GatherTuning,
+    limit: u64,
+    align: u64,
+) {
+    let output = bytes.input_bytes();
+    if output > 1 << 20 {
+        return;
+    }
+    let parts = join_parts(bytes, layout);
+    let Ok(dispatches) = plan_joins(bytes, &parts, tuning, limit, align) else {
+        return;
+    };
+    // The source byte each output byte was written from.
+    let mut written = vec![u64::MAX; output as usize];
+    for d in &dispatches {
+        run_join(input, d, limit, align, &mut written);
+        assert!(
+            d.src_offset + d.src_size <= layout.total_bytes.next_multiple_of(4),
+            "{input:?}"
+        );
+        assert!(
+            d.dst_offset + d.dst_size <= output.next_multiple_of(4),
+            "{input:?}"
+        );
+    }
+    let mut expected = vec![u64::MAX; output as usize];
+    for o in &bytes.outputs {
+        let src = layout.ranges[o.output].offset;
+        for row in 0..bytes.rows {
+            for x in 0..o.row_bytes {
+                expected[(row * bytes.stride + o.offset + x) as usize] =
+                    src + row * o.row_bytes + x;
+            }
+        }
+    }
+    if let Some(b) = (0..written.len()).find(|&b| written[b] != expected[b]) {
+        panic!(
+            "{input:?}: output byte {b} from source byte {} (expected {}) in windows of {limit}",
+            written[b] as i64, expected[b] as i64
+        );
+    }
+}
+
+/// Runs join dispatch `d` byte by byte into `written` (output byte -> source byte, both in
+/// the whole regions), checking its windows.
+fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written: &mut [u64]) {
+    assert!(
+        d.src_size <= limit && d.dst_size <= limit,
+        "{input:?}: {d:?}"
+    );
+    assert_eq!(d.src_offset % align, 0, "{input:?}");
+    assert_eq!(d.dst_offset % align, 0, "{input:?}");
+    let h = d.entries[0];
+    let segments = &d.entries[1..h.first_byte as usize];
+    let stride = h.row_bytes as u64;
+    let band = (h.src_stride > 0).then_some(Band {
+        first: h.src_offset as u64,
+        width: h.mode as u64,
+        units_per_row: h.src_stride as u64,
+    });
+    for v in 0..h.block_start as u64 {
+        let unit = match band {
+            None => Some(h.dst_unit as u64 + v),
+            Some(b) => b.unit(stride, v),
+        };
+        let Some(u) = unit else { continue };
+        for b in u * 16..(u * 16 + 16).min(h.out_bytes as u64) {
+            let (row, c) = (b / stride, b % stride);
+            let k = segments.partition_point(|e| e.first_byte as u64 <= c);
+            let Some(e) = k.checked_sub(1).map(|k| segments[k]) else {
+                continue;
+            };
+            let col = c - e.first_byte as u64;
+            if col >= e.row_bytes as u64 {
+                continue;
+            }
+            let s = e.src_offset as u64 + row * e.row_bytes as u64 + col;
+            assert!(s < d.src_size && b < d.dst_size, "{input:?}: {d:?}");
+            let slot = &mut written[(d.dst_offset + b) as usize];
+            assert_eq!(
+                *slot,
+                u64::MAX,
+                "{input:?}: output byte {} twice",
+                d.dst_offset + b
+            );
+            *slot = d.src_offset + s;
+        }
+    }
+}

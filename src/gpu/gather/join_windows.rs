@@ -1,0 +1,307 @@
+//! A concat read from one source region, in one join dispatch or, past one binding, in
+//! windows: the mirror of the split's parts ([`super::dispatches::plan_dispatches`]). Pure
+//! arithmetic, tested without a device.
+//!
+//! Where the output and the source each fit one binding, one [`join_dispatch`] writes every
+//! part. Otherwise the output is cut into runs of whole rows, each starting at the storage
+//! offset alignment (so a run's row `r` is the output's row `r0 + r`, and its columns are
+//! the output's); within a run, the parts are taken in column order and grouped while their
+//! source bytes for those rows fit one window, one dispatch per group, which numbers only the
+//! band of columns its parts cover ([`super::joins::Band`]). Where even one aligned run of
+//! rows is larger than a binding, each part's row is cut into pieces, each a dispatch of one
+//! row of its own whose output window starts at the alignment below the piece.
+//!
+//! Dispatches of one concat write different bytes of the output; those that share a unit
+//! store only their own bytes of it, and run one after another.
+
+use super::abi::{binding_bytes, UNIT_BYTES};
+use super::dispatches::{Dispatch, MAX_DISPATCHES};
+use super::joins::{join_dispatch, JoinPart};
+use super::GatherTuning;
+use crate::error::{Result, SplitError};
+use crate::plan::bytes::{ByteRows, OutputRows};
+
+/// The dispatches that write `parts` (in column order, all read through binding 0, their
+/// `src` offsets in one source region) into the output of `bytes`: one where the output and
+/// the source fit one window of `window_limit` bytes, else windows of both that start at
+/// multiples of `offset_align` (see the module's comment). None where `parts` is empty.
+/// Errors where more than [`MAX_DISPATCHES`] would be needed.
+pub fn plan_joins(
+    bytes: &ByteRows,
+    parts: &[JoinPart],
+    tuning: GatherTuning,
+    window_limit: u64,
+    offset_align: u64,
+) -> Result<Vec<Dispatch>> {
+    let Some(src_bytes) = parts.iter().map(|p| source(bytes, p, bytes.rows)).max() else {
+        return Ok(Vec::new());
+    };
+    let output = bytes.input_bytes();
+    if binding_bytes(output) <= window_limit && binding_bytes(src_bytes) <= window_limit {
+        let one = join_dispatch(bytes, parts, &[src_bytes], tuning, window_limit)?;
+        return Ok(vec![one]);
+    }
+    let align = offset_align.max(UNIT_BYTES);
+    // Room for a window's start aligned down and its end rounded up.
+    let usable = window_limit.saturating_sub(2 * align);
+    // Runs start at rows whose first byte lies at the alignment.
+    let step = align / gcd(bytes.stride, align);
+    let rows_per_run = usable / bytes.stride / step * step;
+    let mut out = Windowed {
+        dispatches: Vec::new(),
+        tuning,
+        window_limit,
+        align,
+    };
+    if rows_per_run > 0 {
+        let full = ByteRows {
+            rows: rows_per_run.min(bytes.rows),
+            ..bytes.clone()
+        };
+        for r0 in (0..bytes.rows).step_by(rows_per_run as usize) {
+            let rows = rows_per_run.min(bytes.rows - r0);
+            let last;
+            let run = if rows == full.rows {
+                &full
+            } else {
+                last = ByteRows {
+                    rows,
+                    ..bytes.clone()
+                };
+                &last
+            };
+            out.rows(run, parts, r0, usable)?;
+        }
+    } else {
+        out.pieces(bytes, parts, usable)?;
+    }
+    Ok(out.dispatches)
+}
+
+/// The end of part `p`'s first `rows` rows in the source region.
+fn source(bytes: &ByteRows, p: &JoinPart, rows: u64) -> u64 {
+    p.src + rows * bytes.outputs[p.position].row_bytes
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The dispatches of a concat past one binding, as they are planned.
+struct Windowed {
+    dispatches: Vec<Dispatch>,
+    tuning: GatherTuning,
+    window_limit: u64,
+    align: u64,
+}
+
+impl Windowed {
+    /// The dispatches of the run of rows `r0 .. r0 + run.rows` (`run` is the concat's byte
+    /// rows with that many rows): the parts grouped in column order while their source bytes
+    /// stay within `usable` bytes of the window's aligned start.
+    fn rows(&mut self, run: &ByteRows, parts: &[JoinPart], r0: u64, usable: u64) -> Result<()> {
+        let row_bytes = |p: &JoinPart| run.outputs[p.position].row_bytes;
+        let mut i = 0;
+        while i < parts.len() {
+            let start = |p: &JoinPart| p.src + r0 * row_bytes(p);
+            let end = |p: &JoinPart| start(p) + run.rows * row_bytes(p);
+            let (mut lo, mut hi) = (start(&parts[i]), end(&parts[i]));
+            let mut j = i + 1;
+            while let Some(p) = parts.get(j) {
+                let (a, b) = (lo.min(start(p)), hi.max(end(p)));
+                if b - a / self.align * self.align > usable {
+                    break;
+                }
+                (lo, hi) = (a, b);
+                j += 1;
+            }
+            let window = lo / self.align * self.align;
+            let group: Vec<JoinPart> = parts[i..j]
+                .iter()
+                .map(|p| JoinPart {
+                    src: start(p) - window,
+                    ..*p
+                })
+                .collect();
+            self.push(run, &group, window, hi - window, r0 * run.stride)?;
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// One dispatch per piece of at most `usable` bytes of each part's row, row by row.
+    fn pieces(&mut self, bytes: &ByteRows, parts: &[JoinPart], usable: u64) -> Result<()> {
+        let per_row: u64 = parts
+            .iter()
+            .map(|p| bytes.outputs[p.position].row_bytes.div_ceil(usable.max(1)))
+            .sum();
+        let count = per_row.saturating_mul(bytes.rows);
+        if usable == 0 || count > MAX_DISPATCHES {
+            return Err(SplitError::TooLarge(format!(
+                "a concat of rows of {} bytes would need {count} dispatches of at most {} bytes \
+                 (the device's max_storage_buffer_binding_size); the limit is {MAX_DISPATCHES}",
+                bytes.stride, self.window_limit
+            )));
+        }
+        for row in 0..bytes.rows {
+            for p in parts {
+                let o = &bytes.outputs[p.position];
+                let mut q = 0;
+                while q < o.row_bytes {
+                    let len = usable.min(o.row_bytes - q);
+                    let at = row * bytes.stride + o.offset + q;
+                    let dst = at / self.align * self.align;
+                    let src = p.src + row * o.row_bytes + q;
+                    let window = src / self.align * self.align;
+                    // The piece as a row of its own, from the output window's start.
+                    let piece = ByteRows {
+                        rows: 1,
+                        stride: at - dst + len,
+                        outputs: vec![OutputRows {
+                            output: o.output,
+                            offset: at - dst,
+                            row_bytes: len,
+                        }],
+                        kind: bytes.kind,
+                    };
+                    let part = JoinPart {
+                        position: 0,
+                        binding: p.binding,
+                        src: src - window,
+                    };
+                    self.push(&piece, &[part], window, src + len - window, dst)?;
+                    q += len;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The join dispatch of `parts` into `bytes`' output, its source window `src_size` bytes
+    /// from `src_offset` of the region and its output window from `dst_offset`.
+    fn push(
+        &mut self,
+        bytes: &ByteRows,
+        parts: &[JoinPart],
+        src_offset: u64,
+        src_size: u64,
+        dst_offset: u64,
+    ) -> Result<()> {
+        if self.dispatches.len() as u64 == MAX_DISPATCHES {
+            return Err(SplitError::TooLarge(format!(
+                "this concat would need more than {MAX_DISPATCHES} dispatches of at most {} \
+                 bytes (the device's max_storage_buffer_binding_size)",
+                self.window_limit
+            )));
+        }
+        let mut d = join_dispatch(bytes, parts, &[src_size], self.tuning, self.window_limit)?;
+        d.src_offset = src_offset;
+        d.dst_offset = dst_offset;
+        self.dispatches.push(d);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::gather::blocks::SPREAD_TWO_WORKGROUPS;
+    use crate::gpu::gather::joins::join_parts;
+    use crate::gpu::placement::OutputLayout;
+    use crate::plan::SplitPlan;
+    use crate::{ops, DType, GatherMode, IntTensor};
+
+    fn tuning(mode: GatherMode) -> GatherTuning {
+        GatherTuning {
+            mode,
+            max_steps_per_lane: 4,
+            spread_lanes: SPREAD_TWO_WORKGROUPS,
+        }
+    }
+
+    /// The concat of `plan`'s outputs of `dtype`, packed in one region, in windows of `limit`.
+    fn joins(plan: &SplitPlan, dtype: DType, limit: u64) -> Result<(ByteRows, Vec<Dispatch>)> {
+        let bytes = ByteRows::new(plan, dtype.size())?;
+        let layout = OutputLayout::packed(plan, dtype)?;
+        let parts = join_parts(&bytes, &layout);
+        let d = plan_joins(&bytes, &parts, tuning(GatherMode::Gpu), limit, 256)?;
+        Ok((bytes, d))
+    }
+
+    fn concat(shape: &[usize], axis: i64, lengths: Vec<i64>) -> SplitPlan {
+        ops::variadic_split(shape, &IntTensor::scalar(axis), &IntTensor::vector(lengths)).unwrap()
+    }
+
+    #[test]
+    fn one_dispatch_where_the_output_and_the_source_fit() {
+        let plan = concat(&[64, 300], 1, vec![100, 200]);
+        let (_, d) = joins(&plan, DType::F32, 1 << 27).unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].src_offset, d[0].dst_offset), (0, 0));
+    }
+
+    #[test]
+    fn past_one_binding_runs_of_aligned_rows_group_the_parts_that_fit() {
+        // Rows of 1,200 bytes start at the alignment every 256 / gcd(1200, 256) = 16 rows.
+        // Windows of 64 KiB leave 65,024 usable bytes: runs of 48 rows, then 16; each run's
+        // two parts (400 and 800 bytes per row, packed one after the other) fit one source
+        // window together. Windows of 32 KiB: runs of 16 rows, whose parts' sources lie too
+        // far apart for one window.
+        let plan = concat(&[64, 300], 1, vec![100, 200]);
+        for (limit, runs, groups) in [(1u64 << 16, vec![48, 16], 1), (1 << 15, vec![16; 4], 2)] {
+            let (bytes, d) = joins(&plan, DType::F32, limit).unwrap();
+            assert_eq!(d.len(), runs.len() * groups, "{limit}");
+            let mut r0 = 0;
+            for (run, rows) in d.chunks(groups).zip(runs) {
+                for (g, x) in run.iter().enumerate() {
+                    assert!(x.src_size <= limit && x.dst_size <= limit, "{x:?}");
+                    assert_eq!(x.src_offset % 256, 0);
+                    assert_eq!(x.dst_offset, r0 * bytes.stride);
+                    assert_eq!(x.dst_size, rows * bytes.stride);
+                    // The segments of the group, in their columns.
+                    let h = x.entries[0];
+                    let columns: Vec<u32> = x.entries[1..h.first_byte as usize]
+                        .iter()
+                        .map(|e| e.first_byte)
+                        .collect();
+                    let expected = if groups == 1 {
+                        vec![0, 400]
+                    } else {
+                        vec![[0, 400][g]]
+                    };
+                    assert_eq!(columns, expected, "{limit} {x:?}");
+                }
+                r0 += rows;
+            }
+        }
+    }
+
+    #[test]
+    fn rows_longer_than_a_window_are_cut_into_pieces() {
+        // Rows of 3 x 1,000 u8 bytes at odd offsets, windows of 1 KiB: 512 usable bytes, so
+        // each part's row takes two pieces; 2 rows x 3 parts x 2.
+        let plan = concat(&[2, 3000], 1, vec![1000, 1000, 1000]);
+        let (_, d) = joins(&plan, DType::U8, 1 << 10).unwrap();
+        assert_eq!(d.len(), 12);
+        for x in &d {
+            assert!(x.src_size <= 1 << 10 && x.dst_size <= 1 << 10, "{x:?}");
+            assert_eq!((x.src_offset % 256, x.dst_offset % 256), (0, 0));
+        }
+        // The second row's second part's first piece: output byte 4,000, 160 bytes past 3,840.
+        assert_eq!(d[8].dst_offset, 3840);
+        assert_eq!(d[8].entries[1].first_byte, 160);
+    }
+
+    #[test]
+    fn too_many_windows_are_refused() {
+        let plan = concat(&[1 << 17, 3000], 1, vec![1000, 2000]);
+        assert!(matches!(
+            joins(&plan, DType::U8, 1 << 10),
+            Err(SplitError::TooLarge(_))
+        ));
+    }
+}
