@@ -193,34 +193,39 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
         let c = b - row * h.row_bytes;
         join_segment(h, c, k, seg);
         let e = *seg;
+        let seg_end = e.first_byte + e.row_bytes;
         var count = 0u;
-        if (*k > 0u && c < e.first_byte + e.row_bytes) {
-            count = min(end - u, min(e.first_byte + e.row_bytes - c, h.end_byte - b) / 16u);
+        if (*k > 0u && c < seg_end) {
+            count = min(end - u, min(seg_end - c, h.end_byte - b) / 16u);
         }
-        if (count == 0u) {
+        if (count > 0u) {
+            let s = row * e.row_bytes + e.src_offset + (c - e.first_byte);
+            let a = s / 16u;
+            let sh = s % 16u;
+            if (sh == 0u) {
+                for (var i = 0u; i < count; i++) {
+                    store_unit(u + i, load_vec4_in(e.binding, a + i));
+                }
+            } else {
+                var lo = load_vec4_in(e.binding, a);
+                let last = count - 1u;
+                for (var i = 0u; i < last; i++) {
+                    let hi = load_vec4_in(e.binding, a + i + 1u);
+                    store_unit(u + i, funnel(lo, hi, sh));
+                    lo = hi;
+                }
+                // The run's last unit: its second vec4 alone may reach past the input's end.
+                store_unit(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh));
+            }
+            u += count;
+        }
+        // The unit after the run where it crosses the segment's end (or none began here: a
+        // gap, or a unit past the output's end), in the same turn of the loop, so that the
+        // lanes of a SIMD group assemble theirs together rather than one turn apart.
+        if (u < end && (count == 0u || c + count * 16u < seg_end)) {
             join_unit(h, u, k, seg);
             u += 1u;
-            continue;
         }
-        let s = row * e.row_bytes + e.src_offset + (c - e.first_byte);
-        let a = s / 16u;
-        let sh = s % 16u;
-        if (sh == 0u) {
-            for (var i = 0u; i < count; i++) {
-                store_unit(u + i, load_vec4_in(e.binding, a + i));
-            }
-        } else {
-            var lo = load_vec4_in(e.binding, a);
-            let last = count - 1u;
-            for (var i = 0u; i < last; i++) {
-                let hi = load_vec4_in(e.binding, a + i + 1u);
-                store_unit(u + i, funnel(lo, hi, sh));
-                lo = hi;
-            }
-            // The run's last unit: its second vec4 alone may reach past the input's end.
-            store_unit(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh));
-        }
-        u += count;
     }
 }
 
