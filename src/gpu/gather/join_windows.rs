@@ -104,11 +104,12 @@ impl Windowed {
     /// rows with that many rows): the parts grouped in column order while their source bytes
     /// stay within `usable` bytes of the window's aligned start.
     fn rows(&mut self, run: &ByteRows, parts: &[JoinPart], r0: u64, usable: u64) -> Result<()> {
+        // Where part `p`'s rows of the run start and end in the source region.
         let row_bytes = |p: &JoinPart| run.outputs[p.position].row_bytes;
+        let start = |p: &JoinPart| p.src + r0 * row_bytes(p);
+        let end = |p: &JoinPart| start(p) + run.rows * row_bytes(p);
         let mut i = 0;
         while i < parts.len() {
-            let start = |p: &JoinPart| p.src + r0 * row_bytes(p);
-            let end = |p: &JoinPart| start(p) + run.rows * row_bytes(p);
             let (mut lo, mut hi) = (start(&parts[i]), end(&parts[i]));
             let mut j = i + 1;
             while let Some(p) = parts.get(j) {
