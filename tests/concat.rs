@@ -1,7 +1,7 @@
 //! Concat on each adapter, byte for byte against the CPU reference: the split of every
 //! operator undone (`concat(split(x)) == x`) for every dtype, 1 to 100,000 inputs in one
-//! region (one dispatch), every route, outputs past one binding, and misuse refused. Inputs in buffers of their own:
-//! `concat_buffers.rs`.
+//! region (one dispatch), every route, outputs past one binding, and misuse refused. Inputs
+//! in buffers of their own: `concat_buffers.rs`.
 
 #[macro_use]
 mod common;

@@ -5,6 +5,7 @@
 //! fit. Both return their results as JSON for the page (and the browser test) to read.
 
 mod regions;
+mod signal;
 mod suite_timing;
 mod sweep;
 

@@ -3,7 +3,7 @@
 //! The browser drives the GPU: each figure is the median of three submissions of `repeats`
 //! commands, from submit to the queue's report that the work is done.
 
-use crate::regions::Signal;
+use crate::signal::Signal;
 use serde_json::{json, Value};
 use wgpu_split::bench::{gbps, median, standard_suite};
 use wgpu_split::trace::copy_kernel_pipeline;

@@ -44,6 +44,13 @@ pub fn plan_joins(
     let align = offset_align.max(UNIT_BYTES);
     // Room for a window's start aligned down and its end rounded up.
     let usable = window_limit.saturating_sub(2 * align);
+    if usable == 0 {
+        return Err(SplitError::TooLarge(format!(
+            "a concat past one binding needs windows of more than twice the storage offset \
+             alignment ({align} bytes); the device's max_storage_buffer_binding_size is \
+             {window_limit} bytes"
+        )));
+    }
     // Runs start at rows whose first byte lies at the alignment.
     let step = align / gcd(bytes.stride, align);
     let rows_per_run = usable / bytes.stride / step * step;
@@ -138,10 +145,10 @@ impl Windowed {
     fn pieces(&mut self, bytes: &ByteRows, parts: &[JoinPart], usable: u64) -> Result<()> {
         let per_row: u64 = parts
             .iter()
-            .map(|p| bytes.outputs[p.position].row_bytes.div_ceil(usable.max(1)))
+            .map(|p| bytes.outputs[p.position].row_bytes.div_ceil(usable))
             .sum();
         let count = per_row.saturating_mul(bytes.rows);
-        if usable == 0 || count > MAX_DISPATCHES {
+        if count > MAX_DISPATCHES {
             return Err(SplitError::TooLarge(format!(
                 "a concat of rows of {} bytes would need {count} dispatches of at most {} bytes \
                  (the device's max_storage_buffer_binding_size); the limit is {MAX_DISPATCHES}",
@@ -298,11 +305,13 @@ mod tests {
     }
 
     #[test]
-    fn too_many_windows_are_refused() {
+    fn too_many_windows_or_no_room_for_one_are_refused() {
         let plan = concat(&[1 << 17, 3000], 1, vec![1000, 2000]);
-        assert!(matches!(
-            joins(&plan, DType::U8, 1 << 10),
-            Err(SplitError::TooLarge(_))
-        ));
+        let e = joins(&plan, DType::U8, 1 << 10).unwrap_err();
+        assert!(e.to_string().contains("786432 dispatches"), "{e}");
+        // Bindings of 512 bytes leave nothing past the alignment at both ends.
+        let plan = concat(&[2, 3000], 1, vec![1000, 2000]);
+        let e = joins(&plan, DType::U8, 512).unwrap_err();
+        assert!(e.to_string().contains("is 512 bytes"), "{e}");
     }
 }
