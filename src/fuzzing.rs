@@ -175,13 +175,19 @@ pub fn check_planner(input: &PlannerInput) {
     }
     // The concat of the same plan: its inputs packed at 16 bytes in one region.
     let packed = OutputLayout::packed(&plan, dtype);
-    for (mode, steps) in [
-        (GatherMode::Cpu, 2048),
-        (GatherMode::Gpu, 4),
-        (GatherMode::Gpu, 1),
+    for (mode, steps, threads) in [
+        (GatherMode::Cpu, 2048, 8),
+        (GatherMode::Cpu, 2048, 1),
+        (GatherMode::Cpu, 16, 3),
+        (GatherMode::Gpu, 4, 8),
+        (GatherMode::Gpu, 1, 8),
     ] {
         if let Ok(packed) = &packed {
-            joins::check_join(input, &bytes, packed, tuning(mode, steps, 96));
+            let tuning = GatherTuning {
+                cpu_threads: threads,
+                ..tuning(mode, steps, 96)
+            };
+            joins::check_join(input, &bytes, packed, tuning);
         }
     }
     // And past one binding: windows of aligned rows, or pieces of rows.
@@ -259,5 +265,6 @@ fn tuning(mode: GatherMode, max_steps_per_lane: u64, spread_lanes: u64) -> Gathe
         mode,
         max_steps_per_lane,
         spread_lanes,
+        cpu_threads: 8,
     }
 }

@@ -31,6 +31,7 @@ pub(crate) fn gather_defaults(
     device_type: wgpu::DeviceType,
     backend: wgpu::Backend,
 ) -> GatherTuning {
+    let cpu_threads = cpu_adapter_threads();
     match (device_type, backend) {
         (wgpu::DeviceType::Cpu, backend) => GatherTuning {
             mode: GatherMode::Cpu,
@@ -39,13 +40,30 @@ pub(crate) fn gather_defaults(
                 wgpu::Backend::Gl => SPREAD_ONE_WORKGROUP,
                 _ => SPREAD_TWO_WORKGROUPS,
             },
+            cpu_threads,
         },
         _ => GatherTuning {
             mode: GatherMode::Gpu,
             max_steps_per_lane: 4,
             spread_lanes: SPREAD_TWO_WORKGROUPS,
+            cpu_threads,
         },
     }
+}
+
+/// The threads a CPU adapter runs workgroups on, as lavapipe and llvmpipe count them: their
+/// `LP_NUM_THREADS` where set (0 runs workgroups on the submitting thread: one), else one
+/// per hardware thread of the host; 8 where the host does not say (WebAssembly), at most 64.
+fn cpu_adapter_threads() -> u64 {
+    let set = std::env::var("LP_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let host = || {
+        std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as u64)
+    };
+    set.or_else(host).unwrap_or(8).clamp(1, 64)
 }
 
 /// The largest buffer's worth of parts that [`Outputs::Regions`](crate::Outputs) and

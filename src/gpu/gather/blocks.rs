@@ -19,6 +19,9 @@ pub struct GatherTuning {
     /// [`Schedule::Runs`]: lanes a small split is spread over before lanes take longer runs
     /// (larger splits reach `max_steps_per_lane` and spread over many workgroups anyway).
     pub spread_lanes: u64,
+    /// Threads a CPU adapter runs workgroups on: a concat in [`GatherMode::Cpu`] takes one
+    /// workgroup per thread, each lane a run of units.
+    pub cpu_threads: u64,
 }
 
 /// [`GatherTuning::spread_lanes`] on lavapipe: one full workgroup and a second half full.
@@ -290,6 +293,7 @@ mod tests {
             mode: GatherMode::Cpu,
             max_steps_per_lane: max_units,
             spread_lanes: spread,
+            cpu_threads: 2,
         };
         plan_dispatches(&bytes, &layout, tuning, 1 << 27, 16).unwrap()[0].params
     }

@@ -296,6 +296,7 @@ pub(super) mod tests {
             mode,
             max_steps_per_lane: units,
             spread_lanes: SPREAD_TWO_WORKGROUPS,
+            cpu_threads: 2,
         };
         let layout = OutputLayout::new(plan, dtype, align)?;
         let bytes = ByteRows::new(plan, dtype.size())?;

@@ -228,6 +228,7 @@ mod tests {
             mode,
             max_steps_per_lane: 4,
             spread_lanes: SPREAD_TWO_WORKGROUPS,
+            cpu_threads: 2,
         }
     }
 
@@ -242,6 +243,33 @@ mod tests {
 
     fn concat(shape: &[usize], axis: i64, lengths: Vec<i64>) -> SplitPlan {
         ops::variadic_split(shape, &IntTensor::scalar(axis), &IntTensor::vector(lengths)).unwrap()
+    }
+
+    #[test]
+    fn a_cpu_adapter_takes_a_workgroup_per_thread() {
+        // C2f: 4 x f32 [1, 64, 80, 80] on axis 1, 409,600 units of output in one dispatch:
+        // (workgroups, units per lane).
+        let plan = ops::concat(&[[1, 64, 80, 80]; 4], 1).unwrap();
+        let bytes = ByteRows::new(&plan, 4).unwrap();
+        let parts = join_parts(&bytes, &OutputLayout::packed(&plan, DType::F32).unwrap());
+        let blocks = |cpu_threads, max_steps_per_lane| {
+            let tuning = GatherTuning {
+                max_steps_per_lane,
+                cpu_threads,
+                ..tuning(GatherMode::Cpu)
+            };
+            let d = plan_joins(&bytes, &parts, tuning, 1 << 27, 256).unwrap();
+            assert_eq!(d.len(), 1);
+            (d[0].params.num_blocks, d[0].params.steps_per_lane)
+        };
+        assert_eq!(blocks(2, 2048), (2, 800));
+        assert_eq!(blocks(16, 2048), (16, 100));
+        assert_eq!(blocks(200, 2048), (100, 16), "runs of at least 16 units");
+        assert_eq!(
+            blocks(1, 256),
+            (7, 256),
+            "runs of at most max_steps_per_lane"
+        );
     }
 
     #[test]

@@ -34,10 +34,6 @@ use crate::gpu::placement::OutputLayout;
 use crate::plan::bytes::ByteRows;
 use bytemuck::Zeroable;
 
-/// Workgroups a concat is spread over on a CPU adapter, at least, when its lanes' runs stay
-/// long enough: more than the threads of the machines measured (`docs/performance.md`).
-const CPU_WORKGROUPS: u64 = 8;
-
 /// Segments a block keeps at hand, at most: one per lane, so one step loads them, four words
 /// each in the shader's `stage`. A block whose columns touch more searches the table.
 const MAX_KEPT_SEGMENTS: u64 = WORKGROUP_SIZE;
@@ -137,11 +133,12 @@ pub fn join_dispatch(
         .filter(|b| b.units(bytes) < flat_units);
     let units = band.map_or(flat_units, |b| b.units(bytes));
     let (steps, interleaved) = match tuning.mode {
-        // A run of units per lane, over at least CPU_WORKGROUPS workgroups where the runs
-        // stay MIN_RUN_UNITS long: a CPU adapter runs each workgroup on one thread.
+        // A run of units per lane, one workgroup per thread of the CPU adapter where the
+        // runs stay MIN_RUN_UNITS long: it runs each workgroup on one thread, and a lane's
+        // longer run streams through more of the memory in one go (`docs/performance.md`).
         GatherMode::Cpu => (
             units
-                .div_ceil(CPU_WORKGROUPS * WORKGROUP_SIZE)
+                .div_ceil(tuning.cpu_threads.max(1) * WORKGROUP_SIZE)
                 .max(MIN_RUN_UNITS)
                 .clamp(1, tuning.max_steps_per_lane.max(1)),
             0,

@@ -17,6 +17,7 @@ const CAPS: DeviceCaps = DeviceCaps {
         mode: crate::gpu::gather::GatherMode::Cpu,
         max_steps_per_lane: 128,
         spread_lanes: crate::gpu::gather::SPREAD_TWO_WORKGROUPS,
+        cpu_threads: 2,
     },
 };
 
@@ -187,6 +188,7 @@ fn caps() -> DeviceCaps {
             mode: GatherMode::Cpu,
             max_steps_per_lane: 2048,
             spread_lanes: 96,
+            cpu_threads: 2,
         },
     }
 }
