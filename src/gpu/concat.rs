@@ -10,14 +10,11 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device;
-use crate::gpu::gather::{join_dispatch, window_limit, Dispatch, JoinPart};
 use crate::gpu::placement::{BufferRegion, OutputLayout, Placement};
 use crate::gpu::planner::Direction;
 use crate::gpu::prepared::{EncodedSplit, PreparedSplit};
-use crate::gpu::record::Group;
 use crate::gpu::round_trip::{map_read, read_mapped};
 use crate::gpu::splitter::GpuSplitter;
-use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::{byte_count, HostTensor};
 use crate::DType;
@@ -115,38 +112,6 @@ impl GpuSplitter {
         };
         self.prepare_placed(Direction::Concat, plan, dtype, region, output, placement)
             .await
-    }
-
-    /// The dispatch of the multi-input build reading the inputs of every group in `batch`,
-    /// group `j` through input binding `j`.
-    pub(crate) fn multi_input_batch(
-        &self,
-        bytes: &ByteRows,
-        batch: &[Group<'_>],
-    ) -> Result<Dispatch> {
-        // The batch's inputs in column order, each with its binding and its place in its
-        // buffer's window; `subset` numbers them in that order.
-        let mut places: Vec<(usize, u32, u64)> = (0u32..)
-            .zip(batch)
-            .flat_map(|(j, g)| {
-                let ranges = g.members.iter().zip(&g.layout.ranges);
-                ranges.map(move |(&k, r)| (k, j, r.offset))
-            })
-            .collect();
-        places.sort_unstable();
-        let sub = bytes.subset(places.iter().map(|p| p.0));
-        let parts: Vec<JoinPart> = places
-            .iter()
-            .enumerate()
-            .map(|(position, &(_, binding, src))| JoinPart {
-                position,
-                binding,
-                src,
-            })
-            .collect();
-        let sizes: Vec<u64> = batch.iter().map(|g| g.layout.total_bytes).collect();
-        let limit = window_limit(&self.limits);
-        join_dispatch(&sub, &parts, &sizes, self.gather_tuning, limit)
     }
 }
 

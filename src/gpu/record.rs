@@ -4,8 +4,8 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::{
-    binding_bytes, multi_output_dispatch, window_limit, BoundDispatch, Dispatch, Windows,
-    UNIT_BYTES,
+    binding_bytes, join_dispatch, multi_output_dispatch, window_limit, BoundDispatch, Dispatch,
+    JoinPart, Windows, UNIT_BYTES,
 };
 use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
 use crate::gpu::planner::{self, Direction, Route, RouteKey};
@@ -341,10 +341,10 @@ fn windows<'a>(
 /// The parts of one buffer (a split's outputs or a concat's inputs) that one binding of the
 /// multi-output or multi-input build reaches: their positions in the [`ByteRows`], their
 /// places in the buffer's window (`layout.ranges`, in the same order), and the window.
-pub(crate) struct Group<'a> {
-    pub(crate) members: Vec<usize>,
-    pub(crate) layout: OutputLayout,
-    pub(crate) region: BufferRegion<'a>,
+struct Group<'a> {
+    members: Vec<usize>,
+    layout: OutputLayout,
+    region: BufferRegion<'a>,
 }
 
 impl GpuSplitter {
@@ -371,6 +371,34 @@ impl GpuSplitter {
             self.gather_tuning,
             window_limit(&self.limits),
         )
+    }
+
+    /// The dispatch of the multi-input build reading the inputs of every group in `batch`,
+    /// group `j` through input binding `j`.
+    fn multi_input_batch(&self, bytes: &ByteRows, batch: &[Group<'_>]) -> Result<Dispatch> {
+        // The batch's inputs in column order, each with its binding and its place in its
+        // buffer's window; `subset` numbers them in that order.
+        let mut places: Vec<(usize, u32, u64)> = (0u32..)
+            .zip(batch)
+            .flat_map(|(j, g)| {
+                let ranges = g.members.iter().zip(&g.layout.ranges);
+                ranges.map(move |(&k, r)| (k, j, r.offset))
+            })
+            .collect();
+        places.sort_unstable();
+        let sub = bytes.subset(places.iter().map(|p| p.0));
+        let parts: Vec<JoinPart> = places
+            .iter()
+            .enumerate()
+            .map(|(position, &(_, binding, src))| JoinPart {
+                position,
+                binding,
+                src,
+            })
+            .collect();
+        let sizes: Vec<u64> = batch.iter().map(|g| g.layout.total_bytes).collect();
+        let limit = window_limit(&self.limits);
+        join_dispatch(&sub, &parts, &sizes, self.gather_tuning, limit)
     }
 
     /// Binds `dispatch` of the build with a binding per group of `batch` (the multi-output

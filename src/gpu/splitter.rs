@@ -17,7 +17,7 @@ use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// How the gather spreads a split over its lanes, by device type and backend.
 ///
@@ -55,16 +55,20 @@ pub(crate) fn gather_defaults(
 /// The threads a CPU adapter runs workgroups on, as lavapipe and llvmpipe count them: their
 /// `LP_NUM_THREADS` where set (0 runs workgroups on the submitting thread: one), else one
 /// per hardware thread of the host; 8 where the host does not say (WebAssembly), at most 64.
+/// Read once per process, as those drivers read it once.
 fn cpu_adapter_threads() -> u64 {
-    let set = std::env::var("LP_NUM_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    let host = || {
-        std::thread::available_parallelism()
+    static THREADS: OnceLock<u64> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        let set = std::env::var("LP_NUM_THREADS")
             .ok()
-            .map(|n| n.get() as u64)
-    };
-    set.or_else(host).unwrap_or(8).clamp(1, 64)
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let host = || {
+            std::thread::available_parallelism()
+                .ok()
+                .map(|n| n.get() as u64)
+        };
+        set.or_else(host).unwrap_or(8).clamp(1, 64)
+    })
 }
 
 /// The largest buffer's worth of parts that [`Outputs::Regions`](crate::Outputs) and

@@ -3,7 +3,8 @@
 //! checked against the WGSL as naga parses it (the tests below), so the two cannot drift apart
 //! silently.
 
-/// `shaders/split_gather.wgsl`: the table, the access functions and the word assembly. [`super::builds::gather_source`] assembles the builds from it.
+/// `shaders/split_gather.wgsl`: the table, the access functions and the word assembly.
+/// [`super::builds::gather_source`] assembles the builds from it.
 pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl");
 
 /// `shaders/split_gather_schedules.wgsl`: the schedules' code.
