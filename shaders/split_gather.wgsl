@@ -78,6 +78,8 @@ struct Params {
     num_lanes: u32,
     // SCHEDULE_RUNS: 1 when every entry has the same size and rows: lane g then serves entry
     // g % num_entries, so neighbouring lanes read neighbouring bytes of the same input rows.
+    // SCHEDULE_JOIN: 1 when lanes take units in turn (`main_join`), 0 when each takes a run
+    // of them (`main_join_runs`).
     interleaved: u32,
 }
 

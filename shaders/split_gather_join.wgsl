@@ -2,9 +2,9 @@
 //
 // Lanes own units of the output, so no two lanes write one word whatever the inputs' byte
 // offsets. The table (src/gpu/gather/joins.rs): entry 0 the header, entries 1 .. segments_end
-// the segments in column order, then one block record per block: the segments the block's
-// columns touch, which its lanes copy into workgroup memory (`stage`, four words each) once
-// and look up there.
+// the segments in column order, then (GPUs) one block record per block: the segments the
+// block's columns touch, which its lanes copy into workgroup memory (`stage`, four words
+// each) once and look up there.
 
 // A concat's header (entry 0 of its table) with the block's cached segments: the units the
 // dispatch writes, from `first_unit` of `dst` on, the output's row bytes and bytes in all,
@@ -108,6 +108,8 @@ fn segment_limit(h: Join) -> u32 {
     return select(h.segments_end, h.cached_first + h.cached_count, h.cached_count > 0u);
 }
 
+// SCHEDULE_JOIN on GPUs (entry point `main_join`): WORKGROUP_SIZE lanes take the block's
+// units in turn, the block's segments at hand in `stage`.
 fn join_block(block: u32, lane: u32) {
     if (lane == 0u) {
         let p = read_params();
@@ -140,14 +142,6 @@ fn join_block(block: u32, lane: u32) {
     // The segment of the lane's last run (0: none yet), kept from unit to unit.
     var k = 0u;
     var seg = Segment(0u, 0u, 0u, 0u);
-    if (p.interleaved == 0u) {
-        let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
-        let end = min(first + p.steps_per_lane, h.units);
-        if (first < end) {
-            join_lane(h, first, end, &k, &seg);
-        }
-        return;
-    }
     for (var step = 0u; step < p.steps_per_lane; step++) {
         let v = (block * p.steps_per_lane + step) * WORKGROUP_SIZE + lane;
         if (v >= h.units) {
@@ -157,6 +151,26 @@ fn join_block(block: u32, lane: u32) {
         if (u != NO_UNIT) {
             join_unit(h, u, &k, &seg);
         }
+    }
+}
+
+// SCHEDULE_JOIN on CPU adapters (`interleaved` 0, entry point `main_join_runs`): each lane a
+// run of `steps_per_lane` units, RUNS_WORKGROUP_SIZE lanes, each segment found in the table.
+// No barrier and no segments kept in workgroup memory: on a CPU adapter, 256 lanes with a
+// barrier cost each dispatch more than the lookups they save (`docs/performance.md`).
+fn join_runs_block(block: u32, lane: u32) {
+    let p = read_params();
+    if (block >= p.num_blocks) {
+        return;
+    }
+    let e0 = read_entry(0u);
+    let h = Join(e0.dst_unit, e0.block_start, e0.row_bytes, e0.out_bytes, e0.first_byte, 0u, 0u, e0.src_stride, e0.src_offset, e0.mode);
+    let first = (block * RUNS_WORKGROUP_SIZE + lane) * p.steps_per_lane;
+    let end = min(first + p.steps_per_lane, h.units);
+    if (first < end) {
+        var k = 0u;
+        var seg = Segment(0u, 0u, 0u, 0u);
+        join_lane(h, first, end, &k, &seg);
     }
 }
 

@@ -2,6 +2,7 @@
 //! write, byte by byte, past one binding ([`check_join_windows`]).
 
 use super::input::PlannerInput;
+use crate::gpu::gather::abi::{RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::GatherTuning;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
 use crate::gpu::placement::OutputLayout;
@@ -44,12 +45,18 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     let records = &d.entries[h.first_byte as usize..];
     let p = d.params;
     assert_eq!(segments.len(), parts.len(), "{input:?}");
-    assert_eq!(records.len(), p.num_blocks as usize, "{input:?}");
+    // Records of the blocks that keep segments: those of the GPU walk, whose lanes take units
+    // in turn.
+    let (lanes, blocks_kept) = match p.interleaved {
+        1 => (WORKGROUP_SIZE, p.num_blocks),
+        _ => (RUNS_WORKGROUP_SIZE, 0),
+    };
+    assert_eq!(records.len(), blocks_kept as usize, "{input:?}");
     if segments.is_empty() {
         return;
     }
     let numbered = h.block_start as u64;
-    let block_units = p.steps_per_lane as u64 * 256;
+    let block_units = p.steps_per_lane as u64 * lanes;
     assert!(p.num_blocks as u64 * block_units >= numbered, "{input:?}");
     // The output unit of each numbered unit: every one from the first, or a band's.
     let band = (h.src_stride > 0).then_some(Band {

@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// On CPU adapters every invocation carries a fixed cost, so each lane writes a long run of
 /// units ([`GatherMode::Cpu`]); small splits spread over two workgroups on Vulkan
 /// ([`SPREAD_TWO_WORKGROUPS`]) and stay in one through GL ([`SPREAD_ONE_WORKGROUP`]), and a
-/// concat takes a workgroup per thread the adapter runs ([`cpu_adapter_threads`]). On GPUs
-/// consecutive lanes write consecutive units, 4 steps per lane, so a block pays for one table
-/// lookup ([`GatherMode::Gpu`]). The figures behind each choice are in
+/// concat takes rounds of a workgroup per thread the adapter runs ([`cpu_adapter_threads`]).
+/// On GPUs consecutive lanes write consecutive units, 4 steps per lane, so a block pays for
+/// one table lookup ([`GatherMode::Gpu`]). The figures behind each choice are in
 /// `docs/performance.md` ("CPU adapters" and "How the GPU schedules were chosen").
 pub(crate) fn gather_defaults(
     device_type: wgpu::DeviceType,

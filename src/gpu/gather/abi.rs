@@ -56,7 +56,8 @@ pub struct Params {
     pub rows: u32,
     /// [`Schedule::Runs`]: lanes with work.
     pub num_lanes: u32,
-    /// [`Schedule::Runs`]: 1 when equal entries take lanes in turn.
+    /// [`Schedule::Runs`]: 1 when equal entries take lanes in turn. [`Schedule::Join`]: 1
+    /// when lanes take units in turn (GPUs), 0 when each takes a run of them (CPU adapters).
     pub interleaved: u32,
 }
 
@@ -106,13 +107,17 @@ pub enum EntryPoint {
     /// `main_runs_vec4`: [`Schedule::Runs`] when every entry is [`Mode::Vec4`], without the
     /// other modes' code.
     RunsVec4 = 6,
-    /// `main_join`: [`Schedule::Join`], [`WORKGROUP_SIZE`] lanes.
+    /// `main_join`: [`Schedule::Join`] whose lanes take units in turn (GPUs), [`WORKGROUP_SIZE`]
+    /// lanes.
     Join = 7,
+    /// `main_join_runs`: [`Schedule::Join`] whose lanes take runs of units (CPU adapters,
+    /// `interleaved` 0), [`RUNS_WORKGROUP_SIZE`] lanes.
+    JoinRuns = 8,
 }
 
 impl EntryPoint {
     /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 8] = [
+    pub const ALL: [EntryPoint; 9] = [
         EntryPoint::Lanes,
         EntryPoint::LanesVec4,
         EntryPoint::Tiles,
@@ -121,6 +126,7 @@ impl EntryPoint {
         EntryPoint::Runs,
         EntryPoint::RunsVec4,
         EntryPoint::Join,
+        EntryPoint::JoinRuns,
     ];
 
     /// The entry point's name in the shader.
@@ -134,6 +140,7 @@ impl EntryPoint {
             EntryPoint::Runs => "main_runs",
             EntryPoint::RunsVec4 => "main_runs_vec4",
             EntryPoint::Join => "main_join",
+            EntryPoint::JoinRuns => "main_join_runs",
         }
     }
 
@@ -145,6 +152,7 @@ impl EntryPoint {
             l if l == Schedule::Tiles as u32 => EntryPoint::Tiles,
             l if l == Schedule::Scatter as u32 => EntryPoint::Scatter,
             l if l == Schedule::Staged as u32 => EntryPoint::Staged,
+            l if l == Schedule::Join as u32 && params.interleaved == 0 => EntryPoint::JoinRuns,
             l if l == Schedule::Join as u32 => EntryPoint::Join,
             l if l == Schedule::Lanes as u32 && vec4 => EntryPoint::LanesVec4,
             l if l == Schedule::Lanes as u32 => EntryPoint::Lanes,
@@ -157,7 +165,7 @@ impl EntryPoint {
     #[cfg(test)]
     fn workgroup_size(self) -> u64 {
         match self {
-            EntryPoint::Runs | EntryPoint::RunsVec4 => RUNS_WORKGROUP_SIZE,
+            EntryPoint::Runs | EntryPoint::RunsVec4 | EntryPoint::JoinRuns => RUNS_WORKGROUP_SIZE,
             _ => WORKGROUP_SIZE,
         }
     }
@@ -173,6 +181,7 @@ impl EntryPoint {
             EntryPoint::Runs => ("runs_block", "RUNS_WORKGROUP_SIZE"),
             EntryPoint::RunsVec4 => ("runs_vec4_block", "RUNS_WORKGROUP_SIZE"),
             EntryPoint::Join => ("join_block", "WORKGROUP_SIZE"),
+            EntryPoint::JoinRuns => ("join_runs_block", "RUNS_WORKGROUP_SIZE"),
         }
     }
 
@@ -180,12 +189,15 @@ impl EntryPoint {
     /// header (`wg_block`), the staged source words (`stage`), the entries at hand
     /// (`tile_entries`), the concat's header (`wg_join`) and segments at hand (in `stage`).
     /// A GPU reserves an entry point's workgroup memory whether or not a dispatch touches it.
+    /// `main_join_runs` reaches `stage` through the join's lookup, but its dispatches keep no
+    /// segments (they have no block records), so it never touches it.
     #[cfg(test)]
     fn workgroup_memory(self) -> &'static [&'static str] {
         match self {
             EntryPoint::Runs | EntryPoint::RunsVec4 => &[],
             EntryPoint::Lanes | EntryPoint::LanesVec4 => &["wg_block"],
             EntryPoint::Join => &["stage", "wg_join"],
+            EntryPoint::JoinRuns => &["stage"],
             EntryPoint::Staged => &["wg_block", "stage"],
             EntryPoint::Scatter => &["wg_block", "tile_entries"],
             EntryPoint::Tiles => &["wg_block", "stage", "tile_entries"],

@@ -19,8 +19,8 @@ pub struct GatherTuning {
     /// [`Schedule::Runs`]: lanes a small split is spread over before lanes take longer runs
     /// (larger splits reach `max_steps_per_lane` and spread over many workgroups anyway).
     pub spread_lanes: u64,
-    /// Threads a CPU adapter runs workgroups on: a concat in [`GatherMode::Cpu`] takes one
-    /// workgroup per thread, each lane a run of units.
+    /// Threads a CPU adapter runs workgroups on: a concat in [`GatherMode::Cpu`] takes rounds
+    /// of one workgroup per thread, each lane a run of units.
     pub cpu_threads: u64,
 }
 

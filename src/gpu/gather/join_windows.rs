@@ -246,7 +246,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cpu_adapter_takes_a_workgroup_per_thread() {
+    fn a_cpu_adapter_takes_rounds_of_a_workgroup_per_thread() {
         // C2f: 4 x f32 [1, 64, 80, 80] on axis 1, 409,600 units of output in one dispatch:
         // (workgroups, units per lane).
         let plan = ops::concat(&[[1, 64, 80, 80]; 4], 1).unwrap();
@@ -262,13 +262,21 @@ mod tests {
             assert_eq!(d.len(), 1);
             (d[0].params.num_blocks, d[0].params.steps_per_lane)
         };
-        assert_eq!(blocks(2, 2048), (2, 800));
-        assert_eq!(blocks(16, 2048), (16, 100));
-        assert_eq!(blocks(200, 2048), (100, 16), "runs of at least 16 units");
+        // 409,600 units over 2 threads x 64 lanes: runs of 3,200 past the 2,048 cap, so two
+        // rounds of a workgroup per thread.
+        assert_eq!(blocks(2, 2048), (4, 1600));
+        assert_eq!(blocks(16, 2048), (16, 400));
+        assert_eq!(blocks(1000, 2048), (400, 16), "runs of at least 16 units");
+        // 1 thread, runs of at most 256 units: 25 rounds.
         assert_eq!(
             blocks(1, 256),
-            (7, 256),
+            (25, 256),
             "runs of at most max_steps_per_lane"
+        );
+        assert_eq!(
+            blocks(3, 256),
+            (27, 238),
+            "rounds of a workgroup per thread"
         );
     }
 

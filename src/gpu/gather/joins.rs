@@ -24,7 +24,8 @@
 //! every unit from its first part's first byte to its last part's last.
 
 use super::abi::{
-    binding_bytes, Entry, Mode, Params, Schedule, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
+    binding_bytes, Entry, Mode, Params, Schedule, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
+    WORKGROUP_SIZE,
 };
 use super::blocks::{GatherTuning, MIN_RUN_UNITS};
 use super::dispatches::Dispatch;
@@ -132,25 +133,33 @@ pub fn join_dispatch(
     let band = Band::of(bytes, first, end - (bytes.rows - 1) * bytes.stride)
         .filter(|b| b.units(bytes) < flat_units);
     let units = band.map_or(flat_units, |b| b.units(bytes));
-    let (steps, interleaved) = match tuning.mode {
-        // A run of units per lane, one workgroup per thread of the CPU adapter where the
-        // runs stay MIN_RUN_UNITS long: it runs each workgroup on one thread, and a lane's
-        // longer run streams through more of the memory in one go (`docs/performance.md`).
-        GatherMode::Cpu => (
-            units
-                .div_ceil(tuning.cpu_threads.max(1) * WORKGROUP_SIZE)
-                .max(MIN_RUN_UNITS)
-                .clamp(1, tuning.max_steps_per_lane.max(1)),
-            0,
-        ),
+    // CPU adapters: 64-lane workgroups without a barrier (`join_runs_block`), each lane a run
+    // of units, in rounds of one workgroup per thread of the adapter (a thread runs a
+    // workgroup at a time), as few rounds as runs of at most `max_steps_per_lane` allow and
+    // runs of at least MIN_RUN_UNITS: a lane's longer run streams through more of the memory
+    // in one go, and equal rounds keep every thread busy to the end (`docs/performance.md`).
+    // GPUs: 256 lanes that take units in turn and share the block's segments.
+    let (steps, lanes) = match tuning.mode {
+        GatherMode::Cpu => {
+            let (threads, max_steps) =
+                (tuning.cpu_threads.max(1), tuning.max_steps_per_lane.max(1));
+            let rounds = units
+                .div_ceil(threads * RUNS_WORKGROUP_SIZE * max_steps)
+                .max(1);
+            let steps = units
+                .div_ceil(rounds * threads * RUNS_WORKGROUP_SIZE)
+                .clamp(MIN_RUN_UNITS.min(max_steps), max_steps);
+            (steps, RUNS_WORKGROUP_SIZE)
+        }
         _ => (
             units
                 .div_ceil(WORKGROUP_SIZE)
                 .clamp(1, tuning.max_steps_per_lane.max(1)),
-            1,
+            WORKGROUP_SIZE,
         ),
     };
-    let num_blocks = units.div_ceil(steps * WORKGROUP_SIZE);
+    let interleaved = lanes == WORKGROUP_SIZE;
+    let num_blocks = units.div_ceil(steps * lanes);
     let header = Entry {
         block_start: units as u32,
         dst_unit: first_unit as u32,
@@ -162,11 +171,12 @@ pub fn join_dispatch(
         mode: band.map_or(0, |b| b.width) as u32,
     };
     let columns: Vec<u64> = segments.iter().map(|e| e.first_byte as u64).collect();
-    let records = (0..num_blocks).map(|block| {
+    // Only the GPU walk keeps segments at hand: its blocks' records.
+    let records = (0..if interleaved { num_blocks } else { 0 }).map(|block| {
         // The block's bytes of the output, `from .. to`: its first unit's first byte to its
         // last unit's end (in a band, within their rows' bands).
-        let v0 = block * steps * WORKGROUP_SIZE;
-        let v1 = ((block + 1) * steps * WORKGROUP_SIZE).min(units);
+        let v0 = block * steps * lanes;
+        let v1 = ((block + 1) * steps * lanes).min(units);
         let (from, to) = match band {
             None => (
                 (first_unit + v0) * UNIT_BYTES,
@@ -198,7 +208,7 @@ pub fn join_dispatch(
             tile_rows: 0,
             rows: 0,
             num_lanes: 0,
-            interleaved,
+            interleaved: u32::from(interleaved),
         },
         entries,
     })

@@ -195,8 +195,11 @@ fn each_layout_takes_its_entry_point_and_aligned_entries_the_vec4_one() {
     assert_eq!(EntryPoint::of(&scatter, &[vec4, word]), EntryPoint::Scatter);
     let staged = params(Schedule::Staged);
     assert_eq!(EntryPoint::of(&staged, &[vec4, byte]), EntryPoint::Staged);
-    assert_eq!(
-        EntryPoint::of(&params(Schedule::Join), &[vec4]),
-        EntryPoint::Join
-    );
+    // A join's lanes take units in turn on GPUs, runs of them on CPU adapters.
+    let join = |interleaved| Params {
+        interleaved,
+        ..params(Schedule::Join)
+    };
+    assert_eq!(EntryPoint::of(&join(1), &[vec4]), EntryPoint::Join);
+    assert_eq!(EntryPoint::of(&join(0), &[byte]), EntryPoint::JoinRuns);
 }
