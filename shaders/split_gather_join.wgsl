@@ -108,6 +108,14 @@ fn segment_limit(h: Join) -> u32 {
     return select(h.segments_end, h.cached_first + h.cached_count, h.cached_count > 0u);
 }
 
+// The dispatch's header (entry 0 of its table, `e0`) with the block's cached segments.
+fn join_header(e0: Entry, cached_first: u32, cached_count: u32) -> Join {
+    return Join(
+        e0.dst_unit, e0.block_start, e0.row_bytes, e0.out_bytes, e0.first_byte,
+        cached_first, cached_count, e0.src_stride, e0.src_offset, e0.mode
+    );
+}
+
 // SCHEDULE_JOIN on GPUs (entry point `main_join`): WORKGROUP_SIZE lanes take the block's
 // units in turn, the block's segments at hand in `stage`.
 fn join_block(block: u32, lane: u32) {
@@ -125,9 +133,8 @@ fn join_block(block: u32, lane: u32) {
     }
     let found = workgroupUniformLoad(&wg_join);
     let p = found.params;
-    let e0 = found.header;
-    let h = Join(e0.dst_unit, e0.block_start, e0.row_bytes, e0.out_bytes, e0.first_byte, found.cached_first, found.cached_count, e0.src_stride, e0.src_offset, e0.mode);
-    // At most one segment per lane (MAX_JOIN_SEGMENTS in src/gpu/gather/joins.rs).
+    let h = join_header(found.header, found.cached_first, found.cached_count);
+    // At most one segment per lane (MAX_KEPT_SEGMENTS in src/gpu/gather/joins.rs).
     if (lane < h.cached_count) {
         let s = read_segment(h.cached_first + lane);
         stage[4u * lane] = s.first_byte;
@@ -163,8 +170,7 @@ fn join_runs_block(block: u32, lane: u32) {
     if (block >= p.num_blocks) {
         return;
     }
-    let e0 = read_entry(0u);
-    let h = Join(e0.dst_unit, e0.block_start, e0.row_bytes, e0.out_bytes, e0.first_byte, 0u, 0u, e0.src_stride, e0.src_offset, e0.mode);
+    let h = join_header(read_entry(0u), 0u, 0u);
     let first = (block * RUNS_WORKGROUP_SIZE + lane) * p.steps_per_lane;
     let end = min(first + p.steps_per_lane, h.units);
     if (first < end) {

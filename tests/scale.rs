@@ -1,5 +1,6 @@
-//! Scale and robustness: tensors past one storage binding (split and concat), grids past 65,535 workgroups,
-//! 100,000 outputs, shared devices under threads, steady memory, device faults.
+//! Scale and robustness: tensors past one storage binding (split and concat), grids past
+//! 65,535 workgroups, 100,000 outputs, shared devices under threads, steady memory, device
+//! faults.
 
 #[macro_use]
 mod common;

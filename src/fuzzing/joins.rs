@@ -2,7 +2,7 @@
 //! write, byte by byte, past one binding ([`check_join_windows`]).
 
 use super::input::PlannerInput;
-use crate::gpu::gather::abi::{RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
+use crate::gpu::gather::abi::{Entry, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::GatherTuning;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
 use crate::gpu::placement::OutputLayout;
@@ -58,16 +58,7 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     let numbered = h.block_start as u64;
     let block_units = p.steps_per_lane as u64 * lanes;
     assert!(p.num_blocks as u64 * block_units >= numbered, "{input:?}");
-    // The output unit of each numbered unit: every one from the first, or a band's.
-    let band = (h.src_stride > 0).then_some(Band {
-        first: h.src_offset as u64,
-        width: h.mode as u64,
-        units_per_row: h.src_stride as u64,
-    });
-    let unit = |v: u64| match band {
-        None => Some(h.dst_unit as u64 + v),
-        Some(b) => b.unit(bytes.stride, v),
-    };
+    let unit = |v: u64| numbered_unit(&h, bytes.stride, v);
     // Each output unit numbered at most once; `below[u]` counts those numbered before `u`.
     let mut seen = vec![false; bytes.input_bytes().div_ceil(16) as usize];
     for u in (0..numbered).filter_map(unit) {
@@ -207,17 +198,10 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
     let h = d.entries[0];
     let segments = &d.entries[1..h.first_byte as usize];
     let stride = h.row_bytes as u64;
-    let band = (h.src_stride > 0).then_some(Band {
-        first: h.src_offset as u64,
-        width: h.mode as u64,
-        units_per_row: h.src_stride as u64,
-    });
     for v in 0..h.block_start as u64 {
-        let unit = match band {
-            None => Some(h.dst_unit as u64 + v),
-            Some(b) => b.unit(stride, v),
+        let Some(u) = numbered_unit(&h, stride, v) else {
+            continue;
         };
-        let Some(u) = unit else { continue };
         for b in u * 16..(u * 16 + 16).min(h.out_bytes as u64) {
             let (row, c) = (b / stride, b % stride);
             let k = segments.partition_point(|e| e.first_byte as u64 <= c);
@@ -240,4 +224,18 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
             *slot = d.src_offset + s;
         }
     }
+}
+
+/// The output unit of a join dispatch's numbered unit `v`, as its header `h` says (the
+/// shader's `join_unit_at`): every unit from the first, or a band's (None past a row's band).
+fn numbered_unit(h: &Entry, stride: u64, v: u64) -> Option<u64> {
+    if h.src_stride == 0 {
+        return Some(h.dst_unit as u64 + v);
+    }
+    let band = Band {
+        first: h.src_offset as u64,
+        width: h.mode as u64,
+        units_per_row: h.src_stride as u64,
+    };
+    band.unit(stride, v)
 }

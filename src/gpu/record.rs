@@ -292,11 +292,7 @@ impl GpuSplitter {
             prepared.append(part);
         }
         for batch in gathered.chunks(bindings as usize) {
-            let dispatch = match direction {
-                Direction::Split => self.multi_output_batch(&bytes, batch)?,
-                Direction::Concat => self.multi_input_batch(&bytes, batch)?,
-            };
-            let bound = self.bind_batch(direction, &dispatch, batch, whole).await?;
+            let bound = self.bind_batch(direction, &bytes, batch, whole).await?;
             prepared.encoded.dispatches += 1;
             prepared.commands.push(Commands::Gather(bound));
         }
@@ -401,16 +397,27 @@ impl GpuSplitter {
         join_dispatch(&sub, &parts, &sizes, self.gather_tuning, limit)
     }
 
-    /// Binds `dispatch` of the build with a binding per group of `batch` (the multi-output
-    /// build for a split, the multi-input one for a concat) to the groups' windows and
-    /// `whole`, the whole tensor's region, its table uploaded.
+    /// The one dispatch of the build with a binding per group of `batch` (the multi-output
+    /// build for a split, the multi-input one for a concat) over `bytes`, bound to the groups'
+    /// windows and `whole`, the whole tensor's region, its table uploaded.
     async fn bind_batch(
         &self,
         direction: Direction,
-        dispatch: &Dispatch,
+        bytes: &ByteRows,
         batch: &[Group<'_>],
         whole: BufferRegion<'_>,
     ) -> Result<Vec<BoundDispatch>> {
+        let n = batch.len() as u32;
+        let (dispatch, pipeline) = match direction {
+            Direction::Split => (
+                self.multi_output_batch(bytes, batch)?,
+                self.multi_output_pipeline(n).await?,
+            ),
+            Direction::Concat => (
+                self.multi_input_batch(bytes, batch)?,
+                self.multi_input_pipeline(n).await?,
+            ),
+        };
         let tables = self
             .tables
             .buffers(&self.device, &[dispatch.table_bytes()])
@@ -419,17 +426,12 @@ impl GpuSplitter {
             .iter()
             .map(|g| (g.region, g.layout.total_bytes))
             .collect();
-        let n = batch.len() as u32;
-        let pipeline = match direction {
-            Direction::Split => self.multi_output_pipeline(n).await?,
-            Direction::Concat => self.multi_input_pipeline(n).await?,
-        };
         let (reads, writes) =
             direction.in_order(Windows::Region(&whole), Windows::PerBinding(&windows));
         pipeline
             .bind(
                 &self.device,
-                std::slice::from_ref(dispatch),
+                std::slice::from_ref(&dispatch),
                 &tables,
                 reads,
                 writes,
