@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use wgpu_split::stream::run_reference_stream;
 use wgpu_split::{npy, ops, DType, IntTensor, OutputSink, SplitPlan};
 
@@ -28,8 +28,8 @@ struct Out {
 /// Runs the command; `limit_file_bytes` caps the size of any file it writes (RLIMIT_FSIZE,
 /// with SIGXFSZ ignored so a write past it fails as on a full disk).
 fn wgpu_split(args: &[&str], limit_file_bytes: Option<u64>) -> Out {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_wgpu-split"));
-    command.args(args).env_remove("WGPU_SPLIT_BACKEND");
+    let mut command = common::bare_shell(env!("CARGO_BIN_EXE_wgpu-split"));
+    command.args(args);
     if let Some(limit) = limit_file_bytes {
         // SAFETY: between fork and exec, only async-signal-safe calls.
         unsafe {
@@ -58,12 +58,14 @@ fn wgpu_split(args: &[&str], limit_file_bytes: Option<u64>) -> Out {
     let stdout = drain(child.stdout.take().expect("piped"));
     let stderr = drain(child.stderr.take().expect("piped"));
     let (code, peak_rss) = wait_with_peak_rss(child.id());
-    Out {
+    let out = Out {
         code,
         stdout: stdout.join().expect("stdout read"),
         stderr: stderr.join().expect("stderr read"),
         peak_rss,
-    }
+    };
+    common::assert_stderr_is_the_commands(args, out.code, &out.stderr);
+    out
 }
 
 /// Reads `pipe` to its end on a thread of its own.
@@ -106,12 +108,9 @@ fn split_file(input: &Path, out: &Path, args: &[&str], limit_file_bytes: Option<
     wgpu_split(&full, limit_file_bytes)
 }
 
-/// The stderr lines of the command, less Mesa's warnings.
+/// The stderr lines of the command, every one of them.
 fn error_lines(out: &Out) -> Vec<&str> {
-    out.stderr
-        .lines()
-        .filter(|l| !l.contains("XDG_RUNTIME_DIR"))
-        .collect()
+    out.stderr.lines().collect()
 }
 
 fn s(p: &Path) -> String {

@@ -159,11 +159,58 @@ impl DeviceChoice {
     }
 }
 
-/// A wgpu instance limited to `backends`, with no window system.
+/// A wgpu instance limited to `backends`, with no window system: every instance the library
+/// makes ([`list_adapters`], [`open_device`], `GpuSplitter::open`).
+///
+/// Before the first one that includes Vulkan, the library turns off Mesa's Vulkan
+/// device-select layer ([`quiet_device_select`]).
 pub(crate) fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+    if backends.contains(wgpu::Backends::VULKAN) {
+        quiet_device_select();
+    }
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
     wgpu::Instance::new(desc)
+}
+
+/// The environment variable that turns Mesa's Vulkan device-select layer off (`1`), the
+/// layer's own switch.
+const DEVICE_SELECT_OFF_ENV: &str = "NODEVICE_SELECT";
+
+/// Turns off Mesa's Vulkan device-select layer for this process, once, unless the environment
+/// already steers it (`NODEVICE_SELECT`, `MESA_VK_DEVICE_SELECT` or `DRI_PRIME` set).
+///
+/// The Vulkan loader puts that implicit layer under every Vulkan instance on a machine with
+/// Mesa's Vulkan drivers. It orders the adapters by the display they drive: at every adapter
+/// enumeration of an instance that enabled `VK_KHR_wayland_surface` (wgpu enables it wherever
+/// it exists) it connects to the Wayland compositor. In a shell with no compositor and no
+/// runtime directory (a container, a CI runner, ssh without a login) libwayland then prints
+/// its complaint about the runtime directory on stderr, twice per enumeration, and finds
+/// nothing. The library picks adapters by its own rules (power preference, index, name), so
+/// the layer's order serves it nothing; without it the order is the loader's, the same in
+/// every shell, so an adapter's number in `wgpu-split info` does not depend on the session.
+///
+/// The variable is set before the first instance, from the thread that makes it; the loader
+/// reads it when an instance is created. A program that reads its environment from C on
+/// other threads at that moment sets the variable itself before it starts them (any value
+/// keeps this function from writing it: `0` keeps the layer on).
+fn quiet_device_select() {
+    if !cfg!(all(
+        unix,
+        not(target_vendor = "apple"),
+        not(target_arch = "wasm32")
+    )) {
+        return;
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let steered = [DEVICE_SELECT_OFF_ENV, "MESA_VK_DEVICE_SELECT", "DRI_PRIME"]
+            .iter()
+            .any(|var| std::env::var_os(var).is_some());
+        if !steered {
+            std::env::set_var(DEVICE_SELECT_OFF_ENV, "1");
+        }
+    });
 }
 
 /// Every adapter wgpu finds on `choice`'s backends.

@@ -11,7 +11,6 @@ mod errors;
 mod run;
 
 use std::path::Path;
-use std::process::Command;
 use wgpu_split::{npy, HostTensor};
 
 struct Out {
@@ -24,19 +23,21 @@ fn wgpu_split(args: &[&str]) -> Out {
     wgpu_split_with(args, &[])
 }
 
-/// [`wgpu_split`] with these environment variables set.
+/// [`wgpu_split`] with these environment variables set, in a bare shell otherwise
+/// ([`common::bare_shell`]).
 fn wgpu_split_with(args: &[&str], env: &[(&str, &str)]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_wgpu-split"))
+    let out = common::bare_shell(env!("CARGO_BIN_EXE_wgpu-split"))
         .args(args)
         .envs(env.iter().copied())
-        .env_remove("WGPU_SPLIT_BACKEND")
         .output()
         .expect("the binary runs");
-    Out {
+    let out = Out {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into(),
         stderr: String::from_utf8_lossy(&out.stderr).into(),
-    }
+    };
+    common::assert_stderr_is_the_commands(args, out.code, &out.stderr);
+    out
 }
 
 /// `wgpu-split run --op OP --input INPUT --out OUT ARGS...`.
@@ -100,6 +101,25 @@ fn adapters_are_picked_by_index_name_and_wgpu_variables() {
     let out = wgpu_split_with(&[], &[("WGPU_ADAPTER_NAME", "no-such-gpu")]);
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(out.stderr.contains("no-such-gpu"), "{}", out.stderr);
+}
+
+/// A newcomer's bare shell (no display, no session, nothing exported): `info` prints its table
+/// and nothing on stderr, and an adapter that is not there gives one line, the command's own.
+/// The helper checks that rule for every command; this test names it.
+#[test]
+fn a_bare_shell_sees_nothing_on_stderr_but_the_commands_error() {
+    let out = wgpu_split(&["info"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+    assert!(out.stdout.starts_with("[0] "), "{}", out.stdout);
+    let out = wgpu_split(&["--adapter=no-such-gpu"]);
+    assert_eq!(out.code, 3);
+    assert!(
+        out.stderr
+            .starts_with("error: no GPU adapter: no adapter named like \"no-such-gpu\""),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
 }
 
 #[test]

@@ -81,6 +81,35 @@ pub fn gl_turn() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `program` as a newcomer's bare shell runs it: an environment of `PATH` and `HOME` alone
+/// (as `env -i`, a container's shell or a CI step has it), so a test of the command meets what
+/// such a shell meets, whatever the environment the tests run in. `WGPU_BACKEND` and the like
+/// are the test's to add.
+pub fn bare_shell(program: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command.env_clear();
+    for var in ["PATH", "HOME"] {
+        if let Some(value) = std::env::var_os(var) {
+            command.env(var, value);
+        }
+    }
+    command
+}
+
+/// The command's rule for stderr, which every test of it checks: nothing on success, and on a
+/// failure exactly one line, `error: ` and the cause. Nothing of a driver's or a library's.
+pub fn assert_stderr_is_the_commands(args: &[&str], code: i32, stderr: &str) {
+    if code == 0 {
+        assert_eq!(stderr, "", "{args:?} exited 0 and printed on stderr");
+    } else {
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert!(
+            lines.len() == 1 && lines[0].starts_with("error: "),
+            "{args:?} exited {code}: stderr is not one error line: {stderr:?}"
+        );
+    }
+}
+
 /// [`per_backend!`] for tests of the command: each named `fn(&str)` gets the `--backend`
 /// value (`vulkan`, `gl`).
 macro_rules! per_backend_command {
