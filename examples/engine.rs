@@ -23,7 +23,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 "#;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // The engine's device, chosen its own way (here: wgpu's WGPU_BACKEND variable).
+    // The engine's device, chosen its own way (here: wgpu's WGPU_BACKEND variable). On Mesa,
+    // with no desktop session, set NODEVICE_SELECT=1 for a quiet stderr (docs/design.md).
     let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
@@ -104,13 +105,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // One encoder, one submit: the split, then the engine's kernel.
     let mut encoder = device.create_command_encoder(&Default::default());
-    let region = |buffer| BufferRegion { buffer, offset: 0 };
     let encoded = splitter.encode(
         &mut encoder,
         &plan,
         DType::F32,
-        region(&input),
-        Outputs::Region(region(&outputs)),
+        BufferRegion::from(&input),
+        Outputs::Region(BufferRegion::from(&outputs)),
     )?;
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());

@@ -36,16 +36,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }))
         })
         .collect::<Result<_, wgpu_split::SplitError>>()?;
-    let regions: Vec<BufferRegion> = buffers
-        .iter()
-        .map(|buffer| BufferRegion { buffer, offset: 0 })
-        .collect();
+    let regions: Vec<BufferRegion> = buffers.iter().map(BufferRegion::from).collect();
 
     let mut encoder = device.create_command_encoder(&Default::default());
-    let input_region = BufferRegion {
-        buffer: &input,
-        offset: 0,
-    };
+    let input_region = BufferRegion::from(&input);
     let encoded = gpu.encode(
         &mut encoder,
         &plan,

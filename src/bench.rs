@@ -14,6 +14,13 @@ use buffers::wait;
 pub use buffers::CaseBuffers;
 pub use memory::{memory_report, MemoryReport, WARPS};
 pub use timing::{gbps, median};
+
+/// The pieces the command builds on besides the engine's API: every adapter of a backend, the
+/// windows a streamed split or concat takes, the CPU reference streamed, and a tensor's bytes.
+pub use crate::gpu::list_adapters;
+pub use crate::plan::windows::{windows, Window};
+pub use crate::stream::run_reference_stream;
+pub use crate::tensor::byte_count;
 use timing::{time_interleaved_ms, time_ms};
 
 use crate::error::Result;
@@ -22,7 +29,7 @@ use crate::gpu::gather::pipeline::grid;
 use crate::ops::Operator;
 use crate::plan::SplitPlan;
 use crate::reference;
-use crate::tensor::{byte_count, IntTensor};
+use crate::tensor::IntTensor;
 use crate::DType;
 use crate::{EncodedSplit, GpuSplitter};
 

@@ -26,7 +26,11 @@ mod round_trip;
 pub(crate) mod splitter;
 
 pub use concat::Inputs;
-pub use device::{list_adapters, open_device, AdapterPick, BackendChoice, DeviceChoice};
+#[cfg(feature = "bench")]
+pub use device::list_adapters;
+pub use device::{open_device, AdapterPick, BackendChoice, DeviceChoice};
 pub use placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
 pub use prepared::{EncodedSplit, PreparedSplit};
-pub use splitter::{GpuSplitter, SplitOptions};
+pub use splitter::GpuSplitter;
+#[cfg(feature = "bench")]
+pub use splitter::SplitOptions;

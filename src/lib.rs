@@ -1,19 +1,54 @@
 //! # wgpu-split
 //!
-//! The tensor *split* family of operators as one bit-exact wgpu gather dispatch:
-//! OpenVINO Split-1 and VariadicSplit-1, ONNX SplitToSequence-11 and ONNX Split.
+//! The tensor *split* family of operators, and their inverse *concat*, as bit-exact wgpu
+//! compute: OpenVINO Split-1 and VariadicSplit-1, ONNX SplitToSequence-11 and ONNX Split;
+//! OpenVINO Concat-1, ONNX Concat and ConcatFromSequence-11. Every dtype comes out bit for bit.
 //!
-//! Data flows through the crate in this order:
+//! ## The engine's flow
 //!
-//! 1. [`ops`]: each operator's rules; validate the inputs and produce a [`SplitPlan`].
-//! 2. [`plan`]: output shapes and chunks over the view `[outer, axis_len, inner]`, and
-//!    ([`plan::bytes`]) the byte rows of each output in the input.
-//! 3. [`gpu`]: a [`GpuSplitter`] holds a device and the compiled pipeline. It places the
-//!    outputs (`gpu::placement`), chooses a route (`gpu::planner`: buffer copies, the
-//!    texture route on CPU adapters, or one gather dispatch for all outputs), records it into
-//!    an encoder ([`GpuSplitter::encode`]) and runs host round trips ([`GpuSplitter::run`]).
-//! 4. [`verify`]: GPU outputs against [`reference`](mod@reference), the same split on the CPU
-//!    with ndarray.
+//! An engine plans a node once on the CPU ([`ops`]: the operator's rules, no GPU), then records
+//! it into its own encoder, between its own kernels, on its own device and buffers:
+//!
+//! ```no_run
+//! use wgpu_split::{ops, wgpu, BufferRegion, DType, GpuSplitter, IntTensor, Outputs};
+//!
+//! # fn engine(device: wgpu::Device, queue: wgpu::Queue, input: wgpu::Buffer)
+//! #     -> Result<(), wgpu_split::SplitError> {
+//! // Once: the splitter on the engine's device (it compiles the kernel).
+//! let gpu = GpuSplitter::new(device.clone(), queue.clone())?;
+//! // Once per node: the rules and the shapes. Split [6, 12, 10, 24] f32 on axis 1 into 3.
+//! let plan = ops::split(&[6, 12, 10, 24], &IntTensor::scalar(1), 3)?;
+//! let layout = gpu.output_layout(&plan, DType::F32)?; // each output at a bindable offset
+//! let outputs = device.create_buffer(&wgpu::BufferDescriptor {
+//!     label: Some("split outputs"),
+//!     size: layout.total_bytes,
+//!     usage: wgpu::BufferUsages::STORAGE,
+//!     mapped_at_creation: false,
+//! });
+//! // Every run: record into the engine's encoder; nothing is submitted.
+//! let mut encoder = device.create_command_encoder(&Default::default());
+//! let into = Outputs::Region(BufferRegion::from(&outputs));
+//! gpu.encode(&mut encoder, &plan, DType::F32, BufferRegion::from(&input), into)?;
+//! // ... the engine's kernels bind output i at layout.ranges[i].offset ...
+//! queue.submit([encoder.finish()]);
+//! # Ok(()) }
+//! ```
+//!
+//! - A node run again and again on the same buffers is prepared once
+//!   ([`GpuSplitter::prepare`]) and recorded with [`PreparedSplit::encode`].
+//! - Outputs in buffers of the engine's own: [`Outputs::Regions`]. A concat
+//!   ([`ops::concat()`]) reads its inputs where [`Inputs`] says
+//!   ([`GpuSplitter::encode_concat`]).
+//! - Every entry point that waits has an `_async` twin, the ones a browser (WebGPU) calls.
+//! - Misuse is a [`SplitError`] naming the input, the rule and the numbers, never a panic;
+//!   wgpu's validation errors are captured.
+//!
+//! ## Host data
+//!
+//! [`GpuSplitter::open`] opens a device of its own; [`GpuSplitter::run_verified`] uploads a
+//! [`HostTensor`], splits it and checks every output byte for byte against [`reference`](mod@reference), the
+//! same split on the CPU with ndarray; [`GpuSplitter::run_stream`] splits data of any size
+//! window by window.
 //!
 //! ```no_run
 //! use wgpu_split::{ops, DeviceChoice, GpuSplitter, HostTensor, IntTensor};
@@ -32,19 +67,19 @@
 #[cfg(feature = "bench")]
 pub mod bench;
 mod cache;
-pub mod dtype;
-pub mod error;
+mod dtype;
+mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod gpu;
+mod gpu;
 #[cfg(feature = "npy")]
 pub mod npy;
 pub mod ops;
-pub mod plan;
+mod plan;
 pub mod reference;
-pub mod stream;
-pub mod tensor;
+mod stream;
+mod tensor;
 #[cfg(feature = "bench")]
 pub mod trace;
 pub mod verify;
@@ -55,16 +90,18 @@ pub use wgpu;
 
 pub use dtype::DType;
 pub use error::{Result, SplitError};
-pub use gpu::gather::{GatherExperiment, GatherMode};
-pub use gpu::planner::RouteChoice;
 pub use gpu::{
-    input_binding_size, AdapterPick, BackendChoice, BufferRegion, DeviceChoice, EncodedSplit,
-    GpuSplitter, Inputs, OutputLayout, OutputRange, Outputs, PreparedSplit, SplitOptions,
+    input_binding_size, open_device, AdapterPick, BackendChoice, BufferRegion, DeviceChoice,
+    EncodedSplit, GpuSplitter, Inputs, OutputLayout, OutputRange, Outputs, PreparedSplit,
 };
-pub use ops::Operator;
-pub use plan::{Chunk, SplitPlan};
-pub use stream::{OutputSink, StreamOptions, StreamReport};
-pub use tensor::{HostTensor, IntTensor};
+pub use plan::SplitPlan;
+pub use stream::{OutputSink, StreamOptions, StreamReport, StreamTimings};
+pub use tensor::{Element, HostTensor, IntTensor};
+
+/// The routes and the gather's tuning, for benchmarks and tests (feature `bench`): an engine
+/// opens a splitter and encodes, and needs none of them.
+#[cfg(feature = "bench")]
+pub use gpu::{gather::GatherExperiment, gather::GatherMode, planner::RouteChoice, SplitOptions};
 
 /// The README's code, compiled and run as doctests.
 #[cfg(doctest)]

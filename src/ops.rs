@@ -9,7 +9,7 @@
 //! | ONNX Split-1/2/11/13/18 | [`onnx_split`] ([`OnnxSplitParts::at_opset`] for a model's opset) | a list, or a number of outputs |
 //!
 //! The concat operators, the split's inverse, return the plan of the split that takes their
-//! output apart into their inputs ([`concat`](mod@concat) says how to read it):
+//! output apart into their inputs ([`concat()`] says how to read it):
 //!
 //! | operator | function |
 //! | --- | --- |
@@ -18,10 +18,11 @@
 //! | ONNX ConcatFromSequence-11 | [`concat_from_sequence`] (`new_axis = 1` stacks) |
 //!
 //! [`Operator`] names any of them with its parameters, for code that handles every operator
-//! alike (the command, the benchmark suite, the fuzzers); [`spec_examples`] are the
-//! specifications' own examples.
+//! alike (the command, the benchmark suite, the fuzzers); `spec_examples` (feature `bench`)
+//! are the specifications' own examples.
 
-pub mod concat;
+pub(crate) mod concat;
+#[cfg(feature = "bench")]
 mod examples;
 mod inputs;
 mod onnx_split;
@@ -31,6 +32,7 @@ mod split;
 mod variadic;
 
 pub use concat::{concat, concat_from_sequence, onnx_concat};
+#[cfg(feature = "bench")]
 pub use examples::{spec_examples, SpecExample};
 pub use onnx_split::{onnx_split, onnx_split_version, OnnxSplitParts, ONNX_NEWEST_OPSET};
 pub use operator::Operator;

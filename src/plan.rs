@@ -10,8 +10,9 @@
 //! and the CPU reference work from; [`windows`] cuts the input into pieces that split one at a
 //! time, for inputs larger than memory or than one device buffer.
 
-pub mod bytes;
+pub(crate) mod bytes;
 mod split_plan;
-pub mod windows;
+pub(crate) mod windows;
 
-pub use split_plan::{check_output_count, normalize_axis, Chunk, SplitPlan, MAX_OUTPUTS};
+pub use split_plan::SplitPlan;
+pub(crate) use split_plan::{check_output_count, normalize_axis};

@@ -2,7 +2,7 @@
 //! any element type.
 //!
 //! [`split_array`] slices elements with ndarray and shares nothing with the GPU path but the
-//! [`SplitPlan`]; [`split_tensor`] copies bytes along the plan's [`ByteRows`], and is checked
+//! [`SplitPlan`]; [`split_tensor`] copies bytes along the plan's byte rows, and is checked
 //! against [`split_array`] in the tests below, so agreement with the GPU is
 //! a real check.
 
@@ -42,7 +42,7 @@ pub fn split_array<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Resu
 
 /// Splits a host tensor of any dtype, moving its bytes exactly.
 ///
-/// The bytes are viewed as the 2-D array `[rows, stride]` of the plan's [`ByteRows`]; output
+/// The bytes are viewed as the 2-D array `[rows, stride]` of the plan's byte rows; output
 /// `i` is the column band of its rows, copied row by row. One `u8` code path serves every
 /// element type, strings included.
 pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTensor>> {
@@ -57,7 +57,7 @@ pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTens
 
 /// [`split_tensor`]'s bytes, into `outputs` (one `Vec` per output, resized to the plan's
 /// count): their memory is reused, so a caller splitting window after window allocates once.
-pub fn split_bytes_into(
+pub(crate) fn split_bytes_into(
     input: &HostTensor,
     plan: &SplitPlan,
     outputs: &mut Vec<Vec<u8>>,
@@ -113,7 +113,7 @@ pub fn concat_arrays<T: Clone>(
 
 /// Concatenates host tensors of any dtype as the concat `plan` says, moving their bytes
 /// exactly: [`split_tensor`] run backwards, each input's rows copied into its column band of
-/// the output's [`ByteRows`].
+/// the output's byte rows.
 pub fn concat_tensors(inputs: &[HostTensor], plan: &SplitPlan) -> Result<HostTensor> {
     let dtype = crate::ops::concat::check_inputs(plan, inputs)?;
     let bytes = ByteRows::new(plan, dtype.size())?;

@@ -8,7 +8,7 @@
 //! of that window before they are written.
 //!
 //! [`GpuSplitter::run_stream`](crate::GpuSplitter::run_stream) splits on the GPU;
-//! [`run_reference_stream`] on the CPU reference alone.
+//! `run_reference_stream` on the CPU reference alone (feature `bench`, for the command).
 
 use crate::error::{Result, SplitError};
 use crate::plan::windows::windows;
@@ -22,18 +22,18 @@ use std::time::{Duration, Instant};
 /// Default input bytes per window: 4 MiB. A window takes about six times this in memory
 /// (the window, the CPU reference's outputs, and on software adapters the upload, the device
 /// buffers and the readback).
-pub const DEFAULT_WINDOW_BYTES: u64 = 4 << 20;
+pub(crate) const DEFAULT_WINDOW_BYTES: u64 = 4 << 20;
 
 /// Most input bytes per window, whatever [`StreamOptions::window_bytes`] asks: 1 GiB. A
 /// window takes a few times its size in host memory, and larger windows gain nothing (the
 /// per-window cost is one submit and one read-back).
-pub const MAX_WINDOW_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_WINDOW_BYTES: u64 = 1 << 30;
 
 /// How a split is streamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamOptions {
     /// Input bytes per window: at least one element ([`SplitError::WindowTooSmall`] where it
-    /// is less), at most [`MAX_WINDOW_BYTES`]. The GPU path also keeps windows within the
+    /// is less), at most 1 GiB (4 MiB by default). The GPU path also keeps windows within the
     /// device's buffer limits.
     pub window_bytes: u64,
     /// Check every window's outputs against the CPU reference, byte for byte.
@@ -241,6 +241,7 @@ fn compare_part(output: usize, window_start: u64, got: &[u8], want: &[u8]) -> Re
 
 /// Streams the split of `plan` through the CPU reference alone: the outputs of
 /// [`crate::GpuSplitter::run_stream`], in the same bounded memory, without a device.
+#[cfg(feature = "bench")]
 pub fn run_reference_stream(
     plan: &SplitPlan,
     dtype: DType,

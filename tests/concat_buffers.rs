@@ -7,7 +7,7 @@
 mod common;
 
 use common::concat::{check_regions, parts};
-use wgpu_split::{ops, DType, GatherMode, GpuSplitter, SplitOptions};
+use wgpu_split::{ops, DType, GatherMode, GpuSplitter, HostTensor, SplitOptions};
 
 /// Input buffers one dispatch reads by default: the device's storage buffers per shader stage,
 /// less the table and the output's two views, halved (each input buffer is bound as words and
@@ -91,4 +91,56 @@ fn very_many_input_buffers(gpu: &'static GpuSplitter) {
     assert_eq!(encoded.dispatches, if cpu(gpu) { 7 } else { 1 });
 }
 
-per_backend!(inputs_in_their_own_buffers, very_many_input_buffers);
+/// Inputs are only read, so their regions may repeat (`torch.cat([x, x])`) or overlap: `x`
+/// three times from one region, and two inputs that share bytes of one buffer, in one
+/// buffer and beside inputs of their own, on every route and with each lane mapping.
+fn repeated_and_overlapping_input_regions(gpu: &'static GpuSplitter) {
+    let copies = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+    for (dtype, shape, axis) in [
+        (DType::U8, [3usize, 5], 1i64),
+        (DType::U8, [3, 301], 1),
+        (DType::F32, [4, 96], 0),
+        (DType::F16, [2, 151], 1),
+    ] {
+        let x = common::concat::tensor(dtype, &shape, 1);
+        let plan = ops::concat(&[shape; 3], axis).unwrap();
+        let xs = vec![x.clone(), x.clone(), x];
+        for usage in [wgpu::BufferUsages::empty(), copies] {
+            for mode in [GatherMode::Cpu, GatherMode::Gpu] {
+                let gpu = gpu.clone().with_options(SplitOptions {
+                    gather_mode: Some(mode),
+                    ..gpu.options()
+                });
+                check_regions(&gpu, &plan, &xs, usage, |_| (0, 0));
+                check_regions(&gpu, &plan, &xs, usage, |i| (i % 2, 0));
+            }
+        }
+        // Two views of one buffer's bytes, the storage offset alignment apart (less than an
+        // input's size), and a third input of its own.
+        let align = gpu.device().limits().min_storage_buffer_offset_alignment as usize;
+        let elements = align / dtype.size();
+        let whole = common::concat::tensor(dtype, &[shape[0] * shape[1] + elements], 2);
+        let view = |from: usize| {
+            let n = shape[0] * shape[1] * dtype.size();
+            let bytes = whole.bytes()[from..from + n].to_vec();
+            HostTensor::new(dtype, shape.to_vec(), bytes).unwrap()
+        };
+        let inputs = vec![view(0), view(align), view(align)];
+        if inputs[0].bytes().len() <= align {
+            continue; // too small to overlap at this alignment
+        }
+        for usage in [wgpu::BufferUsages::empty(), copies] {
+            check_regions(gpu, &plan, &inputs, usage, |i| match i {
+                0 => (0, 0),
+                1 => (0, align as u64),
+                _ => (1, 0),
+            });
+        }
+    }
+}
+
+per_backend!(
+    inputs_in_their_own_buffers,
+    very_many_input_buffers,
+    repeated_and_overlapping_input_regions
+);

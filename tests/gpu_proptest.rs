@@ -156,7 +156,12 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
     let input = HostTensor::new(c.dtype, c.shape.clone(), bytes).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     // The outputs tile the axis.
-    let along: usize = plan.chunks().iter().map(|ch| ch.len).sum();
+    let along: usize = (0..plan.num_outputs())
+        .map(|i| match plan.keep_axis() {
+            true => plan.output_shape(i)[plan.axis()],
+            false => 1,
+        })
+        .sum();
     prop_assert_eq!(along, plan.axis_len());
     // Every route and gather layout gives the same bytes: the device's defaults, and the
     // gather alone with the device's runs (spread, or one long run per entry), in runs of an

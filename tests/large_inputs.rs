@@ -12,7 +12,7 @@ use std::io::{BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use wgpu_split::stream::run_reference_stream;
+use wgpu_split::bench::run_reference_stream;
 use wgpu_split::{npy, ops, DType, IntTensor, OutputSink, SplitPlan};
 
 const MIB: u64 = 1 << 20;

@@ -159,7 +159,7 @@ fn a_tensor_past_max_buffer_size_is_refused_before_any_allocation(gpu: &'static 
 fn a_lost_device_is_an_error_not_a_panic(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // A device of its own, so the shared one stays usable.
-    let (_, device, queue) = wgpu_split::gpu::open_device(BackendChoice::from_backend(
+    let (_, device, queue) = wgpu_split::open_device(BackendChoice::from_backend(
         gpu.device().adapter_info().backend,
     ))
     .unwrap();

@@ -232,7 +232,44 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
     assert!(e.to_string().starts_with("output 1 "), "{e}");
 }
 
+/// What `Outputs::Regions` and `Inputs::Regions` document: 64 parts of 1 KiB, each in a buffer
+/// of its own, take as many dispatches as the storage buffers the device was opened with
+/// allow: 5 on lavapipe and 11 on llvmpipe GL with their adapters' limits, 64 with
+/// `Limits::downlevel_defaults()` and 32 with `Limits::default()`; a split's outputs and a
+/// concat's inputs alike.
+fn dispatches_follow_the_limits_the_device_was_opened_with(gpu: &'static GpuSplitter) {
+    let with_adapter_limits = match gpu.device().adapter_info().backend {
+        wgpu::Backend::Vulkan => 5,
+        _ => 11,
+    };
+    let split = ops::split(&[64, 256], &IntTensor::scalar(0), 64).unwrap();
+    let input = HostTensor::new(DType::F32, vec![64, 256], pattern(64 * 1024)).unwrap();
+    let concat = ops::concat(&vec![[1, 256]; 64], 0).unwrap();
+    let parts = common::concat::parts(&concat, DType::F32);
+    let empty = wgpu::BufferUsages::empty();
+    let devices = [
+        (gpu.clone(), with_adapter_limits, "the adapter's limits"),
+        (
+            common::with_limits(gpu, |_| wgpu::Limits::downlevel_defaults()),
+            64,
+            "downlevel_defaults",
+        ),
+        (
+            common::with_limits(gpu, |_| wgpu::Limits::default()),
+            32,
+            "Limits::default",
+        ),
+    ];
+    for (gpu, want, limits) in devices {
+        let (dispatches, copies) = check(&gpu, &split, &input, empty, |i| (i, 0));
+        assert_eq!((dispatches, copies), (want, 0), "split, {limits}");
+        let encoded = common::concat::check_regions(&gpu, &concat, &parts, empty, |i| (i, 0));
+        assert_eq!(encoded.dispatches, want, "concat, {limits}");
+    }
+}
+
 per_backend!(
+    dispatches_follow_the_limits_the_device_was_opened_with,
     one_buffer_per_output,
     outputs_sharing_buffers_at_their_own_offsets,
     bad_regions_are_refused,

@@ -94,7 +94,7 @@ impl OutputSink for LoseDevice<'_> {
 fn a_device_lost_mid_stream_is_an_error_not_a_panic(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // A device of its own, so the shared one stays usable.
-    let (_, device, queue) = wgpu_split::gpu::open_device(BackendChoice::from_backend(
+    let (_, device, queue) = wgpu_split::open_device(BackendChoice::from_backend(
         gpu.device().adapter_info().backend,
     ))
     .unwrap();
@@ -209,7 +209,7 @@ fn a_window_smaller_than_an_element_is_refused(gpu: &'static GpuSplitter) {
             )
         );
         let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); 2];
-        let cpu = wgpu_split::stream::run_reference_stream(
+        let cpu = wgpu_split::bench::run_reference_stream(
             &plan,
             DType::F32,
             input.bytes(),

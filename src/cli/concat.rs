@@ -10,7 +10,7 @@ use serde_json::json;
 use std::io::Read;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use wgpu_split::plan::windows::windows;
+use wgpu_split::bench::windows;
 use wgpu_split::{
     npy, ops, reference, HostTensor, OutputSink, SplitError, SplitPlan, StreamOptions,
 };
@@ -85,7 +85,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         .window
         .unwrap_or(StreamOptions::default().window_bytes)
         .max(dtype.size() as u64);
-    let total = wgpu_split::tensor::byte_count(&output_shape, dtype)? as u64;
+    let total = wgpu_split::bench::byte_count(&output_shape, dtype)? as u64;
     let (mut read, mut concat, mut write) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let (mut done, mut count) = (0u64, 0usize);
     for w in windows(&plan, dtype.size(), window)? {

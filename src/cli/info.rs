@@ -4,7 +4,7 @@ use super::args::InfoArgs;
 use super::exit::CliResult;
 use serde_json::json;
 use std::process::ExitCode;
-use wgpu_split::gpu::list_adapters;
+use wgpu_split::bench::list_adapters;
 use wgpu_split::BackendChoice;
 
 /// Lists every adapter on every backend.

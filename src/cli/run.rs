@@ -7,8 +7,8 @@ use super::progress::Progress;
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
+use wgpu_split::bench::run_reference_stream;
 use wgpu_split::ops::{self, OnnxSplitParts, Operator};
-use wgpu_split::stream::run_reference_stream;
 use wgpu_split::{npy, DeviceChoice, GpuSplitter, SplitPlan, StreamOptions};
 
 /// Refuses options that belong to other operators.

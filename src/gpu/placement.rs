@@ -256,12 +256,20 @@ impl OutputLayout {
 }
 
 /// A buffer and a byte offset into it, for [`GpuSplitter::encode`](crate::GpuSplitter::encode).
+/// A whole buffer is `BufferRegion::from(&buffer)` (or `(&buffer).into()`): offset 0.
 #[derive(Debug, Clone, Copy)]
 pub struct BufferRegion<'a> {
     /// The buffer.
     pub buffer: &'a wgpu::Buffer,
     /// Byte offset; a multiple of the device's `min_storage_buffer_offset_alignment`.
     pub offset: u64,
+}
+
+impl<'a> From<&'a wgpu::Buffer> for BufferRegion<'a> {
+    /// The whole buffer: the region from offset 0.
+    fn from(buffer: &'a wgpu::Buffer) -> Self {
+        Self { buffer, offset: 0 }
+    }
 }
 
 /// Where a split's outputs go, for [`GpuSplitter::encode`](crate::GpuSplitter::encode) and
@@ -290,18 +298,31 @@ pub enum Outputs<'a> {
     /// empty outputs are not touched. Outputs that share a buffer move together (copy commands
     /// where the buffers allow them and they are cheaper, else the gather).
     ///
-    /// The gather binds the buffers it writes together, `output_bindings` of them per dispatch
-    /// ([`SplitOptions`](crate::SplitOptions)), so `n` buffers take `n / output_bindings`
-    /// dispatches, rounded up; on CPU adapters only buffers of up to 4 KiB of outputs are.
-    /// The most comes from the device's `max_storage_buffers_per_shader_stage`, less the three
-    /// the table and the input take, halved (each output buffer is bound as units and as
-    /// words), at most 32: 14 on lavapipe and 6 on llvmpipe GL opened with their adapters'
-    /// limits ([`GpuSplitter::open`](crate::GpuSplitter::open) does), but 1 on a device opened
-    /// with `wgpu::Limits::downlevel_defaults()` (4 storage buffers) and 2 with
-    /// `wgpu::Limits::default()` (8). An engine that splits into many buffers requests the
-    /// adapter's `max_storage_buffers_per_shader_stage` when it opens its device (for example
-    /// `required_limits: adapter.limits()`). The returned layout gives each output's offset
-    /// in its own buffer.
+    /// **The device's limits set the number of dispatches.** The gather writes several
+    /// buffers in one dispatch, `b` of them, so `n` buffers take `n / b` dispatches, rounded
+    /// up (on CPU adapters only buffers of up to 4 KiB of outputs share dispatches). `b` comes
+    /// from the `max_storage_buffers_per_shader_stage` the device was **opened with**, less
+    /// the three the table and the input take, halved (each output buffer is bound as units
+    /// and as words), at most 32: 14 on lavapipe and 6 on llvmpipe GL opened with their
+    /// adapters' limits ([`GpuSplitter::open`](crate::GpuSplitter::open) does), but 1 on a
+    /// device opened with `wgpu::Limits::downlevel_defaults()` (4 storage buffers) and 2 with
+    /// `wgpu::Limits::default()` (8): 64 outputs of 1 KiB in 64 buffers take 5, 11, 64 and
+    /// 32 dispatches (`tests/separate_buffers.rs`). An engine that splits into many buffers requests the adapter's limit when
+    /// it opens its device:
+    ///
+    /// ```no_run
+    /// # async fn open(adapter: wgpu_split::wgpu::Adapter) -> Result<(), Box<dyn std::error::Error>> {
+    /// let (device, queue) = adapter
+    ///     .request_device(&wgpu_split::wgpu::DeviceDescriptor {
+    ///         required_limits: adapter.limits(), // not wgpu's defaults
+    ///         ..Default::default()
+    ///     })
+    ///     .await?;
+    /// let gpu = wgpu_split::GpuSplitter::new_async(device, queue).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// The returned layout gives each output's offset in its own buffer.
     Regions(&'a [BufferRegion<'a>]),
 }
 

@@ -200,8 +200,10 @@ impl GpuSplitter {
         let mut placed = Vec::with_capacity(groups.len());
         for (buffer, mut members) in groups {
             members.sort_by_key(|&k| ranges[bytes.outputs[k].output].offset);
-            // A copy or a binding would read or write another part's bytes as its own.
-            for w in members.windows(2) {
+            // A split's outputs are written: one would take another's bytes as its own. A
+            // concat's inputs are only read, so they may repeat or overlap.
+            let written = direction == Direction::Split;
+            for w in members.windows(2).filter(|_| written) {
                 let (i, j) = (bytes.outputs[w[0]].output, bytes.outputs[w[1]].output);
                 let end = ranges[i].offset + binding_bytes(ranges[i].size);
                 if ranges[j].offset < end {

@@ -114,6 +114,7 @@ fn allowed_input_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u32
     .clamp(1, MAX_SRC_BINDINGS)
 }
 
+#[cfg(feature = "bench")]
 /// How a [`GpuSplitter`] moves data. Every `None` takes the device's default;
 /// [`GpuSplitter::options`] shows the settings in force. Benchmark harnesses and tests set these;
 /// an engine needs none of them.
@@ -231,6 +232,7 @@ impl GpuSplitter {
         Self::new(device, queue)
     }
 
+    #[cfg(feature = "bench")]
     /// Sets the routes and the gather's tuning ([`SplitOptions`]; `None` fields take the
     /// device's defaults). Takes effect at the next split; prepared splits keep what they
     /// were prepared with.
@@ -255,6 +257,7 @@ impl GpuSplitter {
         self
     }
 
+    #[cfg(feature = "bench")]
     /// The settings in force, [`SplitOptions`] as this device runs them: every default filled
     /// in, but `texture_copies`, whose `None` follows the route and the device type.
     pub fn options(&self) -> SplitOptions {

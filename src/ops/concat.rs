@@ -105,7 +105,7 @@ pub fn concat_from_sequence<S: AsRef<[usize]>>(
 
 /// Checks host tensors against the concat `plan` was made for: one per part (at least one),
 /// each of its part's shape, all of one dtype, which it returns.
-pub fn check_inputs(plan: &SplitPlan, inputs: &[HostTensor]) -> Result<DType> {
+pub(crate) fn check_inputs(plan: &SplitPlan, inputs: &[HostTensor]) -> Result<DType> {
     if inputs.len() != plan.num_outputs() {
         return Err(SplitError::DataMismatch(format!(
             "{} input tensors for a concat of {} inputs",

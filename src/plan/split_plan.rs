@@ -8,10 +8,10 @@ use std::sync::Arc;
 /// graphs produce. Every output costs host memory (chunk, layout range, table entry: about
 /// 80 bytes), so counts beyond this (say, a sequence of 2^63 chunks of an empty axis) are
 /// refused before anything is allocated.
-pub const MAX_OUTPUTS: usize = 1 << 20;
+pub(crate) const MAX_OUTPUTS: usize = 1 << 20;
 
 /// Refuses a split into more than [`MAX_OUTPUTS`] outputs.
-pub fn check_output_count(count: u128) -> Result<()> {
+pub(crate) fn check_output_count(count: u128) -> Result<()> {
     if count > MAX_OUTPUTS as u128 {
         return Err(SplitError::TooLarge(format!(
             "{count} outputs exceed the limit of {MAX_OUTPUTS} outputs per split"
@@ -21,7 +21,7 @@ pub fn check_output_count(count: u128) -> Result<()> {
 }
 
 /// Converts an axis in `[-rank, rank-1]` to `[0, rank)`.
-pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize> {
+pub(crate) fn normalize_axis(axis: i64, rank: usize) -> Result<usize> {
     if rank == 0 {
         return Err(SplitError::RankZero);
     }
@@ -38,7 +38,7 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize> {
 
 /// One output's range on the split axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Chunk {
+pub(crate) struct Chunk {
     /// First index on the axis.
     pub start: usize,
     /// Number of indices on the axis (may be 0).
@@ -122,7 +122,7 @@ impl SplitPlan {
     }
 
     /// The chunks, one per output, in output order.
-    pub fn chunks(&self) -> &[Chunk] {
+    pub(crate) fn chunks(&self) -> &[Chunk] {
         &self.chunks
     }
 

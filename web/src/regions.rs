@@ -1,6 +1,6 @@
 //! A concat whose inputs are each in a buffer of their own (`Inputs::Regions`), as an engine's
 //! allocator leaves them: the buffers have no COPY usage, so the gather reads them, several
-//! per dispatch (the multi-input build, `options().input_bindings` buffers per dispatch).
+//! per dispatch (the multi-input build, as many buffers as WebGPU binds).
 
 use crate::signal::Signal;
 use std::sync::{Arc, Mutex};
@@ -38,7 +38,7 @@ pub(crate) async fn concat_from_buffers(
         .collect();
     let regions: Vec<BufferRegion> = buffers
         .iter()
-        .map(|buffer| BufferRegion { buffer, offset: 0 })
+        .map(BufferRegion::from)
         .collect();
     let size = (want.bytes().len() as u64).next_multiple_of(16).max(16);
     let buffer = |usage| {
@@ -52,10 +52,7 @@ pub(crate) async fn concat_from_buffers(
     let output = buffer(wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC);
     let readback = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
     let mut encoder = device.create_command_encoder(&Default::default());
-    let region = BufferRegion {
-        buffer: &output,
-        offset: 0,
-    };
+    let region = BufferRegion::from(&output);
     let encoded = gpu
         .encode_concat_async(
             &mut encoder,

@@ -87,14 +87,8 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
                         &mut encoder,
                         &plan,
                         case.dtype,
-                        BufferRegion {
-                            buffer: &input,
-                            offset: 0,
-                        },
-                        Outputs::Region(BufferRegion {
-                            buffer: &output,
-                            offset: 0,
-                        }),
+                        BufferRegion::from(&input),
+                        Outputs::Region(BufferRegion::from(&output)),
                     )
                     .await
                     .map_err(|e| format!("{}: {e}", case.name))?;

@@ -23,6 +23,7 @@ pub enum GatherMode {
 }
 
 impl GatherMode {
+    #[cfg(feature = "bench")]
     /// Its name, as `wgpu-split bench --gather-mode` takes it and its reports print it.
     pub fn name(self) -> &'static str {
         match self {
@@ -65,6 +66,7 @@ pub enum GatherExperiment {
 }
 
 impl GatherExperiment {
+    #[cfg(feature = "bench")]
     /// Its name, as `--gather-mode` takes it.
     pub fn name(self) -> &'static str {
         match self {
@@ -75,6 +77,7 @@ impl GatherExperiment {
 
     /// The schedules a GPU runs in `mode` (the memory trace runs them whatever the adapter),
     /// in words.
+    #[cfg(feature = "bench")]
     pub fn describe(mode: GatherMode) -> &'static str {
         match mode {
             GatherMode::Experiment(GatherExperiment::Shifted) => {
