@@ -176,8 +176,8 @@ pub(crate) fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     wgpu::Instance::new(desc)
 }
 
-/// The environment variable that turns Mesa's Vulkan device-select layer off (`1`), the
-/// layer's own switch.
+/// The environment variable that turns Mesa's Vulkan device-select layer off, the layer's own
+/// switch (the Vulkan loader turns it off whenever the variable is set, whatever its value).
 const DEVICE_SELECT_OFF_ENV: &str = "NODEVICE_SELECT";
 
 /// Turns off Mesa's Vulkan device-select layer for this process, once, unless the environment
@@ -195,8 +195,9 @@ const DEVICE_SELECT_OFF_ENV: &str = "NODEVICE_SELECT";
 ///
 /// The variable is set before the first instance, from the thread that makes it; the loader
 /// reads it when an instance is created. A program that reads its environment from C on
-/// other threads at that moment sets the variable itself before it starts them (any value
-/// keeps this function from writing it: `0` keeps the layer on).
+/// other threads at that moment sets the variable itself before it starts them. A user who
+/// wants the layer's choice says so with `MESA_VK_DEVICE_SELECT` or `DRI_PRIME`, which keep
+/// this function from writing anything.
 fn quiet_device_select() {
     if !cfg!(all(
         unix,
