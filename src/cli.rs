@@ -44,6 +44,8 @@ pub fn main() -> CliResult {
         None => demo::run(&cli.backend, &cli.adapter),
         Some(args::Command::Demo) => demo::run(&cli.backend, &cli.adapter),
         Some(args::Command::Info(a)) => info::run(&a),
+        // The concats read several files into one output; the splits one file into several.
+        Some(args::Command::Run(a)) if a.op.is_concat() => concat::run(&a),
         Some(args::Command::Run(a)) => run::run(&a),
         Some(args::Command::Bench(a)) => bench_command::run(&a),
     }

@@ -111,6 +111,13 @@ pub enum Op {
     ConcatFromSequence,
 }
 
+impl Op {
+    /// Whether this operator joins several inputs into one output.
+    pub fn is_concat(self) -> bool {
+        matches!(self, Op::Concat | Op::ConcatFromSequence)
+    }
+}
+
 /// Options of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {

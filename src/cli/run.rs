@@ -222,9 +222,6 @@ pub(super) fn ms_of(d: std::time::Duration) -> f64 {
 /// outputs) is checked before any data is read or a device is opened. The split then streams
 /// window by window from the file into the output files, verified as it goes.
 pub fn run(a: &RunArgs) -> CliResult {
-    if matches!(a.op, Op::Concat | Op::ConcatFromSequence) {
-        return super::concat::run(a);
-    }
     let t_total = Instant::now();
     check_out(a)?;
     let [input] = a.input.as_slice() else {
