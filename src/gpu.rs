@@ -17,6 +17,7 @@
 mod concat;
 pub(crate) mod cpu_texture;
 pub(crate) mod device;
+pub(crate) mod direction;
 pub(crate) mod gather;
 pub(crate) mod placement;
 pub(crate) mod planner;

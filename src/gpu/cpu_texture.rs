@@ -19,8 +19,8 @@
 
 use crate::error::Result;
 use crate::gpu::device::scoped_async;
+use crate::gpu::direction::Direction;
 use crate::gpu::placement::OutputLayout;
-use crate::gpu::planner::Direction;
 use crate::plan::bytes::ByteRows;
 use std::sync::Mutex;
 

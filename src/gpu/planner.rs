@@ -293,7 +293,8 @@ pub(crate) fn choose_for(
 }
 
 mod kept;
-pub(crate) use kept::{Direction, RouteCache, RouteKey};
+pub(crate) use crate::gpu::direction::Direction;
+pub(crate) use kept::{RouteCache, RouteKey};
 
 #[cfg(test)]
 mod planner_tests;
