@@ -28,7 +28,7 @@ impl Buffers {
                 mapped_at_creation: false,
             })
         };
-        let input = buffer(wgpu_split::input_binding_size(plan, dtype).unwrap());
+        let input = buffer(plan.input_binding_size(dtype).unwrap());
         let outputs = (0..plan.num_outputs())
             .map(|i| buffer(plan.output_bytes(i, dtype.size()).unwrap()))
             .collect();
@@ -42,17 +42,21 @@ impl Buffers {
         let regions: Vec<BufferRegion> = self.outputs.iter().map(region).collect();
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         let (encoder_ref, input) = (&mut encoder, region(&self.input));
-        let encoded = if concat {
-            gpu.encode_concat(encoder_ref, plan, dtype, Inputs::Regions(&regions), input)
+        let dispatches = if concat {
+            let inputs = Inputs::Regions(&regions);
+            let concat = plan.inverse();
+            gpu.encode(encoder_ref, &concat, dtype, inputs, input)
+                .map(|e| e.dispatches)
         } else {
             gpu.encode(encoder_ref, plan, dtype, input, Outputs::Regions(&regions))
+                .map(|e| e.dispatches)
         }
         .expect("encode with 64 buffers");
         gpu.queue().submit([encoder.finish()]);
         gpu.device()
             .poll(wgpu::PollType::wait_indefinitely())
             .expect("the work finishes");
-        encoded.dispatches
+        dispatches
     }
 }
 

@@ -49,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         contents: bytemuck::cast_slice(&data),
         usage: wgpu::BufferUsages::STORAGE,
     });
-    let layout = splitter.output_layout(&plan, DType::F32)?;
+    let layout = splitter.layout(&plan, DType::F32)?;
     let outputs = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("engine split outputs"),
         size: layout.total_bytes,

@@ -1,5 +1,5 @@
 //! Splits that move nothing: when every output is one aligned range of the input
-//! (`GpuSplitter::output_views`), a following kernel binds the outputs as views of the input
+//! (`GpuSplitter::views`), a following kernel binds the outputs as views of the input
 //! buffer directly.
 //!
 //! ```sh
@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &IntTensor::vector(vec![1, 3]),
     )?;
     let views = gpu
-        .output_views(&plan, DType::F32)?
+        .views(&plan, DType::F32)?
         .ok_or("these outputs are not aligned ranges of the input")?;
     let input = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some("batch"),

@@ -24,14 +24,14 @@ pub use crate::tensor::byte_count;
 use timing::{time_interleaved_ms, time_ms};
 
 use crate::error::Result;
-use crate::gpu::device::scoped;
+use crate::gpu::device::{block_on, scoped};
 use crate::gpu::gather::pipeline::grid;
 use crate::ops::Operator;
 use crate::plan::SplitPlan;
 use crate::reference;
 use crate::tensor::IntTensor;
 use crate::DType;
-use crate::{EncodedSplit, GpuSplitter};
+use crate::GpuSplitter;
 
 /// One benchmark case.
 #[derive(Debug, Clone)]
@@ -162,7 +162,7 @@ pub struct CaseResult {
     /// Median device-resident split time (encode, submit, wait), ms; with a batch
     /// ([`Bencher::with_batch`]), a submission's time over its splits.
     pub split_ms: f64,
-    /// Median of the same split prepared once ([`crate::PreparedSplit`]): encode, submit,
+    /// Median of the same split prepared once ([`crate::Prepared`]): encode, submit,
     /// wait, ms. What a runtime that prepares its split nodes pays per run.
     pub prepared_ms: f64,
     /// Median empty submit and wait, ms: the device's fixed cost per submission.
@@ -181,7 +181,7 @@ pub struct CaseResult {
     pub zero_copy: bool,
 }
 
-/// The commands one split recorded, by kind (from [`EncodedSplit`]).
+/// The commands one split or concat recorded, by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Recorded {
     /// Gather dispatches.
@@ -192,8 +192,8 @@ pub struct Recorded {
     pub texture_copies: u32,
 }
 
-impl From<&EncodedSplit> for Recorded {
-    fn from(e: &EncodedSplit) -> Self {
+impl From<&crate::gpu::plans::Recorded> for Recorded {
+    fn from(e: &crate::gpu::plans::Recorded) -> Self {
         Self {
             dispatches: e.dispatches,
             buffer_copies: e.buffer_copies,
@@ -309,7 +309,9 @@ impl<'a> Bencher<'a> {
                 },
                 &mut || {
                     self.submit_checked(|encoder| {
-                        (0..batch).try_for_each(|_| prepared.encode(encoder).map(|_| ()))
+                        (0..batch).try_for_each(|_| {
+                            block_on("encode", prepared.encode(encoder)).map(|_| ())
+                        })
                     })
                 },
                 &mut || self.submit(|_| {}),
@@ -345,8 +347,9 @@ impl<'a> Bencher<'a> {
             buffers.encode(self.gpu, case, &mut encoder).map(|_| ())
         })?;
 
+        let concat = plan.inverse();
         let cpu_reference_ms = time_ms(self.runs, || match case.concat {
-            true => reference::concat_tensors(&buffers.parts, plan).map(|_| ()),
+            true => reference::concat_tensors(&buffers.parts, &concat).map(|_| ()),
             false => reference::split_tensor(&buffers.host, plan).map(|_| ()),
         })?;
 
@@ -362,7 +365,7 @@ impl<'a> Bencher<'a> {
             shader_copy_ms,
             cpu_reference_ms,
             recorded,
-            zero_copy: self.gpu.output_views(plan, case.dtype)?.is_some(),
+            zero_copy: self.gpu.views(plan, case.dtype)?.is_some(),
         })
     }
 }

@@ -19,7 +19,7 @@ pub use input::PlannerInput;
 
 use crate::gpu::gather::abi::binding_bytes;
 use crate::gpu::gather::dispatches::{plan_dispatches, GatherTuning};
-use crate::gpu::placement::OutputLayout;
+use crate::gpu::placement::PartLayout;
 use crate::gpu::planner::{self, DeviceCaps, Regions};
 use crate::ops::{OnnxSplitParts, Operator};
 use crate::plan::bytes::ByteRows;
@@ -84,7 +84,7 @@ pub fn check_planner(input: &PlannerInput) {
     check_plan(input, &plan, &shape);
 
     let dtype = DType::ALL_NUMERIC[input.dtype as usize % DType::ALL_NUMERIC.len()];
-    let Ok(layout) = OutputLayout::new(&plan, dtype, 256) else {
+    let Ok(layout) = PartLayout::new(&plan, dtype, 256) else {
         return;
     };
     let mut end = 0;
@@ -174,7 +174,7 @@ pub fn check_planner(input: &PlannerInput) {
         }
     }
     // The concat of the same plan: its inputs packed at 16 bytes in one region.
-    let packed = OutputLayout::packed(&plan, dtype);
+    let packed = PartLayout::packed(&plan, dtype);
     for (mode, steps, threads) in [
         (GatherMode::Cpu, 2048, 8),
         (GatherMode::Cpu, 2048, 1),

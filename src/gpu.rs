@@ -1,37 +1,40 @@
-//! The GPU path, in the order a split flows through it:
+//! The GPU path, in the order a split (or a concat, its bytes moving the other way) flows
+//! through it:
 //!
-//! 1. `placement`: where the outputs go (the caller's regions, and where each output lives
-//!    in them).
-//! 2. `planner` (pure choice, kept routes): buffer copies, the `cpu_texture` route (CPU
+//! 1. `plans`: [`Plan`], what each entry point takes and gives for a split and a concat;
+//!    `parts`: where the caller's parts are ([`Outputs`], [`Inputs`]), both as one `Job`.
+//! 2. `placement`: where each part lives in its region ([`PartLayout`]).
+//! 3. `planner` (pure choice, kept routes): buffer copies, the `cpu_texture` route (CPU
 //!    adapters only), or the `gather` dispatch.
-//! 3. `record` (`GpuSplitter::encode`): checks the caller's buffers, chooses the route and
-//!    records it into the caller's encoder, into one region or one region per output
-//!    ([`Outputs::Regions`]); `prepared` keeps what was recorded for the next split.
-//! 4. `round_trip` ([`GpuSplitter::run`], [`GpuSplitter::run_stream`]): upload, record the
-//!    split as `encode` does, into outputs packed at 16 bytes, read back.
+//! 4. `prepared` ([`GpuSplitter::encode`], [`GpuSplitter::prepare`]): checks the caller's
+//!    buffers, chooses the route and records it into the caller's encoder; `record` checks
+//!    regions and prepares parts in regions of their own.
+//! 5. `round_trip` ([`GpuSplitter::run`]): upload, record as `encode` does with the parts
+//!    packed at 16 bytes, read back; and one window of a stream (`crate::stream`).
 //!
 //! `device` opens devices and captures wgpu's errors. `GpuSplitter` (`splitter.rs`) owns
-//! (a handle to) a device, its compiled pipeline and the caches shared by its clones; `record`
-//! and `round_trip` are its methods for those steps.
+//! (a handle to) a device, its compiled pipeline and the caches shared by its clones.
 
-mod concat;
 pub(crate) mod cpu_texture;
 pub(crate) mod device;
 pub(crate) mod direction;
 pub(crate) mod gather;
+pub(crate) mod parts;
 pub(crate) mod placement;
 pub(crate) mod planner;
-mod prepared;
+pub(crate) mod plans;
+pub(crate) mod prepared;
 mod record;
-mod round_trip;
+pub(crate) mod round_trip;
 pub(crate) mod splitter;
 
-pub use concat::Inputs;
 #[cfg(feature = "bench")]
 pub use device::list_adapters;
 pub use device::{open_device, AdapterPick, BackendChoice, DeviceChoice};
-pub use placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
-pub use prepared::{EncodedSplit, PreparedSplit};
+pub use parts::{Inputs, Outputs};
+pub use placement::{BufferRegion, PartLayout, PartRange};
+pub use plans::{EncodedConcat, EncodedSplit, Plan};
+pub use prepared::Prepared;
 pub use splitter::GpuSplitter;
 #[cfg(feature = "bench")]
 pub use splitter::SplitOptions;

@@ -18,7 +18,7 @@
 //! let gpu = GpuSplitter::new(device.clone(), queue.clone())?;
 //! // Once per node: the rules and the shapes. Split [6, 12, 10, 24] f32 on axis 1 into 3.
 //! let plan = ops::split(&[6, 12, 10, 24], &IntTensor::scalar(1), 3)?;
-//! let layout = gpu.output_layout(&plan, DType::F32)?; // each output at a bindable offset
+//! let layout = gpu.layout(&plan, DType::F32)?; // each output at a bindable offset
 //! let outputs = device.create_buffer(&wgpu::BufferDescriptor {
 //!     label: Some("split outputs"),
 //!     size: layout.total_bytes,
@@ -34,31 +34,35 @@
 //! # Ok(()) }
 //! ```
 //!
+//! - A concat ([`ops::concat()`] gives a [`ConcatPlan`]) takes the same entry points: its
+//!   inputs where [`Inputs`] says, its output one region. The [`Plan`] a call gets picks the
+//!   types of its arguments and of its result.
 //! - A node run again and again on the same buffers is prepared once
-//!   ([`GpuSplitter::prepare`]) and recorded with [`PreparedSplit::encode`].
-//! - Outputs in buffers of the engine's own: [`Outputs::Regions`]. A concat
-//!   ([`ops::concat()`]) reads its inputs where [`Inputs`] says
-//!   ([`GpuSplitter::encode_concat`]).
+//!   ([`GpuSplitter::prepare`]) and recorded with [`Prepared::encode`].
+//! - Parts in buffers of the engine's own: [`Outputs::Regions`], [`Inputs::Regions`].
 //! - Every entry point that waits has an `_async` twin, the ones a browser (WebGPU) calls.
 //! - Misuse is a [`SplitError`] naming the input, the rule and the numbers, never a panic;
 //!   wgpu's validation errors are captured.
 //!
 //! ## Host data
 //!
-//! [`GpuSplitter::open`] opens a device of its own; [`GpuSplitter::run_verified`] uploads a
-//! [`HostTensor`], splits it and checks every output byte for byte against [`reference`](mod@reference), the
-//! same split on the CPU with ndarray; [`GpuSplitter::run_stream`] splits data of any size
-//! window by window.
+//! [`GpuSplitter::open`] opens a device of its own; [`GpuSplitter::run`] uploads a
+//! [`HostTensor`] (a concat's inputs), splits it (concatenates them) and reads the result
+//! back; [`verify::against_reference`] checks it byte for byte against
+//! [`reference`](mod@reference), the same operation on the CPU with ndarray;
+//! [`GpuSplitter::run_stream`] splits data of any size window by window.
 //!
 //! ```no_run
-//! use wgpu_split::{ops, DeviceChoice, GpuSplitter, HostTensor, IntTensor};
+//! use wgpu_split::{ops, verify, DeviceChoice, GpuSplitter, HostTensor, IntTensor};
 //!
 //! let data: Vec<f32> = (0..6 * 12 * 10 * 24).map(|i| i as f32).collect();
 //! let input = HostTensor::from_slice(&[6, 12, 10, 24], &data)?;
 //! let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3)?;
 //! let gpu = GpuSplitter::open(DeviceChoice::from_env()?)?;
-//! let outputs = gpu.run_verified(&plan, &input)?; // checked against the CPU reference
+//! let outputs = gpu.run(&plan, &input)?;
+//! verify::against_reference(&plan, &input, &outputs)?;
 //! assert_eq!(outputs[0].shape(), &[6, 4, 10, 24]);
+//! assert_eq!(gpu.run(&plan.inverse(), &outputs)?, input); // the concat undoes it
 //! # Ok::<(), wgpu_split::SplitError>(())
 //! ```
 
@@ -91,10 +95,10 @@ pub use wgpu;
 pub use dtype::DType;
 pub use error::{Result, SplitError};
 pub use gpu::{
-    input_binding_size, open_device, AdapterPick, BackendChoice, BufferRegion, DeviceChoice,
-    EncodedSplit, GpuSplitter, Inputs, OutputLayout, OutputRange, Outputs, PreparedSplit,
+    open_device, AdapterPick, BackendChoice, BufferRegion, DeviceChoice, EncodedConcat,
+    EncodedSplit, GpuSplitter, Inputs, Outputs, PartLayout, PartRange, Plan, Prepared,
 };
-pub use plan::SplitPlan;
+pub use plan::{ConcatPlan, SplitPlan};
 pub use stream::{OutputSink, StreamOptions, StreamReport, StreamTimings};
 pub use tensor::{Element, HostTensor, IntTensor};
 

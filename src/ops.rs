@@ -8,8 +8,7 @@
 //! | ONNX SplitToSequence-11 | [`split_to_sequence`] | none (chunks of 1), a scalar, or a list |
 //! | ONNX Split-1/2/11/13/18 | [`onnx_split`] ([`OnnxSplitParts::at_opset`] for a model's opset) | a list, or a number of outputs |
 //!
-//! The concat operators, the split's inverse, return the plan of the split that takes their
-//! output apart into their inputs ([`concat()`] says how to read it):
+//! The concat operators, the split's inverse, return a [`ConcatPlan`](crate::ConcatPlan):
 //!
 //! | operator | function |
 //! | --- | --- |
@@ -17,15 +16,16 @@
 //! | ONNX Concat-1/4/11/13 | [`onnx_concat`] |
 //! | ONNX ConcatFromSequence-11 | [`concat_from_sequence`] (`new_axis = 1` stacks) |
 //!
-//! [`Operator`] names any of them with its parameters, for code that handles every operator
-//! alike (the command, the benchmark suite, the fuzzers); `spec_examples` (feature `bench`)
-//! are the specifications' own examples.
+//! With the feature `bench`, `Operator` names any split with its parameters, for code that
+//! handles every operator alike (the command, the benchmark suite, the fuzzers), and
+//! `spec_examples` are the specifications' own examples.
 
 pub(crate) mod concat;
 #[cfg(feature = "bench")]
 mod examples;
 mod inputs;
 mod onnx_split;
+#[cfg(any(test, feature = "bench", feature = "fuzzing"))]
 mod operator;
 mod sequence;
 mod split;
@@ -34,7 +34,9 @@ mod variadic;
 pub use concat::{concat, concat_from_sequence, onnx_concat};
 #[cfg(feature = "bench")]
 pub use examples::{spec_examples, SpecExample};
-pub use onnx_split::{onnx_split, onnx_split_version, OnnxSplitParts, ONNX_NEWEST_OPSET};
+pub(crate) use onnx_split::onnx_split_version;
+pub use onnx_split::{onnx_split, OnnxSplitParts, ONNX_NEWEST_OPSET};
+#[cfg(any(test, feature = "bench", feature = "fuzzing"))]
 pub use operator::Operator;
 pub use sequence::split_to_sequence;
 pub use split::split;

@@ -11,8 +11,10 @@
 //! time, for inputs larger than memory or than one device buffer.
 
 pub(crate) mod bytes;
+mod concat_plan;
 mod split_plan;
 pub(crate) mod windows;
 
+pub use concat_plan::ConcatPlan;
 pub use split_plan::SplitPlan;
 pub(crate) use split_plan::{check_output_count, normalize_axis};

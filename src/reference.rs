@@ -8,7 +8,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::plan::bytes::ByteRows;
-use crate::plan::SplitPlan;
+use crate::plan::{ConcatPlan, SplitPlan};
 use crate::tensor::HostTensor;
 use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, Axis, Slice};
 
@@ -98,26 +98,26 @@ pub(crate) fn split_bytes_into(
 /// ([`crate::ops::concat()`]): joined along its axis, or stacked on a new one.
 pub fn concat_arrays<T: Clone>(
     inputs: &[ArrayViewD<'_, T>],
-    plan: &SplitPlan,
+    plan: &ConcatPlan,
 ) -> Result<ArrayD<T>> {
     let axis = Axis(plan.axis());
-    let joined = if plan.keep_axis() {
+    let joined = if !plan.stacks() {
         ndarray::concatenate(axis, inputs)
     } else {
         ndarray::stack(axis, inputs)
     };
     let joined = joined.map_err(|e| SplitError::DataMismatch(format!("concat: {e}")))?;
-    plan.check_input_shape(joined.shape())?;
+    plan.split().check_input_shape(joined.shape())?;
     Ok(joined.as_standard_layout().into_owned())
 }
 
 /// Concatenates host tensors of any dtype as the concat `plan` says, moving their bytes
 /// exactly: [`split_tensor`] run backwards, each input's rows copied into its column band of
 /// the output's byte rows.
-pub fn concat_tensors(inputs: &[HostTensor], plan: &SplitPlan) -> Result<HostTensor> {
-    let dtype = crate::ops::concat::check_inputs(plan, inputs)?;
-    let bytes = ByteRows::new(plan, dtype.size())?;
-    let mut out = vec![0u8; crate::tensor::byte_count(plan.input_shape(), dtype)?];
+pub fn concat_tensors(inputs: &[HostTensor], plan: &ConcatPlan) -> Result<HostTensor> {
+    let dtype = plan.check_inputs(inputs)?;
+    let bytes = ByteRows::new(plan.split(), dtype.size())?;
+    let mut out = vec![0u8; crate::tensor::byte_count(plan.output_shape(), dtype)?];
     for o in &bytes.outputs {
         // The bytes exist on the host, so every count fits usize.
         let (start, len) = (o.offset as usize, o.row_bytes as usize);
@@ -126,7 +126,7 @@ pub fn concat_tensors(inputs: &[HostTensor], plan: &SplitPlan) -> Result<HostTen
             row[start..start + len].copy_from_slice(part);
         }
     }
-    HostTensor::new(dtype, plan.input_shape().to_vec(), out)
+    HostTensor::new(dtype, plan.output_shape().to_vec(), out)
 }
 
 #[cfg(test)]
@@ -181,10 +181,11 @@ mod tests {
         let variadic = ops::variadic_split(&[3, 4, 5], &IntTensor::scalar(1), &uneven).unwrap();
         for plan in [sequence, variadic] {
             let parts = split_tensor(&t, &plan).unwrap();
-            assert_eq!(concat_tensors(&parts, &plan).unwrap(), t);
+            let concat = plan.inverse();
+            assert_eq!(concat_tensors(&parts, &concat).unwrap(), t);
             let views: Vec<ArrayD<u16>> = parts.iter().map(|p| p.to_array().unwrap()).collect();
             let views: Vec<ArrayViewD<'_, u16>> = views.iter().map(|v| v.view()).collect();
-            assert_eq!(concat_arrays(&views, &plan).unwrap(), array);
+            assert_eq!(concat_arrays(&views, &concat).unwrap(), array);
         }
         let plan = ops::concat(&[[2], [3]], 0).unwrap();
         let a = HostTensor::from_slice(&[2], &[1u8, 2]).unwrap();

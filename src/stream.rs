@@ -11,6 +11,11 @@
 //! `run_reference_stream` on the CPU reference alone (feature `bench`, for the command).
 
 use crate::error::{Result, SplitError};
+#[cfg(feature = "bench")]
+use crate::gpu::device::block_on;
+use crate::gpu::placement::PartRange;
+use crate::gpu::round_trip::{read_mapped, HostBuffers};
+use crate::gpu::splitter::GpuSplitter;
 use crate::plan::windows::windows;
 use crate::plan::SplitPlan;
 use crate::reference;
@@ -58,7 +63,8 @@ pub struct StreamReport {
     pub input_bytes: u64,
     /// Whether every output byte was checked against the CPU reference.
     pub verified: bool,
-    /// Where the time went, summed over the windows.
+    /// Where the time went, summed over the windows (zero in the browser, where std has no
+    /// clock).
     pub timings: StreamTimings,
 }
 
@@ -105,20 +111,95 @@ impl<W: Write> OutputSink for Vec<W> {
     }
 }
 
-/// Splits one window: called with the window's plan and input, it hands each output's bytes
-/// to `emit`, once per non-empty output.
-pub(crate) type SplitWindow<'a> = dyn FnMut(&SplitPlan, &HostTensor, &mut dyn FnMut(usize, &[u8]) -> Result<()>) -> Result<()>
-    + 'a;
+/// What splits each window of a stream.
+pub(crate) enum WindowSplitter<'a> {
+    /// The GPU, with the window buffers it allocates once and reuses; blocking the thread on
+    /// each read-back where `blocking`.
+    Gpu {
+        gpu: &'a GpuSplitter,
+        buffers: Option<HostBuffers>,
+        blocking: bool,
+    },
+    /// The CPU reference alone, with the outputs it reuses.
+    #[cfg(feature = "bench")]
+    Reference(Vec<Vec<u8>>),
+}
+
+impl WindowSplitter<'_> {
+    /// Splits one window (`plan`, `input`), then hands each non-empty output's bytes to `emit`.
+    /// Only the split awaits; the hand-over is sync, so nothing `emit` holds lives across an
+    /// await.
+    async fn split(
+        &mut self,
+        plan: &SplitPlan,
+        input: &HostTensor,
+        emit: impl FnMut(usize, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            WindowSplitter::Gpu {
+                gpu,
+                buffers,
+                blocking,
+            } => {
+                let window = gpu.split_window(buffers, plan, input, *blocking).await?;
+                let (readback, recorded) = window;
+                hand_over(&recorded.layout.ranges, readback, emit)
+            }
+            #[cfg(feature = "bench")]
+            WindowSplitter::Reference(parts) => {
+                reference::split_bytes_into(input, plan, parts)?;
+                let mut emit = emit;
+                for (i, part) in parts.iter().enumerate() {
+                    if !part.is_empty() {
+                        emit(i, part)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Hands each non-empty part of the mapped `readback`, as `ranges` place them, to `emit`.
+fn hand_over(
+    ranges: &[PartRange],
+    readback: &wgpu::Buffer,
+    mut emit: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
+    read_mapped(readback, |bytes| {
+        for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.size > 0) {
+            let part = bytes.get(r.offset as usize..(r.offset + r.size) as usize);
+            let part = part.ok_or_else(|| {
+                SplitError::Device(format!(
+                    "output {i} lies past the {} bytes read back",
+                    bytes.len()
+                ))
+            })?;
+            emit(i, part)?;
+        }
+        Ok(())
+    })
+}
+
+/// The time since `start`; zero in the browser, where std has no clock.
+fn since(start: Option<Instant>) -> Duration {
+    start.map(|t| t.elapsed()).unwrap_or_default()
+}
+
+/// Now, where std has a clock (not wasm32).
+fn now() -> Option<Instant> {
+    (!cfg!(target_arch = "wasm32")).then(Instant::now)
+}
 
 /// Streams the split of `plan` from `input` (the C-order little-endian input bytes) to
-/// `outputs`, one window at a time, with `split` doing each window's work.
-pub(crate) fn stream(
+/// `outputs`, one window at a time, with `splitter` doing each window's work.
+pub(crate) async fn stream(
     plan: &SplitPlan,
     dtype: DType,
     mut input: impl Read,
     outputs: &mut (impl OutputSink + ?Sized),
     options: &StreamOptions,
-    split: &mut SplitWindow<'_>,
+    splitter: &mut WindowSplitter<'_>,
 ) -> Result<StreamReport> {
     let total = byte_count(plan.input_shape(), dtype)? as u64;
     if options.window_bytes < dtype.size() as u64 {
@@ -150,7 +231,7 @@ pub(crate) fn stream(
             )));
         }
         buffer.resize(n, 0);
-        let started = Instant::now();
+        let started = now();
         input.read_exact(&mut buffer).map_err(|e| {
             SplitError::File(format!(
                 "reading input bytes {} to {}: {e}",
@@ -158,34 +239,34 @@ pub(crate) fn stream(
                 report.input_bytes + n as u64
             ))
         })?;
-        report.timings.read += started.elapsed();
+        report.timings.read += since(started);
         let tensor = HostTensor::new(dtype, window_plan.input_shape().to_vec(), buffer)?;
-        let started = Instant::now();
+        let started = now();
         if options.verify {
             reference::split_bytes_into(&tensor, &window_plan, &mut want)?;
         }
-        report.timings.verify += started.elapsed();
+        report.timings.verify += since(started);
         // Time spent inside `emit`: comparing (verify) and writing.
         let mut handed = StreamTimings::default();
         let mut emitted = vec![false; plan.num_outputs()];
         let window_start = report.input_bytes;
-        let mut emit = |output: usize, bytes: &[u8]| -> Result<()> {
+        let emit = |output: usize, bytes: &[u8]| -> Result<()> {
             check_emitted(&window_plan, dtype, output, bytes.len(), &mut emitted)?;
-            let started = Instant::now();
+            let started = now();
             if options.verify {
                 compare_part(output, window_start, bytes, &want[output])?;
             }
-            let compared = Instant::now();
-            handed.verify += compared - started;
+            handed.verify += since(started);
+            let started = now();
             let written = outputs
                 .write(output, bytes)
                 .map_err(|e| SplitError::File(format!("writing output {output}: {e}")));
-            handed.write += compared.elapsed();
+            handed.write += since(started);
             written
         };
-        let started = Instant::now();
-        split(&window_plan, &tensor, &mut emit)?;
-        let inside = started.elapsed();
+        let started = now();
+        splitter.split(&window_plan, &tensor, emit).await?;
+        let inside = since(started);
         report.timings.split += inside.saturating_sub(handed.verify + handed.write);
         report.timings.verify += handed.verify;
         report.timings.write += handed.write;
@@ -202,6 +283,85 @@ pub(crate) fn stream(
         outputs.progress(report.input_bytes, total);
     }
     Ok(report)
+}
+
+impl GpuSplitter {
+    /// Splits the C-order little-endian bytes of `input` as `plan` says, window by window,
+    /// and appends each output's bytes to `outputs` in order: inputs larger than the host's
+    /// memory or than the device's buffers split in the memory of a few windows.
+    ///
+    /// Each window (`options.window_bytes` of input, kept within a quarter of the device's
+    /// `max_buffer_size`) is uploaded, split on the GPU into the matching parts of every
+    /// output, read back, checked against the CPU reference when `options.verify`, and handed
+    /// to `outputs`. The device buffers are allocated once and reused. An input that ends
+    /// early, a writer's error and a device error (a lost device included) end the stream
+    /// with an error; what was written by then is the caller's to discard.
+    ///
+    /// ```no_run
+    /// use wgpu_split::{ops, BackendChoice, DType, GpuSplitter, IntTensor, StreamOptions};
+    /// let gpu = GpuSplitter::open(BackendChoice::Auto)?;
+    /// // 8 GiB of f32 from a file, into three files, 4 MiB of input at a time.
+    /// let plan = ops::split(&[1 << 20, 2048], &IntTensor::scalar(1), 3)?;
+    /// let input = std::io::BufReader::new(std::fs::File::open("x.bin")?);
+    /// let mut outputs: Vec<std::fs::File> =
+    ///     (0..3).map(|i| std::fs::File::create(format!("y{i}.bin"))).collect::<Result<_, _>>()?;
+    /// let report = gpu.run_stream(&plan, DType::F32, input, &mut outputs, &StreamOptions::default())?;
+    /// assert!(report.verified);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn run_stream(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: impl Read,
+        outputs: &mut (impl OutputSink + ?Sized),
+        options: &StreamOptions,
+    ) -> Result<StreamReport> {
+        // Each window's read-back blocks this thread, as `run`'s does: no thread is started.
+        crate::gpu::device::block_on(
+            "GpuSplitter::run_stream",
+            self.stream_on_gpu(plan, dtype, input, outputs, options, true),
+        )
+    }
+
+    /// [`GpuSplitter::run_stream`] for async callers and WebGPU: each window's read-back is
+    /// awaited, as in [`GpuSplitter::run_async`]. Reading `input` and writing `outputs` stay
+    /// sync (in a browser, a reader over bytes in memory). The future is `Send` where `input`
+    /// and `outputs` are. In the browser the timings are zero: std has no clock there.
+    pub async fn run_stream_async(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: impl Read,
+        outputs: &mut (impl OutputSink + ?Sized),
+        options: &StreamOptions,
+    ) -> Result<StreamReport> {
+        self.stream_on_gpu(plan, dtype, input, outputs, options, false)
+            .await
+    }
+
+    /// [`GpuSplitter::run_stream`], each window's read-back blocking the thread where
+    /// `blocking`, else awaited.
+    async fn stream_on_gpu(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        input: impl Read,
+        outputs: &mut (impl OutputSink + ?Sized),
+        options: &StreamOptions,
+        blocking: bool,
+    ) -> Result<StreamReport> {
+        let options = StreamOptions {
+            window_bytes: options.window_bytes.min(self.limits.max_buffer_size / 4),
+            ..*options
+        };
+        let mut splitter = WindowSplitter::Gpu {
+            gpu: self,
+            buffers: None,
+            blocking,
+        };
+        stream(plan, dtype, input, outputs, &options, &mut splitter).await
+    }
 }
 
 /// Checks that a window hands over each output once, with its size.
@@ -253,22 +413,11 @@ pub fn run_reference_stream(
         window_bytes,
         verify: false,
     };
-    let mut parts = Vec::new();
-    stream(
-        plan,
-        dtype,
-        input,
-        outputs,
-        &options,
-        &mut |plan, input, emit| {
-            reference::split_bytes_into(input, plan, &mut parts)?;
-            for (i, part) in parts.iter().enumerate() {
-                if !part.is_empty() {
-                    emit(i, part)?;
-                }
-            }
-            Ok(())
-        },
+    let mut splitter = WindowSplitter::Reference(Vec::new());
+    // The reference never waits: the future is ready at its first poll.
+    block_on(
+        "run_reference_stream",
+        stream(plan, dtype, input, outputs, &options, &mut splitter),
     )
 }
 

@@ -23,7 +23,7 @@ use crate::gpu::placement::BufferRegion;
 use crate::gpu::planner::{choose_concat, Regions, Route};
 use crate::gpu::splitter::gather_defaults;
 use crate::plan::bytes::ByteRows;
-use crate::plan::SplitPlan;
+use crate::plan::{ConcatPlan, SplitPlan};
 use crate::{DType, GatherMode, GpuSplitter, RouteChoice, SplitOptions};
 use analysis::{Access, Kind};
 use wgpu::util::DeviceExt;
@@ -71,7 +71,7 @@ pub fn trace_split(
     sampling: Sampling,
 ) -> Result<Vec<Access>> {
     let bytes = ByteRows::new(plan, dtype.size())?;
-    let layout = gpu.output_layout(plan, dtype)?;
+    let layout = gpu.layout(plan, dtype)?;
     let caps = gpu.caps();
     let dispatches = plan_dispatches(
         &bytes,
@@ -84,17 +84,17 @@ pub fn trace_split(
     trace_dispatches(gpu, &dispatches, src, dst, sampling)
 }
 
-/// Traces the gather of the concat of `plan` for `dtype` ([`crate::ops::concat()`]), its
+/// Traces the gather of the concat `plan` for `dtype` ([`crate::ops::concat()`]), its
 /// inputs in one region at the storage alignment (`Inputs::Region`), as `gpu`'s settings
 /// plan it, on buffers of zeros.
 pub fn trace_concat(
     gpu: &GpuSplitter,
-    plan: &SplitPlan,
+    plan: &ConcatPlan,
     dtype: DType,
     sampling: Sampling,
 ) -> Result<Vec<Access>> {
-    let bytes = ByteRows::new(plan, dtype.size())?;
-    let layout = gpu.output_layout(plan, dtype)?;
+    let layout = gpu.layout(plan, dtype)?;
+    let bytes = ByteRows::new(&plan.inverse(), dtype.size())?;
     // The gather, whatever the splitter's route choice.
     let regions = Regions {
         input_offset: 0,

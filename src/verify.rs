@@ -1,13 +1,35 @@
-//! Checking GPU outputs against the CPU reference, byte for byte.
+//! Checking GPU results against the CPU reference, byte for byte.
 
 use crate::error::{Result, SplitError};
-use crate::plan::SplitPlan;
-use crate::reference;
+use crate::gpu::Plan;
 use crate::tensor::HostTensor;
-use crate::GpuSplitter;
 
-/// Byte-for-byte comparison of two output lists; the error names the first difference.
-pub fn compare_outputs(got: &[HostTensor], want: &[HostTensor]) -> Result<()> {
+/// Checks `output`, what [`GpuSplitter::run`](crate::GpuSplitter::run) (or `run_async`)
+/// gave for `plan` and `input`, against the same split or concat on the CPU
+/// ([`reference`](crate::reference)), byte for byte: NaN payloads, -0.0 and denormals
+/// included. [`SplitError::Mismatch`] names the first byte that differs.
+///
+/// ```no_run
+/// use wgpu_split::{ops, verify, BackendChoice, GpuSplitter, HostTensor};
+/// let gpu = GpuSplitter::open(BackendChoice::Auto)?;
+/// let a = HostTensor::from_slice(&[2, 2], &[f32::NAN, -0.0, 1e-42, 4.0])?;
+/// let plan = ops::concat(&[[2, 2], [2, 2]], 1)?;
+/// let inputs = [a.clone(), a];
+/// let joined = gpu.run(&plan, &inputs)?;
+/// verify::against_reference(&plan, &inputs, &joined)?;
+/// # Ok::<(), wgpu_split::SplitError>(())
+/// ```
+pub fn against_reference<P: Plan>(
+    plan: &P,
+    input: &P::HostInput,
+    output: &P::HostOutput,
+) -> Result<()> {
+    let want = plan.reference(input)?;
+    compare_outputs(P::tensors(output), P::tensors(&want))
+}
+
+/// Byte-for-byte comparison of two lists of tensors; the error names the first difference.
+pub(crate) fn compare_outputs(got: &[HostTensor], want: &[HostTensor]) -> Result<()> {
     if got.len() != want.len() {
         return Err(SplitError::Mismatch(format!(
             "{} outputs, expected {}",
@@ -32,16 +54,6 @@ pub fn compare_outputs(got: &[HostTensor], want: &[HostTensor]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-impl GpuSplitter {
-    /// [`GpuSplitter::run`], then checks every output byte for byte against the CPU reference.
-    pub fn run_verified(&self, plan: &SplitPlan, input: &HostTensor) -> Result<Vec<HostTensor>> {
-        let gpu = self.run(plan, input)?;
-        let cpu = reference::split_tensor(input, plan)?;
-        compare_outputs(&gpu, &cpu)?;
-        Ok(gpu)
-    }
 }
 
 #[cfg(test)]

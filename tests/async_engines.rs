@@ -1,6 +1,6 @@
 //! The async entry points as an engine on an async runtime uses them: every public future is
-//! `Send` (checked when this file compiles), and `run_async` sleeps until wgpu's map callback
-//! wakes it instead of waking itself.
+//! `Send` (checked when this file compiles), split and concat alike, and `run_async` and
+//! `run_stream_async` sleep until wgpu's map callback wakes them instead of waking themselves.
 
 #[macro_use]
 mod common;
@@ -9,7 +9,9 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
-use wgpu_split::{ops, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs};
+use wgpu_split::{
+    ops, BufferRegion, DType, GpuSplitter, HostTensor, Inputs, IntTensor, Outputs, StreamOptions,
+};
 
 /// What `tokio::spawn` asks of a future, besides `'static` (which an engine gets by moving an
 /// `Arc<GpuSplitter>` and its buffers into an `async move` block).
@@ -23,12 +25,12 @@ fn every_public_future_is_send(
     gpu: &GpuSplitter,
     encoder: &mut wgpu::CommandEncoder,
     buffer: &wgpu::Buffer,
-    prepared: &wgpu_split::PreparedSplit,
+    prepared: &wgpu_split::Prepared<wgpu_split::SplitPlan>,
 ) {
     let plan = ops::split(&[4, 4], &IntTensor::scalar(0), 2).unwrap();
     let region = BufferRegion { buffer, offset: 0 };
     let input = HostTensor::from_slice(&[4, 4], &[0u32; 16]).unwrap();
-    let layout = gpu.output_layout(&plan, DType::U32).unwrap();
+    let layout = gpu.layout(&plan, DType::U32).unwrap();
     assert_send(GpuSplitter::new_async(
         gpu.device().clone(),
         gpu.queue().clone(),
@@ -52,6 +54,17 @@ fn every_public_future_is_send(
         region,
         Outputs::Regions(&[region]),
     ));
+    // The concat's, and the stream's with a reader and writers that are Send.
+    let concat = plan.inverse();
+    let parts = [input.clone(), input.clone()];
+    assert_send(gpu.run_async(&concat, &parts));
+    let inputs = Inputs::Regions(&[region, region]);
+    assert_send(gpu.encode_async(encoder, &concat, DType::U32, inputs, region));
+    assert_send(gpu.prepare_async(&concat, DType::U32, Inputs::Region(region), region));
+    let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); 2];
+    let options = StreamOptions::default();
+    let stream = gpu.run_stream_async(&plan, DType::U32, input.bytes(), &mut outputs, &options);
+    assert_send(stream);
 }
 
 /// Counts how often the future is polled; a wake unparks the test's thread.
@@ -110,4 +123,32 @@ fn run_async_waits_for_the_map_callback(gpu: &'static GpuSplitter) {
     );
 }
 
-per_backend!(run_async_waits_for_the_map_callback);
+/// `run_stream_async` window by window and the concat's `run_async` back, awaited the same
+/// way: the stream's outputs are the reference's, and the concat of them is the input.
+fn the_stream_and_the_concat_await_their_read_backs(gpu: &'static GpuSplitter) {
+    let name = common::name(gpu);
+    let data: Vec<u16> = (0..64 * 300).map(|i| (i * 7) as u16).collect();
+    let input = HostTensor::from_slice(&[64, 300], &data).unwrap();
+    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
+    let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); 3];
+    let options = StreamOptions {
+        window_bytes: 16 * 600, // 16 rows: 4 windows
+        verify: true,
+    };
+    let stream = gpu.run_stream_async(&plan, DType::U16, input.bytes(), &mut outputs, &options);
+    let (report, polls) = block_on_counting(stream);
+    let report = report.unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!((report.windows, report.verified), (4, true), "{name}");
+    assert!(polls <= 4 * 4, "{name}: 4 windows took {polls} polls");
+    let want = wgpu_split::reference::split_tensor(&input, &plan).unwrap();
+    for (i, (g, w)) in outputs.iter().zip(&want).enumerate() {
+        assert!(g == w.bytes(), "{name}: output {i} differs");
+    }
+    let (back, _) = block_on_counting(gpu.run_async(&plan.inverse(), &want));
+    assert_eq!(back.unwrap(), input, "{name}: the concat back");
+}
+
+per_backend!(
+    run_async_waits_for_the_map_callback,
+    the_stream_and_the_concat_await_their_read_backs,
+);

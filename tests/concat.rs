@@ -46,7 +46,7 @@ fn round_trips_every_split(gpu: &'static GpuSplitter) {
             for dtype in DType::ALL_NUMERIC.into_iter().chain([DType::Utf32(3)]) {
                 let x = tensor(dtype, plan.input_shape(), 3);
                 let parts = reference::split_tensor(&x, &plan).unwrap();
-                let back = gpu.run_concat_verified(&plan, &parts).unwrap();
+                let back = common::run_verified(&gpu, &plan.inverse(), &parts).unwrap();
                 assert_eq!(
                     back,
                     x,
@@ -70,7 +70,7 @@ fn floats_move_as_bits(gpu: &'static GpuSplitter) {
     let a = HostTensor::from_slice(&[5, 1], &values).unwrap();
     let b = HostTensor::from_slice(&[5, 2], &[values, values].concat()).unwrap();
     let plan = ops::concat(&[[5, 1], [5, 2]], 1).unwrap();
-    let out = gpu.run_concat_verified(&plan, &[a, b]).unwrap();
+    let out = common::run_verified(gpu, &plan, &[a, b]).unwrap();
     let bits: Vec<u32> = out
         .to_vec::<f32>()
         .unwrap()
@@ -101,9 +101,9 @@ fn many_inputs_in_one_region_take_one_dispatch(gpu: &'static GpuSplitter) {
         let tensors = parts(&plan, dtype);
         for packed in [false, true] {
             let layout = if packed {
-                wgpu_split::OutputLayout::packed(&plan, dtype).unwrap()
+                wgpu_split::PartLayout::packed(&plan, dtype).unwrap()
             } else {
-                gpu.output_layout(&plan, dtype).unwrap()
+                gpu.layout(&plan, dtype).unwrap()
             };
             let mut bytes = vec![0x5A; layout.total_bytes.max(16) as usize];
             for (t, r) in tensors.iter().zip(&layout.ranges) {
@@ -132,7 +132,7 @@ fn many_inputs_in_one_region_take_one_dispatch(gpu: &'static GpuSplitter) {
             // Encoded again, the concat takes the route kept from the first: the same layout.
             let again = encode_and_read(&gpu, &plan, &tensors, inputs, wgpu::BufferUsages::empty());
             assert!(
-                std::sync::Arc::ptr_eq(&encoded.layout, &again.layout),
+                std::sync::Arc::ptr_eq(&encoded.inputs, &again.inputs),
                 "{count} inputs, packed {packed}: the route is kept"
             );
         }
@@ -147,18 +147,13 @@ fn stacks_and_appends(gpu: &'static GpuSplitter) {
             ..Default::default()
         });
         let plan = ops::concat_from_sequence(&[[4, 3], [4, 3], [4, 3]], -1, 1).unwrap();
-        gpu.run_concat_verified(&plan, &parts(&plan, DType::I64))
-            .unwrap();
+        common::run_verified(&gpu, &plan, &parts(&plan, DType::I64)).unwrap();
         let plan = ops::concat(&[[1, 4, 63, 16], [1, 4, 1, 16]], 2).unwrap();
-        gpu.run_concat_verified(&plan, &parts(&plan, DType::F16))
-            .unwrap();
+        common::run_verified(&gpu, &plan, &parts(&plan, DType::F16)).unwrap();
         let plan = ops::concat(&[[0, 3], [2, 3], [0, 3]], 0).unwrap();
-        gpu.run_concat_verified(&plan, &parts(&plan, DType::U8))
-            .unwrap();
+        common::run_verified(&gpu, &plan, &parts(&plan, DType::U8)).unwrap();
         let plan = ops::concat(&[[2, 0], [2, 0]], 1).unwrap();
-        let out = gpu
-            .run_concat_verified(&plan, &parts(&plan, DType::F32))
-            .unwrap();
+        let out = common::run_verified(&gpu, &plan, &parts(&plan, DType::F32)).unwrap();
         assert_eq!(out.shape(), &[2, 0]);
     }
 }
@@ -183,20 +178,20 @@ fn rows_through_the_texture(gpu: &'static GpuSplitter) {
         (i % 2, (i / 2) as u64 * part)
     });
     assert_eq!((apart.texture_copies, apart.dispatches), (8, 0));
-    gpu.run_concat_verified(&plan, &tensors).unwrap();
+    common::run_verified(&gpu, &plan, &tensors).unwrap();
 }
 
 /// Inputs whose offsets in the output fall at the storage alignment can be views of it
-/// (`output_views` of the same plan): their producers write in place and nothing moves.
+/// (`views` of the concat's plan): their producers write in place and nothing moves.
 fn inputs_as_views_of_the_output(gpu: &'static GpuSplitter) {
     let align = gpu.device().limits().min_storage_buffer_offset_alignment as u64;
     let plan = ops::concat(&[[align as usize], [3]], 0).unwrap();
-    let views = gpu.output_views(&plan, DType::U8).unwrap().unwrap();
+    let views = gpu.views(&plan, DType::U8).unwrap().unwrap();
     assert_eq!((views[1].offset, views[1].size), (align, 3));
     let plan = ops::concat(&[[3], [align as usize]], 0).unwrap();
-    assert_eq!(gpu.output_views(&plan, DType::U8).unwrap(), None);
+    assert_eq!(gpu.views(&plan, DType::U8).unwrap(), None);
     let strided = ops::concat(&[[2, 64], [2, 64]], 1).unwrap();
-    assert_eq!(gpu.output_views(&strided, DType::F32).unwrap(), None);
+    assert_eq!(gpu.views(&strided, DType::F32).unwrap(), None);
 }
 
 /// Misuse comes back as errors that name the input and the rule.
@@ -215,7 +210,7 @@ fn misuse_is_refused(gpu: &'static GpuSplitter) {
     let region = |buffer, offset| BufferRegion { buffer, offset };
     let mut encoder = device.create_command_encoder(&Default::default());
     let mut encode = |inputs: Inputs<'_>, output: BufferRegion<'_>| {
-        gpu.encode_concat(&mut encoder, &plan, DType::F32, inputs, output)
+        gpu.encode(&mut encoder, &plan, DType::F32, inputs, output)
             .unwrap_err()
             .to_string()
     };
@@ -244,15 +239,15 @@ fn misuse_is_refused(gpu: &'static GpuSplitter) {
     assert!(e.contains("in one buffer; a concat reads"), "{e}");
     let e = encode(Inputs::Region(region(&a, 4)), region(&out, 0));
     assert!(e.contains("input offset 4"), "{e}");
-    let shifted = wgpu_split::OutputLayout::packed(&plan, DType::U8).unwrap();
+    let shifted = wgpu_split::PartLayout::packed(&plan, DType::U8).unwrap();
     let e = encode(Inputs::Placed(region(&a, 0), &shifted), region(&out, 0));
-    assert!(e.contains("output layout"), "{e}");
+    assert!(e.contains("input layout: input 0 has 24 bytes"), "{e}");
     let wrong = [
         HostTensor::from_slice(&[2, 3], &[0f32; 6]).unwrap(),
         HostTensor::from_slice(&[2, 5], &[0i32; 10]).unwrap(),
     ];
     assert!(matches!(
-        gpu.run_concat(&plan, &wrong),
+        gpu.run(&plan, &wrong[..]),
         Err(SplitError::DataMismatch(_))
     ));
 }
@@ -296,7 +291,7 @@ fn past_one_binding_in_windows(gpu: &'static GpuSplitter) {
                 );
             }
             assert_eq!(
-                gpu.run_concat(&plan, &tensors).unwrap(),
+                gpu.run(&plan, &tensors).unwrap(),
                 reference::concat_tensors(&tensors, &plan).unwrap(),
                 "{what}"
             );

@@ -160,10 +160,7 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
     };
     let storage = wgpu::BufferUsages::STORAGE;
     let good_in = buffer(128, storage);
-    let good_out = buffer(
-        gpu.output_layout(&plan, DType::F32).unwrap().total_bytes,
-        storage,
-    );
+    let good_out = buffer(gpu.layout(&plan, DType::F32).unwrap().total_bytes, storage);
     let mut enc = dev.create_command_encoder(&Default::default());
     let r = |b| BufferRegion {
         buffer: b,
@@ -296,7 +293,7 @@ fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitt
         buffer: b,
         offset: 0,
     };
-    let out_size = ours.output_layout(&plan, DType::F32).unwrap().total_bytes;
+    let out_size = ours.layout(&plan, DType::F32).unwrap().total_bytes;
     let (input, output) = (buffer(ours.device(), 128), buffer(ours.device(), out_size));
 
     // An encoder of another device of the same instance: encode records, the other device

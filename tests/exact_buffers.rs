@@ -143,7 +143,7 @@ fn input_and_want(plan: &SplitPlan, dtype: DType) -> (HostTensor, Vec<HostTensor
 fn encode_exactly_and_check(g: &GpuSplitter, what: &str, plan: &SplitPlan, dtype: DType) {
     let (input, want) = input_and_want(plan, dtype);
     let in_buf = exact_input(g, &input);
-    let layout = g.output_layout(plan, dtype).unwrap();
+    let layout = g.layout(plan, dtype).unwrap();
     let last = layout
         .ranges
         .iter()
@@ -333,24 +333,24 @@ fn a_downlevel_device_writes_only_the_outputs(gpu: &'static GpuSplitter) {
     }
 }
 
-/// `output_views` of contiguous outputs: each one's range of the input, and an empty output as
+/// `views` of contiguous outputs: each one's range of the input, and an empty output as
 /// `{ offset: 0, size: 0 }`.
-fn output_views_of_contiguous_outputs_and_empty_ones(gpu: &'static GpuSplitter) {
+fn views_of_contiguous_outputs_and_empty_ones(gpu: &'static GpuSplitter) {
     let align = gpu.device().limits().min_storage_buffer_offset_alignment as usize;
     // Rows of `align` bytes of f32, split on axis 0 into 1, 0 and 2 rows.
     let plan = SplitPlan::from_lengths(&[3, align / 4], 0, &[1, 0, 2], true).unwrap();
-    let views = gpu.output_views(&plan, DType::F32).unwrap().unwrap();
+    let views = gpu.views(&plan, DType::F32).unwrap().unwrap();
     let a = align as u64;
     let want = [(0, a), (0, 0), (a, 2 * a)];
     let got: Vec<(u64, u64)> = views.iter().map(|v| (v.offset, v.size)).collect();
     assert_eq!(got, want, "{}", common::name(gpu));
     // An output that does not start at the alignment: no views.
     let plan = SplitPlan::from_lengths(&[3, align / 4 + 1], 0, &[1, 2], true).unwrap();
-    assert_eq!(gpu.output_views(&plan, DType::F32).unwrap(), None);
+    assert_eq!(gpu.views(&plan, DType::F32).unwrap(), None);
 }
 
 per_backend!(
-    output_views_of_contiguous_outputs_and_empty_ones,
+    views_of_contiguous_outputs_and_empty_ones,
     a_downlevel_device_writes_only_the_outputs,
     encode_writes_only_the_outputs,
     one_region_per_output_writes_only_the_outputs,

@@ -3,7 +3,7 @@
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs,
+    ops, BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, Inputs, IntTensor, Outputs,
     SplitError, StreamOptions,
 };
 
@@ -20,7 +20,7 @@ fn fixture(choice: BackendChoice) -> Fixture {
     let gpu = GpuSplitter::open(choice)
         .unwrap_or_else(|e| panic!("the {choice:?} adapter must open for this test: {e}"));
     let plan = ops::split(&[8, 12], &IntTensor::scalar(1), 3).unwrap();
-    let layout = gpu.output_layout(&plan, DType::F32).unwrap();
+    let layout = gpu.layout(&plan, DType::F32).unwrap();
     let usage = wgpu::BufferUsages::STORAGE;
     let input = gpu
         .device()
@@ -82,13 +82,13 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
     let device = f.gpu.device().clone();
     let queue = f.gpu.queue().clone();
     assert_lost("GpuSplitter::new", GpuSplitter::new(device, queue));
-    assert_lost("PreparedSplit::encode", prepared.encode(&mut encoder));
+    assert_lost("Prepared::encode", prepared.encode(&mut encoder));
     assert_lost(
-        "PreparedSplit::encode_async",
+        "Prepared::encode_async",
         pollster::block_on(prepared.encode_async(&mut encoder)),
     );
     // encode, encode_async, prepare and prepare_async, for each place the outputs can go.
-    let layout = f.gpu.output_layout(&f.plan, DType::F32).unwrap();
+    let layout = f.gpu.layout(&f.plan, DType::F32).unwrap();
     let regions: Vec<BufferRegion> = (0..3).map(|_| region(&f.output)).collect();
     let places = [
         ("Region", Outputs::Region(region(&f.output))),
@@ -132,6 +132,30 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
             &mut vec![Vec::<u8>::new(); 3],
             &StreamOptions::default(),
         ),
+    );
+    assert_lost(
+        "run_stream_async",
+        pollster::block_on(f.gpu.run_stream_async(
+            &f.plan,
+            DType::F32,
+            data.bytes(),
+            &mut vec![Vec::<u8>::new(); 3],
+            &StreamOptions::default(),
+        )),
+    );
+    // The concat's: the same entry points with the inverse plan.
+    let concat = f.plan.inverse();
+    let parts = wgpu_split::reference::split_tensor(&data, &f.plan).unwrap();
+    assert_lost("run of a concat", f.gpu.run(&concat, &parts));
+    let inputs = Inputs::Region(region(&f.output));
+    assert_lost(
+        "encode of a concat",
+        f.gpu
+            .encode(&mut encoder, &concat, DType::F32, inputs, region(&f.input)),
+    );
+    assert_lost(
+        "prepare of a concat",
+        f.gpu.prepare(&concat, DType::F32, inputs, region(&f.input)),
     );
     assert_eq!(*uncaptured.lock().unwrap(), Vec::<String>::new());
 }

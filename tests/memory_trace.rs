@@ -73,7 +73,7 @@ fn traced_stores_cover_every_output_word_once(gpu: &'static GpuSplitter) {
             .unwrap();
         // Every word of every output, and at most the rest of its last unit (which a unit
         // store pads with zeros).
-        let layout = gpu.output_layout(&plan, dtype).unwrap();
+        let layout = gpu.layout(&plan, dtype).unwrap();
         let (mut least, mut most) = (BTreeSet::new(), BTreeSet::new());
         for r in &layout.ranges {
             least.extend((r.offset..r.offset + r.size).step_by(4));
@@ -208,7 +208,7 @@ fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
         let plan = plan.unwrap();
         let accesses = trace_concat(&gpu, &plan, dtype, ALL).unwrap();
         let (words, stored) = stored_words(&accesses);
-        let output_words = plan.input_shape().iter().product::<usize>() * dtype.size() / 4;
+        let output_words = plan.output_shape().iter().product::<usize>() * dtype.size() / 4;
         assert_eq!(words.len(), output_words, "{plan:?}");
         assert_eq!(stored, output_words, "{plan:?}: each word stored once");
         let figures = if dtype == DType::U8 {

@@ -10,8 +10,8 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, IntTensor,
-    OutputLayout, Outputs, PreparedSplit, RouteChoice, SplitError, SplitOptions, SplitPlan,
+    ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, IntTensor, Outputs,
+    PartLayout, Prepared, RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 const COPIES: wgpu::BufferUsages = wgpu::BufferUsages::COPY_SRC.union(wgpu::BufferUsages::COPY_DST);
@@ -31,14 +31,14 @@ impl Buffers {
             wgpu::BufferUsages::empty()
         };
         let device = gpu.device();
-        let in_size = wgpu_split::input_binding_size(plan, dtype).unwrap().max(16);
+        let in_size = plan.input_binding_size(dtype).unwrap().max(16);
         let input = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("prepared input"),
             size: in_size,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | extra,
             mapped_at_creation: false,
         });
-        let out_size = gpu.output_layout(plan, dtype).unwrap().total_bytes.max(16);
+        let out_size = gpu.layout(plan, dtype).unwrap().total_bytes.max(16);
         let output = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("prepared output"),
             size: out_size,
@@ -59,7 +59,7 @@ impl Buffers {
 /// what was recorded.
 fn run_and_check(
     gpu: &GpuSplitter,
-    prepared: &PreparedSplit,
+    prepared: &Prepared<SplitPlan>,
     buffers: &Buffers,
     plan: &SplitPlan,
     input: &HostTensor,
@@ -72,6 +72,12 @@ fn run_and_check(
     encoded
 }
 
+/// What `prepared` records, into an encoder that is dropped unsubmitted.
+fn recorded(gpu: &GpuSplitter, prepared: &Prepared<SplitPlan>) -> EncodedSplit {
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    prepared.encode(&mut encoder).unwrap()
+}
+
 /// Writes `input` into `buffer`, padded to whole words.
 fn write_input(gpu: &GpuSplitter, buffer: &wgpu::Buffer, input: &HostTensor) {
     let mut bytes = input.bytes().to_vec();
@@ -82,7 +88,7 @@ fn write_input(gpu: &GpuSplitter, buffer: &wgpu::Buffer, input: &HostTensor) {
 /// Records `prepared`, submits, and reads its outputs back from `output_buffer`.
 fn record_and_read(
     gpu: &GpuSplitter,
-    prepared: &PreparedSplit,
+    prepared: &Prepared<SplitPlan>,
     output_buffer: &wgpu::Buffer,
     plan: &SplitPlan,
     dtype: DType,
@@ -90,7 +96,7 @@ fn record_and_read(
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     let encoded = prepared.encode(&mut encoder).unwrap();
     let data = common::submit_and_read(gpu, encoder, output_buffer);
-    let outputs = encoded.layout.outputs_from(&data, plan, dtype).unwrap();
+    let outputs = encoded.outputs.outputs_from(&data, plan, dtype).unwrap();
     (outputs, encoded)
 }
 
@@ -127,7 +133,7 @@ fn prepare_and_run_twice(
         )
         .unwrap();
     drop(encoder);
-    assert_eq!(prepared.encoded(), &direct, "{name}: {plan:?}");
+    assert_eq!(recorded(gpu, &prepared), direct, "{name}: {plan:?}");
     for seed in [1, 2] {
         let host = tensor(DType::F32, shape, seed);
         let label = format!("{name}, {plan:?}, input {seed}");
@@ -232,7 +238,7 @@ fn misuse_is_refused_at_prepare(gpu: &'static GpuSplitter) {
     assert!(e.to_string().contains("output"), "{name}: {e}");
     // A layout built by hand is checked: outputs on top of each other are refused.
     let (_, output) = buffers.regions();
-    let mut overlapping = OutputLayout::packed(&plan, DType::F32).unwrap();
+    let mut overlapping = PartLayout::packed(&plan, DType::F32).unwrap();
     overlapping.ranges[1].offset = 0;
     let e = gpu
         .prepare(
@@ -253,11 +259,11 @@ fn a_packed_layout_is_prepared_as_given(gpu: &'static GpuSplitter) {
     let name = common::name(gpu);
     let (shape, plan, buffers) = spec_split(gpu);
     let (input, output) = buffers.regions();
-    let packed = OutputLayout::packed(&plan, DType::F32).unwrap();
+    let packed = PartLayout::packed(&plan, DType::F32).unwrap();
     let prepared = gpu
         .prepare(&plan, DType::F32, input, Outputs::Placed(output, &packed))
         .unwrap();
-    assert_eq!(*prepared.encoded().layout, packed, "{name}");
+    assert_eq!(*recorded(gpu, &prepared).outputs, packed, "{name}");
     let host = tensor(DType::F32, &shape, 5);
     run_and_check(gpu, &prepared, &buffers, &plan, &host, &name);
 }
@@ -300,7 +306,7 @@ fn a_kept_route_serves_other_buffers_and_no_other_setting(gpu: &'static GpuSplit
     let prepared = gpu
         .prepare(&plan, DType::F32, input, Outputs::Region(output))
         .unwrap();
-    assert_eq!(prepared.encoded(), kept.encoded(), "{name}");
+    assert_eq!(recorded(gpu, &prepared), recorded(gpu, &kept), "{name}");
     run_and_check(
         gpu,
         &prepared,
@@ -318,7 +324,7 @@ fn a_kept_route_serves_other_buffers_and_no_other_setting(gpu: &'static GpuSplit
     let prepared = gather
         .prepare(&plan, DType::F32, input, Outputs::Region(output))
         .unwrap();
-    assert_eq!(prepared.encoded().dispatches, 1, "{name}");
+    assert_eq!(recorded(&gather, &prepared).dispatches, 1, "{name}");
     run_and_check(
         gpu,
         &prepared,

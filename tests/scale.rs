@@ -7,7 +7,7 @@ mod common;
 
 use wgpu_split::{
     ops, reference, BackendChoice, DType, EncodedSplit, GatherMode, GpuSplitter, HostTensor,
-    IntTensor, SplitError, SplitOptions, SplitPlan,
+    IntTensor, Outputs, PartLayout, SplitError, SplitOptions, SplitPlan,
 };
 
 /// A deterministic byte pattern that differs at every offset modulo 251.
@@ -20,19 +20,46 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 /// Runs `plan` on `gpu`, asserts byte equality with the CPU reference, returns the gather
 /// dispatches it recorded.
 fn check_on(name: &str, gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor) -> u32 {
-    check_recorded(name, gpu, plan, input).dispatches
+    let layout = gpu.layout(plan, input.dtype()).unwrap();
+    check_recorded(name, gpu, plan, input, &layout).dispatches
 }
 
-/// [`check_on`], returning all that was recorded.
+/// [`check_on`] with the outputs placed by `layout` in one region (`Outputs::Placed`), read
+/// back; returns all that was recorded.
 fn check_recorded(
     name: &str,
     gpu: &GpuSplitter,
     plan: &SplitPlan,
     input: &HostTensor,
+    layout: &PartLayout,
 ) -> EncodedSplit {
-    let (got, encoded) = gpu
-        .run_detailed(plan, input)
+    use wgpu::util::DeviceExt;
+    let (device, dtype) = (gpu.device(), input.dtype());
+    let mut bytes = input.bytes().to_vec();
+    bytes.resize(bytes.len().next_multiple_of(4).max(4), 0);
+    let from = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: None,
+        contents: &bytes,
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    let to = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: layout.total_bytes,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    let encoded = gpu
+        .encode(
+            &mut encoder,
+            plan,
+            dtype,
+            (&from).into(),
+            Outputs::Placed((&to).into(), layout),
+        )
         .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let data = common::submit_and_read(gpu, encoder, &to);
+    let got = layout.outputs_from(&data, plan, dtype).unwrap();
     let want = reference::split_tensor(input, plan).unwrap();
     common::assert_same_outputs(name, &got, &want);
     encoded
@@ -95,8 +122,9 @@ fn one_hundred_thousand_outputs_in_one_call(gpu: &'static GpuSplitter) {
     let plan = ops::split_to_sequence(&shape, 0, None, true).unwrap();
     // 12-byte outputs packed at 16 bytes: memory in proportion to the data (the region ends
     // with the last output).
-    let encoded = check_recorded(name, gpu, &plan, &input);
-    assert_eq!(encoded.layout.total_bytes, 16 * 100_000 - 4);
+    let packed = PartLayout::packed(&plan, DType::F32).unwrap();
+    let encoded = check_recorded(name, gpu, &plan, &input, &packed);
+    assert_eq!(encoded.outputs.total_bytes, 16 * 100_000 - 4);
     assert_eq!(encoded.dispatches, 1);
 }
 
@@ -151,7 +179,7 @@ fn a_tensor_past_max_buffer_size_is_refused_before_any_allocation(gpu: &'static 
     let max = gpu.device().limits().max_buffer_size;
     let rows = (max / 1024 + 1) as usize;
     let plan = ops::split(&[rows, 1024], &IntTensor::scalar(0), 1).unwrap();
-    let e = gpu.output_layout(&plan, DType::U8).unwrap_err();
+    let e = gpu.layout(&plan, DType::U8).unwrap_err();
     assert!(matches!(e, SplitError::TooLarge(_)), "{name}: {e}");
     assert!(e.to_string().contains("max_buffer_size"), "{name}: {e}");
 }
@@ -188,7 +216,7 @@ fn f32_192_mib_concat_through_the_gather(gpu: &'static GpuSplitter) {
         .collect();
     let plan = ops::concat(&shapes, 1).unwrap();
     let got = gpu
-        .run_concat(&plan, &inputs)
+        .run(&plan, &inputs)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let want = reference::concat_tensors(&inputs, &plan).unwrap();
     common::assert_same_outputs(name, &[got], &[want]);

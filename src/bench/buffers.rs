@@ -3,11 +3,15 @@
 
 use super::{Case, Recorded};
 use crate::error::{Result, SplitError};
+use crate::gpu::device::block_on;
 use crate::gpu::device::scoped;
+use crate::gpu::direction::Direction;
+use crate::gpu::parts::{Job, Parts};
+use crate::gpu::prepared::PreparedParts;
 use crate::plan::SplitPlan;
 use crate::reference;
 use crate::tensor::HostTensor;
-use crate::{BufferRegion, EncodedSplit, GpuSplitter, Inputs, Outputs};
+use crate::{BufferRegion, GpuSplitter};
 
 /// Device buffers holding one case's input, and room for its outputs.
 pub struct CaseBuffers {
@@ -29,7 +33,7 @@ impl CaseBuffers {
         let device = gpu.device();
         let plan = case.plan()?;
         let bytes = case.bytes()?;
-        let layout = gpu.output_layout(&plan, case.dtype)?;
+        let layout = gpu.layout(&plan, case.dtype)?;
         let in_size = (bytes as u64).next_multiple_of(16).max(16);
         let data: Vec<u8> = (0..bytes)
             .map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[3])
@@ -85,7 +89,7 @@ impl CaseBuffers {
         }
         gpu.queue().submit([encoder.finish()]);
         wait(gpu)?;
-        Ok(Recorded::from(&encoded))
+        Ok(encoded)
     }
 
     /// Splits once more and compares the outputs in the output region, byte for byte, with
@@ -106,7 +110,7 @@ impl CaseBuffers {
             let (got, want) = (std::slice::from_ref(&got), std::slice::from_ref(&self.host));
             return crate::verify::compare_outputs(got, want).map_err(named);
         }
-        let layout = gpu.output_layout(plan, case.dtype)?;
+        let layout = gpu.layout(plan, case.dtype)?;
         let got = self.encode_and_read(gpu, case, &self.output, layout.total_bytes, |bytes| {
             layout.outputs_from(bytes, plan, case.dtype)
         })?;
@@ -142,41 +146,37 @@ impl CaseBuffers {
         gpu.read_back(&readback, read)
     }
 
-    /// The split (or concat) of `case` prepared once ([`GpuSplitter::prepare`]) on these
-    /// buffers.
-    pub fn prepare(&self, gpu: &GpuSplitter, case: &Case) -> Result<crate::PreparedSplit> {
-        let region = |buffer| BufferRegion { buffer, offset: 0 };
-        if case.concat {
-            let inputs = Inputs::Region(region(&self.output));
-            return gpu.prepare_concat(&self.plan, case.dtype, inputs, region(&self.input));
+    /// What the case's split or concat reads and writes: the whole tensor in the input
+    /// buffer, the parts in the output region, at the device's storage offset alignment.
+    fn job(&self, case: &Case) -> Job<'_> {
+        Job {
+            direction: match case.concat {
+                true => Direction::Concat,
+                false => Direction::Split,
+            },
+            whole: BufferRegion::from(&self.input),
+            parts: Parts::Region(BufferRegion::from(&self.output)),
         }
-        gpu.prepare(
-            &self.plan,
-            case.dtype,
-            region(&self.input),
-            Outputs::Region(region(&self.output)),
-        )
     }
 
-    /// The host part of a split alone: encode into `encoder` (the plan made once), no submit.
+    /// The split (or concat) of `case` prepared once on these buffers, as
+    /// [`GpuSplitter::prepare`] prepares it.
+    pub fn prepare(&self, gpu: &GpuSplitter, case: &Case) -> Result<PreparedParts> {
+        let job = self.job(case);
+        block_on("prepare", gpu.prepare_job(&self.plan, case.dtype, job))
+    }
+
+    /// The host part of a split alone: encode into `encoder` (the plan made once), no submit,
+    /// as [`GpuSplitter::encode`] does.
     pub fn encode(
         &self,
         gpu: &GpuSplitter,
         case: &Case,
         encoder: &mut wgpu::CommandEncoder,
-    ) -> Result<EncodedSplit> {
-        let region = |buffer| BufferRegion { buffer, offset: 0 };
-        if case.concat {
-            let inputs = Inputs::Region(region(&self.output));
-            return gpu.encode_concat(encoder, &self.plan, case.dtype, inputs, region(&self.input));
-        }
-        gpu.encode(
-            encoder,
-            &self.plan,
-            case.dtype,
-            region(&self.input),
-            Outputs::Region(region(&self.output)),
-        )
+    ) -> Result<Recorded> {
+        let prepared = self.prepare(gpu, case)?;
+        let recorded = block_on("encode", prepared.encode_once(encoder))?;
+        Ok(Recorded::from(&recorded))
     }
 }
 

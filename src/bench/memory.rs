@@ -26,7 +26,7 @@ pub fn memory_report(gpu: &GpuSplitter, case: &Case) -> Result<MemoryReport> {
     let plan = case.plan()?;
     let gpu = gpu_settings(gpu);
     let split = match case.concat {
-        true => trace_concat(&gpu, &plan, case.dtype, sampling)?,
+        true => trace_concat(&gpu, &plan.inverse(), case.dtype, sampling)?,
         false => trace_split(&gpu, &plan, case.dtype, sampling)?,
     };
     let copy = trace_copy_kernel(&gpu, case.bytes()? as u64, sampling)?;

@@ -12,11 +12,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wgpu_split::bench::windows;
 use wgpu_split::{
-    npy, ops, reference, HostTensor, OutputSink, SplitError, SplitPlan, StreamOptions,
+    npy, ops, reference, verify, ConcatPlan, HostTensor, OutputSink, SplitError, SplitPlan,
+    StreamOptions,
 };
 
 /// The concat's plan, from the options and the inputs' shapes.
-fn plan(a: &RunArgs, shapes: &[Vec<usize>]) -> CliResult<SplitPlan> {
+fn plan(a: &RunArgs, shapes: &[Vec<usize>]) -> CliResult<ConcatPlan> {
     check_options(a)?;
     Ok(match (a.op, a.opset) {
         (Op::ConcatFromSequence, _) => {
@@ -72,8 +73,9 @@ pub fn run(a: &RunArgs) -> CliResult {
     }
     let dtype = dtype.ok_or_else(|| CliError::usage("--op concat needs an --input"))?;
     let plan = plan(a, &shapes)?;
-    // One output: the whole of the plan's "input".
-    let output_shape = plan.input_shape().to_vec();
+    // One output file, written window by window of the split that undoes the concat.
+    let output_shape = plan.output_shape().to_vec();
+    let split = plan.inverse();
     let whole = SplitPlan::from_lengths(&output_shape, 0, &[output_shape[0]], true)?;
     let files = OutputFiles::new(&whole, dtype)?;
     files.check_room(&a.out)?;
@@ -88,23 +90,28 @@ pub fn run(a: &RunArgs) -> CliResult {
     let total = wgpu_split::bench::byte_count(&output_shape, dtype)? as u64;
     let (mut read, mut concat, mut write) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let (mut done, mut count) = (0u64, 0usize);
-    for w in windows(&plan, dtype.size(), window)? {
-        let part_plan = w.plan(&plan)?;
+    for w in windows(&split, dtype.size(), window)? {
+        let part_plan = w.plan(&split)?.inverse();
         let t = Instant::now();
-        let mut parts = Vec::with_capacity(part_plan.num_outputs());
+        let mut parts = Vec::with_capacity(part_plan.num_inputs());
         for (i, reader) in readers.iter_mut().enumerate() {
-            let mut bytes = vec![0u8; part_plan.output_bytes(i, dtype.size())? as usize];
+            let mut bytes = vec![0u8; part_plan.input_bytes(i, dtype.size())? as usize];
             reader
                 .read_exact(&mut bytes)
                 .map_err(|e| SplitError::File(format!("{}: {e}", a.input[i].display())))?;
-            parts.push(HostTensor::new(dtype, part_plan.output_shape(i), bytes)?);
+            parts.push(HostTensor::new(dtype, part_plan.input_shape(i), bytes)?);
         }
         read += t.elapsed();
         let t = Instant::now();
         let out = match &engine {
             Engine::Cpu => reference::concat_tensors(&parts, &part_plan)?,
-            Engine::Gpu(g) if a.no_verify => g.run_concat(&part_plan, &parts)?,
-            Engine::Gpu(g) => g.run_concat_verified(&part_plan, &parts)?,
+            Engine::Gpu(g) => {
+                let out = g.run(&part_plan, &parts)?;
+                if !a.no_verify {
+                    verify::against_reference(&part_plan, &parts, &out)?;
+                }
+                out
+            }
         };
         concat += t.elapsed();
         let t = Instant::now();

@@ -45,7 +45,7 @@ pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
         }
         all_match &= gpu_out.len() == cpu_out.len();
         // The concat of the same plan takes the outputs back to the input.
-        let back = gpu.run_concat(&plan, &gpu_out)?;
+        let back = gpu.run(&plan.inverse(), &gpu_out)?;
         round_trips.push((ex.title, back == input));
         say!();
     }

@@ -5,7 +5,7 @@ use super::input::PlannerInput;
 use crate::gpu::gather::abi::{Entry, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::GatherTuning;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
-use crate::gpu::placement::OutputLayout;
+use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
 
 /// A concat's dispatch of all its parts, and of some of them (one buffer's inputs among
@@ -15,7 +15,7 @@ use crate::plan::bytes::ByteRows;
 pub(super) fn check_join(
     input: &PlannerInput,
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     tuning: GatherTuning,
 ) {
     let all = join_parts(bytes, layout);
@@ -142,7 +142,7 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
 pub(super) fn check_join_windows(
     input: &PlannerInput,
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     tuning: GatherTuning,
     limit: u64,
     align: u64,

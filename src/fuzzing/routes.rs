@@ -7,7 +7,7 @@ use crate::gpu::gather::abi::{
     binding_bytes, Entry, Schedule, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
 };
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
-use crate::gpu::placement::OutputLayout;
+use crate::gpu::placement::PartLayout;
 use crate::gpu::planner::{BufferCopy, DeviceCaps, Direction, Regions, Route};
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
 use crate::GatherMode;
@@ -16,7 +16,7 @@ use crate::GatherMode;
 pub(super) struct RouteCheck<'a> {
     pub(super) input: &'a PlannerInput,
     pub(super) bytes: &'a ByteRows,
-    pub(super) layout: &'a OutputLayout,
+    pub(super) layout: &'a PartLayout,
 }
 
 /// The output bytes written so far, as `(start, end)` offsets in the output region.

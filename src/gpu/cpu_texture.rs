@@ -20,7 +20,7 @@
 use crate::error::Result;
 use crate::gpu::device::scoped_async;
 use crate::gpu::direction::Direction;
-use crate::gpu::placement::OutputLayout;
+use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
 use std::sync::Mutex;
 
@@ -129,7 +129,7 @@ struct Output {
 /// `MAX_COMMANDS` commands in all. Splits of a single row are left to buffer copies.
 pub fn texture_plan(
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     src_base: u64,
     dst_base: u64,
     max_dimension: u32,

@@ -381,6 +381,7 @@ pub(crate) fn block_on<T>(
 
 /// The error of a sync entry point `what` on WebGPU, where only the async ones can wait:
 /// `instead` says what to call there.
+#[cfg(target_arch = "wasm32")]
 pub(crate) fn blocks_in_browser(what: &str, instead: &str) -> SplitError {
     SplitError::Device(format!(
         "{what} blocks the thread until the device answers, and a browser answers only once \

@@ -3,7 +3,7 @@
 /// Which way a route moves a plan's bytes: from the split's input into its outputs, or from
 /// the concat's inputs (the split's outputs, placed by the layout) into its output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Direction {
+pub enum Direction {
     Split,
     Concat,
 }

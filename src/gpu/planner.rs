@@ -23,7 +23,7 @@
 use crate::error::Result;
 use crate::gpu::cpu_texture::{texture_plan, TexturePlan};
 use crate::gpu::gather::{join_parts, plan_dispatches, plan_joins, Dispatch, GatherTuning};
-use crate::gpu::placement::OutputLayout;
+use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::{ByteRows, RowKind};
 
 pub use crate::gpu::cpu_texture::texture_command_cost;
@@ -128,7 +128,7 @@ pub enum Route {
 /// Chooses the route for the outputs of `bytes`, placed by `layout`.
 pub fn choose(
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     caps: &DeviceCaps,
     regions: &Regions,
 ) -> Result<Route> {
@@ -150,7 +150,7 @@ pub fn choose(
 /// concat's copies run the other way. `None` where no copy route applies.
 fn copy_route(
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     caps: &DeviceCaps,
     regions: &Regions,
     direction: Direction,
@@ -201,7 +201,7 @@ fn copy_route(
 /// copy), else one copy per output row. `None` when a dispatch is the better choice.
 pub fn buffer_copies(
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     regions: &Regions,
 ) -> Option<Vec<BufferCopy>> {
     let (src_base, dst_base) = (regions.input_offset, regions.output_offset);
@@ -255,7 +255,7 @@ pub fn buffer_copies(
 /// input is empty).
 pub fn choose_concat(
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     caps: &DeviceCaps,
     regions: &Regions,
 ) -> Result<Route> {
@@ -282,7 +282,7 @@ pub fn choose_concat(
 pub(crate) fn choose_for(
     direction: Direction,
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     caps: &DeviceCaps,
     regions: &Regions,
 ) -> Result<Route> {

@@ -1,52 +1,78 @@
-//! [`PreparedSplit`]: a split's route, tables and bind groups made once, recorded as often as
-//! wanted. [`GpuSplitter::encode`] prepares and records in one call.
+//! [`Prepared`]: a split's or a concat's route, tables and bind groups made once, recorded as
+//! often as wanted; [`GpuSplitter::prepare`] makes it and [`GpuSplitter::encode`] prepares and
+//! records in one call.
 
 use crate::error::{Result, SplitError};
 use crate::gpu::cpu_texture::{self, TexturePlan};
 use crate::gpu::device::{self, scoped_async, LossProbe};
 use crate::gpu::gather::{record_bound, BoundDispatch, Windows};
-use crate::gpu::placement::{BufferRegion, OutputLayout, Outputs, Placement};
+use crate::gpu::parts::{Job, Parts};
+use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
 use crate::gpu::planner::{BufferCopy, Direction, Route, RouteKey};
+use crate::gpu::plans::{Plan, Recorded};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
 use crate::DType;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// What [`GpuSplitter::encode`] recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EncodedSplit {
-    /// Where each output lies in the output region (shared with the route kept for the next
-    /// split of the same plan).
-    pub layout: Arc<OutputLayout>,
-    /// Compute dispatches of the gather shader (0 when copies moved the outputs).
-    pub dispatches: u32,
-    /// `copy_buffer_to_buffer` commands.
-    pub buffer_copies: u32,
-    /// Buffer-to-texture plus texture-to-buffer copy commands (two per band of rows).
-    pub texture_copies: u32,
-}
-
-/// A split of one plan between two buffer regions, with everything but the commands made:
-/// the route, the gather's tables and bind groups, the scratch texture. A graph runtime that
-/// runs the same split node on the same buffers again and again prepares it once
-/// ([`GpuSplitter::prepare`]) and records it each time with [`PreparedSplit::encode`], which
-/// does no planning and creates nothing (`docs/performance.md` compares the two).
+/// A split or a concat of one plan between the caller's buffer regions, with everything but
+/// the commands made: the route, the gather's tables and bind groups, the scratch texture. A
+/// graph runtime that runs the same node on the same buffers again and again prepares it once
+/// ([`GpuSplitter::prepare`]) and records it each time with [`Prepared::encode`], which does
+/// no planning and creates nothing (`docs/performance.md` compares the two).
 ///
 /// It holds the buffers it was prepared with (its bind groups and copies name them): they stay
 /// allocated while it lives, even if the caller drops its own handles. A buffer destroyed
 /// after `prepare` is reported when the caller's encoder is finished or submitted, by wgpu,
 /// not by `encode`: prepare again after replacing a buffer. A device lost since `prepare` is
 /// [`SplitError::Device`] from `encode`.
+///
+/// ```no_run
+/// # use wgpu_split::{ops, wgpu, BufferRegion, DType, GpuSplitter, IntTensor, Outputs};
+/// # fn node(gpu: &GpuSplitter, input: &wgpu::Buffer, outputs: &wgpu::Buffer)
+/// #     -> wgpu_split::Result<()> {
+/// let plan = ops::split(&[8, 3072], &IntTensor::scalar(1), 3)?;
+/// let node = gpu.prepare(&plan, DType::F16, input.into(), Outputs::Region(outputs.into()))?;
+/// for _step in 0..100 {
+///     let mut encoder = gpu.device().create_command_encoder(&Default::default());
+///     node.encode(&mut encoder)?; // no planning, no allocation
+///     gpu.queue().submit([encoder.finish()]);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
-pub struct PreparedSplit {
-    device: wgpu::Device,
-    probe: Arc<LossProbe>,
-    /// Recorded in order; none when every output is empty.
-    pub(crate) commands: Vec<Commands>,
-    pub(crate) encoded: EncodedSplit,
+pub struct Prepared<P: Plan> {
+    parts: PreparedParts,
+    plan: PhantomData<fn() -> P>,
 }
 
-/// The commands of one route of a prepared split.
+impl<P: Plan> Prepared<P> {
+    /// Records the split or concat into `encoder`, as [`GpuSplitter::encode`] would have: the
+    /// same commands, the same layout. A device error becomes [`SplitError::Device`].
+    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder) -> Result<P::Encoded> {
+        // The error scopes of native wgpu are ready at once: this does not wait.
+        device::block_on("Prepared::encode", self.encode_async(encoder))
+    }
+
+    /// [`Prepared::encode`] for async callers, as [`GpuSplitter::encode_async`].
+    pub async fn encode_async(&self, encoder: &mut wgpu::CommandEncoder) -> Result<P::Encoded> {
+        self.parts.encode(encoder).await.map(P::encoded)
+    }
+}
+
+/// The commands of a split or concat, prepared: what [`Prepared`] holds, in either direction.
+#[derive(Debug, Clone)]
+pub struct PreparedParts {
+    device: wgpu::Device,
+    probe: Arc<LossProbe>,
+    direction: Direction,
+    /// Recorded in order; none when every part is empty.
+    pub(crate) commands: Vec<Commands>,
+    pub(crate) recorded: Recorded,
+}
+
+/// The commands of one route of a prepared split or concat.
 #[derive(Debug, Clone)]
 pub(crate) enum Commands {
     /// `copy_buffer_to_buffer` commands between the caller's buffers.
@@ -66,37 +92,30 @@ pub(crate) enum Commands {
     Gather(Vec<BoundDispatch>),
 }
 
-impl PreparedSplit {
-    /// Records the split into `encoder`, as [`GpuSplitter::encode`] would have: the same
-    /// commands, the same layout. A device error becomes [`SplitError::Device`].
-    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder) -> Result<EncodedSplit> {
-        // The error scopes of native wgpu are ready at once: this does not wait.
-        device::block_on("PreparedSplit::encode", self.encode_async(encoder))
-    }
-
-    /// [`PreparedSplit::encode`] for async callers, as [`GpuSplitter::encode_async`].
-    pub async fn encode_async(&self, encoder: &mut wgpu::CommandEncoder) -> Result<EncodedSplit> {
-        self.probe.check("encoding the prepared split")?;
+impl PreparedParts {
+    /// Records the commands into `encoder` after checking the device: [`Prepared::encode`].
+    pub(crate) async fn encode(&self, encoder: &mut wgpu::CommandEncoder) -> Result<Recorded> {
+        self.probe.check(format_args!(
+            "encoding the prepared {}",
+            self.direction.op()
+        ))?;
         self.record(encoder).await?;
-        Ok(self.encoded.clone())
+        Ok(self.recorded.clone())
     }
 
     /// Records once and hands back what was recorded without copying it: `encode`, which has
     /// just checked the device in `prepare`.
-    pub(crate) async fn encode_once(
-        self,
-        encoder: &mut wgpu::CommandEncoder,
-    ) -> Result<EncodedSplit> {
+    pub(crate) async fn encode_once(self, encoder: &mut wgpu::CommandEncoder) -> Result<Recorded> {
         self.record(encoder).await?;
-        Ok(self.encoded)
+        Ok(self.recorded)
     }
 
     /// Adds `part`'s commands after these, and its counts to these; the layout stays.
-    pub(crate) fn append(&mut self, part: PreparedSplit) {
+    pub(crate) fn append(&mut self, part: PreparedParts) {
         self.commands.extend(part.commands);
-        self.encoded.dispatches += part.encoded.dispatches;
-        self.encoded.buffer_copies += part.encoded.buffer_copies;
-        self.encoded.texture_copies += part.encoded.texture_copies;
+        self.recorded.dispatches += part.recorded.dispatches;
+        self.recorded.buffer_copies += part.recorded.buffer_copies;
+        self.recorded.texture_copies += part.recorded.texture_copies;
     }
 
     /// Records the commands into `encoder`.
@@ -119,7 +138,7 @@ impl PreparedSplit {
                 output,
                 copies,
             } => {
-                scoped_async(&self.device, "encoding the split copies", || {
+                scoped_async(&self.device, &self.copies_what(), || {
                     for c in copies {
                         encoder.copy_buffer_to_buffer(input, c.src, output, c.dst, c.size);
                     }
@@ -132,7 +151,7 @@ impl PreparedSplit {
                 input,
                 output,
             } => {
-                scoped_async(&self.device, "encoding the split copies", || {
+                scoped_async(&self.device, &self.copies_what(), || {
                     cpu_texture::record(encoder, plan, scratch, input, output)
                 })
                 .await?
@@ -142,56 +161,152 @@ impl PreparedSplit {
         Ok(())
     }
 
-    /// What each [`PreparedSplit::encode`] records: the layout of the outputs and the counts
-    /// of commands.
-    pub fn encoded(&self) -> &EncodedSplit {
-        &self.encoded
+    /// What a failed copy command's error names.
+    fn copies_what(&self) -> String {
+        format!("encoding the {} copies", self.direction.op())
     }
 }
 
 impl GpuSplitter {
-    /// Prepares the split of `plan` from `input` into `outputs`: the checks, the route and the
-    /// bind groups of [`GpuSplitter::encode`], once. Misuse comes back as a [`SplitError`]
-    /// here, as it would from `encode`.
-    pub fn prepare(
+    /// Records the split or concat of `plan` into `encoder` without submitting it, reading
+    /// `from` and writing `to`, and returns where each part lies:
+    ///
+    /// - a split ([`SplitPlan`]): `from` is the input's [`BufferRegion`], `to` the
+    ///   [`Outputs`](crate::Outputs); it gives an [`EncodedSplit`](crate::EncodedSplit);
+    /// - a concat ([`ConcatPlan`](crate::ConcatPlan)): `from` is the
+    ///   [`Inputs`](crate::Inputs), `to` the output's [`BufferRegion`]; it gives an
+    ///   [`EncodedConcat`](crate::EncodedConcat).
+    ///
+    /// The whole tensor's region (the split's input, the concat's output) holds its C-order
+    /// bytes: at least [`SplitPlan::input_binding_size`] (or
+    /// [`ConcatPlan::output_binding_size`](crate::ConcatPlan::output_binding_size)) bytes from
+    /// its offset, usage STORAGE. Parts in one buffer take one dispatch, however many they
+    /// are; where the buffers allow copies (COPY_SRC on what is read, COPY_DST on what is
+    /// written), copy commands replace it where they are cheaper: `copy_buffer_to_buffer`
+    /// where the parts are a few long, word-aligned runs, and on CPU adapters bands of rows
+    /// through a scratch texture. Tensors larger than one storage binding are dispatched in
+    /// pieces. Nothing is recorded when every part is empty.
+    ///
+    /// Misuse comes back as a [`SplitError`] before anything is recorded: a region with the
+    /// wrong usage, size or offset alignment, the whole tensor and a part in one buffer (wgpu
+    /// binds a buffer read-only or writable within one dispatch: an engine whose arena keeps
+    /// every tensor in one buffer gives the split's input, or the concat's output, a buffer
+    /// of its own), a destroyed buffer or a buffer of another device of the same instance
+    /// (wgpu validation errors, captured), a lost device ([`SplitError::Device`]). wgpu gives
+    /// `encode` no way to see which device or instance an encoder belongs to, nor which
+    /// instance a buffer does, so these misuses are the caller's to avoid: an `encoder` of
+    /// another device of the same instance (wgpu reports it at `finish` or `submit`, through
+    /// that device's error handler, which panics by default); an `encoder` of another
+    /// `wgpu::Instance` (wgpu-core panics inside `encode`); and a buffer of another instance,
+    /// which wgpu looks up by its index in this instance's registry (a panic inside `encode`
+    /// where no buffer has that index, otherwise, silently, another buffer of this device).
+    /// `tests/errors.rs` checks each symptom.
+    ///
+    /// This is [`GpuSplitter::prepare`] and [`Prepared::encode`] in one call: a caller that
+    /// records the same node on the same buffers again and again prepares it once.
+    ///
+    /// ```no_run
+    /// use wgpu_split::{ops, wgpu, DType, GpuSplitter, Inputs};
+    /// # fn node(gpu: &GpuSplitter, k_cache: &wgpu::Buffer, k_new: &wgpu::Buffer,
+    /// #         out: &wgpu::Buffer) -> wgpu_split::Result<()> {
+    /// // torch.cat([k_cache, k_new], dim=2): two inputs in buffers of their own.
+    /// let plan = ops::concat(&[[1, 8, 1023, 128], [1, 8, 1, 128]], 2)?;
+    /// let inputs = [k_cache.into(), k_new.into()];
+    /// let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    /// let from = Inputs::Regions(&inputs);
+    /// let encoded = gpu.encode(&mut encoder, &plan, DType::F16, from, out.into())?;
+    /// assert_eq!(encoded.inputs.ranges.len(), 2);
+    /// gpu.queue().submit([encoder.finish()]);
+    /// # Ok(()) }
+    /// ```
+    pub fn encode<'a, P: Plan>(
         &self,
-        plan: &SplitPlan,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &P,
         dtype: DType,
-        input: BufferRegion<'_>,
-        outputs: Outputs<'_>,
-    ) -> Result<PreparedSplit> {
+        from: P::From<'a>,
+        to: P::To<'a>,
+    ) -> Result<P::Encoded> {
+        // The error scopes of native wgpu are ready at once: this does not wait.
+        device::block_on(
+            "GpuSplitter::encode",
+            self.encode_async(encoder, plan, dtype, from, to),
+        )
+    }
+
+    /// [`GpuSplitter::encode`] for async callers: wgpu's error scopes are awaited, never
+    /// blocked on, so it runs under any executor and on WebGPU.
+    pub async fn encode_async<'a, P: Plan>(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &P,
+        dtype: DType,
+        from: P::From<'a>,
+        to: P::To<'a>,
+    ) -> Result<P::Encoded> {
+        let job = P::job(from, to);
+        let prepared = self.prepare_job(plan.geometry(), dtype, job).await?;
+        prepared.encode_once(encoder).await.map(P::encoded)
+    }
+
+    /// Prepares the split or concat of [`GpuSplitter::encode`] once: the checks, the route and
+    /// the bind groups, to record as often as wanted with [`Prepared::encode`]. Misuse comes
+    /// back as a [`SplitError`] here, as it would from `encode`.
+    pub fn prepare<'a, P: Plan>(
+        &self,
+        plan: &P,
+        dtype: DType,
+        from: P::From<'a>,
+        to: P::To<'a>,
+    ) -> Result<Prepared<P>> {
         // The error scopes of native wgpu are ready at once: this does not wait.
         device::block_on(
             "GpuSplitter::prepare",
-            self.prepare_async(plan, dtype, input, outputs),
+            self.prepare_async(plan, dtype, from, to),
         )
     }
 
     /// [`GpuSplitter::prepare`] for async callers, as [`GpuSplitter::encode_async`].
-    pub async fn prepare_async(
+    pub async fn prepare_async<'a, P: Plan>(
+        &self,
+        plan: &P,
+        dtype: DType,
+        from: P::From<'a>,
+        to: P::To<'a>,
+    ) -> Result<Prepared<P>> {
+        let parts = self
+            .prepare_job(plan.geometry(), dtype, P::job(from, to))
+            .await?;
+        Ok(Prepared {
+            parts,
+            plan: PhantomData,
+        })
+    }
+
+    /// Prepares `job` over the split geometry `plan`: parts in one region take the route kept
+    /// between calls; parts in regions of their own are planned each time.
+    pub(crate) async fn prepare_job(
         &self,
         plan: &SplitPlan,
         dtype: DType,
-        input: BufferRegion<'_>,
-        outputs: Outputs<'_>,
-    ) -> Result<PreparedSplit> {
-        match outputs {
-            Outputs::Region(output) => {
-                let placement = Placement::Bindable;
-                self.prepare_placed(Direction::Split, plan, dtype, input, output, placement)
+        job: Job<'_>,
+    ) -> Result<PreparedParts> {
+        let direction = job.direction;
+        let (region, placement) = match job.parts {
+            Parts::Region(region) => (region, Placement::Bindable),
+            Parts::Placed(region, layout) => {
+                layout.check_as(direction, plan, dtype)?;
+                (region, Placement::Given(layout))
+            }
+            Parts::Regions(regions) => {
+                return self
+                    .prepare_regions(direction, plan, dtype, job.whole, regions)
                     .await
             }
-            Outputs::Placed(output, layout) => {
-                layout.check(plan, dtype)?;
-                let placement = Placement::Given(layout);
-                self.prepare_placed(Direction::Split, plan, dtype, input, output, placement)
-                    .await
-            }
-            Outputs::Regions(regions) => {
-                self.prepare_regions(Direction::Split, plan, dtype, input, regions)
-                    .await
-            }
-        }
+        };
+        let (from, to) = direction.in_order(job.whole, region);
+        self.prepare_placed(direction, plan, dtype, from, to, placement)
+            .await
     }
 
     /// [`GpuSplitter::prepare`] with the split's outputs in one region, placed as `placement`
@@ -206,7 +321,7 @@ impl GpuSplitter {
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
         placement: Placement<'_>,
-    ) -> Result<PreparedSplit> {
+    ) -> Result<PreparedParts> {
         self.probe
             .check(format_args!("preparing the {}", direction.op()))?;
         let regions = self.regions(&input, &output);
@@ -225,17 +340,23 @@ impl GpuSplitter {
             })
             .await?;
         let layout = kept.layout.clone();
-        self.prepare_chosen(&kept.route, &kept.tables, scratch, layout, input, output)
+        let (tables, route) = (&kept.tables, &kept.route);
+        self.prepare_chosen(direction, route, tables, scratch, layout, input, output)
             .await
     }
 
-    /// A split of outputs placed by `layout` that records nothing yet.
-    pub(crate) fn prepare_nothing(&self, layout: Arc<OutputLayout>) -> PreparedSplit {
-        PreparedSplit {
+    /// A split or concat (`direction`) of parts placed by `layout` that records nothing yet.
+    pub(crate) fn prepare_nothing(
+        &self,
+        direction: Direction,
+        layout: Arc<PartLayout>,
+    ) -> PreparedParts {
+        PreparedParts {
             device: self.device.clone(),
             probe: self.probe.clone(),
+            direction,
             commands: Vec::new(),
-            encoded: EncodedSplit {
+            recorded: Recorded {
                 layout,
                 dispatches: 0,
                 buffer_copies: 0,
@@ -247,17 +368,19 @@ impl GpuSplitter {
     /// Prepares `route`, with `tables` for the gather's dispatches
     /// ([`GpuSplitter::upload_tables`]) and `scratch` for the texture route: the gather's bind
     /// groups are made here.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn prepare_chosen(
         &self,
+        direction: Direction,
         route: &Route,
         tables: &[wgpu::Buffer],
         scratch: Option<wgpu::Texture>,
-        layout: Arc<OutputLayout>,
+        layout: Arc<PartLayout>,
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
-    ) -> Result<PreparedSplit> {
-        let mut prepared = self.prepare_nothing(layout);
-        let encoded = &mut prepared.encoded;
+    ) -> Result<PreparedParts> {
+        let mut prepared = self.prepare_nothing(direction, layout);
+        let encoded = &mut prepared.recorded;
         let commands = match (route, scratch) {
             (Route::BufferCopies(copies), _) => {
                 encoded.buffer_copies = copies.len() as u32;

@@ -1,15 +1,15 @@
-//! Recording a split into the caller's encoder: check the buffers, choose the route, record
-//! it; into one output region, or one region per output in any buffers ([`Outputs::Regions`],
-//! where the engine's allocator put them).
+//! Checking the caller's regions, and preparing parts in regions of their own: a split's
+//! outputs or a concat's inputs wherever the engine's allocator put them
+//! ([`Outputs::Regions`](crate::Outputs::Regions), [`Inputs::Regions`](crate::Inputs::Regions)).
 
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::{
     binding_bytes, join_dispatch, multi_output_dispatch, window_limit, BoundDispatch, Dispatch,
     JoinPart, Windows, UNIT_BYTES,
 };
-use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, OutputRange, Outputs};
+use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
 use crate::gpu::planner::{self, Direction, Route, RouteKey};
-use crate::gpu::prepared::{Commands, EncodedSplit, PreparedSplit};
+use crate::gpu::prepared::{Commands, PreparedParts};
 use crate::gpu::splitter::{multi_binding_group_limit, GpuSplitter};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
@@ -23,72 +23,6 @@ use std::sync::Arc;
 pub(crate) type PartsByBuffer<'a> = Vec<(&'a wgpu::Buffer, Vec<usize>)>;
 
 impl GpuSplitter {
-    /// Records the split into `encoder` without submitting it, writing the outputs where
-    /// `outputs` says ([`Outputs`]), and returns where each output went.
-    ///
-    /// Misuse comes back as a [`SplitError`] before anything is recorded: a region with the
-    /// wrong usage, size or offset alignment, input and output in one buffer, a destroyed
-    /// buffer or a buffer of another device of the same instance (wgpu validation errors,
-    /// captured: [`SplitError::Device`]), a lost device ([`SplitError::Device`]). wgpu gives
-    /// `encode` no way to see which device or instance an encoder belongs to, nor which
-    /// instance a buffer does, so these misuses are the caller's to avoid: an `encoder` of
-    /// another device of the same instance (wgpu reports it at `finish` or `submit`, through
-    /// that device's error handler, which panics by default); an `encoder` of another
-    /// `wgpu::Instance` (wgpu-core panics inside `encode`); and a buffer of another instance,
-    /// which wgpu looks up by its index in this instance's registry (a panic inside `encode`
-    /// where no buffer has that index, otherwise, silently, another buffer of this device).
-    /// `tests/errors.rs` checks each symptom.
-    ///
-    /// The input and the outputs may not share a buffer, even in ranges that do not overlap:
-    /// wgpu binds a buffer either read-only or writable within one dispatch. An engine whose
-    /// arena allocator keeps every tensor in one buffer gives the split's input its own
-    /// buffer (or a second arena), or copies it out first.
-    ///
-    /// `input` holds the C-order input bytes (at least [`input_binding_size`] bytes from its
-    /// offset, usage STORAGE: the input's size rounded up to 4).
-    ///
-    /// Normally this is one compute dispatch for all outputs. When the buffers allow copies
-    /// (COPY_SRC on the input, COPY_DST on the outputs), copy commands replace it where they
-    /// are cheaper (`route`): `copy_buffer_to_buffer` where the outputs are a few long,
-    /// word-aligned contiguous runs of the input (whole outputs, or output rows), and on CPU
-    /// adapters a buffer-to-texture-to-buffer round trip per band of rows where rows and stride
-    /// are multiples of 256 bytes. Tensors larger than one storage binding are dispatched in
-    /// parts. Nothing is recorded when every output is empty.
-    ///
-    /// This is [`GpuSplitter::prepare`] and [`PreparedSplit::encode`](crate::PreparedSplit::encode)
-    /// in one call: a caller that records the same split on the same buffers again and again
-    /// prepares it once and saves the planning and the bind groups each time.
-    pub fn encode(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &SplitPlan,
-        dtype: DType,
-        input: BufferRegion<'_>,
-        outputs: Outputs<'_>,
-    ) -> Result<EncodedSplit> {
-        // The error scopes of native wgpu are ready at once: this does not wait.
-        crate::gpu::device::block_on(
-            "GpuSplitter::encode",
-            self.encode_async(encoder, plan, dtype, input, outputs),
-        )
-    }
-
-    /// [`GpuSplitter::encode`] for async callers: wgpu's error scopes are awaited, never
-    /// blocked on, so it runs under any executor and on WebGPU.
-    pub async fn encode_async(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &SplitPlan,
-        dtype: DType,
-        input: BufferRegion<'_>,
-        outputs: Outputs<'_>,
-    ) -> Result<EncodedSplit> {
-        self.prepare_async(plan, dtype, input, outputs)
-            .await?
-            .encode_once(encoder)
-            .await
-    }
-
     /// Checks both regions of the split or concat of `key` placed by `layout` (`input` is
     /// where the bytes are read): usage, alignment and size of each, and two different
     /// buffers.
@@ -97,7 +31,7 @@ impl GpuSplitter {
         key: &RouteKey<'_>,
         input: &BufferRegion<'_>,
         output: &BufferRegion<'_>,
-        layout: &OutputLayout,
+        layout: &PartLayout,
     ) -> Result<()> {
         // The whole tensor's region, then the region the layout places the parts in.
         let (part, whole_name) = key.direction.names();
@@ -127,7 +61,7 @@ impl GpuSplitter {
 
     /// Checks the region of the whole tensor of `plan` (a split's input, a concat's output;
     /// `name` says which): usage STORAGE, the storage offset alignment, and
-    /// [`input_binding_size`] bytes.
+    /// [`SplitPlan::input_binding_size`] bytes.
     pub(crate) fn check_whole(
         &self,
         name: &str,
@@ -136,7 +70,7 @@ impl GpuSplitter {
         dtype: DType,
     ) -> Result<()> {
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let needed = input_binding_size(plan, dtype)?;
+        let needed = plan.input_binding_size(dtype)?;
         let rule = format!(
             "its {} bytes rounded up to 4",
             byte_count(plan.input_shape(), dtype)?
@@ -157,7 +91,7 @@ impl GpuSplitter {
         bytes: &ByteRows,
         regions: &[BufferRegion<'a>],
         whole: &wgpu::Buffer,
-    ) -> Result<(OutputLayout, PartsByBuffer<'a>)> {
+    ) -> Result<(PartLayout, PartsByBuffer<'a>)> {
         let (part, whole_name) = direction.names();
         if regions.len() != plan.num_outputs() {
             let parts = match direction {
@@ -171,7 +105,7 @@ impl GpuSplitter {
             )));
         }
         let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let mut ranges = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
+        let mut ranges = vec![PartRange { offset: 0, size: 0 }; plan.num_outputs()];
         // The non-empty parts of each buffer. A buffer compares by wgpu's resource id, which
         // never changes, so its interior mutability cannot move it within the map.
         #[allow(clippy::mutable_key_type)]
@@ -191,7 +125,7 @@ impl GpuSplitter {
                     "{name} is in the {whole_name}'s buffer; {how}"
                 )));
             }
-            ranges[o.output] = OutputRange {
+            ranges[o.output] = PartRange {
                 offset: region.offset,
                 size,
             };
@@ -216,7 +150,7 @@ impl GpuSplitter {
             }
             placed.push((buffer, members));
         }
-        let layout = OutputLayout {
+        let layout = PartLayout {
             total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
             ranges,
             alignment: align.max(UNIT_BYTES),
@@ -229,8 +163,8 @@ impl GpuSplitter {
 // of a concat, in any buffers.
 
 impl GpuSplitter {
-    /// [`GpuSplitter::prepare`] with one region per output ([`Outputs::Regions`]), or
-    /// [`GpuSplitter::prepare_concat`] with one region per input
+    /// [`GpuSplitter::prepare`] of a split with one region per output
+    /// ([`Outputs::Regions`](crate::Outputs::Regions)), or of a concat with one region per input
     /// ([`Inputs::Regions`](crate::Inputs)), as `direction` says; `whole` is the whole
     /// tensor's region (the split's input, the concat's output). Planned at every call: each
     /// window of parts takes its own route, and the windows that take one gather dispatch
@@ -243,14 +177,14 @@ impl GpuSplitter {
         dtype: DType,
         whole: BufferRegion<'_>,
         parts: &[BufferRegion<'_>],
-    ) -> Result<PreparedSplit> {
+    ) -> Result<PreparedParts> {
         self.probe
             .check(format_args!("preparing the {}", direction.op()))?;
         self.check_whole(direction.names().1, &whole, plan, dtype)?;
         let bytes = ByteRows::new(plan, dtype.size())?;
         let (placed, groups) = self.place_parts(direction, plan, &bytes, parts, whole.buffer)?;
         let placed = Arc::new(placed);
-        let mut prepared = self.prepare_nothing(placed.clone());
+        let mut prepared = self.prepare_nothing(direction, placed.clone());
         let bindings = match direction {
             Direction::Split => self.output_bindings,
             Direction::Concat => self.input_bindings,
@@ -289,13 +223,21 @@ impl GpuSplitter {
             }
             let tables = self.upload_tables(&route).await?;
             let part = self
-                .prepare_chosen(&route, &tables, scratch, placed.clone(), from, to)
+                .prepare_chosen(
+                    direction,
+                    &route,
+                    &tables,
+                    scratch,
+                    placed.clone(),
+                    from,
+                    to,
+                )
                 .await?;
             prepared.append(part);
         }
         for batch in gathered.chunks(bindings as usize) {
             let bound = self.bind_batch(direction, &bytes, batch, whole).await?;
-            prepared.encoded.dispatches += 1;
+            prepared.recorded.dispatches += 1;
             prepared.commands.push(Commands::Gather(bound));
         }
         Ok(prepared)
@@ -309,7 +251,7 @@ impl GpuSplitter {
 fn windows<'a>(
     direction: Direction,
     bytes: &ByteRows,
-    placed: &OutputLayout,
+    placed: &PartLayout,
     groups: PartsByBuffer<'a>,
 ) -> PartsByBuffer<'a> {
     if direction == Direction::Concat {
@@ -341,7 +283,7 @@ fn windows<'a>(
 /// places in the buffer's window (`layout.ranges`, in the same order), and the window.
 struct Group<'a> {
     members: Vec<usize>,
-    layout: OutputLayout,
+    layout: PartLayout,
     region: BufferRegion<'a>,
 }
 
@@ -351,7 +293,7 @@ impl GpuSplitter {
     fn multi_output_batch(&self, bytes: &ByteRows, batch: &[Group<'_>]) -> Result<Dispatch> {
         // The batch's outputs on their own, group after group, as `subset` numbers them.
         let keep = batch.iter().flat_map(|g| g.members.iter().copied());
-        let layout = OutputLayout {
+        let layout = PartLayout {
             ranges: batch
                 .iter()
                 .flat_map(|g| g.layout.ranges.iter().copied())

@@ -1,85 +1,102 @@
-//! The host round trip: upload the input, [`GpuSplitter::encode`] (outputs packed), read the
-//! outputs back; and [`GpuSplitter::run_stream`], the same window by window in bounded memory
-//! ([`crate::stream`]).
+//! The host round trip ([`GpuSplitter::run`]): upload, record as [`GpuSplitter::encode`]
+//! does (parts packed), read back; and one window of a stream ([`crate::stream`]).
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::{block_on, blocks_in_browser, scoped_async};
-use crate::gpu::gather::{fits_one_dispatch, window_limit};
-use crate::gpu::placement::{input_binding_size, BufferRegion, OutputLayout, Placement};
+use crate::gpu::device::{block_on, scoped_async};
+use crate::gpu::gather::{fits_one_dispatch, window_limit, UNIT_BYTES};
+use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
 use crate::gpu::planner::Direction;
-use crate::gpu::prepared::EncodedSplit;
+use crate::gpu::plans::Plan;
+use crate::gpu::plans::Recorded;
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
-use crate::stream::{stream, OutputSink, StreamOptions, StreamReport};
 use crate::tensor::{byte_count, HostTensor};
 use crate::DType;
-use std::io::Read;
 
 impl GpuSplitter {
-    /// The layout [`GpuSplitter::run`] reads back: outputs packed at 16 bytes (memory in
-    /// proportion to the data, even for 100,000 tiny outputs) where one dispatch covers the
-    /// split, bindable offsets where it must be cut into parts. Fails before any allocation
-    /// if the input or the outputs exceed the device's `max_buffer_size`.
-    pub(crate) fn host_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
-        let input_bytes = byte_count(plan.input_shape(), dtype)? as u64;
-        let packed = OutputLayout::packed(plan, dtype)?;
-        if fits_one_dispatch(input_bytes, packed.total_bytes, window_limit(&self.limits)) {
-            self.check_buffer_sizes(Direction::Split, plan, dtype, &packed)?;
+    /// Where [`GpuSplitter::run`] places the parts of the split or concat of `plan`
+    /// (`direction`): packed at 16 bytes (memory in proportion to the data, even for 100,000
+    /// tiny parts) where one dispatch covers it, bindable offsets where it must be cut into
+    /// pieces. Fails before any allocation if the whole tensor or the parts exceed the
+    /// device's `max_buffer_size`.
+    pub(crate) fn host_layout(
+        &self,
+        direction: Direction,
+        plan: &SplitPlan,
+        dtype: DType,
+    ) -> Result<PartLayout> {
+        let whole_bytes = byte_count(plan.input_shape(), dtype)? as u64;
+        let packed = PartLayout::place(plan, dtype, UNIT_BYTES)?;
+        if fits_one_dispatch(whole_bytes, packed.total_bytes, window_limit(&self.limits)) {
+            self.check_buffer_sizes(direction, plan, dtype, &packed)?;
             Ok(packed)
         } else {
-            self.output_layout(plan, dtype)
+            self.bindable_layout(direction, plan, dtype)
         }
     }
 
-    /// Uploads `input`, splits it as `plan` says and reads every output back.
-    pub fn run(&self, plan: &SplitPlan, input: &HostTensor) -> Result<Vec<HostTensor>> {
-        Ok(self.run_detailed(plan, input)?.0)
-    }
-
-    /// [`GpuSplitter::run`], also returning what was recorded (layout, dispatches, copies).
-    pub fn run_detailed(
-        &self,
-        plan: &SplitPlan,
-        input: &HostTensor,
-    ) -> Result<(Vec<HostTensor>, EncodedSplit)> {
+    /// Uploads `input`, splits or concatenates it as `plan` says, and reads the result back:
+    /// a split ([`SplitPlan`]) takes a `&HostTensor` and gives its outputs, a concat
+    /// ([`ConcatPlan`](crate::ConcatPlan)) takes its inputs (`&[HostTensor]`) and gives its
+    /// output. [`verify::against_reference`](crate::verify::against_reference) checks the
+    /// result against the CPU's, byte for byte.
+    ///
+    /// ```no_run
+    /// use wgpu_split::{ops, BackendChoice, GpuSplitter, HostTensor, IntTensor};
+    /// let gpu = GpuSplitter::open(BackendChoice::Auto)?;
+    /// let x = HostTensor::from_slice(&[2, 3], &[1u16, 2, 3, 4, 5, 6])?;
+    /// let plan = ops::split(x.shape(), &IntTensor::scalar(1), 3)?;
+    /// let parts = gpu.run(&plan, &x)?;
+    /// let back = gpu.run(&plan.inverse(), &parts)?; // the concat of the parts
+    /// assert_eq!(back, x);
+    /// # Ok::<(), wgpu_split::SplitError>(())
+    /// ```
+    pub fn run<P: Plan>(&self, plan: &P, input: &P::HostInput) -> Result<P::HostOutput> {
         // Native wgpu's error scopes are ready at once: this does not wait; the read-back does.
-        let (readback, encoded) = block_on("GpuSplitter::run", self.submit(plan, input))?;
-        let dtype = input.dtype();
-        let outputs = self.read_back(&readback, |bytes| {
-            encoded.layout.outputs_from(bytes, plan, dtype)
-        })?;
-        Ok((outputs, encoded))
+        let (readback, recorded, dtype) = block_on("GpuSplitter::run", self.submit(plan, input))?;
+        self.read_back(&readback, |bytes| {
+            plan.download(bytes, &recorded.layout, dtype)
+        })
     }
 
     /// [`GpuSplitter::run`] for async callers: nothing blocks the caller's thread, and the
-    /// future is `Send` (an engine on tokio can spawn it). The outputs are read back once the
+    /// future is `Send` (an engine on tokio can spawn it). The result is read back once the
     /// buffer maps: the future sleeps until wgpu's map callback wakes it. On native wgpu nobody
     /// needs to poll the device for that: a helper thread, blocked in `device.poll` until the
-    /// device has done the split, runs the callback (an engine that polls its device itself
+    /// device has done the work, runs the callback (an engine that polls its device itself
     /// does no harm). On WebGPU the browser runs it.
-    pub async fn run_async(&self, plan: &SplitPlan, input: &HostTensor) -> Result<Vec<HostTensor>> {
-        let (readback, encoded) = self.submit(plan, input).await?;
+    pub async fn run_async<P: Plan>(
+        &self,
+        plan: &P,
+        input: &P::HostInput,
+    ) -> Result<P::HostOutput> {
+        let (readback, recorded, dtype) = self.submit(plan, input).await?;
         map_read(&self.device, &readback).await?;
         read_mapped(&readback, |bytes| {
-            encoded.layout.outputs_from(bytes, plan, input.dtype())
+            plan.download(bytes, &recorded.layout, dtype)
         })
     }
 
-    /// Uploads `input`, records the split and the copy into a readback buffer, and submits;
-    /// returns the readback buffer and what was recorded.
-    async fn submit(
+    /// Uploads `input` (its parts packed), records the split or concat and the copy of what it
+    /// writes into a readback buffer, and submits; returns the readback buffer, what was
+    /// recorded and the dtype.
+    async fn submit<P: Plan>(
         &self,
-        plan: &SplitPlan,
-        input: &HostTensor,
-    ) -> Result<(wgpu::Buffer, EncodedSplit)> {
-        let dtype = input.dtype();
-        plan.check_input_shape(input.shape())?;
-        let layout = self.host_layout(plan, dtype)?;
-        let data = input.bytes();
-        self.submit_placed(Direction::Split, plan, dtype, &layout, |view| {
-            view.slice(..data.len()).copy_from_slice(data)
-        })
-        .await
+        plan: &P,
+        input: &P::HostInput,
+    ) -> Result<(wgpu::Buffer, Recorded, DType)> {
+        let dtype = plan.host_dtype(input)?;
+        let layout = self.host_layout(P::DIRECTION, plan.geometry(), dtype)?;
+        let upload = P::upload(input, &layout);
+        let (readback, recorded) = self
+            .submit_placed(P::DIRECTION, plan.geometry(), dtype, &layout, |view| {
+                for &(at, bytes) in &upload {
+                    let at = at as usize;
+                    view.slice(at..at + bytes.len()).copy_from_slice(bytes);
+                }
+            })
+            .await?;
+        Ok((readback, recorded, dtype))
     }
 
     /// Allocates host buffers for the split or concat of `plan` (`direction`) whose parts
@@ -91,11 +108,11 @@ impl GpuSplitter {
         direction: Direction,
         plan: &SplitPlan,
         dtype: DType,
-        layout: &OutputLayout,
+        layout: &PartLayout,
         fill: impl FnOnce(&mut wgpu::BufferViewMut),
-    ) -> Result<(wgpu::Buffer, EncodedSplit)> {
+    ) -> Result<(wgpu::Buffer, Recorded)> {
         // The whole tensor's bytes, and the parts' region.
-        let whole = input_binding_size(plan, dtype)?;
+        let whole = plan.input_binding_size(dtype)?;
         let (in_size, out_size) = direction.in_order(whole, layout.total_bytes);
         let buffers = HostBuffers::new(&self.device, in_size, out_size, true).await?;
         {
@@ -127,8 +144,8 @@ impl GpuSplitter {
         direction: Direction,
         plan: &SplitPlan,
         dtype: DType,
-        layout: &OutputLayout,
-    ) -> Result<EncodedSplit> {
+        layout: &PartLayout,
+    ) -> Result<Recorded> {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         let encoded = self
@@ -145,7 +162,7 @@ impl GpuSplitter {
             .await?;
         let written = match direction {
             Direction::Split => encoded.layout.total_bytes,
-            Direction::Concat => input_binding_size(plan, dtype)?,
+            Direction::Concat => plan.input_binding_size(dtype)?,
         };
         let what = format!("submitting the {}", direction.op());
         scoped_async(&self.device, &what, || {
@@ -163,6 +180,13 @@ impl GpuSplitter {
         buffer: &wgpu::Buffer,
         read: impl FnOnce(&[u8]) -> Result<T>,
     ) -> Result<T> {
+        self.map_blocking(buffer)?;
+        read_mapped(buffer, read)
+    }
+
+    /// Maps a MAP_READ buffer after the queue's work, polling the device on this thread until
+    /// it is done: the sync entry points, which start no thread.
+    pub(crate) fn map_blocking(&self, buffer: &wgpu::Buffer) -> Result<()> {
         let (tx, rx) = std::sync::mpsc::channel();
         buffer.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
@@ -172,8 +196,7 @@ impl GpuSplitter {
             .map_err(|e| SplitError::Device(format!("waiting for the split: {e}")))?;
         rx.recv()
             .map_err(|_| SplitError::Device("the device dropped the readback".into()))?
-            .map_err(|e| SplitError::Device(format!("mapping the readback buffer: {e}")))?;
-        read_mapped(buffer, read)
+            .map_err(|e| SplitError::Device(format!("mapping the readback buffer: {e}")))
     }
 }
 
@@ -311,63 +334,21 @@ pub(crate) async fn map_read(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Re
 }
 
 impl GpuSplitter {
-    /// Splits the C-order little-endian bytes of `input` as `plan` says, window by window,
-    /// and appends each output's bytes to `outputs` in order: inputs larger than the host's
-    /// memory or than the device's buffers split in the memory of a few windows.
-    ///
-    /// Each window (`options.window_bytes` of input, kept within a quarter of the device's
-    /// `max_buffer_size`) is uploaded, split on the GPU into the matching parts of every
-    /// output, read back, checked against the CPU reference when `options.verify`, and handed
-    /// to `outputs`. The device buffers are allocated once and reused. An input that ends
-    /// early, a writer's error and a device error (a lost device included) end the stream
-    /// with an error; what was written by then is the caller's to discard.
-    pub fn run_stream(
+    /// Uploads one window of a stream into `buffers` (allocated on the first window, again
+    /// only where a window needs more), splits it and maps the readback, blocking this thread
+    /// where `blocking` (the sync `run_stream`, which starts no thread), else awaiting the map
+    /// ([`map_read`]): returns the mapped readback buffer and what was recorded (where each
+    /// output lies in it).
+    pub(crate) async fn split_window<'b>(
         &self,
-        plan: &SplitPlan,
-        dtype: DType,
-        input: impl Read,
-        outputs: &mut (impl OutputSink + ?Sized),
-        options: &StreamOptions,
-    ) -> Result<StreamReport> {
-        if cfg!(target_arch = "wasm32") {
-            // Reading, timing and writing are sync; the browser takes `run_async` per window.
-            return Err(blocks_in_browser(
-                "GpuSplitter::run_stream",
-                "GpuSplitter::run_async on each window",
-            ));
-        }
-        let options = StreamOptions {
-            window_bytes: options.window_bytes.min(self.limits.max_buffer_size / 4),
-            ..*options
-        };
-        let mut buffers = None;
-        stream(
-            plan,
-            dtype,
-            input,
-            outputs,
-            &options,
-            &mut |plan, input, emit| {
-                // Native wgpu's error scopes are ready at once: this waits only for the read-back.
-                block_on(
-                    "GpuSplitter::run_stream",
-                    self.split_window(&mut buffers, plan, input, emit),
-                )
-            },
-        )
-    }
-
-    /// Uploads one window, splits it and hands each non-empty output's bytes to `emit`.
-    async fn split_window(
-        &self,
-        buffers: &mut Option<HostBuffers>,
+        buffers: &'b mut Option<HostBuffers>,
         plan: &SplitPlan,
         input: &HostTensor,
-        emit: &mut dyn FnMut(usize, &[u8]) -> Result<()>,
-    ) -> Result<()> {
+        blocking: bool,
+    ) -> Result<(&'b wgpu::Buffer, Recorded)> {
         let dtype = input.dtype();
-        let layout = self.host_layout(plan, dtype)?;
-        let in_size = input_binding_size(plan, dtype)?;
+        let layout = self.host_layout(Direction::Split, plan, dtype)?;
+        let in_size = plan.input_binding_size(dtype)?;
         let fits =
             |b: &HostBuffers| b.input.size() >= in_size && b.output.size() >= layout.total_bytes;
         if !buffers.as_ref().is_some_and(fits) {
@@ -399,16 +380,14 @@ impl GpuSplitter {
             self.probe.check("streaming the split")?;
         }
         uploaded?;
-        let encoded = self
+        let recorded = self
             .record_into(b, Direction::Split, plan, dtype, &layout)
             .await?;
-        self.read_back(&b.readback, |bytes| {
-            for (i, r) in encoded.layout.ranges.iter().enumerate() {
-                if r.size > 0 {
-                    emit(i, &bytes[r.offset as usize..(r.offset + r.size) as usize])?;
-                }
-            }
-            Ok(())
-        })
+        if blocking {
+            self.map_blocking(&b.readback)?;
+        } else {
+            map_read(&self.device, &b.readback).await?;
+        }
+        Ok((&b.readback, recorded))
     }
 }

@@ -9,10 +9,10 @@ use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::TableCache;
 use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
-use crate::gpu::placement::input_binding_size;
-use crate::gpu::placement::{OutputLayout, OutputRange};
+use crate::gpu::placement::{PartLayout, PartRange};
 use crate::gpu::planner::RouteChoice;
 use crate::gpu::planner::{Direction, RouteCache};
+use crate::gpu::plans::Plan;
 use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -311,12 +311,33 @@ impl GpuSplitter {
         &self.queue
     }
 
-    /// Places the outputs of `plan` at the device's storage offset alignment, so each output
-    /// can be bound on its own by a following kernel.
-    /// Fails if the input or the outputs exceed the device's `max_buffer_size`.
-    pub fn output_layout(&self, plan: &SplitPlan, dtype: DType) -> Result<OutputLayout> {
-        let layout = OutputLayout::new(plan, dtype, self.offset_align())?;
-        self.check_buffer_sizes(Direction::Split, plan, dtype, &layout)?;
+    /// Places the parts of `plan` (a split's outputs, a concat's inputs) in one region, each at
+    /// the device's storage offset alignment, so a neighbouring kernel can bind each on its
+    /// own: the placement of `Outputs::Region` and `Inputs::Region`. Fails if the whole tensor
+    /// or the parts' region exceeds the device's `max_buffer_size`.
+    ///
+    /// ```no_run
+    /// # use wgpu_split::{ops, DType, GpuSplitter, IntTensor};
+    /// # fn f(gpu: &GpuSplitter) -> wgpu_split::Result<()> {
+    /// let plan = ops::split(&[4, 300], &IntTensor::scalar(1), 3)?;
+    /// let layout = gpu.layout(&plan, DType::U8)?;
+    /// // 400 bytes each, at 256-byte offsets on most devices: 0, 512, 1024.
+    /// assert_eq!(layout.ranges[1].offset % 256, 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn layout<P: Plan>(&self, plan: &P, dtype: DType) -> Result<PartLayout> {
+        self.bindable_layout(P::DIRECTION, plan.geometry(), dtype)
+    }
+
+    /// [`GpuSplitter::layout`] over the split geometry of a split or a concat.
+    pub(crate) fn bindable_layout(
+        &self,
+        direction: Direction,
+        plan: &SplitPlan,
+        dtype: DType,
+    ) -> Result<PartLayout> {
+        let layout = PartLayout::place(plan, dtype, self.offset_align())?;
+        self.check_buffer_sizes(direction, plan, dtype, &layout)?;
         Ok(layout)
     }
 
@@ -327,11 +348,11 @@ impl GpuSplitter {
         direction: Direction,
         plan: &SplitPlan,
         dtype: DType,
-        layout: &OutputLayout,
+        layout: &PartLayout,
     ) -> Result<()> {
         let (part, whole) = direction.names();
         let checks = [
-            (whole.to_string(), input_binding_size(plan, dtype)?),
+            (whole.to_string(), plan.input_binding_size(dtype)?),
             (format!("{part} region"), layout.total_bytes),
         ];
         for (what, bytes) in checks {
@@ -345,22 +366,34 @@ impl GpuSplitter {
         Ok(())
     }
 
-    /// Where each output lies inside the input, when every output is one contiguous range of
-    /// it starting at the device's storage offset alignment: the caller can then bind the
-    /// outputs as views of the input and move no bytes at all. `None` otherwise.
+    /// Where each part lies inside the whole tensor, when every part is one contiguous range
+    /// of it starting at the device's storage offset alignment; `None` otherwise. The caller
+    /// then moves no bytes at all: a split's consumers bind its outputs as views of the
+    /// input, a concat's producers write its inputs straight into the output.
     ///
-    /// An empty output is `OutputRange { offset: 0, size: 0 }`: it has no bytes, and WebGPU
+    /// An empty part is `PartRange { offset: 0, size: 0 }`: it has no bytes, and WebGPU
     /// refuses a binding of size 0, so an engine binds nothing for it (or any buffer of at
-    /// least 4 bytes to a kernel that reads none of it). A view of an output whose size is not
+    /// least 4 bytes to a kernel that reads none of it). A view of a part whose size is not
     /// a multiple of 4 is bound with its size rounded up to 4, as any storage binding.
-    pub fn output_views(&self, plan: &SplitPlan, dtype: DType) -> Result<Option<Vec<OutputRange>>> {
+    ///
+    /// ```no_run
+    /// # use wgpu_split::{ops, DType, GpuSplitter, IntTensor};
+    /// # fn f(gpu: &GpuSplitter) -> wgpu_split::Result<()> {
+    /// // Split on the first axis: each output is 256 rows of 4 KiB of the input.
+    /// let plan = ops::split(&[1024, 1024], &IntTensor::scalar(0), 4)?;
+    /// let views = gpu.views(&plan, DType::F32)?.expect("contiguous outputs");
+    /// assert_eq!(views[1].offset, 1 << 20);
+    /// # Ok(()) }
+    /// ```
+    pub fn views<P: Plan>(&self, plan: &P, dtype: DType) -> Result<Option<Vec<PartRange>>> {
+        let plan = plan.geometry();
         let bytes = ByteRows::new(plan, dtype.size())?;
         if bytes.kind != RowKind::Contiguous {
             return Ok(None);
         }
-        let mut views = vec![OutputRange { offset: 0, size: 0 }; plan.num_outputs()];
+        let mut views = vec![PartRange { offset: 0, size: 0 }; plan.num_outputs()];
         for o in &bytes.outputs {
-            views[o.output] = OutputRange {
+            views[o.output] = PartRange {
                 offset: o.offset,
                 size: bytes.size(o),
             };

@@ -1,17 +1,13 @@
 //! The concat operators: OpenVINO Concat-1, ONNX Concat (opsets 1, 4, 11, 13) and ONNX
 //! ConcatFromSequence-11.
 //!
-//! A concat is a split read the other way, so each function returns the [`SplitPlan`] of the
-//! split that takes the concat's output apart into its inputs: the plan's *input* shape is the
-//! concat's output shape, and its *outputs* are the concat's inputs, in order (a chunk per
-//! input, as long as that input on the axis). Stacking on a new axis (ConcatFromSequence with
-//! `new_axis = 1`) is a plan whose outputs drop the axis (chunks of 1, `keep_axis` false).
-//! Every route of the split then runs either way ([`crate::GpuSplitter::encode_concat`]).
+//! Each function returns a [`ConcatPlan`]: the inputs' shapes and the output's. Underneath it
+//! is the split that takes the output apart into the inputs (a chunk per input, as long as
+//! that input on the axis; stacking on a new axis drops it), so every route of the split runs
+//! the other way ([`crate::GpuSplitter::encode`] with a concat's plan).
 
 use crate::error::{Result, SplitError};
-use crate::plan::{normalize_axis, SplitPlan};
-use crate::tensor::HostTensor;
-use crate::DType;
+use crate::plan::{normalize_axis, ConcatPlan, SplitPlan};
 
 /// OpenVINO Concat-1: the inputs joined along `axis` (in `[-rank, rank-1]`).
 ///
@@ -21,10 +17,10 @@ use crate::DType;
 /// ```
 /// use wgpu_split::ops;
 /// let plan = ops::concat(&[[1, 32, 4095, 128], [1, 32, 1, 128]], 2).unwrap();
-/// assert_eq!(plan.input_shape(), &[1, 32, 4096, 128]); // the concat's output
-/// assert_eq!(plan.output_shape(1), vec![1, 32, 1, 128]); // its second input
+/// assert_eq!(plan.output_shape(), &[1, 32, 4096, 128]);
+/// assert_eq!(plan.input_shape(1), vec![1, 32, 1, 128]);
 /// ```
-pub fn concat<S: AsRef<[usize]>>(input_shapes: &[S], axis: i64) -> Result<SplitPlan> {
+pub fn concat<S: AsRef<[usize]>>(input_shapes: &[S], axis: i64) -> Result<ConcatPlan> {
     let rank = first_rank(input_shapes)?;
     join(input_shapes, normalize_axis(axis, rank)?, false)
 }
@@ -37,7 +33,7 @@ pub fn onnx_concat<S: AsRef<[usize]>>(
     input_shapes: &[S],
     axis: Option<i64>,
     opset: i64,
-) -> Result<SplitPlan> {
+) -> Result<ConcatPlan> {
     // Checks the opset is one this crate knows (the same range as ONNX Split's).
     super::onnx_split_version(opset)?;
     let version = [13, 11, 4, 1]
@@ -74,13 +70,14 @@ pub fn onnx_concat<S: AsRef<[usize]>>(
 /// ```
 /// use wgpu_split::ops;
 /// let plan = ops::concat_from_sequence(&[[2, 3], [2, 3]], -1, 1).unwrap();
-/// assert_eq!(plan.input_shape(), &[2, 3, 2]); // the stacked output
+/// assert_eq!(plan.output_shape(), &[2, 3, 2]); // stacked on a new last axis
+/// assert!(plan.stacks());
 /// ```
 pub fn concat_from_sequence<S: AsRef<[usize]>>(
     input_shapes: &[S],
     axis: i64,
     new_axis: i64,
-) -> Result<SplitPlan> {
+) -> Result<ConcatPlan> {
     let stack = match new_axis {
         0 => false,
         1 => true,
@@ -103,42 +100,6 @@ pub fn concat_from_sequence<S: AsRef<[usize]>>(
     join(input_shapes, axis, true)
 }
 
-/// Checks host tensors against the concat `plan` was made for: one per part (at least one),
-/// each of its part's shape, all of one dtype, which it returns.
-pub(crate) fn check_inputs(plan: &SplitPlan, inputs: &[HostTensor]) -> Result<DType> {
-    if inputs.len() != plan.num_outputs() {
-        return Err(SplitError::DataMismatch(format!(
-            "{} input tensors for a concat of {} inputs",
-            inputs.len(),
-            plan.num_outputs()
-        )));
-    }
-    // A plan of no parts (a sequence split of an empty axis) has no concat: its output's
-    // dtype would come from nowhere.
-    let Some(dtype) = inputs.first().map(HostTensor::dtype) else {
-        return Err(SplitError::CountNotPositive {
-            what: "inputs",
-            count: 0,
-        });
-    };
-    for (i, t) in inputs.iter().enumerate() {
-        if t.dtype() != dtype {
-            return Err(SplitError::DataMismatch(format!(
-                "input {i} is {}, but input 0 is {dtype}: a concat's inputs share one dtype",
-                t.dtype()
-            )));
-        }
-        if t.shape() != plan.output_shape(i) {
-            return Err(SplitError::DataMismatch(format!(
-                "input {i} has shape {:?}; the plan is for {:?}",
-                t.shape(),
-                plan.output_shape(i)
-            )));
-        }
-    }
-    Ok(dtype)
-}
-
 /// The rank of the first input; an error for an empty list.
 fn first_rank<S: AsRef<[usize]>>(input_shapes: &[S]) -> Result<usize> {
     input_shapes
@@ -152,7 +113,7 @@ fn first_rank<S: AsRef<[usize]>>(input_shapes: &[S]) -> Result<usize> {
 
 /// The plan of joining `input_shapes` along `axis` (normalised), or stacking them on a new
 /// axis there.
-fn join<S: AsRef<[usize]>>(input_shapes: &[S], axis: usize, stack: bool) -> Result<SplitPlan> {
+fn join<S: AsRef<[usize]>>(input_shapes: &[S], axis: usize, stack: bool) -> Result<ConcatPlan> {
     let first = input_shapes[0].as_ref();
     let mut total = 0usize;
     for (i, shape) in input_shapes.iter().enumerate() {
@@ -195,7 +156,7 @@ fn join<S: AsRef<[usize]>>(input_shapes: &[S], axis: usize, stack: bool) -> Resu
         output[axis] = total;
         input_shapes.iter().map(|s| s.as_ref()[axis]).collect()
     };
-    SplitPlan::from_lengths(&output, axis, &lengths, !stack)
+    SplitPlan::from_lengths(&output, axis, &lengths, !stack).map(ConcatPlan::of_split)
 }
 
 #[cfg(test)]
@@ -206,9 +167,9 @@ mod tests {
     #[test]
     fn concat_joins_and_checks_shapes() {
         let p = concat(&[vec![2, 3, 4], vec![2, 0, 4], vec![2, 5, 4]], -2).unwrap();
-        assert_eq!(p.input_shape(), &[2, 8, 4]);
+        assert_eq!(p.output_shape(), &[2, 8, 4]);
         assert_eq!(
-            p.output_shapes(),
+            p.input_shapes(),
             vec![vec![2, 3, 4], vec![2, 0, 4], vec![2, 5, 4]]
         );
         let e = concat(&[vec![2, 3], vec![3, 3]], 1).unwrap_err();
@@ -241,11 +202,12 @@ mod tests {
             &crate::IntTensor::vector(vec![2, -1, 0]),
         )
         .unwrap();
-        assert_eq!(concat(&split.output_shapes(), 1).unwrap(), split);
+        assert_eq!(concat(&split.output_shapes(), 1).unwrap(), split.inverse());
+        assert_eq!(concat(&split.output_shapes(), 1).unwrap().inverse(), split);
         let sequence = ops::split_to_sequence(&[4, 3], 1, None, false).unwrap();
         assert_eq!(
             concat_from_sequence(&sequence.output_shapes(), 1, 1).unwrap(),
-            sequence
+            sequence.inverse()
         );
     }
 
@@ -253,7 +215,7 @@ mod tests {
     fn onnx_opsets_set_the_axis_rules() {
         let shapes = [vec![2, 3], vec![2, 4]];
         assert_eq!(
-            onnx_concat(&shapes, None, 1).unwrap().input_shape(),
+            onnx_concat(&shapes, None, 1).unwrap().output_shape(),
             &[2, 7]
         );
         assert!(matches!(
@@ -263,11 +225,11 @@ mod tests {
         let e = onnx_concat(&shapes, Some(-1), 10).unwrap_err().to_string();
         assert!(e.contains("opset 10 runs Concat-4"), "{e}");
         assert_eq!(
-            onnx_concat(&shapes, Some(-1), 11).unwrap().input_shape(),
+            onnx_concat(&shapes, Some(-1), 11).unwrap().output_shape(),
             &[2, 7]
         );
         assert_eq!(
-            onnx_concat(&shapes, Some(1), 13).unwrap().input_shape(),
+            onnx_concat(&shapes, Some(1), 13).unwrap().output_shape(),
             &[2, 7]
         );
         assert!(matches!(
@@ -280,11 +242,11 @@ mod tests {
     fn sequences_join_or_stack() {
         let shapes = [vec![2, 3], vec![2, 3], vec![2, 3]];
         let joined = concat_from_sequence(&shapes, 0, 0).unwrap();
-        assert_eq!(joined.input_shape(), &[6, 3]);
+        assert_eq!(joined.output_shape(), &[6, 3]);
         for (axis, want) in [(0, vec![3, 2, 3]), (2, vec![2, 3, 3]), (-1, vec![2, 3, 3])] {
             let p = concat_from_sequence(&shapes, axis, 1).unwrap();
-            assert_eq!(p.input_shape(), want.as_slice(), "axis {axis}");
-            assert_eq!(p.output_shape(0), vec![2, 3]);
+            assert_eq!(p.output_shape(), want.as_slice(), "axis {axis}");
+            assert_eq!(p.input_shape(0), vec![2, 3]);
         }
         assert!(matches!(
             concat_from_sequence(&shapes, 3, 1),
@@ -300,7 +262,7 @@ mod tests {
             Err(SplitError::ShapeMismatch { input: 1, .. })
         ));
         let scalars = concat_from_sequence(&[[0usize; 0]; 4], 0, 1).unwrap();
-        assert_eq!(scalars.input_shape(), &[4]);
+        assert_eq!(scalars.output_shape(), &[4]);
         assert!(matches!(
             concat_from_sequence(&shapes, 0, 2),
             Err(SplitError::BadIntegerInput {

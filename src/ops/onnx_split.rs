@@ -10,13 +10,7 @@ pub const ONNX_NEWEST_OPSET: u32 = 27;
 /// The version of Split in force at ONNX `opset` (what a model's `opset_import` states): 1 at
 /// opset 1, 2 at 2 to 10, 11 at 11 and 12, 13 at 13 to 17, 18 from 18 to
 /// [`ONNX_NEWEST_OPSET`]. Any other opset is [`SplitError::UnknownOpset`].
-///
-/// ```
-/// use wgpu_split::ops::onnx_split_version;
-/// assert_eq!(onnx_split_version(17).unwrap(), 13);
-/// assert_eq!(onnx_split_version(18).unwrap(), 18);
-/// ```
-pub fn onnx_split_version(opset: i64) -> Result<u32> {
+pub(crate) fn onnx_split_version(opset: i64) -> Result<u32> {
     const SINCE: [u32; 5] = [18, 13, 11, 2, 1];
     u32::try_from(opset)
         .ok()

@@ -4,7 +4,7 @@
 use super::submit_and_read;
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, Inputs, SplitPlan,
+    reference, BufferRegion, ConcatPlan, DType, EncodedConcat, GpuSplitter, HostTensor, Inputs,
 };
 
 pub fn pattern(n: usize, seed: usize) -> Vec<u8> {
@@ -19,9 +19,9 @@ pub fn tensor(dtype: DType, shape: &[usize], seed: usize) -> HostTensor {
 }
 
 /// The parts of `plan` (a concat's inputs) filled with patterns.
-pub fn parts(plan: &SplitPlan, dtype: DType) -> Vec<HostTensor> {
-    (0..plan.num_outputs())
-        .map(|i| tensor(dtype, &plan.output_shape(i), i))
+pub fn parts(plan: &ConcatPlan, dtype: DType) -> Vec<HostTensor> {
+    (0..plan.num_inputs())
+        .map(|i| tensor(dtype, &plan.input_shape(i), i))
         .collect()
 }
 
@@ -31,11 +31,11 @@ pub fn parts(plan: &SplitPlan, dtype: DType) -> Vec<HostTensor> {
 /// those bytes. Returns what was recorded.
 pub fn check_regions(
     gpu: &GpuSplitter,
-    plan: &SplitPlan,
+    plan: &ConcatPlan,
     inputs: &[HostTensor],
     usage: wgpu::BufferUsages,
     place: impl Fn(usize) -> (usize, u64),
-) -> EncodedSplit {
+) -> EncodedConcat {
     let device = gpu.device();
     let places: Vec<(usize, u64)> = (0..inputs.len()).map(place).collect();
     let count = places.iter().map(|p| p.0 + 1).max().unwrap_or(0);
@@ -65,11 +65,11 @@ pub fn check_regions(
 /// bytes after it.
 pub fn encode_and_read(
     gpu: &GpuSplitter,
-    plan: &SplitPlan,
+    plan: &ConcatPlan,
     tensors: &[HostTensor],
     inputs: Inputs<'_>,
     usage: wgpu::BufferUsages,
-) -> EncodedSplit {
+) -> EncodedConcat {
     let device = gpu.device();
     let want = reference::concat_tensors(tensors, plan).unwrap();
     let size = want.bytes().len();
@@ -86,7 +86,7 @@ pub fn encode_and_read(
     };
     let dtype = want.dtype();
     let encoded = gpu
-        .encode_concat(&mut encoder, plan, dtype, inputs, region)
+        .encode(&mut encoder, plan, dtype, inputs, region)
         .unwrap();
     let data = submit_and_read(gpu, encoder, &output);
     let name = super::name(gpu);
@@ -97,7 +97,7 @@ pub fn encode_and_read(
     {
         panic!(
             "{name}: {:?} concat differs at byte {b} of {size}: {:#04x}, expected {:#04x} ({encoded:?})",
-            plan.input_shape(),
+            plan.output_shape(),
             data[b],
             want.bytes()[b]
         );

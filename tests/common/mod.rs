@@ -127,10 +127,30 @@ macro_rules! per_backend_command {
     )*};
 }
 
+/// [`GpuSplitter::run`], then the check against the CPU reference, byte for byte.
+pub fn run_verified<P: wgpu_split::Plan>(
+    gpu: &GpuSplitter,
+    plan: &P,
+    input: &P::HostInput,
+) -> wgpu_split::Result<P::HostOutput> {
+    let output = gpu.run(plan, input)?;
+    wgpu_split::verify::against_reference(plan, input, &output)?;
+    Ok(output)
+}
+
 /// Asserts that `got` equals `want` output by output: same shapes, same bytes.
 pub fn assert_same_outputs(name: &str, got: &[HostTensor], want: &[HostTensor]) {
-    if let Err(e) = wgpu_split::verify::compare_outputs(got, want) {
-        panic!("{name}: {e}");
+    assert_eq!(got.len(), want.len(), "{name}: output count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.shape(), w.shape(), "{name}: output {i}'s shape");
+        assert_eq!(g.dtype(), w.dtype(), "{name}: output {i}'s dtype");
+        if let Some(b) = g.bytes().iter().zip(w.bytes()).position(|(a, b)| a != b) {
+            panic!(
+                "{name}: output {i} differs at byte {b}: {:#04x}, expected {:#04x}",
+                g.bytes()[b],
+                w.bytes()[b]
+            );
+        }
     }
 }
 
@@ -186,7 +206,7 @@ fn encode_and_read_inner(
         contents: &bytes,
         usage: wgpu::BufferUsages::STORAGE | extra_usage,
     });
-    let layout = gpu.output_layout(plan, input.dtype()).unwrap();
+    let layout = gpu.layout(plan, input.dtype()).unwrap();
     let out_size = out_offset + layout.total_bytes;
     let out_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: None,
@@ -226,7 +246,7 @@ fn encode_and_read_inner(
         "bytes before the output region changed"
     );
     let outputs = encoded
-        .layout
+        .outputs
         .outputs_from(&data[out_offset as usize..], plan, input.dtype())
         .unwrap();
     (outputs, encoded)

@@ -104,6 +104,7 @@ async fn split_and_compare(
             (g.shape().to_vec(), g.bytes().len(), same)
         })
         .collect();
+    let concat = plan.inverse();
     let round_trip = if got.is_empty() {
         None
     } else {
@@ -113,16 +114,16 @@ async fn split_and_compare(
                 route: RouteChoice::Gather,
                 ..Default::default()
             });
-            gather.run_concat_async(plan, &got).await
+            gather.run_async(&concat, &got).await
         } else {
-            gpu.run_concat_async(plan, &got).await
+            gpu.run_async(&concat, &got).await
         }
         .map_err(|e| format!("the concat back: {e}"))?;
         Some(joined.shape() == input.shape() && joined.bytes() == input.bytes())
     };
     let from_buffers =
         if round_trip.is_some() && got.len() <= MOST_BUFFERS && input.bytes().len() <= 4 << 20 {
-            Some(regions::concat_from_buffers(gpu, plan, &got, input).await?)
+            Some(regions::concat_from_buffers(gpu, &concat, &got, input).await?)
         } else {
             None
         };

@@ -5,7 +5,7 @@
 use crate::signal::Signal;
 use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
-use wgpu_split::{wgpu, BufferRegion, GpuSplitter, HostTensor, Inputs, SplitPlan};
+use wgpu_split::{wgpu, BufferRegion, ConcatPlan, GpuSplitter, HostTensor, Inputs};
 
 /// What a concat from buffers of their own gave: whether its bytes are `want`'s, and the
 /// buffers and dispatches it took.
@@ -19,7 +19,7 @@ pub(crate) struct FromBuffers {
 /// output back and compares it with `want`.
 pub(crate) async fn concat_from_buffers(
     gpu: &GpuSplitter,
-    plan: &SplitPlan,
+    plan: &ConcatPlan,
     parts: &[HostTensor],
     want: &HostTensor,
 ) -> Result<FromBuffers, String> {
@@ -54,7 +54,7 @@ pub(crate) async fn concat_from_buffers(
     let mut encoder = device.create_command_encoder(&Default::default());
     let region = BufferRegion::from(&output);
     let encoded = gpu
-        .encode_concat_async(
+        .encode_async(
             &mut encoder,
             plan,
             want.dtype(),

@@ -45,7 +45,7 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
         }
         let plan = case.plan().map_err(|e| e.to_string())?;
         let layout = gpu
-            .output_layout(&plan, case.dtype)
+            .layout(&plan, case.dtype)
             .map_err(|e| e.to_string())?;
         let size = (bytes as u64).next_multiple_of(16);
         let buffer = |label, size| {

@@ -11,7 +11,7 @@ fn plan_for(shape: &[usize], axis: i64, lengths: Vec<i64>) -> SplitPlan {
 }
 
 fn bands(plan: &SplitPlan, dtype: DType, src: u64, dst: u64, max_dim: u32) -> Option<TexturePlan> {
-    let layout = OutputLayout::new(plan, dtype, 16).unwrap();
+    let layout = PartLayout::new(plan, dtype, 16).unwrap();
     let bytes = ByteRows::new(plan, dtype.size()).unwrap();
     texture_plan(&bytes, &layout, src, dst, max_dim, Direction::Split)
 }
@@ -75,7 +75,7 @@ fn spec_split_is_one_read_of_every_row_and_a_write_per_output() {
 fn a_concat_band_writes_back_only_columns_its_pieces_tile() {
     // The spec split read the other way: the same bands, marked to run back.
     let plan = plan_for(&[6, 12, 10, 24], 1, vec![4, 4, 4]);
-    let layout = OutputLayout::new(&plan, DType::F32, 16).unwrap();
+    let layout = PartLayout::new(&plan, DType::F32, 16).unwrap();
     let bytes = ByteRows::new(&plan, 4).unwrap();
     let all = texture_plan(&bytes, &layout, 0, 0, 8192, Direction::Concat).unwrap();
     assert_eq!(all.direction, Direction::Concat);
@@ -86,7 +86,7 @@ fn a_concat_band_writes_back_only_columns_its_pieces_tile() {
     // Parts 0 and 2 alone (part 1 in another buffer): one band over both would write part 1's
     // columns from the texture, so each takes its own band. The split may read across.
     let sub = bytes.subset([0, 2]);
-    let sub_layout = OutputLayout {
+    let sub_layout = PartLayout {
         ranges: vec![layout.ranges[0], layout.ranges[2]],
         ..layout.clone()
     };

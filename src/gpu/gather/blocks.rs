@@ -281,13 +281,13 @@ mod tests {
     use super::*;
     use crate::gpu::gather::dispatches::plan_dispatches;
     use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
-    use crate::gpu::placement::OutputLayout;
+    use crate::gpu::placement::PartLayout;
     use crate::{ops, DType, IntTensor};
 
     /// The header of the runs-schedule dispatch of a split of `shape` along axis 1 into `parts`.
     fn runs(shape: &[usize], parts: i64, dtype: DType, max_units: u64, spread: u64) -> Params {
         let plan = ops::split(shape, &IntTensor::scalar(1), parts).unwrap();
-        let layout = OutputLayout::new(&plan, dtype, 16).unwrap();
+        let layout = PartLayout::new(&plan, dtype, 16).unwrap();
         let bytes = ByteRows::new(&plan, dtype.size()).unwrap();
         let tuning = GatherTuning {
             mode: GatherMode::Cpu,

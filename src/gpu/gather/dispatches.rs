@@ -5,7 +5,7 @@ use super::abi::{binding_bytes, Entry, Mode, Params, UNIT_BYTES};
 use super::blocks::{dispatch_short_rows, lane_dispatch};
 pub use super::blocks::{GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::error::{Result, SplitError};
-use crate::gpu::placement::OutputLayout;
+use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
 
 /// Most dispatches one split is cut into (each has its own table and bind group).
@@ -89,7 +89,7 @@ fn part_entry(bytes: &ByteRows, o: &OutputRows, (b0, b1): (u64, u64), window: u6
 /// The entries of a split whose outputs are each one range of the input: one entry per run of
 /// outputs that lie back to back in both the input and the output region (a sequence of
 /// aligned slices is one entry, so its blocks need no table search).
-fn contiguous_entries(bytes: &ByteRows, layout: &OutputLayout) -> Vec<Entry> {
+fn contiguous_entries(bytes: &ByteRows, layout: &PartLayout) -> Vec<Entry> {
     layout
         .contiguous_runs(bytes)
         .into_iter()
@@ -108,7 +108,7 @@ fn contiguous_entries(bytes: &ByteRows, layout: &OutputLayout) -> Vec<Entry> {
 /// offset in `layout`.
 fn whole_table(
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     tuning: GatherTuning,
 ) -> (Params, Vec<Entry>) {
     let mut entries = match bytes.kind {
@@ -138,7 +138,7 @@ fn whole_table(
 /// `dst_offset` and `dst_size` are 0, as each binding has a window of its own.
 pub fn multi_output_dispatch(
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     bindings: &[u32],
     tuning: GatherTuning,
     window_limit: u64,
@@ -190,7 +190,7 @@ pub fn multi_output_dispatch(
 /// No dispatch at all when every output is empty.
 pub fn plan_dispatches(
     bytes: &ByteRows,
-    layout: &OutputLayout,
+    layout: &PartLayout,
     tuning: GatherTuning,
     window_limit: u64,
     offset_align: u64,
@@ -298,7 +298,7 @@ pub(super) mod tests {
             spread_lanes: SPREAD_TWO_WORKGROUPS,
             cpu_threads: 2,
         };
-        let layout = OutputLayout::new(plan, dtype, align)?;
+        let layout = PartLayout::new(plan, dtype, align)?;
         let bytes = ByteRows::new(plan, dtype.size())?;
         plan_dispatches(&bytes, &layout, tuning, window, align)
     }
@@ -398,7 +398,7 @@ pub(super) mod tests {
             &IntTensor::vector(vec![600, 400]),
         )
         .unwrap();
-        let layout = OutputLayout::new(&plan, DType::U8, 32).unwrap();
+        let layout = PartLayout::new(&plan, DType::U8, 32).unwrap();
         let d = dispatches(&plan, DType::U8, 32, GatherMode::Cpu, 8, 4096).unwrap();
         assert!(d.len() > 2);
         let mut covered = [0u64; 2];

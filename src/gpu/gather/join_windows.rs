@@ -219,7 +219,7 @@ mod tests {
     use super::*;
     use crate::gpu::gather::blocks::SPREAD_TWO_WORKGROUPS;
     use crate::gpu::gather::joins::join_parts;
-    use crate::gpu::placement::OutputLayout;
+    use crate::gpu::placement::PartLayout;
     use crate::plan::SplitPlan;
     use crate::{ops, DType, GatherMode, IntTensor};
 
@@ -235,7 +235,7 @@ mod tests {
     /// The concat of `plan`'s outputs of `dtype`, packed in one region, in windows of `limit`.
     fn joins(plan: &SplitPlan, dtype: DType, limit: u64) -> Result<(ByteRows, Vec<Dispatch>)> {
         let bytes = ByteRows::new(plan, dtype.size())?;
-        let layout = OutputLayout::packed(plan, dtype)?;
+        let layout = PartLayout::packed(plan, dtype)?;
         let parts = join_parts(&bytes, &layout);
         let d = plan_joins(&bytes, &parts, tuning(GatherMode::Gpu), limit, 256)?;
         Ok((bytes, d))
@@ -249,9 +249,9 @@ mod tests {
     fn a_cpu_adapter_takes_rounds_of_a_workgroup_per_thread() {
         // C2f: 4 x f32 [1, 64, 80, 80] on axis 1, 409,600 units of output in one dispatch:
         // (workgroups, units per lane).
-        let plan = ops::concat(&[[1, 64, 80, 80]; 4], 1).unwrap();
+        let plan = ops::concat(&[[1, 64, 80, 80]; 4], 1).unwrap().inverse();
         let bytes = ByteRows::new(&plan, 4).unwrap();
-        let parts = join_parts(&bytes, &OutputLayout::packed(&plan, DType::F32).unwrap());
+        let parts = join_parts(&bytes, &PartLayout::packed(&plan, DType::F32).unwrap());
         let blocks = |cpu_threads, max_steps_per_lane| {
             let tuning = GatherTuning {
                 max_steps_per_lane,

@@ -32,7 +32,7 @@ use super::blocks::{GatherTuning, MIN_RUN_UNITS};
 use super::dispatches::Dispatch;
 use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
-use crate::gpu::placement::OutputLayout;
+use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
 use bytemuck::Zeroable;
 
@@ -56,7 +56,7 @@ pub struct JoinPart {
 
 /// Every non-empty part of `bytes`, in one source window where `layout` places them (as
 /// `Inputs::Region` and `Inputs::Placed` do).
-pub fn join_parts(bytes: &ByteRows, layout: &OutputLayout) -> Vec<JoinPart> {
+pub fn join_parts(bytes: &ByteRows, layout: &PartLayout) -> Vec<JoinPart> {
     bytes
         .outputs
         .iter()
@@ -323,7 +323,9 @@ mod tests {
     fn segments_follow_the_columns_and_the_header_the_output() {
         // Two f16 inputs [1, 2, 3, 4] and [1, 2, 1, 4] on axis 2: rows of 24 and 8 bytes in
         // an output of 2 rows of 32.
-        let plan = ops::concat(&[[1, 2, 3, 4], [1, 2, 1, 4]], 2).unwrap();
+        let plan = ops::concat(&[[1, 2, 3, 4], [1, 2, 1, 4]], 2)
+            .unwrap()
+            .inverse();
         let bytes = ByteRows::new(&plan, 2).unwrap();
         let parts = [
             JoinPart {
@@ -399,7 +401,7 @@ mod tests {
         // .. 55) numbers 1 unit per row (the rows start 320 bytes apart, a multiple of 16, so
         // every row's band starts at byte 2 of its unit), not the 1,980 units between its
         // first and last byte.
-        let plan = ops::concat(&vec![[100, 5]; 64], 1).unwrap();
+        let plan = ops::concat(&vec![[100, 5]; 64], 1).unwrap().inverse();
         let bytes = ByteRows::new(&plan, 1).unwrap();
         let part = |position, binding, src| JoinPart {
             position,
@@ -426,7 +428,7 @@ mod tests {
         let e = join_dispatch(&bytes, &parts, &[500], gpu(), 1 << 27).unwrap_err();
         assert!(e.to_string().contains("input binding 1 of 1"), "{e}");
         // Rows less than a unit apart, or all the columns: every unit from the first.
-        let plan = ops::concat(&[[100, 5], [100, 10]], 1).unwrap();
+        let plan = ops::concat(&[[100, 5], [100, 10]], 1).unwrap().inverse();
         let bytes = ByteRows::new(&plan, 1).unwrap();
         assert_eq!(Band::of(&bytes, 0, 5), None);
         let d = join_dispatch(&bytes, &[part(0, 0, 0)], &[500], gpu(), 1 << 27).unwrap();
@@ -435,7 +437,7 @@ mod tests {
 
     #[test]
     fn an_output_past_one_binding_is_refused() {
-        let plan = ops::concat(&[[1 << 20], [1 << 20]], 0).unwrap();
+        let plan = ops::concat(&[[1 << 20], [1 << 20]], 0).unwrap().inverse();
         let bytes = ByteRows::new(&plan, 4).unwrap();
         let part = JoinPart {
             position: 0,

@@ -8,7 +8,7 @@ use crate::cache::Lru;
 use crate::error::Result;
 use crate::gpu::direction::Direction;
 use crate::gpu::gather::window_limit;
-use crate::gpu::placement::{BufferRegion, OutputLayout, Placement};
+use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
@@ -38,7 +38,7 @@ pub(crate) struct RouteKey<'a> {
 /// tables (one per dispatch).
 #[derive(Debug)]
 pub(crate) struct KeptRoute {
-    pub layout: Arc<OutputLayout>,
+    pub layout: Arc<PartLayout>,
     pub route: Route,
     pub tables: Vec<wgpu::Buffer>,
 }
@@ -74,7 +74,7 @@ struct OwnedKey {
     dtype: DType,
     /// `None` for the bindable placement (its alignment is `caps.offset_align`); the caller's
     /// layout otherwise.
-    given: Option<Arc<OutputLayout>>,
+    given: Option<Arc<PartLayout>>,
     regions: Regions,
     caps: DeviceCaps,
 }
@@ -206,7 +206,7 @@ impl GpuSplitter {
             return Ok(kept);
         }
         let layout = match key.layout {
-            Placement::Bindable => self.output_layout(key.plan, key.dtype)?,
+            Placement::Bindable => self.bindable_layout(key.direction, key.plan, key.dtype)?,
             Placement::Given(layout) => layout.clone(),
         };
         self.check_regions(key, input, output, &layout)?;

@@ -35,7 +35,7 @@ fn route(
     regions: &Regions,
 ) -> Route {
     let plan = SplitPlan::from_lengths(shape, axis, lengths, true).unwrap();
-    let layout = OutputLayout::new(&plan, DType::F32, caps.offset_align).unwrap();
+    let layout = PartLayout::new(&plan, DType::F32, caps.offset_align).unwrap();
     let bytes = ByteRows::new(&plan, 4).unwrap();
     choose(&bytes, &layout, caps, regions).unwrap()
 }
@@ -45,7 +45,7 @@ fn a_concat_takes_the_splits_copies_turned_around_or_one_join() {
     // Three inputs of 4,096 f32 each, on axis 0: contiguous, one copy per input, from its
     // place in the inputs' region (at 16) into the output (at 512).
     let plan = SplitPlan::from_lengths(&[12, 1024], 0, &[4, 4, 4], true).unwrap();
-    let layout = OutputLayout::new(&plan, DType::F32, 256).unwrap();
+    let layout = PartLayout::new(&plan, DType::F32, 256).unwrap();
     let bytes = ByteRows::new(&plan, 4).unwrap();
     let regions = Regions {
         input_offset: 16,
@@ -75,7 +75,7 @@ fn a_concat_takes_the_splits_copies_turned_around_or_one_join() {
     );
     let empty = SplitPlan::from_lengths(&[0, 4], 0, &[0, 0], true).unwrap();
     let none = ByteRows::new(&empty, 4).unwrap();
-    let empty_layout = OutputLayout::new(&empty, DType::F32, 256).unwrap();
+    let empty_layout = PartLayout::new(&empty, DType::F32, 256).unwrap();
     let route = choose_concat(&none, &empty_layout, &gather, &regions).unwrap();
     assert_eq!(kind(&route), ("gather", 0));
 }
@@ -193,7 +193,7 @@ fn caps() -> DeviceCaps {
     }
 }
 
-fn kept(layout: &OutputLayout) -> Arc<KeptRoute> {
+fn kept(layout: &PartLayout) -> Arc<KeptRoute> {
     Arc::new(KeptRoute {
         layout: Arc::new(layout.clone()),
         route: Route::BufferCopies(Vec::new()),
@@ -205,7 +205,7 @@ fn kept(layout: &OutputLayout) -> Arc<KeptRoute> {
 fn a_route_is_found_only_under_its_whole_key() {
     let cache = RouteCache::default();
     let plan = SplitPlan::from_lengths(&[6, 12], 1, &[4, 8], true).unwrap();
-    let layout = OutputLayout::new(&plan, DType::F32, 256).unwrap();
+    let layout = PartLayout::new(&plan, DType::F32, 256).unwrap();
     let regions = Regions {
         input_offset: 0,
         output_offset: 256,
@@ -245,7 +245,7 @@ fn a_route_is_found_only_under_its_whole_key() {
     assert!(kept_given.is_some_and(|k| !Arc::ptr_eq(&k, &route)));
 
     let other_plan = SplitPlan::from_lengths(&[6, 12], 1, &[8, 4], true).unwrap();
-    let packed = OutputLayout::packed(&plan, DType::F32).unwrap();
+    let packed = PartLayout::packed(&plan, DType::F32).unwrap();
     let misses = [
         RouteKey {
             plan: &other_plan,
@@ -297,9 +297,9 @@ fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
     let plans: Vec<SplitPlan> = (1..=MAX_ROUTES + 1)
         .map(|n| SplitPlan::from_lengths(&[n], 0, &[n], true).unwrap())
         .collect();
-    let layouts: Vec<OutputLayout> = plans
+    let layouts: Vec<PartLayout> = plans
         .iter()
-        .map(|p| OutputLayout::packed(p, DType::U8).unwrap())
+        .map(|p| PartLayout::packed(p, DType::U8).unwrap())
         .collect();
     let key = |i: usize| RouteKey {
         direction: Direction::Split,
@@ -324,7 +324,7 @@ fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
     assert!(cache.get(&key(MAX_ROUTES)).is_some());
 
     let many = SplitPlan::from_lengths(&[4096], 0, &[1; 4096], true).unwrap();
-    let many_layout = OutputLayout::packed(&many, DType::U8).unwrap();
+    let many_layout = PartLayout::packed(&many, DType::U8).unwrap();
     let many_key = RouteKey {
         plan: &many,
         layout: Placement::Given(&many_layout),
@@ -335,7 +335,7 @@ fn the_cache_keeps_plans_of_thousands_of_outputs_within_its_bounds() {
 
     let n = MAX_KEPT_OUTPUTS + 1;
     let large = SplitPlan::from_lengths(&[n], 0, &vec![1; n], true).unwrap();
-    let layout = OutputLayout::packed(&large, DType::U8).unwrap();
+    let layout = PartLayout::packed(&large, DType::U8).unwrap();
     let large_key = RouteKey {
         plan: &large,
         layout: Placement::Given(&layout),

@@ -1,0 +1,253 @@
+//! [`Plan`]: the two plans the GPU path runs, a split's and a concat's, and what each entry
+//! point of [`GpuSplitter`](crate::GpuSplitter) takes and gives for them. Both are one split
+//! geometry underneath ([`SplitPlan`]), the bytes moving one way or the other ([`Direction`]).
+
+use crate::error::Result;
+use crate::gpu::direction::Direction;
+use crate::gpu::gather::UNIT_BYTES;
+use crate::gpu::parts::{Inputs, Job, Outputs};
+use crate::gpu::placement::{BufferRegion, PartLayout};
+use crate::plan::{ConcatPlan, SplitPlan};
+use crate::reference;
+use crate::tensor::HostTensor;
+use crate::DType;
+use std::sync::Arc;
+
+/// A split's plan ([`SplitPlan`]) or a concat's ([`ConcatPlan`]): what the entry points of
+/// [`GpuSplitter`](crate::GpuSplitter) take, each giving the types of its own direction.
+/// Implemented by those two alone.
+///
+/// | | [`SplitPlan`] | [`ConcatPlan`] |
+/// | --- | --- | --- |
+/// | `encode`'s `from` | [`BufferRegion`] (the input) | [`Inputs`] |
+/// | `encode`'s `to` | [`Outputs`] | [`BufferRegion`] (the output) |
+/// | `encode` gives | [`EncodedSplit`] | [`EncodedConcat`] |
+/// | `run` takes | `&HostTensor` | `&[HostTensor]` |
+/// | `run` gives | `Vec<HostTensor>` | `HostTensor` |
+pub trait Plan: std::fmt::Debug + Send + Sync + sealed::Sealed {
+    /// Where [`GpuSplitter::encode`](crate::GpuSplitter::encode) reads.
+    type From<'a>;
+    /// Where [`GpuSplitter::encode`](crate::GpuSplitter::encode) writes.
+    type To<'a>;
+    /// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded.
+    type Encoded: std::fmt::Debug + Clone + PartialEq + Eq + Send + Sync;
+    /// What [`GpuSplitter::run`](crate::GpuSplitter::run) uploads.
+    type HostInput: ?Sized + Sync;
+    /// What [`GpuSplitter::run`](crate::GpuSplitter::run) reads back.
+    type HostOutput: std::fmt::Debug + Send;
+
+    #[doc(hidden)]
+    const DIRECTION: Direction;
+    /// The split geometry: the split's own, the concat's inverse.
+    #[doc(hidden)]
+    fn geometry(&self) -> &SplitPlan;
+    /// The whole tensor's region and the parts', from `encode`'s arguments.
+    #[doc(hidden)]
+    fn job<'a>(from: Self::From<'a>, to: Self::To<'a>) -> Job<'a>;
+    /// What `encode` gives, from what was recorded.
+    #[doc(hidden)]
+    fn encoded(recorded: Recorded) -> Self::Encoded;
+    /// Checks what `run` uploads against the plan; returns its dtype.
+    #[doc(hidden)]
+    fn host_dtype(&self, input: &Self::HostInput) -> Result<DType>;
+    /// What `run` uploads: each host tensor's bytes, with its offset in the buffer read when
+    /// the parts lie as `parts` places them.
+    #[doc(hidden)]
+    fn upload<'a>(input: &'a Self::HostInput, parts: &PartLayout) -> Vec<(u64, &'a [u8])>;
+    /// What `run` gives, from the bytes read back (the written buffer, from its start).
+    #[doc(hidden)]
+    fn download(&self, bytes: &[u8], parts: &PartLayout, dtype: DType) -> Result<Self::HostOutput>;
+    /// The same on the CPU reference.
+    #[doc(hidden)]
+    fn reference(&self, input: &Self::HostInput) -> Result<Self::HostOutput>;
+    /// The tensors of a result, in order.
+    #[doc(hidden)]
+    fn tensors(output: &Self::HostOutput) -> &[HostTensor];
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::SplitPlan {}
+    impl Sealed for crate::ConcatPlan {}
+}
+
+/// What the commands of a split or concat move, in either direction: where the parts lie
+/// and the commands' counts ([`Plan::encoded`] names them for the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// Where each part lies in its region's buffer.
+    pub layout: Arc<PartLayout>,
+    pub dispatches: u32,
+    pub buffer_copies: u32,
+    pub texture_copies: u32,
+}
+
+/// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded for a split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedSplit {
+    /// Where each output lies: its offset in its region's buffer (shared with the route kept
+    /// for the next split of the same plan).
+    pub outputs: Arc<PartLayout>,
+    /// Compute dispatches of the gather shader (0 when copies moved the outputs).
+    pub dispatches: u32,
+    /// `copy_buffer_to_buffer` commands.
+    pub buffer_copies: u32,
+    /// Buffer-to-texture plus texture-to-buffer copy commands (two per band of rows).
+    pub texture_copies: u32,
+}
+
+/// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded for a concat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedConcat {
+    /// Where each input was read: its offset in its region's buffer.
+    pub inputs: Arc<PartLayout>,
+    /// Compute dispatches of the gather shader (0 when copies moved the inputs).
+    pub dispatches: u32,
+    /// `copy_buffer_to_buffer` commands.
+    pub buffer_copies: u32,
+    /// Buffer-to-texture plus texture-to-buffer copy commands (two per band of rows).
+    pub texture_copies: u32,
+}
+
+impl Plan for SplitPlan {
+    type From<'a> = BufferRegion<'a>;
+    type To<'a> = Outputs<'a>;
+    type Encoded = EncodedSplit;
+    type HostInput = HostTensor;
+    type HostOutput = Vec<HostTensor>;
+
+    const DIRECTION: Direction = Direction::Split;
+
+    fn geometry(&self) -> &SplitPlan {
+        self
+    }
+
+    fn job<'a>(from: Self::From<'a>, to: Self::To<'a>) -> Job<'a> {
+        Job {
+            direction: Direction::Split,
+            whole: from,
+            parts: to.into(),
+        }
+    }
+
+    fn encoded(r: Recorded) -> EncodedSplit {
+        EncodedSplit {
+            outputs: r.layout,
+            dispatches: r.dispatches,
+            buffer_copies: r.buffer_copies,
+            texture_copies: r.texture_copies,
+        }
+    }
+
+    fn host_dtype(&self, input: &HostTensor) -> Result<DType> {
+        self.check_input_shape(input.shape())?;
+        Ok(input.dtype())
+    }
+
+    fn upload<'a>(input: &'a HostTensor, _: &PartLayout) -> Vec<(u64, &'a [u8])> {
+        vec![(0, input.bytes())]
+    }
+
+    fn download(&self, bytes: &[u8], parts: &PartLayout, dtype: DType) -> Result<Vec<HostTensor>> {
+        parts.outputs_from(bytes, self, dtype)
+    }
+
+    fn reference(&self, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        reference::split_tensor(input, self)
+    }
+
+    fn tensors(output: &Vec<HostTensor>) -> &[HostTensor] {
+        output
+    }
+}
+
+impl Plan for ConcatPlan {
+    type From<'a> = Inputs<'a>;
+    type To<'a> = BufferRegion<'a>;
+    type Encoded = EncodedConcat;
+    type HostInput = [HostTensor];
+    type HostOutput = HostTensor;
+
+    const DIRECTION: Direction = Direction::Concat;
+
+    fn geometry(&self) -> &SplitPlan {
+        self.split()
+    }
+
+    fn job<'a>(from: Self::From<'a>, to: Self::To<'a>) -> Job<'a> {
+        Job {
+            direction: Direction::Concat,
+            whole: to,
+            parts: from.into(),
+        }
+    }
+
+    fn encoded(r: Recorded) -> EncodedConcat {
+        EncodedConcat {
+            inputs: r.layout,
+            dispatches: r.dispatches,
+            buffer_copies: r.buffer_copies,
+            texture_copies: r.texture_copies,
+        }
+    }
+
+    fn host_dtype(&self, inputs: &[HostTensor]) -> Result<DType> {
+        self.check_inputs(inputs)
+    }
+
+    fn upload<'a>(inputs: &'a [HostTensor], parts: &PartLayout) -> Vec<(u64, &'a [u8])> {
+        // An empty input may lie past the region's end: it takes no room.
+        inputs
+            .iter()
+            .zip(&parts.ranges)
+            .filter(|(_, r)| r.size > 0)
+            .map(|(t, r)| (r.offset, t.bytes()))
+            .collect()
+    }
+
+    fn download(&self, bytes: &[u8], _: &PartLayout, dtype: DType) -> Result<HostTensor> {
+        self.output_from(bytes, dtype)
+    }
+
+    fn reference(&self, inputs: &[HostTensor]) -> Result<HostTensor> {
+        reference::concat_tensors(inputs, self)
+    }
+
+    fn tensors(output: &HostTensor) -> &[HostTensor] {
+        std::slice::from_ref(output)
+    }
+}
+
+/// The layouts of a split's or a concat's parts, placed by this crate or checked.
+impl PartLayout {
+    /// Places the parts of `plan` (a split's outputs, a concat's inputs) for elements of
+    /// `dtype`, each at a multiple of `alignment` (raised to 16 if smaller, since the gather
+    /// writes whole 16-byte units; must be a power of two). Empty parts take no room.
+    pub fn new<P: Plan>(plan: &P, dtype: DType, alignment: u64) -> Result<Self> {
+        Self::place(plan.geometry(), dtype, alignment)
+    }
+
+    /// The packed placement: every part at a multiple of 16 bytes.
+    ///
+    /// ```
+    /// use wgpu_split::{ops, DType, IntTensor, PartLayout};
+    /// let plan = ops::split(&[2, 10], &IntTensor::scalar(1), 2)?;
+    /// let layout = PartLayout::packed(&plan, DType::U8)?;
+    /// assert_eq!(layout.ranges[1].offset, 16); // 10 bytes, then the next unit
+    /// assert_eq!(layout.total_bytes, 28);
+    /// # Ok::<(), wgpu_split::SplitError>(())
+    /// ```
+    pub fn packed<P: Plan>(plan: &P, dtype: DType) -> Result<Self> {
+        Self::place(plan.geometry(), dtype, UNIT_BYTES)
+    }
+
+    /// Checks that this layout can place the parts of `plan` (a split's outputs, a concat's
+    /// inputs) for `dtype`: one range per part of the part's size, offsets at multiples of
+    /// `alignment` (a power of two, at least 16) in order without overlap, and `total_bytes` a
+    /// multiple of 4 that holds them all. A layout from [`PartLayout::new`] always passes;
+    /// one built by hand is checked before [`Outputs::Placed`](crate::Outputs) or
+    /// [`Inputs::Placed`](crate::Inputs) records anything.
+    pub fn check<P: Plan>(&self, plan: &P, dtype: DType) -> Result<()> {
+        self.check_as(P::DIRECTION, plan.geometry(), dtype)
+    }
+}
