@@ -222,7 +222,51 @@ fn f32_192_mib_concat_through_the_gather(gpu: &'static GpuSplitter) {
     common::assert_same_outputs(name, &[got], &[want]);
 }
 
+/// On a device whose storage bindings hold 64 KiB, parts placed at 16 bytes by the caller
+/// (`Outputs::Placed`, `Inputs::Placed` with `PartLayout::packed`) past one binding are
+/// refused before anything is recorded, naming the rule (the pieces bind the parts at their
+/// offsets); placed at the device's alignment (`GpuSplitter::layout`) they split in pieces.
+fn packed_parts_past_one_binding_are_refused_with_the_rule(gpu: &'static GpuSplitter) {
+    let name = common::name(gpu);
+    let small = common::with_limits(gpu, |limits| wgpu::Limits {
+        max_storage_buffer_binding_size: 1 << 16,
+        ..limits
+    });
+    let shape = [400, 1001];
+    let input = HostTensor::new(DType::U8, shape.to_vec(), pattern(400 * 1001, 3)).unwrap();
+    let plan = ops::split(&shape, &IntTensor::scalar(1), 7).unwrap();
+    let packed = PartLayout::packed(&plan, DType::U8).unwrap();
+    let buffer = |size: u64| {
+        small.device().create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        })
+    };
+    let (whole, parts) = (buffer(400 * 1004), buffer(packed.total_bytes));
+    let mut encoder = small.device().create_command_encoder(&Default::default());
+    let into = Outputs::Placed((&parts).into(), &packed);
+    let e = small
+        .encode(&mut encoder, &plan, DType::U8, (&whole).into(), into)
+        .unwrap_err();
+    assert!(matches!(e, SplitError::BadBuffer(_)), "{name}: {e}");
+    let rule = "output layout: its alignment 16 is below the device's storage offset alignment";
+    assert!(e.to_string().contains(rule), "{name}: {e}");
+    let concat = plan.inverse();
+    let from = wgpu_split::Inputs::Placed((&parts).into(), &packed);
+    let e = small
+        .encode(&mut encoder, &concat, DType::U8, from, (&whole).into())
+        .unwrap_err();
+    let rule = "input layout: its alignment 16 is below the device's storage offset alignment";
+    assert!(e.to_string().contains(rule), "{name}: {e}");
+    // At the device's alignment, the same split goes through in pieces.
+    let layout = small.layout(&plan, DType::U8).unwrap();
+    assert!(check_recorded(&name, &small, &plan, &input, &layout).dispatches > 1);
+}
+
 per_backend!(
+    packed_parts_past_one_binding_are_refused_with_the_rule,
     f32_320_mib_split_on_an_inner_axis,
     u8_320_mib_split_on_axis_0,
     f32_192_mib_concat_through_the_gather,

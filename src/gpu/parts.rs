@@ -23,7 +23,9 @@ pub enum Outputs<'a> {
     /// Every output in one region, placed by the layout: for example
     /// [`PartLayout::packed`] (16 bytes), where 10,000 outputs of 12 bytes take 160 KB
     /// instead of 2.5 MB at a 256-byte alignment. A layout built by hand is checked first
-    /// ([`PartLayout::check`]).
+    /// ([`PartLayout::check`]). Past one storage binding (`max_storage_buffer_binding_size`)
+    /// the split runs in pieces that bind the outputs at their offsets, so the layout's
+    /// alignment must then be at least the device's storage offset alignment.
     Placed(BufferRegion<'a>, &'a PartLayout),
     /// One region per output, in output order, each in any buffer: the engine allocates every
     /// tensor itself. Output `i` needs `plan.output_bytes(i)` rounded up to 4 bytes: a tensor
@@ -74,7 +76,8 @@ pub enum Inputs<'a> {
     Region(BufferRegion<'a>),
     /// Every input in one region, placed by the layout: for example
     /// [`PartLayout::packed`] (16 bytes). A layout built by hand is checked first
-    /// ([`PartLayout::check`]).
+    /// ([`PartLayout::check`]); past one storage binding its alignment must be at least the
+    /// device's storage offset alignment, as for [`Outputs::Placed`].
     Placed(BufferRegion<'a>, &'a PartLayout),
     /// One region per input, in input order, each in any buffer, holding its input's bytes
     /// rounded up to 4. Inputs are only read, so regions may repeat or overlap: the concat of

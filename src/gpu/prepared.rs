@@ -296,6 +296,7 @@ impl GpuSplitter {
             Parts::Region(region) => (region, Placement::Bindable),
             Parts::Placed(region, layout) => {
                 layout.check_as(direction, plan, dtype)?;
+                self.check_pieces_bind(direction, plan, dtype, layout)?;
                 (region, Placement::Given(layout))
             }
             Parts::Regions(regions) => {

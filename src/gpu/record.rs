@@ -4,8 +4,8 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::{
-    binding_bytes, join_dispatch, multi_output_dispatch, window_limit, BoundDispatch, Dispatch,
-    JoinPart, Windows, UNIT_BYTES,
+    binding_bytes, fits_one_dispatch, join_dispatch, multi_output_dispatch, window_limit,
+    BoundDispatch, Dispatch, JoinPart, Windows, UNIT_BYTES,
 };
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
 use crate::gpu::planner::{self, Direction, Route, RouteKey};
@@ -57,6 +57,35 @@ impl GpuSplitter {
             )));
         }
         Ok(())
+    }
+
+    /// Refuses parts placed by the caller below the device's storage offset alignment where
+    /// the split or concat of `plan` is cut into pieces (past one storage binding): each piece
+    /// binds its parts at their offsets. One dispatch binds the region whole, at any
+    /// placement.
+    pub(crate) fn check_pieces_bind(
+        &self,
+        direction: Direction,
+        plan: &SplitPlan,
+        dtype: DType,
+        layout: &PartLayout,
+    ) -> Result<()> {
+        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let whole = plan.input_binding_size(dtype)?;
+        let limit = window_limit(&self.limits);
+        if layout.alignment >= align || fits_one_dispatch(whole, layout.total_bytes, limit) {
+            return Ok(());
+        }
+        let (part, _) = direction.names();
+        Err(SplitError::BadBuffer(format!(
+            "{part} layout: its alignment {} is below the device's storage offset alignment \
+             {align}, and a {} of {whole} bytes and a {part} region of {} bytes past one \
+             storage binding ({limit} bytes) run in pieces that bind the {part}s at their \
+             offsets: place them at the device's alignment (GpuSplitter::layout)",
+            layout.alignment,
+            direction.op(),
+            layout.total_bytes
+        )))
     }
 
     /// Checks the region of the whole tensor of `plan` (a split's input, a concat's output;
