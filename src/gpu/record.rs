@@ -4,8 +4,8 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::{
-    binding_bytes, fits_one_dispatch, join_dispatch, multi_output_dispatch, window_limit,
-    BoundDispatch, Dispatch, JoinPart, Windows, UNIT_BYTES,
+    binding_bytes, join_dispatch, multi_output_dispatch, window_limit, BoundDispatch, Dispatch,
+    JoinPart, Windows, UNIT_BYTES,
 };
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
 use crate::gpu::planner::{self, Direction, Route, RouteKey};
@@ -37,7 +37,7 @@ impl GpuSplitter {
         let (part, whole_name) = key.direction.names();
         let (whole, parts) = key.direction.in_order(input, output);
         self.check_whole(whole_name, whole, key.plan, key.dtype)?;
-        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let align = self.offset_align();
         parts.check(
             part,
             layout.total_bytes,
@@ -70,21 +70,21 @@ impl GpuSplitter {
         dtype: DType,
         layout: &PartLayout,
     ) -> Result<()> {
-        let align = self.limits.min_storage_buffer_offset_alignment as u64;
-        let whole = plan.input_binding_size(dtype)?;
-        let limit = window_limit(&self.limits);
-        if layout.alignment >= align || fits_one_dispatch(whole, layout.total_bytes, limit) {
+        let align = self.offset_align();
+        if layout.alignment >= align || !self.runs_in_pieces(plan, dtype, layout.total_bytes)? {
             return Ok(());
         }
         let (part, _) = direction.names();
         Err(SplitError::BadBuffer(format!(
             "{part} layout: its alignment {} is below the device's storage offset alignment \
-             {align}, and a {} of {whole} bytes and a {part} region of {} bytes past one \
-             storage binding ({limit} bytes) run in pieces that bind the {part}s at their \
-             offsets: place them at the device's alignment (GpuSplitter::layout)",
+             {align}, and a {} of {} bytes and a {part} region of {} bytes past one storage \
+             binding ({} bytes) run in pieces that bind the {part}s at their offsets: place \
+             them at the device's alignment (GpuSplitter::layout)",
             layout.alignment,
             direction.op(),
-            layout.total_bytes
+            plan.input_binding_size(dtype)?,
+            layout.total_bytes,
+            window_limit(&self.limits)
         )))
     }
 
@@ -98,7 +98,7 @@ impl GpuSplitter {
         plan: &SplitPlan,
         dtype: DType,
     ) -> Result<()> {
-        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let align = self.offset_align();
         let needed = plan.input_binding_size(dtype)?;
         let rule = format!(
             "its {} bytes rounded up to 4",
@@ -133,7 +133,7 @@ impl GpuSplitter {
                 plan.num_outputs()
             )));
         }
-        let align = self.limits.min_storage_buffer_offset_alignment as u64;
+        let align = self.offset_align();
         let mut ranges = vec![PartRange { offset: 0, size: 0 }; plan.num_outputs()];
         // The non-empty parts of each buffer. A buffer compares by wgpu's resource id, which
         // never changes, so its interior mutability cannot move it within the map.

@@ -3,14 +3,14 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{block_on, scoped_async};
-use crate::gpu::gather::{fits_one_dispatch, window_limit, UNIT_BYTES};
+use crate::gpu::gather::UNIT_BYTES;
 use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
 use crate::gpu::planner::Direction;
 use crate::gpu::plans::Plan;
 use crate::gpu::plans::Recorded;
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
-use crate::tensor::{byte_count, HostTensor};
+use crate::tensor::HostTensor;
 use crate::DType;
 
 impl GpuSplitter {
@@ -25,9 +25,8 @@ impl GpuSplitter {
         plan: &SplitPlan,
         dtype: DType,
     ) -> Result<PartLayout> {
-        let whole_bytes = byte_count(plan.input_shape(), dtype)? as u64;
         let packed = PartLayout::place(plan, dtype, UNIT_BYTES)?;
-        if fits_one_dispatch(whole_bytes, packed.total_bytes, window_limit(&self.limits)) {
+        if !self.runs_in_pieces(plan, dtype, packed.total_bytes)? {
             self.check_buffer_sizes(direction, plan, dtype, &packed)?;
             Ok(packed)
         } else {

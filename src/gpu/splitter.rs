@@ -8,6 +8,7 @@ use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::TableCache;
 use crate::gpu::gather::MAX_DST_BINDINGS;
+use crate::gpu::gather::{fits_one_dispatch, window_limit};
 use crate::gpu::gather::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::gpu::placement::{PartLayout, PartRange};
 use crate::gpu::planner::RouteChoice;
@@ -405,8 +406,25 @@ impl GpuSplitter {
             .then_some(views))
     }
 
+    /// Whether the split or concat of `plan`, its parts' region taking `parts_bytes`, runs in
+    /// pieces (the whole tensor or the parts past one storage binding), each piece binding
+    /// its parts at their offsets; otherwise one dispatch binds both regions whole.
+    pub(crate) fn runs_in_pieces(
+        &self,
+        plan: &SplitPlan,
+        dtype: DType,
+        parts_bytes: u64,
+    ) -> Result<bool> {
+        let whole = plan.input_binding_size(dtype)?;
+        Ok(!fits_one_dispatch(
+            whole,
+            parts_bytes,
+            window_limit(&self.limits),
+        ))
+    }
+
     /// `min_storage_buffer_offset_alignment`.
-    fn offset_align(&self) -> u64 {
+    pub(crate) fn offset_align(&self) -> u64 {
         self.limits.min_storage_buffer_offset_alignment as u64
     }
 }
