@@ -75,7 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             token_shape,
             plan.output_shape(),
             encoded.dispatches,
-            encoded.buffer_copies + encoded.texture_copies
+            encoded.buffer_copies
         );
     }
 

@@ -25,11 +25,8 @@
 // - SCHEDULE_LANES (GPUs, aligned rows): entries get whole blocks (numbered by `block_start`),
 //   and lane 0 finds the block's entry once and hands it to the workgroup through workgroup
 //   memory, so the table is read once per block and every later branch is uniform. Step by
-//   step, consecutive lanes write consecutive units, so a warp's stores cover whole sectors.
-//   Aligned rows load one vec4 per lane and step, which is coalesced the same way. Unaligned
-//   rows (when the host asks for them shifted) load the two aligned vec4s around the unit's
-//   bytes and funnel-shift them: each load is coalesced, and a lane's second load is its
-//   neighbour's first, which the GPU's cache serves.
+//   step, consecutive lanes write consecutive units, so a warp's stores cover whole sectors,
+//   and each loads one vec4, which is coalesced the same way.
 // - SCHEDULE_STAGED (GPUs, unaligned rows of 64 bytes or more): SCHEDULE_LANES, but each block
 //   first loads its source bytes into workgroup memory, row by row, one coalesced aligned vec4
 //   per lane and step, and after one barrier its lanes shift their units out of there: every
@@ -354,15 +351,7 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
 // each SIMD group: code a dispatch never takes would cost it. A test checks that each entry
 // point reaches only its schedule's workgroup memory.
 
-// SCHEDULE_LANES, entries of any mode (entry point `main`).
-fn lanes_block(block: u32, lane: u32) {
-    let found = find_block(block, lane);
-    if (block < found.params.num_blocks) {
-        copy_lanes(found.params, found.entry, found.local_block, lane);
-    }
-}
-
-// SCHEDULE_LANES when every entry is MODE_VEC4: no workgroup memory but the block's entry.
+// SCHEDULE_LANES (every entry MODE_VEC4): no workgroup memory but the block's entry.
 fn lanes_vec4_block(block: u32, lane: u32) {
     let found = find_block(block, lane);
     if (block < found.params.num_blocks) {

@@ -162,21 +162,6 @@ fn lanes_span(p: Params, e: Entry, local_block: u32) -> vec2<u32> {
     return vec2<u32>(base, min((e.out_bytes + 15u) / 16u, end));
 }
 
-// Unaligned rows (under the experiment GatherExperiment::Shifted; SCHEDULE_STAGED otherwise):
-// one unit per lane and step, each from two aligned vec4 loads, shifted. A lane's second load
-// is its neighbour's first, which a GPU serves from its cache, but each load instruction
-// touches about twice a copy's lines.
-fn copy_lanes(p: Params, e: Entry, local_block: u32, lane: u32) {
-    if (e.mode == MODE_VEC4) {
-        copy_lanes_vec4(p, e, local_block, lane);
-        return;
-    }
-    let span = lanes_span(p, e, local_block);
-    for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
-        store_unit_n(e.dst_unit + u, shifted_unit(e, u), unit_bytes(e, e.first_byte + u * 16u));
-    }
-}
-
 // Aligned rows: one vec4 per lane and step.
 fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
     let span = lanes_span(p, e, local_block);
@@ -185,33 +170,9 @@ fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
     }
 }
 
-// Unit `u` of an entry whose rows are 16 bytes or longer, so the unit spans at most two rows:
-// the 16 source bytes from its first byte on; where the row ends inside the unit, the next
-// row's first bytes from there on; zeros past the end of the output.
-fn shifted_unit(e: Entry, u: u32) -> vec4<u32> {
-    let b = e.first_byte + u * 16u;
-    let at = place(e, b);
-    var v = source_unit(at.src);
-    // Bytes of the output in this unit, and of them in this row.
-    let n = unit_bytes(e, b);
-    let k = min(n, e.row_bytes - at.col);
-    if (k < n) {
-        // Byte j >= k of the unit is byte j - k of the next row.
-        v = merge_bytes(v, source_unit(at.src - at.col + e.src_stride - k), k);
-    }
-    return merge_bytes(v, vec4<u32>(0u), n);
-}
-
 // Bytes of entry `e`'s output in the unit from entry byte `b` on: 16, or fewer in its last.
 fn unit_bytes(e: Entry, b: u32) -> u32 {
     return min(16u, e.first_byte + e.out_bytes - b);
-}
-
-// The 16 source bytes from byte `s` on: two aligned vec4 loads, funnel-shifted; either may
-// reach past the input's last whole vec4.
-fn source_unit(s: u32) -> vec4<u32> {
-    let a = s / 16u;
-    return funnel(load_vec4_edge(a), load_vec4_edge(a + 1u), s % 16u);
 }
 
 // Bytes 0 .. k of `a`, then bytes k .. 16 of `b`.

@@ -128,7 +128,7 @@ pub fn standard_suite() -> Vec<Case> {
             variadic(1, &[341, 341, 341]),
         ),
         // The concat cases: a KV cache's append of one token, YOLOv8's C2f block, a sequence
-        // of 4,096 rows, heads64 read back (the texture route on CPU adapters), and u8 rows
+        // of 4,096 rows, heads64 read back, and u8 rows
         // at odd offsets.
         concat(
             "concat_kv_append",
@@ -175,7 +175,7 @@ pub struct CaseResult {
     pub shader_copy_ms: f64,
     /// Median CPU reference split, ms.
     pub cpu_reference_ms: f64,
-    /// What the split recorded: gather dispatches, buffer copies and texture copies.
+    /// What the split recorded: gather dispatches and buffer copies.
     pub recorded: Recorded,
     /// Whether every output can be a view of the input (no bytes moved).
     pub zero_copy: bool,
@@ -188,8 +188,6 @@ pub struct Recorded {
     pub dispatches: u32,
     /// `copy_buffer_to_buffer` commands.
     pub buffer_copies: u32,
-    /// Buffer-to-texture and texture-to-buffer copy commands.
-    pub texture_copies: u32,
 }
 
 impl From<&crate::gpu::plans::Recorded> for Recorded {
@@ -197,7 +195,6 @@ impl From<&crate::gpu::plans::Recorded> for Recorded {
         Self {
             dispatches: e.dispatches,
             buffer_copies: e.buffer_copies,
-            texture_copies: e.texture_copies,
         }
     }
 }

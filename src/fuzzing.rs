@@ -4,7 +4,7 @@
 //!
 //! [`check_planner`] feeds one input to an operator and, when the operator accepts it, checks
 //! that the plan tiles the axis and that the output layout stays inside its region; then
-//! (`routes`) that every route (buffer copies, texture bands, gather dispatches, and what
+//! (`routes`) that every route (buffer copies, gather dispatches, and what
 //! [`planner::choose`] picks) keeps inside its buffers and writes every output byte exactly once,
 //! from the right input byte. It panics on a broken invariant; an operator must never panic,
 //! whatever the input.
@@ -26,7 +26,6 @@ use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
 use crate::tensor::IntTensor;
 use crate::DType;
-use crate::GatherExperiment;
 use crate::GatherMode;
 
 /// The operator an input names: every [`Operator`], with each form of its parameters.
@@ -124,19 +123,6 @@ pub fn check_planner(input: &PlannerInput) {
         if let Some(copies) = planner::buffer_copies(&bytes, &layout, &regions) {
             check.buffer_copies(&copies, &regions);
         }
-        for direction in [planner::Direction::Split, planner::Direction::Concat] {
-            let texture = crate::gpu::cpu_texture::texture_plan(
-                &bytes,
-                &layout,
-                regions.input_offset,
-                regions.output_offset,
-                8192,
-                direction,
-            );
-            if let Some(t) = texture {
-                check.texture_bands(&t, &regions);
-            }
-        }
     }
     for (mode, units, spread, window) in [
         (GatherMode::Cpu, 1, 96, 1u64 << 27),
@@ -144,18 +130,6 @@ pub fn check_planner(input: &PlannerInput) {
         (GatherMode::Cpu, 2048, 1, 1 << 27),
         (GatherMode::Gpu, 4, 96, 1 << 27),
         (GatherMode::Gpu, 2, 96, 4096),
-        (
-            GatherMode::Experiment(GatherExperiment::Shifted),
-            4,
-            96,
-            1 << 27,
-        ),
-        (
-            GatherMode::Experiment(GatherExperiment::Tiles),
-            4,
-            96,
-            1 << 27,
-        ),
     ] {
         let planned = plan_dispatches(&bytes, &layout, tuning(mode, units, spread), window, 32);
         if let Ok(dispatches) = planned {
@@ -164,12 +138,7 @@ pub fn check_planner(input: &PlannerInput) {
     }
     // The multi-output build: consecutive outputs in 1, 2 or 3 bindings.
     for groups in [1, 2, 3] {
-        for mode in [
-            GatherMode::Cpu,
-            GatherMode::Gpu,
-            GatherMode::Experiment(GatherExperiment::Shifted),
-            GatherMode::Experiment(GatherExperiment::Tiles),
-        ] {
+        for mode in [GatherMode::Cpu, GatherMode::Gpu] {
             check.multi_output(groups, mode);
         }
     }
@@ -208,20 +177,12 @@ pub fn check_planner(input: &PlannerInput) {
             );
         }
     }
-    // And the route the splitter would choose: for a CPU adapter, with and without the texture
-    // route, and for a GPU.
-    for (buffer_copies, texture_copies, gather_mode) in [
-        (true, true, GatherMode::Cpu),
-        (true, false, GatherMode::Cpu),
-        (false, false, GatherMode::Gpu),
-    ] {
+    // And the route the splitter would choose: for a CPU adapter and for a GPU.
+    for (buffer_copies, gather_mode) in [(true, GatherMode::Cpu), (false, GatherMode::Gpu)] {
         let caps = DeviceCaps {
             window_limit: 1 << 27,
             offset_align: 256,
-            max_texture_dimension: 8192,
             buffer_copies,
-            texture_copies,
-            texture_command_cost: 2,
             gather: tuning(gather_mode, 4, 96),
         };
         let regions = Regions {

@@ -4,8 +4,7 @@
 //! 1. `plans`: [`Plan`], what each entry point takes and gives for a split and a concat;
 //!    `parts`: where the caller's parts are ([`Outputs`], [`Inputs`]), both as one `Job`.
 //! 2. `placement`: where each part lives in its region ([`PartLayout`]).
-//! 3. `planner` (pure choice, kept routes): buffer copies, the `cpu_texture` route (CPU
-//!    adapters only), or the `gather` dispatch.
+//! 3. `planner` (pure choice, kept routes): buffer copies or the `gather` dispatch.
 //! 4. `prepared` ([`GpuSplitter::encode`], [`GpuSplitter::prepare`]): checks the caller's
 //!    buffers, chooses the route and records it into the caller's encoder; `record` checks
 //!    regions and prepares parts in regions of their own.
@@ -15,7 +14,6 @@
 //! `device` opens devices and captures wgpu's errors. `GpuSplitter` (`splitter.rs`) owns
 //! (a handle to) a device, its compiled pipeline and the caches shared by its clones.
 
-pub(crate) mod cpu_texture;
 pub(crate) mod device;
 pub(crate) mod direction;
 pub(crate) mod gather;

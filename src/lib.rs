@@ -105,7 +105,7 @@ pub use tensor::{Element, HostTensor, IntTensor};
 /// The routes and the gather's tuning, for benchmarks and tests (feature `bench`): an engine
 /// opens a splitter and encodes, and needs none of them.
 #[cfg(feature = "bench")]
-pub use gpu::{gather::GatherExperiment, gather::GatherMode, planner::RouteChoice, SplitOptions};
+pub use gpu::{gather::GatherMode, planner::RouteChoice, SplitOptions};
 
 /// The README's code, compiled and run as doctests.
 #[cfg(doctest)]

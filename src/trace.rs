@@ -24,7 +24,7 @@ use crate::gpu::planner::{choose_concat, Regions, Route};
 use crate::gpu::splitter::gather_defaults;
 use crate::plan::bytes::ByteRows;
 use crate::plan::{ConcatPlan, SplitPlan};
-use crate::{DType, GatherMode, GpuSplitter, RouteChoice, SplitOptions};
+use crate::{DType, GpuSplitter, RouteChoice, SplitOptions};
 use analysis::{Access, Kind};
 use wgpu::util::DeviceExt;
 
@@ -46,17 +46,13 @@ impl Default for Sampling {
     }
 }
 
-/// How a GPU runs the gather, by this crate's defaults ([`GatherMode::Gpu`], 4 steps per
-/// lane), or the experiment `gpu` asks for ([`GatherMode::Experiment`]).
+/// How a GPU runs the gather, by this crate's defaults ([`crate::GatherMode::Gpu`], 4 steps per
+/// lane).
 pub fn gpu_settings(gpu: &GpuSplitter) -> GpuSplitter {
     let tuning = gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan);
-    let mode = match gpu.gather_tuning.mode {
-        mode @ GatherMode::Experiment(_) => mode,
-        _ => tuning.mode,
-    };
     gpu.clone().with_options(SplitOptions {
         route: RouteChoice::Gather,
-        gather_mode: Some(mode),
+        gather_mode: Some(tuning.mode),
         max_steps_per_lane: Some(tuning.max_steps_per_lane as u32),
         ..gpu.options()
     })

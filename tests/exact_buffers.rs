@@ -8,7 +8,7 @@ mod common;
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherExperiment, GatherMode, GpuSplitter, HostTensor,
+    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor,
     IntTensor, Outputs, RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
@@ -109,8 +109,6 @@ fn splitters(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
     for mode in [
         GatherMode::Cpu,
         GatherMode::Gpu,
-        GatherMode::Experiment(GatherExperiment::Shifted),
-        GatherMode::Experiment(GatherExperiment::Tiles),
     ] {
         let g = gpu.clone().with_options(SplitOptions {
             route: RouteChoice::Gather,

@@ -9,7 +9,7 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, DType, GatherExperiment, GatherMode, GpuSplitter, HostTensor, IntTensor,
+    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor,
     RouteChoice, SplitOptions, SplitPlan,
 };
 
@@ -25,9 +25,6 @@ fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
         (GatherMode::Cpu, 3),
         (GatherMode::Gpu, 4),
         (GatherMode::Gpu, 1),
-        (GatherMode::Experiment(GatherExperiment::Shifted), 4),
-        (GatherMode::Experiment(GatherExperiment::Shifted), 1),
-        (GatherMode::Experiment(GatherExperiment::Tiles), 4),
     ]
     .into_iter()
     .map(|(mode, units)| {

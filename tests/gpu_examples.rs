@@ -18,9 +18,9 @@ fn check(gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor) -> Vec<HostTen
     want
 }
 
-/// Gather dispatches, buffer copies and texture copies recorded.
-fn counts(how: &wgpu_split::EncodedSplit) -> (u32, u32, u32) {
-    (how.dispatches, how.buffer_copies, how.texture_copies)
+/// Gather dispatches and buffer copies recorded.
+fn counts(how: &wgpu_split::EncodedSplit) -> (u32, u32) {
+    (how.dispatches, how.buffer_copies)
 }
 
 /// `gpu` taking copy commands wherever a copy route applies, on any device.
@@ -267,52 +267,38 @@ fn one_word_rows_with_partial_units(gpu: &'static GpuSplitter) {
     }
 }
 
-fn texture_copies_row_copies_and_the_dispatch_give_the_same_bytes(gpu: &'static GpuSplitter) {
+fn row_copies_and_the_dispatch_give_the_same_bytes(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
-    // 32 rows of 2,048 bytes per output at a stride of 4,096: through the scratch texture (one
-    // read of whole rows, a write per output), as 64 row copies when that is turned off, and
-    // with the gather dispatch where the buffers allow no copies. The default route takes the
-    // texture on CPU adapters and the gather on GPUs.
+    // 32 rows of 2,048 bytes per output at a stride of 4,096: 64 row copies, and the gather
+    // dispatch where the buffers allow no copies. The default route takes the copies on CPU
+    // adapters and the gather on GPUs.
     let input = iota_f32(&[32, 2, 512]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     let copies = copies_only(gpu);
-    let (through_texture, how) = common::encode_and_read(&copies, &plan, &input, copy_usage);
-    assert_eq!(counts(&how), (0, 0, 3), "{name}");
-    common::assert_same_outputs(name, &through_texture, &want);
-    let rows_only = copies.clone().with_options(SplitOptions {
-        texture_copies: Some(false),
-        ..copies.options()
-    });
-    let (copied, how) = common::encode_and_read(&rows_only, &plan, &input, copy_usage);
-    assert_eq!(counts(&how), (0, 64, 0), "{name}");
+    let (copied, how) = common::encode_and_read(&copies, &plan, &input, copy_usage);
+    assert_eq!(counts(&how), (0, 64), "{name}");
     common::assert_same_outputs(name, &copied, &want);
     let (gathered, how) = common::encode_and_read(gpu, &plan, &input, wgpu::BufferUsages::empty());
-    assert_eq!(counts(&how), (1, 0, 0), "{name}");
+    assert_eq!(counts(&how), (1, 0), "{name}");
     common::assert_same_outputs(name, &gathered, &want);
     let (auto, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
-    let expected = if cpu(gpu) { (0, 0, 3) } else { (1, 0, 0) };
+    let expected = if cpu(gpu) { (0, 64) } else { (1, 0) };
     assert_eq!(counts(&how), expected, "{name}");
     common::assert_same_outputs(name, &auto, &want);
 }
 
 fn few_long_rows_take_the_cheaper_copy_route(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
-    // The spec example: 18 row copies of 3,840 bytes, or 4 texture copies (one read, three
-    // writes). A texture copy costs about two row copies on lavapipe (Vulkan) and six on
-    // llvmpipe GL. GPUs take the gather (faster than copy commands on an H100), and copies
-    // only when told to.
+    // The spec example: 18 row copies of 3,840 bytes on CPU adapters. GPUs take the gather
+    // (faster than copy commands on an H100), and copies only when told to.
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-    let info = gpu.device().adapter_info();
-    let by_copies = match info.backend {
-        wgpu::Backend::Vulkan => (0, 0, 4),
-        _ => (0, 18, 0),
-    };
-    let expected = if cpu(gpu) { by_copies } else { (1, 0, 0) };
+    let by_copies = (0, 18);
+    let expected = if cpu(gpu) { by_copies } else { (1, 0) };
     let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
     assert_eq!(counts(&how), expected, "{name}");
     common::assert_same_outputs(name, &got, &want);
@@ -321,12 +307,12 @@ fn few_long_rows_take_the_cheaper_copy_route(gpu: &'static GpuSplitter) {
     common::assert_same_outputs(name, &got, &want);
 }
 
-fn texture_copies_keep_every_bit_at_offsets_and_in_bands(gpu: &'static GpuSplitter) {
+fn row_copies_keep_every_bit_at_offsets(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     // Arbitrary bytes (NaN payloads, -0.0 and denormals among them) as f64, with an empty
     // output, at non-zero offsets of both buffers: 24 rows of 1,024 and 2,560 bytes at a
-    // stride of 3,584, read whole rows at a time and written to the two outputs.
+    // stride of 3,584, one copy per output row.
     let shape = [24usize, 7, 64];
     let bytes: Vec<u8> = (0..24 * 7 * 64 * 8u32)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
@@ -342,24 +328,7 @@ fn texture_copies_keep_every_bit_at_offsets_and_in_bands(gpu: &'static GpuSplitt
     let align = gpu.device().limits().min_storage_buffer_offset_alignment as u64;
     let gpu = &copies_only(gpu);
     let (got, how) = common::encode_and_read_at(gpu, &plan, &input, copy_usage, (align * 3, align));
-    assert_eq!(counts(&how), (0, 0, 3), "{name}");
-    common::assert_same_outputs(name, &got, &want);
-
-    // 20,000 rows of 256 bytes per output: taller than one band, so several bands. A band of
-    // one output holds up to 16,384 rows (4 MiB of scratch) and a band of both outputs'
-    // columns 8,192, each within the texture limit; the plan of fewer commands is taken.
-    let input = iota_f32(&[20000, 128]);
-    let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
-    let want = reference::split_tensor(&input, &plan).unwrap();
-    let max_rows = gpu.device().limits().max_texture_dimension_2d;
-    let apart = 2 * 2 * 20000u32.div_ceil(max_rows.min(16384));
-    let together = 3 * 20000u32.div_ceil(max_rows.min(8192));
-    assert!(
-        apart >= 8 && together >= 9,
-        "{name}: texture limit {max_rows}"
-    );
-    let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
-    assert_eq!(counts(&how), (0, 0, together.min(apart)), "{name}");
+    assert_eq!(counts(&how), (0, 48), "{name}");
     common::assert_same_outputs(name, &got, &want);
 }
 
@@ -390,7 +359,7 @@ fn neighbouring_contiguous_outputs_share_one_copy(gpu: &'static GpuSplitter) {
     let plan = ops::split_to_sequence(input.shape(), 0, None, false).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
-    assert_eq!(counts(&how), (0, 1, 0), "{name}");
+    assert_eq!(counts(&how), (0, 1), "{name}");
     common::assert_same_outputs(name, &got, &want);
     // Slices of 2,000 bytes: each output is padded to the storage alignment, so one copy each.
     let bytes: Vec<u8> = (0..5 * 2000u32).map(|i| (i % 251) as u8).collect();
@@ -398,7 +367,7 @@ fn neighbouring_contiguous_outputs_share_one_copy(gpu: &'static GpuSplitter) {
     let plan = ops::split(input.shape(), &IntTensor::scalar(0), 5).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
-    assert_eq!(counts(&how), (0, 5, 0), "{name}");
+    assert_eq!(counts(&how), (0, 5), "{name}");
     common::assert_same_outputs(name, &got, &want);
 }
 
@@ -414,9 +383,9 @@ per_backend!(
     every_dtype_round_trips,
     empty_outputs_and_empty_inputs,
     one_word_rows_with_partial_units,
-    texture_copies_row_copies_and_the_dispatch_give_the_same_bytes,
+    row_copies_and_the_dispatch_give_the_same_bytes,
     few_long_rows_take_the_cheaper_copy_route,
-    texture_copies_keep_every_bit_at_offsets_and_in_bands,
+    row_copies_keep_every_bit_at_offsets,
     repeated_splits_find_their_own_tables,
     neighbouring_contiguous_outputs_share_one_copy,
 );

@@ -8,7 +8,7 @@ mod common;
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use wgpu_split::{
-    ops, reference, DType, GatherExperiment, GatherMode, GpuSplitter, HostTensor, IntTensor,
+    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor,
     RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
@@ -192,14 +192,6 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
             max_steps_per_lane: Some(4),
             ..base
         },
-        SplitOptions {
-            gather_mode: Some(GatherMode::Experiment(GatherExperiment::Shifted)),
-            ..base
-        },
-        SplitOptions {
-            gather_mode: Some(GatherMode::Experiment(GatherExperiment::Tiles)),
-            ..base
-        },
     ];
     let variants: Vec<GpuSplitter> = [gpu.clone(), gather.clone()]
         .into_iter()
@@ -249,9 +241,8 @@ fn gpu_equals_cpu_reference(gpu: &'static GpuSplitter) {
     sweep(gpu, 256, case(), |c| gpu_case(gpu, c));
 }
 
-/// Rows that are multiples of 256 bytes: the copy routes (through the scratch texture, or
-/// row copies where the texture's commands cost more) must give the reference's bytes too,
-/// on every device.
+/// Rows of whole KiBs, at most 60 of them: the copy route (row copies) must give the
+/// reference's bytes too, on every device.
 fn copy_routes_equal_cpu_reference(gpu: &'static GpuSplitter) {
     let name = common::name(gpu);
     let copies = gpu.clone().with_options(SplitOptions {
@@ -271,7 +262,7 @@ fn copy_routes_equal_cpu_reference(gpu: &'static GpuSplitter) {
         64,
         strategy,
         |(outer, axis_len, row_blocks, dtype, cuts, seed)| {
-            let inner = row_blocks * 256 / dtype.size();
+            let inner = row_blocks * 1024 / dtype.size();
             let shape = vec![outer, axis_len, inner];
             let plan = ops::variadic_split(
                 &shape,

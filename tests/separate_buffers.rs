@@ -8,7 +8,7 @@ mod common;
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherExperiment, GatherMode, GpuSplitter, HostTensor,
+    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor,
     IntTensor, Outputs, RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
@@ -99,10 +99,7 @@ fn check(
         .collect();
     let want = reference::split_tensor(input, plan).unwrap();
     common::assert_same_outputs(&name, &got, &want);
-    (
-        encoded.dispatches,
-        encoded.buffer_copies + encoded.texture_copies,
-    )
+    (encoded.dispatches, encoded.buffer_copies)
 }
 
 fn one_buffer_per_output(gpu: &'static GpuSplitter) {
@@ -159,7 +156,6 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
         for mode in [
             GatherMode::Cpu,
             GatherMode::Gpu,
-            GatherMode::Experiment(GatherExperiment::Tiles),
         ] {
             let gpu = gpu.clone().with_options(SplitOptions {
                 gather_mode: Some(mode),
@@ -181,7 +177,6 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
     let apart = |i: usize| (i % 2, 1024u64.next_multiple_of(align) * (i / 2) as u64);
     for mode in [
         GatherMode::Gpu,
-        GatherMode::Experiment(GatherExperiment::Shifted),
     ] {
         let gpu = gpu.clone().with_options(SplitOptions {
             gather_mode: Some(mode),

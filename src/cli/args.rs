@@ -56,10 +56,6 @@ pub struct BenchArgs {
     /// Run only these cases (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     pub cases: Vec<String>,
-    /// Never route strided outputs through a scratch texture (the default on CPU adapters),
-    /// to compare the gather dispatch and row copies alone.
-    #[arg(long)]
-    pub no_texture_copies: bool,
     /// Which routes the splits may take: auto (the device's cheapest), gather (the gather
     /// dispatch alone, to measure the kernel on any adapter) or copies.
     #[arg(long, default_value = "auto")]
@@ -76,11 +72,8 @@ pub struct BenchArgs {
     /// efficiency, lines and table bytes per 512 bytes moved) beside the copy kernel's.
     #[arg(long)]
     pub memory: bool,
-    /// Which of the gather's schedules run: cpu, gpu, shifted or tiles (default: the
-    /// adapter's, cpu on CPU adapters and gpu on GPUs; runs and coalesced are cpu and gpu);
-    /// shifted and tiles are experiments, gpu with unaligned rows funnel-shifted from two
-    /// loads per unit instead of staged, or with short rows of whole words staged in tiles
-    /// instead of scattered, to compare with on a GPU.
+    /// How the gather's lanes map to units: cpu (each lane a run) or gpu (consecutive lanes,
+    /// consecutive units); default: the adapter's kind.
     #[arg(long)]
     pub gather_mode: Option<GatherMode>,
 }

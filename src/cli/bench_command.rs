@@ -10,7 +10,7 @@ use wgpu_split::bench::{
     gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, MemoryReport, WARPS,
 };
 use wgpu_split::trace::analysis::MemoryFigures;
-use wgpu_split::{GatherExperiment, GatherMode, GpuSplitter, RouteChoice, SplitOptions};
+use wgpu_split::{GatherMode, GpuSplitter, RouteChoice, SplitOptions};
 
 /// Runs the suite and prints (and optionally writes) the results.
 pub fn run(a: &BenchArgs) -> CliResult {
@@ -25,7 +25,6 @@ pub fn run(a: &BenchArgs) -> CliResult {
     let choice = args::device(a.backend.as_deref(), a.adapter.as_deref())?;
     let gpu = GpuSplitter::open(choice)?.with_options(SplitOptions {
         route,
-        texture_copies: a.no_texture_copies.then_some(false),
         gather_mode: a.gather_mode,
         ..Default::default()
     });
@@ -67,7 +66,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
     );
     print_rates(&results);
     if a.memory {
-        print_memory(&results, gather_mode);
+        print_memory(&results);
     }
     if let Some(path) = &a.plot {
         let title = format!(
@@ -149,7 +148,7 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
         "copy",
         "shader",
         "cpu",
-        "disp/buf/tex"
+        "disp/buf"
     );
     for (r, _) in results {
         say!(
@@ -168,8 +167,8 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
             gbps(r.bytes, r.shader_copy_ms),
             gbps(r.bytes, r.cpu_reference_ms),
             format!(
-                "{}/{}/{}",
-                r.recorded.dispatches, r.recorded.buffer_copies, r.recorded.texture_copies
+                "{}/{}",
+                r.recorded.dispatches, r.recorded.buffer_copies
             ),
             if r.zero_copy { " zero-copy" } else { "" }
         );
@@ -179,16 +178,14 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!(
         " copy = copy_buffer_to_buffer, shader = vec4 copy kernel; each case times its split, the"
     );
-    say!(" prepared split, round trip, copy and copy kernel in turn; disp/buf/tex = gather");
-    say!(" dispatches / buffer copies / texture copies the split recorded; with --batch N, each");
+    say!(" prepared split, round trip, copy and copy kernel in turn; disp/buf = gather");
+    say!(" dispatches / buffer copies the split recorded; with --batch N, each");
     say!(" submission holds N of each and every time is per split)");
 }
 
-fn print_memory(results: &[(CaseResult, Option<MemoryReport>)], mode: GatherMode) {
+fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!();
-    // The trace runs a GPU's schedules: an experiment's where one was asked for.
-    let schedules = GatherExperiment::describe(mode);
-    say!("memory, traced: the gather as a GPU runs it ({schedules}), whatever the adapter");
+    say!("memory, traced: the gather as a GPU runs it, whatever the adapter");
     say!(
         "{:<11} {:>4} {:>9} {:>10} {:>10} {:>10} {:>11} {:>10}",
         "case",
@@ -264,7 +261,6 @@ fn case_json(r: &CaseResult, memory: &Option<MemoryReport>) -> Value {
         "cpu_reference_gbps": gbps(r.bytes, r.cpu_reference_ms),
         "dispatches": r.recorded.dispatches,
         "buffer_copies": r.recorded.buffer_copies,
-        "texture_copies": r.recorded.texture_copies,
         "zero_copy": r.zero_copy,
     });
     if let Some(m) = memory {

@@ -2,13 +2,12 @@
 //! every output byte is written exactly once, from the input byte the plan says.
 
 use super::input::PlannerInput;
-use crate::gpu::cpu_texture::TexturePlan;
 use crate::gpu::gather::abi::{
     binding_bytes, Entry, Schedule, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
 };
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
 use crate::gpu::placement::PartLayout;
-use crate::gpu::planner::{BufferCopy, DeviceCaps, Direction, Regions, Route};
+use crate::gpu::planner::{BufferCopy, DeviceCaps, Regions, Route};
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
 use crate::GatherMode;
 
@@ -143,52 +142,6 @@ impl RouteCheck<'_> {
         coverage.finish();
     }
 
-    /// Texture bands: the copy rules (256-byte rows, 16-byte offsets), inside the scratch
-    /// texture and both buffers, each piece whole rows of one output read from its columns.
-    pub(super) fn texture_bands(&self, t: &TexturePlan, regions: &Regions) {
-        let input = self.input;
-        assert!(t.src_stride.is_multiple_of(256), "{input:?} {t:?}");
-        let input_end = regions.input_offset + self.bytes.input_bytes();
-        let mut coverage = Coverage::new(self);
-        for b in &t.bands {
-            assert!(
-                b.src_offset.is_multiple_of(16)
-                    && b.rows >= 1
-                    && b.width <= t.scratch.0
-                    && b.rows <= t.scratch.1,
-                "{input:?} {t:?}"
-            );
-            let read_end =
-                b.src_offset + (b.rows as u64 - 1) * t.src_stride as u64 + b.width as u64 * 16;
-            assert!(
-                read_end <= input_end,
-                "a band reads past the input: {input:?} {b:?}"
-            );
-            for p in &b.pieces {
-                let row = p.width as u64 * 16;
-                assert!(
-                    row.is_multiple_of(256)
-                        && p.dst_offset.is_multiple_of(16)
-                        && p.x + p.width <= b.width,
-                    "{input:?} {b:?}"
-                );
-                let len = b.rows as u64 * row;
-                let (o, b0) = coverage.write(p.dst_offset - regions.output_offset, len);
-                assert_eq!(
-                    row, o.row_bytes,
-                    "a piece row is one output row: {input:?} {b:?}"
-                );
-                let first = self.source(regions.input_offset, o, b0);
-                assert_eq!(b.src_offset + p.x as u64 * 16, first, "{input:?} {b:?}");
-            }
-            // A concat's band writes every column of its span back: its pieces must tile it.
-            let widths: u32 = b.pieces.iter().map(|p| p.width).sum();
-            let tiled = widths == b.width;
-            assert!(t.direction == Direction::Split || tiled, "{input:?} {b:?}");
-        }
-        coverage.finish();
-    }
-
     /// Gather dispatches: windows inside both buffers and within the binding limit, and each
     /// entry's first and last bytes read from the right input bytes.
     pub(super) fn dispatches(&self, dispatches: &[Dispatch], window: u64) {
@@ -296,13 +249,6 @@ impl RouteCheck<'_> {
                     "buffer copies where the caps allow none"
                 );
                 self.buffer_copies(copies, regions)
-            }
-            Route::Texture(t) => {
-                assert!(
-                    caps.texture_copies,
-                    "a texture route where the caps allow none"
-                );
-                self.texture_bands(t, regions)
             }
             Route::Gather(d) => self.dispatches(d, caps.window_limit),
         }

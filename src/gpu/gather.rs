@@ -34,8 +34,6 @@ pub use join_windows::plan_joins;
 #[cfg(any(test, feature = "fuzzing"))]
 pub use joins::Band;
 pub use joins::{join_dispatch, join_parts, JoinPart};
-#[cfg(feature = "bench")]
-pub use modes::GatherExperiment;
 pub use modes::GatherMode;
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Windows};
 pub(crate) use tables::TableCache;

@@ -4,9 +4,8 @@
 //! Choosing is pure: it reads the plan's byte rows, the output placement, what the device can
 //! do and what the caller's buffers allow, and records nothing. Copy commands replace the
 //! gather dispatch where the device moves bytes faster with them (CPU adapters, where they are
-//! memcpy) and the buffers allow them (COPY_SRC on the input, COPY_DST on the output). Each
-//! command has a fixed cost, a texture copy's [`texture_command_cost`] times a buffer copy's,
-//! so the cheaper plan of copies wins; the gather takes everything else. On GPUs the gather
+//! memcpy) and the buffers allow them (COPY_SRC on the input, COPY_DST on the output): a few
+//! long word-aligned runs, as each command has a fixed cost; the gather takes everything else. On GPUs the gather
 //! runs at the copy kernel's speed, and copy commands are no faster (`docs/performance.md`,
 //! "On a GPU"), so it takes every split there.
 //!
@@ -21,12 +20,9 @@
 //! The planner on a [`GpuSplitter`], the one part that touches the device, is in `kept.rs`.
 
 use crate::error::Result;
-use crate::gpu::cpu_texture::{texture_plan, TexturePlan};
 use crate::gpu::gather::{join_parts, plan_dispatches, plan_joins, Dispatch, GatherTuning};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::{ByteRows, RowKind};
-
-pub use crate::gpu::cpu_texture::texture_command_cost;
 
 /// Each copy command has a fixed cost: past this many, one dispatch wins.
 pub const MAX_BUFFER_COPIES: u64 = 64;
@@ -43,8 +39,8 @@ pub enum RouteChoice {
     Auto,
     /// The gather dispatch alone, never copy commands.
     Gather,
-    /// Copy commands wherever a copy route applies (the texture route on any device), the
-    /// gather only where none does.
+    /// Copy commands wherever they apply (on any device), the gather only where they do
+    /// not.
     Copies,
 }
 
@@ -70,26 +66,10 @@ pub struct DeviceCaps {
     pub window_limit: u64,
     /// `min_storage_buffer_offset_alignment`.
     pub offset_align: u64,
-    /// `max_texture_dimension_2d`.
-    pub max_texture_dimension: u32,
     /// Whether buffer copies may replace the gather.
     pub buffer_copies: bool,
-    /// Whether the texture route may be used.
-    pub texture_copies: bool,
-    /// What one texture copy costs, in buffer copies.
-    pub texture_command_cost: u64,
     /// How the gather spreads a split over its lanes.
     pub gather: GatherTuning,
-}
-
-impl DeviceCaps {
-    /// These caps without the texture route: where the device cannot give a scratch texture.
-    pub fn without_textures(self) -> Self {
-        DeviceCaps {
-            texture_copies: false,
-            ..self
-        }
-    }
 }
 
 /// What the caller's buffers allow.
@@ -119,8 +99,6 @@ pub struct BufferCopy {
 pub enum Route {
     /// Buffer-to-buffer copies of a few long contiguous runs.
     BufferCopies(Vec<BufferCopy>),
-    /// Bands of rows through a scratch texture (offsets in the caller's buffers).
-    Texture(TexturePlan),
     /// Gather dispatches (windows relative to the regions); none when every output is empty.
     Gather(Vec<Dispatch>),
 }
@@ -145,9 +123,9 @@ pub fn choose(
 }
 
 /// The copy route between the whole tensor of `bytes` and its parts placed by `layout`,
-/// where `caps` and `regions` (the split's: `input_offset` is the whole tensor's) allow one:
-/// the texture route where its commands cost less than the buffer copies, else those. A
-/// concat's copies run the other way. `None` where no copy route applies.
+/// where `caps` and `regions` (the split's: `input_offset` is the whole tensor's) allow
+/// buffer copies and [`buffer_copies`] finds them cheaper than a dispatch. A concat's copies
+/// run the other way. `None` where no copy route applies.
 fn copy_route(
     bytes: &ByteRows,
     layout: &PartLayout,
@@ -155,35 +133,10 @@ fn copy_route(
     regions: &Regions,
     direction: Direction,
 ) -> Option<Route> {
-    if !regions.copies_allowed {
+    if !regions.copies_allowed || !caps.buffer_copies {
         return None;
     }
-    let copies = if caps.buffer_copies {
-        buffer_copies(bytes, layout, regions)
-    } else {
-        None
-    };
-    let texture = if caps.texture_copies {
-        texture_plan(
-            bytes,
-            layout,
-            regions.input_offset,
-            regions.output_offset,
-            caps.max_texture_dimension,
-            direction,
-        )
-    } else {
-        None
-    };
-    let texture = texture.filter(|t| {
-        copies
-            .as_ref()
-            .is_none_or(|c| t.commands() * caps.texture_command_cost < c.len() as u64)
-    });
-    if let Some(t) = texture {
-        return Some(Route::Texture(t));
-    }
-    let copies = copies?;
+    let copies = buffer_copies(bytes, layout, regions)?;
     if direction == Direction::Split {
         return Some(Route::BufferCopies(copies));
     }

@@ -79,7 +79,6 @@ pub struct Recorded {
     pub layout: Arc<PartLayout>,
     pub dispatches: u32,
     pub buffer_copies: u32,
-    pub texture_copies: u32,
 }
 
 /// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded for a split.
@@ -92,8 +91,6 @@ pub struct EncodedSplit {
     pub dispatches: u32,
     /// `copy_buffer_to_buffer` commands.
     pub buffer_copies: u32,
-    /// Buffer-to-texture plus texture-to-buffer copy commands (two per band of rows).
-    pub texture_copies: u32,
 }
 
 /// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded for a concat.
@@ -105,8 +102,6 @@ pub struct EncodedConcat {
     pub dispatches: u32,
     /// `copy_buffer_to_buffer` commands.
     pub buffer_copies: u32,
-    /// Buffer-to-texture plus texture-to-buffer copy commands (two per band of rows).
-    pub texture_copies: u32,
 }
 
 impl Plan for SplitPlan {
@@ -135,7 +130,6 @@ impl Plan for SplitPlan {
             outputs: r.layout,
             dispatches: r.dispatches,
             buffer_copies: r.buffer_copies,
-            texture_copies: r.texture_copies,
         }
     }
 
@@ -187,7 +181,6 @@ impl Plan for ConcatPlan {
             inputs: r.layout,
             dispatches: r.dispatches,
             buffer_copies: r.buffer_copies,
-            texture_copies: r.texture_copies,
         }
     }
 

@@ -2,8 +2,7 @@
 //! often as wanted; [`GpuSplitter::prepare`] makes it and [`GpuSplitter::encode`] prepares and
 //! records in one call.
 
-use crate::error::{Result, SplitError};
-use crate::gpu::cpu_texture::{self, TexturePlan};
+use crate::error::Result;
 use crate::gpu::device::{self, scoped_async, LossProbe};
 use crate::gpu::gather::{record_bound, BoundDispatch, Windows};
 use crate::gpu::parts::{Job, Parts};
@@ -17,7 +16,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// A split or a concat of one plan between the caller's buffer regions, with everything but
-/// the commands made: the route, the gather's tables and bind groups, the scratch texture. A
+/// the commands made: the route, the gather's tables and bind groups. A
 /// graph runtime that runs the same node on the same buffers again and again prepares it once
 /// ([`GpuSplitter::prepare`]) and records it each time with [`Prepared::encode`], which does
 /// no planning and creates nothing (`docs/performance.md` compares the two).
@@ -81,13 +80,6 @@ pub(crate) enum Commands {
         output: wgpu::Buffer,
         copies: Vec<BufferCopy>,
     },
-    /// Bands of rows through the scratch texture.
-    Texture {
-        plan: TexturePlan,
-        scratch: wgpu::Texture,
-        input: wgpu::Buffer,
-        output: wgpu::Buffer,
-    },
     /// Gather dispatches, bound.
     Gather(Vec<BoundDispatch>),
 }
@@ -115,7 +107,6 @@ impl PreparedParts {
         self.commands.extend(part.commands);
         self.recorded.dispatches += part.recorded.dispatches;
         self.recorded.buffer_copies += part.recorded.buffer_copies;
-        self.recorded.texture_copies += part.recorded.texture_copies;
     }
 
     /// Records the commands into `encoder`.
@@ -142,17 +133,6 @@ impl PreparedParts {
                     for c in copies {
                         encoder.copy_buffer_to_buffer(input, c.src, output, c.dst, c.size);
                     }
-                })
-                .await?
-            }
-            Commands::Texture {
-                plan,
-                scratch,
-                input,
-                output,
-            } => {
-                scoped_async(&self.device, &self.copies_what(), || {
-                    cpu_texture::record(encoder, plan, scratch, input, output)
                 })
                 .await?
             }
@@ -183,8 +163,7 @@ impl GpuSplitter {
     /// its offset, usage STORAGE. Parts in one buffer take one dispatch, however many they
     /// are; where the buffers allow copies (COPY_SRC on what is read, COPY_DST on what is
     /// written), copy commands replace it where they are cheaper: `copy_buffer_to_buffer`
-    /// where the parts are a few long, word-aligned runs, and on CPU adapters bands of rows
-    /// through a scratch texture. Tensors larger than one storage binding are dispatched in
+    /// where the parts are a few long, word-aligned runs. Tensors larger than one storage binding are dispatched in
     /// pieces. Nothing is recorded when every part is empty.
     ///
     /// Misuse comes back as a [`SplitError`] before anything is recorded: a region with the
@@ -326,23 +305,18 @@ impl GpuSplitter {
         self.probe
             .check(format_args!("preparing the {}", direction.op()))?;
         let regions = self.regions(&input, &output);
-        let (kept, scratch) = self
-            .with_scratch(|caps| {
-                let key = RouteKey {
-                    direction,
-                    plan,
-                    dtype,
-                    layout: placement,
-                    regions,
-                    caps,
-                };
-                let (input, output) = (&input, &output);
-                async move { self.kept_route(&key, input, output).await }
-            })
-            .await?;
+        let key = RouteKey {
+            direction,
+            plan,
+            dtype,
+            layout: placement,
+            regions,
+            caps: self.caps(),
+        };
+        let kept = self.kept_route(&key, &input, &output).await?;
         let layout = kept.layout.clone();
         let (tables, route) = (&kept.tables, &kept.route);
-        self.prepare_chosen(direction, route, tables, scratch, layout, input, output)
+        self.prepare_chosen(direction, route, tables, layout, input, output)
             .await
     }
 
@@ -361,29 +335,25 @@ impl GpuSplitter {
                 layout,
                 dispatches: 0,
                 buffer_copies: 0,
-                texture_copies: 0,
             },
         }
     }
 
     /// Prepares `route`, with `tables` for the gather's dispatches
-    /// ([`GpuSplitter::upload_tables`]) and `scratch` for the texture route: the gather's bind
-    /// groups are made here.
-    #[allow(clippy::too_many_arguments)]
+    /// ([`GpuSplitter::upload_tables`]): the gather's bind groups are made here.
     pub(crate) async fn prepare_chosen(
         &self,
         direction: Direction,
         route: &Route,
         tables: &[wgpu::Buffer],
-        scratch: Option<wgpu::Texture>,
         layout: Arc<PartLayout>,
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
     ) -> Result<PreparedParts> {
         let mut prepared = self.prepare_nothing(direction, layout);
         let encoded = &mut prepared.recorded;
-        let commands = match (route, scratch) {
-            (Route::BufferCopies(copies), _) => {
+        let commands = match route {
+            Route::BufferCopies(copies) => {
                 encoded.buffer_copies = copies.len() as u32;
                 Some(Commands::BufferCopies {
                     input: input.buffer.clone(),
@@ -391,22 +361,8 @@ impl GpuSplitter {
                     copies: copies.clone(),
                 })
             }
-            (Route::Texture(plan), Some(scratch)) => {
-                encoded.texture_copies = plan.commands() as u32;
-                Some(Commands::Texture {
-                    plan: plan.clone(),
-                    scratch,
-                    input: input.buffer.clone(),
-                    output: output.buffer.clone(),
-                })
-            }
-            (Route::Texture(_), None) => {
-                return Err(SplitError::Device(
-                    "the texture route was chosen without a scratch texture".into(),
-                ))
-            }
-            (Route::Gather(dispatches), _) if dispatches.is_empty() => None,
-            (Route::Gather(dispatches), _) => {
+            Route::Gather(dispatches) if dispatches.is_empty() => None,
+            Route::Gather(dispatches) => {
                 let bound = self
                     .gather
                     .bind(

@@ -231,12 +231,7 @@ impl GpuSplitter {
             };
             let (from, to) = direction.in_order(whole, region);
             let regions = self.regions(&from, &to);
-            let (route, scratch) = self
-                .with_scratch(|caps| {
-                    let chosen = planner::choose_for(direction, &group, &layout, &caps, &regions);
-                    std::future::ready(chosen)
-                })
-                .await?;
+            let route = planner::choose_for(direction, &group, &layout, &self.caps(), &regions)?;
             let small = layout.total_bytes <= multi_binding_group_limit(self.info.device_type);
             if bindings > 1
                 && small
@@ -256,7 +251,6 @@ impl GpuSplitter {
                     direction,
                     &route,
                     &tables,
-                    scratch,
                     placed.clone(),
                     from,
                     to,

@@ -1,7 +1,6 @@
 //! [`GpuSplitter`]: a device, its compiled pipeline and the caches its clones share.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::cpu_texture::Scratch;
 use crate::gpu::device::{self, DeviceChoice};
 use crate::gpu::gather::abi::MAX_SRC_BINDINGS;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
@@ -128,11 +127,6 @@ pub struct SplitOptions {
     /// coalesced lanes on GPUs. Each gives the same bytes on any device; tests and the memory
     /// trace use it to run the GPU kernel on a CPU adapter.
     pub gather_mode: Option<GatherMode>,
-    /// Whether strided outputs whose rows are multiples of 256 bytes may move with copy
-    /// commands through a scratch texture instead of the gather dispatch. By default on CPU
-    /// adapters (where copies are memcpy), off on GPUs (a texture round trip moves every byte
-    /// twice), and on under [`RouteChoice::Copies`]. Never under [`RouteChoice::Gather`].
-    pub texture_copies: Option<bool>,
     /// The most steps one gather lane takes in its workgroup (at least 1): in each, it writes
     /// one 16-byte unit of an output, loads one of the input, or stages one tile of rows.
     pub max_steps_per_lane: Option<u32>,
@@ -160,16 +154,12 @@ pub struct GpuSplitter {
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) limits: wgpu::Limits,
     pub(crate) gather_tuning: GatherTuning,
-    /// Whether the texture route may be used; `None`: as the route choice says.
-    pub(crate) texture_copies: Option<bool>,
     pub(crate) route: RouteChoice,
     pub(crate) gather: GatherPipeline,
     /// Dispatch tables already on the device; shared by clones.
     pub(crate) tables: Arc<TableCache>,
     /// Routes chosen before, by plan and regions; shared by clones.
     pub(crate) routes: Arc<RouteCache>,
-    /// The textures of the texture route; shared by clones.
-    pub(crate) scratch: Arc<Scratch>,
     /// Most output buffers one gather dispatch of [`Outputs::Regions`](crate::Outputs) writes.
     pub(crate) output_bindings: u32,
     /// Most input buffers one gather dispatch of [`Inputs::Regions`](crate::Inputs) reads.
@@ -206,12 +196,10 @@ impl GpuSplitter {
             info,
             limits: limits.clone(),
             gather_tuning,
-            texture_copies: None,
             route: RouteChoice::Auto,
             gather,
             tables: Arc::default(),
             routes: Arc::default(),
-            scratch: Arc::default(),
             output_bindings,
             input_bindings,
             builds: Arc::default(),
@@ -251,7 +239,6 @@ impl GpuSplitter {
         let allowed = allowed_output_bindings(&self.limits, &self.gather);
         self.gather_tuning = tuning;
         self.route = options.route;
-        self.texture_copies = options.texture_copies;
         self.output_bindings = options.output_bindings.unwrap_or(allowed).clamp(1, allowed);
         let allowed = allowed_input_bindings(&self.limits, &self.gather);
         self.input_bindings = options.input_bindings.unwrap_or(allowed).clamp(1, allowed);
@@ -260,12 +247,11 @@ impl GpuSplitter {
 
     #[cfg(feature = "bench")]
     /// The settings in force, [`SplitOptions`] as this device runs them: every default filled
-    /// in, but `texture_copies`, whose `None` follows the route and the device type.
+    /// in.
     pub fn options(&self) -> SplitOptions {
         SplitOptions {
             route: self.route,
             gather_mode: Some(self.gather_tuning.mode),
-            texture_copies: self.texture_copies,
             max_steps_per_lane: Some(self.gather_tuning.max_steps_per_lane as u32),
             spread_lanes: Some(self.gather_tuning.spread_lanes as u32),
             output_bindings: Some(self.output_bindings),

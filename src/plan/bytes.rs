@@ -3,7 +3,7 @@
 //! Viewed as bytes, the input is `rows` rows of `stride` bytes (`rows = outer`,
 //! `stride = axis_len * inner * element size`), and output `i` takes the same column band of
 //! every row: `row_bytes = len_i * inner * element size` bytes from `start_i * inner * element
-//! size`. Every route (buffer copies, the texture, the gather) and the CPU reference read this
+//! size`. Every route (buffer copies, the gather) and the CPU reference read this
 //! one description. Like candle's `Layout::strided_blocks`, it is classified once
 //! ([`RowKind`]), and each consumer matches on the result.
 

@@ -90,35 +90,32 @@ pub enum Schedule {
 /// costs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryPoint {
-    /// `main`: [`Schedule::Lanes`] with entries of any [`Mode`], [`WORKGROUP_SIZE`] lanes.
-    Lanes = 0,
-    /// `main_lanes_vec4`: [`Schedule::Lanes`] when every entry is [`Mode::Vec4`], without the
-    /// other modes' code.
-    LanesVec4 = 1,
+    /// `main_lanes_vec4`: [`Schedule::Lanes`], whose entries are all [`Mode::Vec4`],
+    /// [`WORKGROUP_SIZE`] lanes.
+    LanesVec4 = 0,
     /// `main_tiles`: [`Schedule::Tiles`], [`WORKGROUP_SIZE`] lanes.
-    Tiles = 2,
+    Tiles = 1,
     /// `main_scatter`: [`Schedule::Scatter`], [`WORKGROUP_SIZE`] lanes.
-    Scatter = 3,
+    Scatter = 2,
     /// `main_staged`: [`Schedule::Staged`], [`WORKGROUP_SIZE`] lanes.
-    Staged = 4,
+    Staged = 3,
     /// `main_runs`: [`Schedule::Runs`] with entries of any [`Mode`], [`RUNS_WORKGROUP_SIZE`]
     /// lanes.
-    Runs = 5,
+    Runs = 4,
     /// `main_runs_vec4`: [`Schedule::Runs`] when every entry is [`Mode::Vec4`], without the
     /// other modes' code.
-    RunsVec4 = 6,
+    RunsVec4 = 5,
     /// `main_join`: [`Schedule::Join`] whose lanes take units in turn (GPUs), [`WORKGROUP_SIZE`]
     /// lanes.
-    Join = 7,
+    Join = 6,
     /// `main_join_runs`: [`Schedule::Join`] whose lanes take runs of units (CPU adapters,
     /// `interleaved` 0), [`RUNS_WORKGROUP_SIZE`] lanes.
-    JoinRuns = 8,
+    JoinRuns = 7,
 }
 
 impl EntryPoint {
     /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 9] = [
-        EntryPoint::Lanes,
+    pub const ALL: [EntryPoint; 8] = [
         EntryPoint::LanesVec4,
         EntryPoint::Tiles,
         EntryPoint::Scatter,
@@ -132,7 +129,6 @@ impl EntryPoint {
     /// The entry point's name in the shader.
     pub fn name(self) -> &'static str {
         match self {
-            EntryPoint::Lanes => "main",
             EntryPoint::LanesVec4 => "main_lanes_vec4",
             EntryPoint::Tiles => "main_tiles",
             EntryPoint::Scatter => "main_scatter",
@@ -154,8 +150,7 @@ impl EntryPoint {
             l if l == Schedule::Staged as u32 => EntryPoint::Staged,
             l if l == Schedule::Join as u32 && params.interleaved == 0 => EntryPoint::JoinRuns,
             l if l == Schedule::Join as u32 => EntryPoint::Join,
-            l if l == Schedule::Lanes as u32 && vec4 => EntryPoint::LanesVec4,
-            l if l == Schedule::Lanes as u32 => EntryPoint::Lanes,
+            l if l == Schedule::Lanes as u32 => EntryPoint::LanesVec4,
             _ if vec4 => EntryPoint::RunsVec4,
             _ => EntryPoint::Runs,
         }
@@ -173,7 +168,6 @@ impl EntryPoint {
     /// What its stamped body calls, and the shader constant that is its workgroup size.
     pub fn block_function(self) -> (&'static str, &'static str) {
         match self {
-            EntryPoint::Lanes => ("lanes_block", "WORKGROUP_SIZE"),
             EntryPoint::LanesVec4 => ("lanes_vec4_block", "WORKGROUP_SIZE"),
             EntryPoint::Tiles => ("tiles_block", "WORKGROUP_SIZE"),
             EntryPoint::Scatter => ("scatter_block", "WORKGROUP_SIZE"),
@@ -195,7 +189,7 @@ impl EntryPoint {
     fn workgroup_memory(self) -> &'static [&'static str] {
         match self {
             EntryPoint::Runs | EntryPoint::RunsVec4 => &[],
-            EntryPoint::Lanes | EntryPoint::LanesVec4 => &["wg_block"],
+            EntryPoint::LanesVec4 => &["wg_block"],
             EntryPoint::Join => &["stage", "wg_join"],
             EntryPoint::JoinRuns => &["stage"],
             EntryPoint::Staged => &["wg_block", "stage"],

@@ -5,7 +5,7 @@ use super::abi::{
     Entry, Mode, Params, Schedule, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
     WORKGROUP_SIZE,
 };
-use super::modes::{GatherExperiment, GatherMode};
+use super::modes::GatherMode;
 use crate::plan::bytes::{ByteRows, RowKind};
 
 /// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
@@ -69,8 +69,7 @@ pub(super) fn lane_dispatch(entries: &mut [Entry], tuning: GatherTuning) -> Para
 }
 
 /// The schedule of a dispatch of `entries` in `mode`: a GPU's schedules need every unaligned
-/// entry's rows at least [`MIN_LANES_ROW`] long; unaligned rows take [`Schedule::Staged`]
-/// unless `mode` asks for them shifted.
+/// entry's rows at least [`MIN_LANES_ROW`] long; unaligned rows take [`Schedule::Staged`].
 fn entry_schedule(mode: GatherMode, entries: &[Entry]) -> Schedule {
     let long_rows = entries
         .iter()
@@ -79,7 +78,7 @@ fn entry_schedule(mode: GatherMode, entries: &[Entry]) -> Schedule {
     match mode {
         GatherMode::Cpu => Schedule::Runs,
         _ if !long_rows => Schedule::Runs,
-        _ if !aligned && GatherExperiment::stages_unaligned_rows(mode) => Schedule::Staged,
+        _ if !aligned => Schedule::Staged,
         _ => Schedule::Lanes,
     }
 }
@@ -175,20 +174,18 @@ pub(super) fn number_blocks(entries: &mut [Entry], schedule: Schedule, steps: u6
 }
 
 /// The dispatch of a split whose rows are short, where a GPU's short-row schedules take it:
-/// scatter where it can (tiles under [`GatherExperiment::Tiles`]), else tiles. `None` on CPU
+/// scatter where it can, else tiles. `None` on CPU
 /// adapters and where neither fits.
 pub(super) fn dispatch_short_rows(
     bytes: &ByteRows,
     entries: &[Entry],
     tuning: GatherTuning,
 ) -> Option<(Params, Vec<Entry>)> {
-    let mode = tuning.mode;
-    match mode {
+    match tuning.mode {
         GatherMode::Cpu => None,
-        _ if GatherExperiment::scatters_word_rows(mode) => {
+        GatherMode::Gpu => {
             scatter(bytes, entries).or_else(|| tiles(bytes, entries, tuning.max_steps_per_lane))
         }
-        _ => tiles(bytes, entries, tuning.max_steps_per_lane),
     }
 }
 
@@ -359,19 +356,11 @@ mod tests {
             (p.schedule, p.steps_per_lane, p.num_blocks),
             (scatter, 1, 3)
         );
-        // Byte rows take the tiles, long rows the staged lanes; and under Tiles, word rows
-        // take the tiles too.
+        // Byte rows take the tiles, long rows the staged lanes.
         let p = params_of(&[4096, 7], vec![3, 4], DType::U8);
         assert_eq!(p.schedule, Schedule::Tiles as u32);
         let p = params_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
         assert_eq!(p.schedule, Schedule::Staged as u32);
-        let p = variadic(
-            &[1 << 22, 4],
-            vec![1; 4],
-            DType::F32,
-            GatherMode::Experiment(GatherExperiment::Tiles),
-        );
-        assert_eq!(p.schedule, Schedule::Tiles as u32);
     }
 
     #[test]
@@ -388,16 +377,8 @@ mod tests {
         let p = params_of(&[4096, 193], vec![65, 64, 64], DType::U8);
         assert_eq!((p.schedule, p.steps_per_lane), (staged, 2));
         assert_eq!(staged_vec4s(3, 64), 1157);
-        // Aligned rows keep the lanes (their entry point has no staging); under Shifted,
-        // unaligned rows take the lanes too, 4 units each.
+        // Aligned rows keep the lanes (their entry point has no staging).
         let p = params_of(&[64, 4096], vec![2048, 2048], DType::F32);
-        assert_eq!((p.schedule, p.steps_per_lane), (Schedule::Lanes as u32, 4));
-        let p = variadic(
-            &[16384, 4095],
-            vec![1365; 3],
-            DType::U8,
-            GatherMode::Experiment(GatherExperiment::Shifted),
-        );
         assert_eq!((p.schedule, p.steps_per_lane), (Schedule::Lanes as u32, 4));
     }
 }

@@ -1,9 +1,8 @@
 //! Routes kept between splits ([`RouteCache`]), and the planner on a [`GpuSplitter`]: what
 //! its device offers ([`GpuSplitter::caps`]), the kept routes with their uploaded tables
-//! ([`GpuSplitter::kept_route`]), and the texture route's scratch, with the one fallback to
-//! the other routes where the device cannot give it ([`GpuSplitter::with_scratch`]).
+//! ([`GpuSplitter::kept_route`]).
 
-use super::{choose_for, texture_command_cost, DeviceCaps, Regions, Route, RouteChoice};
+use super::{choose_for, DeviceCaps, Regions, Route, RouteChoice};
 use crate::cache::Lru;
 use crate::error::Result;
 use crate::gpu::direction::Direction;
@@ -41,18 +40,6 @@ pub(crate) struct KeptRoute {
     pub layout: Arc<PartLayout>,
     pub route: Route,
     pub tables: Vec<wgpu::Buffer>,
-}
-
-impl AsRef<Route> for Route {
-    fn as_ref(&self) -> &Route {
-        self
-    }
-}
-
-impl AsRef<Route> for Arc<KeptRoute> {
-    fn as_ref(&self) -> &Route {
-        &self.route
-    }
 }
 
 /// The cache; shared by a splitter's clones, whose settings are part of every key.
@@ -120,43 +107,9 @@ impl RouteCache {
     }
 }
 
-/// The planner on a splitter: what its device and settings offer, the routes it keeps, their
-/// tables, and the texture route's scratch, with the one fallback where the device cannot
-/// give it.
+/// The planner on a splitter: what its device and settings offer, the routes it keeps and
+/// their tables.
 impl GpuSplitter {
-    /// What `choose` picks with this device's caps, with the scratch texture its route needs
-    /// (none for the routes that need none). Where the device cannot give that texture (out of
-    /// memory), what `choose` picks without textures: the one place a split leaves the texture
-    /// route for the others.
-    pub(crate) async fn with_scratch<C, F, Fut>(
-        &self,
-        choose: F,
-    ) -> Result<(C, Option<wgpu::Texture>)>
-    where
-        C: AsRef<Route>,
-        F: Fn(DeviceCaps) -> Fut,
-        Fut: std::future::Future<Output = Result<C>>,
-    {
-        let caps = self.caps();
-        let chosen = choose(caps).await?;
-        match self.scratch_for(chosen.as_ref()).await {
-            Ok(scratch) => Ok((chosen, scratch)),
-            Err(_) => Ok((choose(caps.without_textures()).await?, None)),
-        }
-    }
-
-    /// The scratch texture `route` needs, none for the other routes; an error where the device
-    /// cannot give it.
-    async fn scratch_for(&self, route: &Route) -> Result<Option<wgpu::Texture>> {
-        match route {
-            Route::Texture(t) => {
-                let (width, height) = t.scratch;
-                Ok(Some(self.scratch.get(&self.device, width, height).await?))
-            }
-            _ => Ok(None),
-        }
-    }
-
     /// What `input` and `output` allow the route.
     pub(crate) fn regions(&self, input: &BufferRegion<'_>, output: &BufferRegion<'_>) -> Regions {
         Regions {
@@ -174,18 +127,11 @@ impl GpuSplitter {
         DeviceCaps {
             window_limit: window_limit(&self.limits),
             offset_align: self.limits.min_storage_buffer_offset_alignment as u64,
-            max_texture_dimension: self.limits.max_texture_dimension_2d,
             buffer_copies: match self.route {
                 RouteChoice::Auto => cpu,
                 RouteChoice::Gather => false,
                 RouteChoice::Copies => true,
             },
-            texture_copies: match self.route {
-                RouteChoice::Auto => self.texture_copies.unwrap_or(cpu),
-                RouteChoice::Gather => false,
-                RouteChoice::Copies => self.texture_copies.unwrap_or(true),
-            },
-            texture_command_cost: texture_command_cost(self.info.backend),
             gather: self.gather_tuning,
         }
     }

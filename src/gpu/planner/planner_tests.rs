@@ -9,10 +9,7 @@ use std::sync::Arc;
 const CAPS: DeviceCaps = DeviceCaps {
     window_limit: 1 << 27,
     offset_align: 256,
-    max_texture_dimension: 8192,
     buffer_copies: true,
-    texture_copies: true,
-    texture_command_cost: 2,
     gather: GatherTuning {
         mode: crate::gpu::gather::GatherMode::Cpu,
         max_steps_per_lane: 128,
@@ -83,7 +80,6 @@ fn a_concat_takes_the_splits_copies_turned_around_or_one_join() {
 fn kind(r: &Route) -> (&'static str, usize) {
     match r {
         Route::BufferCopies(c) => ("copies", c.len()),
-        Route::Texture(t) => ("texture", t.commands() as usize),
         Route::Gather(d) => ("gather", d.len()),
     }
 }
@@ -91,17 +87,9 @@ fn kind(r: &Route) -> (&'static str, usize) {
 #[test]
 fn the_cheaper_copies_win_and_the_gather_takes_the_rest() {
     let spec = (&[6, 12, 10, 24][..], 1, &[4, 4, 4][..]);
-    // 4 texture copies at 2 each beat 18 row copies; at 6 each (llvmpipe GL) they do not.
+    // 18 row copies of 3,840 bytes.
     assert_eq!(
         kind(&route(spec.0, spec.1, spec.2, &CAPS, &COPIES)),
-        ("texture", 4)
-    );
-    let gl = DeviceCaps {
-        texture_command_cost: texture_command_cost(wgpu::Backend::Gl),
-        ..CAPS
-    };
-    assert_eq!(
-        kind(&route(spec.0, spec.1, spec.2, &gl, &COPIES)),
         ("copies", 18)
     );
     // Without COPY_SRC / COPY_DST, one dispatch.
@@ -116,7 +104,6 @@ fn the_cheaper_copies_win_and_the_gather_takes_the_rest() {
     // A GPU: the gather, whatever the buffers allow.
     let gpu = DeviceCaps {
         buffer_copies: false,
-        texture_copies: false,
         ..CAPS
     };
     assert_eq!(
@@ -180,10 +167,7 @@ fn caps() -> DeviceCaps {
     DeviceCaps {
         window_limit: 1 << 27,
         offset_align: 256,
-        max_texture_dimension: 8192,
         buffer_copies: true,
-        texture_copies: true,
-        texture_command_cost: 1,
         gather: GatherTuning {
             mode: GatherMode::Cpu,
             max_steps_per_lane: 2048,
@@ -275,7 +259,7 @@ fn a_route_is_found_only_under_its_whole_key() {
         },
         RouteKey {
             caps: DeviceCaps {
-                texture_copies: false,
+                buffer_copies: false,
                 ..caps()
             },
             ..key

@@ -186,8 +186,6 @@ fn each_layout_takes_its_entry_point_and_aligned_entries_the_vec4_one() {
     assert_eq!(EntryPoint::of(&runs, &[byte]), EntryPoint::Runs);
     let lanes = params(Schedule::Lanes);
     assert_eq!(EntryPoint::of(&lanes, &[vec4, vec4]), EntryPoint::LanesVec4);
-    assert_eq!(EntryPoint::of(&lanes, &[vec4, word]), EntryPoint::Lanes);
-    assert_eq!(EntryPoint::of(&lanes, &[byte]), EntryPoint::Lanes);
     let tiles = params(Schedule::Tiles);
     assert_eq!(EntryPoint::of(&tiles, &[vec4]), EntryPoint::Tiles);
     assert_eq!(EntryPoint::of(&tiles, &[word]), EntryPoint::Tiles);
