@@ -124,14 +124,14 @@ pub fn check_planner(input: &PlannerInput) {
             check.buffer_copies(&copies, &regions);
         }
     }
-    for (mode, units, spread, window) in [
-        (GatherMode::Cpu, 1, 96, 1u64 << 27),
-        (GatherMode::Cpu, 128, 48, 4096),
-        (GatherMode::Cpu, 2048, 1, 1 << 27),
-        (GatherMode::Gpu, 4, 96, 1 << 27),
-        (GatherMode::Gpu, 2, 96, 4096),
+    for (mode, units, window) in [
+        (GatherMode::Cpu, 1, 1u64 << 27),
+        (GatherMode::Cpu, 128, 4096),
+        (GatherMode::Cpu, 2048, 1 << 27),
+        (GatherMode::Gpu, 4, 1 << 27),
+        (GatherMode::Gpu, 2, 4096),
     ] {
-        let planned = plan_dispatches(&bytes, &layout, tuning(mode, units, spread), window, 32);
+        let planned = plan_dispatches(&bytes, &layout, tuning(mode, units), window, 32);
         if let Ok(dispatches) = planned {
             check.dispatches(&dispatches, window);
         }
@@ -144,19 +144,14 @@ pub fn check_planner(input: &PlannerInput) {
     }
     // The concat of the same plan: its inputs packed at 16 bytes in one region.
     let packed = PartLayout::packed(&plan, dtype);
-    for (mode, steps, threads) in [
-        (GatherMode::Cpu, 2048, 8),
-        (GatherMode::Cpu, 2048, 1),
-        (GatherMode::Cpu, 16, 3),
-        (GatherMode::Gpu, 4, 8),
-        (GatherMode::Gpu, 1, 8),
+    for (mode, steps) in [
+        (GatherMode::Cpu, 2048),
+        (GatherMode::Cpu, 16),
+        (GatherMode::Gpu, 4),
+        (GatherMode::Gpu, 1),
     ] {
         if let Ok(packed) = &packed {
-            let tuning = GatherTuning {
-                cpu_threads: threads,
-                ..tuning(mode, steps, 96)
-            };
-            joins::check_join(input, &bytes, packed, tuning);
+            joins::check_join(input, &bytes, packed, tuning(mode, steps));
         }
     }
     // And past one binding: windows of aligned rows, or pieces of rows.
@@ -171,7 +166,7 @@ pub fn check_planner(input: &PlannerInput) {
                 input,
                 &bytes,
                 packed,
-                tuning(GatherMode::Gpu, 4, 96),
+                tuning(GatherMode::Gpu, 4),
                 limit,
                 align,
             );
@@ -183,7 +178,7 @@ pub fn check_planner(input: &PlannerInput) {
             window_limit: 1 << 27,
             offset_align: 256,
             buffer_copies,
-            gather: tuning(gather_mode, 4, 96),
+            gather: tuning(gather_mode, 4),
         };
         let regions = Regions {
             input_offset: 0,
@@ -221,11 +216,9 @@ fn check_plan(input: &PlannerInput, plan: &SplitPlan, shape: &[usize]) {
 }
 
 /// A [`GatherTuning`] for the checks above.
-fn tuning(mode: GatherMode, max_steps_per_lane: u64, spread_lanes: u64) -> GatherTuning {
+fn tuning(mode: GatherMode, max_steps_per_lane: u64) -> GatherTuning {
     GatherTuning {
         mode,
         max_steps_per_lane,
-        spread_lanes,
-        cpu_threads: 8,
     }
 }

@@ -49,7 +49,7 @@ impl Default for Sampling {
 /// How a GPU runs the gather, by this crate's defaults ([`crate::GatherMode::Gpu`], 4 steps per
 /// lane).
 pub fn gpu_settings(gpu: &GpuSplitter) -> GpuSplitter {
-    let tuning = gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan);
+    let tuning = gather_defaults(wgpu::DeviceType::DiscreteGpu);
     gpu.clone().with_options(SplitOptions {
         route: RouteChoice::Gather,
         gather_mode: Some(tuning.mode),

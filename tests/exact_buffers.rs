@@ -8,8 +8,8 @@ mod common;
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor,
-    IntTensor, Outputs, RouteChoice, SplitError, SplitOptions, SplitPlan,
+    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
+    RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 const GUARD: u8 = 0xA5;
@@ -106,10 +106,7 @@ fn cases() -> Vec<(String, SplitPlan, DType)> {
 
 fn splitters(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
     let mut all = vec![("default".to_string(), gpu.clone())];
-    for mode in [
-        GatherMode::Cpu,
-        GatherMode::Gpu,
-    ] {
+    for mode in [GatherMode::Cpu, GatherMode::Gpu] {
         let g = gpu.clone().with_options(SplitOptions {
             route: RouteChoice::Gather,
             gather_mode: Some(mode),

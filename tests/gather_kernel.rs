@@ -9,8 +9,8 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor,
-    RouteChoice, SplitOptions, SplitPlan,
+    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice,
+    SplitOptions, SplitPlan,
 };
 
 /// The gather alone, in every layout and at two run lengths, and with the device's own runs

@@ -8,8 +8,8 @@ mod common;
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use wgpu_split::{
-    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor,
-    RouteChoice, SplitError, SplitOptions, SplitPlan,
+    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitError,
+    SplitOptions, SplitPlan,
 };
 
 #[derive(Debug, Clone)]
@@ -173,10 +173,6 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
     });
     let base = gather.options();
     let tuned = [
-        SplitOptions {
-            spread_lanes: Some(1),
-            ..base
-        },
         SplitOptions {
             gather_mode: Some(GatherMode::Cpu),
             max_steps_per_lane: Some(3),

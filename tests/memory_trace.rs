@@ -8,9 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use wgpu_split::trace::analysis::{figures, Access, Kind, MemoryFigures};
 use wgpu_split::trace::{gpu_settings, trace_concat, trace_copy_kernel, trace_split, Sampling};
-use wgpu_split::{
-    ops, DType, GatherMode, GpuSplitter, IntTensor, RouteChoice, SplitOptions,
-};
+use wgpu_split::{ops, DType, GatherMode, GpuSplitter, IntTensor, RouteChoice, SplitOptions};
 
 /// Every workgroup, every access.
 const ALL: Sampling = Sampling {

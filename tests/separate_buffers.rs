@@ -8,8 +8,8 @@ mod common;
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor,
-    IntTensor, Outputs, RouteChoice, SplitError, SplitOptions, SplitPlan,
+    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
+    RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 fn pattern(n: usize) -> Vec<u8> {
@@ -153,10 +153,7 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
     for dtype in [DType::F16, DType::F32] {
         let input = HostTensor::new(dtype, shape.to_vec(), pattern(9 * 33 * dtype.size())).unwrap();
         // Both buffers in one dispatch, with the CPU adapters' lanes and with a GPU's.
-        for mode in [
-            GatherMode::Cpu,
-            GatherMode::Gpu,
-        ] {
+        for mode in [GatherMode::Cpu, GatherMode::Gpu] {
             let gpu = gpu.clone().with_options(SplitOptions {
                 gather_mode: Some(mode),
                 ..gpu.options()
@@ -175,9 +172,7 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
     let plan = ops::variadic_split(&shape, &IntTensor::scalar(1), &lengths).unwrap();
     let input = HostTensor::new(DType::U8, shape.to_vec(), pattern(10 * 402)).unwrap();
     let apart = |i: usize| (i % 2, 1024u64.next_multiple_of(align) * (i / 2) as u64);
-    for mode in [
-        GatherMode::Gpu,
-    ] {
+    for mode in [GatherMode::Gpu] {
         let gpu = gpu.clone().with_options(SplitOptions {
             gather_mode: Some(mode),
             ..gpu.options()

@@ -226,7 +226,7 @@ impl RouteCheck<'_> {
             bindings[o.output] = j as u32;
             local.ranges[o.output].offset -= bases[j];
         }
-        let tuning = super::tuning(mode, 4, 96);
+        let tuning = super::tuning(mode, 4);
         let Ok(mut d) = multi_output_dispatch(self.bytes, &local, &bindings, tuning, MAX_WINDOW)
         else {
             panic!("the multi-output dispatch of {:?} failed", self.input);

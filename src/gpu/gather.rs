@@ -28,7 +28,6 @@ pub(crate) mod tables;
 pub use abi::{binding_bytes, window_limit, MAX_DST_BINDINGS, UNIT_BYTES};
 pub use dispatches::{
     fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
-    SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS,
 };
 pub use join_windows::plan_joins;
 #[cfg(any(test, feature = "fuzzing"))]

@@ -247,14 +247,7 @@ impl GpuSplitter {
             }
             let tables = self.upload_tables(&route).await?;
             let part = self
-                .prepare_chosen(
-                    direction,
-                    &route,
-                    &tables,
-                    placed.clone(),
-                    from,
-                    to,
-                )
+                .prepare_chosen(direction, &route, &tables, placed.clone(), from, to)
                 .await?;
             prepared.append(part);
         }

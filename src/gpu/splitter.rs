@@ -8,7 +8,7 @@ use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::TableCache;
 use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
-use crate::gpu::gather::{GatherMode, GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
+use crate::gpu::gather::{GatherMode, GatherTuning};
 use crate::gpu::placement::{PartLayout, PartRange};
 use crate::gpu::planner::RouteChoice;
 use crate::gpu::planner::{Direction, RouteCache};
@@ -17,58 +17,25 @@ use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-/// How the gather spreads a split over its lanes, by device type and backend.
+/// How the gather maps lanes to units, by device type: the one parameter a device kind sets.
 ///
 /// On CPU adapters every invocation carries a fixed cost, so each lane writes a long run of
-/// units ([`GatherMode::Cpu`]); small splits spread over two workgroups on Vulkan
-/// ([`SPREAD_TWO_WORKGROUPS`]) and stay in one through GL ([`SPREAD_ONE_WORKGROUP`]), and a
-/// concat takes rounds of a workgroup per thread the adapter runs ([`cpu_adapter_threads`]).
-/// On GPUs consecutive lanes write consecutive units, 4 steps per lane, so a block pays for
-/// one table lookup ([`GatherMode::Gpu`]). The figures behind each choice are in
-/// `docs/performance.md` ("CPU adapters" and "How the GPU schedules were chosen").
-pub(crate) fn gather_defaults(
-    device_type: wgpu::DeviceType,
-    backend: wgpu::Backend,
-) -> GatherTuning {
-    let cpu_threads = cpu_adapter_threads();
-    match (device_type, backend) {
-        (wgpu::DeviceType::Cpu, backend) => GatherTuning {
+/// units ([`GatherMode::Cpu`]). On GPUs consecutive lanes write consecutive units, 4 steps
+/// per lane, so a block pays for one table lookup ([`GatherMode::Gpu`]). The figures behind
+/// each choice are in `docs/performance.md`.
+pub(crate) fn gather_defaults(device_type: wgpu::DeviceType) -> GatherTuning {
+    match device_type {
+        wgpu::DeviceType::Cpu => GatherTuning {
             mode: GatherMode::Cpu,
             max_steps_per_lane: 2048,
-            spread_lanes: match backend {
-                wgpu::Backend::Gl => SPREAD_ONE_WORKGROUP,
-                _ => SPREAD_TWO_WORKGROUPS,
-            },
-            cpu_threads,
         },
         _ => GatherTuning {
             mode: GatherMode::Gpu,
             max_steps_per_lane: 4,
-            spread_lanes: SPREAD_TWO_WORKGROUPS,
-            cpu_threads,
         },
     }
-}
-
-/// The threads a CPU adapter runs workgroups on, as lavapipe and llvmpipe count them: their
-/// `LP_NUM_THREADS` where set (0 runs workgroups on the submitting thread: one), else one
-/// per hardware thread of the host; 8 where the host does not say (WebAssembly), at most 64.
-/// Read once per process, as those drivers read it once.
-fn cpu_adapter_threads() -> u64 {
-    static THREADS: OnceLock<u64> = OnceLock::new();
-    *THREADS.get_or_init(|| {
-        let set = std::env::var("LP_NUM_THREADS")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        let host = || {
-            std::thread::available_parallelism()
-                .ok()
-                .map(|n| n.get() as u64)
-        };
-        set.or_else(host).unwrap_or(8).clamp(1, 64)
-    })
 }
 
 /// The largest buffer's worth of parts that [`Outputs::Regions`](crate::Outputs) and
@@ -130,9 +97,6 @@ pub struct SplitOptions {
     /// The most steps one gather lane takes in its workgroup (at least 1): in each, it writes
     /// one 16-byte unit of an output, loads one of the input, or stages one tile of rows.
     pub max_steps_per_lane: Option<u32>,
-    /// The lanes a small split is spread over when each lane writes a run of units (at least
-    /// 1).
-    pub spread_lanes: Option<u32>,
     /// The most output buffers one gather dispatch of [`Outputs::Regions`](crate::Outputs)
     /// writes, within what the device allows (its storage buffers per shader stage, less the
     /// three the table and the input take, halved, as each output buffer is bound as units
@@ -186,7 +150,7 @@ impl GpuSplitter {
         let probe = Arc::new(device::LossProbe::new(&device)?);
         let info = device.adapter_info();
         let limits = device.limits();
-        let gather_tuning = gather_defaults(info.device_type, info.backend);
+        let gather_tuning = gather_defaults(info.device_type);
         let gather = GatherPipeline::new(&device).await?;
         let output_bindings = allowed_output_bindings(&limits, &gather);
         let input_bindings = allowed_input_bindings(&limits, &gather);
@@ -226,15 +190,12 @@ impl GpuSplitter {
     /// device's defaults). Takes effect at the next split; prepared splits keep what they
     /// were prepared with.
     pub fn with_options(mut self, options: SplitOptions) -> Self {
-        let mut tuning = gather_defaults(self.info.device_type, self.info.backend);
+        let mut tuning = gather_defaults(self.info.device_type);
         if let Some(mode) = options.gather_mode {
             tuning.mode = mode;
         }
         if let Some(units) = options.max_steps_per_lane {
             tuning.max_steps_per_lane = units.max(1) as u64;
-        }
-        if let Some(lanes) = options.spread_lanes {
-            tuning.spread_lanes = lanes.max(1) as u64;
         }
         let allowed = allowed_output_bindings(&self.limits, &self.gather);
         self.gather_tuning = tuning;
@@ -253,7 +214,6 @@ impl GpuSplitter {
             route: self.route,
             gather_mode: Some(self.gather_tuning.mode),
             max_steps_per_lane: Some(self.gather_tuning.max_steps_per_lane as u32),
-            spread_lanes: Some(self.gather_tuning.spread_lanes as u32),
             output_bindings: Some(self.output_bindings),
             input_bindings: Some(self.input_bindings),
         }

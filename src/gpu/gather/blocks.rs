@@ -16,25 +16,31 @@ pub struct GatherTuning {
     pub mode: GatherMode,
     /// The most steps one lane takes in a block (`Params::steps_per_lane`).
     pub max_steps_per_lane: u64,
-    /// [`Schedule::Runs`]: lanes a small split is spread over before lanes take longer runs
-    /// (larger splits reach `max_steps_per_lane` and spread over many workgroups anyway).
-    pub spread_lanes: u64,
-    /// Threads a CPU adapter runs workgroups on: a concat in [`GatherMode::Cpu`] takes rounds
-    /// of one workgroup per thread, each lane a run of units.
-    pub cpu_threads: u64,
 }
 
-/// [`GatherTuning::spread_lanes`] on lavapipe: one full workgroup and a second half full.
-/// Every lane has a fixed cost on a CPU adapter, and a dispatch's second workgroup starts tens
-/// of microseconds after its first (another thread wakes up), so the first gets the larger
-/// share (`docs/performance.md`, "CPU adapters", has the measurements).
-pub const SPREAD_TWO_WORKGROUPS: u64 = RUNS_WORKGROUP_SIZE * 3 / 2;
+/// Lanes a small split or concat is spread over when each lane writes a run of units
+/// ([`GatherMode::Cpu`]): one full workgroup and a second half full. Every lane has a fixed
+/// cost on a CPU adapter, and a dispatch's second workgroup starts tens of microseconds after
+/// its first (another thread wakes up), so the first gets the larger share
+/// (`docs/performance.md`, "CPU adapters"). Larger ones reach `max_steps_per_lane` per lane and
+/// spread over many workgroups anyway.
+const SPREAD_LANES: u64 = RUNS_WORKGROUP_SIZE * 3 / 2;
 
-/// [`GatherTuning::spread_lanes`] on llvmpipe through GL, where a second workgroup was
-/// measured to cost more than it brings: one workgroup, with room for each entry's lanes
-/// rounding up. Both were measured on a two-core machine; a host with more cores may want
-/// more ([`SplitOptions::spread_lanes`](crate::SplitOptions)).
-pub const SPREAD_ONE_WORKGROUP: u64 = RUNS_WORKGROUP_SIZE * 3 / 4;
+/// Units per lane of a dispatch of `total` units whose lanes each write a run
+/// ([`GatherMode::Cpu`]): spread over [`SPREAD_LANES`], in runs of at least [`MIN_RUN_UNITS`];
+/// past `max_steps` per lane, as many full workgroups as runs of at most `max_steps` need,
+/// with equal runs, so that no workgroup is left to finish alone.
+pub(super) fn run_units(total: u64, max_steps: u64) -> u64 {
+    let max_steps = max_steps.max(1);
+    let spread = total
+        .div_ceil(SPREAD_LANES)
+        .max(MIN_RUN_UNITS.min(max_steps));
+    if spread <= max_steps {
+        return spread;
+    }
+    let workgroups = total.div_ceil(RUNS_WORKGROUP_SIZE * max_steps);
+    total.div_ceil(workgroups * RUNS_WORKGROUP_SIZE)
+}
 
 /// The shortest run of a lane when a split is spread ([`Schedule::Runs`]): splits of up to
 /// 64 x 16 units (16 KiB) stay in one workgroup, where a second one would mostly wait for its
@@ -91,9 +97,7 @@ fn steps_per_lane(schedule: Schedule, entries: &[Entry], tuning: GatherTuning) -
         .fold((0, 0), |(l, t), u| (l.max(u), t + u));
     let steps = match schedule {
         // Spread small splits: a CPU adapter runs workgroups on several threads.
-        Schedule::Runs => total
-            .div_ceil(tuning.spread_lanes.max(1))
-            .max(MIN_RUN_UNITS),
+        Schedule::Runs => run_units(total, tuning.max_steps_per_lane),
         // A block no larger than the largest entry, so small entries do not idle whole
         // workgroups; a staged block's rows inside the stage.
         Schedule::Staged => largest
@@ -282,47 +286,36 @@ mod tests {
     use crate::{ops, DType, IntTensor};
 
     /// The header of the runs-schedule dispatch of a split of `shape` along axis 1 into `parts`.
-    fn runs(shape: &[usize], parts: i64, dtype: DType, max_units: u64, spread: u64) -> Params {
+    fn runs(shape: &[usize], parts: i64, dtype: DType, max_units: u64) -> Params {
         let plan = ops::split(shape, &IntTensor::scalar(1), parts).unwrap();
         let layout = PartLayout::new(&plan, dtype, 16).unwrap();
         let bytes = ByteRows::new(&plan, dtype.size()).unwrap();
         let tuning = GatherTuning {
             mode: GatherMode::Cpu,
             max_steps_per_lane: max_units,
-            spread_lanes: spread,
-            cpu_threads: 2,
         };
         plan_dispatches(&bytes, &layout, tuning, 1 << 27, 16).unwrap()[0].params
     }
 
     #[test]
     fn runs_spread_small_splits_and_lengthen_for_large_ones() {
-        let lanes = |shape: &[usize], max_units, spread| {
-            let p = runs(shape, 1, DType::F32, max_units, spread);
+        let lanes = |shape: &[usize], parts, max_units| {
+            let p = runs(shape, parts, DType::F32, max_units);
             (p.num_blocks, p.num_lanes, p.steps_per_lane)
         };
-        let two = SPREAD_TWO_WORKGROUPS;
         // 4000 bytes = 250 units: runs of at least MIN_RUN_UNITS, so one workgroup of 16 lanes.
         assert_eq!(MIN_RUN_UNITS, 16);
-        assert_eq!(lanes(&[1, 1000], 2048, two), (1, 16, 16));
-        // The 69 KB spec split, 3 x 1440 units: 96 lanes (64 + 32) of 45 units, or one
-        // workgroup of 48 lanes of 90 units.
-        let spec = [6, 12, 240];
-        let three = |spread| {
-            let p = runs(&spec, 3, DType::F32, 2048, spread);
-            (p.num_blocks, p.num_lanes, p.steps_per_lane)
-        };
-        assert_eq!(three(two), (2, 96, 45));
-        assert_eq!(three(SPREAD_ONE_WORKGROUP), (1, 48, 90));
+        assert_eq!(lanes(&[1, 1000], 1, 2048), (1, 16, 16));
+        // The 69 KB spec split, 3 x 1440 units: 96 lanes (64 + 32) of 45 units.
+        assert_eq!(lanes(&[6, 12, 240], 3, 2048), (2, 96, 45));
         // 64 MiB = 4 Mi units: runs grow to the maximum, 8 here, in workgroups of 64 lanes.
-        assert_eq!(lanes(&[1, 1 << 24], 8, two), (8192, 1 << 19, 8));
+        assert_eq!(lanes(&[1, 1 << 24], 1, 8), (8192, 1 << 19, 8));
     }
 
     #[test]
     fn equal_entries_with_short_rows_take_lanes_in_turn() {
-        let interleaved = |shape: &[usize], parts, dtype| {
-            runs(shape, parts, dtype, 2048, SPREAD_TWO_WORKGROUPS).interleaved
-        };
+        let interleaved =
+            |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 2048).interleaved;
         // Rows of 4 bytes; aligned rows of 256 bytes (heads64).
         assert_eq!(interleaved(&[4096, 4], 4, DType::F32), 1);
         assert_eq!(interleaved(&[512, 4096], 64, DType::F32), 1);

@@ -2,8 +2,8 @@
 //! and a table of entries. Pure arithmetic, tested without a device.
 
 use super::abi::{binding_bytes, Entry, Mode, Params, UNIT_BYTES};
+pub use super::blocks::GatherTuning;
 use super::blocks::{dispatch_short_rows, lane_dispatch};
-pub use super::blocks::{GatherTuning, SPREAD_ONE_WORKGROUP, SPREAD_TWO_WORKGROUPS};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
@@ -295,8 +295,6 @@ pub(super) mod tests {
         let tuning = GatherTuning {
             mode,
             max_steps_per_lane: units,
-            spread_lanes: SPREAD_TWO_WORKGROUPS,
-            cpu_threads: 2,
         };
         let layout = PartLayout::new(plan, dtype, align)?;
         let bytes = ByteRows::new(plan, dtype.size())?;

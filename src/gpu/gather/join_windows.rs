@@ -217,7 +217,6 @@ impl Windowed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::gather::blocks::SPREAD_TWO_WORKGROUPS;
     use crate::gpu::gather::joins::join_parts;
     use crate::gpu::placement::PartLayout;
     use crate::plan::SplitPlan;
@@ -227,8 +226,6 @@ mod tests {
         GatherTuning {
             mode,
             max_steps_per_lane: 4,
-            spread_lanes: SPREAD_TWO_WORKGROUPS,
-            cpu_threads: 2,
         }
     }
 
@@ -246,38 +243,30 @@ mod tests {
     }
 
     #[test]
-    fn a_cpu_adapter_takes_rounds_of_a_workgroup_per_thread() {
-        // C2f: 4 x f32 [1, 64, 80, 80] on axis 1, 409,600 units of output in one dispatch:
-        // (workgroups, units per lane).
-        let plan = ops::concat(&[[1, 64, 80, 80]; 4], 1).unwrap().inverse();
-        let bytes = ByteRows::new(&plan, 4).unwrap();
-        let parts = join_parts(&bytes, &PartLayout::packed(&plan, DType::F32).unwrap());
-        let blocks = |cpu_threads, max_steps_per_lane| {
+    fn a_cpu_adapter_spreads_runs_as_a_split_does() {
+        // (workgroups, units per lane) of the one dispatch of a concat of `shapes` on axis 1.
+        let blocks = |shapes: &[[usize; 4]], max_steps_per_lane| {
+            let plan = ops::concat(shapes, 1).unwrap().inverse();
+            let bytes = ByteRows::new(&plan, 4).unwrap();
+            let parts = join_parts(&bytes, &PartLayout::packed(&plan, DType::F32).unwrap());
             let tuning = GatherTuning {
                 max_steps_per_lane,
-                cpu_threads,
                 ..tuning(GatherMode::Cpu)
             };
             let d = plan_joins(&bytes, &parts, tuning, 1 << 27, 256).unwrap();
             assert_eq!(d.len(), 1);
             (d[0].params.num_blocks, d[0].params.steps_per_lane)
         };
-        // 409,600 units over 2 threads x 64 lanes: runs of 3,200 past the 2,048 cap, so two
-        // rounds of a workgroup per thread.
-        assert_eq!(blocks(2, 2048), (4, 1600));
-        assert_eq!(blocks(16, 2048), (16, 400));
-        assert_eq!(blocks(1000, 2048), (400, 16), "runs of at least 16 units");
-        // 1 thread, runs of at most 256 units: 25 rounds.
-        assert_eq!(
-            blocks(1, 256),
-            (25, 256),
-            "runs of at most max_steps_per_lane"
-        );
-        assert_eq!(
-            blocks(3, 256),
-            (27, 238),
-            "rounds of a workgroup per thread"
-        );
+        // C2f: 4 x f32 [1, 64, 80, 80], 409,600 units: runs of at most max_steps_per_lane,
+        // equal in every workgroup.
+        let c2f = [[1, 64, 80, 80]; 4];
+        assert_eq!(blocks(&c2f, 2048), (4, 1600));
+        assert_eq!(blocks(&c2f, 256), (25, 256));
+        assert_eq!(blocks(&c2f, 250), (26, 247));
+        // 4 x [1, 64, 10, 10], 6,400 units: spread over 96 lanes, 67 units each.
+        assert_eq!(blocks(&[[1, 64, 10, 10]; 4], 2048), (2, 67));
+        // 2 x [1, 4, 4, 4], 32 units: runs of at least 16.
+        assert_eq!(blocks(&[[1, 4, 4, 4]; 2], 2048), (1, 16));
     }
 
     #[test]

@@ -28,7 +28,7 @@ use super::abi::{
     binding_bytes, Entry, Mode, Params, Schedule, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
     WORKGROUP_SIZE,
 };
-use super::blocks::{GatherTuning, MIN_RUN_UNITS};
+use super::blocks::{run_units, GatherTuning};
 use super::dispatches::Dispatch;
 use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
@@ -135,23 +135,13 @@ pub fn join_dispatch(
         .filter(|b| b.units(bytes) < flat_units);
     let units = band.map_or(flat_units, |b| b.units(bytes));
     // CPU adapters: 64-lane workgroups without a barrier (`join_runs_block`), each lane a run
-    // of units, in rounds of one workgroup per thread of the adapter (a thread runs a
-    // workgroup at a time), as few rounds as runs of at most `max_steps_per_lane` allow and
-    // runs of at least MIN_RUN_UNITS: a lane's longer run streams through more of the memory
-    // in one go, and equal rounds keep every thread busy to the end (`docs/performance.md`).
-    // GPUs: 256 lanes that take units in turn and share the block's segments.
+    // of units, spread as a split's runs are. GPUs: 256 lanes that take units in turn and
+    // share the block's segments.
     let (steps, lanes) = match tuning.mode {
-        GatherMode::Cpu => {
-            let (threads, max_steps) =
-                (tuning.cpu_threads.max(1), tuning.max_steps_per_lane.max(1));
-            let rounds = units
-                .div_ceil(threads * RUNS_WORKGROUP_SIZE * max_steps)
-                .max(1);
-            let steps = units
-                .div_ceil(rounds * threads * RUNS_WORKGROUP_SIZE)
-                .clamp(MIN_RUN_UNITS.min(max_steps), max_steps);
-            (steps, RUNS_WORKGROUP_SIZE)
-        }
+        GatherMode::Cpu => (
+            run_units(units, tuning.max_steps_per_lane),
+            RUNS_WORKGROUP_SIZE,
+        ),
         _ => (
             units
                 .div_ceil(WORKGROUP_SIZE)
@@ -316,7 +306,7 @@ mod tests {
     use crate::ops;
 
     fn gpu() -> GatherTuning {
-        gather_defaults(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan)
+        gather_defaults(wgpu::DeviceType::DiscreteGpu)
     }
 
     #[test]

@@ -13,8 +13,6 @@ const CAPS: DeviceCaps = DeviceCaps {
     gather: GatherTuning {
         mode: crate::gpu::gather::GatherMode::Cpu,
         max_steps_per_lane: 128,
-        spread_lanes: crate::gpu::gather::SPREAD_TWO_WORKGROUPS,
-        cpu_threads: 2,
     },
 };
 
@@ -171,8 +169,6 @@ fn caps() -> DeviceCaps {
         gather: GatherTuning {
             mode: GatherMode::Cpu,
             max_steps_per_lane: 2048,
-            spread_lanes: 96,
-            cpu_threads: 2,
         },
     }
 }
