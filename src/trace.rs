@@ -141,14 +141,13 @@ fn trace_dispatches(
         });
         let region = |buffer| BufferRegion { buffer, offset: 0 };
         let records = run_traced(gpu, d.params.num_blocks, sampling, |encoder, trace| {
-            pollster::block_on(pipeline.record(
+            pollster::block_on(pipeline.with_trace(trace).record(
                 device,
                 encoder,
                 std::slice::from_ref::<Dispatch>(d),
                 std::slice::from_ref(&table),
                 Windows::Region(&region(&input)),
                 Windows::Region(&region(&output)),
-                Some(trace),
             ))
         })?;
         accesses.extend(records.into_iter().map(|mut a| {

@@ -371,7 +371,6 @@ impl GpuSplitter {
                         tables,
                         Windows::Region(&input),
                         Windows::Region(&output),
-                        None,
                     )
                     .await?;
                 encoded.dispatches = dispatches.len() as u32;

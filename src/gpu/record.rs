@@ -395,7 +395,6 @@ impl GpuSplitter {
                 &tables,
                 reads,
                 writes,
-                None,
             )
             .await
     }

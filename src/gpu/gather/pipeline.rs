@@ -23,9 +23,10 @@ pub struct GatherPipeline {
     /// and shared by clones: a CPU adapter never runs the GPUs' schedules, nor a GPU the runs,
     /// and compiling every pipeline is most of the time a splitter takes to open.
     pipelines: Arc<[OnceLock<wgpu::ComputePipeline>; EntryPoint::ALL.len()]>,
-    /// Whether this is the trace build, with the trace buffer after the output bindings
-    /// (binding 5).
-    traced: bool,
+    /// The trace build's record buffer, bound after the output bindings (binding 5):
+    /// [`GatherPipeline::with_trace`] (`bench` feature).
+    #[cfg(feature = "bench")]
+    trace: Option<wgpu::Buffer>,
     /// Input bindings: 1, or more in the multi-input build.
     src_bindings: u32,
     /// Output bindings: 1, or more in the multi-output build.
@@ -157,8 +158,8 @@ impl GatherPipeline {
     }
 
     /// Compiles the trace build of the shader ([`Hook::Recording`]): the same shader, whose
-    /// every global access also writes a record into a buffer at binding 5. For the memory
-    /// trace (`bench` feature).
+    /// every global access also writes a record into the buffer at binding 5 that
+    /// [`GatherPipeline::with_trace`] gives it. For the memory trace (`bench` feature).
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
         let (inputs, outputs) = (InputBindings::One, OutputBindings::Pair);
@@ -166,6 +167,15 @@ impl GatherPipeline {
         scoped(device, "compiling the traced split pipeline", || {
             Self::build(device, &source, true, inputs, outputs)
         })
+    }
+
+    /// The trace build writing its records into `trace` (`bench` feature).
+    #[cfg(feature = "bench")]
+    pub fn with_trace(&self, trace: &wgpu::Buffer) -> Self {
+        Self {
+            trace: Some(trace.clone()),
+            ..self.clone()
+        }
     }
 
     /// Whether this pipeline binds each output once, as words (the words-only build).
@@ -227,7 +237,8 @@ impl GatherPipeline {
             bind_group_layout,
             layout,
             pipelines: Arc::new(std::array::from_fn(|_| OnceLock::new())),
-            traced,
+            #[cfg(feature = "bench")]
+            trace: None,
             src_bindings,
             dst_bindings,
             dst_views,
@@ -257,11 +268,9 @@ impl GatherPipeline {
     }
 
     /// Records `dispatches` (with their `tables`, one buffer each) into one compute pass of
-    /// `encoder`, reading `inputs` and writing `outputs`; the trace build also writes its
-    /// records into `trace`. [`GatherPipeline::bind`], then [`record_bound`]. For the memory
-    /// trace (`bench` feature).
+    /// `encoder`, reading `inputs` and writing `outputs` ([`GatherPipeline::bind`], then
+    /// [`record_bound`]). For the memory trace (`bench` feature).
     #[cfg(feature = "bench")]
-    #[allow(clippy::too_many_arguments)]
     pub async fn record(
         &self,
         device: &wgpu::Device,
@@ -270,20 +279,17 @@ impl GatherPipeline {
         tables: &[wgpu::Buffer],
         inputs: Windows<'_>,
         outputs: Windows<'_>,
-        trace: Option<&wgpu::Buffer>,
     ) -> Result<()> {
         let bound = self
-            .bind(device, dispatches, tables, inputs, outputs, trace)
+            .bind(device, dispatches, tables, inputs, outputs)
             .await?;
         record_bound(device, encoder, &bound).await
     }
 
-    /// Binds `dispatches` (with their `tables`, one buffer each) to `inputs` and `outputs`,
-    /// and the trace build to `trace`: each one's pipeline, bind group and grid, ready to
-    /// record as often as wanted. Fails, with nothing made, if a grid exceeds the device's
-    /// limits, if `trace` is given to the plain build or missing for the trace build, if
-    /// `inputs` or `outputs` does not match the build's bindings, or if wgpu refuses a bind
-    /// group.
+    /// Binds `dispatches` (with their `tables`, one buffer each) to `inputs` and `outputs`:
+    /// each one's pipeline, bind group and grid, ready to record as often as wanted. Fails,
+    /// with nothing made, if a grid exceeds the device's limits, if `inputs` or `outputs`
+    /// does not match the build's bindings, or if wgpu refuses a bind group.
     pub async fn bind(
         &self,
         device: &wgpu::Device,
@@ -291,13 +297,7 @@ impl GatherPipeline {
         tables: &[wgpu::Buffer],
         inputs: Windows<'_>,
         outputs: Windows<'_>,
-        trace: Option<&wgpu::Buffer>,
     ) -> Result<Vec<BoundDispatch>> {
-        if self.traced != trace.is_some() {
-            return Err(SplitError::Device(
-                "a trace buffer goes with the trace build of the pipeline, and only there".into(),
-            ));
-        }
         let (reads, writes) = (inputs.count(), outputs.count());
         if (reads, writes) != (self.src_bindings, self.dst_bindings) {
             return Err(SplitError::Device(format!(
@@ -319,7 +319,7 @@ impl GatherPipeline {
                 .map(|((dispatch, table), grid)| BoundDispatch {
                     pipeline: self
                         .pipeline(device, EntryPoint::of(&dispatch.params, &dispatch.entries)),
-                    bind_group: self.bind_group(device, dispatch, table, inputs, outputs, trace),
+                    bind_group: self.bind_group(device, dispatch, table, inputs, outputs),
                     grid,
                 })
                 .collect()
@@ -328,7 +328,7 @@ impl GatherPipeline {
     }
 
     /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
-    /// the trace buffer of the trace build.
+    /// the trace build's record buffer.
     fn bind_group(
         &self,
         device: &wgpu::Device,
@@ -336,7 +336,6 @@ impl GatherPipeline {
         table: &wgpu::Buffer,
         inputs: Windows<'_>,
         outputs: Windows<'_>,
-        trace: Option<&wgpu::Buffer>,
     ) -> wgpu::BindGroup {
         // Each input binding's words and vec4s view the same window (`abi::binding_bytes`),
         // and each output binding's units and words (the inputs' words, then their vec4s;
@@ -357,7 +356,8 @@ impl GatherPipeline {
             );
         }
         resources.extend(dst.iter().map(|&(b, offset, size)| window(b, offset, size)));
-        resources.extend(trace.map(|t| t.as_entire_binding()));
+        #[cfg(feature = "bench")]
+        resources.extend(self.trace.as_ref().map(|t| t.as_entire_binding()));
         let entries: Vec<wgpu::BindGroupEntry> = resources
             .into_iter()
             .enumerate()
