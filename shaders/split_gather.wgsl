@@ -16,8 +16,8 @@
 // picks one of five schedules per dispatch (`Params.schedule`):
 //
 // - SCHEDULE_RUNS (CPU adapters, where every invocation has a fixed cost, and GPUs' fallback
-//   for short unaligned rows that no other schedule takes; entry points `main_runs` and, when
-//   every entry is aligned, `main_runs_vec4`, with no barrier and no workgroup memory): each
+//   for short unaligned rows that no other schedule takes; `LANES_IN_RUNS` pipelines of the
+//   entry points `main_rows` and `main_rows_vec4`, no barrier and no workgroup memory): each
 //   lane writes a run of consecutive units of one entry, one per step, stepping along the
 //   rows, and finds its entry itself (entries get whole lanes, numbered by `block_start`;
 //   equal entries take lanes in turn), so small outputs share workgroups. Unaligned rows are
@@ -76,7 +76,7 @@ struct Params {
     // SCHEDULE_RUNS: 1 when every entry has the same size and rows: lane g then serves entry
     // g % num_entries, so neighbouring lanes read neighbouring bytes of the same input rows.
     // SCHEDULE_JOIN: 1 when lanes take units in turn (`main_join`), 0 when each takes a run
-    // of them (`main_join_runs`).
+    // of them (`LANES_IN_RUNS`).
     interleaved: u32,
 }
 
@@ -116,10 +116,15 @@ struct Entry {
     mode: u32,
 }
 
-const WORKGROUP_SIZE: u32 = 256u;
-// SCHEDULE_RUNS workgroups are smaller: a small split still spreads over a few of them (and so
-// over a CPU adapter's threads) while each lane writes a long run.
-const RUNS_WORKGROUP_SIZE: u32 = 64u;
+// How lanes map to units, and lanes per workgroup: set per pipeline, as the host's program
+// key says (src/gpu/gather/abi.rs). With LANES_IN_RUNS (CPU adapters, where every invocation
+// has a fixed cost, and GPUs' short unaligned rows that no other schedule takes) each lane
+// writes a run of units, in workgroups of 64, so a small split still spreads over a few of
+// them (and so over a CPU adapter's threads); otherwise (GPUs) consecutive lanes take
+// consecutive units, in workgroups of 256. Every entry point serves both: the branch a
+// pipeline does not take is folded away with its constant.
+override LANES_IN_RUNS: bool = false;
+override WORKGROUP_SIZE: u32 = 256u;
 
 // Workgroup memory: 15,756 bytes in all (each entry point uses less), inside the 16,384 that
 // every device allows.
@@ -345,11 +350,30 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
 }
 
 // The host stamps every entry point from one body (`ENTRY_POINT` in
-// src/gpu/gather/abi.rs): `start`, then one of the block functions below, at the schedule's
-// workgroup size. Each schedule has entry points of its own, because a GPU sizes registers and
-// workgroup memory for the whole entry point and a CPU adapter runs every branch masked in
-// each SIMD group: code a dispatch never takes would cost it. A test checks that each entry
-// point reaches only its schedule's workgroup memory.
+// src/gpu/gather/builds.rs): `start`, then one of the block functions below. Aligned rows
+// and the others take entry points of their own, because a GPU sizes registers and workgroup
+// memory for the whole entry point and a CPU adapter runs every branch masked in each SIMD
+// group: code a dispatch never takes would cost it. A test checks that each entry point
+// reaches only its schedules' workgroup memory.
+
+// Entry point `main_rows_vec4`, every entry MODE_VEC4: runs of vec4s (SCHEDULE_RUNS), or
+// SCHEDULE_LANES.
+fn rows_vec4_block(block: u32, lane: u32) {
+    if (LANES_IN_RUNS) {
+        runs(block, lane, true);
+    } else {
+        lanes_vec4_block(block, lane);
+    }
+}
+
+// Entry point `main_rows`, entries of any mode: SCHEDULE_RUNS, or SCHEDULE_STAGED.
+fn rows_block(block: u32, lane: u32) {
+    if (LANES_IN_RUNS) {
+        runs(block, lane, false);
+    } else {
+        staged_block(block, lane);
+    }
+}
 
 // SCHEDULE_LANES (every entry MODE_VEC4): no workgroup memory but the block's entry.
 fn lanes_vec4_block(block: u32, lane: u32) {
@@ -381,17 +405,6 @@ fn scatter_block(block: u32, lane: u32) {
     if (block < p.num_blocks) {
         copy_scatter(p, block, lane);
     }
-}
-
-// SCHEDULE_RUNS, entries of any mode.
-fn runs_block(block: u32, lane: u32) {
-    runs(block, lane, false);
-}
-
-// SCHEDULE_RUNS when every entry is MODE_VEC4: the same lanes with only the vec4 code (the
-// constant argument lets the driver drop the other modes' code).
-fn runs_vec4_block(block: u32, lane: u32) {
-    runs(block, lane, true);
 }
 
 // SCHEDULE_TILES, SCHEDULE_SCATTER: the dispatch's header, which lane 0 reads and hands to the

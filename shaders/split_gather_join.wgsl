@@ -116,9 +116,18 @@ fn join_header(e0: Entry, cached_first: u32, cached_count: u32) -> Join {
     );
 }
 
-// SCHEDULE_JOIN on GPUs (entry point `main_join`): WORKGROUP_SIZE lanes take the block's
-// units in turn, the block's segments at hand in `stage`.
+// Entry point `main_join`: each lane a run of units (LANES_IN_RUNS), or lanes in turn.
 fn join_block(block: u32, lane: u32) {
+    if (LANES_IN_RUNS) {
+        join_runs_block(block, lane);
+    } else {
+        join_lanes_block(block, lane);
+    }
+}
+
+// SCHEDULE_JOIN on GPUs: WORKGROUP_SIZE lanes take the block's units in turn, the block's
+// segments at hand in `stage`.
+fn join_lanes_block(block: u32, lane: u32) {
     if (lane == 0u) {
         let p = read_params();
         wg_join.params = p;
@@ -161,8 +170,8 @@ fn join_block(block: u32, lane: u32) {
     }
 }
 
-// SCHEDULE_JOIN on CPU adapters (`interleaved` 0, entry point `main_join_runs`): each lane a
-// run of `steps_per_lane` units, RUNS_WORKGROUP_SIZE lanes, each segment found in the table.
+// SCHEDULE_JOIN on CPU adapters (`interleaved` 0, LANES_IN_RUNS): each lane a run of
+// `steps_per_lane` units, each segment found in the table.
 // No barrier and no segments kept in workgroup memory: on a CPU adapter, 256 lanes with a
 // barrier cost each dispatch more than the lookups they save (`docs/performance.md`).
 fn join_runs_block(block: u32, lane: u32) {
@@ -171,7 +180,7 @@ fn join_runs_block(block: u32, lane: u32) {
         return;
     }
     let h = join_header(read_entry(0u), 0u, 0u);
-    let first = (block * RUNS_WORKGROUP_SIZE + lane) * p.steps_per_lane;
+    let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
     let end = min(first + p.steps_per_lane, h.units);
     if (first < end) {
         var k = 0u;

@@ -4,11 +4,11 @@
 
 // ---- SCHEDULE_RUNS ----
 
-// The body of both SCHEDULE_RUNS blocks (`runs_block`, `runs_vec4_block`): the lane's entry,
-// then its run.
+// SCHEDULE_RUNS (`rows_block`, `rows_vec4_block` with LANES_IN_RUNS): the lane's entry, then
+// its run; `vec4_only` (every entry MODE_VEC4) lets the driver drop the other modes' code.
 fn runs(block: u32, lane: u32, vec4_only: bool) {
     let p = read_params();
-    let g = block * RUNS_WORKGROUP_SIZE + lane;
+    let g = block * WORKGROUP_SIZE + lane;
     if (g >= p.num_lanes) {
         return;
     }

@@ -13,10 +13,13 @@ pub const SCHEDULES_WGSL: &str = include_str!("../../../shaders/split_gather_sch
 /// `shaders/split_gather_join.wgsl`: the concat's schedule ([`Schedule::Join`]).
 pub const JOIN_WGSL: &str = include_str!("../../../shaders/split_gather_join.wgsl");
 
-/// Invocations per workgroup (`WORKGROUP_SIZE` in the shader).
+/// Invocations per workgroup where consecutive lanes take consecutive units (the shader's
+/// `WORKGROUP_SIZE` without `LANES_IN_RUNS`, its default).
 pub const WORKGROUP_SIZE: u64 = 256;
 
-/// Invocations per [`Schedule::Runs`] workgroup (`RUNS_WORKGROUP_SIZE`).
+/// Invocations per workgroup where each lane takes a run of units (`WORKGROUP_SIZE` with
+/// `LANES_IN_RUNS`): a small split still spreads over a few of them, and so over a CPU
+/// adapter's threads, while each lane writes a long run.
 pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 
 /// Words of workgroup memory [`Schedule::Tiles`] and [`Schedule::Staged`] stage input rows in
@@ -81,120 +84,139 @@ pub enum Schedule {
     Join = 5,
 }
 
-/// The shader's entry points; each dispatch runs the one [`EntryPoint::of`] picks from its
-/// table, whose pipeline the gather makes the first time a dispatch needs it.
-///
-/// Each schedule has its own, and the runs and lanes schedules one more for aligned entries
-/// alone: a GPU sizes registers and workgroup memory for the whole entry point, and a CPU
-/// adapter runs every branch of it masked in each SIMD group, so code a dispatch never takes
-/// costs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The shader's entry points, each stamped from one body ([`super::builds`]). Aligned rows
+/// take one of their own, without the other modes' code and workgroup memory: a GPU sizes
+/// registers and workgroup memory for the whole entry point, and a CPU adapter runs every
+/// branch of it masked in each SIMD group, so code a dispatch never takes costs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryPoint {
-    /// `main_lanes_vec4`: [`Schedule::Lanes`], whose entries are all [`Mode::Vec4`],
-    /// [`WORKGROUP_SIZE`] lanes.
-    LanesVec4 = 0,
-    /// `main_tiles`: [`Schedule::Tiles`], [`WORKGROUP_SIZE`] lanes.
-    Tiles = 1,
-    /// `main_scatter`: [`Schedule::Scatter`], [`WORKGROUP_SIZE`] lanes.
-    Scatter = 2,
-    /// `main_staged`: [`Schedule::Staged`], [`WORKGROUP_SIZE`] lanes.
-    Staged = 3,
-    /// `main_runs`: [`Schedule::Runs`] with entries of any [`Mode`], [`RUNS_WORKGROUP_SIZE`]
-    /// lanes.
-    Runs = 4,
-    /// `main_runs_vec4`: [`Schedule::Runs`] when every entry is [`Mode::Vec4`], without the
-    /// other modes' code.
-    RunsVec4 = 5,
-    /// `main_join`: [`Schedule::Join`] whose lanes take units in turn (GPUs), [`WORKGROUP_SIZE`]
-    /// lanes.
-    Join = 6,
-    /// `main_join_runs`: [`Schedule::Join`] whose lanes take runs of units (CPU adapters,
-    /// `interleaved` 0), [`RUNS_WORKGROUP_SIZE`] lanes.
-    JoinRuns = 7,
+    /// `main_rows_vec4`: a split whose entries are all [`Mode::Vec4`]: [`Schedule::Runs`] or
+    /// [`Schedule::Lanes`].
+    RowsVec4 = 0,
+    /// `main_rows`: a split whose entries are of any [`Mode`]: [`Schedule::Runs`] or
+    /// [`Schedule::Staged`].
+    Rows = 1,
+    /// `main_tiles`: [`Schedule::Tiles`].
+    Tiles = 2,
+    /// `main_scatter`: [`Schedule::Scatter`].
+    Scatter = 3,
+    /// `main_join`: [`Schedule::Join`], either lane mapping.
+    Join = 4,
 }
 
 impl EntryPoint {
     /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 8] = [
-        EntryPoint::LanesVec4,
+    pub const ALL: [EntryPoint; 5] = [
+        EntryPoint::RowsVec4,
+        EntryPoint::Rows,
         EntryPoint::Tiles,
         EntryPoint::Scatter,
-        EntryPoint::Staged,
-        EntryPoint::Runs,
-        EntryPoint::RunsVec4,
         EntryPoint::Join,
-        EntryPoint::JoinRuns,
     ];
 
     /// The entry point's name in the shader.
     pub fn name(self) -> &'static str {
         match self {
-            EntryPoint::LanesVec4 => "main_lanes_vec4",
+            EntryPoint::RowsVec4 => "main_rows_vec4",
+            EntryPoint::Rows => "main_rows",
             EntryPoint::Tiles => "main_tiles",
             EntryPoint::Scatter => "main_scatter",
-            EntryPoint::Staged => "main_staged",
-            EntryPoint::Runs => "main_runs",
-            EntryPoint::RunsVec4 => "main_runs_vec4",
             EntryPoint::Join => "main_join",
-            EntryPoint::JoinRuns => "main_join_runs",
         }
     }
 
-    /// The entry point that runs a dispatch with header `params` and `entries`: the one of
-    /// its schedule, the vec4 one when every entry is aligned.
-    pub fn of(params: &Params, entries: &[Entry]) -> EntryPoint {
-        let vec4 = entries.iter().all(Entry::is_vec4);
-        match params.schedule {
-            l if l == Schedule::Tiles as u32 => EntryPoint::Tiles,
-            l if l == Schedule::Scatter as u32 => EntryPoint::Scatter,
-            l if l == Schedule::Staged as u32 => EntryPoint::Staged,
-            l if l == Schedule::Join as u32 && params.interleaved == 0 => EntryPoint::JoinRuns,
-            l if l == Schedule::Join as u32 => EntryPoint::Join,
-            l if l == Schedule::Lanes as u32 => EntryPoint::LanesVec4,
-            _ if vec4 => EntryPoint::RunsVec4,
-            _ => EntryPoint::Runs,
-        }
-    }
-
-    /// Lanes per workgroup.
-    #[cfg(test)]
-    fn workgroup_size(self) -> u64 {
+    /// What its stamped body calls.
+    pub fn block_function(self) -> &'static str {
         match self {
-            EntryPoint::Runs | EntryPoint::RunsVec4 | EntryPoint::JoinRuns => RUNS_WORKGROUP_SIZE,
-            _ => WORKGROUP_SIZE,
+            EntryPoint::RowsVec4 => "rows_vec4_block",
+            EntryPoint::Rows => "rows_block",
+            EntryPoint::Tiles => "tiles_block",
+            EntryPoint::Scatter => "scatter_block",
+            EntryPoint::Join => "join_block",
         }
     }
 
-    /// What its stamped body calls, and the shader constant that is its workgroup size.
-    pub fn block_function(self) -> (&'static str, &'static str) {
-        match self {
-            EntryPoint::LanesVec4 => ("lanes_vec4_block", "WORKGROUP_SIZE"),
-            EntryPoint::Tiles => ("tiles_block", "WORKGROUP_SIZE"),
-            EntryPoint::Scatter => ("scatter_block", "WORKGROUP_SIZE"),
-            EntryPoint::Staged => ("staged_block", "WORKGROUP_SIZE"),
-            EntryPoint::Runs => ("runs_block", "RUNS_WORKGROUP_SIZE"),
-            EntryPoint::RunsVec4 => ("runs_vec4_block", "RUNS_WORKGROUP_SIZE"),
-            EntryPoint::Join => ("join_block", "WORKGROUP_SIZE"),
-            EntryPoint::JoinRuns => ("join_runs_block", "RUNS_WORKGROUP_SIZE"),
-        }
-    }
-
-    /// The workgroup variables its schedule uses, and the only ones it may reach: the block's
+    /// The workgroup variables its schedules use, and the only ones it may reach: the block's
     /// header (`wg_block`), the staged source words (`stage`), the entries at hand
     /// (`tile_entries`), the concat's header (`wg_join`) and segments at hand (in `stage`).
-    /// A GPU reserves an entry point's workgroup memory whether or not a dispatch touches it.
-    /// `main_join_runs` reaches `stage` through the join's lookup, but its dispatches keep no
-    /// segments (they have no block records), so it never touches it.
+    /// A GPU reserves an entry point's workgroup memory whether or not a dispatch touches it;
+    /// the runs pipelines touch none (their branch reaches none: a test checks `runs`).
     #[cfg(test)]
     fn workgroup_memory(self) -> &'static [&'static str] {
         match self {
-            EntryPoint::Runs | EntryPoint::RunsVec4 => &[],
-            EntryPoint::LanesVec4 => &["wg_block"],
+            EntryPoint::RowsVec4 => &["wg_block"],
+            EntryPoint::Rows => &["wg_block", "stage"],
             EntryPoint::Join => &["stage", "wg_join"],
-            EntryPoint::JoinRuns => &["stage"],
-            EntryPoint::Staged => &["wg_block", "stage"],
             EntryPoint::Scatter => &["wg_block", "tile_entries"],
             EntryPoint::Tiles => &["wg_block", "stage", "tile_entries"],
+        }
+    }
+}
+
+/// What one dispatch runs, and the key of its compiled pipeline: the entry point and the lane
+/// mapping, which the shader takes as its override constants (`LANES_IN_RUNS`,
+/// `WORKGROUP_SIZE`). [`ProgramKey::of`] is the one place that picks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProgramKey {
+    pub entry: EntryPoint,
+    /// Each lane a run of units, [`RUNS_WORKGROUP_SIZE`] lanes ([`Schedule::Runs`], and a
+    /// concat's `interleaved` 0); else consecutive lanes take consecutive units,
+    /// [`WORKGROUP_SIZE`] lanes.
+    pub lanes_in_runs: bool,
+}
+
+impl ProgramKey {
+    /// Every key, in the order of [`ProgramKey::index`].
+    pub const COUNT: usize = 2 * EntryPoint::ALL.len();
+
+    /// The program that runs a dispatch with header `params` and `entries`: the entry point
+    /// of its schedule (the vec4 one when every entry of a split is aligned) and its lane
+    /// mapping.
+    pub fn of(params: &Params, entries: &[Entry]) -> ProgramKey {
+        let vec4 = entries.iter().all(Entry::is_vec4);
+        let schedule = params.schedule;
+        let entry = match schedule {
+            s if s == Schedule::Tiles as u32 => EntryPoint::Tiles,
+            s if s == Schedule::Scatter as u32 => EntryPoint::Scatter,
+            s if s == Schedule::Join as u32 => EntryPoint::Join,
+            _ if vec4 => EntryPoint::RowsVec4,
+            _ => EntryPoint::Rows,
+        };
+        let lanes_in_runs = schedule == Schedule::Runs as u32
+            || (schedule == Schedule::Join as u32 && params.interleaved == 0);
+        ProgramKey {
+            entry,
+            lanes_in_runs,
+        }
+    }
+
+    /// Its place among the [`ProgramKey::COUNT`] keys.
+    pub fn index(self) -> usize {
+        2 * self.entry as usize + usize::from(self.lanes_in_runs)
+    }
+
+    /// Lanes per workgroup.
+    pub fn workgroup_size(self) -> u64 {
+        if self.lanes_in_runs {
+            RUNS_WORKGROUP_SIZE
+        } else {
+            WORKGROUP_SIZE
+        }
+    }
+
+    /// The shader's override constants for this program.
+    pub fn constants(self) -> [(&'static str, f64); 2] {
+        [
+            ("LANES_IN_RUNS", f64::from(u8::from(self.lanes_in_runs))),
+            ("WORKGROUP_SIZE", self.workgroup_size() as f64),
+        ]
+    }
+
+    /// A label for its pipeline.
+    pub fn label(self) -> &'static str {
+        match self.lanes_in_runs {
+            true => "split_gather runs",
+            false => "split_gather lanes",
         }
     }
 }

@@ -80,10 +80,10 @@ pub enum Hook {
 }
 
 /// The one body every entry point is stamped from: `{name}` is the entry point's name,
-/// `{size}` the shader constant of its workgroup size and `{block}` its schedule's block
-/// function ([`EntryPoint::block_function`]).
+/// `{block}` its block function ([`EntryPoint::block_function`]), at the workgroup size the
+/// pipeline's override constant sets ([`super::abi::ProgramKey`]).
 const ENTRY_POINT: &str = "
-@compute @workgroup_size({size})
+@compute @workgroup_size(WORKGROUP_SIZE)
 fn {name}(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) num_wg: vec3<u32>,
@@ -349,10 +349,9 @@ pub fn gather_source(inputs: InputBindings, outputs: OutputBindings, hook: Hook)
         hook_piece(hook)
     );
     for entry in EntryPoint::ALL {
-        let (block, size) = entry.block_function();
+        let block = entry.block_function();
         source += &ENTRY_POINT
             .replace("{name}", entry.name())
-            .replace("{size}", size)
             .replace("{block}", block);
     }
     Ok(source)

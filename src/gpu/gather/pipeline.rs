@@ -1,7 +1,7 @@
 //! Recording the gather: the pipelines (one per entry point, made once per device when a
 //! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
 
-use super::abi::{EntryPoint, UNIT_BYTES};
+use super::abi::{ProgramKey, UNIT_BYTES};
 use super::builds::{gather_source, Hook, InputBindings, OutputBindings};
 use super::dispatches::Dispatch;
 use crate::error::{Result, SplitError};
@@ -19,10 +19,10 @@ pub struct GatherPipeline {
     module: wgpu::ShaderModule,
     bind_group_layout: wgpu::BindGroupLayout,
     layout: wgpu::PipelineLayout,
-    /// One pipeline per entry point, in the order of [`EntryPoint::ALL`], made on first use
-    /// and shared by clones: a CPU adapter never runs the GPUs' schedules, nor a GPU the runs,
-    /// and compiling every pipeline is most of the time a splitter takes to open.
-    pipelines: Arc<[OnceLock<wgpu::ComputePipeline>; EntryPoint::ALL.len()]>,
+    /// One pipeline per program ([`ProgramKey::index`]), made on first use and shared by
+    /// clones: a CPU adapter never runs the GPUs' schedules, nor a GPU most of the runs, and
+    /// compiling every pipeline is most of the time a splitter takes to open.
+    pipelines: Arc<[OnceLock<wgpu::ComputePipeline>; ProgramKey::COUNT]>,
     /// The trace build's record buffer, bound after the output bindings (binding 5):
     /// [`GatherPipeline::with_trace`] (`bench` feature).
     #[cfg(feature = "bench")]
@@ -246,20 +246,20 @@ impl GatherPipeline {
         }
     }
 
-    /// The pipeline of `entry`, made now if no dispatch needed it before; call it inside an
+    /// The pipeline of `key`, made now if no dispatch needed it before; call it inside an
     /// error scope.
-    fn pipeline(&self, device: &wgpu::Device, entry: EntryPoint) -> wgpu::ComputePipeline {
-        let made = self.pipelines[entry as usize].get_or_init(|| {
+    fn pipeline(&self, device: &wgpu::Device, key: ProgramKey) -> wgpu::ComputePipeline {
+        let made = self.pipelines[key.index()].get_or_init(|| {
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry.name()),
+                label: Some(key.label()),
                 layout: Some(&self.layout),
                 module: &self.module,
-                entry_point: Some(entry.name()),
+                entry_point: Some(key.entry.name()),
                 // The shader writes every word of workgroup memory before it reads it, so
                 // zeroing it first (16 KiB per workgroup) would be pure cost.
                 compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &key.constants(),
                     zero_initialize_workgroup_memory: false,
-                    ..Default::default()
                 },
                 cache: None,
             })
@@ -318,7 +318,7 @@ impl GatherPipeline {
                 .zip(grids)
                 .map(|((dispatch, table), grid)| BoundDispatch {
                     pipeline: self
-                        .pipeline(device, EntryPoint::of(&dispatch.params, &dispatch.entries)),
+                        .pipeline(device, ProgramKey::of(&dispatch.params, &dispatch.entries)),
                     bind_group: self.bind_group(device, dispatch, table, inputs, outputs),
                     grid,
                 })

@@ -15,7 +15,9 @@ fn parse(name: &str, source: &str) -> (naga::Module, ModuleInfo) {
     (module, info)
 }
 
-/// Translates `source` to every backend's language; it has the entry points `entries`.
+/// Translates `source` to every backend's language, once per lane mapping (the override
+/// constants of each [`ProgramKey`](crate::gpu::gather::abi::ProgramKey)); it has the entry
+/// points `entries`.
 fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
     let (module, info) = parse(name, source);
     let names: Vec<&str> = module
@@ -24,6 +26,26 @@ fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
         .map(|e| e.name.as_str())
         .collect();
     assert_eq!(names, entries, "{name}");
+    if module.overrides.is_empty() {
+        return translate_resolved(name, &module, &info, entries);
+    }
+    for lanes_in_runs in [false, true] {
+        let key = crate::gpu::gather::abi::ProgramKey {
+            entry: crate::gpu::gather::abi::EntryPoint::Rows,
+            lanes_in_runs,
+        };
+        let constants = key.constants().map(|(k, v)| (k.to_string(), v)).into();
+        let (module, info) =
+            naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
+                .unwrap_or_else(|e| panic!("{name} with {constants:?}: {e}"));
+        let name = format!("{name} with {constants:?}");
+        translate_resolved(&name, &module, &info, entries);
+    }
+}
+
+/// [`translate_everywhere`] for a module whose override constants are resolved.
+fn translate_resolved(name: &str, module: &naga::Module, info: &ModuleInfo, entries: &[&str]) {
+    let (module, info) = (module, info);
 
     let words = spv::write_vec(&module, &info, &spv::Options::default(), None)
         .unwrap_or_else(|e| panic!("{name} SPIR-V: {e}"));

@@ -120,6 +120,15 @@ fn each_entry_point_reaches_only_its_layouts_workgroup_memory() {
             .collect();
         assert_eq!(reached, entry.workgroup_memory(), "{}", entry.name());
     }
+    // A split's runs (LANES_IN_RUNS) reach none: no barrier, nothing for a CPU adapter to
+    // keep per workgroup.
+    let (runs, _) = module
+        .functions
+        .iter()
+        .find(|(_, f)| f.name.as_deref() == Some("runs"))
+        .expect("fn runs");
+    let uses = &info[runs];
+    assert!(workgroup.iter().all(|(h, _)| uses[*h].is_empty()));
 }
 
 #[test]
@@ -139,8 +148,6 @@ fn modes_workgroup_size_and_units_match_the_shader() {
         ("SCHEDULE_SCATTER", Schedule::Scatter as u64),
         ("SCHEDULE_STAGED", Schedule::Staged as u64),
         ("SCHEDULE_JOIN", Schedule::Join as u64),
-        ("WORKGROUP_SIZE", WORKGROUP_SIZE),
-        ("RUNS_WORKGROUP_SIZE", RUNS_WORKGROUP_SIZE),
         ("STAGE_WORDS", STAGE_WORDS),
         ("MAX_TILE_ENTRIES", MAX_TILE_ENTRIES),
     ] {
@@ -152,9 +159,21 @@ fn modes_workgroup_size_and_units_match_the_shader() {
         .map(|e| e.name.as_str())
         .collect();
     assert_eq!(names, EntryPoint::ALL.map(EntryPoint::name));
-    for (e, entry) in module.entry_points.iter().zip(EntryPoint::ALL) {
-        let size = entry.workgroup_size() as u32;
-        assert_eq!(e.workgroup_size, [size, 1, 1], "{}", e.name);
+    // Every entry point's workgroup size is the override constant, whose default is the
+    // lanes' size.
+    let size = module
+        .overrides
+        .iter()
+        .find(|(_, o)| o.name.as_deref() == Some("WORKGROUP_SIZE"))
+        .expect("override WORKGROUP_SIZE")
+        .1;
+    let default = size.init.map(|i| &module.global_expressions[i]);
+    assert!(
+        matches!(default, Some(Expression::Literal(Literal::U32(v))) if *v as u64 == WORKGROUP_SIZE),
+        "{default:?}"
+    );
+    for e in &module.entry_points {
+        assert!(e.workgroup_size_overrides.is_some(), "{}", e.name);
     }
     // `dst` is an array of vec4<u32>: one unit per element.
     let dst = module
@@ -170,7 +189,7 @@ fn modes_workgroup_size_and_units_match_the_shader() {
 }
 
 #[test]
-fn each_layout_takes_its_entry_point_and_aligned_entries_the_vec4_one() {
+fn each_schedule_takes_its_program_and_aligned_entries_the_vec4_one() {
     let entry = |mode: Mode| Entry {
         mode: mode as u32,
         ..bytemuck::Zeroable::zeroed()
@@ -179,25 +198,47 @@ fn each_layout_takes_its_entry_point_and_aligned_entries_the_vec4_one() {
         schedule: schedule as u32,
         ..bytemuck::Zeroable::zeroed()
     };
+    let key = |p: &Params, entries: &[Entry]| {
+        let k = ProgramKey::of(p, entries);
+        (k.entry, k.lanes_in_runs)
+    };
     let (vec4, word, byte) = (entry(Mode::Vec4), entry(Mode::Word), entry(Mode::Byte));
     let runs = params(Schedule::Runs);
-    assert_eq!(EntryPoint::of(&runs, &[vec4, vec4]), EntryPoint::RunsVec4);
-    assert_eq!(EntryPoint::of(&runs, &[vec4, word]), EntryPoint::Runs);
-    assert_eq!(EntryPoint::of(&runs, &[byte]), EntryPoint::Runs);
+    assert_eq!(key(&runs, &[vec4, vec4]), (EntryPoint::RowsVec4, true));
+    assert_eq!(key(&runs, &[vec4, word]), (EntryPoint::Rows, true));
+    assert_eq!(key(&runs, &[byte]), (EntryPoint::Rows, true));
     let lanes = params(Schedule::Lanes);
-    assert_eq!(EntryPoint::of(&lanes, &[vec4, vec4]), EntryPoint::LanesVec4);
-    let tiles = params(Schedule::Tiles);
-    assert_eq!(EntryPoint::of(&tiles, &[vec4]), EntryPoint::Tiles);
-    assert_eq!(EntryPoint::of(&tiles, &[word]), EntryPoint::Tiles);
-    let scatter = params(Schedule::Scatter);
-    assert_eq!(EntryPoint::of(&scatter, &[vec4, word]), EntryPoint::Scatter);
+    assert_eq!(key(&lanes, &[vec4, vec4]), (EntryPoint::RowsVec4, false));
     let staged = params(Schedule::Staged);
-    assert_eq!(EntryPoint::of(&staged, &[vec4, byte]), EntryPoint::Staged);
+    assert_eq!(key(&staged, &[vec4, byte]), (EntryPoint::Rows, false));
+    let tiles = params(Schedule::Tiles);
+    assert_eq!(key(&tiles, &[vec4]), (EntryPoint::Tiles, false));
+    assert_eq!(key(&tiles, &[word]), (EntryPoint::Tiles, false));
+    let scatter = params(Schedule::Scatter);
+    assert_eq!(key(&scatter, &[vec4, word]), (EntryPoint::Scatter, false));
     // A join's lanes take units in turn on GPUs, runs of them on CPU adapters.
     let join = |interleaved| Params {
         interleaved,
         ..params(Schedule::Join)
     };
-    assert_eq!(EntryPoint::of(&join(1), &[vec4]), EntryPoint::Join);
-    assert_eq!(EntryPoint::of(&join(0), &[byte]), EntryPoint::JoinRuns);
+    assert_eq!(key(&join(1), &[vec4]), (EntryPoint::Join, false));
+    assert_eq!(key(&join(0), &[byte]), (EntryPoint::Join, true));
+    // Every key has a place of its own, and the lane mapping sets the workgroup size.
+    let mut places: Vec<usize> = EntryPoint::ALL
+        .into_iter()
+        .flat_map(|entry| {
+            [false, true].map(|lanes_in_runs| ProgramKey {
+                entry,
+                lanes_in_runs,
+            })
+        })
+        .map(ProgramKey::index)
+        .collect();
+    places.sort();
+    assert_eq!(places, (0..ProgramKey::COUNT).collect::<Vec<_>>());
+    let runs_key = ProgramKey::of(&runs, &[vec4]);
+    assert_eq!(
+        runs_key.constants(),
+        [("LANES_IN_RUNS", 1.0), ("WORKGROUP_SIZE", 64.0)]
+    );
 }
