@@ -45,15 +45,14 @@ fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
 
 /// [`translate_everywhere`] for a module whose override constants are resolved.
 fn translate_resolved(name: &str, module: &naga::Module, info: &ModuleInfo, entries: &[&str]) {
-    let (module, info) = (module, info);
 
-    let words = spv::write_vec(&module, &info, &spv::Options::default(), None)
+    let words = spv::write_vec(module, info, &spv::Options::default(), None)
         .unwrap_or_else(|e| panic!("{name} SPIR-V: {e}"));
     assert_eq!(words[0], 0x0723_0203, "{name}: SPIR-V magic number");
 
     let (metal, _) = msl::write_string(
-        &module,
-        &info,
+        module,
+        info,
         &msl::Options::default(),
         &msl::PipelineOptions::default(),
     )
@@ -66,7 +65,7 @@ fn translate_resolved(name: &str, module: &naga::Module, info: &ModuleInfo, entr
         &hlsl::Options::default(),
         &hlsl::PipelineOptions::default(),
     )
-    .write(&module, &info, None)
+    .write(module, info, None)
     .unwrap_or_else(|e| panic!("{name} HLSL: {e}"));
     assert!(
         hlsl_text.contains("[numthreads("),
@@ -87,8 +86,8 @@ fn translate_resolved(name: &str, module: &naga::Module, info: &ModuleInfo, entr
         };
         glsl::Writer::new(
             &mut glsl_text,
-            &module,
-            &info,
+            module,
+            info,
             &options,
             &pipeline,
             Default::default(),
