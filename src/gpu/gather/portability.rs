@@ -45,7 +45,6 @@ fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
 
 /// [`translate_everywhere`] for a module whose override constants are resolved.
 fn translate_resolved(name: &str, module: &naga::Module, info: &ModuleInfo, entries: &[&str]) {
-
     let words = spv::write_vec(module, info, &spv::Options::default(), None)
         .unwrap_or_else(|e| panic!("{name} SPIR-V: {e}"));
     assert_eq!(words[0], 0x0723_0203, "{name}: SPIR-V magic number");
