@@ -25,7 +25,7 @@ use std::sync::Arc;
 /// allocated while it lives, even if the caller drops its own handles. A buffer destroyed
 /// after `prepare` is reported when the caller's encoder is finished or submitted, by wgpu,
 /// not by `encode`: prepare again after replacing a buffer. A device lost since `prepare` is
-/// [`SplitError::Device`] from `encode`.
+/// [`SplitError::Device`](crate::SplitError::Device) from `encode`.
 ///
 /// ```no_run
 /// # use wgpu_split::{ops, wgpu, BufferRegion, DType, GpuSplitter, IntTensor, Outputs};
@@ -48,7 +48,7 @@ pub struct Prepared<P: Plan> {
 
 impl<P: Plan> Prepared<P> {
     /// Records the split or concat into `encoder`, as [`GpuSplitter::encode`] would have: the
-    /// same commands, the same layout. A device error becomes [`SplitError::Device`].
+    /// same commands, the same layout. A device error becomes [`SplitError::Device`](crate::SplitError::Device).
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder) -> Result<P::Encoded> {
         // The error scopes of native wgpu are ready at once: this does not wait.
         device::block_on("Prepared::encode", self.encode_async(encoder))
@@ -166,12 +166,12 @@ impl GpuSplitter {
     /// where the parts are a few long, word-aligned runs. Tensors larger than one storage binding are dispatched in
     /// pieces. Nothing is recorded when every part is empty.
     ///
-    /// Misuse comes back as a [`SplitError`] before anything is recorded: a region with the
+    /// Misuse comes back as a [`SplitError`](crate::SplitError) before anything is recorded: a region with the
     /// wrong usage, size or offset alignment, the whole tensor and a part in one buffer (wgpu
     /// binds a buffer read-only or writable within one dispatch: an engine whose arena keeps
     /// every tensor in one buffer gives the split's input, or the concat's output, a buffer
     /// of its own), a destroyed buffer or a buffer of another device of the same instance
-    /// (wgpu validation errors, captured), a lost device ([`SplitError::Device`]). wgpu gives
+    /// (wgpu validation errors, captured), a lost device ([`SplitError::Device`](crate::SplitError::Device)). wgpu gives
     /// `encode` no way to see which device or instance an encoder belongs to, nor which
     /// instance a buffer does, so these misuses are the caller's to avoid: an `encoder` of
     /// another device of the same instance (wgpu reports it at `finish` or `submit`, through
@@ -230,7 +230,7 @@ impl GpuSplitter {
 
     /// Prepares the split or concat of [`GpuSplitter::encode`] once: the checks, the route and
     /// the bind groups, to record as often as wanted with [`Prepared::encode`]. Misuse comes
-    /// back as a [`SplitError`] here, as it would from `encode`.
+    /// back as a [`SplitError`](crate::SplitError) here, as it would from `encode`.
     pub fn prepare<'a, P: Plan>(
         &self,
         plan: &P,
