@@ -46,14 +46,41 @@ fn join_unit_at(h: Join, v: u32) -> u32 {
     return u;
 }
 
-// One segment: its first column in an output row, its bytes per row (its rows lie back to
-// back in the source), the source offset of its row 0, and its input binding (0 but in the
-// multi-input build).
+// One segment: `count` parts side by side (equal inputs, such as attention heads, take one
+// segment), each `row_bytes` of every output row from column `first_byte` on, whose rows lie
+// back to back in the source from `src_offset` on, part after part `part_step` bytes apart;
+// and its input binding (0 but in the multi-input build). `part_of` gives the part of a
+// column as a segment of its own (`count` 1).
 struct Segment {
     first_byte: u32,
     row_bytes: u32,
     src_offset: u32,
     binding: u32,
+    count: u32,
+    part_step: u32,
+}
+
+// Words of a segment kept in `stage`.
+const SEGMENT_WORDS: u32 = 6u;
+
+// The columns segment `s` covers in a row: its parts side by side. Lanes in runs (CPU
+// adapters) get one part per segment (the host merges none for them: the division costs them
+// more than the table reads it saves).
+fn segment_width(s: Segment) -> u32 {
+    if (LANES_IN_RUNS) {
+        return s.row_bytes;
+    }
+    return s.count * s.row_bytes;
+}
+
+// The part of segment `s` that holds column `c` (at or after its first), as a segment of its
+// own; its last part where `c` lies past its columns.
+fn part_of(s: Segment, c: u32) -> Segment {
+    if (LANES_IN_RUNS || s.count <= 1u) {
+        return s;
+    }
+    let j = min((c - s.first_byte) / s.row_bytes, s.count - 1u);
+    return Segment(s.first_byte + j * s.row_bytes, s.row_bytes, s.src_offset + j * s.part_step, s.binding, 1u, 0u);
 }
 
 // What lane 0 reads for the block: the dispatch's params and header, and the block's record.
@@ -66,16 +93,17 @@ struct JoinBlock {
 
 var<workgroup> wg_join: JoinBlock;
 
-// Segment `i` of the table: the four fields the join reads.
+// Segment `i` of the table: the six fields the join reads (src/gpu/gather/joins.rs).
 fn read_segment(i: u32) -> Segment {
-    trace(TRACE_TABLE, 32u + 32u * i, 4u);
+    trace(TRACE_TABLE, 32u + 32u * i, 16u);
     let binding = table.entries[i].block_start;
-    trace(TRACE_TABLE, 32u + 32u * i + 8u, 4u);
+    let part_step = table.entries[i].dst_unit;
     let first_byte = table.entries[i].first_byte;
+    let count = table.entries[i].out_bytes;
     trace(TRACE_TABLE, 32u + 32u * i + 16u, 4u);
     let row_bytes = table.entries[i].row_bytes;
     trace(TRACE_TABLE, 32u + 32u * i + 24u, 4u);
-    return Segment(first_byte, row_bytes, table.entries[i].src_offset, binding);
+    return Segment(first_byte, row_bytes, table.entries[i].src_offset, binding, count, part_step);
 }
 
 // Block record `i`: (first cached segment, segments cached).
@@ -88,7 +116,8 @@ fn read_join_block(i: u32) -> vec2<u32> {
 fn segment(h: Join, k: u32) -> Segment {
     let i = k - h.cached_first;
     if (i < h.cached_count) {
-        return Segment(stage[4u * i], stage[4u * i + 1u], stage[4u * i + 2u], stage[4u * i + 3u]);
+        let w = SEGMENT_WORDS * i;
+        return Segment(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u], stage[w + 4u], stage[w + 5u]);
     }
     return read_segment(k);
 }
@@ -97,7 +126,7 @@ fn segment(h: Join, k: u32) -> Segment {
 fn segment_first_byte(h: Join, k: u32) -> u32 {
     let i = k - h.cached_first;
     if (i < h.cached_count) {
-        return stage[4u * i];
+        return stage[SEGMENT_WORDS * i];
     }
     return read_first_byte(k);
 }
@@ -146,10 +175,13 @@ fn join_lanes_block(block: u32, lane: u32) {
     // At most one segment per lane (MAX_KEPT_SEGMENTS in src/gpu/gather/joins.rs).
     if (lane < h.cached_count) {
         let s = read_segment(h.cached_first + lane);
-        stage[4u * lane] = s.first_byte;
-        stage[4u * lane + 1u] = s.row_bytes;
-        stage[4u * lane + 2u] = s.src_offset;
-        stage[4u * lane + 3u] = s.binding;
+        let w = SEGMENT_WORDS * lane;
+        stage[w] = s.first_byte;
+        stage[w + 1u] = s.row_bytes;
+        stage[w + 2u] = s.src_offset;
+        stage[w + 3u] = s.binding;
+        stage[w + 4u] = s.count;
+        stage[w + 5u] = s.part_step;
     }
     workgroupBarrier();
     if (block >= p.num_blocks) {
@@ -157,7 +189,7 @@ fn join_lanes_block(block: u32, lane: u32) {
     }
     // The segment of the lane's last run (0: none yet), kept from unit to unit.
     var k = 0u;
-    var seg = Segment(0u, 0u, 0u, 0u);
+    var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
     for (var step = 0u; step < p.steps_per_lane; step++) {
         let v = (block * p.steps_per_lane + step) * WORKGROUP_SIZE + lane;
         if (v >= h.units) {
@@ -184,7 +216,7 @@ fn join_runs_block(block: u32, lane: u32) {
     let end = min(first + p.steps_per_lane, h.units);
     if (first < end) {
         var k = 0u;
-        var seg = Segment(0u, 0u, 0u, 0u);
+        var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
         join_lane(h, first, end, &k, &seg);
     }
 }
@@ -221,7 +253,7 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
         let row = b / h.row_bytes;
         let c = b - row * h.row_bytes;
         join_segment(h, c, k, seg);
-        let e = *seg;
+        let e = part_of(*seg, c);
         let seg_end = e.first_byte + e.row_bytes;
         var count = 0u;
         if (*k > 0u && c < seg_end) {
@@ -272,7 +304,7 @@ fn load_bytes16(b: u32, s: u32) -> vec4<u32> {
 fn join_segment(h: Join, c: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     let limit = segment_limit(h);
     if (*k > 0u && (*seg).first_byte <= c) {
-        if (c < (*seg).first_byte + (*seg).row_bytes) {
+        if (c < (*seg).first_byte + segment_width(*seg)) {
             return;
         }
         // Walking along a row: a gap before the next segment, or the next segment, most
@@ -284,7 +316,7 @@ fn join_segment(h: Join, c: u32, k: ptr<function, u32>, seg: ptr<function, Segme
         if (c < next.first_byte) {
             return;
         }
-        if (c < next.first_byte + next.row_bytes) {
+        if (c < next.first_byte + segment_width(next)) {
             *k += 1u;
             *seg = next;
             return;
@@ -334,7 +366,7 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
     var at = 0u;
     while (at < n) {
         join_segment(h, c, k, seg);
-        let e = *seg;
+        let e = part_of(*seg, c);
         var len = 0u;
         if (*k > 0u && c < e.first_byte + e.row_bytes) {
             len = min(n - at, e.first_byte + e.row_bytes - c);

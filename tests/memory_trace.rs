@@ -167,6 +167,9 @@ fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
         (ops::concat(&[[1, 16, 32, 32]; 4], 1), DType::F32),
         (ops::concat(&many, 0), DType::F32),
         (ops::concat(&[[256, 1365]; 3], 1), DType::U8),
+        // concat_heads64's parts, fewer rows: 64 equal parts side by side take one segment,
+        // so a block of 16 KiB (one output row) reads one record, not 64.
+        (ops::concat(&[[16, 64]; 64], 1), DType::F32),
     ];
     for (plan, dtype) in cases {
         let plan = plan.unwrap();

@@ -44,7 +44,12 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     let segments = &d.entries[1..h.first_byte as usize];
     let records = &d.entries[h.first_byte as usize..];
     let p = d.params;
-    assert_eq!(segments.len(), parts.len(), "{input:?}");
+    // Each segment's parts, side by side: every part, in order, from its own source bytes.
+    let expanded = expand(segments);
+    assert_eq!(expanded.len(), parts.len(), "{input:?}");
+    for ((_, _, src), part) in expanded.iter().zip(parts) {
+        assert_eq!(*src, part.src, "{input:?}");
+    }
     // Records of the blocks that keep segments: those of the GPU walk, whose lanes take units
     // in turn.
     let (lanes, blocks_kept) = match p.interleaved {
@@ -78,15 +83,15 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
         }))
         .collect();
     let mut column = 0u64;
-    for (e, part) in segments.iter().zip(parts) {
-        assert!(e.first_byte as u64 >= column, "{input:?}");
-        column = e.first_byte as u64 + e.row_bytes as u64;
+    for &(first_byte, row_bytes, src) in &expanded {
+        assert!(first_byte >= column, "{input:?}");
+        column = first_byte + row_bytes;
         assert!(column <= bytes.stride, "{input:?}");
-        let end = part.src + bytes.rows * e.row_bytes as u64;
+        let end = src + bytes.rows * row_bytes;
         assert!(end <= d.src_size, "{input:?}");
         for row in 0..bytes.rows {
-            let at = row * bytes.stride + e.first_byte as u64;
-            let (first, last) = (at / 16, (at + e.row_bytes as u64 - 1) / 16);
+            let at = row * bytes.stride + first_byte;
+            let (first, last) = (at / 16, (at + row_bytes - 1) / 16);
             let numbered = below[last as usize + 1] - below[first as usize];
             assert_eq!(
                 numbered,
@@ -208,11 +213,13 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
             let Some(e) = k.checked_sub(1).map(|k| segments[k]) else {
                 continue;
             };
-            let col = c - e.first_byte as u64;
-            if col >= e.row_bytes as u64 {
+            // The segment's part that holds column `c` (the shader's `part_of`).
+            let (w, col) = (e.row_bytes as u64, c - e.first_byte as u64);
+            let j = col / w.max(1);
+            if j >= e.out_bytes as u64 {
                 continue;
             }
-            let s = e.src_offset as u64 + row * e.row_bytes as u64 + col;
+            let s = e.src_offset as u64 + j * e.dst_unit as u64 + row * w + (col - j * w);
             assert!(s < d.src_size && b < d.dst_size, "{input:?}: {d:?}");
             let slot = &mut written[(d.dst_offset + b) as usize];
             assert_eq!(
@@ -224,6 +231,23 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
             *slot = d.src_offset + s;
         }
     }
+}
+
+/// The parts of a join dispatch's `segments`, side by side in each: (first column, bytes per
+/// row, source offset of row 0), as the shader's `part_of` finds them.
+fn expand(segments: &[Entry]) -> Vec<(u64, u64, u64)> {
+    segments
+        .iter()
+        .flat_map(|e| {
+            (0..e.out_bytes as u64).map(move |j| {
+                (
+                    e.first_byte as u64 + j * e.row_bytes as u64,
+                    e.row_bytes as u64,
+                    e.src_offset as u64 + j * e.dst_unit as u64,
+                )
+            })
+        })
+        .collect()
 }
 
 /// The output unit of a join dispatch's numbered unit `v`, as its header `h` says (the

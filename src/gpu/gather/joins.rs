@@ -12,9 +12,9 @@
 //! | entry field | header (entry 0) | segment | block record |
 //! | --- | --- | --- | --- |
 //! | `block_start` | units the dispatch writes | input binding | first segment kept |
-//! | `dst_unit` | first unit it writes | 0 | segments kept (0: none, search the table) |
+//! | `dst_unit` | first unit it writes | source bytes from one part to the next | segments kept (0: none, search the table) |
 //! | `first_byte` | first block record (1 + segments) | first column in an output row | 0 |
-//! | `out_bytes` | bytes of the output | 0 | 0 |
+//! | `out_bytes` | bytes of the output | parts side by side (at least 1) | 0 |
 //! | `row_bytes` | bytes of one output row | bytes of one part row | 0 |
 //! | `src_stride` | units per row of the band (0: no band) | bytes between the part's rows in the source | 0 |
 //! | `src_offset` | the band's first column | source offset of the part's row 0 | 0 |
@@ -36,10 +36,11 @@ use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
 use bytemuck::Zeroable;
 
-/// Segments a block keeps at hand, at most: one per lane, so one step loads them, four words
-/// each in the shader's `stage`. A block whose columns touch more searches the table.
+/// Segments a block keeps at hand, at most: one per lane, so one step loads them, six words
+/// each in the shader's `stage` (`SEGMENT_WORDS`). A block whose columns touch more searches
+/// the table.
 const MAX_KEPT_SEGMENTS: u64 = WORKGROUP_SIZE;
-const _: () = assert!(4 * MAX_KEPT_SEGMENTS <= STAGE_WORDS);
+const _: () = assert!(6 * MAX_KEPT_SEGMENTS <= STAGE_WORDS);
 
 /// One part a dispatch writes: its position in `ByteRows::outputs`, the input binding it is
 /// read through (0 but in the multi-input build) and where its bytes start in that binding's
@@ -100,23 +101,6 @@ pub fn join_dispatch(
             )));
         }
     }
-    let segments: Vec<Entry> = parts
-        .iter()
-        .map(|p| {
-            let o = &bytes.outputs[p.position];
-            let mode = Mode::of(o.offset | o.row_bytes | p.src | bytes.stride);
-            Entry {
-                block_start: p.binding,
-                dst_unit: 0,
-                first_byte: o.offset as u32,
-                out_bytes: 0,
-                row_bytes: o.row_bytes as u32,
-                src_stride: o.row_bytes as u32,
-                src_offset: p.src as u32,
-                mode: mode as u32,
-            }
-        })
-        .collect();
     // The units from the one holding the first segment's row-0 byte to the one holding the
     // last segment's last byte, or those of the band the segments cover.
     let (first, end) = match (parts.first(), parts.last()) {
@@ -150,6 +134,7 @@ pub fn join_dispatch(
         ),
     };
     let interleaved = lanes == WORKGROUP_SIZE;
+    let segments = segments(bytes, parts, interleaved);
     let num_blocks = units.div_ceil(steps * lanes);
     let header = Entry {
         block_start: units as u32,
@@ -203,6 +188,51 @@ pub fn join_dispatch(
         },
         entries,
     })
+}
+
+/// The segments of `parts` (in column order), one per run of parts that lie side by side in
+/// the output's rows, with equal rows, in one binding, each the same number of bytes after
+/// the one before in the source (equal inputs packed in one buffer, such as attention heads):
+/// the shader finds a column's part in its segment by division, so such a concat reads one
+/// segment per block, however many parts it has. Only where lanes take units in turn
+/// (`merge`, GPUs): on CPU adapters the division cost more than the table reads it saves
+/// (`docs/performance.md`), and their pipelines fold it away.
+fn segments(bytes: &ByteRows, parts: &[JoinPart], merge: bool) -> Vec<Entry> {
+    let mut segments: Vec<Entry> = Vec::with_capacity(parts.len());
+    let mut last: Option<&JoinPart> = None;
+    for p in parts {
+        let o = &bytes.outputs[p.position];
+        let mode = Mode::of(o.offset | o.row_bytes | p.src | bytes.stride) as u32;
+        if let (Some(s), Some(prev)) = (segments.last_mut(), last) {
+            let step = p.src.wrapping_sub(prev.src);
+            let side_by_side = merge
+                && s.first_byte as u64 + s.out_bytes as u64 * s.row_bytes as u64 == o.offset
+                && s.row_bytes as u64 == o.row_bytes
+                && s.block_start == p.binding
+                && p.src > prev.src
+                && step <= u32::MAX as u64
+                && (s.out_bytes == 1 || s.dst_unit as u64 == step);
+            if side_by_side {
+                s.dst_unit = step as u32;
+                s.out_bytes += 1;
+                s.mode = s.mode.max(mode);
+                last = Some(p);
+                continue;
+            }
+        }
+        segments.push(Entry {
+            block_start: p.binding,
+            dst_unit: 0,
+            first_byte: o.offset as u32,
+            out_bytes: 1,
+            row_bytes: o.row_bytes as u32,
+            src_stride: o.row_bytes as u32,
+            src_offset: p.src as u32,
+            mode,
+        });
+        last = Some(p);
+    }
+    segments
 }
 
 /// The columns a dispatch's parts cover, `first .. first + width` of every row, where that
@@ -300,141 +330,4 @@ fn kept_segments(columns: &[u64], stride: u64, from: u64, to: u64) -> (u64, u64)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::gpu::splitter::gather_defaults;
-    use crate::ops;
-
-    fn gpu() -> GatherTuning {
-        gather_defaults(wgpu::DeviceType::DiscreteGpu)
-    }
-
-    #[test]
-    fn segments_follow_the_columns_and_the_header_the_output() {
-        // Two f16 inputs [1, 2, 3, 4] and [1, 2, 1, 4] on axis 2: rows of 24 and 8 bytes in
-        // an output of 2 rows of 32.
-        let plan = ops::concat(&[[1, 2, 3, 4], [1, 2, 1, 4]], 2)
-            .unwrap()
-            .inverse();
-        let bytes = ByteRows::new(&plan, 2).unwrap();
-        let parts = [
-            JoinPart {
-                position: 0,
-                binding: 0,
-                src: 0,
-            },
-            JoinPart {
-                position: 1,
-                binding: 0,
-                src: 48,
-            },
-        ];
-        let d = join_dispatch(&bytes, &parts, &[64], gpu(), 1 << 27).unwrap();
-        let h = d.entries[0];
-        assert_eq!(
-            (
-                h.block_start,
-                h.dst_unit,
-                h.first_byte,
-                h.out_bytes,
-                h.row_bytes
-            ),
-            (4, 0, 3, 64, 32)
-        );
-        let cols: Vec<(u32, u32, u32, u32)> = d.entries[1..3]
-            .iter()
-            .map(|e| (e.first_byte, e.row_bytes, e.src_offset, e.mode))
-            .collect();
-        assert_eq!(
-            cols,
-            vec![
-                (0, 24, 0, Mode::Word as u32),
-                (24, 8, 48, Mode::Word as u32)
-            ]
-        );
-        assert_eq!((d.params.num_blocks, d.params.num_entries), (1, 4));
-        assert_eq!(d.params.schedule, Schedule::Join as u32);
-        // The one block crosses a row's end: it keeps both segments.
-        assert_eq!((d.entries[3].block_start, d.entries[3].dst_unit), (1, 2));
-        // One part alone (columns 24 .. 32): the unit of its band in each row, 2 rather than
-        // the 3 from its first byte's to its last byte's.
-        let d = join_dispatch(&bytes, &parts[1..], &[16], gpu(), 1 << 27).unwrap();
-        let h = d.entries[0];
-        assert_eq!(
-            (h.block_start, h.src_stride, h.src_offset, h.mode),
-            (2, 1, 24, 8)
-        );
-    }
-
-    #[test]
-    fn blocks_keep_the_segments_their_columns_touch() {
-        // Segments at columns 0, 100 and 200 of rows of 300 bytes (a gap at 150 .. 200).
-        let columns = [0, 100, 200];
-        let kept = |from, to| kept_segments(&columns, 300, from, to);
-        assert_eq!(kept(0, 16), (1, 1));
-        assert_eq!(kept(96, 112), (1, 2));
-        assert_eq!(kept(160, 176), (2, 1), "in the gap after segment 2");
-        assert_eq!(kept(192, 208), (2, 2));
-        assert_eq!(kept(288, 304), (1, 3), "across a row's end: all of them");
-        assert_eq!(kept(0, 0), (0, 0));
-        // Before the first segment: segment 1 is kept, for the gap's end.
-        assert_eq!(kept_segments(&[64], 128, 0, 16), (1, 1));
-        // More than a block keeps: none, the lanes search the table.
-        let many: Vec<u64> = (0..1000).map(|i| 4 * i).collect();
-        assert_eq!(kept_segments(&many, 4000, 0, 1024), (1, 256));
-        assert_eq!(kept_segments(&many, 4000, 0, 1028), (0, 0));
-    }
-
-    #[test]
-    fn a_narrow_band_of_the_columns_numbers_only_its_units() {
-        // 64 inputs of [100, 5] u8 on axis 1: rows of 320 bytes. Input 10 alone (columns 50
-        // .. 55) numbers 1 unit per row (the rows start 320 bytes apart, a multiple of 16, so
-        // every row's band starts at byte 2 of its unit), not the 1,980 units between its
-        // first and last byte.
-        let plan = ops::concat(&vec![[100, 5]; 64], 1).unwrap().inverse();
-        let bytes = ByteRows::new(&plan, 1).unwrap();
-        let part = |position, binding, src| JoinPart {
-            position,
-            binding,
-            src,
-        };
-        let d = join_dispatch(&bytes, &[part(10, 0, 0)], &[500], gpu(), 1 << 27).unwrap();
-        let h = d.entries[0];
-        assert_eq!((h.src_stride, h.src_offset, h.mode), (1, 50, 5));
-        assert_eq!(h.block_start, 100, "one unit per row");
-        let band = Band::of(&bytes, 50, 55).unwrap();
-        assert_eq!(band.unit(320, 0), Some(3));
-        assert_eq!(band.unit(320, 1), Some(23));
-        // Inputs 10 and 11 from two bindings: 10 bytes, from byte 2 of a unit, span one.
-        let parts = [part(10, 0, 0), part(11, 1, 0)];
-        let d = join_dispatch(&bytes, &parts, &[500, 500], gpu(), 1 << 27).unwrap();
-        assert_eq!(
-            (d.entries[0].src_stride, d.entries[0].block_start),
-            (1, 100)
-        );
-        let bindings: Vec<u32> = d.entries[1..3].iter().map(|e| e.block_start).collect();
-        assert_eq!(bindings, [0, 1]);
-        // A binding past the windows given is refused.
-        let e = join_dispatch(&bytes, &parts, &[500], gpu(), 1 << 27).unwrap_err();
-        assert!(e.to_string().contains("input binding 1 of 1"), "{e}");
-        // Rows less than a unit apart, or all the columns: every unit from the first.
-        let plan = ops::concat(&[[100, 5], [100, 10]], 1).unwrap().inverse();
-        let bytes = ByteRows::new(&plan, 1).unwrap();
-        assert_eq!(Band::of(&bytes, 0, 5), None);
-        let d = join_dispatch(&bytes, &[part(0, 0, 0)], &[500], gpu(), 1 << 27).unwrap();
-        assert_eq!(d.entries[0].src_stride, 0);
-    }
-
-    #[test]
-    fn an_output_past_one_binding_is_refused() {
-        let plan = ops::concat(&[[1 << 20], [1 << 20]], 0).unwrap().inverse();
-        let bytes = ByteRows::new(&plan, 4).unwrap();
-        let part = JoinPart {
-            position: 0,
-            binding: 0,
-            src: 0,
-        };
-        let e = join_dispatch(&bytes, &[part], &[4 << 20], gpu(), 1 << 22).unwrap_err();
-        assert!(e.to_string().contains("output of 8388608 bytes"), "{e}");
-    }
-}
+mod joins_tests;
