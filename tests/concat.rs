@@ -9,8 +9,8 @@ mod common;
 use common::concat::{check_regions, encode_and_read, parts, tensor};
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, Inputs, IntTensor, RouteChoice,
-    SplitError, SplitOptions, SplitPlan,
+    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, Inputs, IntTensor,
+    RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 /// The splits of every operator, on shapes with rows of every alignment.
@@ -155,6 +155,25 @@ fn stacks_and_appends(gpu: &'static GpuSplitter) {
         let plan = ops::concat(&[[2, 0], [2, 0]], 1).unwrap();
         let out = common::run_verified(&gpu, &plan, &parts(&plan, DType::F32)).unwrap();
         assert_eq!(out.shape(), &[2, 0]);
+    }
+}
+
+/// Equal parts side by side (attention heads merged back, a sequence of equal rows) take one
+/// segment of many parts in the GPU's mapping, and the CPU adapters' one part per segment:
+/// both give the reference's bytes, at every alignment of the parts' rows.
+fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
+    for mode in [GatherMode::Gpu, GatherMode::Cpu] {
+        let gpu = gpu.clone().with_options(SplitOptions {
+            route: RouteChoice::Gather,
+            gather_mode: Some(mode),
+            ..gpu.options()
+        });
+        let plan = ops::concat(&[[8, 64]; 64], 1).unwrap();
+        common::run_verified(&gpu, &plan, &parts(&plan, DType::F32)).unwrap();
+        let plan = ops::concat(&[[5, 7]; 9], 1).unwrap();
+        common::run_verified(&gpu, &plan, &parts(&plan, DType::U8)).unwrap();
+        let plan = ops::concat(&[[3, 2, 3], [3, 2, 3], [3, 2, 5], [3, 2, 3]], 2).unwrap();
+        common::run_verified(&gpu, &plan, &parts(&plan, DType::F16)).unwrap();
     }
 }
 
@@ -303,6 +322,7 @@ per_backend!(
     floats_move_as_bits,
     many_inputs_in_one_region_take_one_dispatch,
     stacks_and_appends,
+    equal_parts_in_one_segment,
     rows_by_copies,
     inputs_as_views_of_the_output,
     misuse_is_refused,
