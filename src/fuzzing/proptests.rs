@@ -9,7 +9,7 @@ use proptest::prelude::*;
 fn dim() -> impl Strategy<Value = u64> {
     prop_oneof![
         8 => 0u64..8,
-        // Rows of whole 256-byte blocks reach the texture copy route.
+        // Rows of whole 256-byte blocks: long rows that the copy route takes.
         1 => Just(64),
         1 => Just(256),
         1 => 0u64..100_000,

@@ -5,9 +5,10 @@
 //! [`ByteRows`], whose "input" is the concat's output); each part (a concat input) is a
 //! column band of those rows, a segment, and its rows lie back to back in the source. Entry 0
 //! of the table is the dispatch's header, entries 1 and on its segments in column order, then
-//! (the GPU walk, `main_join`) one record per block (workgroup): the segments its columns
+//! (the GPU walk, lanes in turn) one record per block (workgroup): the segments its columns
 //! touch, which its lanes keep at hand in workgroup memory, so a block reads each of them once
-//! from the table. The CPU walk (`main_join_runs`) has no records: its lanes search the table.
+//! from the table. The CPU walk (lanes in runs) has no records: its lanes search the table.
+//! Both are the entry point `main_join`.
 //!
 //! | entry field | header (entry 0) | segment | block record |
 //! | --- | --- | --- | --- |
