@@ -139,15 +139,14 @@ fn trace_dispatches(
             contents: &d.table_bytes(),
             usage,
         });
-        let region = |buffer| BufferRegion { buffer, offset: 0 };
         let records = run_traced(gpu, d.params.num_blocks, sampling, |encoder, trace| {
             pollster::block_on(pipeline.with_trace(trace).record(
                 device,
                 encoder,
                 std::slice::from_ref::<Dispatch>(d),
                 std::slice::from_ref(&table),
-                Windows::Region(&region(&input)),
-                Windows::Region(&region(&output)),
+                Windows::Region(&BufferRegion::from(&input)),
+                Windows::Region(&BufferRegion::from(&output)),
             ))
         })?;
         accesses.extend(records.into_iter().map(|mut a| {

@@ -201,7 +201,7 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
     assert_eq!(d.src_offset % align, 0, "{input:?}");
     assert_eq!(d.dst_offset % align, 0, "{input:?}");
     let h = d.entries[0];
-    let segments = &d.entries[1..h.first_byte as usize];
+    let parts = expand(&d.entries[1..h.first_byte as usize]);
     let stride = h.row_bytes as u64;
     for v in 0..h.block_start as u64 {
         let Some(u) = numbered_unit(&h, stride, v) else {
@@ -209,17 +209,14 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
         };
         for b in u * 16..(u * 16 + 16).min(h.out_bytes as u64) {
             let (row, c) = (b / stride, b % stride);
-            let k = segments.partition_point(|e| e.first_byte as u64 <= c);
-            let Some(e) = k.checked_sub(1).map(|k| segments[k]) else {
+            let k = parts.partition_point(|&(first, _, _)| first <= c);
+            let Some((first, w, src)) = k.checked_sub(1).map(|k| parts[k]) else {
                 continue;
             };
-            // The segment's part that holds column `c` (the shader's `part_of`).
-            let (w, col) = (e.row_bytes as u64, c - e.first_byte as u64);
-            let j = col / w.max(1);
-            if j >= e.out_bytes as u64 {
+            if c - first >= w {
                 continue;
             }
-            let s = e.src_offset as u64 + j * e.dst_unit as u64 + row * w + (col - j * w);
+            let s = src + row * w + (c - first);
             assert!(s < d.src_size && b < d.dst_size, "{input:?}: {d:?}");
             let slot = &mut written[(d.dst_offset + b) as usize];
             assert_eq!(

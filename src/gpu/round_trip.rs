@@ -146,14 +146,13 @@ impl GpuSplitter {
         layout: &PartLayout,
     ) -> Result<Recorded> {
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        let region = |buffer| BufferRegion { buffer, offset: 0 };
         let encoded = self
             .prepare_placed(
                 direction,
                 plan,
                 dtype,
-                region(&buffers.input),
-                region(&buffers.output),
+                BufferRegion::from(&buffers.input),
+                BufferRegion::from(&buffers.output),
                 Placement::Given(layout),
             )
             .await?

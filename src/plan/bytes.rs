@@ -8,6 +8,12 @@
 //! ([`RowKind`]), and each consumer matches on the result.
 
 use super::split_plan::SplitPlan;
+
+/// Bytes a storage binding of a tensor of `bytes` covers: its size rounded up to a word (4
+/// bytes), as WebGPU asks of every storage binding, and at least one word.
+pub fn binding_bytes(bytes: u64) -> u64 {
+    bytes.next_multiple_of(4).max(4)
+}
 use crate::error::{Result, SplitError};
 
 /// One non-empty output's rows in the input.

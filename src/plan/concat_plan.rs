@@ -142,6 +142,6 @@ impl SplitPlan {
     /// (what WebGPU asks of a storage binding), at least 4.
     pub fn input_binding_size(&self, dtype: DType) -> Result<u64> {
         let bytes = byte_count(self.input_shape(), dtype)? as u64;
-        Ok(bytes.next_multiple_of(4).max(4))
+        Ok(crate::plan::bytes::binding_bytes(bytes))
     }
 }

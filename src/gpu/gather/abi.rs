@@ -279,15 +279,9 @@ impl Entry {
     }
 }
 
-/// Bytes a storage binding of a tensor of `bytes` covers: its size rounded up to a word, as
-/// WebGPU asks of every storage binding, and at least one word. The gather reads and writes
-/// nothing past a tensor's bytes (`load_vec4_edge`, `store_unit_n`).
-pub fn binding_bytes(bytes: u64) -> u64 {
-    bytes.next_multiple_of(WORD_BYTES).max(WORD_BYTES)
-}
-
-/// The granularity of a storage binding's size, and of the shader's memory accesses.
-pub const WORD_BYTES: u64 = 4;
+/// Bytes a storage binding of a tensor covers (the gather reads and writes nothing past a
+/// tensor's bytes: `load_vec4_edge`, `store_unit_n`).
+pub use crate::plan::bytes::binding_bytes;
 
 /// The largest window a device allows the shader: its binding limit, at most [`MAX_WINDOW`].
 pub fn window_limit(limits: &wgpu::Limits) -> u64 {
