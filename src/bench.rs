@@ -121,6 +121,8 @@ pub fn standard_suite() -> Vec<Case> {
             },
         ),
         case("tiny_runs", DType::F32, &[4194304, 4], split(1, 4)),
+        // Four 1080p RGB frames into their planes: rows of one byte.
+        case("rgb_planes", DType::U8, &[4, 1080, 1920, 3], split(3, 3)),
         case(
             "word_odd",
             DType::F32,
@@ -128,8 +130,8 @@ pub fn standard_suite() -> Vec<Case> {
             variadic(1, &[341, 341, 341]),
         ),
         // The concat cases: a KV cache's append of one token, YOLOv8's C2f block, a sequence
-        // of 4,096 rows, heads64 read back, and u8 rows
-        // at odd offsets.
+        // of 4,096 rows, heads64 read back, the RGB planes read back, and u8 rows at odd
+        // offsets.
         concat(
             "concat_kv_append",
             DType::F16,
@@ -140,6 +142,7 @@ pub fn standard_suite() -> Vec<Case> {
         concat("concat_c2f", DType::F32, &[1, 256, 80, 80], 1, &[64; 4]),
         concat("concat_many", DType::F32, &[4096, 2048], 0, &[1; 4096]),
         concat("concat_heads64", DType::F32, &[512, 4096], 1, &[64; 64]),
+        concat("concat_rgb", DType::U8, &[4, 1080, 1920, 3], 3, &[1, 1, 1]),
         concat(
             "concat_bytes_odd",
             DType::U8,

@@ -177,6 +177,27 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
     }
 }
 
+/// Narrow parts in lanes' longest runs: u8 planes of 1 to 3 bytes a row interleaved into
+/// pixels, whose every unit is assembled from many parts. llvmpipe leaves every loop of an
+/// invocation after 65,535 turns in all, so the host keeps each lane's steps within that:
+/// every byte arrives, in both mappings, at the most steps per lane the CPU adapters take.
+fn narrow_parts_in_long_runs(gpu: &'static GpuSplitter) {
+    for mode in [GatherMode::Cpu, GatherMode::Gpu] {
+        let gpu = gpu.clone().with_options(SplitOptions {
+            route: RouteChoice::Gather,
+            gather_mode: Some(mode),
+            max_steps_per_lane: Some(2048),
+            ..gpu.options()
+        });
+        for widths in [vec![1, 1, 1], vec![1, 2, 1, 3]] {
+            let shapes: Vec<[usize; 2]> = widths.iter().map(|&w| [1 << 20, w]).collect();
+            let plan = ops::concat(&shapes, 1).unwrap();
+            common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
+                .unwrap_or_else(|e| panic!("{mode:?} {widths:?}: {e}"));
+        }
+    }
+}
+
 /// Long rows move by row copies under `RouteChoice::Copies`, the split's copies turned
 /// around: each part's rows into their columns of the output, whether the parts share one
 /// buffer or take turns between two.
@@ -323,6 +344,7 @@ per_backend!(
     many_inputs_in_one_region_take_one_dispatch,
     stacks_and_appends,
     equal_parts_in_one_segment,
+    narrow_parts_in_long_runs,
     rows_by_copies,
     inputs_as_views_of_the_output,
     misuse_is_refused,

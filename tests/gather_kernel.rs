@@ -172,6 +172,27 @@ fn word_rows_scattered_by_input(gpu: &'static GpuSplitter) {
     check_parts(&scatter, DType::F32, &[600_001, 4], 11, 4);
 }
 
+/// Short rows in lanes' longest runs: u8 pixels split into planes, 2 Mi rows. llvmpipe
+/// leaves every loop of an invocation after 65,535 turns in all, so the host keeps each
+/// lane's steps (and each block's tiles) within that: every byte arrives, in both mappings,
+/// at the most steps per lane the CPU adapters take.
+fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
+    let variants: Vec<(String, GpuSplitter)> = [GatherMode::Cpu, GatherMode::Gpu]
+        .into_iter()
+        .map(|mode| {
+            let variant = gpu.clone().with_options(SplitOptions {
+                route: RouteChoice::Gather,
+                gather_mode: Some(mode),
+                max_steps_per_lane: Some(2048),
+                ..gpu.options()
+            });
+            (format!("{} {mode:?} x2048", common::name(gpu)), variant)
+        })
+        .collect();
+    check_lengths(&variants, DType::U8, &[1 << 21, 3], 12, vec![1, 1, 1]);
+    check_lengths(&variants, DType::U8, &[1 << 21, 7], 13, vec![3, 4]);
+}
+
 fn one_hundred_thousand_outputs(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
     let input = patterned(DType::U8, &[100_000, 5], 5);
@@ -184,5 +205,6 @@ per_backend!(
     word_rows_and_long_unaligned_rows,
     aligned_rows_spread_and_taken_in_turn,
     word_rows_scattered_by_input,
+    short_rows_in_long_runs,
     one_hundred_thousand_outputs,
 );

@@ -60,6 +60,35 @@ const MAX_INTERLEAVED_VEC4_ROW: u64 = 1024;
 /// partial units at its ends.
 const TILE_BYTES: u64 = STAGE_WORDS * 4 - 2 * UNIT_BYTES;
 
+/// Loop turns one lane may take in all. llvmpipe (lavapipe, and GL through it) counts every
+/// turn of every loop of an invocation against one limit of 65,535
+/// (`LP_MAX_TGSI_LOOP_ITERATIONS` in Mesa) and past it leaves every loop, so the lane's later
+/// units would never be written. The host keeps each lane's steps within this, with room for
+/// the turns outside them, on every device: on a GPU it shortens only runs no GPU takes.
+const LANE_TURNS: u64 = 60_000;
+
+/// The most steps per lane, at most `max_steps` and at least 1, whose loop turns stay within
+/// [`LANE_TURNS`] when one step may take `turns` of them.
+pub(super) fn max_steps(max_steps: u64, turns: u64) -> u64 {
+    max_steps.min(LANE_TURNS / turns.max(1)).max(1)
+}
+
+/// Loop turns one unit of a split's rows may take, on average over a lane's steps: one where
+/// it lies inside a row; up to 26 + 16 / r where it crosses the end of a row of r bytes (its
+/// four words assembled byte by byte, across up to 4 / r + 1 row ends each), which at most
+/// one unit in r / 16 does.
+fn split_unit_turns(entries: &[Entry]) -> u64 {
+    entries
+        .iter()
+        .filter(|e| !e.is_vec4())
+        .map(|e| {
+            let r = (e.row_bytes as u64).max(1);
+            2 + (26 + UNIT_BYTES.div_ceil(r)) * UNIT_BYTES / r.max(UNIT_BYTES)
+        })
+        .max()
+        .unwrap_or(1)
+}
+
 /// Units of an entry of `out_bytes`.
 pub(super) fn units(out_bytes: u64) -> u64 {
     out_bytes.div_ceil(UNIT_BYTES)
@@ -97,7 +126,10 @@ fn steps_per_lane(schedule: Schedule, entries: &[Entry], tuning: GatherTuning) -
         .fold((0, 0), |(l, t), u| (l.max(u), t + u));
     let steps = match schedule {
         // Spread small splits: a CPU adapter runs workgroups on several threads.
-        Schedule::Runs => run_units(total, tuning.max_steps_per_lane),
+        Schedule::Runs => run_units(
+            total,
+            max_steps(tuning.max_steps_per_lane, split_unit_turns(entries)),
+        ),
         // A block no larger than the largest entry, so small entries do not idle whole
         // workgroups; a staged block's rows inside the stage.
         Schedule::Staged => largest
@@ -105,7 +137,10 @@ fn steps_per_lane(schedule: Schedule, entries: &[Entry], tuning: GatherTuning) -
             .min(max_staged_units(entries)),
         _ => largest.div_ceil(WORKGROUP_SIZE),
     };
-    steps.clamp(1, tuning.max_steps_per_lane.max(1))
+    steps.clamp(
+        1,
+        max_steps(tuning.max_steps_per_lane, split_unit_turns(entries)),
+    )
 }
 
 /// The most steps per lane whose blocks [`Schedule::Staged`] can stage for every unaligned
@@ -214,7 +249,15 @@ pub(super) fn tiles(
         return None;
     }
     let tile_rows = TILE_BYTES / bytes.stride;
-    let tiles_per_block = tiles_per_block.max(1);
+    // A tile's turns per lane: its staging, then each entry's units in the tile, up to 40
+    // turns each as their words are assembled byte by byte (llvmpipe cut a tile's three
+    // entries of 1-byte rows after 194 turns a tile).
+    let staging = TILE_BYTES.div_ceil(UNIT_BYTES * WORKGROUP_SIZE) + 4;
+    let turns = entries.iter().fold(staging, |t, e| {
+        let units = tile_rows * e.row_bytes as u64 / UNIT_BYTES + 2;
+        t + 40 * units.div_ceil(WORKGROUP_SIZE) + 1
+    });
+    let tiles_per_block = max_steps(tiles_per_block, turns);
     let num_blocks = bytes.rows.div_ceil(tile_rows).div_ceil(tiles_per_block);
     Some(short_rows_dispatch(
         Schedule::Tiles,

@@ -29,7 +29,7 @@ use super::abi::{
     binding_bytes, Entry, Mode, Params, Schedule, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
     WORKGROUP_SIZE,
 };
-use super::blocks::{run_units, GatherTuning};
+use super::blocks::{max_steps, run_units, GatherTuning};
 use super::dispatches::Dispatch;
 use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
@@ -122,15 +122,12 @@ pub fn join_dispatch(
     // CPU adapters: 64-lane workgroups without a barrier (`join_runs_block`), each lane a run
     // of units, spread as a split's runs are. GPUs: 256 lanes that take units in turn and
     // share the block's segments.
+    let turns = unit_turns(bytes, parts, tuning.mode);
+    let longest = max_steps(tuning.max_steps_per_lane, turns);
     let (steps, lanes) = match tuning.mode {
-        GatherMode::Cpu => (
-            run_units(units, tuning.max_steps_per_lane),
-            RUNS_WORKGROUP_SIZE,
-        ),
+        GatherMode::Cpu => (run_units(units, longest), RUNS_WORKGROUP_SIZE),
         _ => (
-            units
-                .div_ceil(WORKGROUP_SIZE)
-                .clamp(1, tuning.max_steps_per_lane.max(1)),
+            units.div_ceil(WORKGROUP_SIZE).clamp(1, longest),
             WORKGROUP_SIZE,
         ),
     };
@@ -189,6 +186,27 @@ pub fn join_dispatch(
         },
         entries,
     })
+}
+
+/// Loop turns one unit of a concat of `parts` may take in `mode`, on average over a lane's
+/// steps (see `blocks::max_steps`). A unit assembled run by run (`join_unit`) takes up to
+/// 2 x (16 / w + 2) runs, parts of at least w bytes and the gaps between them, each with a
+/// segment search of up to log2(segments) + 2 turns, then its stores. Lanes in turn assemble
+/// every unit so; lanes in runs only those that cross a part's end, at most one in w / 32,
+/// and move the others in one turn each.
+fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode) -> u64 {
+    let narrowest = parts
+        .iter()
+        .map(|p| bytes.outputs[p.position].row_bytes)
+        .min()
+        .unwrap_or(UNIT_BYTES)
+        .max(1);
+    let search = 2 + u64::from(usize::BITS - parts.len().leading_zeros());
+    let assembled = 2 * (UNIT_BYTES.div_ceil(narrowest) + 2) * (1 + search) + 6;
+    match mode {
+        GatherMode::Cpu => 2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES),
+        GatherMode::Gpu => 1 + assembled,
+    }
 }
 
 /// The segments of `parts` (in column order), one per run of parts that lie side by side in
