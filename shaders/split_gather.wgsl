@@ -13,31 +13,32 @@
 // packed right after an output keep their bytes, and the bindings need only each tensor's
 // size rounded up to 4 bytes (as WebGPU asks of a storage binding). Loads of unaligned rows
 // past the input's last whole vec4 take its last words instead (`load_vec4_edge`). The host
-// picks one of five schedules per dispatch (`Params.schedule`):
+// picks one program per dispatch, an entry point and a lane mapping (`ProgramKey` in
+// src/gpu/gather/abi.rs), and with it one of these schedules:
 //
-// - SCHEDULE_RUNS (CPU adapters, where every invocation has a fixed cost, and GPUs' fallback
+// - The runs (CPU adapters, where every invocation has a fixed cost, and GPUs' fallback
 //   for short unaligned rows that no other schedule takes; `LANES_IN_RUNS` pipelines of the
 //   entry points `main_rows` and `main_rows_vec4`, no barrier and no workgroup memory): each
 //   lane writes a run of consecutive units of one entry, one per step, stepping along the
 //   rows, and finds its entry itself (entries get whole lanes, numbered by `block_start`;
 //   equal entries take lanes in turn), so small outputs share workgroups. Unaligned rows are
 //   funnel-shifted from a sliding window of aligned vec4 loads, one load per unit.
-// - SCHEDULE_LANES (GPUs, aligned rows): entries get whole blocks (numbered by `block_start`),
+// - The lanes (GPUs, aligned rows): entries get whole blocks (numbered by `block_start`),
 //   and lane 0 finds the block's entry once and hands it to the workgroup through workgroup
 //   memory, so the table is read once per block and every later branch is uniform. Step by
 //   step, consecutive lanes write consecutive units, so a warp's stores cover whole sectors,
 //   and each loads one vec4, which is coalesced the same way.
-// - SCHEDULE_STAGED (GPUs, unaligned rows of 64 bytes or more): SCHEDULE_LANES, but each block
+// - The staged rows (GPUs, unaligned rows of 64 bytes or more): the lanes, but each block
 //   first loads its source bytes into workgroup memory, row by row, one coalesced aligned vec4
 //   per lane and step, and after one barrier its lanes shift their units out of there: every
 //   source vec4 is loaded once.
-// - SCHEDULE_SCATTER (GPUs, short rows of whole words): consecutive lanes load consecutive
+// - The scatter (GPUs, short rows of whole words): consecutive lanes load consecutive
 //   aligned input vec4s and store each word to the output that holds it; a warp's stores to
 //   one output are consecutive words.
-// - SCHEDULE_TILES (GPUs, other short rows, and short word rows when the host asks for tiles):
+// - The tiles (GPUs, other short rows, and short word rows when the host asks for tiles):
 //   each workgroup stages `tile_rows` whole input rows with coalesced loads, then writes every
 //   output's part of them with coalesced stores.
-// - SCHEDULE_JOIN (a concat, the split read the other way): the destination is one tensor,
+// - The join (a concat, the split read the other way): the destination is one tensor,
 //   viewed as rows whose column bands are the parts (entries 1 and on, "segments"), and the
 //   source holds each part's rows. Lanes own output units, consecutive lanes consecutive
 //   units on GPUs (each lane a run of units on CPU adapters), and each unit is read as the
@@ -61,41 +62,34 @@ struct Params {
     num_blocks: u32,
     // Entries in the table below.
     num_entries: u32,
-    // Steps each lane takes in its block. A step writes one unit (SCHEDULE_RUNS,
-    // SCHEDULE_LANES, SCHEDULE_STAGED), loads one input unit (SCHEDULE_SCATTER), or stages
-    // and writes one tile with the whole workgroup (SCHEDULE_TILES).
+    // Steps each lane takes in its block. A step writes one output unit (the rows, the
+    // join), loads one input unit (the scatter), or stages and writes one tile with the whole
+    // workgroup (the tiles).
     steps_per_lane: u32,
-    // One of the SCHEDULE_* below.
-    schedule: u32,
-    // SCHEDULE_TILES: input rows per tile.
+    // The tiles: input rows per tile.
     tile_rows: u32,
-    // SCHEDULE_TILES, SCHEDULE_SCATTER: input rows in all.
+    // The tiles, the scatter: input rows in all.
     rows: u32,
-    // SCHEDULE_RUNS: lanes with work.
+    // The rows, lanes in runs: lanes with work.
     num_lanes: u32,
-    // SCHEDULE_RUNS: 1 when every entry has the same size and rows: lane g then serves entry
-    // g % num_entries, so neighbouring lanes read neighbouring bytes of the same input rows.
-    // SCHEDULE_JOIN: 1 when lanes take units in turn (`main_join`), 0 when each takes a run
-    // of them (`LANES_IN_RUNS`).
+    // The rows, lanes in runs: 1 when every entry has the same size and rows: lane g then
+    // serves entry g % num_entries, so neighbouring lanes read neighbouring bytes of the same
+    // input rows.
     interleaved: u32,
 }
+
+// Bytes of Params: the table's entries start here.
+const HEADER_BYTES: u32 = 28u;
 
 // How an entry's words are read.
 const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one vec4 per unit
 const MODE_WORD: u32 = 1u; // multiples of 4: every output word is one source word
 const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from bytes
 
-const SCHEDULE_RUNS: u32 = 0u;
-const SCHEDULE_LANES: u32 = 1u;
-const SCHEDULE_TILES: u32 = 2u;
-const SCHEDULE_SCATTER: u32 = 3u;
-const SCHEDULE_STAGED: u32 = 4u;
-const SCHEDULE_JOIN: u32 = 5u;
-
-// SCHEDULE_JOIN fills entries its own way: shaders/split_gather_join.wgsl says how.
+// The join fills entries its own way: shaders/split_gather_join.wgsl says how.
 struct Entry {
-    // SCHEDULE_LANES, SCHEDULE_STAGED: first block of this entry. SCHEDULE_RUNS: first lane
-    // (in the whole dispatch). Entries are sorted by it. SCHEDULE_TILES, SCHEDULE_SCATTER:
+    // The lanes, the staged rows: first block of this entry. The runs: first lane
+    // (in the whole dispatch). Entries are sorted by it. The tiles, the scatter:
     // unused.
     block_start: u32,
     // First 16-byte unit of this entry in `dst`.
@@ -128,13 +122,13 @@ override WORKGROUP_SIZE: u32 = 256u;
 
 // Workgroup memory: 15,756 bytes in all (each entry point uses less), inside the 16,384 that
 // every device allows.
-// Staged source words (SCHEDULE_TILES, SCHEDULE_STAGED).
+// Staged source words (the tiles, the staged rows).
 const STAGE_WORDS: u32 = 3776u;
-// Entries SCHEDULE_TILES and SCHEDULE_SCATTER keep at hand.
+// Entries the tiles and the scatter keep at hand.
 const MAX_TILE_ENTRIES: u32 = 16u;
 
 // One buffer per dispatch holds both, so a split uploads (or finds in the host's cache) a
-// single small buffer. Params is 32 bytes, so the entries start at byte 32.
+// single small buffer.
 struct Table {
     params: Params,
     entries: array<Entry>,
@@ -168,22 +162,22 @@ var<private> trace_block: u32;
 var<private> trace_seq: u32;
 
 fn read_params() -> Params {
-    trace(TRACE_TABLE, 0u, 32u);
+    trace(TRACE_TABLE, 0u, HEADER_BYTES);
     return table.params;
 }
 
 fn read_block_start(i: u32) -> u32 {
-    trace(TRACE_TABLE, 32u + 32u * i, 4u);
+    trace(TRACE_TABLE, HEADER_BYTES + 32u * i, 4u);
     return table.entries[i].block_start;
 }
 
 fn read_entry(i: u32) -> Entry {
-    trace(TRACE_TABLE, 32u + 32u * i, 32u);
+    trace(TRACE_TABLE, HEADER_BYTES + 32u * i, 32u);
     return table.entries[i];
 }
 
 fn read_first_byte(i: u32) -> u32 {
-    trace(TRACE_TABLE, 32u + 32u * i + 8u, 4u);
+    trace(TRACE_TABLE, HEADER_BYTES + 32u * i + 8u, 4u);
     return table.entries[i].first_byte;
 }
 
@@ -356,8 +350,8 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
 // group: code a dispatch never takes would cost it. A test checks that each entry point
 // reaches only its schedules' workgroup memory.
 
-// Entry point `main_rows_vec4`, every entry MODE_VEC4: runs of vec4s (SCHEDULE_RUNS), or
-// SCHEDULE_LANES.
+// Entry point `main_rows_vec4`, every entry MODE_VEC4: runs of vec4s (the runs), or the
+// lanes.
 fn rows_vec4_block(block: u32, lane: u32) {
     if (LANES_IN_RUNS) {
         runs(block, lane, true);
@@ -366,7 +360,7 @@ fn rows_vec4_block(block: u32, lane: u32) {
     }
 }
 
-// Entry point `main_rows`, entries of any mode: SCHEDULE_RUNS, or SCHEDULE_STAGED.
+// Entry point `main_rows`, entries of any mode: the runs, or the staged rows.
 fn rows_block(block: u32, lane: u32) {
     if (LANES_IN_RUNS) {
         runs(block, lane, false);
@@ -375,7 +369,7 @@ fn rows_block(block: u32, lane: u32) {
     }
 }
 
-// SCHEDULE_LANES (every entry MODE_VEC4): no workgroup memory but the block's entry.
+// The lanes (every entry MODE_VEC4): no workgroup memory but the block's entry.
 fn lanes_vec4_block(block: u32, lane: u32) {
     let found = find_block(block, lane);
     if (block < found.params.num_blocks) {
@@ -383,7 +377,7 @@ fn lanes_vec4_block(block: u32, lane: u32) {
     }
 }
 
-// SCHEDULE_STAGED.
+// The staged rows.
 fn staged_block(block: u32, lane: u32) {
     let found = find_block(block, lane);
     if (block < found.params.num_blocks) {
@@ -391,7 +385,7 @@ fn staged_block(block: u32, lane: u32) {
     }
 }
 
-// SCHEDULE_TILES.
+// The tiles.
 fn tiles_block(block: u32, lane: u32) {
     let p = shared_params(lane);
     if (block < p.num_blocks) {
@@ -399,7 +393,7 @@ fn tiles_block(block: u32, lane: u32) {
     }
 }
 
-// SCHEDULE_SCATTER.
+// The scatter.
 fn scatter_block(block: u32, lane: u32) {
     let p = shared_params(lane);
     if (block < p.num_blocks) {
@@ -407,7 +401,7 @@ fn scatter_block(block: u32, lane: u32) {
     }
 }
 
-// SCHEDULE_TILES, SCHEDULE_SCATTER: the dispatch's header, which lane 0 reads and hands to the
+// The tiles, the scatter: the dispatch's header, which lane 0 reads and hands to the
 // workgroup.
 fn shared_params(lane: u32) -> Params {
     if (lane == 0u) {
@@ -416,7 +410,7 @@ fn shared_params(lane: u32) -> Params {
     return workgroupUniformLoad(&wg_block).params;
 }
 
-// SCHEDULE_LANES, SCHEDULE_STAGED: the block's header and entry, which lane 0 finds and hands
+// The lanes, the staged rows: the block's header and entry, which lane 0 finds and hands
 // to the workgroup.
 fn find_block(block: u32, lane: u32) -> Block {
     if (lane == 0u) {

@@ -1,4 +1,4 @@
-// ---- SCHEDULE_JOIN: a concat, the split's byte rows read the other way ----
+// ---- The join: a concat, the split's byte rows read the other way ----
 //
 // Lanes own units of the output, so no two lanes write one word whatever the inputs' byte
 // offsets. The table (src/gpu/gather/joins.rs): entry 0 the header, entries 1 .. segments_end
@@ -95,20 +95,20 @@ var<workgroup> wg_join: JoinBlock;
 
 // Segment `i` of the table: the six fields the join reads (src/gpu/gather/joins.rs).
 fn read_segment(i: u32) -> Segment {
-    trace(TRACE_TABLE, 32u + 32u * i, 16u);
+    trace(TRACE_TABLE, HEADER_BYTES + 32u * i, 16u);
     let binding = table.entries[i].block_start;
     let part_step = table.entries[i].dst_unit;
     let first_byte = table.entries[i].first_byte;
     let count = table.entries[i].out_bytes;
-    trace(TRACE_TABLE, 32u + 32u * i + 16u, 4u);
+    trace(TRACE_TABLE, HEADER_BYTES + 32u * i + 16u, 4u);
     let row_bytes = table.entries[i].row_bytes;
-    trace(TRACE_TABLE, 32u + 32u * i + 24u, 4u);
+    trace(TRACE_TABLE, HEADER_BYTES + 32u * i + 24u, 4u);
     return Segment(first_byte, row_bytes, table.entries[i].src_offset, binding, count, part_step);
 }
 
 // Block record `i`: (first cached segment, segments cached).
 fn read_join_block(i: u32) -> vec2<u32> {
-    trace(TRACE_TABLE, 32u + 32u * i, 8u);
+    trace(TRACE_TABLE, HEADER_BYTES + 32u * i, 8u);
     return vec2<u32>(table.entries[i].block_start, table.entries[i].dst_unit);
 }
 
@@ -154,7 +154,7 @@ fn join_block(block: u32, lane: u32) {
     }
 }
 
-// SCHEDULE_JOIN on GPUs: WORKGROUP_SIZE lanes take the block's units in turn, the block's
+// The join on GPUs: WORKGROUP_SIZE lanes take the block's units in turn, the block's
 // segments at hand in `stage`.
 fn join_lanes_block(block: u32, lane: u32) {
     if (lane == 0u) {
@@ -202,7 +202,7 @@ fn join_lanes_block(block: u32, lane: u32) {
     }
 }
 
-// SCHEDULE_JOIN on CPU adapters (`interleaved` 0, LANES_IN_RUNS): each lane a run of
+// The join on CPU adapters (LANES_IN_RUNS): each lane a run of
 // `steps_per_lane` units, each segment found in the table.
 // No barrier and no segments kept in workgroup memory: on a CPU adapter, 256 lanes with a
 // barrier cost each dispatch more than the lookups they save (`docs/performance.md`).

@@ -2,9 +2,9 @@
 // over the table, the bindings and the access functions there. WGSL has no include: the host
 // assembles each build from both files and the pieces it adds (`gpu::gather::builds`).
 
-// ---- SCHEDULE_RUNS ----
+// ---- The runs ----
 
-// SCHEDULE_RUNS (`rows_block`, `rows_vec4_block` with LANES_IN_RUNS): the lane's entry, then
+// The runs (`rows_block`, `rows_vec4_block` with LANES_IN_RUNS): the lane's entry, then
 // its run; `vec4_only` (every entry MODE_VEC4) lets the driver drop the other modes' code.
 fn runs(block: u32, lane: u32, vec4_only: bool) {
     let p = read_params();
@@ -153,7 +153,7 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
     }
 }
 
-// ---- SCHEDULE_LANES ----
+// ---- The lanes ----
 
 // The block's units of entry `e`: [base, end).
 fn lanes_span(p: Params, e: Entry, local_block: u32) -> vec2<u32> {
@@ -186,7 +186,7 @@ fn merge_bytes(a: vec4<u32>, b: vec4<u32>, k: u32) -> vec4<u32> {
     return (a & mask) | (b & ~mask);
 }
 
-// ---- SCHEDULE_TILES ----
+// ---- The tiles ----
 
 // The entries, read once per workgroup into `tile_entries`; returns their stride (every
 // entry has the same).
@@ -258,7 +258,7 @@ fn tile_word_bytes(e: Entry, b: u32, r0: u32, r1: u32, stride: u32, shift: u32) 
     return word;
 }
 
-// ---- SCHEDULE_SCATTER ----
+// ---- The scatter ----
 
 // Rows of whole words (every entry MODE_WORD or MODE_VEC4), gathered by input: step by step,
 // lane i of the block loads the block's i-th aligned input vec4 and stores each of its words
@@ -307,11 +307,11 @@ fn scatter_word(n: u32, row: u32, col: u32, x: u32) {
     }
 }
 
-// ---- SCHEDULE_STAGED ----
+// ---- The staged rows ----
 
-// SCHEDULE_LANES with unaligned rows staged (GPUs): the block's source bytes go into workgroup
+// The lanes with unaligned rows staged (GPUs): the block's source bytes go into workgroup
 // memory with one coalesced vec4 load per lane and step, row by row; after one barrier each
-// lane shifts its units out of there and stores them as SCHEDULE_LANES does. Row r of the
+// lane shifts its units out of there and stores them as the lanes do. Row r of the
 // block has a slot of `slot` vec4s, from the aligned vec4 holding its first byte; the stage
 // starts at the vec4 holding the block's first byte (slot position v0). The host keeps every block
 // inside the stage (`staged_vec4s`).

@@ -52,9 +52,9 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     }
     // Records of the blocks that keep segments: those of the GPU walk, whose lanes take units
     // in turn.
-    let (lanes, blocks_kept) = match p.interleaved {
-        1 => (WORKGROUP_SIZE, p.num_blocks),
-        _ => (RUNS_WORKGROUP_SIZE, 0),
+    let (lanes, blocks_kept) = match d.program.lanes_in_runs {
+        false => (WORKGROUP_SIZE, p.num_blocks),
+        true => (RUNS_WORKGROUP_SIZE, 0),
     };
     assert_eq!(records.len(), blocks_kept as usize, "{input:?}");
     if segments.is_empty() {

@@ -3,7 +3,7 @@
 
 use super::input::PlannerInput;
 use crate::gpu::gather::abi::{
-    binding_bytes, Entry, Schedule, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
+    binding_bytes, Entry, EntryPoint, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
 };
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
 use crate::gpu::placement::PartLayout;
@@ -159,7 +159,8 @@ impl RouteCheck<'_> {
                 "{input:?} {d:?}"
             );
             assert_eq!(d.entries.len() as u32, d.params.num_entries);
-            if d.params.schedule == Schedule::Staged as u32 {
+            // The staged rows: main_rows with lanes in turn.
+            if d.program.entry == EntryPoint::Rows && !d.program.lanes_in_runs {
                 for e in d.entries.iter().filter(|e| !e.is_vec4()) {
                     let most = most_staged_vec4s(e, d.params.steps_per_lane);
                     assert!(most <= STAGE_WORDS / 4, "{most} vec4s: {input:?} {e:?}");
@@ -255,7 +256,7 @@ impl RouteCheck<'_> {
     }
 }
 
-/// The most vec4s a block of entry `e` stages under [`Schedule::Staged`], block by block, with
+/// The most vec4s a block of entry `e` stages in the staged rows, block by block, with
 /// the shader's own arithmetic (`copy_staged`): its first row's slot from the vec4 holding its
 /// first byte, a slot per row, its last row's slot to the vec4 holding its last byte, and two
 /// zeroed vec4s.

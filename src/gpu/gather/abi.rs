@@ -10,7 +10,7 @@ pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl")
 /// `shaders/split_gather_schedules.wgsl`: the schedules' code.
 pub const SCHEDULES_WGSL: &str = include_str!("../../../shaders/split_gather_schedules.wgsl");
 
-/// `shaders/split_gather_join.wgsl`: the concat's schedule ([`Schedule::Join`]).
+/// `shaders/split_gather_join.wgsl`: the concat's program ([`EntryPoint::Join`]).
 pub const JOIN_WGSL: &str = include_str!("../../../shaders/split_gather_join.wgsl");
 
 /// Invocations per workgroup where consecutive lanes take consecutive units (the shader's
@@ -22,11 +22,11 @@ pub const WORKGROUP_SIZE: u64 = 256;
 /// adapter's threads, while each lane writes a long run.
 pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 
-/// Words of workgroup memory [`Schedule::Tiles`] and [`Schedule::Staged`] stage input rows in
+/// Words of workgroup memory the tiles and the staged rows stage input rows in
 /// (`STAGE_WORDS`).
 pub const STAGE_WORDS: u64 = 3776;
 
-/// Entries a [`Schedule::Tiles`] dispatch may have (`MAX_TILE_ENTRIES`).
+/// Entries a tiles or scatter dispatch may have (`MAX_TILE_ENTRIES`).
 pub const MAX_TILE_ENTRIES: u64 = 16;
 
 /// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding (an output's last
@@ -37,8 +37,8 @@ pub const UNIT_BYTES: u64 = 16;
 /// Largest window the shader addresses: 2 GiB keeps every u32 byte offset in range.
 pub const MAX_WINDOW: u64 = 1 << 31;
 
-/// Header of the shader's table (`Params` in the shader); 32 bytes, followed by the entries
-/// in the same buffer.
+/// Header of the shader's table (`Params` in the shader), followed by the entries in the
+/// same buffer ([`HEADER_BYTES`]). Each field serves the programs its comment names.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Params {
@@ -46,43 +46,22 @@ pub struct Params {
     pub num_blocks: u32,
     /// Entries in the table.
     pub num_entries: u32,
-    /// Steps each lane takes in its block. A step writes one unit ([`Schedule::Runs`],
-    /// [`Schedule::Lanes`], [`Schedule::Staged`]), loads one input unit
-    /// ([`Schedule::Scatter`]), or stages and writes one tile with the whole workgroup
-    /// ([`Schedule::Tiles`]).
+    /// Steps each lane takes in its block. A step writes one output unit (the rows, the
+    /// join), loads one input unit (the scatter), or stages and writes one tile with the whole
+    /// workgroup (the tiles).
     pub steps_per_lane: u32,
-    /// A [`Schedule`] as u32.
-    pub schedule: u32,
-    /// [`Schedule::Tiles`]: input rows per tile.
+    /// The tiles: input rows per tile.
     pub tile_rows: u32,
-    /// [`Schedule::Tiles`], [`Schedule::Scatter`]: input rows in all.
+    /// The tiles, the scatter: input rows in all.
     pub rows: u32,
-    /// [`Schedule::Runs`]: lanes with work.
+    /// The rows, lanes in runs: lanes with work.
     pub num_lanes: u32,
-    /// [`Schedule::Runs`]: 1 when equal entries take lanes in turn. [`Schedule::Join`]: 1
-    /// when lanes take units in turn (GPUs), 0 when each takes a run of them (CPU adapters).
+    /// The rows, lanes in runs: 1 when equal entries take lanes in turn.
     pub interleaved: u32,
 }
 
-/// How a dispatch maps lanes to units (`LAYOUT_*` in the shader).
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Schedule {
-    /// Each lane writes a run of consecutive units of the entry it finds itself (CPU adapters,
-    /// and GPUs' short unaligned rows that no other schedule takes).
-    Runs = 0,
-    /// Consecutive lanes write consecutive units, step by step (GPUs).
-    Lanes = 1,
-    /// Workgroups stage whole input rows, then write every output's part (GPUs, short rows).
-    Tiles = 2,
-    /// Consecutive lanes load consecutive input units and store each word to its output
-    /// (GPUs, short word-aligned rows).
-    Scatter = 3,
-    /// [`Schedule::Lanes`], unaligned rows staged in workgroup memory once per block (GPUs).
-    Staged = 4,
-    /// A concat: lanes own units of its output, read from the parts ([`super::joins`]).
-    Join = 5,
-}
+/// Bytes of the table's header: the entries start here (`HEADER_BYTES` in the shader).
+pub const HEADER_BYTES: u64 = std::mem::size_of::<Params>() as u64;
 
 /// The shader's entry points, each stamped from one body ([`super::builds`]). Aligned rows
 /// take one of their own, without the other modes' code and workgroup memory: a GPU sizes
@@ -90,17 +69,20 @@ pub enum Schedule {
 /// branch of it masked in each SIMD group, so code a dispatch never takes costs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryPoint {
-    /// `main_rows_vec4`: a split whose entries are all [`Mode::Vec4`]: [`Schedule::Runs`] or
-    /// [`Schedule::Lanes`].
+    /// `main_rows_vec4`: a split whose entries are all [`Mode::Vec4`]: each lane a run of
+    /// units, or lanes in turn, one vec4 a unit.
     RowsVec4 = 0,
-    /// `main_rows`: a split whose entries are of any [`Mode`]: [`Schedule::Runs`] or
-    /// [`Schedule::Staged`].
+    /// `main_rows`: a split whose entries are of any [`Mode`]: each lane a run of units, or
+    /// lanes in turn with unaligned rows staged in workgroup memory (rows of 64 bytes or
+    /// more).
     Rows = 1,
-    /// `main_tiles`: [`Schedule::Tiles`].
+    /// `main_tiles` (GPUs, short rows not of whole words): workgroups stage whole input rows,
+    /// then write every output's part of them.
     Tiles = 2,
-    /// `main_scatter`: [`Schedule::Scatter`].
+    /// `main_scatter` (GPUs, short rows of whole words): lanes load consecutive input units
+    /// and store each word to its output.
     Scatter = 3,
-    /// `main_join`: [`Schedule::Join`], either lane mapping.
+    /// `main_join`: a concat ([`super::joins`]), either lane mapping.
     Join = 4,
 }
 
@@ -155,13 +137,14 @@ impl EntryPoint {
 
 /// What one dispatch runs, and the key of its compiled pipeline: the entry point and the lane
 /// mapping, which the shader takes as its override constants (`LANES_IN_RUNS`,
-/// `WORKGROUP_SIZE`). [`ProgramKey::of`] is the one place that picks it.
+/// `WORKGROUP_SIZE`). The planner picks it with the dispatch's table (`blocks::pick` for a
+/// split, `joins::join_dispatch` for a concat), and nothing derives it later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProgramKey {
     pub entry: EntryPoint,
-    /// Each lane a run of units, [`RUNS_WORKGROUP_SIZE`] lanes ([`Schedule::Runs`], and a
-    /// concat's `interleaved` 0); else consecutive lanes take consecutive units,
-    /// [`WORKGROUP_SIZE`] lanes.
+    /// Each lane a run of units, [`RUNS_WORKGROUP_SIZE`] lanes (CPU adapters, and GPUs'
+    /// short unaligned rows that no other program takes); else consecutive lanes take
+    /// consecutive units, [`WORKGROUP_SIZE`] lanes.
     pub lanes_in_runs: bool,
 }
 
@@ -169,21 +152,14 @@ impl ProgramKey {
     /// Every key, in the order of [`ProgramKey::index`].
     pub const COUNT: usize = 2 * EntryPoint::ALL.len();
 
-    /// The program that runs a dispatch with header `params` and `entries`: the entry point
-    /// of its schedule (the vec4 one when every entry of a split is aligned) and its lane
-    /// mapping.
-    pub fn of(params: &Params, entries: &[Entry]) -> ProgramKey {
-        let vec4 = entries.iter().all(Entry::is_vec4);
-        let schedule = params.schedule;
-        let entry = match schedule {
-            s if s == Schedule::Tiles as u32 => EntryPoint::Tiles,
-            s if s == Schedule::Scatter as u32 => EntryPoint::Scatter,
-            s if s == Schedule::Join as u32 => EntryPoint::Join,
-            _ if vec4 => EntryPoint::RowsVec4,
-            _ => EntryPoint::Rows,
+    /// The program of a split's rows (`main_rows_vec4` where every entry is aligned, else
+    /// `main_rows`) in either lane mapping.
+    pub fn rows(entries: &[Entry], lanes_in_runs: bool) -> ProgramKey {
+        let entry = if entries.iter().all(Entry::is_vec4) {
+            EntryPoint::RowsVec4
+        } else {
+            EntryPoint::Rows
         };
-        let lanes_in_runs = schedule == Schedule::Runs as u32
-            || (schedule == Schedule::Join as u32 && params.interleaved == 0);
         ProgramKey {
             entry,
             lanes_in_runs,
@@ -238,9 +214,8 @@ pub enum Mode {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Entry {
-    /// [`Schedule::Lanes`], [`Schedule::Staged`]: first block (workgroup) of this entry.
-    /// [`Schedule::Runs`]: first lane of the dispatch. [`Schedule::Tiles`], [`Schedule::Scatter`]:
-    /// unused.
+    /// The rows: this entry's first lane (lanes in runs) or first block (lanes in turn).
+    /// The tiles, the scatter: unused.
     pub block_start: u32,
     /// First unit of this entry in the output window.
     pub dst_unit: u32,

@@ -1,9 +1,9 @@
-//! How a dispatch's entries are numbered into blocks (workgroups) and lanes, per schedule, and
-//! the tile dispatch of splits with short rows. Pure arithmetic.
+//! What a split's dispatch runs ([`pick`], the one choice of its program) and how its entries
+//! are numbered into blocks (workgroups) and lanes for it. Pure arithmetic.
 
 use super::abi::{
-    Entry, Mode, Params, Schedule, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
-    WORKGROUP_SIZE,
+    Entry, EntryPoint, Mode, Params, ProgramKey, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE,
+    STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
 };
 use super::modes::GatherMode;
 use crate::plan::bytes::{ByteRows, RowKind};
@@ -42,21 +42,21 @@ pub(super) fn run_units(total: u64, max_steps: u64) -> u64 {
     total.div_ceil(workgroups * RUNS_WORKGROUP_SIZE)
 }
 
-/// The shortest run of a lane when a split is spread ([`Schedule::Runs`]): splits of up to
+/// The shortest run of a lane when a split is spread (lanes in runs): splits of up to
 /// 64 x 16 units (16 KiB) stay in one workgroup, where a second one would mostly wait for its
 /// thread.
 pub const MIN_RUN_UNITS: u64 = 16;
 
-/// Unaligned output rows shorter than this do not take [`Schedule::Lanes`], whose units each
-/// span at most two rows (16 bytes would do), but [`Schedule::Tiles`] where they can: a split
+/// Unaligned output rows shorter than this do not take the staged rows, whose units each
+/// span at most two rows (16 bytes would do), but the tiles where they can: a split
 /// with rows that short is mostly row ends.
 const MIN_LANES_ROW: u64 = 64;
 
-/// The longest rows of equal aligned entries that still take lanes in turn ([`Schedule::Runs`],
+/// The longest rows of equal aligned entries that still take lanes in turn (in runs,
 /// see [`number_blocks`]).
 const MAX_INTERLEAVED_VEC4_ROW: u64 = 1024;
 
-/// Input bytes one [`Schedule::Tiles`] tile may stage: the workgroup memory, less the two
+/// Input bytes one tile may stage: the workgroup memory, less the two
 /// partial units at its ends.
 const TILE_BYTES: u64 = STAGE_WORDS * 4 - 2 * UNIT_BYTES;
 
@@ -94,56 +94,77 @@ pub(super) fn units(out_bytes: u64) -> u64 {
     out_bytes.div_ceil(UNIT_BYTES)
 }
 
-/// Numbers `entries` into blocks or lanes for `tuning` and returns the header of their
-/// dispatch: the schedule ([`entry_schedule`]), the steps per lane ([`steps_per_lane`]), then
-/// [`number_blocks`].
-pub(super) fn lane_dispatch(entries: &mut [Entry], tuning: GatherTuning) -> Params {
-    let schedule = entry_schedule(tuning.mode, entries);
-    let steps = steps_per_lane(schedule, entries, tuning);
-    number_blocks(entries, schedule, steps)
+/// What one dispatch of a split runs ([`ProgramKey`]), its header and its entries.
+pub(super) type SplitTable = (ProgramKey, Params, Vec<Entry>);
+
+/// The dispatch of `entries` in `tuning`'s mapping: its program ([`pick`]), then its steps
+/// per lane and numbering. `bytes` is the whole split's rows where the dispatch covers it
+/// (`None` for a window of one output), which the short-row programs need.
+pub(super) fn split_table(
+    bytes: Option<&ByteRows>,
+    mut entries: Vec<Entry>,
+    tuning: GatherTuning,
+) -> SplitTable {
+    let program = pick(bytes, &entries, tuning.mode);
+    let params = match (program.entry, bytes) {
+        (EntryPoint::Scatter, Some(bytes)) => scatter(bytes, &mut entries),
+        (EntryPoint::Tiles, Some(bytes)) => tiles(bytes, &mut entries, tuning.max_steps_per_lane),
+        _ => {
+            let steps = steps_per_lane(program, &entries, tuning);
+            number_blocks(&mut entries, program, steps)
+        }
+    };
+    (program, params, entries)
 }
 
-/// The schedule of a dispatch of `entries` in `mode`: a GPU's schedules need every unaligned
-/// entry's rows at least [`MIN_LANES_ROW`] long; unaligned rows take [`Schedule::Staged`].
-fn entry_schedule(mode: GatherMode, entries: &[Entry]) -> Schedule {
+/// The one choice of what runs a split's dispatch of `entries` in `mode`. CPU adapters: the
+/// rows, each lane a run. GPUs: where the dispatch covers a split with short rows
+/// ([`short_rows`]), the scatter for rows of whole words and the tiles for the others; else
+/// the rows in lanes, which need every unaligned entry's rows at least [`MIN_LANES_ROW`] long
+/// (the runs take the others).
+fn pick(bytes: Option<&ByteRows>, entries: &[Entry], mode: GatherMode) -> ProgramKey {
+    let by_input = |entry| ProgramKey {
+        entry,
+        lanes_in_runs: false,
+    };
+    if mode == GatherMode::Cpu {
+        return ProgramKey::rows(entries, true);
+    }
+    if let Some(bytes) = bytes.filter(|b| short_rows(b)) {
+        if entries.iter().all(|e| e.mode != Mode::Byte as u32) {
+            return by_input(EntryPoint::Scatter);
+        }
+        if bytes.stride <= TILE_BYTES {
+            return by_input(EntryPoint::Tiles);
+        }
+    }
     let long_rows = entries
         .iter()
         .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_LANES_ROW);
-    let aligned = entries.iter().all(Entry::is_vec4);
-    match mode {
-        GatherMode::Cpu => Schedule::Runs,
-        _ if !long_rows => Schedule::Runs,
-        _ if !aligned => Schedule::Staged,
-        _ => Schedule::Lanes,
-    }
+    ProgramKey::rows(entries, !long_rows)
 }
 
-/// Steps per lane for `entries` in `schedule`.
-fn steps_per_lane(schedule: Schedule, entries: &[Entry], tuning: GatherTuning) -> u64 {
+/// Steps per lane for `entries` in the rows' `program`.
+fn steps_per_lane(program: ProgramKey, entries: &[Entry], tuning: GatherTuning) -> u64 {
     let (largest, total) = entries
         .iter()
         .map(|e| units(e.out_bytes as u64))
         .fold((0, 0), |(l, t), u| (l.max(u), t + u));
-    let steps = match schedule {
+    let longest = max_steps(tuning.max_steps_per_lane, split_unit_turns(entries));
+    let steps = match program.entry {
         // Spread small splits: a CPU adapter runs workgroups on several threads.
-        Schedule::Runs => run_units(
-            total,
-            max_steps(tuning.max_steps_per_lane, split_unit_turns(entries)),
-        ),
+        _ if program.lanes_in_runs => run_units(total, longest),
         // A block no larger than the largest entry, so small entries do not idle whole
         // workgroups; a staged block's rows inside the stage.
-        Schedule::Staged => largest
+        EntryPoint::Rows => largest
             .div_ceil(WORKGROUP_SIZE)
             .min(max_staged_units(entries)),
         _ => largest.div_ceil(WORKGROUP_SIZE),
     };
-    steps.clamp(
-        1,
-        max_steps(tuning.max_steps_per_lane, split_unit_turns(entries)),
-    )
+    steps.clamp(1, longest)
 }
 
-/// The most steps per lane whose blocks [`Schedule::Staged`] can stage for every unaligned
+/// The most steps per lane whose blocks the staged rows can stage for every unaligned
 /// entry of `entries` (at least 1: rows of [`MIN_LANES_ROW`] bytes fit at 2).
 fn max_staged_units(entries: &[Entry]) -> u64 {
     let fits = |steps: u64| {
@@ -158,7 +179,7 @@ fn max_staged_units(entries: &[Entry]) -> u64 {
         .unwrap_or(1)
 }
 
-/// Vec4s of workgroup memory a [`Schedule::Staged`] block whose lanes take `steps` steps
+/// Vec4s of workgroup memory a staged rows' block whose lanes take `steps` steps
 /// stages, at most, for rows of `row_bytes`. The block's L = steps x 4096 bytes span at most m + 1 rows,
 /// m = (L - 1) / row_bytes + 1; each row's slot holds ceil((row_bytes + 15) / 16) vec4s,
 /// from the one holding its first byte, which wastes under 2 vec4s per row; the first row
@@ -170,19 +191,17 @@ fn staged_vec4s(steps: u64, row_bytes: u64) -> u64 {
     block_bytes / UNIT_BYTES + 2 * m + 5
 }
 
-/// Numbers `entries` (their `block_start`) by lane ([`Schedule::Runs`]) or by block whose
-/// lanes take `steps` steps ([`Schedule::Lanes`]), and returns the header of their dispatch.
-pub(super) fn number_blocks(entries: &mut [Entry], schedule: Schedule, steps: u64) -> Params {
-    let step = match schedule {
-        Schedule::Runs => steps,
-        _ => steps * WORKGROUP_SIZE,
-    };
+/// Numbers `entries` (their `block_start`) by lane (lanes in runs) or by block whose lanes
+/// take `steps` steps (lanes in turn), and returns the header of their dispatch.
+fn number_blocks(entries: &mut [Entry], program: ProgramKey, steps: u64) -> Params {
+    let runs = program.lanes_in_runs;
+    let step = if runs { steps } else { steps * WORKGROUP_SIZE };
     let mut next = 0u64;
     for e in entries.iter_mut() {
         e.block_start = next as u32;
         next += units(e.out_bytes as u64).div_ceil(step);
     }
-    // Equal entries with short rows take lanes in turn (Runs): neighbouring lanes then read
+    // Equal entries with short rows take lanes in turn (in runs): neighbouring lanes then read
     // the same or adjacent input rows, where each lane's run would otherwise jump from row to
     // row far from its neighbours'. That pays for short rows and vec4 rows, not for long
     // unaligned rows, where neighbouring lanes take different shifts ("CPU adapters" in
@@ -191,20 +210,19 @@ pub(super) fn number_blocks(entries: &mut [Entry], schedule: Schedule, steps: u6
         && entries
             .windows(2)
             .all(|w| (w[0].out_bytes, w[0].row_bytes) == (w[1].out_bytes, w[1].row_bytes));
-    let interleaved = schedule == Schedule::Runs
+    let interleaved = runs
         && equal
         && ((entries[0].row_bytes as u64) < MIN_LANES_ROW
             || (entries[0].row_bytes as u64 <= MAX_INTERLEAVED_VEC4_ROW
                 && entries.iter().all(Entry::is_vec4)));
-    let (num_blocks, num_lanes) = match schedule {
-        Schedule::Runs => (next.div_ceil(RUNS_WORKGROUP_SIZE), next),
-        _ => (next, 0),
+    let (num_blocks, num_lanes) = match runs {
+        true => (next.div_ceil(RUNS_WORKGROUP_SIZE), next),
+        false => (next, 0),
     };
     Params {
         num_blocks: num_blocks as u32,
         num_entries: entries.len() as u32,
         steps_per_lane: steps as u32,
-        schedule: schedule as u32,
         tile_rows: 0,
         rows: 0,
         num_lanes: num_lanes as u32,
@@ -212,42 +230,18 @@ pub(super) fn number_blocks(entries: &mut [Entry], schedule: Schedule, steps: u6
     }
 }
 
-/// The dispatch of a split whose rows are short, where a GPU's short-row schedules take it:
-/// scatter where it can, else tiles. `None` on CPU
-/// adapters and where neither fits.
-pub(super) fn dispatch_short_rows(
-    bytes: &ByteRows,
-    entries: &[Entry],
-    tuning: GatherTuning,
-) -> Option<(Params, Vec<Entry>)> {
-    match tuning.mode {
-        GatherMode::Cpu => None,
-        GatherMode::Gpu => {
-            scatter(bytes, entries).or_else(|| tiles(bytes, entries, tuning.max_steps_per_lane))
-        }
-    }
-}
-
-/// Whether a split takes one of the short-row schedules ([`Schedule::Tiles`],
-/// [`Schedule::Scatter`]): strided, with a row shorter than `MIN_LANES_ROW` bytes, and at most
-/// [`MAX_TILE_ENTRIES`] outputs, which every workgroup keeps at hand.
+/// Whether a split may take one of the short-row programs (the tiles, the scatter): strided,
+/// with a row shorter than `MIN_LANES_ROW` bytes, and at most [`MAX_TILE_ENTRIES`] outputs,
+/// which every workgroup keeps at hand.
 fn short_rows(bytes: &ByteRows) -> bool {
     bytes.kind == RowKind::Strided
         && bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW)
         && bytes.outputs.len() as u64 <= MAX_TILE_ENTRIES
 }
 
-/// The header and entries of the [`Schedule::Tiles`] dispatch of a split whose rows are short,
-/// when it fits: every output takes its part of `tile_rows` staged input rows. `None` when the
-/// split has no short rows ([`short_rows`]) or rows too long to stage.
-pub(super) fn tiles(
-    bytes: &ByteRows,
-    entries: &[Entry],
-    tiles_per_block: u64,
-) -> Option<(Params, Vec<Entry>)> {
-    if !short_rows(bytes) || bytes.stride > TILE_BYTES {
-        return None;
-    }
+/// The header of the tiles' dispatch of a split whose rows are short (a stride of at most
+/// [`TILE_BYTES`]): every output takes its part of `tile_rows` staged input rows.
+fn tiles(bytes: &ByteRows, entries: &mut [Entry], tiles_per_block: u64) -> Params {
     let tile_rows = TILE_BYTES / bytes.stride;
     // A tile's turns per lane: its staging, then each entry's units in the tile, up to 40
     // turns each as their words are assembled byte by byte (llvmpipe cut a tile's three
@@ -259,65 +253,39 @@ pub(super) fn tiles(
     });
     let tiles_per_block = max_steps(tiles_per_block, turns);
     let num_blocks = bytes.rows.div_ceil(tile_rows).div_ceil(tiles_per_block);
-    Some(short_rows_dispatch(
-        Schedule::Tiles,
-        bytes,
-        entries,
-        (num_blocks, tiles_per_block),
-        tile_rows,
-    ))
+    by_input(bytes, entries, (num_blocks, tiles_per_block), tile_rows)
 }
 
-/// The header and entries of a short-row schedule's dispatch: every block serves every entry
-/// (no `block_start`); `blocks` is (blocks, tiles or steps per block).
-fn short_rows_dispatch(
-    schedule: Schedule,
-    bytes: &ByteRows,
-    entries: &[Entry],
-    blocks: (u64, u64),
-    tile_rows: u64,
-) -> (Params, Vec<Entry>) {
-    let mut entries = entries.to_vec();
+/// The header of a short-row program's dispatch, whose every block serves every entry (no
+/// `block_start`); `blocks` is (blocks, tiles or steps per block).
+fn by_input(bytes: &ByteRows, entries: &mut [Entry], blocks: (u64, u64), tile_rows: u64) -> Params {
     entries.iter_mut().for_each(|e| e.block_start = 0);
-    let params = Params {
+    Params {
         num_blocks: blocks.0 as u32,
         num_entries: entries.len() as u32,
         steps_per_lane: blocks.1 as u32,
-        schedule: schedule as u32,
         tile_rows: tile_rows as u32,
         rows: bytes.rows as u32,
         num_lanes: 0,
         interleaved: 0,
-    };
-    (params, entries)
+    }
 }
 
-/// Steps (input units) per lane of a [`Schedule::Scatter`] block, at most: 16 steps of 4 KiB,
-/// so the entries a block reads (up to 16 x 32 bytes) stay near 4 bytes per 512 moved.
+/// Steps (input units) per lane of a scatter block, at most: 16 steps of 4 KiB, so the
+/// entries a block reads (up to 16 x 32 bytes) stay near 4 bytes per 512 moved.
 const MAX_SCATTER_STEPS: u64 = 16;
 
-/// Blocks a [`Schedule::Scatter`] dispatch keeps before its lanes take more steps: enough
-/// workgroups to fill a large GPU several times over.
+/// Blocks a scatter dispatch keeps before its lanes take more steps: enough workgroups to
+/// fill a large GPU several times over.
 const MIN_SCATTER_BLOCKS: u64 = 1024;
 
-/// The header and entries of the [`Schedule::Scatter`] dispatch of a split whose rows are short
-/// ([`short_rows`]) and whole words (every entry [`Mode::Word`] or [`Mode::Vec4`]); `None`
-/// otherwise.
-pub(super) fn scatter(bytes: &ByteRows, entries: &[Entry]) -> Option<(Params, Vec<Entry>)> {
-    let words = entries.iter().all(|e| e.mode != Mode::Byte as u32);
-    if !short_rows(bytes) || !words {
-        return None;
-    }
+/// The header of the scatter's dispatch of a split whose rows are short ([`short_rows`]) and
+/// whole words (every entry [`Mode::Word`] or [`Mode::Vec4`]).
+fn scatter(bytes: &ByteRows, entries: &mut [Entry]) -> Params {
     let input_units = units(bytes.input_bytes());
     let steps = (input_units / (WORKGROUP_SIZE * MIN_SCATTER_BLOCKS)).clamp(1, MAX_SCATTER_STEPS);
     let num_blocks = input_units.div_ceil(steps * WORKGROUP_SIZE);
-    Some(short_rows_dispatch(
-        Schedule::Scatter,
-        bytes,
-        entries,
-        (num_blocks, steps),
-        0,
-    ))
+    by_input(bytes, entries, (num_blocks, steps), 0)
 }
 
 #[cfg(test)]
@@ -328,7 +296,7 @@ mod tests {
     use crate::gpu::placement::PartLayout;
     use crate::{ops, DType, IntTensor};
 
-    /// The header of the runs-schedule dispatch of a split of `shape` along axis 1 into `parts`.
+    /// The header of the runs' dispatch of a split of `shape` along axis 1 into `parts`.
     fn runs(shape: &[usize], parts: i64, dtype: DType, max_units: u64) -> Params {
         let plan = ops::split(shape, &IntTensor::scalar(1), parts).unwrap();
         let layout = PartLayout::new(&plan, dtype, 16).unwrap();
@@ -367,12 +335,19 @@ mod tests {
         assert_eq!(interleaved(&[16, 4095], 3, DType::U8), 0);
     }
 
-    /// The header of the first dispatch of a variadic split of `shape` along axis 1 in `mode`,
-    /// at 4 units per lane.
-    fn variadic(shape: &[usize], lengths: Vec<i64>, dtype: DType, mode: GatherMode) -> Params {
+    /// The entry point and header of the first dispatch of a variadic split of `shape` along
+    /// axis 1 in `mode`, at 4 units per lane.
+    fn variadic(
+        shape: &[usize],
+        lengths: Vec<i64>,
+        dtype: DType,
+        mode: GatherMode,
+    ) -> (EntryPoint, Params) {
         let lengths = IntTensor::vector(lengths);
         let plan = ops::variadic_split(shape, &IntTensor::scalar(1), &lengths).unwrap();
-        dispatches(&plan, dtype, 256, mode, 4, BIG).unwrap()[0].params
+        let d = &dispatches(&plan, dtype, 256, mode, 4, BIG).unwrap()[0];
+        assert!(!d.program.lanes_in_runs, "{d:?}");
+        (d.program.entry, d.params)
     }
 
     #[test]
@@ -381,40 +356,49 @@ mod tests {
             |shape: &[usize], lengths, dtype| variadic(shape, lengths, dtype, GatherMode::Gpu);
         // tiny_runs: 4 Mi input units in 1,024 blocks of 16 steps; a small split (750 input
         // units) in blocks of one step.
-        let p = params_of(&[1 << 22, 4], vec![1; 4], DType::F32);
-        let scatter = Schedule::Scatter as u32;
+        let (entry, p) = params_of(&[1 << 22, 4], vec![1; 4], DType::F32);
+        let scatter = EntryPoint::Scatter;
         assert_eq!(
-            (p.schedule, p.steps_per_lane, p.num_blocks, p.rows),
+            (entry, p.steps_per_lane, p.num_blocks, p.rows),
             (scatter, 16, 1024, 1 << 22)
         );
-        let p = params_of(&[1000, 3], vec![1, 2], DType::F32);
-        assert_eq!(
-            (p.schedule, p.steps_per_lane, p.num_blocks),
-            (scatter, 1, 3)
-        );
+        let (entry, p) = params_of(&[1000, 3], vec![1, 2], DType::F32);
+        assert_eq!((entry, p.steps_per_lane, p.num_blocks), (scatter, 1, 3));
         // Byte rows take the tiles, long rows the staged lanes.
-        let p = params_of(&[4096, 7], vec![3, 4], DType::U8);
-        assert_eq!(p.schedule, Schedule::Tiles as u32);
-        let p = params_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
-        assert_eq!(p.schedule, Schedule::Staged as u32);
+        let (entry, _) = params_of(&[4096, 7], vec![3, 4], DType::U8);
+        assert_eq!(entry, EntryPoint::Tiles);
+        let (entry, _) = params_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
+        assert_eq!(entry, EntryPoint::Rows);
     }
 
     #[test]
     fn staged_takes_unaligned_long_rows_in_blocks_that_fit_the_stage() {
-        let params_of =
-            |shape: &[usize], lengths, dtype| variadic(shape, lengths, dtype, GatherMode::Gpu);
-        let staged = Schedule::Staged as u32;
+        let params_of = |shape: &[usize], lengths, dtype| {
+            let (entry, p) = variadic(shape, lengths, dtype, GatherMode::Gpu);
+            (entry, p.steps_per_lane)
+        };
+        let staged = EntryPoint::Rows;
         // bytes_odd's rows of 1,365 bytes: 3 units per lane (4 would stage 1,055 vec4s of 944);
         // rows of 64 bytes at odd offsets: 2 (3 would stage 1,157).
         let p = params_of(&[16384, 4095], vec![1365; 3], DType::U8);
-        assert_eq!((p.schedule, p.steps_per_lane), (staged, 3));
+        assert_eq!(p, (staged, 3));
         assert_eq!(staged_vec4s(3, 1365), 793);
         assert_eq!(staged_vec4s(4, 1365), 1055);
         let p = params_of(&[4096, 193], vec![65, 64, 64], DType::U8);
-        assert_eq!((p.schedule, p.steps_per_lane), (staged, 2));
+        assert_eq!(p, (staged, 2));
         assert_eq!(staged_vec4s(3, 64), 1157);
         // Aligned rows keep the lanes (their entry point has no staging).
         let p = params_of(&[64, 4096], vec![2048, 2048], DType::F32);
-        assert_eq!((p.schedule, p.steps_per_lane), (Schedule::Lanes as u32, 4));
+        assert_eq!(p, (EntryPoint::RowsVec4, 4));
+    }
+
+    #[test]
+    fn a_lanes_loop_turns_stay_within_llvmpipes_limit() {
+        // 1-byte rows: up to 44 turns a unit, so at most 1,363 units a lane (equal runs of
+        // 1,229 in 10 workgroups here); aligned rows keep the 2,048.
+        let runs_of =
+            |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 2048).steps_per_lane;
+        assert_eq!(runs_of(&[1 << 22, 3], 3, DType::U8), 1229);
+        assert_eq!(runs_of(&[1 << 22, 64], 2, DType::F32), 2048);
     }
 }

@@ -1,9 +1,9 @@
 //! The gather's dispatches: each one a window of the input, a window of the output region,
 //! and a table of entries. Pure arithmetic, tested without a device.
 
-use super::abi::{binding_bytes, Entry, Mode, Params, UNIT_BYTES};
+use super::abi::{binding_bytes, Entry, Mode, Params, ProgramKey, HEADER_BYTES, UNIT_BYTES};
 pub use super::blocks::GatherTuning;
-use super::blocks::{dispatch_short_rows, lane_dispatch};
+use super::blocks::{split_table, SplitTable};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
@@ -22,6 +22,8 @@ pub struct Dispatch {
     pub dst_offset: u64,
     /// Size of the output window, a multiple of 4: its last output's end, rounded up to 4.
     pub dst_size: u64,
+    /// What it runs: the entry point and lane mapping its table was made for.
+    pub program: ProgramKey,
     /// The table's header.
     pub params: Params,
     /// One entry per output (or part of one), sorted by `block_start`.
@@ -32,7 +34,7 @@ impl Dispatch {
     /// The bytes of the shader's `Table`: the header, then the entries.
     pub fn table_bytes(&self) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(
-            std::mem::size_of::<Params>() + std::mem::size_of_val(self.entries.as_slice()),
+            HEADER_BYTES as usize + std::mem::size_of_val(self.entries.as_slice()),
         );
         bytes.extend_from_slice(bytemuck::bytes_of(&self.params));
         bytes.extend_from_slice(bytemuck::cast_slice(&self.entries));
@@ -106,12 +108,8 @@ fn contiguous_entries(bytes: &ByteRows, layout: &PartLayout) -> Vec<Entry> {
 
 /// The table of one dispatch over the whole input that writes every output of `bytes` at its
 /// offset in `layout`.
-fn whole_table(
-    bytes: &ByteRows,
-    layout: &PartLayout,
-    tuning: GatherTuning,
-) -> (Params, Vec<Entry>) {
-    let mut entries = match bytes.kind {
+fn whole_table(bytes: &ByteRows, layout: &PartLayout, tuning: GatherTuning) -> SplitTable {
+    let entries = match bytes.kind {
         RowKind::Contiguous => contiguous_entries(bytes, layout),
         RowKind::Strided => bytes
             .outputs
@@ -128,8 +126,7 @@ fn whole_table(
             })
             .collect(),
     };
-    dispatch_short_rows(bytes, &entries, tuning)
-        .unwrap_or_else(|| (lane_dispatch(&mut entries, tuning), entries))
+    split_table(Some(bytes), entries, tuning)
 }
 
 /// One dispatch of the multi-output build ([`super::builds::OutputBindings::Multi`]): output
@@ -168,8 +165,9 @@ pub fn multi_output_dispatch(
             bytes.input_bytes()
         )));
     }
-    let (params, entries) = whole_table(bytes, &placed, tuning);
+    let (program, params, entries) = whole_table(bytes, &placed, tuning);
     Ok(Dispatch {
+        program,
         src_offset: 0,
         src_size: binding_bytes(bytes.input_bytes()),
         dst_offset: 0,
@@ -201,9 +199,10 @@ pub fn plan_dispatches(
     let size = |o: &OutputRows| layout.ranges[o.output].size;
 
     if fits_one_dispatch(bytes.input_bytes(), layout.total_bytes, window_limit) {
-        let (params, entries) = whole_table(bytes, layout, tuning);
+        let (program, params, entries) = whole_table(bytes, layout, tuning);
         // One dispatch over the whole input and output region.
         return Ok(vec![Dispatch {
+            program,
             src_offset: 0,
             src_size: binding_bytes(bytes.input_bytes()),
             dst_offset: 0,
@@ -254,9 +253,10 @@ pub fn plan_dispatches(
             let src_end = (bytes.source_of(o, b1 - 1) + 1)
                 .next_multiple_of(UNIT_BYTES)
                 .min(binding);
-            let mut entries = vec![part_entry(bytes, o, (b0, b1), window)];
-            let params = lane_dispatch(&mut entries, tuning);
+            let entry = part_entry(bytes, o, (b0, b1), window);
+            let (program, params, entries) = split_table(None, vec![entry], tuning);
             dispatches.push(Dispatch {
+                program,
                 src_offset: window,
                 src_size: src_end - window,
                 dst_offset: range.offset + b0,
@@ -274,7 +274,7 @@ pub fn plan_dispatches(
 pub(super) mod tests {
     use super::*;
     use crate::error::SplitError;
-    use crate::gpu::gather::abi::Schedule;
+    use crate::gpu::gather::abi::EntryPoint;
     use crate::plan::SplitPlan;
     use crate::GatherMode;
     use crate::{ops, DType, IntTensor};
@@ -325,7 +325,13 @@ pub(super) mod tests {
         assert_eq!(e[1].mode, Mode::Byte as u32);
         // Runs: one lane each, in one block.
         assert_eq!((d[0].params.num_blocks, d[0].params.num_lanes), (1, 2));
-        assert_eq!(d[0].params.schedule, Schedule::Runs as u32);
+        assert_eq!(
+            d[0].program,
+            ProgramKey {
+                entry: EntryPoint::Rows,
+                lanes_in_runs: true
+            }
+        );
     }
 
     #[test]
@@ -346,35 +352,35 @@ pub(super) mod tests {
                 ops::variadic_split(shape, &IntTensor::scalar(1), &IntTensor::vector(lengths))
                     .unwrap();
             let d = dispatches(&plan, dtype, 256, GatherMode::Gpu, 4, BIG).unwrap();
+            let (p, params) = (d[0].program, d[0].params);
             (
-                d[0].params.schedule,
-                d[0].params.steps_per_lane,
-                d[0].params.tile_rows,
+                (p.entry, p.lanes_in_runs),
+                params.steps_per_lane,
+                params.tile_rows,
             )
         };
         // Aligned rows: lanes, 4 units each; long unaligned rows: staged, 3 units each.
-        let lanes = Schedule::Lanes as u32;
         assert_eq!(
             layout_of(&[512, 4096], vec![2048, 2048], DType::F32),
-            (lanes, 4, 0)
+            ((EntryPoint::RowsVec4, false), 4, 0)
         );
         assert_eq!(
             layout_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8),
-            (Schedule::Staged as u32, 3, 0)
+            ((EntryPoint::Rows, false), 3, 0)
         );
         // Rows of 4 bytes: scattered by input; u8 rows of 3 and 4 bytes: tiles of 2,153 rows.
         assert_eq!(
             layout_of(&[4096, 4], vec![1, 1, 1, 1], DType::F32).0,
-            Schedule::Scatter as u32
+            (EntryPoint::Scatter, false)
         );
         assert_eq!(
             layout_of(&[4096, 7], vec![3, 4], DType::U8),
-            (Schedule::Tiles as u32, 4, 2153)
+            ((EntryPoint::Tiles, false), 4, 2153)
         );
         // Short rows, but 17 outputs: too many for tiles, so runs.
         assert_eq!(
             layout_of(&[64, 17], vec![1; 17], DType::U8).0,
-            Schedule::Runs as u32
+            (EntryPoint::Rows, true)
         );
     }
 

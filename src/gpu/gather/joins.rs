@@ -1,4 +1,4 @@
-//! The concat's gather dispatch ([`Schedule::Join`]): the split's byte rows read the other
+//! The concat's gather dispatch (`main_join`): the split's byte rows read the other
 //! way. Pure arithmetic, tested without a device.
 //!
 //! The destination is the concat's output, `rows` rows of `stride` bytes (the plan's
@@ -26,8 +26,8 @@
 //! every unit from its first part's first byte to its last part's last.
 
 use super::abi::{
-    binding_bytes, Entry, Mode, Params, Schedule, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES,
-    WORKGROUP_SIZE,
+    binding_bytes, Entry, EntryPoint, Mode, Params, ProgramKey, RUNS_WORKGROUP_SIZE, STAGE_WORDS,
+    UNIT_BYTES, WORKGROUP_SIZE,
 };
 use super::blocks::{max_steps, run_units, GatherTuning};
 use super::dispatches::Dispatch;
@@ -131,8 +131,8 @@ pub fn join_dispatch(
             WORKGROUP_SIZE,
         ),
     };
-    let interleaved = lanes == WORKGROUP_SIZE;
-    let segments = segments(bytes, parts, interleaved);
+    let in_turn = lanes == WORKGROUP_SIZE;
+    let segments = segments(bytes, parts, in_turn);
     let num_blocks = units.div_ceil(steps * lanes);
     let header = Entry {
         block_start: units as u32,
@@ -146,7 +146,7 @@ pub fn join_dispatch(
     };
     let columns: Vec<u64> = segments.iter().map(|e| e.first_byte as u64).collect();
     // Only the GPU walk keeps segments at hand: its blocks' records.
-    let records = (0..if interleaved { num_blocks } else { 0 }).map(|block| {
+    let records = (0..if in_turn { num_blocks } else { 0 }).map(|block| {
         // The block's bytes of the output, `from .. to`: its first unit's first byte to its
         // last unit's end (in a band, within their rows' bands).
         let v0 = block * steps * lanes;
@@ -170,6 +170,10 @@ pub fn join_dispatch(
     entries.extend(segments);
     entries.extend(records);
     Ok(Dispatch {
+        program: ProgramKey {
+            entry: EntryPoint::Join,
+            lanes_in_runs: !in_turn,
+        },
         src_offset: 0,
         src_size: binding_bytes(windows.first().copied().unwrap_or(0)),
         dst_offset: 0,
@@ -178,11 +182,10 @@ pub fn join_dispatch(
             num_blocks: num_blocks as u32,
             num_entries: entries.len() as u32,
             steps_per_lane: steps as u32,
-            schedule: Schedule::Join as u32,
             tile_rows: 0,
             rows: 0,
             num_lanes: 0,
-            interleaved: u32::from(interleaved),
+            interleaved: 0,
         },
         entries,
     })

@@ -317,8 +317,7 @@ impl GatherPipeline {
                 .zip(tables)
                 .zip(grids)
                 .map(|((dispatch, table), grid)| BoundDispatch {
-                    pipeline: self
-                        .pipeline(device, ProgramKey::of(&dispatch.params, &dispatch.entries)),
+                    pipeline: self.pipeline(device, dispatch.program),
                     bind_group: self.bind_group(device, dispatch, table, inputs, outputs),
                     grid,
                 })

@@ -65,8 +65,8 @@ fn a_concat_takes_the_splits_copies_turned_around_or_one_join() {
         unreachable!()
     };
     assert_eq!(
-        d[0].params.schedule,
-        crate::gpu::gather::abi::Schedule::Join as u32
+        d[0].program.entry,
+        crate::gpu::gather::abi::EntryPoint::Join
     );
     let empty = SplitPlan::from_lengths(&[0, 4], 0, &[0, 0], true).unwrap();
     let none = ByteRows::new(&empty, 4).unwrap();

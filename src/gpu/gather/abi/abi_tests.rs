@@ -47,7 +47,6 @@ fn params_and_entry_match_the_shader_structs() {
         ("num_blocks", offset_of!(Params, num_blocks)),
         ("num_entries", offset_of!(Params, num_entries)),
         ("steps_per_lane", offset_of!(Params, steps_per_lane)),
-        ("schedule", offset_of!(Params, schedule)),
         ("tile_rows", offset_of!(Params, tile_rows)),
         ("rows", offset_of!(Params, rows)),
         ("num_lanes", offset_of!(Params, num_lanes)),
@@ -142,12 +141,7 @@ fn modes_workgroup_size_and_units_match_the_shader() {
         assert_eq!(wgsl_u32_constant(&module, name), mode as u32, "{name}");
     }
     for (name, value) in [
-        ("SCHEDULE_RUNS", Schedule::Runs as u64),
-        ("SCHEDULE_LANES", Schedule::Lanes as u64),
-        ("SCHEDULE_TILES", Schedule::Tiles as u64),
-        ("SCHEDULE_SCATTER", Schedule::Scatter as u64),
-        ("SCHEDULE_STAGED", Schedule::Staged as u64),
-        ("SCHEDULE_JOIN", Schedule::Join as u64),
+        ("HEADER_BYTES", HEADER_BYTES),
         ("STAGE_WORDS", STAGE_WORDS),
         ("MAX_TILE_ENTRIES", MAX_TILE_ENTRIES),
     ] {
@@ -189,40 +183,18 @@ fn modes_workgroup_size_and_units_match_the_shader() {
 }
 
 #[test]
-fn each_schedule_takes_its_program_and_aligned_entries_the_vec4_one() {
+fn aligned_rows_take_the_vec4_program_and_every_key_its_own_place() {
     let entry = |mode: Mode| Entry {
         mode: mode as u32,
         ..bytemuck::Zeroable::zeroed()
     };
-    let params = |schedule: Schedule| Params {
-        schedule: schedule as u32,
-        ..bytemuck::Zeroable::zeroed()
-    };
-    let key = |p: &Params, entries: &[Entry]| {
-        let k = ProgramKey::of(p, entries);
-        (k.entry, k.lanes_in_runs)
-    };
     let (vec4, word, byte) = (entry(Mode::Vec4), entry(Mode::Word), entry(Mode::Byte));
-    let runs = params(Schedule::Runs);
-    assert_eq!(key(&runs, &[vec4, vec4]), (EntryPoint::RowsVec4, true));
-    assert_eq!(key(&runs, &[vec4, word]), (EntryPoint::Rows, true));
-    assert_eq!(key(&runs, &[byte]), (EntryPoint::Rows, true));
-    let lanes = params(Schedule::Lanes);
-    assert_eq!(key(&lanes, &[vec4, vec4]), (EntryPoint::RowsVec4, false));
-    let staged = params(Schedule::Staged);
-    assert_eq!(key(&staged, &[vec4, byte]), (EntryPoint::Rows, false));
-    let tiles = params(Schedule::Tiles);
-    assert_eq!(key(&tiles, &[vec4]), (EntryPoint::Tiles, false));
-    assert_eq!(key(&tiles, &[word]), (EntryPoint::Tiles, false));
-    let scatter = params(Schedule::Scatter);
-    assert_eq!(key(&scatter, &[vec4, word]), (EntryPoint::Scatter, false));
-    // A join's lanes take units in turn on GPUs, runs of them on CPU adapters.
-    let join = |interleaved| Params {
-        interleaved,
-        ..params(Schedule::Join)
-    };
-    assert_eq!(key(&join(1), &[vec4]), (EntryPoint::Join, false));
-    assert_eq!(key(&join(0), &[byte]), (EntryPoint::Join, true));
+    for runs in [true, false] {
+        let rows = |entries: &[Entry]| ProgramKey::rows(entries, runs).entry;
+        assert_eq!(rows(&[vec4, vec4]), EntryPoint::RowsVec4);
+        assert_eq!(rows(&[vec4, word]), EntryPoint::Rows);
+        assert_eq!(rows(&[byte]), EntryPoint::Rows);
+    }
     // Every key has a place of its own, and the lane mapping sets the workgroup size.
     let mut places: Vec<usize> = EntryPoint::ALL
         .into_iter()
@@ -236,9 +208,8 @@ fn each_schedule_takes_its_program_and_aligned_entries_the_vec4_one() {
         .collect();
     places.sort();
     assert_eq!(places, (0..ProgramKey::COUNT).collect::<Vec<_>>());
-    let runs_key = ProgramKey::of(&runs, &[vec4]);
     assert_eq!(
-        runs_key.constants(),
+        ProgramKey::rows(&[vec4], true).constants(),
         [("LANES_IN_RUNS", 1.0), ("WORKGROUP_SIZE", 64.0)]
     );
 }

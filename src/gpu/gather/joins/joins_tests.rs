@@ -52,7 +52,7 @@ fn segments_follow_the_columns_and_the_header_the_output() {
         ]
     );
     assert_eq!((d.params.num_blocks, d.params.num_entries), (1, 4));
-    assert_eq!(d.params.schedule, Schedule::Join as u32);
+    assert_eq!(d.program.entry, EntryPoint::Join);
     // The one block crosses a row's end: it keeps both segments.
     assert_eq!((d.entries[3].block_start, d.entries[3].dst_unit), (1, 2));
     // One part alone (columns 24 .. 32): the unit of its band in each row, 2 rather than
