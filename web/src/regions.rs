@@ -36,10 +36,7 @@ pub(crate) async fn concat_from_buffers(
             })
         })
         .collect();
-    let regions: Vec<BufferRegion> = buffers
-        .iter()
-        .map(BufferRegion::from)
-        .collect();
+    let regions: Vec<BufferRegion> = buffers.iter().map(BufferRegion::from).collect();
     let size = (want.bytes().len() as u64).next_multiple_of(16).max(16);
     let buffer = |usage| {
         device.create_buffer(&wgpu::BufferDescriptor {

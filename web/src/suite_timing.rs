@@ -1,5 +1,6 @@
-//! The page's benchmark: the suite's cases that fit the browser's device, each split timed
-//! against the plain copy kernel and `copyBufferToBuffer` of the same bytes, in the same run.
+//! The page's benchmark: the suite's cases that fit the browser's device, each split or concat
+//! timed against the plain copy kernel and `copyBufferToBuffer` of the same bytes, in the same
+//! run.
 //! The browser drives the GPU: each figure is the median of three submissions of `repeats`
 //! commands, from submit to the queue's report that the work is done.
 
@@ -7,7 +8,7 @@ use crate::signal::Signal;
 use serde_json::{json, Value};
 use wgpu_split::bench::{gbps, median, standard_suite};
 use wgpu_split::trace::copy_kernel_pipeline;
-use wgpu_split::{wgpu, BufferRegion, GpuSplitter, Outputs};
+use wgpu_split::{ops, wgpu, BufferRegion, GpuSplitter, Inputs, Outputs};
 
 /// Cases whose input is larger than this are left out, to keep the page's run short on a
 /// software adapter.
@@ -37,16 +38,22 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
     let device = gpu.device();
     let copy_kernel = copy_kernel_pipeline(device);
     let mut cases = Vec::new();
-    // The split cases; the page times no concat yet.
-    for case in standard_suite().into_iter().filter(|c| !c.concat) {
+    for case in standard_suite() {
         let bytes = case.bytes().map_err(|e| e.to_string())?;
         if bytes > MOST_BYTES || bytes == 0 {
             continue;
         }
         let plan = case.plan().map_err(|e| e.to_string())?;
-        let layout = gpu
-            .layout(&plan, case.dtype)
-            .map_err(|e| e.to_string())?;
+        // A concat case joins the split's outputs back: its inputs lie where the split would
+        // put them, and it writes the whole tensor.
+        let joined = match case.concat {
+            true => Some(
+                ops::concat(&plan.output_shapes(), plan.axis() as i64)
+                    .map_err(|e| e.to_string())?,
+            ),
+            false => None,
+        };
+        let layout = gpu.layout(&plan, case.dtype).map_err(|e| e.to_string())?;
         let size = (bytes as u64).next_multiple_of(16);
         let buffer = |label, size| {
             device.create_buffer(&wgpu::BufferDescriptor {
@@ -82,17 +89,24 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
         for _ in 0..3 {
             let mut encoder = device.create_command_encoder(&Default::default());
             for _ in 0..repeats {
-                let encoded = gpu
-                    .encode_async(
-                        &mut encoder,
-                        &plan,
-                        case.dtype,
-                        BufferRegion::from(&input),
-                        Outputs::Region(BufferRegion::from(&output)),
-                    )
-                    .await
-                    .map_err(|e| format!("{}: {e}", case.name))?;
-                dispatches = encoded.dispatches;
+                let (whole, parts) = (BufferRegion::from(&input), BufferRegion::from(&output));
+                dispatches = match &joined {
+                    Some(join) => gpu
+                        .encode_async(&mut encoder, join, case.dtype, Inputs::Region(parts), whole)
+                        .await
+                        .map(|e| e.dispatches),
+                    None => gpu
+                        .encode_async(
+                            &mut encoder,
+                            &plan,
+                            case.dtype,
+                            whole,
+                            Outputs::Region(parts),
+                        )
+                        .await
+                        .map(|e| e.dispatches),
+                }
+                .map_err(|e| format!("{}: {e}", case.name))?;
             }
             split.push(submit_and_time(gpu, encoder).await);
             let mut encoder = device.create_command_encoder(&Default::default());
@@ -115,6 +129,7 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
         let moved = bytes * repeats as usize;
         cases.push(json!({
             "name": case.name,
+            "op": case.op_name(),
             "dtype": case.dtype.name(),
             "shape": case.shape,
             "outputs": plan.output_shapes().len(),
