@@ -224,7 +224,12 @@ fn load_vec4_edge_in(b: u32, i: u32) -> vec4<u32> {
 
 // The build's output access functions: `store_unit(i, v)` stores unit `i`, `store_word(i, j,
 // x)` word `j` (0 to 3) of unit `i`, and `load_dst_word(i, j)` reads that word as it is (the
-// bytes around an output's last bytes).
+// bytes around an output's last bytes). An output window is bound as units up to a multiple
+// of the offset alignment and as words past it (two ranges, as WebGPU asks), so each of them
+// chooses its binding; `units_end(i)` gives the first unit past unit `i`'s units binding, and
+// `store_unit_fast(i, v)` stores a unit below it with no choice to make. The runs' loops stop
+// at `units_end` and store through `store_unit_fast` (`put_unit` in the schedules' file): a
+// CPU adapter runs both sides of a choice in every SIMD group.
 
 // Unit `i`, of whose bytes only the first `n` (1 to 16) belong to the output: a whole unit
 // at once, else its whole words, then the output's bytes of its partial word merged into that

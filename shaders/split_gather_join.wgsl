@@ -224,29 +224,41 @@ fn join_runs_block(block: u32, lane: u32) {
 // The dispatch's units `first .. end` of one lane (CPU adapters), as runs of consecutive
 // output units: one run, or one per row of a band.
 fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
-    if (h.band_units == 0u) {
-        join_run(h, h.first_unit + first, h.first_unit + end, k, seg);
-        return;
-    }
     var v = first;
     while (v < end) {
-        let row = v / h.band_units;
-        let j = v - row * h.band_units;
-        let take = min(end - v, h.band_units - j);
-        let start = row * h.row_bytes + h.band_first;
-        let a = start / 16u + j;
-        let b = min(a + take, (start + h.band_width + 15u) / 16u);
+        // Without a band: all of them at once.
+        var take = end - v;
+        var a = h.first_unit + v;
+        var b = h.first_unit + end;
+        if (h.band_units != 0u) {
+            let row = v / h.band_units;
+            let j = v - row * h.band_units;
+            take = min(take, h.band_units - j);
+            let start = row * h.row_bytes + h.band_first;
+            a = start / 16u + j;
+            b = min(a + take, (start + h.band_width + 15u) / 16u);
+        }
         if (a < b) {
-            join_run(h, a, b, k, seg);
+            join_units(h, a, b, k, seg);
         }
         v += take;
+    }
+}
+
+// Units `first .. end` of one lane: those below the output binding's `units_end` with no
+// choice of binding, then the others (a window's last units, at most 16).
+fn join_units(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+    let mid = clamp(units_end(first), first, end);
+    join_run(h, first, mid, k, seg, true);
+    if (mid < end) {
+        join_run(h, mid, end, k, seg, false);
     }
 }
 
 // Units `first .. end` of one lane (CPU adapters): the whole units inside one segment of one
 // row move as a run, one aligned vec4 each or funnel-shifted from a sliding window of them
 // (as `run_shifted` does); a unit that crosses a segment's end is assembled by `join_unit`.
-fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>, fast: bool) {
     var u = first;
     while (u < end) {
         let b = u * 16u;
@@ -265,18 +277,18 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
             let sh = s % 16u;
             if (sh == 0u) {
                 for (var i = 0u; i < count; i++) {
-                    store_unit(u + i, load_vec4_in(e.binding, a + i));
+                    put_unit(u + i, load_vec4_in(e.binding, a + i), fast);
                 }
             } else {
                 var lo = load_vec4_in(e.binding, a);
                 let last = count - 1u;
                 for (var i = 0u; i < last; i++) {
                     let hi = load_vec4_in(e.binding, a + i + 1u);
-                    store_unit(u + i, funnel(lo, hi, sh));
+                    put_unit(u + i, funnel(lo, hi, sh), fast);
                     lo = hi;
                 }
                 // The run's last unit: its second vec4 alone may reach past the input's end.
-                store_unit(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh));
+                put_unit(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh), fast);
             }
             u += count;
         }

@@ -1,4 +1,4 @@
-// The gather's six schedules, whose block functions `shaders/split_gather.wgsl` declares
+// The gather's schedules, whose block functions `shaders/split_gather.wgsl` declares
 // over the table, the bindings and the access functions there. WGSL has no include: the host
 // assembles each build from both files and the pieces it adds (`gpu::gather::builds`).
 
@@ -29,28 +29,53 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     if (first_unit >= end_unit) {
         return;
     }
+    // Units below the output binding's `units_end` store with no choice of binding; the
+    // others (a window's last units, at most 16) after them.
+    let bound = units_end(e.dst_unit + first_unit);
+    let fast_end = clamp(bound, e.dst_unit + first_unit, e.dst_unit + end_unit) - e.dst_unit;
+    copy_units(e, first_unit, fast_end, vec4_only, true);
+    if (fast_end < end_unit) {
+        copy_units(e, fast_end, end_unit, vec4_only, false);
+    }
+}
+
+// Unit `i` through `store_unit_fast` when `fast` (a constant at every call, so the driver
+// drops the other side), else `store_unit`.
+fn put_unit(i: u32, v: vec4<u32>, fast: bool) {
+    if (fast) {
+        store_unit_fast(i, v);
+    } else {
+        store_unit(i, v);
+    }
+}
+
+// Units `first_unit .. end_unit` of entry `e`, stored through `put_unit(.., fast)`.
+fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, fast: bool) {
+    if (first_unit >= end_unit) {
+        return;
+    }
     // The source offset of the next byte to read is stepped along from here instead of
     // recomputed; at the end of a row it jumps over the other outputs' parts of the stride.
     let at = place(e, e.first_byte + first_unit * 16u);
     if (vec4_only || e.mode == MODE_VEC4) {
-        run_vec4(e, first_unit, end_unit, at.src, at.col);
+        run_vec4(e, first_unit, end_unit, at.src, at.col, fast);
     } else if (e.mode == MODE_WORD && e.row_bytes == 4u) {
-        run_one_word_rows(e, first_unit, end_unit, at.src);
+        run_one_word_rows(e, first_unit, end_unit, at.src, fast);
     } else {
-        run_shifted(e, first_unit, end_unit, at.src, at.row, at.col);
+        run_shifted(e, first_unit, end_unit, at.src, at.row, at.col, fast);
     }
 }
 
 // Rows, stride and offset are multiples of 16: one vec4 per unit. One flat loop over the
 // lane's units, stepping over the gap at each row end, keeps SIMD lanes of a CPU adapter in
 // step (a loop per row segment would run each lane's row ends one after another).
-fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, s: u32, col0: u32) {
+fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, s: u32, col0: u32, fast: bool) {
     var s4 = s / 16u;
     let row_units = e.row_bytes / 16u;
     let gap4 = (e.src_stride - e.row_bytes) / 16u;
     var left = row_units - col0 / 16u;
     for (var u = first_unit; u < end_unit; u++) {
-        store_unit(e.dst_unit + u, load_vec4(s4));
+        put_unit(e.dst_unit + u, load_vec4(s4), fast);
         s4 += 1u;
         left -= 1u;
         if (left == 0u) {
@@ -61,14 +86,14 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, s: u32, col0: u32) {
 }
 
 // One word per row (a split into single 32-bit elements): a plain strided gather.
-fn run_one_word_rows(e: Entry, first_unit: u32, end_unit: u32, s: u32) {
+fn run_one_word_rows(e: Entry, first_unit: u32, end_unit: u32, s: u32, fast: bool) {
     var w = s >> 2u;
     let step = e.src_stride >> 2u;
     // Whole units first, then the output's partial last unit, if any.
     let whole_end = min(end_unit, e.out_bytes / 16u);
     var u = first_unit;
     for (; u < whole_end; u++) {
-        store_unit(e.dst_unit + u, vec4<u32>(load_word(w), load_word(w + step), load_word(w + 2u * step), load_word(w + 3u * step)));
+        put_unit(e.dst_unit + u, vec4<u32>(load_word(w), load_word(w + step), load_word(w + 2u * step), load_word(w + 3u * step)), fast);
         w += 4u * step;
     }
     if (u < end_unit) {
@@ -83,7 +108,7 @@ fn run_one_word_rows(e: Entry, first_unit: u32, end_unit: u32, s: u32) {
 // MODE_WORD and MODE_BYTE: units that lie inside one row are funnel-shifted from a sliding
 // window of aligned vec4 loads (one load per unit); a unit that crosses a row end or ends the
 // output is assembled word by word.
-fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col0: u32) {
+fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col0: u32, fast: bool) {
     let end_byte = e.first_byte + e.out_bytes;
     let row_gap = e.src_stride - e.row_bytes;
     var u = first_unit;
@@ -98,19 +123,19 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
         let a = s / 16u;
         if (sh == 0u) {
             for (var k = 0u; k < count; k++) {
-                store_unit(e.dst_unit + u + k, load_vec4(a + k));
+                put_unit(e.dst_unit + u + k, load_vec4(a + k), fast);
             }
         } else if (count > 0u) {
             var lo = load_vec4(a);
             let last = count - 1u;
             for (var k = 0u; k < last; k++) {
                 let hi = load_vec4(a + k + 1u);
-                store_unit(e.dst_unit + u + k, funnel(lo, hi, sh));
+                put_unit(e.dst_unit + u + k, funnel(lo, hi, sh), fast);
                 lo = hi;
             }
             // The segment's last unit: its second vec4, alone, may reach past the input's last
             // whole vec4 (every earlier one holds bytes of the next unit).
-            store_unit(e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh));
+            put_unit(e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh), fast);
         }
         u += count;
         b += count * 16u;

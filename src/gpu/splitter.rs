@@ -53,7 +53,7 @@ pub(crate) fn multi_binding_group_limit(device_type: wgpu::DeviceType) -> u64 {
 
 /// The most output buffers one dispatch of the multi-output build may bind on a device of
 /// `limits` with `gather`: the table and the input's two views take three of the stage's
-/// storage buffers, and each output buffer two (its units and its words); at least 1, at most
+/// storage buffers, and each output buffer two (its units and its tail); at least 1, at most
 /// [`MAX_DST_BINDINGS`]. 1 where the gather binds each output once (the words-only build,
 /// [`GatherPipeline::new`] says where), as the multi-output build binds each buffer twice.
 fn allowed_output_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u32 {
@@ -68,7 +68,7 @@ fn allowed_output_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u3
 }
 
 /// The most input buffers one dispatch of the multi-input build may bind on a device of
-/// `limits` with `gather`: the table and the output's views (two, or one in the words-only
+/// `limits` with `gather`: the table and the output's bindings (two, or one in the words-only
 /// build) take their storage buffers, and each input buffer two (its words and its vec4s);
 /// at least 1, at most [`MAX_SRC_BINDINGS`]. Inputs are read-only, so WebGPU binds them so
 /// too.

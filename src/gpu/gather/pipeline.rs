@@ -2,7 +2,7 @@
 //! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
 
 use super::abi::{ProgramKey, UNIT_BYTES};
-use super::builds::{gather_source, Hook, InputBindings, OutputBindings};
+use super::builds::{gather_source, tail_start, Hook, InputBindings, OutputBindings};
 use super::dispatches::Dispatch;
 use crate::error::{Result, SplitError};
 #[cfg(feature = "bench")]
@@ -31,16 +31,17 @@ pub struct GatherPipeline {
     src_bindings: u32,
     /// Output bindings: 1, or more in the multi-output build.
     dst_bindings: u32,
-    /// Views of each output binding: 2 (units and words), or 1 in the words-only build.
+    /// Bindings of each output buffer: 2 (units and tail), or 1 in the words-only build.
     dst_views: u32,
-    /// 16-byte buffers bound in place of a vec4 view of a tensor under 16 bytes (WebGPU binds
-    /// no array of vec4s shorter than one vec4), read-only and writable: the shader never
-    /// touches such a view, as the tensor holds no whole vec4.
+    /// The device's storage offset alignment, which places an output window's tail.
+    offset_align: u64,
+    /// Bound in place of empty views: a 16-byte buffer for an input's vec4s, and a slot per
+    /// output binding's units or tail (one unit, read as none), no two sharing a range.
     stand_ins: [wgpu::Buffer; 2],
 }
 
 /// Storage buffers the shader binds per stage: the table, the input as words and as vec4s,
-/// the output as units and as words. A device that allows fewer runs the words-only build.
+/// the output's units and tail. A device that allows fewer runs the words-only build.
 pub const STORAGE_BINDINGS: u32 = 5;
 
 /// The buffers a gather's dispatches read (their inputs) or write (their outputs).
@@ -108,12 +109,11 @@ pub async fn record_bound(
 impl GatherPipeline {
     /// Compiles the shader on `device`: the words-only build ([`OutputBindings::WordsOnly`])
     /// where the device allows fewer than [`STORAGE_BINDINGS`] storage buffers per shader
-    /// stage, and on WebGPU, which refuses two writable bindings of one buffer range in a
-    /// dispatch (the pair build binds the output as units and as words). A device error
-    /// becomes [`SplitError::Device`].
+    /// stage, else the one that binds each output window's units and tail
+    /// ([`OutputBindings::UnitsAndTail`]), in ranges that do not overlap, as WebGPU asks. A
+    /// device error becomes [`SplitError::Device`].
     pub async fn new(device: &wgpu::Device) -> Result<Self> {
-        let words_only = device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS
-            || device.adapter_info().backend == wgpu::Backend::BrowserWebGpu;
+        let words_only = device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS;
         let (source, outputs) = if words_only {
             let outputs = OutputBindings::WordsOnly;
             let words = gather_source(InputBindings::One, outputs, Hook::Silent)?;
@@ -121,7 +121,7 @@ impl GatherPipeline {
         } else {
             (
                 std::borrow::Cow::Borrowed(super::builds::shader_source()),
-                OutputBindings::Pair,
+                OutputBindings::UnitsAndTail,
             )
         };
         scoped_async(device, "compiling the split pipeline", || {
@@ -147,13 +147,14 @@ impl GatherPipeline {
         .await
     }
 
-    /// The build a multi-input join takes with this pipeline's outputs: [`OutputBindings::Pair`],
-    /// or [`OutputBindings::WordsOnly`] where this one binds each output once.
+    /// The build a multi-input join takes with this pipeline's outputs:
+    /// [`OutputBindings::UnitsAndTail`], or [`OutputBindings::WordsOnly`] where this one binds
+    /// each output once.
     pub fn single_output(&self) -> OutputBindings {
         if self.words_only() {
             OutputBindings::WordsOnly
         } else {
-            OutputBindings::Pair
+            OutputBindings::UnitsAndTail
         }
     }
 
@@ -162,7 +163,7 @@ impl GatherPipeline {
     /// [`GatherPipeline::with_trace`] gives it. For the memory trace (`bench` feature).
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
-        let (inputs, outputs) = (InputBindings::One, OutputBindings::Pair);
+        let (inputs, outputs) = (InputBindings::One, OutputBindings::UnitsAndTail);
         let source = gather_source(inputs, outputs, Hook::Recording(5))?;
         scoped(device, "compiling the traced split pipeline", || {
             Self::build(device, &source, true, inputs, outputs)
@@ -224,14 +225,16 @@ impl GatherPipeline {
             bind_group_layouts: &[Some(&bind_group_layout)],
             immediate_size: 0,
         });
-        let stand_in = || {
+        let offset_align = device.limits().min_storage_buffer_offset_alignment as u64;
+        let stand_in = |size| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("split_gather stand-in"),
-                size: UNIT_BYTES,
+                size,
                 usage: wgpu::BufferUsages::STORAGE,
                 mapped_at_creation: false,
             })
         };
+        let slots = 2 * dst_bindings as u64 * offset_align.max(UNIT_BYTES);
         Self {
             module,
             bind_group_layout,
@@ -242,7 +245,8 @@ impl GatherPipeline {
             src_bindings,
             dst_bindings,
             dst_views,
-            stand_ins: [stand_in(), stand_in()],
+            offset_align,
+            stand_ins: [stand_in(UNIT_BYTES), stand_in(slots)],
         }
     }
 
@@ -336,9 +340,9 @@ impl GatherPipeline {
         inputs: Windows<'_>,
         outputs: Windows<'_>,
     ) -> wgpu::BindGroup {
-        // Each input binding's words and vec4s view the same window (`abi::binding_bytes`),
-        // and each output binding's units and words (the inputs' words, then their vec4s;
-        // the outputs' units, then their words).
+        // Each input binding's words and vec4s view the same window (`abi::binding_bytes`);
+        // each output window is bound as units, then as its tail (read-only views may share
+        // a range, writable ones may not).
         let [read_stand_in, write_stand_in] = &self.stand_ins;
         let src = inputs.bound(dispatch.src_offset, dispatch.src_size);
         let mut resources = vec![table.as_entire_binding()];
@@ -349,12 +353,26 @@ impl GatherPipeline {
         );
         let dst = outputs.bound(dispatch.dst_offset, dispatch.dst_size);
         if self.dst_views == 2 {
-            let units = dst.iter();
-            resources.extend(
-                units.map(|&(b, offset, size)| vec4_window(b, offset, size, write_stand_in)),
-            );
+            // Each window's units, then each window's tail; an empty one binds its own slot
+            // of the writable stand-in.
+            let align = self.offset_align.max(UNIT_BYTES);
+            let slot = |k: usize| window(write_stand_in, k as u64 * align, UNIT_BYTES);
+            let mut tails = Vec::with_capacity(dst.len());
+            for (k, &(b, at, size)) in dst.iter().enumerate() {
+                let units = tail_start(size, self.offset_align);
+                resources.push(match units {
+                    0 => slot(k),
+                    _ => window(b, at, units),
+                });
+                tails.push(match size - units {
+                    0 => slot(dst.len() + k),
+                    tail => window(b, at + units, tail),
+                });
+            }
+            resources.extend(tails);
+        } else {
+            resources.extend(dst.iter().map(|&(b, offset, size)| window(b, offset, size)));
         }
-        resources.extend(dst.iter().map(|&(b, offset, size)| window(b, offset, size)));
         #[cfg(feature = "bench")]
         resources.extend(self.trace.as_ref().map(|t| t.as_entire_binding()));
         let entries: Vec<wgpu::BindGroupEntry> = resources

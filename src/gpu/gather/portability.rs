@@ -116,12 +116,12 @@ fn split_shader_compiles_for_every_backend() {
     // Every build: the outputs bound each way (the multi-output build at its most bindings),
     // the multi-input build with each single output, and the trace build, whose hook records.
     for (inputs, outputs, hook) in [
-        (one, OutputBindings::Pair, Hook::Silent),
+        (one, OutputBindings::UnitsAndTail, Hook::Silent),
         (one, OutputBindings::WordsOnly, Hook::Silent),
         (one, OutputBindings::Multi(MAX_DST_BINDINGS), Hook::Silent),
-        (many, OutputBindings::Pair, Hook::Silent),
+        (many, OutputBindings::UnitsAndTail, Hook::Silent),
         (many, OutputBindings::WordsOnly, Hook::Silent),
-        (one, OutputBindings::Pair, Hook::Recording(5)),
+        (one, OutputBindings::UnitsAndTail, Hook::Recording(5)),
     ] {
         let source = gather_source(inputs, outputs, hook).unwrap();
         let name = format!("split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?})");

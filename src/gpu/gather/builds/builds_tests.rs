@@ -2,6 +2,7 @@
 //! trace build.
 
 use super::*;
+use crate::gpu::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
 
 fn module(source: &str) -> naga::Module {
     let module = naga::front::wgsl::parse_str(source).expect("the build parses");
@@ -35,11 +36,26 @@ fn outputs(module: &naga::Module) -> Vec<(String, u32)> {
 }
 
 #[test]
+fn a_window_binds_an_even_number_of_units_then_its_tail() {
+    // At an alignment of 256: 1,000 bytes are 768 as units (48) and 232 as the tail; under
+    // 256, all tail; a multiple of 256, no tail. At 16 (or 4), the step is 32.
+    assert_eq!(tail_start(1000, 256), 768);
+    assert_eq!(tail_start(252, 256), 0);
+    assert_eq!(tail_start(512, 256), 512);
+    assert_eq!(tail_start(1000, 16), 992);
+    assert_eq!(tail_start(20, 16), 0);
+    for (size, align) in [(4, 16), (48, 16), (4096, 64), (68, 4)] {
+        let units = tail_start(size, align);
+        assert!(units <= size && units.is_multiple_of(align) && (units / 16).is_multiple_of(2));
+    }
+}
+
+#[test]
 fn each_build_binds_its_outputs() {
-    let pair = module(shader_source());
+    let units_and_tail = module(shader_source());
     assert_eq!(
-        outputs(&pair),
-        [("dst".to_string(), 3), ("dst_words".to_string(), 4)]
+        outputs(&units_and_tail),
+        [("dst".to_string(), 3), ("dst_tail".to_string(), 4)]
     );
     for bindings in [1, 2, MAX_DST_BINDINGS] {
         let source = gather_source(
@@ -49,8 +65,8 @@ fn each_build_binds_its_outputs() {
         )
         .unwrap();
         let units = (0..bindings).map(|j| (format!("dst{j}"), 3 + j));
-        let words = (0..bindings).map(|j| (format!("dst_words{j}"), 3 + bindings + j));
-        let want: Vec<(String, u32)> = units.chain(words).collect();
+        let tails = (0..bindings).map(|j| (format!("dst_tail{j}"), 3 + bindings + j));
+        let want: Vec<(String, u32)> = units.chain(tails).collect();
         assert_eq!(outputs(&module(&source)), want);
     }
     let words = gather_source(InputBindings::One, OutputBindings::WordsOnly, Hook::Silent).unwrap();
@@ -71,8 +87,12 @@ fn each_build_binds_its_outputs() {
 
 #[test]
 fn the_recording_hook_adds_its_buffer_at_its_binding() {
-    let source =
-        gather_source(InputBindings::One, OutputBindings::Pair, Hook::Recording(5)).unwrap();
+    let source = gather_source(
+        InputBindings::One,
+        OutputBindings::UnitsAndTail,
+        Hook::Recording(5),
+    )
+    .unwrap();
     let traced = module(&source);
     let trace = traced
         .global_variables
@@ -95,9 +115,9 @@ fn each_build_binds_its_inputs_before_its_outputs() {
         [("src".to_string(), 1), ("src4".to_string(), 2)]
     );
     for (n, outputs_kind) in [
-        (1, OutputBindings::Pair),
-        (3, OutputBindings::Pair),
-        (MAX_SRC_BINDINGS, OutputBindings::Pair),
+        (1, OutputBindings::UnitsAndTail),
+        (3, OutputBindings::UnitsAndTail),
+        (MAX_SRC_BINDINGS, OutputBindings::UnitsAndTail),
         (3, OutputBindings::WordsOnly),
     ] {
         let source = gather_source(InputBindings::Multi(n), outputs_kind, Hook::Silent).unwrap();
@@ -119,7 +139,7 @@ fn each_build_binds_its_inputs_before_its_outputs() {
     for bad in [0, MAX_SRC_BINDINGS + 1] {
         let err = gather_source(
             InputBindings::Multi(bad),
-            OutputBindings::Pair,
+            OutputBindings::UnitsAndTail,
             Hook::Silent,
         )
         .unwrap_err();
