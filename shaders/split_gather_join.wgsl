@@ -239,26 +239,18 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
             b = min(a + take, (start + h.band_width + 15u) / 16u);
         }
         if (a < b) {
-            join_units(h, a, b, k, seg);
+            join_run(h, a, b, k, seg);
         }
         v += take;
     }
 }
 
-// Units `first .. end` of one lane: those below the output binding's `units_end` with no
-// choice of binding, then the others (a window's last units, at most 16).
-fn join_units(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
-    let mid = clamp(units_end(first), first, end);
-    join_run(h, first, mid, k, seg, true);
-    if (mid < end) {
-        join_run(h, mid, end, k, seg, false);
-    }
-}
-
 // Units `first .. end` of one lane (CPU adapters): the whole units inside one segment of one
 // row move as a run, one aligned vec4 each or funnel-shifted from a sliding window of them
-// (as `run_shifted` does); a unit that crosses a segment's end is assembled by `join_unit`.
-fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>, fast: bool) {
+// (as `run_shifted` does), below the output binding's `units_end` with no choice of binding;
+// a unit that crosses a segment's end, or lies past `units_end`, is assembled by `join_unit`.
+fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+    let bound = units_end(first);
     var u = first;
     while (u < end) {
         let b = u * 16u;
@@ -270,6 +262,7 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
         var count = 0u;
         if (*k > 0u && c < seg_end) {
             count = min(end - u, min(seg_end - c, h.end_byte - b) / 16u);
+            count = min(count, select(0u, bound - u, u < bound));
         }
         if (count > 0u) {
             let s = row * e.row_bytes + e.src_offset + (c - e.first_byte);
@@ -277,18 +270,18 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
             let sh = s % 16u;
             if (sh == 0u) {
                 for (var i = 0u; i < count; i++) {
-                    put_unit(u + i, load_vec4_in(e.binding, a + i), fast);
+                    store_unit_fast(u + i, load_vec4_in(e.binding, a + i));
                 }
             } else {
                 var lo = load_vec4_in(e.binding, a);
                 let last = count - 1u;
                 for (var i = 0u; i < last; i++) {
                     let hi = load_vec4_in(e.binding, a + i + 1u);
-                    put_unit(u + i, funnel(lo, hi, sh), fast);
+                    store_unit_fast(u + i, funnel(lo, hi, sh));
                     lo = hi;
                 }
                 // The run's last unit: its second vec4 alone may reach past the input's end.
-                put_unit(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh), fast);
+                store_unit_fast(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh));
             }
             u += count;
         }
