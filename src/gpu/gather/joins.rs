@@ -131,7 +131,7 @@ pub fn join_dispatch(
             WORKGROUP_SIZE,
         ),
     };
-    let in_turn = lanes == WORKGROUP_SIZE;
+    let in_turn = tuning.mode == GatherMode::Gpu;
     let segments = segments(bytes, parts, in_turn);
     let num_blocks = units.div_ceil(steps * lanes);
     let header = Entry {

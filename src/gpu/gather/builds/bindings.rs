@@ -178,7 +178,8 @@ fn units_bound(length: u32) -> u32 {
 }
 ";
 
-/// [`OutputBindings::WordsOnly`]'s declaration and its store of a whole unit, as four words.
+/// [`OutputBindings::WordsOnly`]'s declaration and access functions: a whole unit is stored
+/// as four words, and every unit the same way (`units_end` is never reached).
 const WORDS_ONLY_OUTPUTS: &str = "
 @group(0) @binding({first}) var<storage, read_write> dst_words: array<u32>;
 
@@ -189,10 +190,7 @@ fn store_unit(i: u32, v: vec4<u32>) {
     dst_words[i * 4u + 2u] = v.z;
     dst_words[i * 4u + 3u] = v.w;
 }
-";
 
-/// The words-only build's word accesses, through `dst_words`; every unit stores the same way.
-const WORD_ACCESSES: &str = "
 fn store_word(i: u32, j: u32, x: u32) {
     trace(TRACE_DST, i * 16u + j * 4u, 4u);
     dst_words[i * 4u + j] = x;
@@ -212,7 +210,7 @@ fn store_unit_fast(i: u32, v: vec4<u32>) {
 ";
 
 /// [`OutputBindings::Multi`]'s access functions; `{declarations}` are its bindings, and
-/// each `{..._cases}` the switch arms that reach binding `b` as `dst{b}` or `dst_words{b}`.
+/// each `{..._cases}` the switch arms that reach binding `b` as `dst{b}` or `dst_tail{b}`.
 const MULTI_OUTPUTS: &str = "
 {declarations}
 fn store_unit(i: u32, v: vec4<u32>) {
@@ -307,9 +305,7 @@ pub(super) fn outputs_piece(outputs: OutputBindings, first: u32) -> Result<Strin
         OutputBindings::UnitsAndTail => {
             return Ok(single(&format!("{UNITS_AND_TAIL_OUTPUTS}{UNITS_BOUND}")))
         }
-        OutputBindings::WordsOnly => {
-            return Ok(single(&format!("{WORDS_ONLY_OUTPUTS}{WORD_ACCESSES}")))
-        }
+        OutputBindings::WordsOnly => return Ok(single(WORDS_ONLY_OUTPUTS)),
         OutputBindings::Multi(n) if (1..=MAX_DST_BINDINGS).contains(&n) => n,
         OutputBindings::Multi(n) => {
             return Err(SplitError::Device(format!(
