@@ -39,16 +39,18 @@
 //   each workgroup stages `tile_rows` whole input rows with coalesced loads, then writes every
 //   output's part of them with coalesced stores.
 // - The join (a concat, the split read the other way): the destination is one tensor,
-//   viewed as rows whose column bands are the parts (entries 1 and on, "segments"), and the
-//   source holds each part's rows. Lanes own output units, consecutive lanes consecutive
-//   units on GPUs (each lane a run of units on CPU adapters), and each unit is read as the
-//   runs of bytes the segments it crosses give it, one aligned or funnel-shifted vec4 per run.
-//   A dispatch may write only some parts (inputs in several buffers take a dispatch per
-//   buffer): a unit's bytes of other parts keep their values.
+//   viewed as rows whose column bands are the parts ("segments"), and the source holds each
+//   part's rows. Lanes own output units, consecutive lanes consecutive units on GPUs (each
+//   lane a run of units on CPU adapters). A unit inside one part moves as one aligned or
+//   funnel-shifted vec4; one that several parts share takes each part's bytes in it, which
+//   lie back to back in the part's source, with one 16-byte load. A dispatch may write only
+//   some parts (inputs in several buffers take a dispatch per buffer): a unit's bytes of other
+//   parts keep their values.
 //
-// This file holds the table, the access functions and the word assembly; the schedules' code
-// is in split_gather_schedules.wgsl. WGSL has no include: the host (src/gpu/gather/builds.rs)
-// assembles each build from named pieces, this file, the input bindings with their three
+// This file holds the access functions and the word assembly; the table and its readers are
+// in split_gather_table.wgsl, the schedules' code in split_gather_schedules.wgsl, the join's
+// in split_gather_join.wgsl. WGSL has no include: the host (src/gpu/gather/builds.rs)
+// assembles each build from named pieces: the table, this file, the input bindings with their three
 // access functions (`load_word_in`, `load_vec4_in`, `input_words`), the output bindings with
 // theirs (`store_unit`, `store_word`, `load_dst_word`), the trace hook, the schedules, and
 // the entry points it stamps from one body.
@@ -56,59 +58,6 @@
 // Every global access goes through an access function, which calls `trace(kind, address,
 // size)`. The plain builds' hook is empty; the trace build's records the access, so the memory
 // figures come from the addresses this very shader computes.
-
-struct Params {
-    // Workgroups with work (blocks).
-    num_blocks: u32,
-    // Entries in the table below.
-    num_entries: u32,
-    // Steps each lane takes in its block. A step writes one output unit (the rows, the
-    // join), loads one input unit (the scatter), or stages and writes one tile with the whole
-    // workgroup (the tiles).
-    steps_per_lane: u32,
-    // The tiles: input rows per tile.
-    tile_rows: u32,
-    // The tiles, the scatter: input rows in all.
-    rows: u32,
-    // The rows, lanes in runs: lanes with work.
-    num_lanes: u32,
-    // The rows, lanes in runs: 1 when every entry has the same size and rows: lane g then
-    // serves entry g % num_entries, so neighbouring lanes read neighbouring bytes of the same
-    // input rows.
-    interleaved: u32,
-}
-
-// Bytes of Params: the table's entries start here.
-const HEADER_BYTES: u32 = 28u;
-
-// How an entry's words are read.
-const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one vec4 per unit
-const MODE_WORD: u32 = 1u; // multiples of 4: every output word is one source word
-const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from bytes
-
-// The join fills entries its own way: shaders/split_gather_join.wgsl says how.
-struct Entry {
-    // The lanes, the staged rows: first block of this entry. The runs: first lane
-    // (in the whole dispatch). Entries are sorted by it. The tiles, the scatter:
-    // unused.
-    block_start: u32,
-    // First 16-byte unit of this entry in `dst`.
-    dst_unit: u32,
-    // Byte offset of the entry's first output byte within its first row (row 0 below).
-    first_byte: u32,
-    // Bytes this entry writes.
-    out_bytes: u32,
-    // Bytes of one output row: len * inner * element size.
-    row_bytes: u32,
-    // Bytes between consecutive rows in the source: axis_len * inner * element size.
-    src_stride: u32,
-    // Byte offset in `src` of row 0 of this entry. It wraps ("negative") when the entry starts
-    // mid-row and its window starts after that row's first byte: WGSL's u32 arithmetic wraps,
-    // and every sum formed from it lands inside the window.
-    src_offset: u32,
-    // MODE_VEC4, MODE_WORD or MODE_BYTE.
-    mode: u32,
-}
 
 // How lanes map to units, and lanes per workgroup: set per pipeline, as the host's program
 // key says (src/gpu/gather/abi.rs). With LANES_IN_RUNS (CPU adapters, where every invocation
@@ -126,17 +75,6 @@ override WORKGROUP_SIZE: u32 = 256u;
 const STAGE_WORDS: u32 = 3776u;
 // Entries the tiles and the scatter keep at hand.
 const MAX_TILE_ENTRIES: u32 = 16u;
-
-// One buffer per dispatch holds both, so a split uploads (or finds in the host's cache) a
-// single small buffer.
-struct Table {
-    params: Params,
-    entries: array<Entry>,
-}
-
-@group(0) @binding(0) var<storage, read> table: Table;
-// The input bindings (from binding 1) and the output bindings after them come with the build:
-// see the header.
 
 // What lane 0 found for the block.
 struct Block {
@@ -160,26 +98,6 @@ const TRACE_DST: u32 = 2u;
 var<private> trace_lane: u32;
 var<private> trace_block: u32;
 var<private> trace_seq: u32;
-
-fn read_params() -> Params {
-    trace(TRACE_TABLE, 0u, HEADER_BYTES);
-    return table.params;
-}
-
-fn read_block_start(i: u32) -> u32 {
-    trace(TRACE_TABLE, HEADER_BYTES + 32u * i, 4u);
-    return table.entries[i].block_start;
-}
-
-fn read_entry(i: u32) -> Entry {
-    trace(TRACE_TABLE, HEADER_BYTES + 32u * i, 32u);
-    return table.entries[i];
-}
-
-fn read_first_byte(i: u32) -> u32 {
-    trace(TRACE_TABLE, HEADER_BYTES + 32u * i + 8u, 4u);
-    return table.entries[i].first_byte;
-}
 
 // The build's input access functions, for input binding `b` (0 but in the joins of the
 // multi-input build): `load_word_in(b, w)` loads word `w`, `load_vec4_in(b, i)` vec4 `i`, and

@@ -1,21 +1,14 @@
 // ---- The join: a concat, the split's byte rows read the other way ----
 //
 // Lanes own units of the output, so no two lanes write one word whatever the inputs' byte
-// offsets. The table (src/gpu/gather/joins.rs): entry 0 the header, entries 1 .. segments_end
-// the segments in column order, then (GPUs) one block record per block: the segments the
-// block's columns touch, which its lanes copy into workgroup memory (`stage`, four words
-// each) once and look up there.
+// offsets. The table (src/gpu/gather/joins.rs), after the header: the dispatch's
+// `JoinHeader`, its `Params.num_entries` segments in column order, then (GPUs) one
+// `BlockRecord` per block: the segments the block's columns touch, which its lanes copy into
+// workgroup memory (`stage`, six words each) once and look up there.
 
-// A concat's header (entry 0 of its table) with the block's cached segments: the units the
-// dispatch writes, from `first_unit` of `dst` on, the output's row bytes and bytes in all,
-// the end of the segments in the table, and the segments `cached_first ..
-// cached_first + cached_count` at hand in `stage` (none: lanes search the table).
-//
-// A dispatch whose segments are a narrow band of the columns (one buffer's inputs among
-// several) numbers only the band's units: `band_units` per row (0: every unit from
-// `first_unit` on), from the unit of row `r`'s byte `band_first`; those past the row's
-// `band_width` bytes are not written. No unit holds two rows' bands (the host leaves at least
-// 16 bytes between them).
+// The header with what a block knows: the end of the segments (`segments_end`, past the
+// last one's number) and the segments `cached_first .. cached_first + cached_count` at hand
+// in `stage` (none: lanes search the table).
 struct Join {
     first_unit: u32,
     units: u32,
@@ -46,23 +39,6 @@ fn join_unit_at(h: Join, v: u32) -> u32 {
     return u;
 }
 
-// One segment: `count` parts side by side (equal inputs, such as attention heads, take one
-// segment), each `row_bytes` of every output row from column `first_byte` on, whose rows lie
-// back to back in the source from `src_offset` on, part after part `part_step` bytes apart;
-// and its input binding (0 but in the multi-input build). `part_of` gives the part of a
-// column as a segment of its own (`count` 1).
-struct Segment {
-    first_byte: u32,
-    row_bytes: u32,
-    src_offset: u32,
-    binding: u32,
-    count: u32,
-    part_step: u32,
-}
-
-// Words of a segment kept in `stage`.
-const SEGMENT_WORDS: u32 = 6u;
-
 // The columns segment `s` covers in a row: its parts side by side. Lanes in runs (CPU
 // adapters) get one part per segment (the host merges none for them: the division costs them
 // more than the table reads it saves).
@@ -86,31 +62,11 @@ fn part_of(s: Segment, c: u32) -> Segment {
 // What lane 0 reads for the block: the dispatch's params and header, and the block's record.
 struct JoinBlock {
     params: Params,
-    header: Entry,
-    cached_first: u32,
-    cached_count: u32,
+    header: JoinHeader,
+    kept: BlockRecord,
 }
 
 var<workgroup> wg_join: JoinBlock;
-
-// Segment `i` of the table: the six fields the join reads (src/gpu/gather/joins.rs).
-fn read_segment(i: u32) -> Segment {
-    trace(TRACE_TABLE, HEADER_BYTES + 32u * i, 16u);
-    let binding = table.entries[i].block_start;
-    let part_step = table.entries[i].dst_unit;
-    let first_byte = table.entries[i].first_byte;
-    let count = table.entries[i].out_bytes;
-    trace(TRACE_TABLE, HEADER_BYTES + 32u * i + 16u, 4u);
-    let row_bytes = table.entries[i].row_bytes;
-    trace(TRACE_TABLE, HEADER_BYTES + 32u * i + 24u, 4u);
-    return Segment(first_byte, row_bytes, table.entries[i].src_offset, binding, count, part_step);
-}
-
-// Block record `i`: (first cached segment, segments cached).
-fn read_join_block(i: u32) -> vec2<u32> {
-    trace(TRACE_TABLE, HEADER_BYTES + 32u * i, 8u);
-    return vec2<u32>(table.entries[i].block_start, table.entries[i].dst_unit);
-}
 
 // Segment `k`: from workgroup memory when the block keeps it, else from the table.
 fn segment(h: Join, k: u32) -> Segment {
@@ -128,7 +84,7 @@ fn segment_first_byte(h: Join, k: u32) -> u32 {
     if (i < h.cached_count) {
         return stage[SEGMENT_WORDS * i];
     }
-    return read_first_byte(k);
+    return read_segment_first_byte(k);
 }
 
 // The end of the segments a lane of this block may look at: the cached ones' end where the
@@ -137,11 +93,11 @@ fn segment_limit(h: Join) -> u32 {
     return select(h.segments_end, h.cached_first + h.cached_count, h.cached_count > 0u);
 }
 
-// The dispatch's header (entry 0 of its table, `e0`) with the block's cached segments.
-fn join_header(e0: Entry, cached_first: u32, cached_count: u32) -> Join {
+// The dispatch's header `j`, with its `p.num_entries` segments and the block's `kept`.
+fn join_view(p: Params, j: JoinHeader, kept: BlockRecord) -> Join {
     return Join(
-        e0.dst_unit, e0.block_start, e0.row_bytes, e0.out_bytes, e0.first_byte,
-        cached_first, cached_count, e0.src_stride, e0.src_offset, e0.mode
+        j.first_unit, j.units, j.row_bytes, j.end_byte, p.num_entries + 1u,
+        kept.first, kept.count, j.band_units, j.band_first, j.band_width
     );
 }
 
@@ -160,18 +116,16 @@ fn join_lanes_block(block: u32, lane: u32) {
     if (lane == 0u) {
         let p = read_params();
         wg_join.params = p;
-        let header = read_entry(0u);
-        wg_join.header = header;
-        var record = vec2<u32>(0u);
+        wg_join.header = read_join_header();
+        var kept = BlockRecord(0u, 0u);
         if (block < p.num_blocks) {
-            record = read_join_block(header.first_byte + block);
+            kept = read_block_record(p.num_entries, block);
         }
-        wg_join.cached_first = record.x;
-        wg_join.cached_count = record.y;
+        wg_join.kept = kept;
     }
     let found = workgroupUniformLoad(&wg_join);
     let p = found.params;
-    let h = join_header(found.header, found.cached_first, found.cached_count);
+    let h = join_view(p, found.header, found.kept);
     // At most one segment per lane (MAX_KEPT_SEGMENTS in src/gpu/gather/joins.rs).
     if (lane < h.cached_count) {
         let s = read_segment(h.cached_first + lane);
@@ -211,7 +165,7 @@ fn join_runs_block(block: u32, lane: u32) {
     if (block >= p.num_blocks) {
         return;
     }
-    let h = join_header(read_entry(0u), 0u, 0u);
+    let h = join_view(p, read_join_header(), BlockRecord(0u, 0u));
     let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
     let end = min(first + p.steps_per_lane, h.units);
     if (first < end) {
@@ -359,48 +313,87 @@ fn byte_mask(first: u32, len: u32) -> vec4<u32> {
     return below_hi & ~below_lo;
 }
 
-// Output unit `unit`: its bytes, run by run (a run is the bytes of one segment in one row, or
-// a gap no segment of this dispatch covers), then stored with the gaps kept.
+// Output unit `unit`, part by part: each part's bytes in the unit lie back to back in its
+// source, so one 16-byte load takes them, and each row's run of them moves to its place; then
+// the unit is stored, bytes no part of this dispatch covers keeping their values. Rows of up
+// to 16 bytes visit every part from the first, so neighbouring lanes load from the same part
+// at once; longer rows visit the parts from the one at the unit's first column on, round the
+// row's end to the first part where the unit crosses it.
 fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     let b = unit * 16u;
-    let n = min(16u, h.end_byte - b);
-    var row = b / h.row_bytes;
-    var c = b - row * h.row_bytes;
+    let end = min(b + 16u, h.end_byte);
+    let r = h.row_bytes;
+    let wraps = b / r != (end - 1u) / r;
+    let short = r <= 16u;
+    let limit = segment_limit(h);
+    var kk = 0u;
+    var s = Segment(0u, 0u, 0u, 0u, 0u, 0u);
+    var j = 0u;
+    if (!short) {
+        join_segment(h, b % r, k, seg);
+        kk = *k;
+        s = *seg;
+        if (kk > 0u && !LANES_IN_RUNS && s.count > 1u) {
+            j = min((b % r - s.first_byte) / s.row_bytes, s.count - 1u);
+        }
+    }
+    if (kk == 0u) {
+        // Before the first segment (which the block keeps, if it keeps any).
+        if (limit <= 1u) {
+            return;
+        }
+        kk = 1u;
+        s = segment(h, 1u);
+    }
+    let k0 = kk;
+    let j0 = j;
     var v = vec4<u32>(0u);
     var covered = vec4<u32>(0u);
-    var at = 0u;
-    while (at < n) {
-        join_segment(h, c, k, seg);
-        let e = part_of(*seg, c);
-        var len = 0u;
-        if (*k > 0u && c < e.first_byte + e.row_bytes) {
-            len = min(n - at, e.first_byte + e.row_bytes - c);
-            var x = load_bytes16(e.binding, row * e.row_bytes + e.src_offset + (c - e.first_byte));
-            if (at == 0u && len == 16u) {
-                v = x;
-                covered = vec4<u32>(0xffffffffu);
-            } else {
-                // The run's bytes moved to byte `at` of the unit.
-                if (at != 0u) {
-                    x = funnel(vec4<u32>(0u), x, 16u - at);
+    loop {
+        let w = s.row_bytes;
+        let first = s.first_byte + j * w;
+        // Its first row that ends after byte b, and its first byte in the unit there.
+        let ra = (b + r - first - w) / r;
+        let a = max(b, ra * r + first);
+        if (a < end) {
+            let lead = a - (ra * r + first);
+            let x = load_bytes16(s.binding, s.src_offset + j * s.part_step + ra * w + lead);
+            var i = 0u;
+            for (var row = ra; row * r + first < end; row++) {
+                let o0 = max(b, row * r + first);
+                let len = min(end, row * r + first + w) - o0;
+                let p = o0 - b;
+                // Bytes i .. i + len of x to bytes p .. p + len of the unit.
+                var y = x;
+                if (p > i) {
+                    y = funnel(vec4<u32>(0u), x, 16u - (p - i));
+                } else if (i > p) {
+                    y = funnel(x, vec4<u32>(0u), i - p);
                 }
-                let m = byte_mask(at, len);
-                v = (v & ~m) | (x & m);
+                let m = byte_mask(p, len);
+                v |= y & m;
                 covered |= m;
+                i += len;
             }
-        } else {
-            // A gap, up to the next segment's first column or the row's end.
-            var next = h.row_bytes;
-            if (*k + 1u < segment_limit(h)) {
-                next = segment_first_byte(h, *k + 1u);
-            }
-            len = min(n - at, next - c);
+        } else if (!short && (kk != k0 || j != j0)) {
+            // Parts of long rows come in the order of their first bytes in the unit, but the
+            // first one, which may end before the unit's first column.
+            break;
         }
-        at += len;
-        c += len;
-        if (c == h.row_bytes) {
-            c = 0u;
-            row += 1u;
+        j += 1u;
+        if (LANES_IN_RUNS || j >= s.count) {
+            j = 0u;
+            kk += 1u;
+            if (kk >= limit) {
+                if (short || !wraps) {
+                    break;
+                }
+                kk = 1u;
+            }
+            s = segment(h, kk);
+        }
+        if (kk == k0 && j == j0) {
+            break;
         }
     }
     join_store(unit, v, covered);

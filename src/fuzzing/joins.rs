@@ -2,7 +2,9 @@
 //! write, byte by byte, past one binding ([`check_join_windows`]).
 
 use super::input::PlannerInput;
-use crate::gpu::gather::abi::{Entry, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
+use crate::gpu::gather::abi::{
+    JoinHeader, JoinTable, Segment, Table, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE,
+};
 use crate::gpu::gather::dispatches::GatherTuning;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
 use crate::gpu::placement::PartLayout;
@@ -40,9 +42,11 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     if bytes.input_bytes() > 1 << 24 {
         return;
     }
-    let h = d.entries[0];
-    let segments = &d.entries[1..h.first_byte as usize];
-    let records = &d.entries[h.first_byte as usize..];
+    let JoinTable {
+        header: h,
+        segments,
+        blocks: records,
+    } = join_table(d);
     let p = d.params;
     // Each segment's parts, side by side: every part, in order, from its own source bytes.
     let expanded = expand(segments);
@@ -60,10 +64,10 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     if segments.is_empty() {
         return;
     }
-    let numbered = h.block_start as u64;
+    let numbered = h.units as u64;
     let block_units = p.steps_per_lane as u64 * lanes;
     assert!(p.num_blocks as u64 * block_units >= numbered, "{input:?}");
-    let unit = |v: u64| numbered_unit(&h, bytes.stride, v);
+    let unit = |v: u64| numbered_unit(h, bytes.stride, v);
     // Each output unit numbered at most once; `below[u]` counts those numbered before `u`.
     let mut seen = vec![false; bytes.input_bytes().div_ceil(16) as usize];
     for u in (0..numbered).filter_map(unit) {
@@ -104,7 +108,7 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     // kept segment, in the gap after the last kept one (which the next segment, if any,
     // starts after), or before segment 1 where that is kept first.
     for (block, r) in records.iter().enumerate() {
-        let (first, count) = (r.block_start as usize, r.dst_unit as usize);
+        let (first, count) = (r.first as usize, r.count as usize);
         if count == 0 {
             continue;
         }
@@ -200,14 +204,18 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
     );
     assert_eq!(d.src_offset % align, 0, "{input:?}");
     assert_eq!(d.dst_offset % align, 0, "{input:?}");
-    let h = d.entries[0];
-    let parts = expand(&d.entries[1..h.first_byte as usize]);
+    let JoinTable {
+        header: h,
+        segments,
+        ..
+    } = join_table(d);
+    let parts = expand(segments);
     let stride = h.row_bytes as u64;
-    for v in 0..h.block_start as u64 {
-        let Some(u) = numbered_unit(&h, stride, v) else {
+    for v in 0..h.units as u64 {
+        let Some(u) = numbered_unit(h, stride, v) else {
             continue;
         };
-        for b in u * 16..(u * 16 + 16).min(h.out_bytes as u64) {
+        for b in u * 16..(u * 16 + 16).min(h.end_byte as u64) {
             let (row, c) = (b / stride, b % stride);
             let k = parts.partition_point(|&(first, _, _)| first <= c);
             let Some((first, w, src)) = k.checked_sub(1).map(|k| parts[k]) else {
@@ -230,17 +238,25 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
     }
 }
 
+/// The table of join dispatch `d`.
+fn join_table(d: &Dispatch) -> &JoinTable {
+    match &d.table {
+        Table::Join(j) => j,
+        Table::Split(_) => panic!("a concat's dispatch has a split's table: {d:?}"),
+    }
+}
+
 /// The parts of a join dispatch's `segments`, side by side in each: (first column, bytes per
 /// row, source offset of row 0), as the shader's `part_of` finds them.
-fn expand(segments: &[Entry]) -> Vec<(u64, u64, u64)> {
+fn expand(segments: &[Segment]) -> Vec<(u64, u64, u64)> {
     segments
         .iter()
         .flat_map(|e| {
-            (0..e.out_bytes as u64).map(move |j| {
+            (0..e.count as u64).map(move |j| {
                 (
                     e.first_byte as u64 + j * e.row_bytes as u64,
                     e.row_bytes as u64,
-                    e.src_offset as u64 + j * e.dst_unit as u64,
+                    e.src_offset as u64 + j * e.part_step as u64,
                 )
             })
         })
@@ -249,14 +265,14 @@ fn expand(segments: &[Entry]) -> Vec<(u64, u64, u64)> {
 
 /// The output unit of a join dispatch's numbered unit `v`, as its header `h` says (the
 /// shader's `join_unit_at`): every unit from the first, or a band's (None past a row's band).
-fn numbered_unit(h: &Entry, stride: u64, v: u64) -> Option<u64> {
-    if h.src_stride == 0 {
-        return Some(h.dst_unit as u64 + v);
+fn numbered_unit(h: &JoinHeader, stride: u64, v: u64) -> Option<u64> {
+    if h.band_units == 0 {
+        return Some(h.first_unit as u64 + v);
     }
     let band = Band {
-        first: h.src_offset as u64,
-        width: h.mode as u64,
-        units_per_row: h.src_stride as u64,
+        first: h.band_first as u64,
+        width: h.band_width as u64,
+        units_per_row: h.band_units as u64,
     };
     band.unit(stride, v)
 }

@@ -3,7 +3,8 @@
 
 use super::input::PlannerInput;
 use crate::gpu::gather::abi::{
-    binding_bytes, Entry, EntryPoint, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS, WORKGROUP_SIZE,
+    binding_bytes, Entry, EntryPoint, Table, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS,
+    WORKGROUP_SIZE,
 };
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
 use crate::gpu::placement::PartLayout;
@@ -158,15 +159,15 @@ impl RouteCheck<'_> {
                 d.src_size <= window && d.dst_size <= window,
                 "{input:?} {d:?}"
             );
-            assert_eq!(d.entries.len() as u32, d.params.num_entries);
+            assert_eq!(d.entries().len() as u32, d.params.num_entries);
             // The staged rows: main_rows with lanes in turn.
             if d.program.entry == EntryPoint::Rows && !d.program.lanes_in_runs {
-                for e in d.entries.iter().filter(|e| !e.is_vec4()) {
+                for e in d.entries().iter().filter(|e| !e.is_vec4()) {
                     let most = most_staged_vec4s(e, d.params.steps_per_lane);
                     assert!(most <= STAGE_WORDS / 4, "{most} vec4s: {input:?} {e:?}");
                 }
             }
-            for e in &d.entries {
+            for e in d.entries() {
                 let dst = d.dst_offset + e.dst_unit as u64 * 16;
                 let out = e.out_bytes as u64;
                 // The shader's wrapping u32 offset is read back as signed (windows are at most
@@ -233,7 +234,10 @@ impl RouteCheck<'_> {
             panic!("the multi-output dispatch of {:?} failed", self.input);
         };
         let mask = (1u32 << DST_BINDING_SHIFT) - 1;
-        for e in &mut d.entries {
+        let Table::Split(entries) = &mut d.table else {
+            panic!("the multi-output dispatch of {:?} is a split's", self.input);
+        };
+        for e in entries {
             let j = (e.dst_unit >> DST_BINDING_SHIFT) as usize;
             e.dst_unit = (bases[j] / 16) as u32 + (e.dst_unit & mask);
         }

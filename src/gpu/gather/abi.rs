@@ -3,7 +3,10 @@
 //! checked against the WGSL as naga parses it (the tests below), so the two cannot drift apart
 //! silently.
 
-/// `shaders/split_gather.wgsl`: the table, the access functions and the word assembly.
+/// `shaders/split_gather_table.wgsl`: the table and its readers, one per record type.
+pub const TABLE_WGSL: &str = include_str!("../../../shaders/split_gather_table.wgsl");
+
+/// `shaders/split_gather.wgsl`: the access functions and the word assembly.
 /// [`super::builds::gather_source`] assembles the builds from it.
 pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl");
 
@@ -60,8 +63,97 @@ pub struct Params {
     pub interleaved: u32,
 }
 
-/// Bytes of the table's header: the entries start here (`HEADER_BYTES` in the shader).
+/// Bytes of the table's header: the program's records start here (`HEADER_BYTES` in the
+/// shader).
 pub const HEADER_BYTES: u64 = std::mem::size_of::<Params>() as u64;
+
+/// A dispatch's table after its [`Params`]: a split's entries, or a concat's header,
+/// segments and block records. The shader reads it as words, each record through a reader of
+/// its type, so every field has one meaning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Table {
+    /// One [`Entry`] per output (or part of one), sorted by `block_start`
+    /// (`Params::num_entries` of them).
+    Split(Vec<Entry>),
+    /// A concat's table ([`super::joins`]).
+    Join(JoinTable),
+}
+
+impl Table {
+    /// The records' bytes, as the shader reads them after the header.
+    pub fn bytes(&self) -> Vec<u8> {
+        match self {
+            Table::Split(entries) => bytemuck::cast_slice(entries).to_vec(),
+            Table::Join(j) => {
+                let mut bytes = bytemuck::bytes_of(&j.header).to_vec();
+                bytes.extend_from_slice(bytemuck::cast_slice(&j.segments));
+                bytes.extend_from_slice(bytemuck::cast_slice(&j.blocks));
+                bytes
+            }
+        }
+    }
+}
+
+/// A concat's table: its header, its segments in column order (`Params::num_entries` of
+/// them), then, where lanes take units in turn (GPUs), one record per block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinTable {
+    pub header: JoinHeader,
+    pub segments: Vec<Segment>,
+    pub blocks: Vec<BlockRecord>,
+}
+
+/// A concat's header (`JoinHeader` in the shader): the units it writes, and the band of
+/// columns it numbers them in.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct JoinHeader {
+    /// First unit of the output window it writes.
+    pub first_unit: u32,
+    /// Units the dispatch numbers.
+    pub units: u32,
+    /// Bytes of one output row.
+    pub row_bytes: u32,
+    /// Bytes of the output.
+    pub end_byte: u32,
+    /// Units numbered per row of a band (0: no band, every unit from `first_unit` on).
+    pub band_units: u32,
+    /// The band's first column.
+    pub band_first: u32,
+    /// The band's bytes per row.
+    pub band_width: u32,
+}
+
+/// One segment of a concat (`Segment` in the shader): `count` parts side by side in the
+/// output's rows, each `row_bytes` of every row from column `first_byte` on, whose rows lie
+/// back to back in the source from `src_offset` on, part after part `part_step` bytes apart.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Segment {
+    /// First column of its first part in an output row.
+    pub first_byte: u32,
+    /// Bytes of one part's row.
+    pub row_bytes: u32,
+    /// Source offset of its first part's row 0.
+    pub src_offset: u32,
+    /// Input binding (0 but in the multi-input build).
+    pub binding: u32,
+    /// Parts side by side (at least 1).
+    pub count: u32,
+    /// Source bytes from one part to the next.
+    pub part_step: u32,
+}
+
+/// The segments a concat's block keeps at hand (`BlockRecord` in the shader).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct BlockRecord {
+    /// Its first segment, numbered from 1 in column order (the shader's walk keeps 0 for
+    /// "no segment yet").
+    pub first: u32,
+    /// Segments kept (0: none, the lanes search the table).
+    pub count: u32,
+}
 
 /// The shader's entry points, each stamped from one body ([`super::builds`]). Aligned rows
 /// take one of their own, without the other modes' code and workgroup memory: a GPU sizes

@@ -1,7 +1,7 @@
 //! The gather's dispatches: each one a window of the input, a window of the output region,
-//! and a table of entries. Pure arithmetic, tested without a device.
+//! and a table. Pure arithmetic, tested without a device.
 
-use super::abi::{binding_bytes, Entry, Mode, Params, ProgramKey, HEADER_BYTES, UNIT_BYTES};
+use super::abi::{binding_bytes, Entry, Mode, Params, ProgramKey, Table, HEADER_BYTES, UNIT_BYTES};
 pub use super::blocks::GatherTuning;
 use super::blocks::{split_table, SplitTable};
 use crate::error::{Result, SplitError};
@@ -26,19 +26,27 @@ pub struct Dispatch {
     pub program: ProgramKey,
     /// The table's header.
     pub params: Params,
-    /// One entry per output (or part of one), sorted by `block_start`.
-    pub entries: Vec<Entry>,
+    /// The program's records after it.
+    pub table: Table,
 }
 
 impl Dispatch {
-    /// The bytes of the shader's `Table`: the header, then the entries.
+    /// The bytes of the shader's table: the header, then the records.
     pub fn table_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(
-            HEADER_BYTES as usize + std::mem::size_of_val(self.entries.as_slice()),
-        );
+        let records = self.table.bytes();
+        let mut bytes = Vec::with_capacity(HEADER_BYTES as usize + records.len());
         bytes.extend_from_slice(bytemuck::bytes_of(&self.params));
-        bytes.extend_from_slice(bytemuck::cast_slice(&self.entries));
+        bytes.extend_from_slice(&records);
         bytes
+    }
+
+    /// A split's entries (none for a concat).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn entries(&self) -> &[Entry] {
+        match &self.table {
+            Table::Split(entries) => entries,
+            Table::Join(_) => &[],
+        }
     }
 }
 
@@ -173,7 +181,7 @@ pub fn multi_output_dispatch(
         dst_offset: 0,
         dst_size: 0,
         params,
-        entries,
+        table: Table::Split(entries),
     })
 }
 
@@ -208,7 +216,7 @@ pub fn plan_dispatches(
             dst_offset: 0,
             dst_size: layout.total_bytes,
             params,
-            entries,
+            table: Table::Split(entries),
         }]);
     }
 
@@ -262,7 +270,7 @@ pub fn plan_dispatches(
                 dst_offset: range.offset + b0,
                 dst_size: binding_bytes(b1 - b0),
                 params,
-                entries,
+                table: Table::Split(entries),
             });
             b0 = b1;
         }
@@ -311,7 +319,7 @@ pub(super) mod tests {
         .unwrap();
         let d = dispatches(&plan, DType::U8, 256, GatherMode::Cpu, 8, BIG).unwrap();
         assert_eq!(d.len(), 1);
-        let e = &d[0].entries;
+        let e = &d[0].entries();
         assert_eq!(e.len(), 2);
         assert_eq!(
             (
@@ -337,7 +345,7 @@ pub(super) mod tests {
     #[test]
     fn modes_follow_byte_alignment() {
         let mode = |plan: &SplitPlan| {
-            dispatches(plan, DType::U8, 16, GatherMode::Cpu, 8, BIG).unwrap()[0].entries[1].mode
+            dispatches(plan, DType::U8, 16, GatherMode::Cpu, 8, BIG).unwrap()[0].entries()[1].mode
         };
         let plan = ops::split(&[3, 64], &IntTensor::scalar(1), 2).unwrap();
         assert_eq!(mode(&plan), Mode::Vec4 as u32); // rows of 32 bytes
@@ -389,7 +397,7 @@ pub(super) mod tests {
         // Three outputs of 1,440 units in blocks of 2 x 256 units: 3 blocks each.
         let plan = ops::split(&[6, 12, 10, 24], &IntTensor::scalar(1), 3).unwrap();
         let d = &dispatches(&plan, DType::F32, 256, GatherMode::Gpu, 2, BIG).unwrap()[0];
-        let starts: Vec<u32> = d.entries.iter().map(|e| e.block_start).collect();
+        let starts: Vec<u32> = d.entries().iter().map(|e| e.block_start).collect();
         assert_eq!((starts, d.params.num_blocks), (vec![0, 3, 6], 9));
     }
 
@@ -411,7 +419,7 @@ pub(super) mod tests {
             assert!(p.src_offset.is_multiple_of(32) && p.dst_offset.is_multiple_of(32));
             assert!(p.src_offset + p.src_size <= 16_000);
             let out = usize::from(p.dst_offset >= layout.ranges[1].offset);
-            covered[out] += p.entries[0].out_bytes as u64;
+            covered[out] += p.entries()[0].out_bytes as u64;
         }
         assert_eq!(covered, [9600, 6400]);
         // A row stride wider than the window cannot be cut.

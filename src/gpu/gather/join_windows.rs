@@ -217,6 +217,7 @@ impl Windowed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::gather::abi::Table;
     use crate::gpu::gather::joins::join_parts;
     use crate::gpu::placement::PartLayout;
     use crate::plan::SplitPlan;
@@ -296,11 +297,10 @@ mod tests {
                     assert_eq!(x.dst_offset, r0 * bytes.stride);
                     assert_eq!(x.dst_size, rows * bytes.stride);
                     // The segments of the group, in their columns.
-                    let h = x.entries[0];
-                    let columns: Vec<u32> = x.entries[1..h.first_byte as usize]
-                        .iter()
-                        .map(|e| e.first_byte)
-                        .collect();
+                    let Table::Join(j) = &x.table else {
+                        panic!("{x:?} is a concat's");
+                    };
+                    let columns: Vec<u32> = j.segments.iter().map(|e| e.first_byte).collect();
                     let expected = if groups == 1 {
                         vec![0, 400]
                     } else {
@@ -326,7 +326,10 @@ mod tests {
         }
         // The second row's second part's first piece: output byte 4,000, 160 bytes past 3,840.
         assert_eq!(d[8].dst_offset, 3840);
-        assert_eq!(d[8].entries[1].first_byte, 160);
+        let Table::Join(j) = &d[8].table else {
+            panic!("{:?} is a concat's", d[8]);
+        };
+        assert_eq!(j.segments[0].first_byte, 160);
     }
 
     #[test]

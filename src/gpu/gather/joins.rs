@@ -3,31 +3,20 @@
 //!
 //! The destination is the concat's output, `rows` rows of `stride` bytes (the plan's
 //! [`ByteRows`], whose "input" is the concat's output); each part (a concat input) is a
-//! column band of those rows, a segment, and its rows lie back to back in the source. Entry 0
-//! of the table is the dispatch's header, entries 1 and on its segments in column order, then
-//! (the GPU walk, lanes in turn) one record per block (workgroup): the segments its columns
-//! touch, which its lanes keep at hand in workgroup memory, so a block reads each of them once
-//! from the table. The CPU walk (lanes in runs) has no records: its lanes search the table.
-//! Both are the entry point `main_join`.
-//!
-//! | entry field | header (entry 0) | segment | block record |
-//! | --- | --- | --- | --- |
-//! | `block_start` | units the dispatch writes | input binding | first segment kept |
-//! | `dst_unit` | first unit it writes | source bytes from one part to the next | segments kept (0: none, search the table) |
-//! | `first_byte` | first block record (1 + segments) | first column in an output row | 0 |
-//! | `out_bytes` | bytes of the output | parts side by side (at least 1) | 0 |
-//! | `row_bytes` | bytes of one output row | bytes of one part row | 0 |
-//! | `src_stride` | units per row of the band (0: no band) | bytes between the part's rows in the source | 0 |
-//! | `src_offset` | the band's first column | source offset of the part's row 0 | 0 |
-//! | `mode` | the band's width | the segment's [`Mode`] | 0 |
+//! column band of those rows, a segment, and its rows lie back to back in the source. The
+//! table ([`JoinTable`]) holds the dispatch's [`JoinHeader`], its [`Segment`]s in column
+//! order, then (the GPU walk, lanes in turn) one [`BlockRecord`] per block (workgroup): the
+//! segments its columns touch, which its lanes keep at hand in workgroup memory, so a block
+//! reads each of them once from the table. The CPU walk (lanes in runs) has no records: its
+//! lanes search the table. Both are the entry point `main_join`.
 //!
 //! A dispatch whose parts cover a narrow band of the output's columns (one buffer's inputs
 //! among several: [`Band`]) numbers only the units of that band, row by row, rather than
 //! every unit from its first part's first byte to its last part's last.
 
 use super::abi::{
-    binding_bytes, Entry, EntryPoint, Mode, Params, ProgramKey, RUNS_WORKGROUP_SIZE, STAGE_WORDS,
-    UNIT_BYTES, WORKGROUP_SIZE,
+    binding_bytes, BlockRecord, EntryPoint, JoinHeader, JoinTable, Params, ProgramKey, Segment,
+    Table, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
 };
 use super::blocks::{max_steps, run_units, GatherTuning};
 use super::dispatches::Dispatch;
@@ -35,7 +24,6 @@ use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
-use bytemuck::Zeroable;
 
 /// Segments a block keeps at hand, at most: one per lane, so one step loads them, six words
 /// each in the shader's `stage` (`SEGMENT_WORDS`). A block whose columns touch more searches
@@ -134,41 +122,37 @@ pub fn join_dispatch(
     let in_turn = tuning.mode == GatherMode::Gpu;
     let segments = segments(bytes, parts, in_turn);
     let num_blocks = units.div_ceil(steps * lanes);
-    let header = Entry {
-        block_start: units as u32,
-        dst_unit: first_unit as u32,
-        first_byte: 1 + segments.len() as u32,
-        out_bytes: output as u32,
+    let header = JoinHeader {
+        first_unit: first_unit as u32,
+        units: units as u32,
         row_bytes: bytes.stride as u32,
-        src_stride: band.map_or(0, |b| b.units_per_row) as u32,
-        src_offset: band.map_or(0, |b| b.first) as u32,
-        mode: band.map_or(0, |b| b.width) as u32,
+        end_byte: output as u32,
+        band_units: band.map_or(0, |b| b.units_per_row) as u32,
+        band_first: band.map_or(0, |b| b.first) as u32,
+        band_width: band.map_or(0, |b| b.width) as u32,
     };
     let columns: Vec<u64> = segments.iter().map(|e| e.first_byte as u64).collect();
     // Only the GPU walk keeps segments at hand: its blocks' records.
-    let records = (0..if in_turn { num_blocks } else { 0 }).map(|block| {
-        // The block's bytes of the output, `from .. to`: its first unit's first byte to its
-        // last unit's end (in a band, within their rows' bands).
-        let v0 = block * steps * lanes;
-        let v1 = ((block + 1) * steps * lanes).min(units);
-        let (from, to) = match band {
-            None => (
-                (first_unit + v0) * UNIT_BYTES,
-                ((first_unit + v1) * UNIT_BYTES).min(output),
-            ),
-            Some(b) => (b.from(bytes.stride, v0), b.to(bytes.stride, v1 - 1)),
-        };
-        let (first, count) = kept_segments(&columns, bytes.stride, from, to);
-        Entry {
-            block_start: first as u32,
-            dst_unit: count as u32,
-            ..Entry::zeroed()
-        }
-    });
-    let mut entries = Vec::with_capacity(1 + segments.len() + num_blocks as usize);
-    entries.push(header);
-    entries.extend(segments);
-    entries.extend(records);
+    let blocks = (0..if in_turn { num_blocks } else { 0 })
+        .map(|block| {
+            // The block's bytes of the output, `from .. to`: its first unit's first byte to its
+            // last unit's end (in a band, within their rows' bands).
+            let v0 = block * steps * lanes;
+            let v1 = ((block + 1) * steps * lanes).min(units);
+            let (from, to) = match band {
+                None => (
+                    (first_unit + v0) * UNIT_BYTES,
+                    ((first_unit + v1) * UNIT_BYTES).min(output),
+                ),
+                Some(b) => (b.from(bytes.stride, v0), b.to(bytes.stride, v1 - 1)),
+            };
+            let (first, count) = kept_segments(&columns, bytes.stride, from, to);
+            BlockRecord {
+                first: first as u32,
+                count: count as u32,
+            }
+        })
+        .collect();
     Ok(Dispatch {
         program: ProgramKey {
             entry: EntryPoint::Join,
@@ -180,23 +164,27 @@ pub fn join_dispatch(
         dst_size: binding_bytes(output),
         params: Params {
             num_blocks: num_blocks as u32,
-            num_entries: entries.len() as u32,
+            num_entries: segments.len() as u32,
             steps_per_lane: steps as u32,
             tile_rows: 0,
             rows: 0,
             num_lanes: 0,
             interleaved: 0,
         },
-        entries,
+        table: Table::Join(JoinTable {
+            header,
+            segments,
+            blocks,
+        }),
     })
 }
 
 /// Loop turns one unit of a concat of `parts` may take in `mode`, on average over a lane's
-/// steps (see `blocks::max_steps`). A unit assembled run by run (`join_unit`) takes up to
-/// 2 x (16 / w + 2) runs, parts of at least w bytes and the gaps between them, each with a
-/// segment search of up to log2(segments) + 2 turns, then its stores. Lanes in turn assemble
-/// every unit so; lanes in runs only those that cross a part's end, at most one in w / 32,
-/// and move the others in one turn each.
+/// steps (see `blocks::max_steps`). A unit assembled part by part (`join_unit`) visits up to
+/// 16 / w + 4 parts of at least w bytes, moves at most 16 runs of bytes, searches for its
+/// first part twice (up to log2(segments) + 2 turns each), then stores its words. Lanes in
+/// turn assemble every unit so; lanes in runs only those that cross a part's end, at most one
+/// in w / 32, and move the others in one turn each.
 fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode) -> u64 {
     let narrowest = parts
         .iter()
@@ -205,7 +193,8 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode) -> u64 {
         .unwrap_or(UNIT_BYTES)
         .max(1);
     let search = 2 + u64::from(usize::BITS - parts.len().leading_zeros());
-    let assembled = 2 * (UNIT_BYTES.div_ceil(narrowest) + 2) * (1 + search) + 6;
+    let visits = (UNIT_BYTES / narrowest + 4).min(parts.len() as u64 + 2);
+    let assembled = visits + UNIT_BYTES + 2 * search + 6;
     match mode {
         GatherMode::Cpu => 2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES),
         GatherMode::Gpu => 1 + assembled,
@@ -219,38 +208,34 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode) -> u64 {
 /// segment per block, however many parts it has. Only where lanes take units in turn
 /// (`merge`, GPUs): on CPU adapters the division cost more than the table reads it saves
 /// (`docs/performance.md`), and their pipelines fold it away.
-fn segments(bytes: &ByteRows, parts: &[JoinPart], merge: bool) -> Vec<Entry> {
-    let mut segments: Vec<Entry> = Vec::with_capacity(parts.len());
+fn segments(bytes: &ByteRows, parts: &[JoinPart], merge: bool) -> Vec<Segment> {
+    let mut segments: Vec<Segment> = Vec::with_capacity(parts.len());
     let mut last: Option<&JoinPart> = None;
     for p in parts {
         let o = &bytes.outputs[p.position];
-        let mode = Mode::of(o.offset | o.row_bytes | p.src | bytes.stride) as u32;
         if let (Some(s), Some(prev)) = (segments.last_mut(), last) {
             let step = p.src.wrapping_sub(prev.src);
             let side_by_side = merge
-                && s.first_byte as u64 + s.out_bytes as u64 * s.row_bytes as u64 == o.offset
+                && s.first_byte as u64 + s.count as u64 * s.row_bytes as u64 == o.offset
                 && s.row_bytes as u64 == o.row_bytes
-                && s.block_start == p.binding
+                && s.binding == p.binding
                 && p.src > prev.src
                 && step <= u32::MAX as u64
-                && (s.out_bytes == 1 || s.dst_unit as u64 == step);
+                && (s.count == 1 || s.part_step as u64 == step);
             if side_by_side {
-                s.dst_unit = step as u32;
-                s.out_bytes += 1;
-                s.mode = s.mode.max(mode);
+                s.part_step = step as u32;
+                s.count += 1;
                 last = Some(p);
                 continue;
             }
         }
-        segments.push(Entry {
-            block_start: p.binding,
-            dst_unit: 0,
+        segments.push(Segment {
             first_byte: o.offset as u32,
-            out_bytes: 1,
             row_bytes: o.row_bytes as u32,
-            src_stride: o.row_bytes as u32,
             src_offset: p.src as u32,
-            mode,
+            binding: p.binding,
+            count: 1,
+            part_step: 0,
         });
         last = Some(p);
     }

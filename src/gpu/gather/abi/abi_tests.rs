@@ -3,7 +3,7 @@
 
 use super::*;
 use naga::{Expression, Literal, Module, TypeInner};
-use std::mem::offset_of;
+use std::mem::{offset_of, size_of};
 
 fn module() -> Module {
     naga::front::wgsl::parse_str(super::super::builds::shader_source()).expect("the shader parses")
@@ -40,44 +40,63 @@ fn wgsl_u32_constant(module: &Module, name: &str) -> u32 {
     }
 }
 
+/// `(name, offset)` of each named field of `$ty`.
+macro_rules! fields {
+    ($ty:ty; $($f:ident),*) => {
+        vec![$((stringify!($f).to_string(), offset_of!($ty, $f) as u32)),*]
+    };
+}
+
 #[test]
-fn params_and_entry_match_the_shader_structs() {
+fn the_table_records_match_the_shader_structs() {
     let module = module();
-    let params = [
-        ("num_blocks", offset_of!(Params, num_blocks)),
-        ("num_entries", offset_of!(Params, num_entries)),
-        ("steps_per_lane", offset_of!(Params, steps_per_lane)),
-        ("tile_rows", offset_of!(Params, tile_rows)),
-        ("rows", offset_of!(Params, rows)),
-        ("num_lanes", offset_of!(Params, num_lanes)),
-        ("interleaved", offset_of!(Params, interleaved)),
+    let records = [
+        (
+            "Params",
+            fields!(Params; num_blocks, num_entries, steps_per_lane, tile_rows, rows, num_lanes,
+                interleaved),
+            size_of::<Params>(),
+            "HEADER_BYTES",
+        ),
+        (
+            "Entry",
+            fields!(Entry; block_start, dst_unit, first_byte, out_bytes, row_bytes, src_stride,
+                src_offset, mode),
+            size_of::<Entry>(),
+            "ENTRY_WORDS",
+        ),
+        (
+            "JoinHeader",
+            fields!(JoinHeader; first_unit, units, row_bytes, end_byte, band_units, band_first,
+                band_width),
+            size_of::<JoinHeader>(),
+            "JOIN_HEADER_WORDS",
+        ),
+        (
+            "Segment",
+            fields!(Segment; first_byte, row_bytes, src_offset, binding, count, part_step),
+            size_of::<Segment>(),
+            "SEGMENT_WORDS",
+        ),
+        (
+            "BlockRecord",
+            fields!(BlockRecord; first, count),
+            size_of::<BlockRecord>(),
+            "BLOCK_RECORD_WORDS",
+        ),
     ];
-    let entry = [
-        ("block_start", offset_of!(Entry, block_start)),
-        ("dst_unit", offset_of!(Entry, dst_unit)),
-        ("first_byte", offset_of!(Entry, first_byte)),
-        ("out_bytes", offset_of!(Entry, out_bytes)),
-        ("row_bytes", offset_of!(Entry, row_bytes)),
-        ("src_stride", offset_of!(Entry, src_stride)),
-        ("src_offset", offset_of!(Entry, src_offset)),
-        ("mode", offset_of!(Entry, mode)),
-    ];
-    for (name, rust, size) in [
-        ("Params", &params[..], std::mem::size_of::<Params>()),
-        ("Entry", &entry[..], std::mem::size_of::<Entry>()),
-    ] {
-        let rust: Vec<(String, u32)> = rust
-            .iter()
-            .map(|&(n, o)| (n.to_string(), o as u32))
-            .collect();
+    for (name, rust, size, constant) in records {
+        // The shader's readers build each record from its words in order: the same fields
+        // in the same order, all u32, is the same layout.
         assert_eq!(wgsl_struct(&module, name), (rust, size as u32), "{name}");
+        let words = wgsl_u32_constant(&module, constant);
+        let bytes = if constant.ends_with("_BYTES") {
+            words
+        } else {
+            4 * words
+        };
+        assert_eq!(bytes as usize, size, "{constant}");
     }
-    // The table's entries start right after the header.
-    let (table, _) = wgsl_struct(&module, "Table");
-    assert_eq!(
-        table[1],
-        ("entries".into(), std::mem::size_of::<Params>() as u32)
-    );
 }
 
 #[test]

@@ -8,6 +8,13 @@ fn gpu() -> GatherTuning {
     gather_defaults(wgpu::DeviceType::DiscreteGpu)
 }
 
+fn table(d: &Dispatch) -> &JoinTable {
+    match &d.table {
+        Table::Join(j) => j,
+        Table::Split(_) => panic!("a concat's dispatch has a split's table: {d:?}"),
+    }
+}
+
 #[test]
 fn segments_follow_the_columns_and_the_header_the_output() {
     // Two f16 inputs [1, 2, 3, 4] and [1, 2, 1, 4] on axis 2: rows of 24 and 8 bytes in
@@ -29,38 +36,28 @@ fn segments_follow_the_columns_and_the_header_the_output() {
         },
     ];
     let d = join_dispatch(&bytes, &parts, &[64], gpu(), 1 << 27).unwrap();
-    let h = d.entries[0];
+    let j = table(&d);
+    let h = j.header;
     assert_eq!(
-        (
-            h.block_start,
-            h.dst_unit,
-            h.first_byte,
-            h.out_bytes,
-            h.row_bytes
-        ),
-        (4, 0, 3, 64, 32)
+        (h.units, h.first_unit, h.end_byte, h.row_bytes),
+        (4, 0, 64, 32)
     );
-    let cols: Vec<(u32, u32, u32, u32)> = d.entries[1..3]
+    let cols: Vec<(u32, u32, u32)> = j
+        .segments
         .iter()
-        .map(|e| (e.first_byte, e.row_bytes, e.src_offset, e.mode))
+        .map(|e| (e.first_byte, e.row_bytes, e.src_offset))
         .collect();
-    assert_eq!(
-        cols,
-        vec![
-            (0, 24, 0, Mode::Word as u32),
-            (24, 8, 48, Mode::Word as u32)
-        ]
-    );
-    assert_eq!((d.params.num_blocks, d.params.num_entries), (1, 4));
+    assert_eq!(cols, vec![(0, 24, 0), (24, 8, 48)]);
+    assert_eq!((d.params.num_blocks, d.params.num_entries), (1, 2));
     assert_eq!(d.program.entry, EntryPoint::Join);
     // The one block crosses a row's end: it keeps both segments.
-    assert_eq!((d.entries[3].block_start, d.entries[3].dst_unit), (1, 2));
+    assert_eq!(j.blocks, [BlockRecord { first: 1, count: 2 }]);
     // One part alone (columns 24 .. 32): the unit of its band in each row, 2 rather than
     // the 3 from its first byte's to its last byte's.
     let d = join_dispatch(&bytes, &parts[1..], &[16], gpu(), 1 << 27).unwrap();
-    let h = d.entries[0];
+    let h = table(&d).header;
     assert_eq!(
-        (h.block_start, h.src_stride, h.src_offset, h.mode),
+        (h.units, h.band_units, h.band_first, h.band_width),
         (2, 1, 24, 8)
     );
 }
@@ -98,20 +95,18 @@ fn a_narrow_band_of_the_columns_numbers_only_its_units() {
         src,
     };
     let d = join_dispatch(&bytes, &[part(10, 0, 0)], &[500], gpu(), 1 << 27).unwrap();
-    let h = d.entries[0];
-    assert_eq!((h.src_stride, h.src_offset, h.mode), (1, 50, 5));
-    assert_eq!(h.block_start, 100, "one unit per row");
+    let h = table(&d).header;
+    assert_eq!((h.band_units, h.band_first, h.band_width), (1, 50, 5));
+    assert_eq!(h.units, 100, "one unit per row");
     let band = Band::of(&bytes, 50, 55).unwrap();
     assert_eq!(band.unit(320, 0), Some(3));
     assert_eq!(band.unit(320, 1), Some(23));
     // Inputs 10 and 11 from two bindings: 10 bytes, from byte 2 of a unit, span one.
     let parts = [part(10, 0, 0), part(11, 1, 0)];
     let d = join_dispatch(&bytes, &parts, &[500, 500], gpu(), 1 << 27).unwrap();
-    assert_eq!(
-        (d.entries[0].src_stride, d.entries[0].block_start),
-        (1, 100)
-    );
-    let bindings: Vec<u32> = d.entries[1..3].iter().map(|e| e.block_start).collect();
+    let j = table(&d);
+    assert_eq!((j.header.band_units, j.header.units), (1, 100));
+    let bindings: Vec<u32> = j.segments.iter().map(|e| e.binding).collect();
     assert_eq!(bindings, [0, 1]);
     // A binding past the windows given is refused.
     let e = join_dispatch(&bytes, &parts, &[500], gpu(), 1 << 27).unwrap_err();
@@ -121,7 +116,7 @@ fn a_narrow_band_of_the_columns_numbers_only_its_units() {
     let bytes = ByteRows::new(&plan, 1).unwrap();
     assert_eq!(Band::of(&bytes, 0, 5), None);
     let d = join_dispatch(&bytes, &[part(0, 0, 0)], &[500], gpu(), 1 << 27).unwrap();
-    assert_eq!(d.entries[0].src_stride, 0);
+    assert_eq!(table(&d).header.band_units, 0);
 }
 
 #[test]
@@ -152,16 +147,16 @@ fn equal_parts_side_by_side_take_one_segment() {
         })
         .collect();
     let d = join_dispatch(&bytes, &parts, &[64 << 17], gpu(), 1 << 27).unwrap();
-    let h = d.entries[0];
-    assert_eq!(h.first_byte, 2, "one segment");
-    let s = d.entries[1];
+    let segments = &table(&d).segments;
+    assert_eq!(segments.len(), 1, "one segment");
+    let s = segments[0];
     assert_eq!(
         (
             s.first_byte,
             s.row_bytes,
             s.src_offset,
-            s.out_bytes,
-            s.dst_unit
+            s.count,
+            s.part_step
         ),
         (0, 256, 0, 64, 512 * 256)
     );
@@ -172,10 +167,7 @@ fn equal_parts_side_by_side_take_one_segment() {
     apart[10].src += 16;
     apart[20].binding = 1;
     let d = join_dispatch(&bytes, &apart, &[64 << 17, 64 << 17], gpu(), 1 << 27).unwrap();
-    let counts: Vec<u32> = d.entries[1..d.entries[0].first_byte as usize]
-        .iter()
-        .map(|e| e.out_bytes)
-        .collect();
+    let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
     assert_eq!(counts, vec![10, 2, 8, 1, 43]);
     let plan = ops::concat(&[[2, 4], [2, 4], [2, 8]], 1).unwrap().inverse();
     let bytes = ByteRows::new(&plan, 4).unwrap();
@@ -185,9 +177,6 @@ fn equal_parts_side_by_side_take_one_segment() {
         src,
     });
     let d = join_dispatch(&bytes, &parts, &[128], gpu(), 1 << 27).unwrap();
-    let counts: Vec<u32> = d.entries[1..d.entries[0].first_byte as usize]
-        .iter()
-        .map(|e| e.out_bytes)
-        .collect();
+    let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
     assert_eq!(counts, vec![2, 1]);
 }

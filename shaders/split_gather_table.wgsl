@@ -1,0 +1,169 @@
+// The gather's table: one buffer per dispatch, so a split uploads (or finds in the host's
+// cache) a single small buffer. The header (`Params`), then the program's records: a split's
+// entries, or a concat's header, segments and block records. The shader reads it as words,
+// each record through a reader of its type (the structs below, in the order of their words),
+// so no field has two meanings; src/gpu/gather/abi.rs is the host's side, checked against
+// this file through naga.
+
+@group(0) @binding(0) var<storage, read> table: array<u32>;
+
+// ---- The header, and a split's entries ----
+
+struct Params {
+    // Workgroups with work (blocks).
+    num_blocks: u32,
+    // Entries in the table below.
+    num_entries: u32,
+    // Steps each lane takes in its block. A step writes one output unit (the rows, the
+    // join), loads one input unit (the scatter), or stages and writes one tile with the whole
+    // workgroup (the tiles).
+    steps_per_lane: u32,
+    // The tiles: input rows per tile.
+    tile_rows: u32,
+    // The tiles, the scatter: input rows in all.
+    rows: u32,
+    // The rows, lanes in runs: lanes with work.
+    num_lanes: u32,
+    // The rows, lanes in runs: 1 when every entry has the same size and rows: lane g then
+    // serves entry g % num_entries, so neighbouring lanes read neighbouring bytes of the same
+    // input rows.
+    interleaved: u32,
+}
+
+// Bytes of Params: the program's records start here.
+const HEADER_BYTES: u32 = 28u;
+
+// How an entry's words are read.
+const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one vec4 per unit
+const MODE_WORD: u32 = 1u; // multiples of 4: every output word is one source word
+const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from bytes
+
+// A split's record: one output's part in one dispatch.
+struct Entry {
+    // The lanes, the staged rows: first block of this entry. The runs: first lane
+    // (in the whole dispatch). Entries are sorted by it. The tiles, the scatter:
+    // unused.
+    block_start: u32,
+    // First 16-byte unit of this entry in `dst`.
+    dst_unit: u32,
+    // Byte offset of the entry's first output byte within its first row (row 0 below).
+    first_byte: u32,
+    // Bytes this entry writes.
+    out_bytes: u32,
+    // Bytes of one output row: len * inner * element size.
+    row_bytes: u32,
+    // Bytes between consecutive rows in the source: axis_len * inner * element size.
+    src_stride: u32,
+    // Byte offset in `src` of row 0 of this entry. It wraps ("negative") when the entry starts
+    // mid-row and its window starts after that row's first byte: WGSL's u32 arithmetic wraps,
+    // and every sum formed from it lands inside the window.
+    src_offset: u32,
+    // MODE_VEC4, MODE_WORD or MODE_BYTE.
+    mode: u32,
+}
+
+fn read_params() -> Params {
+    trace(TRACE_TABLE, 0u, HEADER_BYTES);
+    return Params(table[0], table[1], table[2], table[3], table[4], table[5], table[6]);
+}
+
+// Words of an entry.
+const ENTRY_WORDS: u32 = 8u;
+
+// Entry `i`'s first word in the table.
+fn entry_at(i: u32) -> u32 {
+    return HEADER_BYTES / 4u + ENTRY_WORDS * i;
+}
+
+fn read_block_start(i: u32) -> u32 {
+    trace(TRACE_TABLE, 4u * entry_at(i), 4u);
+    return table[entry_at(i)];
+}
+
+fn read_entry(i: u32) -> Entry {
+    let w = entry_at(i);
+    trace(TRACE_TABLE, 4u * w, 4u * ENTRY_WORDS);
+    return Entry(
+        table[w], table[w + 1u], table[w + 2u], table[w + 3u],
+        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u]
+    );
+}
+
+// ---- A concat's records (the join: shaders/split_gather_join.wgsl) ----
+
+// A concat's header: the units the dispatch writes, from `first_unit` of `dst` on, and the
+// output's row bytes and bytes in all. A dispatch whose segments are a narrow band of the
+// columns (one buffer's inputs among several) numbers only the band's units: `band_units`
+// per row (0: every unit from `first_unit` on), from the unit of row `r`'s byte
+// `band_first`; those past the row's `band_width` bytes are not written. No unit holds two
+// rows' bands (the host leaves at least 16 bytes between them).
+struct JoinHeader {
+    first_unit: u32,
+    units: u32,
+    row_bytes: u32,
+    end_byte: u32,
+    band_units: u32,
+    band_first: u32,
+    band_width: u32,
+}
+
+// One segment: `count` parts side by side (equal inputs, such as attention heads, take one
+// segment), each `row_bytes` of every output row from column `first_byte` on, whose rows lie
+// back to back in the source from `src_offset` on, part after part `part_step` bytes apart;
+// and its input binding (0 but in the multi-input build). `part_of` gives the part of a
+// column as a segment of its own (`count` 1). Segments are numbered from 1 in column order:
+// the walk keeps 0 for "none yet".
+struct Segment {
+    first_byte: u32,
+    row_bytes: u32,
+    src_offset: u32,
+    binding: u32,
+    count: u32,
+    part_step: u32,
+}
+
+// The segments a block keeps at hand: `count` from segment `first` on (none: its lanes
+// search the table).
+struct BlockRecord {
+    first: u32,
+    count: u32,
+}
+
+// Words of the concat's records (a segment's in `stage` too).
+const JOIN_HEADER_WORDS: u32 = 7u;
+const SEGMENT_WORDS: u32 = 6u;
+const BLOCK_RECORD_WORDS: u32 = 2u;
+
+// Where the join's header and its segments start in the table, in words.
+const JOIN_HEADER_AT: u32 = HEADER_BYTES / 4u;
+const SEGMENTS_AT: u32 = JOIN_HEADER_AT + JOIN_HEADER_WORDS;
+
+fn read_join_header() -> JoinHeader {
+    let w = JOIN_HEADER_AT;
+    trace(TRACE_TABLE, 4u * w, 4u * JOIN_HEADER_WORDS);
+    return JoinHeader(table[w], table[w + 1u], table[w + 2u], table[w + 3u], table[w + 4u], table[w + 5u], table[w + 6u]);
+}
+
+// Segment `k`'s first word in the table.
+fn segment_at(k: u32) -> u32 {
+    return SEGMENTS_AT + SEGMENT_WORDS * (k - 1u);
+}
+
+fn read_segment(k: u32) -> Segment {
+    let w = segment_at(k);
+    trace(TRACE_TABLE, 4u * w, 4u * SEGMENT_WORDS);
+    return Segment(table[w], table[w + 1u], table[w + 2u], table[w + 3u], table[w + 4u], table[w + 5u]);
+}
+
+fn read_segment_first_byte(k: u32) -> u32 {
+    trace(TRACE_TABLE, 4u * segment_at(k), 4u);
+    return table[segment_at(k)];
+}
+
+// Block `block`'s record, after the dispatch's `segments` segments.
+fn read_block_record(segments: u32, block: u32) -> BlockRecord {
+    let w = segment_at(segments + 1u) + BLOCK_RECORD_WORDS * block;
+    trace(TRACE_TABLE, 4u * w, 4u * BLOCK_RECORD_WORDS);
+    return BlockRecord(table[w], table[w + 1u]);
+}
+
