@@ -190,6 +190,45 @@ fn funnel(lo: vec4<u32>, hi: vec4<u32>, sh: u32) -> vec4<u32> {
     return select((w >> vec4<u32>(r)) | (next << vec4<u32>(32u - r)), w, r == 0u);
 }
 
+// The 16 bytes from byte `s` on of input binding `b` (those past its end read as zeros).
+fn load_bytes16(b: u32, s: u32) -> vec4<u32> {
+    let x = load_vec4_edge_in(b, s / 16u);
+    if (s % 16u == 0u) {
+        return x;
+    }
+    return funnel(x, load_vec4_edge_in(b, s / 16u + 1u), s % 16u);
+}
+
+// The byte mask of bytes `first .. first + len` of a unit, per word.
+fn byte_mask(first: u32, len: u32) -> vec4<u32> {
+    let w = vec4<u32>(0u, 4u, 8u, 12u);
+    let lo = clamp(vec4<u32>(first), w, w + 4u) - w;
+    let hi = clamp(vec4<u32>(first + len), w, w + 4u) - w;
+    let ones = vec4<u32>(0xffffffffu);
+    // A shift by 32 would wrap to 0, hence the selects for whole words.
+    let below_hi = select((vec4<u32>(1u) << (hi * 8u)) - 1u, ones, hi >= vec4<u32>(4u));
+    let below_lo = select((vec4<u32>(1u) << (lo * 8u)) - 1u, ones, lo >= vec4<u32>(4u));
+    return below_hi & ~below_lo;
+}
+
+// Stores the bytes of unit `i` that `covered` marks; the others keep their values.
+fn join_store(i: u32, v: vec4<u32>, covered: vec4<u32>) {
+    if (all(covered == vec4<u32>(0xffffffffu))) {
+        store_unit(i, v);
+        return;
+    }
+    let words = array<u32, 4>(v.x, v.y, v.z, v.w);
+    let masks = array<u32, 4>(covered.x, covered.y, covered.z, covered.w);
+    for (var j = 0u; j < 4u; j++) {
+        let m = masks[j];
+        if (m == 0xffffffffu) {
+            store_word(i, j, words[j]);
+        } else if (m != 0u) {
+            store_word(i, j, (words[j] & m) | (load_dst_word(i, j) & ~m));
+        }
+    }
+}
+
 // Where byte `b` of entry `e` lies: its row, its column in that row, and its source offset.
 struct Place {
     row: u32,

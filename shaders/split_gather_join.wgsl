@@ -20,6 +20,7 @@ struct Join {
     band_units: u32,
     band_first: u32,
     band_width: u32,
+    staged: u32,
 }
 
 // No unit: a band's numbered unit past the band's end in its row.
@@ -97,7 +98,7 @@ fn segment_limit(h: Join) -> u32 {
 fn join_view(p: Params, j: JoinHeader, kept: BlockRecord) -> Join {
     return Join(
         j.first_unit, j.units, j.row_bytes, j.end_byte, p.num_entries + 1u,
-        kept.first, kept.count, j.band_units, j.band_first, j.band_width
+        kept.first, kept.count, j.band_units, j.band_first, j.band_width, j.staged
     );
 }
 
@@ -145,15 +146,74 @@ fn join_lanes_block(block: u32, lane: u32) {
     var k = 0u;
     var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
     for (var step = 0u; step < p.steps_per_lane; step++) {
-        let v = (block * p.steps_per_lane + step) * WORKGROUP_SIZE + lane;
-        if (v >= h.units) {
+        let v0 = (block * p.steps_per_lane + step) * WORKGROUP_SIZE;
+        if (v0 >= h.units) {
             break;
         }
-        let u = join_unit_at(h, v);
-        if (u != NO_UNIT) {
-            join_unit(h, u, &k, &seg);
+        if (h.staged != 0u) {
+            let units_end = h.first_unit + min(v0 + WORKGROUP_SIZE, h.units);
+            stage_step(h, (h.first_unit + v0) * 16u, min(units_end * 16u, h.end_byte), lane);
+            workgroupBarrier();
+        }
+        let v = v0 + lane;
+        if (v < h.units) {
+            let u = join_unit_at(h, v);
+            if (u != NO_UNIT) {
+                join_unit(h, u, &k, &seg);
+            }
+        }
+        if (h.staged != 0u) {
+            workgroupBarrier();
         }
     }
+}
+
+// The staged join (GPUs, parts narrow or unaligned, at most MAX_STAGED_PARTS of them):
+// `stage` holds the block's segments, each one's first part number, each part's offset, then
+// each step's source bytes.
+const MAX_STAGED_PARTS: u32 = 128u;
+const PART_NUMBERS_AT: u32 = SEGMENT_WORDS * MAX_STAGED_PARTS;
+const PART_OFFSETS_AT: u32 = PART_NUMBERS_AT + MAX_STAGED_PARTS;
+const STAGED_DATA_AT: u32 = PART_OFFSETS_AT + MAX_STAGED_PARTS;
+
+// The source bytes of the step's output bytes `b0 .. b1`: each kept part's, which lie back
+// to back in its source, loaded by consecutive lanes as aligned vec4s, each once; a part's
+// offset is where its source byte `s` lies in `stage`, less `s`.
+fn stage_step(h: Join, b0: u32, b1: u32, lane: u32) {
+    let r = h.row_bytes;
+    var base = STAGED_DATA_AT / 4u;
+    var number = 0u;
+    for (var i = 0u; i < h.cached_count; i++) {
+        let s = segment(h, h.cached_first + i);
+        if (lane == 0u) {
+            stage[PART_NUMBERS_AT + i] = number;
+        }
+        for (var j = 0u; j < s.count; j++) {
+            let w = s.row_bytes;
+            let first = s.first_byte + j * w;
+            let ra = (b0 + r - first - w) / r;
+            let a = max(b0, ra * r + first);
+            if (a < b1) {
+                let rz = (b1 - 1u - first) / r;
+                let src = s.src_offset + j * s.part_step;
+                let q0 = (src + ra * w + (a - ra * r - first)) / 16u;
+                let n = (src + rz * w + (min(b1, rz * r + first + w) - rz * r - first) + 15u) / 16u - q0;
+                for (var t = lane; t < n; t += WORKGROUP_SIZE) {
+                    put_staged(base + t, load_vec4_edge_in(s.binding, q0 + t));
+                }
+                if (lane == 0u) {
+                    stage[PART_OFFSETS_AT + number + j] = 16u * (base - q0);
+                }
+                base += n;
+            }
+        }
+        number += s.count;
+    }
+}
+
+// The 16 staged bytes from workgroup byte position `p` on.
+fn staged16(p: u32) -> vec4<u32> {
+    return vec4<u32>(staged_word(p), staged_word(p + 4u), staged_word(p + 8u), staged_word(p + 12u));
 }
 
 // The join on CPU adapters (LANES_IN_RUNS): each lane a run of
@@ -249,15 +309,6 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
     }
 }
 
-// The 16 bytes from byte `s` on of input binding `b` (those past its end read as zeros).
-fn load_bytes16(b: u32, s: u32) -> vec4<u32> {
-    let x = load_vec4_edge_in(b, s / 16u);
-    if (s % 16u == 0u) {
-        return x;
-    }
-    return funnel(x, load_vec4_edge_in(b, s / 16u + 1u), s % 16u);
-}
-
 // Points `k` and `seg` at the last segment whose first column is at or before `c` (k = 0
 // where there is none), starting from the segment they hold.
 fn join_segment(h: Join, c: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
@@ -299,18 +350,6 @@ fn join_segment(h: Join, c: u32, k: ptr<function, u32>, seg: ptr<function, Segme
     if (lo > 0u) {
         *seg = segment(h, lo);
     }
-}
-
-// The byte mask of bytes `first .. first + len` of a unit, per word.
-fn byte_mask(first: u32, len: u32) -> vec4<u32> {
-    let w = vec4<u32>(0u, 4u, 8u, 12u);
-    let lo = clamp(vec4<u32>(first), w, w + 4u) - w;
-    let hi = clamp(vec4<u32>(first + len), w, w + 4u) - w;
-    let ones = vec4<u32>(0xffffffffu);
-    // A shift by 32 would wrap to 0, hence the selects for whole words.
-    let below_hi = select((vec4<u32>(1u) << (hi * 8u)) - 1u, ones, hi >= vec4<u32>(4u));
-    let below_lo = select((vec4<u32>(1u) << (lo * 8u)) - 1u, ones, lo >= vec4<u32>(4u));
-    return below_hi & ~below_lo;
 }
 
 // Output unit `unit`, part by part: each part's bytes in the unit lie back to back in its
@@ -357,7 +396,15 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
         let a = max(b, ra * r + first);
         if (a < end) {
             let lead = a - (ra * r + first);
-            let x = load_bytes16(s.binding, s.src_offset + j * s.part_step + ra * w + lead);
+            let src = s.src_offset + j * s.part_step + ra * w + lead;
+            var x: vec4<u32>;
+            // (Lanes in runs never stage: their pipelines fold the branch away.)
+            if (!LANES_IN_RUNS && h.staged != 0u) {
+                let number = stage[PART_NUMBERS_AT + kk - h.cached_first] + j;
+                x = staged16(stage[PART_OFFSETS_AT + number] + src);
+            } else {
+                x = load_bytes16(s.binding, src);
+            }
             var i = 0u;
             for (var row = ra; row * r + first < end; row++) {
                 let o0 = max(b, row * r + first);
@@ -397,22 +444,4 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
         }
     }
     join_store(unit, v, covered);
-}
-
-// Stores the bytes of unit `i` that `covered` marks; the others keep their values.
-fn join_store(i: u32, v: vec4<u32>, covered: vec4<u32>) {
-    if (all(covered == vec4<u32>(0xffffffffu))) {
-        store_unit(i, v);
-        return;
-    }
-    let words = array<u32, 4>(v.x, v.y, v.z, v.w);
-    let masks = array<u32, 4>(covered.x, covered.y, covered.z, covered.w);
-    for (var j = 0u; j < 4u; j++) {
-        let m = masks[j];
-        if (m == 0xffffffffu) {
-            store_word(i, j, words[j]);
-        } else if (m != 0u) {
-            store_word(i, j, (words[j] & m) | (load_dst_word(i, j) & ~m));
-        }
-    }
 }

@@ -96,7 +96,8 @@ fn read_entry(i: u32) -> Entry {
 // columns (one buffer's inputs among several) numbers only the band's units: `band_units`
 // per row (0: every unit from `first_unit` on), from the unit of row `r`'s byte
 // `band_first`; those past the row's `band_width` bytes are not written. No unit holds two
-// rows' bands (the host leaves at least 16 bytes between them).
+// rows' bands (the host leaves at least 16 bytes between them). `staged` 1: lanes in turn
+// stage each step's source bytes in workgroup memory first (`stage_step`).
 struct JoinHeader {
     first_unit: u32,
     units: u32,
@@ -105,6 +106,7 @@ struct JoinHeader {
     band_units: u32,
     band_first: u32,
     band_width: u32,
+    staged: u32,
 }
 
 // One segment: `count` parts side by side (equal inputs, such as attention heads, take one
@@ -130,7 +132,7 @@ struct BlockRecord {
 }
 
 // Words of the concat's records (a segment's in `stage` too).
-const JOIN_HEADER_WORDS: u32 = 7u;
+const JOIN_HEADER_WORDS: u32 = 8u;
 const SEGMENT_WORDS: u32 = 6u;
 const BLOCK_RECORD_WORDS: u32 = 2u;
 
@@ -141,7 +143,10 @@ const SEGMENTS_AT: u32 = JOIN_HEADER_AT + JOIN_HEADER_WORDS;
 fn read_join_header() -> JoinHeader {
     let w = JOIN_HEADER_AT;
     trace(TRACE_TABLE, 4u * w, 4u * JOIN_HEADER_WORDS);
-    return JoinHeader(table[w], table[w + 1u], table[w + 2u], table[w + 3u], table[w + 4u], table[w + 5u], table[w + 6u]);
+    return JoinHeader(
+        table[w], table[w + 1u], table[w + 2u], table[w + 3u],
+        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u]
+    );
 }
 
 // Segment `k`'s first word in the table.

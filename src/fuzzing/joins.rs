@@ -3,7 +3,8 @@
 
 use super::input::PlannerInput;
 use crate::gpu::gather::abi::{
-    JoinHeader, JoinTable, Segment, Table, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE,
+    BlockRecord, JoinHeader, JoinTable, Segment, Table, MAX_STAGED_PARTS, RUNS_WORKGROUP_SIZE,
+    STAGE_WORDS, WORKGROUP_SIZE,
 };
 use crate::gpu::gather::dispatches::GatherTuning;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
@@ -53,6 +54,9 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     assert_eq!(expanded.len(), parts.len(), "{input:?}");
     for ((_, _, src), part) in expanded.iter().zip(parts) {
         assert_eq!(*src, part.src, "{input:?}");
+    }
+    if h.staged != 0 {
+        check_staged(input, h, &expanded, records, d);
     }
     // Records of the blocks that keep segments: those of the GPU walk, whose lanes take units
     // in turn.
@@ -235,6 +239,44 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
             );
             *slot = d.src_offset + s;
         }
+    }
+}
+
+/// A staged join (`stage_step`): the GPU walk without a band, at most [`MAX_STAGED_PARTS`]
+/// parts, every block keeping its segments, and each step's source vec4s within the stage
+/// after its segments, part numbers and offsets.
+fn check_staged(
+    input: &PlannerInput,
+    h: &JoinHeader,
+    parts: &[(u64, u64, u64)],
+    records: &[BlockRecord],
+    d: &Dispatch,
+) {
+    assert!(!d.program.lanes_in_runs && h.band_units == 0, "{input:?}");
+    assert!(parts.len() as u64 <= MAX_STAGED_PARTS, "{input:?}");
+    assert!(records.iter().all(|r| r.count > 0), "{input:?}");
+    // Words before the data: six a segment, and a part number and an offset a part.
+    let room = (STAGE_WORDS - (6 + 2) * MAX_STAGED_PARTS) / 4;
+    let (r, end) = (h.row_bytes as u64, h.end_byte as u64);
+    for v0 in (0..h.units as u64).step_by(WORKGROUP_SIZE as usize) {
+        let b0 = (h.first_unit as u64 + v0) * 16;
+        let b1 = ((h.first_unit as u64 + (v0 + WORKGROUP_SIZE).min(h.units as u64)) * 16).min(end);
+        // As the shader counts them: each part's source vec4s for its bytes in b0 .. b1.
+        let staged: u64 = parts
+            .iter()
+            .map(|&(first, w, src)| {
+                let ra = (b0 + r - first - w) / r;
+                let a = b0.max(ra * r + first);
+                if a >= b1 {
+                    return 0;
+                }
+                let rz = (b1 - 1 - first) / r;
+                let s0 = src + ra * w + (a - ra * r - first);
+                let s1 = src + rz * w + (b1.min(rz * r + first + w) - rz * r - first);
+                s1.div_ceil(16) - s0 / 16
+            })
+            .sum();
+        assert!(staged <= room, "{input:?}: {staged} vec4s at unit {v0}");
     }
 }
 

@@ -32,6 +32,10 @@ pub const STAGE_WORDS: u64 = 3776;
 /// Entries a tiles or scatter dispatch may have (`MAX_TILE_ENTRIES`).
 pub const MAX_TILE_ENTRIES: u64 = 16;
 
+/// Parts a concat's staged join may have (`MAX_STAGED_PARTS`): a block keeps their number
+/// and offset in `stage`.
+pub const MAX_STAGED_PARTS: u64 = 128;
+
 /// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding (an output's last
 /// unit may be partial). Outputs start on multiples of it, so no two invocations write the
 /// same word.
@@ -122,6 +126,8 @@ pub struct JoinHeader {
     pub band_first: u32,
     /// The band's bytes per row.
     pub band_width: u32,
+    /// 1: lanes in turn stage each step's source bytes in workgroup memory first.
+    pub staged: u32,
 }
 
 /// One segment of a concat (`Segment` in the shader): `count` parts side by side in the

@@ -15,8 +15,8 @@
 //! every unit from its first part's first byte to its last part's last.
 
 use super::abi::{
-    binding_bytes, BlockRecord, EntryPoint, JoinHeader, JoinTable, Params, ProgramKey, Segment,
-    Table, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
+    binding_bytes, BlockRecord, EntryPoint, JoinHeader, JoinTable, Mode, Params, ProgramKey,
+    Segment, Table, MAX_STAGED_PARTS, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
 };
 use super::blocks::{max_steps, run_units, GatherTuning};
 use super::dispatches::Dispatch;
@@ -30,6 +30,17 @@ use crate::plan::bytes::ByteRows;
 /// the table.
 const MAX_KEPT_SEGMENTS: u64 = WORKGROUP_SIZE;
 const _: () = assert!(6 * MAX_KEPT_SEGMENTS <= STAGE_WORDS);
+
+// A staged join's `stage`: its segments, their first part numbers and the parts' offsets,
+// then a step's source bytes, at most one vec4 per unit and two more per part.
+const _: () = assert!(
+    (6 + 2) * MAX_STAGED_PARTS + 4 * (WORKGROUP_SIZE + 2 * MAX_STAGED_PARTS) <= STAGE_WORDS
+);
+
+/// Parts narrower than this (or unaligned ones) take the staged join on GPUs: a lane's unit
+/// then takes bytes of several parts, or shifts them, and two loads of its own for each would
+/// touch more lines than a copy.
+const STAGED_BELOW: u64 = 64;
 
 /// One part a dispatch writes: its position in `ByteRows::outputs`, the input binding it is
 /// read through (0 but in the multi-input build) and where its bytes start in that binding's
@@ -107,10 +118,12 @@ pub fn join_dispatch(
     let band = Band::of(bytes, first, end - (bytes.rows - 1) * bytes.stride)
         .filter(|b| b.units(bytes) < flat_units);
     let units = band.map_or(flat_units, |b| b.units(bytes));
+    let in_turn = tuning.mode == GatherMode::Gpu;
+    let staged = in_turn && band.is_none() && stages(bytes, parts);
     // CPU adapters: 64-lane workgroups without a barrier (`join_runs_block`), each lane a run
     // of units, spread as a split's runs are. GPUs: 256 lanes that take units in turn and
     // share the block's segments.
-    let turns = unit_turns(bytes, parts, tuning.mode);
+    let turns = unit_turns(bytes, parts, tuning.mode, staged);
     let longest = max_steps(tuning.max_steps_per_lane, turns);
     let (steps, lanes) = match tuning.mode {
         GatherMode::Cpu => (run_units(units, longest), RUNS_WORKGROUP_SIZE),
@@ -119,7 +132,6 @@ pub fn join_dispatch(
             WORKGROUP_SIZE,
         ),
     };
-    let in_turn = tuning.mode == GatherMode::Gpu;
     let segments = segments(bytes, parts, in_turn);
     let num_blocks = units.div_ceil(steps * lanes);
     let header = JoinHeader {
@@ -130,6 +142,7 @@ pub fn join_dispatch(
         band_units: band.map_or(0, |b| b.units_per_row) as u32,
         band_first: band.map_or(0, |b| b.first) as u32,
         band_width: band.map_or(0, |b| b.width) as u32,
+        staged: staged.into(),
     };
     let columns: Vec<u64> = segments.iter().map(|e| e.first_byte as u64).collect();
     // Only the GPU walk keeps segments at hand: its blocks' records.
@@ -179,13 +192,25 @@ pub fn join_dispatch(
     })
 }
 
+/// Whether the GPU walk stages the source bytes of `parts` (`stage_step`): at most
+/// [`MAX_STAGED_PARTS`] of them, one narrower than [`STAGED_BELOW`] or not aligned to 16 bytes.
+fn stages(bytes: &ByteRows, parts: &[JoinPart]) -> bool {
+    parts.len() as u64 <= MAX_STAGED_PARTS
+        && parts.iter().any(|p| {
+            let o = &bytes.outputs[p.position];
+            o.row_bytes < STAGED_BELOW
+                || Mode::of(o.offset | o.row_bytes | p.src | bytes.stride) != Mode::Vec4
+        })
+}
+
 /// Loop turns one unit of a concat of `parts` may take in `mode`, on average over a lane's
 /// steps (see `blocks::max_steps`). A unit assembled part by part (`join_unit`) visits up to
 /// 16 / w + 4 parts of at least w bytes, moves at most 16 runs of bytes, searches for its
 /// first part twice (up to log2(segments) + 2 turns each), then stores its words. Lanes in
-/// turn assemble every unit so; lanes in runs only those that cross a part's end, at most one
-/// in w / 32, and move the others in one turn each.
-fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode) -> u64 {
+/// turn assemble every unit so, after staging the step's bytes where `staged` (up to three
+/// turns a part); lanes in runs only those that cross a part's end, at most one in w / 32,
+/// and move the others in one turn each.
+fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode, staged: bool) -> u64 {
     let narrowest = parts
         .iter()
         .map(|p| bytes.outputs[p.position].row_bytes)
@@ -195,9 +220,14 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode) -> u64 {
     let search = 2 + u64::from(usize::BITS - parts.len().leading_zeros());
     let visits = (UNIT_BYTES / narrowest + 4).min(parts.len() as u64 + 2);
     let assembled = visits + UNIT_BYTES + 2 * search + 6;
+    let staging = if staged {
+        3 * parts.len() as u64 + 4
+    } else {
+        0
+    };
     match mode {
         GatherMode::Cpu => 2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES),
-        GatherMode::Gpu => 1 + assembled,
+        GatherMode::Gpu => 1 + assembled + staging,
     }
 }
 

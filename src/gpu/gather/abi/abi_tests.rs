@@ -68,7 +68,7 @@ fn the_table_records_match_the_shader_structs() {
         (
             "JoinHeader",
             fields!(JoinHeader; first_unit, units, row_bytes, end_byte, band_units, band_first,
-                band_width),
+                band_width, staged),
             size_of::<JoinHeader>(),
             "JOIN_HEADER_WORDS",
         ),
@@ -163,6 +163,7 @@ fn modes_workgroup_size_and_units_match_the_shader() {
         ("HEADER_BYTES", HEADER_BYTES),
         ("STAGE_WORDS", STAGE_WORDS),
         ("MAX_TILE_ENTRIES", MAX_TILE_ENTRIES),
+        ("MAX_STAGED_PARTS", MAX_STAGED_PARTS),
     ] {
         assert_eq!(wgsl_u32_constant(&module, name) as u64, value, "{name}");
     }

@@ -180,3 +180,46 @@ fn equal_parts_side_by_side_take_one_segment() {
     let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
     assert_eq!(counts, vec![2, 1]);
 }
+
+/// Each part packed after the one before in one source window.
+fn packed(bytes: &ByteRows) -> Vec<JoinPart> {
+    let mut src = 0;
+    let mut parts = Vec::new();
+    for (position, o) in bytes.outputs.iter().enumerate() {
+        parts.push(JoinPart {
+            position,
+            binding: 0,
+            src,
+        });
+        src += bytes.rows * o.row_bytes;
+    }
+    parts
+}
+
+#[test]
+fn narrow_or_unaligned_parts_are_staged_on_gpus() {
+    // RGB planes into pixels and u8 parts at odd offsets take the staged join on GPUs;
+    // aligned parts of 256 bytes, more parts than a block stages, and CPU adapters' runs do
+    // not.
+    let cpu = gather_defaults(wgpu::DeviceType::Cpu);
+    let many = vec![[4usize, 1]; MAX_STAGED_PARTS as usize + 1];
+    for (shapes, size, staged) in [
+        (vec![[64usize, 1]; 3], 1, true),
+        (vec![[16, 1365]; 3], 1, true),
+        (vec![[8, 64]; 4], 4, false),
+        (many, 1, false),
+    ] {
+        let plan = ops::concat(&shapes, 1).unwrap().inverse();
+        let bytes = ByteRows::new(&plan, size).unwrap();
+        let parts = packed(&bytes);
+        let window = parts.len() as u64 * bytes.input_bytes();
+        for (tuning, expected) in [(gpu(), staged), (cpu, false)] {
+            let d = join_dispatch(&bytes, &parts, &[window], tuning, 1 << 27).unwrap();
+            assert_eq!(
+                table(&d).header.staged,
+                u32::from(expected),
+                "{shapes:?} {tuning:?}"
+            );
+        }
+    }
+}
