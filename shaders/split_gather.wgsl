@@ -229,17 +229,37 @@ fn join_store(i: u32, v: vec4<u32>, covered: vec4<u32>) {
     }
 }
 
-// Where byte `b` of entry `e` lies: its row, its column in that row, and its source offset.
+// Where byte `b` of entry `e` lies: its row, its column in that row, its source offset, and
+// its destination offset from the entry's first unit.
 struct Place {
     row: u32,
     col: u32,
     src: u32,
+    dst: u32,
 }
 
 fn place(e: Entry, b: u32) -> Place {
     let row = b / e.row_bytes;
     let col = b - row * e.row_bytes;
-    return Place(row, col, row * e.src_stride + e.src_offset + col);
+    return Place(row, col, row * e.src_stride + e.src_offset + col, row * e.dst_stride + col - e.first_byte);
+}
+
+// The first of entry `e`'s units whose destination unit is at or past `bound` (all of them
+// where none is).
+fn units_below(e: Entry, bound: u32) -> u32 {
+    let total = (e.out_bytes + 15u) / 16u;
+    let last = place(e, e.first_byte + e.out_bytes - 1u);
+    if (bound > e.dst_unit + last.dst / 16u) {
+        return total;
+    }
+    if (bound <= e.dst_unit) {
+        return 0u;
+    }
+    // The entry's byte whose destination is the bound's first byte, or the next row's first.
+    let d = (bound - e.dst_unit) * 16u + e.first_byte;
+    let row = d / e.dst_stride;
+    let col = min(d - row * e.dst_stride, e.row_bytes);
+    return min((row * e.row_bytes + col - e.first_byte + 15u) / 16u, total);
 }
 
 // The byte at source offset `s`, in the low 8 bits.

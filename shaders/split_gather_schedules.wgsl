@@ -31,8 +31,7 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     }
     // Units below the output binding's `units_end` store with no choice of binding; the
     // others (a window's last units, at most 16) after them.
-    let bound = units_end(e.dst_unit + first_unit);
-    let fast_end = clamp(bound, e.dst_unit + first_unit, e.dst_unit + end_unit) - e.dst_unit;
+    let fast_end = clamp(units_below(e, units_end(e.dst_unit)), first_unit, end_unit);
     copy_units(e, first_unit, fast_end, vec4_only, true);
     if (fast_end < end_unit) {
         copy_units(e, fast_end, end_unit, vec4_only, false);
@@ -58,7 +57,7 @@ fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, fast: b
     // recomputed; at the end of a row it jumps over the other outputs' parts of the stride.
     let at = place(e, e.first_byte + first_unit * 16u);
     if (vec4_only || e.mode == MODE_VEC4) {
-        run_vec4(e, first_unit, end_unit, at.src, at.col, fast);
+        run_vec4(e, first_unit, end_unit, at, fast);
     } else if (e.mode == MODE_WORD && e.row_bytes == 4u) {
         run_one_word_rows(e, first_unit, end_unit, at.src, fast);
     } else {
@@ -66,21 +65,26 @@ fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, fast: b
     }
 }
 
-// Rows, stride and offset are multiples of 16: one vec4 per unit. One flat loop over the
-// lane's units, stepping over the gap at each row end, keeps SIMD lanes of a CPU adapter in
-// step (a loop per row segment would run each lane's row ends one after another).
-fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, s: u32, col0: u32, fast: bool) {
-    var s4 = s / 16u;
+// Rows, strides and offsets are multiples of 16: one vec4 per unit. One flat loop over the
+// lane's units, stepping over the gaps at each row end (in the source, and in the destination
+// where the rows land apart), keeps SIMD lanes of a CPU adapter in step (a loop per row
+// segment would run each lane's row ends one after another).
+fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
+    var s4 = at.src / 16u;
+    var d4 = e.dst_unit + at.dst / 16u;
     let row_units = e.row_bytes / 16u;
-    let gap4 = (e.src_stride - e.row_bytes) / 16u;
-    var left = row_units - col0 / 16u;
+    let src_gap4 = (e.src_stride - e.row_bytes) / 16u;
+    let dst_gap4 = (e.dst_stride - e.row_bytes) / 16u;
+    var left = row_units - at.col / 16u;
     for (var u = first_unit; u < end_unit; u++) {
-        put_unit(e.dst_unit + u, load_vec4(s4), fast);
+        put_unit(d4, load_vec4(s4), fast);
         s4 += 1u;
+        d4 += 1u;
         left -= 1u;
         if (left == 0u) {
             left = row_units;
-            s4 += gap4;
+            s4 += src_gap4;
+            d4 += dst_gap4;
         }
     }
 }
@@ -191,7 +195,8 @@ fn lanes_span(p: Params, e: Entry, local_block: u32) -> vec2<u32> {
 fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
     let span = lanes_span(p, e, local_block);
     for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
-        store_unit(e.dst_unit + u, load_vec4(place(e, e.first_byte + u * 16u).src / 16u));
+        let at = place(e, e.first_byte + u * 16u);
+        store_unit(e.dst_unit + at.dst / 16u, load_vec4(at.src / 16u));
     }
 }
 

@@ -60,6 +60,10 @@ struct Entry {
     src_offset: u32,
     // MODE_VEC4, MODE_WORD or MODE_BYTE.
     mode: u32,
+    // Bytes between consecutive rows in `dst`: `row_bytes` (a split's output is one range),
+    // or more where the rows land apart (a concat's part in its columns of the output rows;
+    // every entry then MODE_VEC4, and its dispatch takes `main_rows_vec4`).
+    dst_stride: u32,
 }
 
 fn read_params() -> Params {
@@ -68,7 +72,7 @@ fn read_params() -> Params {
 }
 
 // Words of an entry.
-const ENTRY_WORDS: u32 = 8u;
+const ENTRY_WORDS: u32 = 9u;
 
 // Entry `i`'s first word in the table.
 fn entry_at(i: u32) -> u32 {
@@ -85,7 +89,7 @@ fn read_entry(i: u32) -> Entry {
     trace(TRACE_TABLE, 4u * w, 4u * ENTRY_WORDS);
     return Entry(
         table[w], table[w + 1u], table[w + 2u], table[w + 3u],
-        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u]
+        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u]
     );
 }
 

@@ -3,8 +3,8 @@
 
 use super::input::PlannerInput;
 use crate::gpu::gather::abi::{
-    BlockRecord, JoinHeader, JoinTable, Segment, Table, MAX_STAGED_PARTS, RUNS_WORKGROUP_SIZE,
-    STAGE_WORDS, WORKGROUP_SIZE,
+    BlockRecord, EntryPoint, JoinHeader, JoinTable, Segment, Table, MAX_STAGED_PARTS,
+    RUNS_WORKGROUP_SIZE, STAGE_WORDS, WORKGROUP_SIZE,
 };
 use crate::gpu::gather::dispatches::GatherTuning;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
@@ -43,11 +43,14 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     if bytes.input_bytes() > 1 << 24 {
         return;
     }
-    let JoinTable {
+    let Table::Join(JoinTable {
         header: h,
         segments,
         blocks: records,
-    } = join_table(d);
+    }) = &d.table
+    else {
+        return check_aligned_rows(input, bytes, parts, d);
+    };
     let p = d.params;
     // Each segment's parts, side by side: every part, in order, from its own source bytes.
     let expanded = expand(segments);
@@ -208,11 +211,14 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
     );
     assert_eq!(d.src_offset % align, 0, "{input:?}");
     assert_eq!(d.dst_offset % align, 0, "{input:?}");
-    let JoinTable {
+    let Table::Join(JoinTable {
         header: h,
         segments,
         ..
-    } = join_table(d);
+    }) = &d.table
+    else {
+        return run_aligned_rows(input, d, written);
+    };
     let parts = expand(segments);
     let stride = h.row_bytes as u64;
     for v in 0..h.units as u64 {
@@ -280,11 +286,40 @@ fn check_staged(
     }
 }
 
-/// The table of join dispatch `d`.
-fn join_table(d: &Dispatch) -> &JoinTable {
-    match &d.table {
-        Table::Join(j) => j,
-        Table::Split(_) => panic!("a concat's dispatch has a split's table: {d:?}"),
+/// A concat's dispatch through the split's rows: only where every part is aligned and read
+/// through binding 0, in `main_rows_vec4`, its entries' rows a row of the output apart in the
+/// destination, writing the parts' bytes in all (which bytes: [`run_aligned_rows`]).
+fn check_aligned_rows(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart], d: &Dispatch) {
+    assert_eq!(d.program.entry, EntryPoint::RowsVec4, "{input:?}");
+    assert!(parts.iter().all(|p| p.binding == 0), "{input:?}");
+    let entries = d.entries();
+    assert!(entries.len() <= parts.len(), "{input:?}");
+    for e in entries {
+        assert!(e.is_vec4(), "{input:?}");
+        assert_eq!(e.dst_stride as u64, bytes.stride, "{input:?}");
+    }
+    let written: u64 = entries.iter().map(|e| e.out_bytes as u64).sum();
+    let parts_bytes: u64 = parts
+        .iter()
+        .map(|p| bytes.rows * bytes.outputs[p.position].row_bytes)
+        .sum();
+    assert_eq!(written, parts_bytes, "{input:?}");
+}
+
+/// [`run_join`] of a dispatch through the split's rows: each entry's byte `b`, of row `r`
+/// and column `c`, from source byte `src_offset + r * src_stride + c` to destination byte
+/// `16 * dst_unit + r * dst_stride + c`.
+fn run_aligned_rows(input: &PlannerInput, d: &Dispatch, written: &mut [u64]) {
+    for e in d.entries() {
+        for b in 0..e.out_bytes as u64 {
+            let (r, c) = (b / e.row_bytes as u64, b % e.row_bytes as u64);
+            let s = e.src_offset as u64 + r * e.src_stride as u64 + c;
+            let t = 16 * e.dst_unit as u64 + r * e.dst_stride as u64 + c;
+            assert!(s < d.src_size && t < d.dst_size, "{input:?}: {d:?}");
+            let slot = &mut written[(d.dst_offset + t) as usize];
+            assert_eq!(*slot, u64::MAX, "{input:?}: output byte twice");
+            *slot = d.src_offset + s;
+        }
     }
 }
 

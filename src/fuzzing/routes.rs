@@ -168,6 +168,8 @@ impl RouteCheck<'_> {
                 }
             }
             for e in d.entries() {
+                // A split's entry writes one range of its output.
+                assert_eq!(e.dst_stride, e.row_bytes, "{input:?} {e:?}");
                 let dst = d.dst_offset + e.dst_unit as u64 * 16;
                 let out = e.out_bytes as u64;
                 // The shader's wrapping u32 offset is read back as signed (windows are at most

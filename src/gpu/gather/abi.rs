@@ -329,6 +329,10 @@ pub struct Entry {
     pub src_offset: u32,
     /// A [`Mode`] as u32.
     pub mode: u32,
+    /// Bytes between rows in the destination: `row_bytes` where the entry's output is one
+    /// range (a split's), more where its rows land apart (a concat's part in its columns of
+    /// the output rows; every entry of such a dispatch [`Mode::Vec4`], in `main_rows_vec4`).
+    pub dst_stride: u32,
 }
 
 impl Mode {

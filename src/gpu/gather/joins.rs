@@ -15,10 +15,10 @@
 //! every unit from its first part's first byte to its last part's last.
 
 use super::abi::{
-    binding_bytes, BlockRecord, EntryPoint, JoinHeader, JoinTable, Mode, Params, ProgramKey,
+    binding_bytes, BlockRecord, Entry, EntryPoint, JoinHeader, JoinTable, Mode, Params, ProgramKey,
     Segment, Table, MAX_STAGED_PARTS, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
 };
-use super::blocks::{max_steps, run_units, GatherTuning};
+use super::blocks::{max_steps, run_units, split_table, GatherTuning};
 use super::dispatches::Dispatch;
 use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
@@ -100,6 +100,9 @@ pub fn join_dispatch(
                  2 GiB)"
             )));
         }
+    }
+    if let Some(d) = aligned_rows(bytes, parts, windows, tuning) {
+        return Ok(d);
     }
     // The units from the one holding the first segment's row-0 byte to the one holding the
     // last segment's last byte, or those of the band the segments cover.
@@ -189,6 +192,71 @@ pub fn join_dispatch(
             segments,
             blocks,
         }),
+    })
+}
+
+/// The dispatch of `parts` on CPU adapters where every one is aligned to 16 bytes (its rows,
+/// columns and source offset) and read through one binding: the split's runs of aligned rows
+/// (`main_rows_vec4`), one entry per part (or run of one-row parts back to back in both
+/// buffers) whose rows lie back to back in the source and `bytes.stride` apart in the output,
+/// so each unit is one vec4 copied, as a split's aligned rows are (`concat_heads64` at about
+/// the copy kernel's rate, where the join's runs, which look up each part's segment, reached
+/// 0.7). None for other parts, and on GPUs, which take the join: there a block of the join
+/// reads the segments of 16 KiB of output rows once, where a block of the split's lanes reads
+/// the table for each part's 4 KiB (small parts, such as heads of short sequences).
+fn aligned_rows(
+    bytes: &ByteRows,
+    parts: &[JoinPart],
+    windows: &[u64],
+    tuning: GatherTuning,
+) -> Option<Dispatch> {
+    let aligned = |p: &JoinPart| {
+        let o = &bytes.outputs[p.position];
+        p.binding == 0 && Mode::of(o.offset | o.row_bytes | p.src | bytes.stride) == Mode::Vec4
+    };
+    let runs = tuning.mode == GatherMode::Cpu;
+    if !runs || windows.len() != 1 || parts.is_empty() || !parts.iter().all(aligned) {
+        return None;
+    }
+    let mut entries: Vec<Entry> = Vec::with_capacity(parts.len());
+    for p in parts {
+        let o = &bytes.outputs[p.position];
+        let e = Entry {
+            block_start: 0,
+            dst_unit: (o.offset / UNIT_BYTES) as u32,
+            first_byte: 0,
+            out_bytes: (bytes.rows * o.row_bytes) as u32,
+            row_bytes: o.row_bytes as u32,
+            src_stride: o.row_bytes as u32,
+            src_offset: p.src as u32,
+            mode: Mode::Vec4 as u32,
+            dst_stride: bytes.stride as u32,
+        };
+        // Parts of one row each that lie back to back in both buffers (a sequence's rows
+        // packed in order) take one entry, as a split's outputs do, so that its blocks need
+        // no table search.
+        match entries.last_mut() {
+            Some(last)
+                if bytes.rows == 1
+                    && last.src_offset + last.out_bytes == e.src_offset
+                    && 16 * last.dst_unit + last.out_bytes == 16 * e.dst_unit =>
+            {
+                last.out_bytes += e.out_bytes;
+                last.row_bytes += e.row_bytes;
+                last.src_stride += e.src_stride;
+            }
+            _ => entries.push(e),
+        }
+    }
+    let (program, params, entries) = split_table(None, entries, tuning);
+    Some(Dispatch {
+        program,
+        src_offset: 0,
+        src_size: binding_bytes(windows[0]),
+        dst_offset: 0,
+        dst_size: binding_bytes(bytes.input_bytes()),
+        params,
+        table: Table::Split(entries),
     })
 }
 

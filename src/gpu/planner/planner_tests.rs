@@ -2,6 +2,7 @@
 
 use super::kept::{KeptRoute, MAX_KEPT_OUTPUTS, MAX_ROUTES};
 use super::*;
+use crate::gpu::gather::abi::EntryPoint;
 use crate::gpu::placement::Placement;
 use crate::{DType, GatherMode, SplitPlan};
 use std::sync::Arc;
@@ -54,20 +55,27 @@ fn a_concat_takes_the_splits_copies_turned_around_or_one_join() {
     // The split's copies would be one run from the input; the concat reads each input.
     let pairs: Vec<(u64, u64, u64)> = copies.iter().map(|c| (c.src, c.dst, c.size)).collect();
     assert_eq!(pairs, vec![(16, 512, 3 * 16384)]);
-    // Without copies: one join dispatch; with every input empty: nothing.
+    // Without copies: one dispatch, of the split's aligned rows (every input's rows are
+    // whole units); of the join where they are not (f16 rows of 2 x 1,025 bytes); with every
+    // input empty: nothing.
     let gather = DeviceCaps {
         buffer_copies: false,
         ..CAPS
     };
-    let route = choose_concat(&bytes, &layout, &gather, &regions).unwrap();
-    assert_eq!(kind(&route), ("gather", 1));
-    let Route::Gather(d) = route else {
-        unreachable!()
-    };
-    assert_eq!(
-        d[0].program.entry,
-        crate::gpu::gather::abi::EntryPoint::Join
-    );
+    let odd = SplitPlan::from_lengths(&[12, 1025], 0, &[4, 4, 4], true).unwrap();
+    for (plan, dtype, entry) in [
+        (&plan, DType::F32, EntryPoint::RowsVec4),
+        (&odd, DType::F16, EntryPoint::Join),
+    ] {
+        let layout = PartLayout::new(plan, dtype, 256).unwrap();
+        let bytes = ByteRows::new(plan, dtype.size()).unwrap();
+        let route = choose_concat(&bytes, &layout, &gather, &regions).unwrap();
+        assert_eq!(kind(&route), ("gather", 1));
+        let Route::Gather(d) = route else {
+            unreachable!()
+        };
+        assert_eq!(d[0].program.entry, entry);
+    }
     let empty = SplitPlan::from_lengths(&[0, 4], 0, &[0, 0], true).unwrap();
     let none = ByteRows::new(&empty, 4).unwrap();
     let empty_layout = PartLayout::new(&empty, DType::F32, 256).unwrap();

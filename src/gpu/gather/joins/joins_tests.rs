@@ -133,20 +133,45 @@ fn an_output_past_one_binding_is_refused() {
 }
 
 #[test]
-fn equal_parts_side_by_side_take_one_segment() {
-    // heads64 read back: 64 f32 inputs [512, 64], packed one after another, into [512, 4096]:
-    // one segment of 64 parts, 128 KiB apart in the source.
+fn aligned_parts_take_the_splits_rows() {
+    // heads64 read back on a CPU adapter: 64 f32 inputs [512, 64], packed one after another,
+    // into [512, 4096]: rows of whole units, so one entry per part, its rows 16 KiB apart in
+    // the output. (A GPU takes the join: `equal_parts_side_by_side_take_one_segment`.)
     let shapes = vec![[512usize, 64]; 64];
     let plan = ops::concat(&shapes, 1).unwrap().inverse();
     let bytes = ByteRows::new(&plan, 4).unwrap();
-    let parts: Vec<JoinPart> = (0..64)
-        .map(|i| JoinPart {
-            position: i,
-            binding: 0,
-            src: i as u64 * 512 * 256,
-        })
-        .collect();
+    let parts = packed(&bytes);
     let d = join_dispatch(&bytes, &parts, &[64 << 17], gpu(), 1 << 27).unwrap();
+    assert_eq!(d.program.entry, EntryPoint::Join);
+    let cpu = gather_defaults(wgpu::DeviceType::Cpu);
+    let d = join_dispatch(&bytes, &parts, &[64 << 17], cpu, 1 << 27).unwrap();
+    assert_eq!(d.program.entry, EntryPoint::RowsVec4);
+    let Table::Split(entries) = &d.table else {
+        panic!("{d:?} takes the split's rows");
+    };
+    assert_eq!(entries.len(), 64);
+    let e = entries[3];
+    let got = (
+        e.dst_unit,
+        e.out_bytes,
+        e.row_bytes,
+        e.src_stride,
+        e.dst_stride,
+    );
+    assert_eq!(got, (48, 512 * 256, 256, 256, 16384));
+    assert_eq!(e.src_offset, 3 * 512 * 256);
+}
+
+#[test]
+fn equal_parts_side_by_side_take_one_segment() {
+    // Heads of 63 f16 read back: 64 inputs [512, 63], packed one after another, into
+    // [512, 4032]: rows of 126 bytes, so the join; one segment of 64 parts, 64,512 bytes
+    // apart in the source.
+    let shapes = vec![[512usize, 63]; 64];
+    let plan = ops::concat(&shapes, 1).unwrap().inverse();
+    let bytes = ByteRows::new(&plan, 2).unwrap();
+    let parts = packed(&bytes);
+    let d = join_dispatch(&bytes, &parts, &[64 * 64512], gpu(), 1 << 27).unwrap();
     let segments = &table(&d).segments;
     assert_eq!(segments.len(), 1, "one segment");
     let s = segments[0];
@@ -158,7 +183,7 @@ fn equal_parts_side_by_side_take_one_segment() {
             s.count,
             s.part_step
         ),
-        (0, 256, 0, 64, 512 * 256)
+        (0, 126, 0, 64, 64512)
     );
     // A gap in the source, another binding or another width starts a new segment: part 10,
     // 16 bytes further on, starts one, which part 11 joins at its own step; part 20, in
@@ -166,17 +191,12 @@ fn equal_parts_side_by_side_take_one_segment() {
     let mut apart = parts.clone();
     apart[10].src += 16;
     apart[20].binding = 1;
-    let d = join_dispatch(&bytes, &apart, &[64 << 17, 64 << 17], gpu(), 1 << 27).unwrap();
+    let d = join_dispatch(&bytes, &apart, &[64 * 64512; 2], gpu(), 1 << 27).unwrap();
     let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
     assert_eq!(counts, vec![10, 2, 8, 1, 43]);
     let plan = ops::concat(&[[2, 4], [2, 4], [2, 8]], 1).unwrap().inverse();
-    let bytes = ByteRows::new(&plan, 4).unwrap();
-    let parts = [(0, 0u64), (1, 32), (2, 64)].map(|(position, src)| JoinPart {
-        position,
-        binding: 0,
-        src,
-    });
-    let d = join_dispatch(&bytes, &parts, &[128], gpu(), 1 << 27).unwrap();
+    let bytes = ByteRows::new(&plan, 2).unwrap();
+    let d = join_dispatch(&bytes, &packed(&bytes), &[64], gpu(), 1 << 27).unwrap();
     let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
     assert_eq!(counts, vec![2, 1]);
 }
@@ -198,15 +218,14 @@ fn packed(bytes: &ByteRows) -> Vec<JoinPart> {
 
 #[test]
 fn narrow_or_unaligned_parts_are_staged_on_gpus() {
-    // RGB planes into pixels and u8 parts at odd offsets take the staged join on GPUs;
-    // aligned parts of 256 bytes, more parts than a block stages, and CPU adapters' runs do
-    // not.
+    // RGB planes into pixels, u8 parts at odd offsets and f16 parts of 126 bytes take the
+    // staged join on GPUs; more parts than a block stages, and CPU adapters' runs do not.
     let cpu = gather_defaults(wgpu::DeviceType::Cpu);
     let many = vec![[4usize, 1]; MAX_STAGED_PARTS as usize + 1];
     for (shapes, size, staged) in [
         (vec![[64usize, 1]; 3], 1, true),
         (vec![[16, 1365]; 3], 1, true),
-        (vec![[8, 64]; 4], 4, false),
+        (vec![[8, 63]; 4], 2, true),
         (many, 1, false),
     ] {
         let plan = ops::concat(&shapes, 1).unwrap().inverse();
