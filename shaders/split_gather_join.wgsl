@@ -151,8 +151,8 @@ fn join_lanes_block(block: u32, lane: u32) {
             break;
         }
         if (h.staged != 0u) {
-            let units_end = h.first_unit + min(v0 + WORKGROUP_SIZE, h.units);
-            stage_step(h, (h.first_unit + v0) * 16u, min(units_end * 16u, h.end_byte), lane);
+            let step_end = h.first_unit + min(v0 + WORKGROUP_SIZE, h.units);
+            stage_step(h, (h.first_unit + v0) * 16u, min(step_end * 16u, h.end_byte), lane);
             workgroupBarrier();
         }
         let v = v0 + lane;
