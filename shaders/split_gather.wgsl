@@ -309,6 +309,11 @@ fn staged_word(p: u32) -> u32 {
     return (stage[w] >> r) | (stage[w + 1u] << (32u - r));
 }
 
+// The 16 staged bytes from workgroup byte position `p` on.
+fn staged16(p: u32) -> vec4<u32> {
+    return vec4<u32>(staged_word(p), staged_word(p + 4u), staged_word(p + 8u), staged_word(p + 12u));
+}
+
 // The byte at workgroup byte position `p`, in the low 8 bits.
 fn staged_byte(p: u32) -> u32 {
     return (stage[p >> 2u] >> ((p & 3u) * 8u)) & 0xffu;

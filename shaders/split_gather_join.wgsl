@@ -191,12 +191,11 @@ fn stage_step(h: Join, b0: u32, b1: u32, lane: u32) {
         for (var j = 0u; j < s.count; j++) {
             let w = s.row_bytes;
             let first = s.first_byte + j * w;
-            let ra = (b0 + r - first - w) / r;
-            let a = max(b0, ra * r + first);
-            if (a < b1) {
+            let start = part_meets(b0, r, first, w);
+            if (start.x < b1) {
                 let rz = (b1 - 1u - first) / r;
                 let src = s.src_offset + j * s.part_step;
-                let q0 = (src + ra * w + (a - ra * r - first)) / 16u;
+                let q0 = (src + start.y) / 16u;
                 let n = (src + rz * w + (min(b1, rz * r + first + w) - rz * r - first) + 15u) / 16u - q0;
                 for (var t = lane; t < n; t += WORKGROUP_SIZE) {
                     put_staged(base + t, load_vec4_edge_in(s.binding, q0 + t));
@@ -209,11 +208,6 @@ fn stage_step(h: Join, b0: u32, b1: u32, lane: u32) {
         }
         number += s.count;
     }
-}
-
-// The 16 staged bytes from workgroup byte position `p` on.
-fn staged16(p: u32) -> vec4<u32> {
-    return vec4<u32>(staged_word(p), staged_word(p + 4u), staged_word(p + 8u), staged_word(p + 12u));
 }
 
 // The join on CPU adapters (LANES_IN_RUNS): each lane a run of
@@ -352,6 +346,15 @@ fn join_segment(h: Join, c: u32, k: ptr<function, u32>, seg: ptr<function, Segme
     }
 }
 
+// Where a part `w` bytes wide, from column `first` of rows of `r` bytes, first holds an
+// output byte at or past `b` (in its first row that ends after `b`): that byte, its offset
+// in the part's source from its row 0, and its row.
+fn part_meets(b: u32, r: u32, first: u32, w: u32) -> vec3<u32> {
+    let row = (b + r - first - w) / r;
+    let a = max(b, row * r + first);
+    return vec3<u32>(a, row * w + a - row * r - first, row);
+}
+
 // Output unit `unit`, part by part: each part's bytes in the unit lie back to back in its
 // source, so one 16-byte load takes them, and each row's run of them moves to its place; then
 // the unit is stored, bytes no part of this dispatch covers keeping their values. Rows of up
@@ -391,22 +394,18 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
     loop {
         let w = s.row_bytes;
         let first = s.first_byte + j * w;
-        // Its first row that ends after byte b, and its first byte in the unit there.
-        let ra = (b + r - first - w) / r;
-        let a = max(b, ra * r + first);
-        if (a < end) {
-            let lead = a - (ra * r + first);
-            let src = s.src_offset + j * s.part_step + ra * w + lead;
+        let start = part_meets(b, r, first, w);
+        if (start.x < end) {
+            let src = s.src_offset + j * s.part_step + start.y;
             var x: vec4<u32>;
-            // (Lanes in runs never stage: their pipelines fold the branch away.)
-            if (!LANES_IN_RUNS && h.staged != 0u) {
+            if (!LANES_IN_RUNS && h.staged != 0u) { // (the runs' pipelines fold it away)
                 let number = stage[PART_NUMBERS_AT + kk - h.cached_first] + j;
                 x = staged16(stage[PART_OFFSETS_AT + number] + src);
             } else {
                 x = load_bytes16(s.binding, src);
             }
             var i = 0u;
-            for (var row = ra; row * r + first < end; row++) {
+            for (var row = start.z; row * r + first < end; row++) {
                 let o0 = max(b, row * r + first);
                 let len = min(end, row * r + first + w) - o0;
                 let p = o0 - b;

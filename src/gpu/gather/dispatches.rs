@@ -40,12 +40,21 @@ impl Dispatch {
         bytes
     }
 
-    /// A split's entries (none for a concat).
+    /// A split's entries (none for a concat's join).
     #[cfg(any(test, feature = "fuzzing"))]
     pub fn entries(&self) -> &[Entry] {
         match &self.table {
             Table::Split(entries) => entries,
             Table::Join(_) => &[],
+        }
+    }
+
+    /// A concat's join table (none for the split's rows).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn join(&self) -> Option<&super::abi::JoinTable> {
+        match &self.table {
+            Table::Join(j) => Some(j),
+            Table::Split(_) => None,
         }
     }
 }

@@ -217,7 +217,6 @@ impl Windowed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::gather::abi::Table;
     use crate::gpu::gather::joins::join_parts;
     use crate::gpu::placement::PartLayout;
     use crate::plan::SplitPlan;
@@ -297,9 +296,7 @@ mod tests {
                     assert_eq!(x.dst_offset, r0 * bytes.stride);
                     assert_eq!(x.dst_size, rows * bytes.stride);
                     // The segments of the group, in their columns.
-                    let Table::Join(j) = &x.table else {
-                        panic!("{x:?} is a concat's");
-                    };
+                    let j = x.join().expect("a join's table");
                     let columns: Vec<u32> = j.segments.iter().map(|e| e.first_byte).collect();
                     let expected = if groups == 1 {
                         vec![0, 400]
@@ -326,10 +323,10 @@ mod tests {
         }
         // The second row's second part's first piece: output byte 4,000, 160 bytes past 3,840.
         assert_eq!(d[8].dst_offset, 3840);
-        let Table::Join(j) = &d[8].table else {
-            panic!("{:?} is a concat's", d[8]);
-        };
-        assert_eq!(j.segments[0].first_byte, 160);
+        assert_eq!(
+            d[8].join().expect("a join's table").segments[0].first_byte,
+            160
+        );
     }
 
     #[test]

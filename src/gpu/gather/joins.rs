@@ -210,10 +210,7 @@ fn aligned_rows(
     windows: &[u64],
     tuning: GatherTuning,
 ) -> Option<Dispatch> {
-    let aligned = |p: &JoinPart| {
-        let o = &bytes.outputs[p.position];
-        p.binding == 0 && Mode::of(o.offset | o.row_bytes | p.src | bytes.stride) == Mode::Vec4
-    };
+    let aligned = |p: &JoinPart| p.binding == 0 && part_mode(bytes, p) == Mode::Vec4;
     let runs = tuning.mode == GatherMode::Cpu;
     if !runs || windows.len() != 1 || parts.is_empty() || !parts.iter().all(aligned) {
         return None;
@@ -243,7 +240,7 @@ fn aligned_rows(
             {
                 last.out_bytes += e.out_bytes;
                 last.row_bytes += e.row_bytes;
-                last.src_stride += e.src_stride;
+                last.src_stride = last.row_bytes;
             }
             _ => entries.push(e),
         }
@@ -265,10 +262,14 @@ fn aligned_rows(
 fn stages(bytes: &ByteRows, parts: &[JoinPart]) -> bool {
     parts.len() as u64 <= MAX_STAGED_PARTS
         && parts.iter().any(|p| {
-            let o = &bytes.outputs[p.position];
-            o.row_bytes < STAGED_BELOW
-                || Mode::of(o.offset | o.row_bytes | p.src | bytes.stride) != Mode::Vec4
+            bytes.outputs[p.position].row_bytes < STAGED_BELOW || part_mode(bytes, p) != Mode::Vec4
         })
+}
+
+/// How part `p`'s bytes align: its columns, rows and source offset, in rows of `bytes`.
+fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
+    let o = &bytes.outputs[p.position];
+    Mode::of(o.offset | o.row_bytes | p.src | bytes.stride)
 }
 
 /// Loop turns one unit of a concat of `parts` may take in `mode`, on average over a lane's

@@ -9,10 +9,17 @@ fn gpu() -> GatherTuning {
 }
 
 fn table(d: &Dispatch) -> &JoinTable {
-    match &d.table {
-        Table::Join(j) => j,
-        Table::Split(_) => panic!("a concat's dispatch has a split's table: {d:?}"),
-    }
+    d.join()
+        .unwrap_or_else(|| panic!("a join's table expected: {d:?}"))
+}
+
+/// The byte rows of the concat of `shapes` (elements of `size` bytes) on axis 1, and its
+/// parts, each packed after the one before in one source window.
+fn packed_concat(shapes: &[[usize; 2]], size: usize) -> (ByteRows, Vec<JoinPart>) {
+    let plan = ops::concat(shapes, 1).unwrap().inverse();
+    let bytes = ByteRows::new(&plan, size).unwrap();
+    let parts = packed(&bytes);
+    (bytes, parts)
 }
 
 #[test]
@@ -137,10 +144,7 @@ fn aligned_parts_take_the_splits_rows() {
     // heads64 read back on a CPU adapter: 64 f32 inputs [512, 64], packed one after another,
     // into [512, 4096]: rows of whole units, so one entry per part, its rows 16 KiB apart in
     // the output. (A GPU takes the join: `equal_parts_side_by_side_take_one_segment`.)
-    let shapes = vec![[512usize, 64]; 64];
-    let plan = ops::concat(&shapes, 1).unwrap().inverse();
-    let bytes = ByteRows::new(&plan, 4).unwrap();
-    let parts = packed(&bytes);
+    let (bytes, parts) = packed_concat(&[[512, 64]; 64], 4);
     let d = join_dispatch(&bytes, &parts, &[64 << 17], gpu(), 1 << 27).unwrap();
     assert_eq!(d.program.entry, EntryPoint::Join);
     let cpu = gather_defaults(wgpu::DeviceType::Cpu);
@@ -167,10 +171,7 @@ fn equal_parts_side_by_side_take_one_segment() {
     // Heads of 63 f16 read back: 64 inputs [512, 63], packed one after another, into
     // [512, 4032]: rows of 126 bytes, so the join; one segment of 64 parts, 64,512 bytes
     // apart in the source.
-    let shapes = vec![[512usize, 63]; 64];
-    let plan = ops::concat(&shapes, 1).unwrap().inverse();
-    let bytes = ByteRows::new(&plan, 2).unwrap();
-    let parts = packed(&bytes);
+    let (bytes, parts) = packed_concat(&[[512, 63]; 64], 2);
     let d = join_dispatch(&bytes, &parts, &[64 * 64512], gpu(), 1 << 27).unwrap();
     let segments = &table(&d).segments;
     assert_eq!(segments.len(), 1, "one segment");
@@ -194,9 +195,8 @@ fn equal_parts_side_by_side_take_one_segment() {
     let d = join_dispatch(&bytes, &apart, &[64 * 64512; 2], gpu(), 1 << 27).unwrap();
     let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
     assert_eq!(counts, vec![10, 2, 8, 1, 43]);
-    let plan = ops::concat(&[[2, 4], [2, 4], [2, 8]], 1).unwrap().inverse();
-    let bytes = ByteRows::new(&plan, 2).unwrap();
-    let d = join_dispatch(&bytes, &packed(&bytes), &[64], gpu(), 1 << 27).unwrap();
+    let (bytes, parts) = packed_concat(&[[2, 4], [2, 4], [2, 8]], 2);
+    let d = join_dispatch(&bytes, &parts, &[64], gpu(), 1 << 27).unwrap();
     let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
     assert_eq!(counts, vec![2, 1]);
 }
@@ -228,9 +228,7 @@ fn narrow_or_unaligned_parts_are_staged_on_gpus() {
         (vec![[8, 63]; 4], 2, true),
         (many, 1, false),
     ] {
-        let plan = ops::concat(&shapes, 1).unwrap().inverse();
-        let bytes = ByteRows::new(&plan, size).unwrap();
-        let parts = packed(&bytes);
+        let (bytes, parts) = packed_concat(&shapes, size);
         let window = parts.len() as u64 * bytes.input_bytes();
         for (tuning, expected) in [(gpu(), staged), (cpu, false)] {
             let d = join_dispatch(&bytes, &parts, &[window], tuning, 1 << 27).unwrap();
