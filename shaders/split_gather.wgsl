@@ -22,7 +22,8 @@
 //   lane writes a run of consecutive units of one entry, one per step, stepping along the
 //   rows, and finds its entry itself (entries get whole lanes, numbered by `block_start`;
 //   equal entries take lanes in turn), so small outputs share workgroups. Unaligned rows are
-//   funnel-shifted from a sliding window of aligned vec4 loads, one load per unit.
+//   funnel-shifted from a sliding window of aligned vec4 loads, one load per unit; rows
+//   shorter than a unit are gathered word by word (rows of one or two words) or byte by byte.
 // - The lanes (GPUs, aligned rows): entries get whole blocks (numbered by `block_start`),
 //   and lane 0 finds the block's entry once and hands it to the workgroup through workgroup
 //   memory, so the table is read once per block and every later branch is uniform. Step by

@@ -181,6 +181,7 @@ const STAGED_DATA_AT: u32 = PART_OFFSETS_AT + MAX_STAGED_PARTS;
 // offset is where its source byte `s` lies in `stage`, less `s`.
 fn stage_step(h: Join, b0: u32, b1: u32, lane: u32) {
     let r = h.row_bytes;
+    let row0 = b0 / r;
     var base = STAGED_DATA_AT / 4u;
     var number = 0u;
     for (var i = 0u; i < h.cached_count; i++) {
@@ -191,7 +192,7 @@ fn stage_step(h: Join, b0: u32, b1: u32, lane: u32) {
         for (var j = 0u; j < s.count; j++) {
             let w = s.row_bytes;
             let first = s.first_byte + j * w;
-            let start = part_meets(b0, r, first, w);
+            let start = part_meets(b0, r, first, w, row0);
             if (start.x < b1) {
                 let rz = (b1 - 1u - first) / r;
                 let src = s.src_offset + j * s.part_step;
@@ -347,10 +348,11 @@ fn join_segment(h: Join, c: u32, k: ptr<function, u32>, seg: ptr<function, Segme
 }
 
 // Where a part `w` bytes wide, from column `first` of rows of `r` bytes, first holds an
-// output byte at or past `b` (in its first row that ends after `b`): that byte, its offset
-// in the part's source from its row 0, and its row.
-fn part_meets(b: u32, r: u32, first: u32, w: u32) -> vec3<u32> {
-    let row = (b + r - first - w) / r;
+// output byte at or past `b`, which lies in row `row0` (in its first row that ends after
+// `b`: `row0` or the next): that byte, its offset in the part's source from its row 0, and
+// its row. No division: a CPU adapter divides lane by lane.
+fn part_meets(b: u32, r: u32, first: u32, w: u32, row0: u32) -> vec3<u32> {
+    let row = select(row0 + 1u, row0, row0 * r + first + w > b);
     let a = max(b, row * r + first);
     return vec3<u32>(a, row * w + a - row * r - first, row);
 }
@@ -365,18 +367,19 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
     let b = unit * 16u;
     let end = min(b + 16u, h.end_byte);
     let r = h.row_bytes;
-    let wraps = b / r != (end - 1u) / r;
+    let row0 = b / r;
+    let wraps = end - 1u >= (row0 + 1u) * r;
     let short = r <= 16u;
     let limit = segment_limit(h);
     var kk = 0u;
     var s = Segment(0u, 0u, 0u, 0u, 0u, 0u);
     var j = 0u;
     if (!short) {
-        join_segment(h, b % r, k, seg);
+        join_segment(h, b - row0 * r, k, seg);
         kk = *k;
         s = *seg;
         if (kk > 0u && !LANES_IN_RUNS && s.count > 1u) {
-            j = min((b % r - s.first_byte) / s.row_bytes, s.count - 1u);
+            j = min((b - row0 * r - s.first_byte) / s.row_bytes, s.count - 1u);
         }
     }
     if (kk == 0u) {
@@ -394,7 +397,7 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
     loop {
         let w = s.row_bytes;
         let first = s.first_byte + j * w;
-        let start = part_meets(b, r, first, w);
+        let start = part_meets(b, r, first, w, row0);
         if (start.x < end) {
             let src = s.src_offset + j * s.part_step + start.y;
             var x: vec4<u32>;

@@ -58,8 +58,8 @@ fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, fast: b
     let at = place(e, e.first_byte + first_unit * 16u);
     if (vec4_only || e.mode == MODE_VEC4) {
         run_vec4(e, first_unit, end_unit, at, fast);
-    } else if (e.mode == MODE_WORD && e.row_bytes == 4u) {
-        run_one_word_rows(e, first_unit, end_unit, at.src, fast);
+    } else if (e.row_bytes < 16u) {
+        run_narrow(e, first_unit, end_unit, at, fast);
     } else {
         run_shifted(e, first_unit, end_unit, at.src, at.row, at.col, fast);
     }
@@ -89,24 +89,66 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
     }
 }
 
-// One word per row (a split into single 32-bit elements): a plain strided gather.
-fn run_one_word_rows(e: Entry, first_unit: u32, end_unit: u32, s: u32, fast: bool) {
-    var w = s >> 2u;
-    let step = e.src_stride >> 2u;
-    // Whole units first, then the output's partial last unit, if any.
+// Rows shorter than a unit: each whole unit gathered straight from its rows, then the
+// output's partial last unit as `run_shifted` assembles it. Rows of one or two words: a unit
+// holds whole rows (it starts at a row's start), so its words lie at the same offsets from its
+// first word in every unit. Other rows: word by word (MODE_WORD) or byte by byte, stepping
+// over the gap at each row end.
+fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
     let whole_end = min(end_unit, e.out_bytes / 16u);
     var u = first_unit;
-    for (; u < whole_end; u++) {
-        put_unit(e.dst_unit + u, vec4<u32>(load_word(w), load_word(w + step), load_word(w + 2u * step), load_word(w + 3u * step)), fast);
-        w += 4u * step;
+    if (e.mode == MODE_WORD && (e.row_bytes == 4u || e.row_bytes == 8u)) {
+        let step = e.src_stride >> 2u;
+        let one = e.row_bytes == 4u;
+        let o = select(vec4<u32>(0u, 1u, step, step + 1u), vec4<u32>(0u, 1u, 2u, 3u) * step, one);
+        // Hoisted: a division in the loop costs llvmpipe a scalar division per lane and unit.
+        let next = select(2u * step, 4u * step, one);
+        var w = at.src >> 2u;
+        for (; u < whole_end; u++) {
+            put_unit(e.dst_unit + u, vec4<u32>(load_word(w + o.x), load_word(w + o.y), load_word(w + o.z), load_word(w + o.w)), fast);
+            w += next;
+        }
+    } else {
+        var s = at.src;
+        var col = at.col;
+        for (; u < whole_end; u++) {
+            let w0 = narrow_word(e, &s, &col);
+            let w1 = narrow_word(e, &s, &col);
+            let w2 = narrow_word(e, &s, &col);
+            let w3 = narrow_word(e, &s, &col);
+            put_unit(e.dst_unit + u, vec4<u32>(w0, w1, w2, w3), fast);
+        }
     }
     if (u < end_unit) {
-        var v = vec4<u32>(0u);
-        for (var k = 0u; k < (e.out_bytes % 16u) / 4u; k++) {
-            v[k] = load_word(w + k * step);
-        }
-        store_unit_n(e.dst_unit + u, v, e.out_bytes % 16u);
+        let last = place(e, e.first_byte + u * 16u);
+        run_shifted(e, u, end_unit, last.src, last.row, last.col, fast);
     }
+}
+
+// The next output word of a narrow row's unit, from source byte `*s` at column `*col`, both
+// stepped past it. No loop: llvmpipe counts every loop turn against a lane's budget.
+fn narrow_word(e: Entry, s: ptr<function, u32>, col: ptr<function, u32>) -> u32 {
+    if (e.mode == MODE_WORD) {
+        let w = load_word(*s >> 2u);
+        narrow_step(e, s, col, 4u);
+        return w;
+    }
+    let b0 = src_byte(*s);
+    narrow_step(e, s, col, 1u);
+    let b1 = src_byte(*s);
+    narrow_step(e, s, col, 1u);
+    let b2 = src_byte(*s);
+    narrow_step(e, s, col, 1u);
+    let b3 = src_byte(*s);
+    narrow_step(e, s, col, 1u);
+    return b0 | (b1 << 8u) | (b2 << 16u) | (b3 << 24u);
+}
+
+// Steps source byte `*s` at column `*col` on by `n` bytes of a row, over the gap at its end.
+fn narrow_step(e: Entry, s: ptr<function, u32>, col: ptr<function, u32>, n: u32) {
+    let wrap = *col + n == e.row_bytes;
+    *s = select(*s + n, *s + n + e.src_stride - e.row_bytes, wrap);
+    *col = select(*col + n, 0u, wrap);
 }
 
 // MODE_WORD and MODE_BYTE: units that lie inside one row are funnel-shifted from a sliding

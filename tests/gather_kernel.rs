@@ -125,6 +125,16 @@ fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
     // and rows of 1,365 bytes at odd offsets.
     check_parts(&variants, DType::F32, &[97, 1023], 1, 3);
     check_lengths(&variants, DType::U8, &[97, 4095], 2, vec![1365; 3]);
+    // Rows of 1 to 3 words (4 to 12 bytes, shorter than a unit) at every word offset of the
+    // stride, and f64 elements one a row: 1,001 rows, so each output ends mid-unit.
+    for w in 1..=3usize {
+        for m in 0..4usize {
+            let shape = [1001, m + w + 3];
+            let lengths = vec![m as i64, w as i64, 3];
+            check_lengths(&variants, DType::F32, &shape, (4 * w + m) as u8, lengths);
+        }
+    }
+    check_parts(&variants, DType::F64, &[1001, 3], 5, 3);
     // Rows longer than a block (30,001 bytes at offset 100): a block's units lie in one or two
     // rows, and staged blocks start and end mid-row.
     check_lengths(&variants, DType::U8, &[7, 30201], 12, vec![100, 30001, 100]);
@@ -175,7 +185,7 @@ fn word_rows_scattered_by_input(gpu: &'static GpuSplitter) {
 /// Short rows in lanes' longest runs: u8 pixels split into planes, 2 Mi rows. llvmpipe
 /// leaves every loop of an invocation after 65,535 turns in all, so the host keeps each
 /// lane's steps (and each block's tiles) within that: every byte arrives, in both mappings,
-/// at the most steps per lane the CPU adapters take.
+/// at twice the most steps per lane the CPU adapters take.
 fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
     let variants: Vec<(String, GpuSplitter)> = [GatherMode::Cpu, GatherMode::Gpu]
         .into_iter()
@@ -183,10 +193,10 @@ fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
             let variant = gpu.clone().with_options(SplitOptions {
                 route: RouteChoice::Gather,
                 gather_mode: Some(mode),
-                max_steps_per_lane: Some(2048),
+                max_steps_per_lane: Some(4096),
                 ..gpu.options()
             });
-            (format!("{} {mode:?} x2048", common::name(gpu)), variant)
+            (format!("{} {mode:?} x4096", common::name(gpu)), variant)
         })
         .collect();
     check_lengths(&variants, DType::U8, &[1 << 21, 3], 12, vec![1, 1, 1]);

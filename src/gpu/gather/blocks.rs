@@ -73,17 +73,18 @@ pub(super) fn max_steps(max_steps: u64, turns: u64) -> u64 {
     max_steps.min(LANE_TURNS / turns.max(1)).max(1)
 }
 
-/// Loop turns one unit of a split's rows may take, on average over a lane's steps: one where
-/// it lies inside a row; up to 26 + 16 / r where it crosses the end of a row of r bytes (its
-/// four words assembled byte by byte, across up to 4 / r + 1 row ends each), which at most
-/// one unit in r / 16 does.
+/// Loop turns one unit of a split's rows may take, on average over a lane's steps. Rows of
+/// 16 bytes or more (r): one where it lies inside a row, up to 27 where it crosses a row end
+/// (its four words assembled byte by byte), which at most one unit in r / 16 does. Shorter
+/// rows (`run_narrow`, no inner loop): one; the output's last unit, if
+/// partial, takes up to 44 once, within the room [`LANE_TURNS`] leaves.
 fn split_unit_turns(entries: &[Entry]) -> u64 {
     entries
         .iter()
         .filter(|e| !e.is_vec4())
-        .map(|e| {
-            let r = (e.row_bytes as u64).max(1);
-            2 + (26 + UNIT_BYTES.div_ceil(r)) * UNIT_BYTES / r.max(UNIT_BYTES)
+        .map(|e| match e.row_bytes as u64 {
+            r if r < UNIT_BYTES => 1,
+            r => 2 + 27 * UNIT_BYTES / r,
         })
         .max()
         .unwrap_or(1)
@@ -394,11 +395,13 @@ mod tests {
 
     #[test]
     fn a_lanes_loop_turns_stay_within_llvmpipes_limit() {
-        // 1-byte rows: up to 44 turns a unit, so at most 1,363 units a lane (equal runs of
-        // 1,229 in 10 workgroups here); aligned rows keep the 2,048.
+        // Asked for 4,096 units a lane: unaligned rows of 17 bytes take up to 27 turns a
+        // unit, so at most 2,222 units; 1-byte rows (one turn a unit) and aligned rows keep
+        // the 4,096.
         let runs_of =
-            |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 2048).steps_per_lane;
-        assert_eq!(runs_of(&[1 << 22, 3], 3, DType::U8), 1229);
-        assert_eq!(runs_of(&[1 << 22, 64], 2, DType::F32), 2048);
+            |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 4096).steps_per_lane;
+        assert_eq!(runs_of(&[1 << 22, 3], 3, DType::U8), 4096);
+        assert!(runs_of(&[1 << 22, 34], 2, DType::U8) <= 2222);
+        assert_eq!(runs_of(&[1 << 22, 64], 2, DType::F32), 4096);
     }
 }

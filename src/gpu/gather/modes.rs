@@ -7,12 +7,12 @@
 /// the tests and the memory trace run the GPU mapping on a CPU adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GatherMode {
-    /// CPU adapters: each lane writes a run of consecutive units (`Schedule::Runs`).
+    /// CPU adapters: each lane writes a run of consecutive units (the runs).
     Cpu,
     /// GPUs: consecutive lanes write consecutive units. Aligned rows load one vec4 per unit
-    /// (`Schedule::Lanes`), unaligned rows are staged in workgroup memory once per block;
-    /// short rows of whole words are gathered by input (`Schedule::Scatter`), other short
-    /// rows staged in tiles (`Schedule::Tiles`). Chosen by the traced memory figures
+    /// (the lanes), unaligned rows are staged in workgroup memory once per block;
+    /// short rows of whole words are gathered by input (the scatter), other short
+    /// rows staged in tiles (the tiles). Chosen by the traced memory figures
     /// (`docs/performance.md`).
     Gpu,
 }
