@@ -41,8 +41,9 @@ fn join_unit_at(h: Join, v: u32) -> u32 {
 }
 
 // The columns segment `s` covers in a row: its parts side by side. Lanes in runs (CPU
-// adapters) get one part per segment (the host merges none for them: the division costs them
-// more than the table reads it saves).
+// adapters) get one part per segment where rows are longer than a unit (the host merges none
+// for them: the division costs them more than the table reads it saves), and come here only
+// for such rows.
 fn segment_width(s: Segment) -> u32 {
     if (LANES_IN_RUNS) {
         return s.row_bytes;
@@ -259,6 +260,13 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
 // (as `run_shifted` does), below the output binding's `units_end` with no choice of binding;
 // a unit that crosses a segment's end, or lies past `units_end`, is assembled by `join_unit`.
 fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+    // Rows of up to a unit: no unit lies inside one part's row.
+    if (h.row_bytes <= 16u) {
+        for (var u = first; u < end; u++) {
+            join_unit(h, u, k, seg);
+        }
+        return;
+    }
     let bound = units_end(first);
     var u = first;
     while (u < end) {
@@ -430,7 +438,7 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
             break;
         }
         j += 1u;
-        if (LANES_IN_RUNS || j >= s.count) {
+        if ((LANES_IN_RUNS && !short) || j >= s.count) {
             j = 0u;
             kk += 1u;
             if (kk >= limit) {

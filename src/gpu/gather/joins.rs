@@ -135,7 +135,7 @@ pub fn join_dispatch(
             WORKGROUP_SIZE,
         ),
     };
-    let segments = segments(bytes, parts, in_turn);
+    let segments = segments(bytes, parts, in_turn || bytes.stride <= UNIT_BYTES);
     let num_blocks = units.div_ceil(steps * lanes);
     let header = JoinHeader {
         first_unit: first_unit as u32,
@@ -305,8 +305,9 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode, staged: bo
 /// the one before in the source (equal inputs packed in one buffer, such as attention heads):
 /// the shader finds a column's part in its segment by division, so such a concat reads one
 /// segment per block, however many parts it has. Only where lanes take units in turn
-/// (`merge`, GPUs): on CPU adapters the division cost more than the table reads it saves
-/// (`docs/performance.md`), and their pipelines fold it away.
+/// (`merge`, GPUs), or where output rows are at most a unit long, whose every unit walks its
+/// segments' parts in turn with no division: elsewhere on CPU adapters the division cost more
+/// than the table reads it saves (`docs/performance.md`), and their pipelines fold it away.
 fn segments(bytes: &ByteRows, parts: &[JoinPart], merge: bool) -> Vec<Segment> {
     let mut segments: Vec<Segment> = Vec::with_capacity(parts.len());
     let mut last: Option<&JoinPart> = None;
