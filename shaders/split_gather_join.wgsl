@@ -10,17 +10,10 @@
 // last one's number) and the segments `cached_first .. cached_first + cached_count` at hand
 // in `stage` (none: lanes search the table).
 struct Join {
-    first_unit: u32,
-    units: u32,
-    row_bytes: u32,
-    end_byte: u32,
+    header: JoinHeader,
     segments_end: u32,
     cached_first: u32,
     cached_count: u32,
-    band_units: u32,
-    band_first: u32,
-    band_width: u32,
-    staged: u32,
 }
 
 // No unit: a band's numbered unit past the band's end in its row.
@@ -28,13 +21,13 @@ const NO_UNIT: u32 = 0xffffffffu;
 
 // The output unit of the dispatch's unit `v` (NO_UNIT where a band's row ends before it).
 fn join_unit_at(h: Join, v: u32) -> u32 {
-    if (h.band_units == 0u) {
-        return h.first_unit + v;
+    if (h.header.band_units == 0u) {
+        return h.header.first_unit + v;
     }
-    let row = v / h.band_units;
-    let start = row * h.row_bytes + h.band_first;
-    let u = start / 16u + (v - row * h.band_units);
-    if (u * 16u >= start + h.band_width) {
+    let row = v / h.header.band_units;
+    let start = row * h.header.row_bytes + h.header.band_first;
+    let u = start / 16u + (v - row * h.header.band_units);
+    if (u * 16u >= start + h.header.band_width) {
         return NO_UNIT;
     }
     return u;
@@ -97,10 +90,7 @@ fn segment_limit(h: Join) -> u32 {
 
 // The dispatch's header `j`, with its `p.num_entries` segments and the block's `kept`.
 fn join_view(p: Params, j: JoinHeader, kept: BlockRecord) -> Join {
-    return Join(
-        j.first_unit, j.units, j.row_bytes, j.end_byte, p.num_entries + 1u,
-        kept.first, kept.count, j.band_units, j.band_first, j.band_width, j.staged
-    );
+    return Join(j, p.num_entries + 1u, kept.first, kept.count);
 }
 
 // Entry point `main_join`: each lane a run of units (LANES_IN_RUNS), or lanes in turn.
@@ -148,22 +138,22 @@ fn join_lanes_block(block: u32, lane: u32) {
     var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
     for (var step = 0u; step < p.steps_per_lane; step++) {
         let v0 = (block * p.steps_per_lane + step) * WORKGROUP_SIZE;
-        if (v0 >= h.units) {
+        if (v0 >= h.header.units) {
             break;
         }
-        if (h.staged != 0u) {
-            let step_end = h.first_unit + min(v0 + WORKGROUP_SIZE, h.units);
-            stage_step(h, (h.first_unit + v0) * 16u, min(step_end * 16u, h.end_byte), lane);
+        if (h.header.staged != 0u) {
+            let step_end = h.header.first_unit + min(v0 + WORKGROUP_SIZE, h.header.units);
+            stage_step(h, (h.header.first_unit + v0) * 16u, min(step_end * 16u, h.header.end_byte), lane);
             workgroupBarrier();
         }
         let v = v0 + lane;
-        if (v < h.units) {
+        if (v < h.header.units) {
             let u = join_unit_at(h, v);
             if (u != NO_UNIT) {
                 join_unit(h, u, &k, &seg);
             }
         }
-        if (h.staged != 0u) {
+        if (h.header.staged != 0u) {
             workgroupBarrier();
         }
     }
@@ -181,7 +171,7 @@ const STAGED_DATA_AT: u32 = PART_OFFSETS_AT + MAX_STAGED_PARTS;
 // to back in its source, loaded by consecutive lanes as aligned vec4s, each once; a part's
 // offset is where its source byte `s` lies in `stage`, less `s`.
 fn stage_step(h: Join, b0: u32, b1: u32, lane: u32) {
-    let r = h.row_bytes;
+    let r = h.header.row_bytes;
     let row0 = b0 / r;
     var base = STAGED_DATA_AT / 4u;
     var number = 0u;
@@ -223,7 +213,7 @@ fn join_runs_block(block: u32, lane: u32) {
     }
     let h = join_view(p, read_join_header(), BlockRecord(0u, 0u));
     let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
-    let end = min(first + p.steps_per_lane, h.units);
+    let end = min(first + p.steps_per_lane, h.header.units);
     if (first < end) {
         var k = 0u;
         var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
@@ -238,15 +228,15 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
     while (v < end) {
         // Without a band: all of them at once.
         var take = end - v;
-        var a = h.first_unit + v;
-        var b = h.first_unit + end;
-        if (h.band_units != 0u) {
-            let row = v / h.band_units;
-            let j = v - row * h.band_units;
-            take = min(take, h.band_units - j);
-            let start = row * h.row_bytes + h.band_first;
+        var a = h.header.first_unit + v;
+        var b = h.header.first_unit + end;
+        if (h.header.band_units != 0u) {
+            let row = v / h.header.band_units;
+            let j = v - row * h.header.band_units;
+            take = min(take, h.header.band_units - j);
+            let start = row * h.header.row_bytes + h.header.band_first;
             a = start / 16u + j;
-            b = min(a + take, (start + h.band_width + 15u) / 16u);
+            b = min(a + take, (start + h.header.band_width + 15u) / 16u);
         }
         if (a < b) {
             join_run(h, a, b, k, seg);
@@ -261,7 +251,7 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
 // a unit that crosses a segment's end, or lies past `units_end`, is assembled by `join_unit`.
 fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     // Rows of up to a unit: no unit lies inside one part's row.
-    if (h.row_bytes <= 16u) {
+    if (h.header.row_bytes <= 16u) {
         for (var u = first; u < end; u++) {
             join_unit(h, u, k, seg);
         }
@@ -271,14 +261,14 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
     var u = first;
     while (u < end) {
         let b = u * 16u;
-        let row = b / h.row_bytes;
-        let c = b - row * h.row_bytes;
+        let row = b / h.header.row_bytes;
+        let c = b - row * h.header.row_bytes;
         join_segment(h, c, k, seg);
         let e = part_of(*seg, c);
         let seg_end = e.first_byte + e.row_bytes;
         var count = 0u;
         if (*k > 0u && c < seg_end) {
-            count = min(end - u, min(seg_end - c, h.end_byte - b) / 16u);
+            count = min(end - u, min(seg_end - c, h.header.end_byte - b) / 16u);
             count = min(count, select(0u, bound - u, u < bound));
         }
         if (count > 0u) {
@@ -373,8 +363,8 @@ fn part_meets(b: u32, r: u32, first: u32, w: u32, row0: u32) -> vec3<u32> {
 // row's end to the first part where the unit crosses it.
 fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     let b = unit * 16u;
-    let end = min(b + 16u, h.end_byte);
-    let r = h.row_bytes;
+    let end = min(b + 16u, h.header.end_byte);
+    let r = h.header.row_bytes;
     let row0 = b / r;
     let wraps = end - 1u >= (row0 + 1u) * r;
     let short = r <= 16u;
@@ -409,7 +399,7 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
         if (start.x < end) {
             let src = s.src_offset + j * s.part_step + start.y;
             var x: vec4<u32>;
-            if (!LANES_IN_RUNS && h.staged != 0u) { // (the runs' pipelines fold it away)
+            if (!LANES_IN_RUNS && h.header.staged != 0u) { // (the runs' pipelines fold it away)
                 let number = stage[PART_NUMBERS_AT + kk - h.cached_first] + j;
                 x = staged16(stage[PART_OFFSETS_AT + number] + src);
             } else {
