@@ -428,6 +428,7 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
             break;
         }
         j += 1u;
+        // (Lanes in runs have one part per segment but in short rows.)
         if ((LANES_IN_RUNS && !short) || j >= s.count) {
             j = 0u;
             kk += 1u;

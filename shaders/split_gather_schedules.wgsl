@@ -97,7 +97,7 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
 fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
     let whole_end = min(end_unit, e.out_bytes / 16u);
     var u = first_unit;
-    if (e.mode == MODE_WORD && (e.row_bytes == 4u || e.row_bytes == 8u)) {
+    if (e.mode == MODE_WORD && (e.row_bytes == 4u || e.row_bytes == 8u) && at.col == 0u) {
         let step = e.src_stride >> 2u;
         let one = e.row_bytes == 4u;
         let o = select(vec4<u32>(0u, 1u, step, step + 1u), vec4<u32>(0u, 1u, 2u, 3u) * step, one);
