@@ -50,7 +50,8 @@
 //
 // This file holds the access functions and the word assembly; the table and its readers are
 // in split_gather_table.wgsl, the schedules' code in split_gather_schedules.wgsl, the join's
-// in split_gather_join.wgsl. WGSL has no include: the host (src/gpu/gather/builds.rs)
+// in split_gather_join.wgsl, and the runs of rows shorter than a unit (a split's and a
+// concat's) in split_gather_narrow.wgsl. WGSL has no include: the host (src/gpu/gather/builds.rs)
 // assembles each build from named pieces: the table, this file, the input bindings with their three
 // access functions (`load_word_in`, `load_vec4_in`, `input_words`), the output bindings with
 // theirs (`store_unit`, `store_word`, `load_dst_word`), the trace hook, the schedules, and

@@ -252,9 +252,7 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
 fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     // Rows of up to a unit: no unit lies inside one part's row.
     if (h.header.row_bytes <= 16u) {
-        for (var u = first; u < end; u++) {
-            join_unit(h, u, k, seg);
-        }
+        join_narrow(h, first, end, k, seg);
         return;
     }
     let bound = units_end(first);

@@ -89,68 +89,6 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
     }
 }
 
-// Rows shorter than a unit: each whole unit gathered straight from its rows, then the
-// output's partial last unit as `run_shifted` assembles it. Rows of one or two words: a unit
-// holds whole rows (it starts at a row's start), so its words lie at the same offsets from its
-// first word in every unit. Other rows: word by word (MODE_WORD) or byte by byte, stepping
-// over the gap at each row end.
-fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
-    let whole_end = min(end_unit, e.out_bytes / 16u);
-    var u = first_unit;
-    if (e.mode == MODE_WORD && (e.row_bytes == 4u || e.row_bytes == 8u) && at.col == 0u) {
-        let step = e.src_stride >> 2u;
-        let one = e.row_bytes == 4u;
-        let o = select(vec4<u32>(0u, 1u, step, step + 1u), vec4<u32>(0u, 1u, 2u, 3u) * step, one);
-        // Hoisted: a division in the loop costs llvmpipe a scalar division per lane and unit.
-        let next = select(2u * step, 4u * step, one);
-        var w = at.src >> 2u;
-        for (; u < whole_end; u++) {
-            put_unit(e.dst_unit + u, vec4<u32>(load_word(w + o.x), load_word(w + o.y), load_word(w + o.z), load_word(w + o.w)), fast);
-            w += next;
-        }
-    } else {
-        var s = at.src;
-        var col = at.col;
-        for (; u < whole_end; u++) {
-            let w0 = narrow_word(e, &s, &col);
-            let w1 = narrow_word(e, &s, &col);
-            let w2 = narrow_word(e, &s, &col);
-            let w3 = narrow_word(e, &s, &col);
-            put_unit(e.dst_unit + u, vec4<u32>(w0, w1, w2, w3), fast);
-        }
-    }
-    if (u < end_unit) {
-        let last = place(e, e.first_byte + u * 16u);
-        run_shifted(e, u, end_unit, last.src, last.row, last.col, fast);
-    }
-}
-
-// The next output word of a narrow row's unit, from source byte `*s` at column `*col`, both
-// stepped past it. No loop: llvmpipe counts every loop turn against a lane's budget.
-fn narrow_word(e: Entry, s: ptr<function, u32>, col: ptr<function, u32>) -> u32 {
-    if (e.mode == MODE_WORD) {
-        let w = load_word(*s >> 2u);
-        narrow_step(e, s, col, 4u);
-        return w;
-    }
-    let b0 = src_byte(*s);
-    narrow_step(e, s, col, 1u);
-    let b1 = src_byte(*s);
-    narrow_step(e, s, col, 1u);
-    let b2 = src_byte(*s);
-    narrow_step(e, s, col, 1u);
-    let b3 = src_byte(*s);
-    narrow_step(e, s, col, 1u);
-    return b0 | (b1 << 8u) | (b2 << 16u) | (b3 << 24u);
-}
-
-// Steps source byte `*s` at column `*col` on by `n` bytes of a row, over the gap at its end.
-fn narrow_step(e: Entry, s: ptr<function, u32>, col: ptr<function, u32>, n: u32) {
-    let wrap = *col + n == e.row_bytes;
-    *s = select(*s + n, *s + n + e.src_stride - e.row_bytes, wrap);
-    *col = select(*col + n, 0u, wrap);
-}
-
 // MODE_WORD and MODE_BYTE: units that lie inside one row are funnel-shifted from a sliding
 // window of aligned vec4 loads (one load per unit); a unit that crosses a row end or ends the
 // output is assembled word by word.

@@ -159,15 +159,27 @@ fn stacks_and_appends(gpu: &'static GpuSplitter) {
 }
 
 /// Equal parts side by side (attention heads merged back, a sequence of equal rows) take one
-/// segment of many parts in the GPU's mapping, and the CPU adapters' one part per segment:
-/// both give the reference's bytes, at every alignment of the parts' rows.
+/// segment of many parts in the GPU's mapping, and in the CPU adapters' where output rows are
+/// at most a unit (else one part per segment there): all give the reference's bytes, at every
+/// alignment of the parts' rows, with lanes' runs of 3 units starting at any column.
 fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
-    for mode in [GatherMode::Gpu, GatherMode::Cpu] {
+    for (mode, steps) in [
+        (GatherMode::Gpu, 4),
+        (GatherMode::Cpu, 3),
+        (GatherMode::Cpu, 2048),
+    ] {
         let gpu = gpu.clone().with_options(SplitOptions {
             route: RouteChoice::Gather,
             gather_mode: Some(mode),
+            max_steps_per_lane: Some(steps),
             ..gpu.options()
         });
+        // Rows of 3 to 16 bytes in 1 to 4 equal parts: units start at every column.
+        for (width, count) in [(1, 3), (5, 3), (2, 7), (3, 5), (4, 4), (16, 1), (7, 2)] {
+            let plan = ops::concat(&vec![[301, width]; count], 1).unwrap();
+            common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
+                .unwrap_or_else(|e| panic!("{mode:?} x{steps} {width} x {count}: {e}"));
+        }
         let plan = ops::concat(&[[8, 64]; 64], 1).unwrap();
         common::run_verified(&gpu, &plan, &parts(&plan, DType::F32)).unwrap();
         let plan = ops::concat(&[[5, 7]; 9], 1).unwrap();
