@@ -153,25 +153,14 @@ fn load_vec4_edge_in(b: u32, i: u32) -> vec4<u32> {
 // in every SIMD group.
 
 // Unit `i`, of whose bytes only the first `n` (1 to 16) belong to the output: a whole unit
-// at once, else its whole words, then the output's bytes of its partial word merged into that
-// word as it is. The other bytes of that word are another tensor's (or padding), which no
-// lane of this dispatch writes.
+// at once, else its bytes of the output (`store_masked`). The other bytes of its last word
+// are another tensor's (or padding), which no lane of this dispatch writes.
 fn store_unit_n(i: u32, v: vec4<u32>, n: u32) {
     if (n >= 16u) {
         store_unit(i, v);
         return;
     }
-    let whole = n / 4u;
-    let part = n % 4u;
-    // An output's last unit only, so a local array indexed by word costs nothing that counts.
-    let words = array<u32, 4>(v.x, v.y, v.z, v.w);
-    for (var j = 0u; j < whole; j++) {
-        store_word(i, j, words[j]);
-    }
-    if (part != 0u) {
-        let keep = 0xffffffffu << (part * 8u);
-        store_word(i, whole, (words[whole] & ~keep) | (load_dst_word(i, whole) & keep));
-    }
+    store_masked(i, v, byte_mask(0u, n));
 }
 
 // ---- Word assembly ----
@@ -213,8 +202,9 @@ fn byte_mask(first: u32, len: u32) -> vec4<u32> {
     return below_hi & ~below_lo;
 }
 
-// Stores the bytes of unit `i` that `covered` marks; the others keep their values.
-fn join_store(i: u32, v: vec4<u32>, covered: vec4<u32>) {
+// Stores the bytes of unit `i` that `covered` marks, whole words as they are and partial
+// ones merged into the word as it is; the others keep their values.
+fn store_masked(i: u32, v: vec4<u32>, covered: vec4<u32>) {
     if (all(covered == vec4<u32>(0xffffffffu))) {
         store_unit(i, v);
         return;

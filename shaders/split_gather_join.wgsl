@@ -442,5 +442,5 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
             break;
         }
     }
-    join_store(unit, v, covered);
+    store_masked(unit, v, covered);
 }

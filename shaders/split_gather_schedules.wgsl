@@ -187,12 +187,7 @@ fn unit_bytes(e: Entry, b: u32) -> u32 {
 
 // Bytes 0 .. k of `a`, then bytes k .. 16 of `b`.
 fn merge_bytes(a: vec4<u32>, b: vec4<u32>, k: u32) -> vec4<u32> {
-    // Bytes of each word taken from `a`: k - 4i, clamped to 0 ..= 4.
-    let first = vec4<u32>(0u, 4u, 8u, 12u);
-    let take = min(max(vec4<u32>(k), first) - first, vec4<u32>(4u));
-    // A shift by 32 would wrap to 0, hence the select for whole words.
-    let low = (vec4<u32>(1u) << (take * 8u)) - vec4<u32>(1u);
-    let mask = select(low, vec4<u32>(0xffffffffu), take == vec4<u32>(4u));
+    let mask = byte_mask(0u, k);
     return (a & mask) | (b & ~mask);
 }
 
@@ -355,14 +350,14 @@ fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
     for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
         let b = e.first_byte + u * 16u;
         let at = place(e, b);
-        var x = staged_unit(staged_row(e, first.row, slot, v0, at.row) + at.col);
+        var x = staged16(staged_row(e, first.row, slot, v0, at.row) + at.col);
         // Bytes of the output in this unit, and of them in this row.
         let n = unit_bytes(e, b);
         let k = min(n, e.row_bytes - at.col);
         if (k < n) {
             // Byte j >= k of the unit is byte j - k of the next row.
             let next = staged_row(e, first.row, slot, v0, at.row + 1u);
-            x = merge_bytes(x, staged_unit(next - k), k);
+            x = merge_bytes(x, staged16(next - k), k);
         }
         store_unit_n(e.dst_unit + u, x, n);
     }
@@ -377,11 +372,4 @@ fn row_shift(e: Entry, row: u32) -> u32 {
 // further in; every column read from it is staged).
 fn staged_row(e: Entry, first_row: u32, slot: u32, v0: u32, row: u32) -> u32 {
     return ((row - first_row) * slot - v0) * 16u + row_shift(e, row);
-}
-
-// The 16 staged bytes from stage byte `s` on: five staged words, shifted.
-fn staged_unit(s: u32) -> vec4<u32> {
-    let w = s / 4u;
-    let lo = vec4<u32>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]);
-    return funnel(lo, vec4<u32>(stage[w + 4u], 0u, 0u, 0u), s % 4u);
 }
