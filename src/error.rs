@@ -159,6 +159,11 @@ pub enum SplitError {
     #[error("{0}")]
     DataMismatch(String),
 
+    /// A part's view ([`crate::PartView`]) breaks a rule: a stride per axis, every element
+    /// inside its region, no two written elements or parts on one byte.
+    #[error("{0}")]
+    BadView(String),
+
     /// Buffers passed by the caller are too small or lack a usage flag.
     #[error("{0}")]
     BadBuffer(String),

@@ -98,7 +98,7 @@ pub use gpu::{
     open_device, AdapterPick, BackendChoice, BufferRegion, DeviceChoice, EncodedConcat,
     EncodedSplit, GpuSplitter, Inputs, Outputs, PartLayout, PartRange, Plan, Prepared,
 };
-pub use plan::{ConcatPlan, SplitPlan};
+pub use plan::{ConcatPlan, PartView, SplitPlan};
 pub use stream::{OutputSink, StreamOptions, StreamReport, StreamTimings};
 pub use tensor::{Element, HostTensor, IntTensor};
 

@@ -13,8 +13,10 @@
 pub(crate) mod bytes;
 mod concat_plan;
 mod split_plan;
+pub(crate) mod views;
 pub(crate) mod windows;
 
 pub use concat_plan::ConcatPlan;
 pub use split_plan::SplitPlan;
 pub(crate) use split_plan::{check_output_count, normalize_axis};
+pub use views::PartView;

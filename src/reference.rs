@@ -8,9 +8,11 @@
 
 use crate::error::{Result, SplitError};
 use crate::plan::bytes::ByteRows;
-use crate::plan::{ConcatPlan, SplitPlan};
+use crate::plan::views::{check_view, Access};
+use crate::plan::{ConcatPlan, PartView, SplitPlan};
 use crate::tensor::HostTensor;
-use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, Axis, Slice};
+use crate::DType;
+use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder, Slice};
 
 /// Splits an ndarray array of any element type (numbers, strings, ...) as `plan` says.
 ///
@@ -127,6 +129,113 @@ pub fn concat_tensors(inputs: &[HostTensor], plan: &ConcatPlan) -> Result<HostTe
         }
     }
     HostTensor::new(dtype, plan.output_shape().to_vec(), out)
+}
+
+/// Splits `input` as `plan` says and writes output `i` through `views[i]` into `regions[i]`,
+/// leaving every other byte of the regions as it was: what a split into views writes on the
+/// GPU. Each view is checked first ([`PartView`]'s rules).
+///
+/// ```
+/// use wgpu_split::{ops, reference, HostTensor, IntTensor, PartView};
+/// // [2, 3] into two [2, 1] and [2, 2]; the second stored transposed, [2, 2].
+/// let input = HostTensor::from_slice(&[2, 3], &[1u8, 2, 3, 4, 5, 6])?;
+/// let plan = ops::variadic_split(&[2, 3], &IntTensor::scalar(1), &IntTensor::vector(vec![1, 2]))?;
+/// let views = [PartView::contiguous(&[2, 1]), PartView::within(&[2, 2], &[2, 2], &[1, 0], &[0, 0])?];
+/// let mut regions = vec![vec![0u8; 2], vec![0u8; 4]];
+/// reference::split_into_views(&input, &plan, &views, &mut regions)?;
+/// assert_eq!(regions[1], [2, 5, 3, 6]);
+/// # Ok::<(), wgpu_split::SplitError>(())
+/// ```
+pub fn split_into_views(
+    input: &HostTensor,
+    plan: &SplitPlan,
+    views: &[PartView],
+    regions: &mut [Vec<u8>],
+) -> Result<()> {
+    let n = plan.num_outputs();
+    check_counts("outputs", n, views.len(), regions.len())?;
+    let es = input.dtype().size();
+    for (i, (part, (view, region))) in split_tensor(input, plan)?
+        .iter()
+        .zip(views.iter().zip(regions.iter_mut()))
+        .enumerate()
+    {
+        let elements = (region.len() / es) as u64;
+        check_view(
+            &format!("output {i}"),
+            part.shape(),
+            view,
+            elements,
+            Access::Write,
+        )?;
+        if part.bytes().is_empty() {
+            continue;
+        }
+        let (shape, strides) = element_bytes(part.shape(), &view.strides, es);
+        let start = view.offset as usize * es;
+        let mut to =
+            ArrayViewMutD::from_shape(IxDyn(&shape).strides(IxDyn(&strides)), &mut region[start..])
+                .map_err(|e| SplitError::BadView(format!("output {i}: {e}")))?;
+        let from = ArrayViewD::from_shape(IxDyn(&shape), part.bytes())
+            .map_err(|e| SplitError::DataMismatch(format!("output {i}: {e}")))?;
+        to.assign(&from);
+    }
+    Ok(())
+}
+
+/// Concatenates the inputs of `plan`, input `k` read through `views[k]` from `regions[k]`
+/// (`dtype` elements): what a concat from views computes on the GPU. Views are only read, so
+/// their elements may repeat (a stride of 0).
+pub fn concat_from_views(
+    plan: &ConcatPlan,
+    dtype: DType,
+    views: &[PartView],
+    regions: &[&[u8]],
+) -> Result<HostTensor> {
+    let n = plan.num_inputs();
+    check_counts("inputs", n, views.len(), regions.len())?;
+    let es = dtype.size();
+    let inputs = (0..n)
+        .map(|k| {
+            let (shape, view, region) = (plan.input_shape(k), &views[k], regions[k]);
+            let elements = (region.len() / es) as u64;
+            check_view(&format!("input {k}"), &shape, view, elements, Access::Read)?;
+            if shape.contains(&0) {
+                return HostTensor::new(dtype, shape, Vec::new());
+            }
+            let (dims, strides) = element_bytes(&shape, &view.strides, es);
+            let start = view.offset as usize * es;
+            let from =
+                ArrayViewD::from_shape(IxDyn(&dims).strides(IxDyn(&strides)), &region[start..])
+                    .map_err(|e| SplitError::BadView(format!("input {k}: {e}")))?;
+            HostTensor::new(dtype, shape, from.iter().copied().collect())
+        })
+        .collect::<Result<Vec<_>>>()?;
+    concat_tensors(&inputs, plan)
+}
+
+/// One view and one region per part.
+fn check_counts(parts: &str, n: usize, views: usize, regions: usize) -> Result<()> {
+    if views != n || regions != n {
+        return Err(SplitError::BadView(format!(
+            "{views} views and {regions} regions for {n} {parts}: one each"
+        )));
+    }
+    Ok(())
+}
+
+/// A checked view of `shape` as an array of bytes: the element's bytes a last axis. Axes of
+/// one index take stride 0 (their stride is never used, and may not fit `usize`).
+fn element_bytes(shape: &[usize], strides: &[u64], es: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut dims = shape.to_vec();
+    dims.push(es);
+    let mut bytes: Vec<usize> = shape
+        .iter()
+        .zip(strides)
+        .map(|(&n, &s)| if n > 1 { s as usize * es } else { 0 })
+        .collect();
+    bytes.push(1);
+    (dims, bytes)
 }
 
 #[cfg(test)]
