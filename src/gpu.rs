@@ -25,6 +25,7 @@ pub(crate) mod prepared;
 mod record;
 pub(crate) mod round_trip;
 pub(crate) mod splitter;
+mod views;
 
 #[cfg(feature = "bench")]
 pub use device::list_adapters;

@@ -16,10 +16,14 @@
 //! | ONNX Concat-1/4/11/13 | [`onnx_concat`] |
 //! | ONNX ConcatFromSequence-11 | [`concat_from_sequence`] (`new_axis = 1` stacks) |
 //!
+//! [`Attention`] gives an attention layer's split of packed QKV into Q and into KV caches at
+//! a position, and its merge of heads, as plans with views ([`PartView`](crate::PartView)).
+//!
 //! With the feature `bench`, `Operator` names any split with its parameters, for code that
 //! handles every operator alike (the command, the benchmark suite, the fuzzers), and
 //! `spec_examples` are the specifications' own examples.
 
+mod attention;
 pub(crate) mod concat;
 #[cfg(feature = "bench")]
 mod examples;
@@ -31,6 +35,7 @@ mod sequence;
 mod split;
 mod variadic;
 
+pub use attention::Attention;
 pub use concat::{concat, concat_from_sequence, onnx_concat};
 #[cfg(feature = "bench")]
 pub use examples::{spec_examples, SpecExample};

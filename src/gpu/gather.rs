@@ -24,6 +24,7 @@ pub(crate) mod pipeline;
 #[cfg(all(test, feature = "bench"))]
 mod portability;
 pub(crate) mod tables;
+mod view_entries;
 
 pub use abi::{binding_bytes, window_limit, MAX_DST_BINDINGS, UNIT_BYTES};
 pub use dispatches::{
@@ -36,3 +37,4 @@ pub use joins::{join_dispatch, join_parts, JoinPart};
 pub use modes::GatherMode;
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Windows};
 pub(crate) use tables::TableCache;
+pub use view_entries::{view_dispatch, view_entries, Unfit, MAX_VIEW_ENTRIES};

@@ -4,6 +4,7 @@
 
 use crate::gpu::direction::Direction;
 use crate::gpu::placement::{BufferRegion, PartLayout};
+use crate::plan::PartView;
 
 /// Where a split's outputs go: the `to` of [`GpuSplitter::encode`](crate::GpuSplitter::encode) and
 /// [`GpuSplitter::prepare`](crate::GpuSplitter::prepare) with a [`SplitPlan`](crate::SplitPlan).
@@ -60,6 +61,15 @@ pub enum Outputs<'a> {
     /// [`EncodedSplit::outputs`](crate::EncodedSplit) gives each output's offset in its own
     /// buffer.
     Regions(&'a [BufferRegion<'a>]),
+    /// Output `i` written through `views[i]` ([`PartView`]) into `regions[i]`: transposed
+    /// (attention heads), into a bigger tensor (a KV cache at a position), with padded rows.
+    /// Only the views' elements are written; every other byte of the regions keeps its value.
+    /// Each view is checked against its region first (inside it, its strides nesting, no
+    /// two outputs on one byte). One dispatch writes the outputs of as many buffers as
+    /// [`Outputs::Regions`] binds at once; each buffer's outputs and the input must fit one
+    /// storage binding. A view's blocks of rows must each start on a multiple of 16 bytes
+    /// of its buffer (`docs/views.md`).
+    Views(&'a [BufferRegion<'a>], &'a [PartView]),
 }
 
 /// Where a concat's inputs are: the `from` of
@@ -94,6 +104,12 @@ pub enum Inputs<'a> {
     /// in 64 buffers take 5, 11, 64 and 32 dispatches (`tests/separate_buffers.rs`): request
     /// the adapter's limits when you open the device.
     Regions(&'a [BufferRegion<'a>]),
+    /// Input `k` read through `views[k]` ([`PartView`]) from `regions[k]`: attention heads
+    /// `[B, H, S, D]` read as `[B, S, H, D]`, a block of a bigger tensor. Views are only read,
+    /// so their elements may repeat. One dispatch per buffer of inputs; each buffer's inputs
+    /// and the output must fit one storage binding, and the output's blocks of rows written
+    /// from each view must start on multiples of 16 bytes (`docs/views.md`).
+    Views(&'a [BufferRegion<'a>], &'a [PartView]),
 }
 
 /// The parts of a split or a concat, in one region (placed at the device's storage offset
@@ -103,6 +119,7 @@ pub(crate) enum Parts<'a> {
     Region(BufferRegion<'a>),
     Placed(BufferRegion<'a>, &'a PartLayout),
     Regions(&'a [BufferRegion<'a>]),
+    Views(&'a [BufferRegion<'a>], &'a [PartView]),
 }
 
 impl<'a> From<Outputs<'a>> for Parts<'a> {
@@ -111,6 +128,7 @@ impl<'a> From<Outputs<'a>> for Parts<'a> {
             Outputs::Region(r) => Parts::Region(r),
             Outputs::Placed(r, layout) => Parts::Placed(r, layout),
             Outputs::Regions(regions) => Parts::Regions(regions),
+            Outputs::Views(regions, views) => Parts::Views(regions, views),
         }
     }
 }
@@ -121,6 +139,7 @@ impl<'a> From<Inputs<'a>> for Parts<'a> {
             Inputs::Region(r) => Parts::Region(r),
             Inputs::Placed(r, layout) => Parts::Placed(r, layout),
             Inputs::Regions(regions) => Parts::Regions(regions),
+            Inputs::Views(regions, views) => Parts::Views(regions, views),
         }
     }
 }

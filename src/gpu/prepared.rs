@@ -283,6 +283,11 @@ impl GpuSplitter {
                     .prepare_regions(direction, plan, dtype, job.whole, regions)
                     .await
             }
+            Parts::Views(regions, views) => {
+                return self
+                    .prepare_views(direction, plan, dtype, job.whole, regions, views)
+                    .await
+            }
         };
         let (from, to) = direction.in_order(job.whole, region);
         self.prepare_placed(direction, plan, dtype, from, to, placement)

@@ -7,13 +7,9 @@
 //! bigger tensor (a KV cache at position `p`) and padded rows are all views. The kernel moves
 //! the part as [`Runs`]: runs of bytes contiguous on both sides, repeated over a few levels,
 //! walked in the destination's address order.
-//!
-//! The GPU path that records runs is the next step (#44): until it lands, the runs, their
-//! overlap check and the plans' lowering serve the tests alone.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use crate::error::{Result, SplitError};
-use crate::plan::{ConcatPlan, SplitPlan};
+use crate::plan::SplitPlan;
 
 /// Where a part's elements lie in its region, counted in elements of the dtype: element
 /// `[i0, .., i(r-1)]` of the part (its shape as the plan gives it) at element
@@ -114,14 +110,15 @@ pub(crate) enum Access {
 /// in a region of `region_elements` elements: one stride per axis; every element inside the
 /// region; and, written, each axis's stride past every element the axes of smaller strides
 /// reach (a permutation, a slice and padded rows all keep it; it lets the kernel walk the
-/// view in address order, and no two elements overlap).
+/// view in address order, and no two elements overlap). Returns the elements of the region
+/// the view reaches: its last element's, plus one (0 for an empty part).
 pub(crate) fn check_view(
     part: &str,
     shape: &[usize],
     view: &PartView,
     region_elements: u64,
     access: Access,
-) -> Result<()> {
+) -> Result<u64> {
     let bad = |rule: String| {
         SplitError::BadView(format!(
             "{part} of shape {shape:?}, viewed at offset {} with strides {:?}: {rule}",
@@ -136,7 +133,7 @@ pub(crate) fn check_view(
         )));
     }
     if shape.contains(&0) {
-        return Ok(());
+        return Ok(0);
     }
     let mut last = view.offset as u128;
     for (&n, &s) in shape.iter().zip(&view.strides) {
@@ -163,7 +160,8 @@ pub(crate) fn check_view(
             reach += (shape[k] as u128 - 1) * s;
         }
     }
-    Ok(())
+    // Below `region_elements`, a u64.
+    Ok(last as u64 + 1)
 }
 
 /// One level of a part's runs: `extent` runs (or blocks of runs), `src_step` bytes apart in
@@ -283,14 +281,22 @@ fn slab(plan: &SplitPlan, part: usize) -> PartView {
     PartView { offset, strides }
 }
 
-/// Output `i` of a split written through `view`, as runs (`None` when it is empty).
-pub(crate) fn split_runs(plan: &SplitPlan, i: usize, view: &PartView, elem: u64) -> Option<Runs> {
-    Runs::new(&plan.output_shape(i), &slab(plan, i), view, elem)
-}
-
-/// Input `k` of a concat read through `view`, as runs (`None` when it is empty).
-pub(crate) fn concat_runs(plan: &ConcatPlan, k: usize, view: &PartView, elem: u64) -> Option<Runs> {
-    Runs::new(&plan.input_shape(k), view, &slab(plan.split(), k), elem)
+/// Part `k` of the split geometry `plan` through `view`, as runs (`None` when it is empty):
+/// a split's output written through it (`Access::Write`: from the input's bytes to the
+/// view's), or a concat's input read through it (`Access::Read`: from the view's bytes to
+/// the output's).
+pub(crate) fn part_runs(
+    plan: &SplitPlan,
+    k: usize,
+    view: &PartView,
+    elem: u64,
+    access: Access,
+) -> Option<Runs> {
+    let (shape, whole) = (plan.output_shape(k), slab(plan, k));
+    match access {
+        Access::Write => Runs::new(&shape, &whole, view, elem),
+        Access::Read => Runs::new(&shape, view, &whole, elem),
+    }
 }
 
 /// Runs checked one by one for overlaps at most (past it, parts whose spans meet are

@@ -67,7 +67,14 @@ fn a_written_view_keeps_inside_its_region_and_off_its_own_elements() {
 fn runs_merge_what_is_contiguous_on_both_sides() {
     let plan = ops::split(&[2, 4, 6], &IntTensor::scalar(2), 2).unwrap();
     // Output 1, [2, 4, 3] f32, written contiguous: rows of 3 elements, 6 apart in the input.
-    let runs = split_runs(&plan, 1, &PartView::contiguous(&[2, 4, 3]), 4).unwrap();
+    let runs = part_runs(
+        &plan,
+        1,
+        &PartView::contiguous(&[2, 4, 3]),
+        4,
+        Access::Write,
+    )
+    .unwrap();
     let row = Level {
         extent: 8,
         src_step: 24,
@@ -77,7 +84,7 @@ fn runs_merge_what_is_contiguous_on_both_sides() {
     assert_eq!(runs.levels, [row]);
     // Written transposed to [4, 2, 3]: the two axes no longer merge.
     let t = PartView::within(&[2, 4, 3], &[4, 2, 3], &[1, 0, 2], &[0; 3]).unwrap();
-    let runs = split_runs(&plan, 1, &t, 4).unwrap();
+    let runs = part_runs(&plan, 1, &t, 4, Access::Write).unwrap();
     assert_eq!(runs.run_bytes, 12);
     let levels: Vec<_> = runs
         .levels
@@ -88,11 +95,14 @@ fn runs_merge_what_is_contiguous_on_both_sides() {
     assert_eq!(runs.dst_span(), 96);
     // A split on the first axis moves one run.
     let plan = ops::split(&[4, 6], &IntTensor::scalar(0), 2).unwrap();
-    let runs = split_runs(&plan, 1, &PartView::contiguous(&[2, 6]), 2).unwrap();
+    let runs = part_runs(&plan, 1, &PartView::contiguous(&[2, 6]), 2, Access::Write).unwrap();
     assert_eq!((runs.run_bytes, runs.src, runs.levels.len()), (24, 24, 0));
     // A transpose of the last axis moves single elements.
     let t = PartView::within(&[2, 6], &[6, 2], &[1, 0], &[0, 0]).unwrap();
-    assert_eq!(split_runs(&plan, 1, &t, 2).unwrap().run_bytes, 2);
+    assert_eq!(
+        part_runs(&plan, 1, &t, 2, Access::Write).unwrap().run_bytes,
+        2
+    );
 }
 
 #[test]
@@ -116,10 +126,10 @@ fn attention_heads_lower_to_a_run_per_head_row() {
             .map(|l| (l.extent, l.src_step, l.dst_step));
         (runs.run_bytes, l.collect())
     };
-    let q = split_runs(&plan, 0, &q, 2).unwrap();
+    let q = part_runs(&plan, 0, &q, 2, Access::Write).unwrap();
     assert_eq!((q.src, q.dst), (0, 0));
     assert_eq!(levels(q), (256, vec![(32, 256, 1024), (4, 12288, 256)]));
-    let k = split_runs(&plan, 1, &k, 2).unwrap();
+    let k = part_runs(&plan, 1, &k, 2, Access::Write).unwrap();
     assert_eq!((k.src, k.dst), (32 * 256, 5 * 256));
     assert_eq!(levels(k), (256, vec![(8, 256, 16 * 256), (4, 12288, 256)]));
 }
@@ -198,7 +208,7 @@ fn runs_move_every_random_view_as_the_reference_does() {
         reference::split_into_views(&input, &plan, &views, &mut want).unwrap();
         let mut got = fresh();
         for (i, v) in views.iter().enumerate() {
-            if let Some(runs) = split_runs(&plan, i, v, es as u64) {
+            if let Some(runs) = part_runs(&plan, i, v, es as u64, Access::Write) {
                 assert!(
                     runs.levels.len() <= rank,
                     "case {case}: a level per axis at most"
@@ -221,7 +231,7 @@ fn runs_move_every_random_view_as_the_reference_does() {
         assert_eq!(joined, input, "case {case}");
         let mut out = guarded(input.bytes().len(), 3);
         for (k, v) in views.iter().enumerate() {
-            if let Some(runs) = concat_runs(&concat, k, v, es as u64) {
+            if let Some(runs) = part_runs(concat.split(), k, v, es as u64, Access::Read) {
                 for (s, d) in runs.starts() {
                     let (s, d, n) = (s as usize, d as usize, runs.run_bytes as usize);
                     out[d..d + n].copy_from_slice(&regions[k][s..s + n]);
@@ -238,7 +248,7 @@ fn parts_in_one_buffer_may_interleave_but_not_share_a_byte() {
     let head = |h: u64| view(2 * h, &[4, 1]);
     let plan = ops::split(&[3, 4], &IntTensor::scalar(1), 2).unwrap();
     let runs: Vec<Runs> = (0..2)
-        .map(|i| split_runs(&plan, i, &head(i as u64), 2).unwrap())
+        .map(|i| part_runs(&plan, i, &head(i as u64), 2, Access::Write).unwrap())
         .collect();
     let part = |i: usize, buffer: u8, at: u64, r: usize| Written {
         name: format!("output {i}"),

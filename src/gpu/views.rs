@@ -1,0 +1,269 @@
+//! Parts through views on the GPU ([`Outputs::Views`](crate::Outputs::Views),
+//! [`Inputs::Views`](crate::Inputs::Views)): each part's view checked against its region,
+//! lowered to runs ([`crate::plan::views`]) and cut into the split table's entries
+//! ([`view_entries`]); a split's outputs in one dispatch for as many buffers as the
+//! multi-output build binds, a concat's inputs in one dispatch per buffer.
+
+use crate::error::{Result, SplitError};
+use crate::gpu::direction::Direction;
+use crate::gpu::gather::abi::DST_BINDING_SHIFT;
+use crate::gpu::gather::{
+    binding_bytes, view_dispatch, view_entries, window_limit, Dispatch, Unfit, Windows, UNIT_BYTES,
+};
+use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
+use crate::gpu::prepared::{Commands, PreparedParts};
+use crate::gpu::splitter::GpuSplitter;
+use crate::plan::views::{check_disjoint, check_view, part_runs, Access, Runs, Written};
+use crate::plan::{PartView, SplitPlan};
+use crate::DType;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A non-empty part through its view: its position, name, region and runs, and the bytes of
+/// its buffer its view reaches (`start .. end`).
+struct Viewed<'a> {
+    k: usize,
+    name: String,
+    region: BufferRegion<'a>,
+    runs: Runs,
+    start: u64,
+    end: u64,
+}
+
+/// The parts of one buffer, and the window of it that binds them all: from `offset`, a
+/// multiple of the storage offset alignment, `size` bytes.
+struct BufferWindow<'a, 'p> {
+    parts: Vec<&'p Viewed<'a>>,
+    region: BufferRegion<'a>,
+    size: u64,
+}
+
+impl GpuSplitter {
+    /// [`GpuSplitter::prepare`] of a split whose output `k` is written through `views[k]`
+    /// into `regions[k]`, or of a concat whose input `k` is read so, as `direction` says;
+    /// `whole` is the whole tensor's region.
+    pub(crate) async fn prepare_views(
+        &self,
+        direction: Direction,
+        plan: &SplitPlan,
+        dtype: DType,
+        whole: BufferRegion<'_>,
+        regions: &[BufferRegion<'_>],
+        views: &[PartView],
+    ) -> Result<PreparedParts> {
+        self.probe
+            .check(format_args!("preparing the {}", direction.op()))?;
+        let whole_name = direction.names().1;
+        self.check_whole(whole_name, &whole, plan, dtype)?;
+        let whole_bytes = plan.input_binding_size(dtype)?;
+        let limit = window_limit(&self.limits);
+        if whole_bytes > limit {
+            return Err(SplitError::TooLarge(format!(
+                "the {whole_name} of {whole_bytes} bytes is past one storage binding of {limit} \
+                 bytes, which a {} through views takes whole",
+                direction.op()
+            )));
+        }
+        let viewed = self.viewed(direction, plan, dtype, whole.buffer, regions, views)?;
+        let mut ranges = vec![PartRange { offset: 0, size: 0 }; plan.num_outputs()];
+        for v in &viewed {
+            ranges[v.k] = PartRange {
+                offset: v.start,
+                size: v.end - v.start,
+            };
+        }
+        let layout = PartLayout {
+            total_bytes: ranges.iter().map(|r| r.offset + r.size).max().unwrap_or(0),
+            ranges,
+            alignment: UNIT_BYTES,
+        };
+        let mut prepared = self.prepare_nothing(direction, Arc::new(layout));
+        let windows = self.buffer_windows(&viewed)?;
+        let batch = match direction {
+            Direction::Split => self.output_bindings as usize,
+            Direction::Concat => 1,
+        };
+        for group in windows.chunks(batch) {
+            let dispatch = self.view_batch(direction, group, whole_bytes)?;
+            let tables = self
+                .tables
+                .buffers(&self.device, &[dispatch.table_bytes()])
+                .await?;
+            let bound_windows: Vec<(BufferRegion<'_>, u64)> =
+                group.iter().map(|w| (w.region, w.size)).collect();
+            let pipeline = match group.len() {
+                1 => self.gather.clone(),
+                n => self.multi_output_pipeline(n as u32).await?,
+            };
+            let (reads, writes) =
+                direction.in_order(Windows::Region(&whole), Windows::PerBinding(&bound_windows));
+            let bound = pipeline
+                .bind(&self.device, &[dispatch], &tables, reads, writes)
+                .await?;
+            prepared.recorded.dispatches += 1;
+            prepared.commands.push(Commands::Gather(bound));
+        }
+        Ok(prepared)
+    }
+
+    /// Each non-empty part through its view, checked: one region and one view per part, each
+    /// region STORAGE at the storage offset alignment and outside `whole`, each view inside
+    /// its region and by its rules, and written parts sharing no byte.
+    fn viewed<'a>(
+        &self,
+        direction: Direction,
+        plan: &SplitPlan,
+        dtype: DType,
+        whole: &wgpu::Buffer,
+        regions: &[BufferRegion<'a>],
+        views: &[PartView],
+    ) -> Result<Vec<Viewed<'a>>> {
+        let (part, whole_name) = direction.names();
+        let n = plan.num_outputs();
+        if regions.len() != n || views.len() != n {
+            return Err(SplitError::BadView(format!(
+                "{} regions and {} views for {n} {part}s: one each",
+                regions.len(),
+                views.len()
+            )));
+        }
+        let access = match direction {
+            Direction::Split => Access::Write,
+            Direction::Concat => Access::Read,
+        };
+        let es = dtype.size() as u64;
+        let mut viewed = Vec::new();
+        for (k, (region, view)) in regions.iter().zip(views).enumerate() {
+            let name = format!("{part} {k}");
+            let room = region.buffer.size().saturating_sub(region.offset) / es;
+            let reach = check_view(&name, &plan.output_shape(k), view, room, access)?;
+            let Some(runs) = part_runs(plan, k, view, es, access) else {
+                continue;
+            };
+            let end = reach * es;
+            let rule = "its view's last element's end, rounded up to 4";
+            let align = self.offset_align();
+            region.check(
+                &name,
+                binding_bytes(end),
+                rule,
+                wgpu::BufferUsages::STORAGE,
+                align,
+            )?;
+            if region.buffer == whole {
+                return Err(SplitError::BadBuffer(format!(
+                    "{name} is in the {whole_name}'s buffer; a {} reads one buffer and writes \
+                     others",
+                    direction.op()
+                )));
+            }
+            viewed.push(Viewed {
+                k,
+                name,
+                region: *region,
+                start: region.offset + view.offset * es,
+                end: region.offset + end,
+                runs,
+            });
+        }
+        if access == Access::Write {
+            let written: Vec<Written<'_, &wgpu::Buffer>> = viewed
+                .iter()
+                .map(|v| Written {
+                    name: v.name.clone(),
+                    buffer: v.region.buffer,
+                    at: v.region.offset,
+                    runs: &v.runs,
+                })
+                .collect();
+            check_disjoint(&written)?;
+        }
+        Ok(viewed)
+    }
+
+    /// The parts of each buffer and the window that binds them, in buffer order.
+    fn buffer_windows<'a, 'p>(
+        &self,
+        viewed: &'p [Viewed<'a>],
+    ) -> Result<Vec<BufferWindow<'a, 'p>>> {
+        // A buffer compares by wgpu's resource id, which never changes.
+        #[allow(clippy::mutable_key_type)]
+        let mut groups: BTreeMap<&wgpu::Buffer, Vec<&'p Viewed<'a>>> = BTreeMap::new();
+        for v in viewed {
+            groups.entry(v.region.buffer).or_default().push(v);
+        }
+        let (align, limit) = (self.offset_align(), window_limit(&self.limits));
+        groups
+            .into_values()
+            .map(|parts| {
+                let start = parts.iter().map(|v| v.start).min().unwrap_or(0) / align * align;
+                let end = parts.iter().map(|v| v.end).max().unwrap_or(0);
+                let size = binding_bytes(end - start);
+                if size > limit {
+                    let names: Vec<&str> = parts.iter().map(|v| v.name.as_str()).collect();
+                    return Err(SplitError::TooLarge(format!(
+                        "{} reach bytes {start} to {end} of one buffer, past one storage binding \
+                         of {limit} bytes",
+                        names.join(", ")
+                    )));
+                }
+                let region = BufferRegion {
+                    buffer: parts[0].region.buffer,
+                    offset: start,
+                };
+                Ok(BufferWindow {
+                    parts,
+                    region,
+                    size,
+                })
+            })
+            .collect()
+    }
+
+    /// The dispatch of one batch: a split writing every part of `group`'s buffers (buffer
+    /// `j` through output binding `j`), or a concat reading the parts of its one buffer; the
+    /// whole tensor of `whole_bytes` is bound whole.
+    fn view_batch(
+        &self,
+        direction: Direction,
+        group: &[BufferWindow<'_, '_>],
+        whole_bytes: u64,
+    ) -> Result<Dispatch> {
+        let mut entries = Vec::new();
+        for (j, window) in group.iter().enumerate() {
+            for v in &window.parts {
+                let local = v.region.offset - window.region.offset;
+                let (src_base, dst_base, unit_base) = match direction {
+                    Direction::Split => (0, local, (j as u64) << DST_BINDING_SHIFT),
+                    Direction::Concat => (local, 0, 0),
+                };
+                let part = view_entries(&v.runs, src_base, dst_base, unit_base)
+                    .map_err(|unfit| unfit_error(v, window, unfit))?;
+                entries.extend(part);
+            }
+        }
+        let size = group[0].size;
+        Ok(match direction {
+            Direction::Split => view_dispatch(entries, whole_bytes, 0, self.gather_tuning),
+            Direction::Concat => view_dispatch(entries, size, whole_bytes, self.gather_tuning),
+        })
+    }
+}
+
+/// The error of a part whose runs do not fit the table's entries.
+fn unfit_error(v: &Viewed<'_>, window: &BufferWindow<'_, '_>, unfit: Unfit) -> SplitError {
+    let rule = match unfit {
+        Unfit::Unaligned(at) => format!(
+            "a block of its runs of {} bytes starts at byte {} of its buffer, inside a 16-byte \
+             unit, which the gather does not write yet: the rows of a view must start on \
+             multiples of 16 bytes, or lie back to back from one",
+            v.runs.run_bytes,
+            window.region.offset + at
+        ),
+        Unfit::TooMany(count) => format!(
+            "its view lowers to {count} blocks of runs, past the gather's {}",
+            crate::gpu::gather::MAX_VIEW_ENTRIES
+        ),
+    };
+    SplitError::BadView(format!("{}: {rule}", v.name))
+}

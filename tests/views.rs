@@ -1,0 +1,353 @@
+//! Parts through views (`Outputs::Views`, `Inputs::Views`) on each adapter: random views of
+//! every numeric dtype, the attention layouts (heads transposed, K and V into caches at a
+//! position), a concat reading transposed heads, and the misuse refused by name; every
+//! buffer read back whole and compared byte for byte with the CPU reference, so a byte written
+//! outside a view fails too.
+
+#[macro_use]
+mod common;
+
+use wgpu::util::DeviceExt;
+use wgpu_split::ops::Attention;
+use wgpu_split::{
+    ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, Inputs, IntTensor, Outputs,
+    PartView, SplitError, SplitPlan,
+};
+
+/// Bytes of a seeded pattern: data and the guard bytes around views alike.
+fn pattern(n: usize, seed: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| ((i * 131 + seed * 7919 + 7) % 251) as u8)
+        .collect()
+}
+
+/// A tensor of `dtype` (bools 0 or 1) filled from `seed`.
+fn tensor(dtype: DType, shape: &[usize], seed: usize) -> HostTensor {
+    let n = shape.iter().product::<usize>() * dtype.size();
+    let mut bytes = pattern(n, seed);
+    if dtype == DType::Bool {
+        bytes.iter_mut().for_each(|b| *b &= 1);
+    }
+    HostTensor::new(dtype, shape.to_vec(), bytes).unwrap()
+}
+
+/// A storage buffer holding `bytes` (padded to 16), readable back.
+fn buffer(gpu: &GpuSplitter, bytes: &[u8]) -> wgpu::Buffer {
+    let mut bytes = bytes.to_vec();
+    bytes.resize(bytes.len().next_multiple_of(16).max(16), 0);
+    gpu.device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: &bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        })
+}
+
+/// Reads every buffer back after `encoder`'s commands.
+fn read_all(
+    gpu: &GpuSplitter,
+    encoder: wgpu::CommandEncoder,
+    buffers: &[wgpu::Buffer],
+) -> Vec<Vec<u8>> {
+    let mut encoder = Some(encoder);
+    buffers
+        .iter()
+        .map(|b| {
+            let e = encoder
+                .take()
+                .unwrap_or_else(|| gpu.device().create_command_encoder(&Default::default()));
+            common::submit_and_read(gpu, e, b)
+        })
+        .collect()
+}
+
+/// What the buffers hold after output `i` of `plan` is written through `views[i]` at byte
+/// `places[i].1` of buffer `places[i].0` (the reference, part by part: parts in one buffer
+/// write disjoint bytes, so each part's changes merge into its buffer).
+fn expected(
+    input: &HostTensor,
+    plan: &SplitPlan,
+    views: &[PartView],
+    places: &[(usize, u64)],
+    initial: &[Vec<u8>],
+) -> Vec<Vec<u8>> {
+    let mut want = initial.to_vec();
+    let mut regions: Vec<Vec<u8>> = places
+        .iter()
+        .map(|&(b, at)| initial[b][at as usize..].to_vec())
+        .collect();
+    reference::split_into_views(input, plan, views, &mut regions).unwrap();
+    for (&(b, at), region) in places.iter().zip(&regions) {
+        let old = &initial[b][at as usize..];
+        for (j, (&new, &was)) in region.iter().zip(old).enumerate() {
+            if new != was {
+                want[b][at as usize + j] = new;
+            }
+        }
+    }
+    want
+}
+
+/// Splits `input` as `plan` says through `views` into buffers of the sizes `sizes`
+/// (filled with a guard pattern), output `i` at `places[i]`; compares every buffer whole.
+fn check_split(
+    gpu: &GpuSplitter,
+    what: &str,
+    input: &HostTensor,
+    plan: &SplitPlan,
+    views: &[PartView],
+    places: &[(usize, u64)],
+    sizes: &[usize],
+) {
+    let initial: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(b, &n)| pattern(n.next_multiple_of(16), 100 + b))
+        .collect();
+    let buffers: Vec<wgpu::Buffer> = initial.iter().map(|b| buffer(gpu, b)).collect();
+    let in_buf = buffer(gpu, input.bytes());
+    let regions = common::regions_at(&buffers, places);
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    let outputs = Outputs::Views(&regions, views);
+    gpu.encode(&mut encoder, plan, input.dtype(), (&in_buf).into(), outputs)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = read_all(gpu, encoder, &buffers);
+    let want = expected(input, plan, views, places, &initial);
+    for (b, (g, w)) in got.iter().zip(&want).enumerate() {
+        if let Some(j) = g.iter().zip(w).position(|(x, y)| x != y) {
+            panic!(
+                "{what} on {}: buffer {b} differs at byte {j}: {} for {}",
+                common::name(gpu),
+                g[j],
+                w[j]
+            );
+        }
+    }
+}
+
+/// A deterministic stream of small numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+}
+
+fn random_views_split_as_the_reference_does(gpu: &'static GpuSplitter) {
+    let mut rng = Rng(44);
+    for case in 0..60 {
+        let rank = 2 + rng.below(3);
+        let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(6)).collect();
+        let dtype = DType::ALL_NUMERIC[rng.below(DType::ALL_NUMERIC.len())];
+        let es = dtype.size();
+        let axis = rng.below(rank);
+        let cut = rng.below(shape[axis] + 1);
+        let lengths = IntTensor::vector(vec![cut as i64, (shape[axis] - cut) as i64]);
+        let plan = ops::variadic_split(&shape, &IntTensor::scalar(axis as i64), &lengths).unwrap();
+        let input = tensor(dtype, &shape, case);
+        // Each output's outer axes permuted inside a padded container whose rows are whole
+        // units (its last axis kept last), at a place inside it, in a buffer of its own or,
+        // every third case, both in one buffer.
+        let unit = 16 / es.min(16);
+        let mut views = Vec::new();
+        let mut places = Vec::new();
+        let mut sizes = Vec::new();
+        for i in 0..2 {
+            let part = plan.output_shape(i);
+            let mut perm: Vec<usize> = (0..rank - 1).collect();
+            for k in (1..rank - 1).rev() {
+                perm.swap(k, rng.below(k + 1));
+            }
+            perm.push(rank - 1);
+            let mut at: Vec<usize> = (0..rank - 1).map(|_| rng.below(2)).collect();
+            at.push(unit * rng.below(2));
+            let mut container: Vec<usize> = (0..rank)
+                .map(|j| part[perm[j]] + at[j] + rng.below(2))
+                .collect();
+            container[rank - 1] = container[rank - 1].next_multiple_of(unit);
+            let mut view = PartView::within(&part, &container, &perm, &at).unwrap();
+            view.offset += (unit * rng.below(3)) as u64;
+            let bytes = (view.offset as usize + container.iter().product::<usize>()) * es
+                + 16 * rng.below(3);
+            let shared = case % 3 == 0 && i == 1;
+            if shared {
+                // After output 0's bytes, at the next storage offset alignment.
+                let at = sizes[0] as u64;
+                places.push((0, at));
+                sizes[0] += bytes;
+            } else {
+                places.push((i, 0));
+                sizes.push(bytes.next_multiple_of(256));
+            }
+            views.push(view);
+        }
+        let what =
+            format!("case {case}: {dtype:?} {shape:?} on axis {axis} at {cut}, views {views:?}");
+        check_split(gpu, &what, &input, &plan, &views, &places, &sizes);
+    }
+}
+
+fn attention_heads_and_caches_at_a_position(gpu: &'static GpuSplitter) {
+    // Packed QKV [B, S, (4 + 2 * 2) * D] f16 split into Q [B, 4, S, D], and K and V into
+    // caches [B, 2, S_max, D] at p (`ops::Attention`).
+    for (b, s, d, s_max, p) in [
+        (1, 5, 8, 16, 3),
+        (2, 7, 64, 9, 2),
+        (1, 1, 128, 32, 31),
+        (3, 3, 8, 3, 0),
+    ] {
+        let layer = Attention {
+            batch: b,
+            seq: s,
+            q_heads: 4,
+            kv_heads: 2,
+            head_dim: d,
+        };
+        let (plan, views) = layer.split_qkv(s_max, p).unwrap();
+        let input = tensor(DType::F16, plan.input_shape(), s + d);
+        let sizes = [
+            b * 4 * s * d * 2,
+            b * 2 * s_max * d * 2,
+            b * 2 * s_max * d * 2,
+        ];
+        let what = format!("B {b}, S {s}, D {d}, S_max {s_max}, p {p}");
+        check_split(
+            gpu,
+            &what,
+            &input,
+            &plan,
+            &views,
+            &[(0, 0), (1, 0), (2, 0)],
+            &sizes,
+        );
+    }
+}
+
+fn source_rows_of_any_alignment_land_back_to_back(gpu: &'static GpuSplitter) {
+    // f32 [3, 5, 9] split on axis 2 at 4 and 5: output 0's rows of 16 bytes lie 36 bytes
+    // apart in the input; stored as [5, 3, 4], each block of 3 rows is back to back. Output
+    // 1 plain.
+    let plan = ops::variadic_split(
+        &[3, 5, 9],
+        &IntTensor::scalar(2),
+        &IntTensor::vector(vec![4, 5]),
+    )
+    .unwrap();
+    let input = tensor(DType::F32, &[3, 5, 9], 5);
+    let t = PartView::within(&[3, 5, 4], &[5, 3, 4], &[1, 0, 2], &[0; 3]).unwrap();
+    let views = [t, PartView::contiguous(&[3, 5, 5])];
+    check_split(
+        gpu,
+        "[3, 5, 9] at 4",
+        &input,
+        &plan,
+        &views,
+        &[(0, 0), (1, 0)],
+        &[240, 300],
+    );
+}
+
+fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
+    // The attention output [1, H, S, D] read as [1, S, H, D]: one input, transposed, into
+    // [1, S, H * D]; and two halves of the heads as two inputs of one buffer.
+    let (h, s, d) = (4, 6, 8);
+    let heads = tensor(DType::F16, &[1, h, s, d], 3);
+    let heads_buf = buffer(gpu, heads.bytes());
+    let layer = Attention {
+        batch: 1,
+        seq: s,
+        q_heads: h,
+        kv_heads: h,
+        head_dim: d,
+    };
+    let (one, [all]) = layer.merge_heads().unwrap();
+    let half = |first: usize| PartView {
+        offset: (first * s * d) as u64,
+        ..PartView::within(&[1, s, h / 2, d], &[1, h, s, d], &[0, 2, 1, 3], &[0; 4]).unwrap()
+    };
+    let two = ops::concat(&[[1, s, h / 2, d], [1, s, h / 2, d]], 2).unwrap();
+    for (plan, views) in [(one, vec![all]), (two, vec![half(0), half(h / 2)])] {
+        let regions = vec![BufferRegion::from(&heads_buf); views.len()];
+        let bytes: Vec<&[u8]> = vec![heads.bytes(); views.len()];
+        let want = reference::concat_from_views(&plan, DType::F16, &views, &bytes).unwrap();
+        let initial = pattern(want.bytes().len() + 32, 9);
+        let out = buffer(gpu, &initial);
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        gpu.encode(
+            &mut encoder,
+            &plan,
+            DType::F16,
+            Inputs::Views(&regions, &views),
+            (&out).into(),
+        )
+        .unwrap();
+        let got = common::submit_and_read(gpu, encoder, &out);
+        let n = want.bytes().len();
+        assert_eq!(
+            &got[..n],
+            want.bytes(),
+            "{}: {} inputs",
+            common::name(gpu),
+            views.len()
+        );
+        assert_eq!(&got[n..initial.len()], &initial[n..], "past the output");
+    }
+}
+
+fn misuse_is_refused_by_name(gpu: &'static GpuSplitter) {
+    let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
+    let input = buffer(gpu, &pattern(4 * 8 * 4, 1));
+    let out = buffer(gpu, &[0; 512]);
+    let fail = |views: &[PartView], regions: &[BufferRegion<'_>]| -> String {
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let to = Outputs::Views(regions, views);
+        match gpu.encode(&mut encoder, &plan, DType::F32, (&input).into(), to) {
+            Err(e @ (SplitError::BadView(_) | SplitError::BadBuffer(_))) => e.to_string(),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    };
+    let region = BufferRegion::from(&out);
+    let plain = PartView::contiguous(&[4, 4]);
+    // Both outputs on the same bytes.
+    let m = fail(&[plain.clone(), plain.clone()], &[region, region]);
+    assert!(
+        m.contains("output 0 (bytes 0 to 16 of its buffer) and output 1"),
+        "{m}"
+    );
+    // Past the region's end: 512 bytes hold 128 f32.
+    let far = PartView {
+        offset: 120,
+        ..plain.clone()
+    };
+    let m = fail(&[plain.clone(), far], &[region, region]);
+    assert!(
+        m.contains("output 1 of shape [4, 4], viewed at offset 120"),
+        "{m}"
+    );
+    // Rows of 16 bytes starting at byte 8 of a unit.
+    let odd = PartView {
+        offset: 66,
+        strides: vec![8, 1],
+    };
+    let m = fail(&[plain.clone(), odd], &[region, region]);
+    assert!(
+        m.contains("output 1: a block of its runs of 16 bytes starts at byte 264"),
+        "{m}"
+    );
+    // A view per output.
+    let m = fail(&[plain], &[region, region]);
+    assert!(m.contains("2 regions and 1 views for 2 outputs"), "{m}");
+}
+
+per_backend!(
+    random_views_split_as_the_reference_does,
+    attention_heads_and_caches_at_a_position,
+    source_rows_of_any_alignment_land_back_to_back,
+    a_concat_reads_transposed_heads,
+    misuse_is_refused_by_name,
+);
