@@ -6,10 +6,12 @@
 //! `copy_buffer_to_buffer` and the copy kernel are timed in turn in one loop, so their ratios
 //! compare the same stretch of time on a shared machine.
 
+mod attention;
 mod buffers;
 mod memory;
 mod timing;
 
+pub use attention::Layout;
 use buffers::wait;
 pub use buffers::CaseBuffers;
 pub use memory::{memory_report, MemoryReport, WARPS};
@@ -26,7 +28,7 @@ use timing::{time_interleaved_ms, time_ms};
 use crate::error::Result;
 use crate::gpu::device::{block_on, scoped};
 use crate::gpu::gather::pipeline::grid;
-use crate::ops::Operator;
+use crate::ops::{Attention, Operator};
 use crate::plan::SplitPlan;
 use crate::reference;
 use crate::tensor::IntTensor;
@@ -47,6 +49,9 @@ pub struct Case {
     /// A concat: the split read the other way, from its outputs (the concat's inputs, placed
     /// at the storage alignment in one region, `Inputs::Region`) back into `shape`.
     pub concat: bool,
+    /// Where the parts lie: packed in one region, or through views in buffers of their own
+    /// (the attention cases, timed against the unfused way too).
+    pub layout: Layout,
 }
 
 impl Case {
@@ -78,6 +83,7 @@ pub fn standard_suite() -> Vec<Case> {
         shape: shape.to_vec(),
         op,
         concat: false,
+        layout: Layout::Packed,
     };
 
     let split = |axis, num_splits| Operator::Split {
@@ -92,6 +98,39 @@ pub fn standard_suite() -> Vec<Case> {
     let concat = |name, dtype, shape: &[usize], axis, lengths: &[i64]| Case {
         concat: true,
         ..case(name, dtype, shape, variadic(axis, lengths))
+    };
+    // Packed QKV [1, S, Hq + 2 Hkv, 128] f16 through views into Q and K, V caches; and the
+    // heads [1, 32, 2048, 128] merged into [1, 2048, 32 * 128].
+    let layer = |seq, q_heads, kv_heads| Attention {
+        batch: 1,
+        seq,
+        q_heads,
+        kv_heads,
+        head_dim: 128,
+    };
+    let qkv = |name, layer: Attention, cache_len, position| Case {
+        layout: Layout::Qkv {
+            layer,
+            cache_len,
+            position,
+        },
+        ..case(
+            name,
+            DType::F16,
+            &[1, layer.seq, layer.q_heads + 2 * layer.kv_heads, 128],
+            variadic(
+                2,
+                &[
+                    layer.q_heads as i64,
+                    layer.kv_heads as i64,
+                    layer.kv_heads as i64,
+                ],
+            ),
+        )
+    };
+    let merge = Case {
+        layout: Layout::MergeHeads(layer(2048, 32, 32)),
+        ..concat("merge_heads", DType::F16, &[1, 2048, 32, 128], 2, &[32])
     };
     vec![
         case("spec_split", DType::F32, &[6, 12, 10, 24], split(1, 3)),
@@ -150,6 +189,10 @@ pub fn standard_suite() -> Vec<Case> {
             1,
             &[1365, 1365, 1365],
         ),
+        qkv("qkv_heads", layer(2048, 32, 32), 2048, 0),
+        qkv("gqa_prefill", layer(2048, 32, 8), 4096, 1024),
+        qkv("decode_step", layer(1, 32, 8), 4096, 4095),
+        merge,
     ]
 }
 
@@ -178,6 +221,9 @@ pub struct CaseResult {
     pub shader_copy_ms: f64,
     /// Median CPU reference split, ms.
     pub cpu_reference_ms: f64,
+    /// Median of the unfused way of an attention case (the split, a transpose kernel per
+    /// part, the copies into the caches), ms; `None` for the others.
+    pub unfused_ms: Option<f64>,
     /// What the split recorded: gather dispatches and buffer copies.
     pub recorded: Recorded,
     /// Whether every output can be a view of the input (no bytes moved).
@@ -299,45 +345,53 @@ impl<'a> Bencher<'a> {
         // compares the same stretch of time.
         let mut recorded = Recorded::default();
         let prepared = buffers.prepare(self.gpu, case)?;
+        let unfused = buffers.unfused(self.gpu, case)?;
         let batch = self.batch;
-        let [split_ms, prepared_ms, roundtrip_ms, copy_ms, shader_copy_ms] = time_interleaved_ms(
-            self.runs,
-            [
-                &mut || {
-                    recorded = buffers.split(self.gpu, case, batch)?;
-                    Ok(())
-                },
-                &mut || {
-                    self.submit_checked(|encoder| {
-                        (0..batch).try_for_each(|_| {
-                            block_on("encode", prepared.encode(encoder)).map(|_| ())
+        let [split_ms, prepared_ms, roundtrip_ms, copy_ms, shader_copy_ms, unfused_ms] =
+            time_interleaved_ms(
+                self.runs,
+                [
+                    &mut || {
+                        recorded = buffers.split(self.gpu, case, batch)?;
+                        Ok(())
+                    },
+                    &mut || {
+                        self.submit_checked(|encoder| {
+                            (0..batch).try_for_each(|_| {
+                                block_on("encode", prepared.encode(encoder)).map(|_| ())
+                            })
                         })
-                    })
-                },
-                &mut || self.submit(|_| {}),
-                &mut || {
-                    self.submit(|encoder| {
-                        for _ in 0..batch {
-                            encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size)
-                        }
-                    })
-                },
-                &mut || {
-                    self.submit(|encoder| {
-                        for _ in 0..batch {
-                            let mut pass = encoder.begin_compute_pass(&Default::default());
-                            pass.set_pipeline(&self.copy_pipeline);
-                            pass.set_bind_group(0, &bind_group, &[]);
-                            pass.dispatch_workgroups(x, y, 1);
-                        }
-                    })
-                },
-            ],
-        )?;
+                    },
+                    &mut || self.submit(|_| {}),
+                    &mut || {
+                        self.submit(|encoder| {
+                            for _ in 0..batch {
+                                encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size)
+                            }
+                        })
+                    },
+                    &mut || {
+                        self.submit(|encoder| {
+                            for _ in 0..batch {
+                                let mut pass = encoder.begin_compute_pass(&Default::default());
+                                pass.set_pipeline(&self.copy_pipeline);
+                                pass.set_bind_group(0, &bind_group, &[]);
+                                pass.dispatch_workgroups(x, y, 1);
+                            }
+                        })
+                    },
+                    &mut || match &unfused {
+                        Some(u) => self.submit_checked(|encoder| {
+                            (0..batch).try_for_each(|_| u.record(encoder))
+                        }),
+                        None => Ok(()),
+                    },
+                ],
+            )?;
         // Per split; the round trip is one empty submission whatever the batch.
         let per_split = |ms: f64| ms / batch as f64;
-        let [split_ms, prepared_ms, copy_ms, shader_copy_ms] =
-            [split_ms, prepared_ms, copy_ms, shader_copy_ms].map(per_split);
+        let [split_ms, prepared_ms, copy_ms, shader_copy_ms, unfused_ms] =
+            [split_ms, prepared_ms, copy_ms, shader_copy_ms, unfused_ms].map(per_split);
 
         // The timed split's bytes, once the copies above have overwritten its outputs.
         buffers.check(self.gpu, case)?;
@@ -348,9 +402,17 @@ impl<'a> Bencher<'a> {
         })?;
 
         let concat = plan.inverse();
-        let cpu_reference_ms = time_ms(self.runs, || match case.concat {
-            true => reference::concat_tensors(&buffers.parts, &concat).map(|_| ()),
-            false => reference::split_tensor(&buffers.host, plan).map(|_| ()),
+        let cpu_reference_ms = time_ms(self.runs, || match (&buffers.views, case.concat) {
+            (Some(v), true) => {
+                let inputs: Vec<&[u8]> = v.initial.iter().map(Vec::as_slice).collect();
+                reference::concat_from_views(&concat, case.dtype, &v.views, &inputs).map(|_| ())
+            }
+            (Some(v), false) => {
+                let mut parts = v.initial.clone();
+                reference::split_into_views(&buffers.host, plan, &v.views, &mut parts)
+            }
+            (None, true) => reference::concat_tensors(&buffers.parts, &concat).map(|_| ()),
+            (None, false) => reference::split_tensor(&buffers.host, plan).map(|_| ()),
         })?;
 
         Ok(CaseResult {
@@ -364,8 +426,9 @@ impl<'a> Bencher<'a> {
             copy_ms,
             shader_copy_ms,
             cpu_reference_ms,
+            unfused_ms: unfused.map(|_| unfused_ms),
             recorded,
-            zero_copy: self.gpu.views(plan, case.dtype)?.is_some(),
+            zero_copy: case.layout == Layout::Packed && self.gpu.views(plan, case.dtype)?.is_some(),
         })
     }
 }

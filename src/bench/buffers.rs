@@ -1,6 +1,7 @@
 //! [`CaseBuffers`]: one case's buffers on the device, and its split (or concat) encoded,
 //! prepared and checked on them.
 
+use super::attention::{Layout, Unfused, ViewBuffers};
 use super::{Case, Recorded};
 use crate::error::{Result, SplitError};
 use crate::gpu::device::block_on;
@@ -25,6 +26,8 @@ pub struct CaseBuffers {
     pub plan: SplitPlan,
     /// A concat case's inputs on the host (the split of `host`); empty for a split case.
     pub parts: Vec<HostTensor>,
+    /// A view case's parts, in buffers of their own.
+    pub views: Option<ViewBuffers>,
 }
 
 impl CaseBuffers {
@@ -54,12 +57,22 @@ impl CaseBuffers {
                 make("bench output", layout.total_bytes.max(in_size)),
             )
         })?;
-        let mut padded = data.clone();
+        let fill = |k: usize, n: usize| (0..n).map(|i| (i * 131 + k * 7919 + 7) as u8).collect();
+        let views = ViewBuffers::new(gpu, case.layout, case.dtype, fill)?;
+        let host = match (&views, case.concat) {
+            // A concat through views reads its inputs from their buffers: the whole tensor
+            // is what the reference makes of them.
+            (Some(v), true) => {
+                let inputs: Vec<&[u8]> = v.initial.iter().map(Vec::as_slice).collect();
+                reference::concat_from_views(&plan.inverse(), case.dtype, &v.views, &inputs)?
+            }
+            _ => HostTensor::new(case.dtype, case.shape.clone(), data)?,
+        };
+        let mut padded = host.bytes().to_vec();
         padded.resize(in_size as usize, 0);
         gpu.queue().write_buffer(&input, 0, &padded);
-        let host = HostTensor::new(case.dtype, case.shape.clone(), data)?;
         // A concat reads its inputs from the output region, where the split would put them.
-        let parts = match case.concat {
+        let parts = match case.concat && views.is_none() {
             true => reference::split_tensor(&host, &plan)?,
             false => Vec::new(),
         };
@@ -76,6 +89,7 @@ impl CaseBuffers {
             host,
             plan,
             parts,
+            views,
         })
     }
 
@@ -109,6 +123,23 @@ impl CaseBuffers {
             })?;
             let (got, want) = (std::slice::from_ref(&got), std::slice::from_ref(&self.host));
             return crate::verify::compare_outputs(got, want).map_err(named);
+        }
+        if let Some(v) = &self.views {
+            // Each part's buffer, whole: its view's elements and the bytes around them.
+            let mut want = v.initial.clone();
+            reference::split_into_views(&self.host, plan, &v.views, &mut want)?;
+            for (k, (buffer, want)) in v.buffers.iter().zip(&want).enumerate() {
+                let n = want.len();
+                let got =
+                    self.encode_and_read(gpu, case, buffer, n as u64, |b| Ok(b[..n].to_vec()))?;
+                if let Some(at) = got.iter().zip(want).position(|(g, w)| g != w) {
+                    return Err(SplitError::Mismatch(format!(
+                        "case {}, part {k}'s buffer differs at byte {at}",
+                        case.name
+                    )));
+                }
+            }
+            return Ok(());
         }
         let layout = gpu.layout(plan, case.dtype)?;
         let got = self.encode_and_read(gpu, case, &self.output, layout.total_bytes, |bytes| {
@@ -146,24 +177,47 @@ impl CaseBuffers {
         gpu.read_back(&readback, read)
     }
 
-    /// What the case's split or concat reads and writes: the whole tensor in the input
-    /// buffer, the parts in the output region, at the device's storage offset alignment.
-    fn job(&self, case: &Case) -> Job<'_> {
-        Job {
-            direction: match case.concat {
-                true => Direction::Concat,
-                false => Direction::Split,
-            },
-            whole: BufferRegion::from(&self.input),
-            parts: Parts::Region(BufferRegion::from(&self.output)),
+    /// The split (or concat) of `case` prepared once on these buffers, as
+    /// [`GpuSplitter::prepare`] prepares it: the whole tensor in the input buffer, the parts
+    /// in the output region at the device's storage offset alignment, or through their
+    /// views in their buffers.
+    pub fn prepare(&self, gpu: &GpuSplitter, case: &Case) -> Result<PreparedParts> {
+        let direction = match case.concat {
+            true => Direction::Concat,
+            false => Direction::Split,
+        };
+        let (plan, dtype) = (&self.plan, case.dtype);
+        match &self.views {
+            Some(v) => v.with_job(direction, &self.input, |job: Job<'_>| {
+                block_on("prepare", gpu.prepare_job(plan, dtype, job))
+            }),
+            None => {
+                let job = Job {
+                    direction,
+                    whole: BufferRegion::from(&self.input),
+                    parts: Parts::Region(BufferRegion::from(&self.output)),
+                };
+                block_on("prepare", gpu.prepare_job(plan, dtype, job))
+            }
         }
     }
 
-    /// The split (or concat) of `case` prepared once on these buffers, as
-    /// [`GpuSplitter::prepare`] prepares it.
-    pub fn prepare(&self, gpu: &GpuSplitter, case: &Case) -> Result<PreparedParts> {
-        let job = self.job(case);
-        block_on("prepare", gpu.prepare_job(&self.plan, case.dtype, job))
+    /// The unfused way of a view case on these buffers (the plain split into the output
+    /// region, then a transpose kernel per part and the copies into the caches); `None` for
+    /// the others.
+    pub fn unfused(&self, gpu: &GpuSplitter, case: &Case) -> Result<Option<Unfused>> {
+        match (&self.views, case.layout) {
+            (Some(v), layout @ (Layout::Qkv { .. } | Layout::MergeHeads(_))) => Unfused::new(
+                gpu,
+                layout,
+                &self.plan,
+                case.dtype,
+                &self.input,
+                &self.output,
+                v,
+            ),
+            _ => Ok(None),
+        }
     }
 
     /// The host part of a split alone: encode into `encoder` (the plan made once), no submit,

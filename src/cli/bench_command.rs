@@ -7,7 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 use wgpu_split::bench::{
-    gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, MemoryReport, WARPS,
+    gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, Layout, MemoryReport,
+    WARPS,
 };
 use wgpu_split::trace::analysis::MemoryFigures;
 use wgpu_split::{GatherMode, GpuSplitter, RouteChoice, SplitOptions};
@@ -41,7 +42,8 @@ pub fn run(a: &BenchArgs) -> CliResult {
     for case in &suite {
         bar.set_message(case.name);
         let result = bencher.run_case(case)?;
-        let memory = if a.memory {
+        // The trace follows the packed parts; a view case's is not traced yet.
+        let memory = if a.memory && case.layout == Layout::Packed {
             Some(memory_report(&gpu, case)?)
         } else {
             None
@@ -134,7 +136,7 @@ fn chosen_cases(names: &[String]) -> CliResult<Vec<Case>> {
 
 fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!(
-        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>13}",
+        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>13}",
         "case",
         "op",
         "dtype",
@@ -148,11 +150,12 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
         "copy",
         "shader",
         "cpu",
+        "unfused",
         "disp/buf"
     );
     for (r, _) in results {
         say!(
-            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>13}{}",
+            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>13}{}",
             r.case.name,
             r.case.op_name(),
             r.case.dtype.name(),
@@ -166,6 +169,8 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
             gbps(r.bytes, r.copy_ms),
             gbps(r.bytes, r.shader_copy_ms),
             gbps(r.bytes, r.cpu_reference_ms),
+            r.unfused_ms
+                .map_or("-".into(), |ms| format!("{:.2}", gbps(r.bytes, ms))),
             format!(
                 "{}/{}",
                 r.recorded.dispatches, r.recorded.buffer_copies
@@ -179,7 +184,8 @@ fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
         " copy = copy_buffer_to_buffer, shader = vec4 copy kernel; each case times its split, the"
     );
     say!(" prepared split, round trip, copy and copy kernel in turn; disp/buf = gather");
-    say!(" dispatches / buffer copies the split recorded; with --batch N, each");
+    say!(" dispatches / buffer copies the split recorded; unfused = an attention case's split,");
+    say!(" transpose kernels and copies into the caches, the way without views; with --batch N, each");
     say!(" submission holds N of each and every time is per split)");
 }
 
@@ -259,6 +265,8 @@ fn case_json(r: &CaseResult, memory: &Option<MemoryReport>) -> Value {
         "copy_gbps": gbps(r.bytes, r.copy_ms),
         "shader_copy_gbps": gbps(r.bytes, r.shader_copy_ms),
         "cpu_reference_gbps": gbps(r.bytes, r.cpu_reference_ms),
+        "unfused_ms": r.unfused_ms,
+        "unfused_gbps": r.unfused_ms.map(|ms| gbps(r.bytes, ms)),
         "dispatches": r.recorded.dispatches,
         "buffer_copies": r.recorded.buffer_copies,
         "zero_copy": r.zero_copy,

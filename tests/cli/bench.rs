@@ -49,6 +49,22 @@ fn bench_writes_the_report_fields(backend: &str) {
         let x = case[field].as_f64().unwrap_or(-1.0);
         assert!(x.is_finite() && x > 0.0, "{field}: {}", case[field]);
     }
+    assert!(case["unfused_gbps"].is_null(), "{}", case["unfused_gbps"]);
+
+    // An attention case: Q and K, V into caches at a position through views, in one
+    // dispatch, checked, and timed against the unfused way.
+    let (_, v) = report(&["bench", backend, "--quick", "--cases=decode_step"], &json);
+    let case = &v["cases"][0];
+    assert_eq!(
+        (case["dispatches"].as_u64(), case["outputs"].as_u64()),
+        (Some(1), Some(3))
+    );
+    let unfused = case["unfused_gbps"].as_f64().unwrap_or(-1.0);
+    assert!(
+        unfused.is_finite() && unfused > 0.0,
+        "{}",
+        case["unfused_gbps"]
+    );
 
     // The gather alone, with the traced memory figures beside the copy kernel's.
     let (out, v) = report(
