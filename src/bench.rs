@@ -224,6 +224,10 @@ pub struct CaseResult {
     /// Median of the unfused way of an attention case (the split, a transpose kernel per
     /// part, the copies into the caches), ms; `None` for the others.
     pub unfused_ms: Option<f64>,
+    /// Median host time of the prepared split recorded with its K and V views one position
+    /// on ([`crate::Prepared::encode_with_views`], alternating between two positions), ms;
+    /// `None` but for an attention case whose caches have a position to move to.
+    pub moved_host_ms: Option<f64>,
     /// What the split recorded: gather dispatches and buffer copies.
     pub recorded: Recorded,
     /// Whether every output can be a view of the input (no bytes moved).
@@ -401,6 +405,8 @@ impl<'a> Bencher<'a> {
             buffers.encode(self.gpu, case, &mut encoder).map(|_| ())
         })?;
 
+        let moved_host_ms = attention::moved_host_ms(self.runs, self.gpu, &prepared, case.layout)?;
+
         let concat = plan.inverse();
         let cpu_reference_ms = time_ms(self.runs, || match (&buffers.views, case.concat) {
             (Some(v), true) => {
@@ -427,6 +433,7 @@ impl<'a> Bencher<'a> {
             shader_copy_ms,
             cpu_reference_ms,
             unfused_ms: unfused.map(|_| unfused_ms),
+            moved_host_ms,
             recorded,
             zero_copy: case.layout == Layout::Packed && self.gpu.views(plan, case.dtype)?.is_some(),
         })

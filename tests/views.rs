@@ -39,7 +39,9 @@ fn buffer(gpu: &GpuSplitter, bytes: &[u8]) -> wgpu::Buffer {
         .create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: None,
             contents: &bytes,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
         })
 }
 
@@ -299,6 +301,84 @@ fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
     }
 }
 
+fn a_prepared_decode_step_moves_through_the_caches(gpu: &'static GpuSplitter) {
+    // One token a step: Q [1, 4, 1, 128] f16, and K, V into caches of 6 positions at p.
+    let layer = Attention {
+        batch: 1,
+        seq: 1,
+        q_heads: 4,
+        kv_heads: 2,
+        head_dim: 128,
+    };
+    let (plan, first) = layer.split_qkv(6, 0).unwrap();
+    let input = buffer(gpu, &vec![0; 8 * 128 * 2]);
+    let mut want: Vec<Vec<u8>> = [4 * 128 * 2, 2 * 6 * 128 * 2, 2 * 6 * 128 * 2]
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| pattern(n, 50 + k))
+        .collect();
+    let parts: Vec<wgpu::Buffer> = want.iter().map(|b| buffer(gpu, b)).collect();
+    let regions: Vec<BufferRegion<'_>> = parts.iter().map(Into::into).collect();
+    let to = Outputs::Views(&regions, &first);
+    let node = gpu.prepare(&plan, DType::F16, (&input).into(), to).unwrap();
+    for p in [0, 1, 2, 5, 3] {
+        let token = tensor(DType::F16, plan.input_shape(), 70 + p);
+        gpu.queue().write_buffer(&input, 0, token.bytes());
+        let views = layer.split_qkv(6, p).unwrap().1;
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let encoded = node.encode_with_views(&mut encoder, &views).unwrap();
+        assert_eq!(encoded.outputs.ranges[1].offset, (p * 128 * 2) as u64);
+        gpu.queue().submit([encoder.finish()]);
+        reference::split_into_views(&token, &plan, &views, &mut want).unwrap();
+    }
+    let encoder = gpu.device().create_command_encoder(&Default::default());
+    let got = read_all(gpu, encoder, &parts);
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            &g[..w.len()],
+            w.as_slice(),
+            "{}: part {k}",
+            common::name(gpu)
+        );
+    }
+
+    // What a prepared node cannot move to.
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    let mut moved = first.clone();
+    moved[1].strides[2] = 3 * 128;
+    let m = node
+        .encode_with_views(&mut encoder, &moved)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        m.contains("output 1's view has strides [1536, 128, 384, 1]"),
+        "{m}"
+    );
+    let mut moved = first.clone();
+    moved[2].offset += 6 * 128;
+    let m = node
+        .encode_with_views(&mut encoder, &moved)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        m.contains("output 2's view moved to offset 768: its last element"),
+        "{m}"
+    );
+    let plain = gpu
+        .prepare(
+            &plan,
+            DType::F16,
+            (&input).into(),
+            Outputs::Region((&parts[1]).into()),
+        )
+        .unwrap();
+    let m = plain
+        .encode_with_views(&mut encoder, &first)
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains("prepared without views"), "{m}");
+}
+
 fn misuse_is_refused_by_name(gpu: &'static GpuSplitter) {
     let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
     let input = buffer(gpu, &pattern(4 * 8 * 4, 1));
@@ -349,5 +429,6 @@ per_backend!(
     attention_heads_and_caches_at_a_position,
     source_rows_of_any_alignment_land_back_to_back,
     a_concat_reads_transposed_heads,
+    a_prepared_decode_step_moves_through_the_caches,
     misuse_is_refused_by_name,
 );

@@ -339,3 +339,40 @@ impl Unfused {
         Ok(())
     }
 }
+
+/// The median host time, ms, of `prepared` (a [`Layout::Qkv`] case's split) recorded with its
+/// views one position on and back, in turn ([`crate::Prepared::encode_with_views`]); `None`
+/// for other layouts and for caches with no position to move to.
+pub(super) fn moved_host_ms(
+    runs: usize,
+    gpu: &GpuSplitter,
+    prepared: &PreparedParts,
+    layout: Layout,
+) -> Result<Option<f64>> {
+    let Layout::Qkv {
+        layer,
+        cache_len,
+        position,
+    } = layout
+    else {
+        return Ok(None);
+    };
+    let other = match position {
+        0 => 1,
+        p => p - 1,
+    };
+    if other + layer.seq > cache_len {
+        return Ok(None);
+    }
+    let at = [
+        layer.split_qkv(cache_len, position)?.1,
+        layer.split_qkv(cache_len, other)?.1,
+    ];
+    let mut turn = 0;
+    let ms = super::timing::time_ms(runs, || {
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        turn ^= 1;
+        block_on("encode", prepared.encode_moved(&mut encoder, &at[turn])).map(|_| ())
+    })?;
+    Ok(Some(ms))
+}

@@ -67,6 +67,15 @@ pub fn run(a: &BenchArgs) -> CliResult {
         roundtrip_ms
     );
     print_rates(&results);
+    for (r, _) in &results {
+        if let Some(ms) = r.moved_host_ms {
+            say!(
+                "{}: the prepared split recorded at a new position (encode_with_views): {:.1} us on the host",
+                r.case.name,
+                ms * 1e3
+            );
+        }
+    }
     if a.memory {
         print_memory(&results);
     }
@@ -267,6 +276,7 @@ fn case_json(r: &CaseResult, memory: &Option<MemoryReport>) -> Value {
         "cpu_reference_gbps": gbps(r.bytes, r.cpu_reference_ms),
         "unfused_ms": r.unfused_ms,
         "unfused_gbps": r.unfused_ms.map(|ms| gbps(r.bytes, ms)),
+        "moved_host_ms": r.moved_host_ms,
         "dispatches": r.recorded.dispatches,
         "buffer_copies": r.recorded.buffer_copies,
         "zero_copy": r.zero_copy,

@@ -5,6 +5,7 @@
 use crate::error::Result;
 use crate::gpu::device::{self, scoped_async, LossProbe};
 use crate::gpu::gather::{record_bound, BoundDispatch, Windows};
+use crate::gpu::moving::Movable;
 use crate::gpu::parts::{Job, Parts};
 use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
 use crate::gpu::planner::{BufferCopy, Direction, Route, RouteKey};
@@ -42,7 +43,7 @@ use std::sync::Arc;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Prepared<P: Plan> {
-    parts: PreparedParts,
+    pub(crate) parts: PreparedParts,
     plan: PhantomData<fn() -> P>,
 }
 
@@ -63,12 +64,15 @@ impl<P: Plan> Prepared<P> {
 /// The commands of a split or concat, prepared: what [`Prepared`] holds, in either direction.
 #[derive(Debug, Clone)]
 pub struct PreparedParts {
-    device: wgpu::Device,
-    probe: Arc<LossProbe>,
-    direction: Direction,
+    pub(crate) device: wgpu::Device,
+    pub(crate) probe: Arc<LossProbe>,
+    pub(crate) direction: Direction,
     /// Recorded in order; none when every part is empty.
     pub(crate) commands: Vec<Commands>,
     pub(crate) recorded: Recorded,
+    /// Parts through views: what binds them again at new offsets
+    /// ([`Prepared::encode_with_views`]).
+    pub(crate) movable: Option<Arc<Movable>>,
 }
 
 /// The commands of one route of a prepared split or concat.
@@ -341,6 +345,7 @@ impl GpuSplitter {
                 dispatches: 0,
                 buffer_copies: 0,
             },
+            movable: None,
         }
     }
 

@@ -5,13 +5,16 @@
 //! multi-output build binds, a concat's inputs in one dispatch per buffer.
 
 use crate::error::{Result, SplitError};
+use crate::gpu::device;
 use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::{
     binding_bytes, view_dispatch, view_entries, window_limit, Dispatch, Unfit, Windows, UNIT_BYTES,
 };
+use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
-use crate::gpu::prepared::{Commands, PreparedParts};
+use crate::gpu::plans::{Plan, Recorded};
+use crate::gpu::prepared::{Commands, Prepared, PreparedParts};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::views::{check_disjoint, check_view, part_runs, Access, Runs, Written};
 use crate::plan::{PartView, SplitPlan};
@@ -28,6 +31,9 @@ struct Viewed<'a> {
     runs: Runs,
     start: u64,
     end: u64,
+    /// Elements of the region the view reaches, and the region holds.
+    reach: u64,
+    room: u64,
 }
 
 /// The parts of one buffer, and the window of it that binds them all: from `offset`, a
@@ -77,8 +83,10 @@ impl GpuSplitter {
             ranges,
             alignment: UNIT_BYTES,
         };
-        let mut prepared = self.prepare_nothing(direction, Arc::new(layout));
+        let layout = Arc::new(layout);
+        let mut prepared = self.prepare_nothing(direction, layout.clone());
         let windows = self.buffer_windows(&viewed)?;
+        let mut batches = Vec::new();
         let batch = match direction {
             Direction::Split => self.output_bindings as usize,
             Direction::Concat => 1,
@@ -97,12 +105,39 @@ impl GpuSplitter {
             };
             let (reads, writes) =
                 direction.in_order(Windows::Region(&whole), Windows::PerBinding(&bound_windows));
+            let dispatch = [dispatch];
             let bound = pipeline
-                .bind(&self.device, &[dispatch], &tables, reads, writes)
+                .bind(&self.device, &dispatch, &tables, reads, writes)
                 .await?;
             prepared.recorded.dispatches += 1;
             prepared.commands.push(Commands::Gather(bound));
+            let [dispatch] = dispatch;
+            let windows = group.iter().map(|w| {
+                let parts = w.parts.iter().map(|v| v.k).collect();
+                (w.region.buffer.clone(), w.region.offset, w.size, parts)
+            });
+            batches.push(MovableBatch {
+                pipeline,
+                dispatch,
+                table: tables[0].clone(),
+                windows: windows.collect(),
+            });
         }
+        let (mut reach, mut room) = (vec![0; views.len()], vec![0; views.len()]);
+        for v in &viewed {
+            (reach[v.k], room[v.k]) = (v.reach, v.room);
+        }
+        prepared.movable = Some(Arc::new(Movable {
+            direction,
+            es: dtype.size() as u64,
+            align: self.offset_align(),
+            views: views.to_vec(),
+            reach,
+            room,
+            whole: (whole.buffer.clone(), whole.offset),
+            batches,
+            layout,
+        }));
         Ok(prepared)
     }
 
@@ -164,6 +199,8 @@ impl GpuSplitter {
                 start: region.offset + view.offset * es,
                 end: region.offset + end,
                 runs,
+                reach,
+                room,
             });
         }
         if access == Access::Write {
@@ -247,6 +284,78 @@ impl GpuSplitter {
             Direction::Split => view_dispatch(entries, whole_bytes, 0, self.gather_tuning),
             Direction::Concat => view_dispatch(entries, size, whole_bytes, self.gather_tuning),
         })
+    }
+}
+
+impl<P: Plan> Prepared<P> {
+    /// Records the split or concat, prepared through views
+    /// ([`Outputs::Views`](crate::Outputs::Views), [`Inputs::Views`](crate::Inputs::Views)),
+    /// with `views` in place of the prepared ones: the same strides, other offsets (a decode
+    /// step's K and V one position further into their caches). Each moved view is checked
+    /// inside its region; each buffer's parts move by one shift, which keeps its window at a
+    /// multiple of the storage offset alignment (K and V of heads of 128 f16 or 64 f32 at
+    /// any position); the table stays and only the bind groups are made again. Anything else
+    /// is a [`SplitError::BadView`] that says what to prepare again.
+    ///
+    /// ```no_run
+    /// # use wgpu_split::{ops::Attention, wgpu, DType, GpuSplitter, Outputs};
+    /// # fn decode(gpu: &GpuSplitter, qkv: &wgpu::Buffer, q: &wgpu::Buffer, k: &wgpu::Buffer,
+    /// #           v: &wgpu::Buffer) -> wgpu_split::Result<()> {
+    /// let layer = Attention { batch: 1, seq: 1, q_heads: 32, kv_heads: 8, head_dim: 128 };
+    /// let (plan, views) = layer.split_qkv(4096, 0)?;
+    /// let regions = [q.into(), k.into(), v.into()];
+    /// let node = gpu.prepare(&plan, DType::F16, qkv.into(), Outputs::Views(&regions, &views))?;
+    /// for p in 0..4096 {
+    ///     let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    ///     node.encode_with_views(&mut encoder, &layer.split_qkv(4096, p)?.1)?;
+    ///     gpu.queue().submit([encoder.finish()]);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn encode_with_views(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        views: &[PartView],
+    ) -> Result<P::Encoded> {
+        // The error scopes of native wgpu are ready at once: this does not wait.
+        device::block_on(
+            "Prepared::encode_with_views",
+            self.encode_with_views_async(encoder, views),
+        )
+    }
+
+    /// [`Prepared::encode_with_views`] for async callers, as [`Prepared::encode_async`].
+    pub async fn encode_with_views_async(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        views: &[PartView],
+    ) -> Result<P::Encoded> {
+        self.parts
+            .encode_moved(encoder, views)
+            .await
+            .map(P::encoded)
+    }
+}
+
+impl PreparedParts {
+    /// [`Prepared::encode_with_views`].
+    pub(crate) async fn encode_moved(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        views: &[PartView],
+    ) -> Result<Recorded> {
+        let Some(movable) = &self.movable else {
+            return Err(SplitError::BadView(
+                "this node was prepared without views: encode_with_views moves the views of a \
+                 node prepared with Outputs::Views or Inputs::Views"
+                    .into(),
+            ));
+        };
+        self.probe.check(format_args!(
+            "encoding the prepared {} at new views",
+            self.direction.op()
+        ))?;
+        movable.encode(&self.device, encoder, views).await
     }
 }
 

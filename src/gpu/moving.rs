@@ -1,0 +1,169 @@
+//! A prepared split (or concat) through views recorded again with its views moved: a decode
+//! step writes K and V into their caches one position further every token. Only the views'
+//! offsets change, so each buffer's window moves by its parts' shift and the table stays:
+//! new bind groups, no planning
+//! ([`Prepared::encode_with_views`](crate::Prepared::encode_with_views)).
+
+use crate::error::{Result, SplitError};
+use crate::gpu::direction::Direction;
+use crate::gpu::gather::{record_bound, BoundDispatch, Dispatch, GatherPipeline, Windows};
+use crate::gpu::placement::{BufferRegion, PartLayout};
+use crate::gpu::plans::Recorded;
+use crate::plan::PartView;
+use std::sync::Arc;
+
+/// What a split or concat prepared through views keeps to bind it again at new offsets.
+#[derive(Debug)]
+pub(crate) struct Movable {
+    pub direction: Direction,
+    /// Bytes of an element.
+    pub es: u64,
+    /// The device's storage offset alignment: a window's offset stays a multiple of it.
+    pub align: u64,
+    /// The views as prepared.
+    pub views: Vec<PartView>,
+    /// Elements of its region each view reaches (0 for an empty part), and the region holds.
+    pub reach: Vec<u64>,
+    pub room: Vec<u64>,
+    /// The whole tensor's region.
+    pub whole: (wgpu::Buffer, u64),
+    /// Each dispatch, with the windows it binds.
+    pub batches: Vec<MovableBatch>,
+    /// Where each part lies, as prepared.
+    pub layout: Arc<PartLayout>,
+}
+
+/// One dispatch of a prepared split through views: its pipeline, its table, and each of its
+/// windows (buffer, offset, size, and the parts in it).
+#[derive(Debug)]
+pub(crate) struct MovableBatch {
+    pub pipeline: GatherPipeline,
+    pub dispatch: Dispatch,
+    pub table: wgpu::Buffer,
+    pub windows: Vec<(wgpu::Buffer, u64, u64, Vec<usize>)>,
+}
+
+impl Movable {
+    /// Records the prepared dispatches into `encoder` with `views` in place of the prepared
+    /// ones ([`Prepared::encode_with_views`](crate::Prepared::encode_with_views)).
+    pub(crate) async fn encode(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        views: &[PartView],
+    ) -> Result<Recorded> {
+        let shifts = self.shifts(views)?;
+        let bound = self.bind(device, &shifts).await?;
+        record_bound(device, encoder, &bound).await?;
+        let mut layout = (*self.layout).clone();
+        for (range, shift) in layout.ranges.iter_mut().zip(&shifts) {
+            if range.size > 0 {
+                range.offset = range.offset.wrapping_add_signed(*shift);
+            }
+        }
+        layout.total_bytes = layout
+            .ranges
+            .iter()
+            .map(|r| r.offset + r.size)
+            .max()
+            .unwrap_or(0);
+        Ok(Recorded {
+            layout: Arc::new(layout),
+            dispatches: bound.len() as u32,
+            buffer_copies: 0,
+        })
+    }
+
+    /// Each part's shift in bytes from its prepared view to `views[k]`, which must have the
+    /// same strides and lie inside the region.
+    fn shifts(&self, views: &[PartView]) -> Result<Vec<i64>> {
+        let part = self.direction.names().0;
+        if views.len() != self.views.len() {
+            return Err(SplitError::BadView(format!(
+                "{} views for a node prepared with {} {part}s",
+                views.len(),
+                self.views.len()
+            )));
+        }
+        let mut shifts = Vec::with_capacity(views.len());
+        for (k, (new, old)) in views.iter().zip(&self.views).enumerate() {
+            if new.strides != old.strides {
+                return Err(SplitError::BadView(format!(
+                    "{part} {k}'s view has strides {:?}, the node was prepared with {:?}: a \
+                     prepared node moves its views' offsets alone; prepare it again",
+                    new.strides, old.strides
+                )));
+            }
+            let delta = new.offset as i128 - old.offset as i128;
+            let last = self.reach[k] as i128 - 1 + delta;
+            if self.reach[k] > 0 && last >= self.room[k] as i128 {
+                return Err(SplitError::BadView(format!(
+                    "{part} {k}'s view moved to offset {}: its last element is element {last} \
+                     of its region, which holds {}",
+                    new.offset, self.room[k]
+                )));
+            }
+            let shift = i64::try_from(delta * self.es as i128).map_err(|_| {
+                SplitError::TooLarge(format!("{part} {k}'s view moves past a 64-bit offset"))
+            })?;
+            shifts.push(shift);
+        }
+        Ok(shifts)
+    }
+
+    /// The dispatches bound to every window moved by its parts' shift.
+    async fn bind(&self, device: &wgpu::Device, shifts: &[i64]) -> Result<Vec<BoundDispatch>> {
+        let part = self.direction.names().0;
+        let whole = BufferRegion {
+            buffer: &self.whole.0,
+            offset: self.whole.1,
+        };
+        let mut bound = Vec::with_capacity(self.batches.len());
+        for batch in &self.batches {
+            let mut windows = Vec::with_capacity(batch.windows.len());
+            for (buffer, offset, size, parts) in &batch.windows {
+                let shift = parts.first().map_or(0, |&k| shifts[k]);
+                if let Some(&k) = parts.iter().find(|&&k| shifts[k] != shift) {
+                    return Err(SplitError::BadView(format!(
+                        "{part}s {} and {k} share a buffer and move by different offsets ({} \
+                         and {} bytes): a prepared node moves each buffer's parts together; \
+                         encode it with GpuSplitter::encode",
+                        parts[0], shift, shifts[k]
+                    )));
+                }
+                let moved = offset
+                    .checked_add_signed(shift)
+                    .filter(|o| o.is_multiple_of(self.align) && o + size <= buffer.size());
+                let Some(moved) = moved else {
+                    return Err(SplitError::BadView(format!(
+                        "{part} {} moves by {shift} bytes, which would bind its buffer from byte \
+                         {}, not a multiple of the device's storage offset alignment {} inside \
+                         the buffer: encode it with GpuSplitter::encode",
+                        parts[0],
+                        *offset as i128 + shift as i128,
+                        self.align
+                    )));
+                };
+                windows.push((
+                    BufferRegion {
+                        buffer,
+                        offset: moved,
+                    },
+                    *size,
+                ));
+            }
+            let (reads, writes) = self
+                .direction
+                .in_order(Windows::Region(&whole), Windows::PerBinding(&windows));
+            let table = std::slice::from_ref(&batch.table);
+            let dispatch = std::slice::from_ref(&batch.dispatch);
+            bound.extend(
+                batch
+                    .pipeline
+                    .bind(device, dispatch, table, reads, writes)
+                    .await?,
+            );
+        }
+        Ok(bound)
+    }
+}
