@@ -18,6 +18,7 @@ mod outputs;
 mod plot;
 mod progress;
 mod run;
+mod transpose;
 
 pub use exit::{CliError, CliResult};
 

@@ -27,6 +27,7 @@ mod record;
 pub(crate) mod round_trip;
 pub(crate) mod splitter;
 mod views;
+mod views_round_trip;
 
 #[cfg(feature = "bench")]
 pub use device::list_adapters;

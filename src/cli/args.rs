@@ -170,6 +170,11 @@ pub struct RunArgs {
     /// the size of the input.
     #[arg(long, value_parser = size)]
     pub window: Option<u64>,
+    /// The split operators: each output written with its axes permuted, P0,P1,... (numpy's
+    /// transpose of the output, e.g. 0,2,1,3), through a view in the split's one pass. Reads
+    /// the whole input into memory.
+    #[arg(long)]
+    pub transpose: Option<String>,
 }
 
 /// A byte count with an optional K, M or G suffix (powers of 1024): `--window=64M`.

@@ -77,7 +77,7 @@ pub fn run(a: &RunArgs) -> CliResult {
     let output_shape = plan.output_shape().to_vec();
     let split = plan.inverse();
     let whole = SplitPlan::from_lengths(&output_shape, 0, &[output_shape[0]], true)?;
-    let files = OutputFiles::new(&whole, dtype)?;
+    let files = OutputFiles::new(&whole.output_shapes(), dtype)?;
     files.check_room(&a.out)?;
     let plan_ms = ms(t_total);
 

@@ -7,7 +7,8 @@ use super::progress::Progress;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use wgpu_split::{npy, DType, OutputSink, SplitPlan};
+use wgpu_split::bench::byte_count;
+use wgpu_split::{npy, DType, OutputSink};
 
 /// Outputs up to this many keep their files open for the whole stream; more are opened for
 /// each window's write, to stay within the process's limit on open files.
@@ -37,14 +38,15 @@ pub struct OutputFiles {
 }
 
 impl OutputFiles {
-    /// The files of `plan`'s outputs for elements of `dtype`.
-    pub fn new(plan: &SplitPlan, dtype: DType) -> CliResult<Self> {
+    /// The files of outputs of `shapes` (a plan's, or permutations of them) for elements of
+    /// `dtype`.
+    pub fn new(shapes: &[Vec<usize>], dtype: DType) -> CliResult<Self> {
         let mut total_bytes = 0u64;
-        let mut names = Vec::with_capacity(plan.num_outputs());
-        let mut headers = Vec::with_capacity(plan.num_outputs());
-        for i in 0..plan.num_outputs() {
-            let header = npy::header_bytes(dtype, &plan.output_shape(i))?;
-            let data = plan.output_bytes(i, dtype.size())?;
+        let mut names = Vec::with_capacity(shapes.len());
+        let mut headers = Vec::with_capacity(shapes.len());
+        for (i, shape) in shapes.iter().enumerate() {
+            let header = npy::header_bytes(dtype, shape)?;
+            let data = byte_count(shape, dtype)? as u64;
             total_bytes = total_bytes.saturating_add(header.len() as u64 + data);
             names.push(format!("output_{i}.npy"));
             headers.push(header);

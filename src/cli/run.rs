@@ -4,6 +4,7 @@ use super::args::{self, Op, RunArgs};
 use super::exit::{CliError, CliResult};
 use super::outputs::OutputFiles;
 use super::progress::Progress;
+use super::transpose::Transposed;
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -72,6 +73,11 @@ pub(super) fn check_options(a: &RunArgs) -> CliResult<()> {
             ("num-outputs", a.num_outputs.is_some(), &[OnnxSplit]),
             ("opset", a.opset.is_some(), &[OnnxSplit, Concat]),
             ("new-axis", a.new_axis.is_some(), &[ConcatFromSequence]),
+            (
+                "transpose",
+                a.transpose.is_some(),
+                &[Split, VariadicSplit, SplitToSequence, OnnxSplit],
+            ),
         ],
     )
 }
@@ -236,7 +242,16 @@ pub fn run(a: &RunArgs) -> CliResult {
     let (header, data) = npy::open(input)?;
     let plan = plan(a, &header.shape)?;
     let dtype = header.dtype;
-    let files = OutputFiles::new(&plan, dtype)?;
+    let transposed = a
+        .transpose
+        .as_deref()
+        .map(|p| Transposed::new(&plan, p))
+        .transpose()?;
+    let shapes = match &transposed {
+        Some(t) => t.shapes.clone(),
+        None => plan.output_shapes(),
+    };
+    let files = OutputFiles::new(&shapes, dtype)?;
     files.check_room(&a.out)?;
     let names = files.names().to_vec();
     let plan_ms = ms(t_total);
@@ -249,9 +264,15 @@ pub fn run(a: &RunArgs) -> CliResult {
         window_bytes: window.max(dtype.size() as u64),
         verify: !a.no_verify,
     };
-    let report = match &engine {
-        Engine::Cpu => run_reference_stream(&plan, dtype, data, &mut staged, options.window_bytes)?,
-        Engine::Gpu(g) => g.run_stream(&plan, dtype, data, &mut staged, &options)?,
+    let report = match (&engine, &transposed) {
+        (Engine::Cpu, Some(t)) => t.split(None, &plan, dtype, data, &mut staged, false)?,
+        (Engine::Gpu(g), Some(t)) => {
+            t.split(Some(g), &plan, dtype, data, &mut staged, options.verify)?
+        }
+        (Engine::Cpu, None) => {
+            run_reference_stream(&plan, dtype, data, &mut staged, options.window_bytes)?
+        }
+        (Engine::Gpu(g), None) => g.run_stream(&plan, dtype, data, &mut staged, &options)?,
     };
     let t = Instant::now();
     staged.commit(&a.out)?;
@@ -264,7 +285,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         let outs: Vec<_> = names
             .iter()
             .enumerate()
-            .map(|(i, f)| json!({"shape": plan.output_shape(i), "file": a.out.join(f).display().to_string()}))
+            .map(|(i, f)| json!({"shape": shapes[i], "file": a.out.join(f).display().to_string()}))
             .collect();
         let report = json!({
             "op": op_name(a.op),
@@ -288,8 +309,8 @@ pub fn run(a: &RunArgs) -> CliResult {
             dtype,
             names.len()
         );
-        for (i, f) in names.iter().enumerate() {
-            say!("  {:<16} {:?}", f, plan.output_shape(i));
+        for (f, shape) in names.iter().zip(&shapes) {
+            say!("  {:<16} {:?}", f, shape);
         }
         match verified {
             Some(_) => say!("verified: GPU result equals the CPU reference, byte for byte"),

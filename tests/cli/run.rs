@@ -244,7 +244,74 @@ fn a_window_under_one_element_is_raised_to_one() {
     assert_eq!(second.to_vec::<f32>().unwrap(), vec![3.0, 4.0, 7.0, 8.0]);
 }
 
+fn transposed_outputs_are_the_reference_views(backend: &str) {
+    // f16 [2, 3, 4, 16] split on the last axis into 2, each output written as
+    // np.transpose(output, (0, 2, 1, 3)): [2, 4, 3, 8].
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [2, 3, 4, 16];
+    let bytes: Vec<u8> = (0..384 * 2).map(|i| (i * 37 + 5) as u8).collect();
+    let input = HostTensor::new(DType::F16, shape.to_vec(), bytes).unwrap();
+    let in_path = save(dir.path(), "heads.npy", &input);
+    let plan = ops::split(&shape, &IntTensor::scalar(-1), 2).unwrap();
+    let view = wgpu_split::PartView::within(&[2, 3, 4, 8], &[2, 4, 3, 8], &[0, 2, 1, 3], &[0; 4]);
+    let views = [view.clone().unwrap(), view.unwrap()];
+    let mut want = vec![vec![0u8; 192 * 2]; 2];
+    reference::split_into_views(&input, &plan, &views, &mut want).unwrap();
+    for backend in [format!("--backend={backend}"), "--backend=cpu".into()] {
+        let out_dir = dir.path().join(&backend[10..]);
+        let args = [
+            "--axis=-1",
+            "--num-splits=2",
+            "--transpose=0,2,1,3",
+            &backend,
+            "--json",
+        ];
+        let out = run_op("split", &in_path, &s(&out_dir), &args);
+        assert_eq!(out.code, 0, "{backend}: {}", out.stderr);
+        let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(
+            report["outputs"][1]["shape"],
+            serde_json::json!([2, 4, 3, 8])
+        );
+        let verified = report["verified"].as_bool();
+        assert_eq!(verified, (!backend.ends_with("cpu")).then_some(true));
+        for (i, w) in want.iter().enumerate() {
+            let got = npy::read(&out_dir.join(format!("output_{i}.npy"))).unwrap();
+            assert_eq!(got.shape(), &[2, 4, 3, 8]);
+            assert_eq!(got.bytes(), w.as_slice(), "{backend} output {i}");
+        }
+    }
+    // Not a permutation of the outputs' axes; not an option of the concat.
+    let out = run_op(
+        "split",
+        &in_path,
+        &s(dir.path()),
+        &["--axis=0", "--num-splits=1", "--transpose=0,1,1,3"],
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("is not a permutation of the outputs' 4 axes"),
+        "{}",
+        out.stderr
+    );
+    let out = run_op(
+        "concat",
+        &in_path,
+        &s(dir.path()),
+        &["--axis=0", "--transpose=0,1,2,3"],
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("--transpose does not apply to --op concat"),
+        "{}",
+        out.stderr
+    );
+}
+
 per_backend_command!(
+    transposed_outputs_are_the_reference_views,
     every_dtype_round_trips_through_run,
     fortran_order_and_big_endian_inputs,
     strings_split_to_sequence,
