@@ -24,10 +24,14 @@ fn runs(block: u32, lane: u32, vec4_only: bool) {
 // entry is MODE_VEC4.
 fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     let total_units = (e.out_bytes + 15u) / 16u;
-    let first_unit = local_lane * p.steps_per_lane;
+    var first_unit = local_lane * p.steps_per_lane;
     let end_unit = min(first_unit + p.steps_per_lane, total_units);
     if (first_unit >= end_unit) {
         return;
+    }
+    if (!vec4_only && first_unit == 0u && e.skip > 0u) {
+        store_first_unit(e);
+        first_unit = 1u;
     }
     // Units below the output binding's `units_end` store with no choice of binding; the
     // others (a window's last units, at most 16) after them.
@@ -348,6 +352,10 @@ fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
     }
     workgroupBarrier();
     for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
+        if (u == 0u && e.skip > 0u) {
+            store_first_unit(e);
+            continue;
+        }
         let b = e.first_byte + u * 16u;
         let at = place(e, b);
         var x = staged16(staged_row(e, first.row, slot, v0, at.row) + at.col);

@@ -64,6 +64,11 @@ struct Entry {
     // or more where the rows land apart (a concat's part in its columns of the output rows;
     // every entry then MODE_VEC4, and its dispatch takes `main_rows_vec4`).
     dst_stride: u32,
+    // Bytes of the entry's first unit before its first byte, left as they are: a view's
+    // entry that starts inside a unit, whose `first_byte` and `src_offset` the host moves
+    // back by as many bytes so that unit 0 starts on a unit (`store_first_unit`). 0 for
+    // every other entry, and for every MODE_VEC4 one.
+    skip: u32,
 }
 
 fn read_params() -> Params {
@@ -72,7 +77,7 @@ fn read_params() -> Params {
 }
 
 // Words of an entry.
-const ENTRY_WORDS: u32 = 9u;
+const ENTRY_WORDS: u32 = 10u;
 
 // Entry `i`'s first word in the table.
 fn entry_at(i: u32) -> u32 {
@@ -89,7 +94,7 @@ fn read_entry(i: u32) -> Entry {
     trace(TRACE_TABLE, 4u * w, 4u * ENTRY_WORDS);
     return Entry(
         table[w], table[w + 1u], table[w + 2u], table[w + 3u],
-        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u]
+        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u], table[w + 9u]
     );
 }
 

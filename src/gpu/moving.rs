@@ -33,13 +33,13 @@ pub(crate) struct Movable {
     pub layout: Arc<PartLayout>,
 }
 
-/// One dispatch of a prepared split through views: its pipeline, its table, and each of its
-/// windows (buffer, offset, size, and the parts in it).
+/// The dispatches of a prepared split through views that bind the same windows: their
+/// pipeline, their tables, and each window (buffer, offset, size, and the parts in it).
 #[derive(Debug)]
 pub(crate) struct MovableBatch {
     pub pipeline: GatherPipeline,
-    pub dispatch: Dispatch,
-    pub table: wgpu::Buffer,
+    pub dispatches: Vec<Dispatch>,
+    pub tables: Vec<wgpu::Buffer>,
     pub windows: Vec<(wgpu::Buffer, u64, u64, Vec<usize>)>,
 }
 
@@ -155,12 +155,11 @@ impl Movable {
             let (reads, writes) = self
                 .direction
                 .in_order(Windows::Region(&whole), Windows::PerBinding(&windows));
-            let table = std::slice::from_ref(&batch.table);
-            let dispatch = std::slice::from_ref(&batch.dispatch);
+            let (dispatches, tables) = (&batch.dispatches, &batch.tables);
             bound.extend(
                 batch
                     .pipeline
-                    .bind(device, dispatch, table, reads, writes)
+                    .bind(device, dispatches, tables, reads, writes)
                     .await?,
             );
         }

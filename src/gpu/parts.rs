@@ -66,9 +66,9 @@ pub enum Outputs<'a> {
     /// Only the views' elements are written; every other byte of the regions keeps its value.
     /// Each view is checked against its region first (inside it, its strides nesting, no
     /// two outputs on one byte). One dispatch writes the outputs of as many buffers as
-    /// [`Outputs::Regions`] binds at once; each buffer's outputs and the input must fit one
-    /// storage binding. A view's blocks of rows must each start on a multiple of 16 bytes
-    /// of its buffer (`docs/views.md`).
+    /// [`Outputs::Regions`] binds at once (two where rows of several outputs share a 16-byte
+    /// unit, one after the other); each buffer's outputs and the input must fit one storage
+    /// binding (`docs/views.md`).
     Views(&'a [BufferRegion<'a>], &'a [PartView]),
 }
 
@@ -106,9 +106,9 @@ pub enum Inputs<'a> {
     Regions(&'a [BufferRegion<'a>]),
     /// Input `k` read through `views[k]` ([`PartView`]) from `regions[k]`: attention heads
     /// `[B, H, S, D]` read as `[B, S, H, D]`, a block of a bigger tensor. Views are only read,
-    /// so their elements may repeat. One dispatch per buffer of inputs; each buffer's inputs
-    /// and the output must fit one storage binding, and the output's blocks of rows written
-    /// from each view must start on multiples of 16 bytes (`docs/views.md`).
+    /// so their elements may repeat. One dispatch per buffer of inputs (more where inputs'
+    /// rows share a 16-byte unit of the output); each buffer's inputs and the output must fit
+    /// one storage binding (`docs/views.md`).
     Views(&'a [BufferRegion<'a>], &'a [PartView]),
 }
 

@@ -9,7 +9,8 @@ use crate::gpu::device;
 use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::{
-    binding_bytes, view_dispatch, view_entries, window_limit, Dispatch, Unfit, Windows, UNIT_BYTES,
+    binding_bytes, dispatch_of, view_dispatch, view_entries, window_limit, Dispatch, Windows,
+    MAX_VIEW_ENTRIES, UNIT_BYTES,
 };
 use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
@@ -92,11 +93,9 @@ impl GpuSplitter {
             Direction::Concat => 1,
         };
         for group in windows.chunks(batch) {
-            let dispatch = self.view_batch(direction, group, whole_bytes)?;
-            let tables = self
-                .tables
-                .buffers(&self.device, &[dispatch.table_bytes()])
-                .await?;
+            let dispatches = self.view_batch(direction, group, whole_bytes)?;
+            let bytes: Vec<Vec<u8>> = dispatches.iter().map(Dispatch::table_bytes).collect();
+            let tables = self.tables.buffers(&self.device, &bytes).await?;
             let bound_windows: Vec<(BufferRegion<'_>, u64)> =
                 group.iter().map(|w| (w.region, w.size)).collect();
             let pipeline = match group.len() {
@@ -105,21 +104,19 @@ impl GpuSplitter {
             };
             let (reads, writes) =
                 direction.in_order(Windows::Region(&whole), Windows::PerBinding(&bound_windows));
-            let dispatch = [dispatch];
             let bound = pipeline
-                .bind(&self.device, &dispatch, &tables, reads, writes)
+                .bind(&self.device, &dispatches, &tables, reads, writes)
                 .await?;
-            prepared.recorded.dispatches += 1;
+            prepared.recorded.dispatches += bound.len() as u32;
             prepared.commands.push(Commands::Gather(bound));
-            let [dispatch] = dispatch;
             let windows = group.iter().map(|w| {
                 let parts = w.parts.iter().map(|v| v.k).collect();
                 (w.region.buffer.clone(), w.region.offset, w.size, parts)
             });
             batches.push(MovableBatch {
                 pipeline,
-                dispatch,
-                table: tables[0].clone(),
+                dispatches,
+                tables,
                 windows: windows.collect(),
             });
         }
@@ -265,7 +262,7 @@ impl GpuSplitter {
         direction: Direction,
         group: &[BufferWindow<'_, '_>],
         whole_bytes: u64,
-    ) -> Result<Dispatch> {
+    ) -> Result<Vec<Dispatch>> {
         let mut entries = Vec::new();
         for (j, window) in group.iter().enumerate() {
             for v in &window.parts {
@@ -274,16 +271,31 @@ impl GpuSplitter {
                     Direction::Split => (0, local, (j as u64) << DST_BINDING_SHIFT),
                     Direction::Concat => (local, 0, 0),
                 };
-                let part = view_entries(&v.runs, src_base, dst_base, unit_base)
-                    .map_err(|unfit| unfit_error(v, window, unfit))?;
+                let part = view_entries(&v.runs, src_base, dst_base, unit_base).map_err(|n| {
+                    SplitError::BadView(format!(
+                        "{}: its view lowers to {n} blocks of runs, past the gather's {}",
+                        v.name, MAX_VIEW_ENTRIES
+                    ))
+                })?;
                 entries.extend(part);
             }
         }
-        let size = group[0].size;
-        Ok(match direction {
-            Direction::Split => view_dispatch(entries, whole_bytes, 0, self.gather_tuning),
-            Direction::Concat => view_dispatch(entries, size, whole_bytes, self.gather_tuning),
-        })
+        // Entries that share a unit take dispatches of their own, one after the other.
+        let of = dispatch_of(&entries);
+        let count = of.iter().max().map_or(0, |&d| d + 1);
+        let mut split: Vec<Vec<_>> = vec![Vec::new(); count];
+        for (entry, d) in entries.into_iter().zip(of) {
+            split[d].push(entry);
+        }
+        let (src, dst) = match direction {
+            Direction::Split => (whole_bytes, 0),
+            Direction::Concat => (group[0].size, whole_bytes),
+        };
+        let tuning = self.gather_tuning;
+        Ok(split
+            .into_iter()
+            .map(|entries| view_dispatch(entries, src, dst, tuning))
+            .collect())
     }
 }
 
@@ -357,22 +369,4 @@ impl PreparedParts {
         ))?;
         movable.encode(&self.device, encoder, views).await
     }
-}
-
-/// The error of a part whose runs do not fit the table's entries.
-fn unfit_error(v: &Viewed<'_>, window: &BufferWindow<'_, '_>, unfit: Unfit) -> SplitError {
-    let rule = match unfit {
-        Unfit::Unaligned(at) => format!(
-            "a block of its runs of {} bytes starts at byte {} of its buffer, inside a 16-byte \
-             unit, which the gather does not write yet: the rows of a view must start on \
-             multiples of 16 bytes, or lie back to back from one",
-            v.runs.run_bytes,
-            window.region.offset + at
-        ),
-        Unfit::TooMany(count) => format!(
-            "its view lowers to {count} blocks of runs, past the gather's {}",
-            crate::gpu::gather::MAX_VIEW_ENTRIES
-        ),
-    };
-    SplitError::BadView(format!("{}: {rule}", v.name))
 }

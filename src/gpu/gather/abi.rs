@@ -337,6 +337,10 @@ pub struct Entry {
     /// range (a split's), more where its rows land apart (a concat's part in its columns of
     /// the output rows; every entry of such a dispatch [`Mode::Vec4`], in `main_rows_vec4`).
     pub dst_stride: u32,
+    /// Bytes of the entry's first unit before its first byte, which it leaves as they are: a
+    /// view's entry that starts inside a unit (its `first_byte` and `src_offset` moved back
+    /// by as many bytes, so that unit 0 starts on a unit). 0 for every other entry.
+    pub skip: u32,
 }
 
 impl Mode {

@@ -87,6 +87,7 @@ fn entry(stride: u64, o: &OutputRows, (b0, b1): (u64, u64), window: u64, dst_uni
         src_offset: src_offset as u32,
         mode: mode as u32,
         dst_stride: o.row_bytes as u32,
+        skip: 0,
     }
 }
 

@@ -228,6 +228,7 @@ fn aligned_rows(
             src_offset: p.src as u32,
             mode: Mode::Vec4 as u32,
             dst_stride: bytes.stride as u32,
+            skip: 0,
         };
         // Parts of one row each that lie back to back in both buffers (a sequence's rows
         // packed in order) take one entry, as a split's outputs do, so that its blocks need

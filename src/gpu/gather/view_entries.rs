@@ -1,29 +1,23 @@
 //! A part through a view as entries of the split's table: its runs
 //! ([`crate::plan::views::Runs`]) cut into entries of rows, which the rows' programs move as
-//! they move a split's outputs. Pure.
+//! they move a split's outputs; and the dispatches they take. Pure.
 //!
 //! An entry moves rows of one run each. Its rows lie back to back in the destination (any
 //! alignment), or apart there with every run, step and offset a multiple of 16 (one vec4 a
-//! unit, as a concat's aligned parts on CPU adapters). Every entry starts on a unit of the
-//! destination: lanes own whole units, so an entry that started inside one would share it
-//! with the bytes before it, and two lanes could write one word.
+//! unit, as a concat's aligned parts on CPU adapters). Lanes own whole destination units: an
+//! entry that starts inside a unit writes only its own bytes of it (`skip`), and one that
+//! ends inside a unit merges its last bytes into it; entries that share such a unit go to
+//! different dispatches, recorded one after the other ([`dispatch_of`]), so no two lanes of
+//! a dispatch write one word.
 
 use super::abi::{Entry, Mode, Table, UNIT_BYTES};
 use super::blocks::{split_table, GatherTuning};
 use super::dispatches::Dispatch;
 use crate::plan::views::{Level, Runs};
+use std::collections::HashMap;
 
-/// Entries one part's view may lower to at most (36 bytes of table each).
+/// Entries one part's view may lower to at most (40 bytes of table each).
 pub const MAX_VIEW_ENTRIES: u64 = 1 << 16;
-
-/// Why a part's runs do not fit the table's entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unfit {
-    /// An entry's first byte would lie at this byte of the destination window, inside a unit.
-    Unaligned(u64),
-    /// It would take this many entries, past [`MAX_VIEW_ENTRIES`].
-    TooMany(u64),
-}
 
 /// How each entry of a part moves its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,13 +32,14 @@ enum Rows {
 
 /// The entries that move `runs`, its source bytes from byte `src_base` of the input window
 /// and its destination bytes from byte `dst_base` of the output window, `unit_base` added to
-/// every destination unit (the multi-output build's binding bits).
+/// every destination unit (the multi-output build's binding bits); `Err` with their number
+/// past [`MAX_VIEW_ENTRIES`].
 pub fn view_entries(
     runs: &Runs,
     src_base: u64,
     dst_base: u64,
     unit_base: u64,
-) -> Result<Vec<Entry>, Unfit> {
+) -> Result<Vec<Entry>, u64> {
     let run = runs.run_bytes;
     let (src, dst) = (runs.src + src_base, runs.dst + dst_base);
     let aligned = |x: u64| x.is_multiple_of(UNIT_BYTES);
@@ -73,7 +68,7 @@ pub fn view_entries(
     };
     let count: u64 = blocks.iter().map(|l| l.extent).product();
     if count > MAX_VIEW_ENTRIES {
-        return Err(Unfit::TooMany(count));
+        return Err(count);
     }
     let starts = Runs {
         run_bytes: run,
@@ -81,34 +76,60 @@ pub fn view_entries(
         src,
         dst,
     };
-    starts
-        .starts()
-        .map(|(s, d)| {
-            if !aligned(d) {
-                return Err(Unfit::Unaligned(d));
-            }
-            let (rows, src_stride, dst_stride, mode) = match how {
-                Rows::BackToBack => (
-                    rows.extent,
-                    rows.src_step,
-                    run,
-                    Mode::of(run | rows.src_step | s),
-                ),
-                Rows::Apart => (rows.extent, rows.src_step, rows.dst_step, Mode::Vec4),
-                Rows::One => (1, run, run, Mode::of(run | s)),
+    let entries = starts.starts().map(|(s, d)| {
+        let (rows, src_stride, dst_stride) = match how {
+            Rows::BackToBack => (rows.extent, rows.src_step, run),
+            Rows::Apart => (rows.extent, rows.src_step, rows.dst_step),
+            Rows::One => (1, run, run),
+        };
+        // Unit 0 starts `skip` bytes before the entry's first byte: `back` rows back in its
+        // rows, at column `first_byte` (the source offset wraps, as the shader's sums do).
+        let skip = d % UNIT_BYTES;
+        let back = skip.div_ceil(run);
+        let mode = match how {
+            Rows::Apart => Mode::Vec4,
+            _ => Mode::of(run | src_stride | s | skip),
+        };
+        Entry {
+            // Numbered with the dispatch's other entries.
+            block_start: 0,
+            dst_unit: (unit_base + d / UNIT_BYTES) as u32,
+            first_byte: (back * run - skip) as u32,
+            out_bytes: (skip + rows * run) as u32,
+            row_bytes: run as u32,
+            src_stride: src_stride as u32,
+            src_offset: s.wrapping_sub(back * src_stride) as u32,
+            mode: mode as u32,
+            dst_stride: dst_stride as u32,
+            skip: skip as u32,
+        }
+    });
+    Ok(entries.collect())
+}
+
+/// The dispatch of each of `entries`, numbered from 0: entries that write one unit (one
+/// starting inside a unit where another ends) take different dispatches; the others the
+/// first. At most 16 entries can share a unit, so at most 16 dispatches.
+pub fn dispatch_of(entries: &[Entry]) -> Vec<usize> {
+    let mut taken: HashMap<u32, Vec<usize>> = HashMap::new();
+    entries
+        .iter()
+        .map(|e| {
+            let units = (e.out_bytes as u64).div_ceil(UNIT_BYTES) as u32;
+            let first = (e.skip > 0).then_some(e.dst_unit);
+            let partial = !(e.out_bytes as u64).is_multiple_of(UNIT_BYTES);
+            let last = partial.then_some(e.dst_unit + units - 1);
+            let edges: Vec<u32> = first.into_iter().chain(last).collect();
+            let busy = |d: usize| {
+                edges
+                    .iter()
+                    .any(|u| taken.get(u).is_some_and(|t| t.contains(&d)))
             };
-            Ok(Entry {
-                // Numbered with the dispatch's other entries.
-                block_start: 0,
-                dst_unit: (unit_base + d / UNIT_BYTES) as u32,
-                first_byte: 0,
-                out_bytes: (rows * run) as u32,
-                row_bytes: run as u32,
-                src_stride: src_stride as u32,
-                src_offset: s as u32,
-                mode: mode as u32,
-                dst_stride: dst_stride as u32,
-            })
+            let dispatch = (0..).find(|&d| !busy(d)).unwrap_or(0);
+            for u in edges {
+                taken.entry(u).or_default().push(dispatch);
+            }
+            dispatch
         })
         .collect()
 }
@@ -142,7 +163,7 @@ mod tests {
 
     /// The entries of output `i` of a split of [1, 4, 48, D] f16 on axis 2 into 32, 8 and 8
     /// heads (Q, K, V), written through `view`.
-    fn heads(d: usize, i: usize, view: &PartView) -> Result<Vec<Entry>, Unfit> {
+    fn heads(d: usize, i: usize, view: &PartView) -> Result<Vec<Entry>, u64> {
         let lengths = IntTensor::vector(vec![32, 8, 8]);
         let plan = ops::variadic_split(&[1, 4, 48, d], &IntTensor::scalar(2), &lengths).unwrap();
         view_entries(
@@ -170,11 +191,24 @@ mod tests {
             (3 * 256, 48 * 256, 256)
         );
         assert!(entries.iter().all(Entry::is_vec4));
-        // Heads of 127 elements: head 1's 4 rows of 254 bytes start at byte 1,016, inside a
-        // unit.
+        assert_eq!(dispatch_of(&entries), [0; 32]);
+        // Heads of 127 elements: head 1's 4 rows of 254 bytes start at byte 1,016, 8 bytes
+        // into unit 63, where head 0 ends; its unit 0 starts a row back, at column 246.
         let q =
             PartView::within(&[1, 4, 32, 127], &[1, 32, 4, 127], &[0, 2, 1, 3], &[0; 4]).unwrap();
-        assert_eq!(heads(127, 0, &q), Err(Unfit::Unaligned(1016)));
+        let entries = heads(127, 0, &q).unwrap();
+        let e = entries[1];
+        assert_eq!(
+            (e.dst_unit, e.skip, e.first_byte, e.out_bytes),
+            (63, 8, 246, 8 + 1016)
+        );
+        assert_eq!(e.src_offset, (254u32).wrapping_sub(48 * 254));
+        assert_eq!((entries[0].skip, entries[2].skip), (0, 0));
+        // Head 0 ends inside unit 63, head 1 starts there: the odd heads take a second
+        // dispatch (head 2 starts on a unit; head 3 inside the unit where head 2 ends).
+        let of = dispatch_of(&entries);
+        assert_eq!(of[..4], [0, 1, 0, 1]);
+        assert_eq!(*of.iter().max().unwrap(), 1);
     }
 
     #[test]
@@ -197,7 +231,13 @@ mod tests {
         let k =
             PartView::within(&[1, 4, 8, 8], &[1, 4, 8, 16], &[0, 1, 2, 3], &[0, 0, 0, 4]).unwrap();
         let runs = part_runs(&plan, 1, &k, 2, Access::Write).unwrap();
-        assert_eq!(view_entries(&runs, 0, 0, 0), Err(Unfit::Unaligned(8)));
+        let entries = view_entries(&runs, 0, 0, 0).unwrap();
+        assert_eq!(entries.len(), 32);
+        assert!(entries
+            .iter()
+            .all(|e| (e.skip, e.first_byte, e.out_bytes) == (8, 8, 24)));
+        // Each row owns the unit it starts in and the one it ends in: one dispatch.
+        assert_eq!(dispatch_of(&entries), [0; 32]);
         // Moved 8 bytes on, every run starts on a unit: rows apart again, unless the source
         // is not in units either.
         assert_eq!(view_entries(&runs, 0, 8, 0).unwrap().len(), 4);

@@ -61,7 +61,7 @@ fn the_table_records_match_the_shader_structs() {
         (
             "Entry",
             fields!(Entry; block_start, dst_unit, first_byte, out_bytes, row_bytes, src_stride,
-                src_offset, mode, dst_stride),
+                src_offset, mode, dst_stride, skip),
             size_of::<Entry>(),
             "ENTRY_WORDS",
         ),
