@@ -138,6 +138,7 @@ if (c) {
   must(s.zero_length_outputs > 0, 'no zero-length output');
   must(s.most_outputs >= 10000, `a split into 10,000 outputs, not at most ${s.most_outputs}`);
   must(s.past_one_binding >= 1, 'no input past one storage binding');
+  must(s.views.splits >= s.cases / 2, `only ${s.views.splits} of ${s.cases} random splits written into views`);
   must(s.past_one_binding_concats === s.past_one_binding, `inputs past one binding concatenated back: ${s.past_one_binding_concats} of ${s.past_one_binding}`);
   must(s.concats >= 200, `at least 200 splits concatenated back, not ${s.concats}`);
   const f = s.from_buffers;
@@ -154,6 +155,6 @@ if (bench !== '0') {
   for (const k of b?.cases ?? []) must(k.split_gbps > 0 && k.copy_kernel_gbps > 0 && k.copy_gbps > 0, `benchmark case ${k.name} has a zero figure`);
 }
 const adapter = c?.adapter ? `${c.adapter.name || '(no name)'} ${c.adapter.backend} ${c.adapter.device_type}` : '?';
-const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s` : '';
+const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches, ${c.sweep.views.splits} into random views; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s` : '';
 if (problems.length) finish(1, `FAIL: ${summary}\n  ${problems.join('\n  ')}`);
 finish(0, `ok: ${summary}`);

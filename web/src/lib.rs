@@ -8,6 +8,7 @@ mod regions;
 mod signal;
 mod suite_timing;
 mod sweep;
+mod views;
 
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;

@@ -1,6 +1,7 @@
 //! The randomized sweep: splits of every operator, every dtype, negative axes, zero-length
 //! outputs, up to 10,000 outputs, and an input past one storage binding, each checked byte for
-//! byte against the CPU reference, and concatenated back on the GPU into its input. Deterministic from its seed, so a failure is reproduced by
+//! byte against the CPU reference, concatenated back on the GPU into its input, and (the
+//! smaller ones) written into random views. Deterministic from its seed, so a failure is reproduced by
 //! running the same seed again.
 
 use crate::{split_and_compare, Compared, BINDING_LIMIT};
@@ -156,6 +157,9 @@ struct Tally {
     from_buffers: usize,
     input_buffers: usize,
     input_dispatches: u32,
+    /// Splits also written into random views, and the dispatches they took.
+    views: usize,
+    view_dispatches: u32,
     failures: Vec<String>,
 }
 
@@ -166,6 +170,7 @@ impl Tally {
         what: String,
         plan: &SplitPlan,
         input: &HostTensor,
+        rng: &mut Rng,
     ) {
         self.cases += 1;
         let name = input.dtype().name();
@@ -211,8 +216,28 @@ impl Tally {
             }
             Err(e) => self.failures.push(format!("{described}: {e}")),
         }
+        // The same split into random views, where it is small enough to read back whole.
+        if plan.num_outputs() > MOST_VIEW_OUTPUTS || input.bytes().len() > MOST_VIEW_BYTES {
+            return;
+        }
+        match crate::views::split_into_views(gpu, plan, input, &mut |n| rng.below(n)).await {
+            Ok(v) => {
+                self.views += 1;
+                self.view_dispatches += v.dispatches;
+                if !v.same {
+                    self.failures.push(format!(
+                        "{described}: a buffer of the split into views differs from the reference"
+                    ));
+                }
+            }
+            Err(e) => self.failures.push(format!("{described}: {e}")),
+        }
     }
 }
+
+/// Splits into views take at most this many outputs and input bytes.
+const MOST_VIEW_OUTPUTS: usize = 64;
+const MOST_VIEW_BYTES: usize = 1 << 20;
 
 /// Runs `count` random splits from `seed`, then one of 10,000 outputs and one whose input is
 /// past one storage binding.
@@ -243,7 +268,7 @@ pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Value {
         };
         tally.per_operator[op] += 1;
         tally.negative_axes += usize::from(what.contains("axis -"));
-        tally.check(gpu, what, &plan, &input).await;
+        tally.check(gpu, what, &plan, &input, &mut rng).await;
     }
     // 10,000 outputs of 3 floats: one dispatch for all of them.
     let shape = vec![10_000, 3];
@@ -257,6 +282,7 @@ pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Value {
                     "split_to_sequence axis 0, 10,000 outputs".into(),
                     &plan,
                     &input,
+                    &mut rng,
                 )
                 .await;
         }
@@ -279,6 +305,7 @@ pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Value {
                     "variadic_split axis -1 [-1, 7], past one binding".into(),
                     &plan,
                     &input,
+                    &mut rng,
                 )
                 .await;
         }
@@ -304,6 +331,10 @@ pub async fn run(gpu: &GpuSplitter, count: u32, seed: u64) -> Value {
             "concats": tally.from_buffers,
             "buffers": tally.input_buffers,
             "dispatches": tally.input_dispatches,
+        },
+        "views": {
+            "splits": tally.views,
+            "dispatches": tally.view_dispatches,
         },
         "failures": tally.failures,
     })
