@@ -27,7 +27,7 @@ use timing::{time_interleaved_ms, time_ms};
 
 use crate::error::Result;
 use crate::gpu::device::{block_on, scoped};
-use crate::gpu::gather::pipeline::grid;
+use crate::gpu::gather::grid;
 use crate::ops::{Attention, Operator};
 use crate::plan::SplitPlan;
 use crate::reference;

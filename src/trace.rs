@@ -18,7 +18,8 @@ use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
-use crate::gpu::gather::pipeline::{grid, GatherPipeline, Windows};
+use crate::gpu::gather::grid;
+use crate::gpu::gather::pipeline::{GatherPipeline, Windows};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::planner::{choose_concat, Regions, Route};
 use crate::gpu::splitter::gather_defaults;

@@ -6,7 +6,7 @@
 use crate::error::Result;
 use crate::gpu::device::{block_on, scoped};
 use crate::gpu::direction::Direction;
-use crate::gpu::gather::pipeline::grid;
+use crate::gpu::gather::grid;
 use crate::gpu::parts::{Job, Parts};
 use crate::gpu::prepared::PreparedParts;
 use crate::ops::Attention;
@@ -340,9 +340,10 @@ impl Unfused {
     }
 }
 
-/// The median host time, ms, of `prepared` (a [`Layout::Qkv`] case's split) recorded with its
-/// views one position on and back, in turn ([`crate::Prepared::encode_with_views`]); `None`
-/// for other layouts and for caches with no position to move to.
+/// The median host time, ms, of `prepared` (a [`Layout::Qkv`] case's split) recorded into an
+/// encoder with its views one position on and back, in turn
+/// ([`crate::Prepared::encode_with_views`]); `None` for other layouts and for caches with no
+/// position to move to.
 pub(super) fn moved_host_ms(
     runs: usize,
     gpu: &GpuSplitter,
@@ -368,9 +369,10 @@ pub(super) fn moved_host_ms(
         layer.split_qkv(cache_len, position)?.1,
         layer.split_qkv(cache_len, other)?.1,
     ];
+    // One encoder takes every run's commands (never submitted): the time is the encode's.
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
     let mut turn = 0;
     let ms = super::timing::time_ms(runs, || {
-        let mut encoder = gpu.device().create_command_encoder(&Default::default());
         turn ^= 1;
         block_on("encode", prepared.encode_moved(&mut encoder, &at[turn])).map(|_| ())
     })?;

@@ -27,6 +27,8 @@ pub(crate) mod tables;
 mod view_entries;
 
 pub use abi::{binding_bytes, window_limit, MAX_DST_BINDINGS, UNIT_BYTES};
+#[cfg(feature = "bench")]
+pub use blocks::grid;
 pub use dispatches::{
     fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
 };

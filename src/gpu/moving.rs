@@ -5,8 +5,10 @@
 //! ([`Prepared::encode_with_views`](crate::Prepared::encode_with_views)).
 
 use crate::error::{Result, SplitError};
+use crate::gpu::device::scoped_async;
 use crate::gpu::direction::Direction;
-use crate::gpu::gather::{record_bound, BoundDispatch, Dispatch, GatherPipeline, Windows};
+use crate::gpu::gather::pipeline::record_unscoped;
+use crate::gpu::gather::{Dispatch, GatherPipeline, Windows};
 use crate::gpu::placement::{BufferRegion, PartLayout};
 use crate::gpu::plans::Recorded;
 use crate::plan::PartView;
@@ -31,6 +33,8 @@ pub(crate) struct Movable {
     pub batches: Vec<MovableBatch>,
     /// Where each part lies, as prepared.
     pub layout: Arc<PartLayout>,
+    /// The device's limits (its dispatch grid).
+    pub limits: wgpu::Limits,
 }
 
 /// The dispatches of a prepared split through views that bind the same windows: their
@@ -53,8 +57,31 @@ impl Movable {
         views: &[PartView],
     ) -> Result<Recorded> {
         let shifts = self.shifts(views)?;
-        let bound = self.bind(device, &shifts).await?;
-        record_bound(device, encoder, &bound).await?;
+        let windows = self.moved_windows(&shifts)?;
+        let whole = BufferRegion {
+            buffer: &self.whole.0,
+            offset: self.whole.1,
+        };
+        // Bound and recorded in one set of error scopes: a decode step's host time.
+        let what = format!("encoding the prepared {} at new views", self.direction.op());
+        let dispatches = scoped_async(device, &what, || {
+            let mut bound = Vec::new();
+            for (batch, windows) in self.batches.iter().zip(&windows) {
+                let (reads, writes) = self
+                    .direction
+                    .in_order(Windows::Region(&whole), Windows::PerBinding(windows));
+                let (dispatches, tables) = (&batch.dispatches, &batch.tables);
+                let limits = &self.limits;
+                bound.extend(
+                    batch
+                        .pipeline
+                        .bind_unscoped(device, limits, dispatches, tables, reads, writes)?,
+                );
+            }
+            record_unscoped(encoder, &bound);
+            Ok::<_, SplitError>(bound.len() as u32)
+        })
+        .await??;
         let mut layout = (*self.layout).clone();
         for (range, shift) in layout.ranges.iter_mut().zip(&shifts) {
             if range.size > 0 {
@@ -69,7 +96,7 @@ impl Movable {
             .unwrap_or(0);
         Ok(Recorded {
             layout: Arc::new(layout),
-            dispatches: bound.len() as u32,
+            dispatches,
             buffer_copies: 0,
         })
     }
@@ -111,14 +138,11 @@ impl Movable {
         Ok(shifts)
     }
 
-    /// The dispatches bound to every window moved by its parts' shift.
-    async fn bind(&self, device: &wgpu::Device, shifts: &[i64]) -> Result<Vec<BoundDispatch>> {
+    /// Each batch's windows moved by their parts' shift: one shift per buffer, at a multiple
+    /// of the storage offset alignment, inside the buffer.
+    fn moved_windows(&self, shifts: &[i64]) -> Result<Vec<Vec<(BufferRegion<'_>, u64)>>> {
         let part = self.direction.names().0;
-        let whole = BufferRegion {
-            buffer: &self.whole.0,
-            offset: self.whole.1,
-        };
-        let mut bound = Vec::with_capacity(self.batches.len());
+        let mut moved_windows = Vec::with_capacity(self.batches.len());
         for batch in &self.batches {
             let mut windows = Vec::with_capacity(batch.windows.len());
             for (buffer, offset, size, parts) in &batch.windows {
@@ -152,17 +176,8 @@ impl Movable {
                     *size,
                 ));
             }
-            let (reads, writes) = self
-                .direction
-                .in_order(Windows::Region(&whole), Windows::PerBinding(&windows));
-            let (dispatches, tables) = (&batch.dispatches, &batch.tables);
-            bound.extend(
-                batch
-                    .pipeline
-                    .bind(device, dispatches, tables, reads, writes)
-                    .await?,
-            );
+            moved_windows.push(windows);
         }
-        Ok(bound)
+        Ok(moved_windows)
     }
 }

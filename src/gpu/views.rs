@@ -134,6 +134,7 @@ impl GpuSplitter {
             whole: (whole.buffer.clone(), whole.offset),
             batches,
             layout,
+            limits: self.limits.clone(),
         }));
         Ok(prepared)
     }

@@ -6,6 +6,7 @@ use super::abi::{
     STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
 };
 use super::modes::GatherMode;
+use crate::error::{Result, SplitError};
 use crate::plan::bytes::{ByteRows, RowKind};
 
 /// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
@@ -289,6 +290,20 @@ fn scatter(bytes: &ByteRows, entries: &mut [Entry]) -> Params {
     by_input(bytes, entries, (num_blocks, steps), 0)
 }
 
+/// The dispatch grid for `groups` workgroups (blocks): as wide as the device allows, then folded into rows (the
+/// shaders rebuild the flat index).
+pub fn grid(limits: &wgpu::Limits, groups: u64) -> Result<(u32, u32)> {
+    let max = limits.max_compute_workgroups_per_dimension as u64;
+    let x = groups.min(max);
+    let y = groups.div_ceil(x.max(1));
+    if y > max {
+        return Err(SplitError::TooLarge(format!(
+            "{groups} workgroups exceed {max} x {max}, the device's dispatch grid"
+        )));
+    }
+    Ok((x as u32, y as u32))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,5 +418,19 @@ mod tests {
         assert_eq!(runs_of(&[1 << 22, 3], 3, DType::U8), 4096);
         assert!(runs_of(&[1 << 22, 34], 2, DType::U8) <= 2222);
         assert_eq!(runs_of(&[1 << 22, 64], 2, DType::F32), 4096);
+    }
+
+    #[test]
+    fn grids_fold_into_rows_within_the_limit() {
+        let limits = wgpu::Limits {
+            max_compute_workgroups_per_dimension: 100,
+            ..wgpu::Limits::default()
+        };
+        assert_eq!(grid(&limits, 7).unwrap(), (7, 1));
+        assert_eq!(grid(&limits, 250).unwrap(), (100, 3));
+        assert!(matches!(
+            grid(&limits, 10_001),
+            Err(SplitError::TooLarge(_))
+        ));
     }
 }

@@ -93,17 +93,22 @@ pub async fn record_bound(
     bound: &[BoundDispatch],
 ) -> Result<()> {
     scoped_async(device, "encoding the split", || {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("split_gather"),
-            timestamp_writes: None,
-        });
-        for b in bound {
-            pass.set_pipeline(&b.pipeline);
-            pass.set_bind_group(0, &b.bind_group, &[]);
-            pass.dispatch_workgroups(b.grid.0, b.grid.1, 1);
-        }
+        record_unscoped(encoder, bound)
     })
     .await
+}
+
+/// [`record_bound`] in the caller's error scopes.
+pub(crate) fn record_unscoped(encoder: &mut wgpu::CommandEncoder, bound: &[BoundDispatch]) {
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some("split_gather"),
+        timestamp_writes: None,
+    });
+    for b in bound {
+        pass.set_pipeline(&b.pipeline);
+        pass.set_bind_group(0, &b.bind_group, &[]);
+        pass.dispatch_workgroups(b.grid.0, b.grid.1, 1);
+    }
 }
 
 impl GatherPipeline {
@@ -311,23 +316,34 @@ impl GatherPipeline {
             )));
         }
         let limits = device.limits();
-        let grids = dispatches
-            .iter()
-            .map(|d| grid(&limits, d.params.num_blocks as u64))
-            .collect::<Result<Vec<_>>>()?;
         scoped_async(device, "binding the split", || {
-            dispatches
-                .iter()
-                .zip(tables)
-                .zip(grids)
-                .map(|((dispatch, table), grid)| BoundDispatch {
+            self.bind_unscoped(device, &limits, dispatches, tables, inputs, outputs)
+        })
+        .await?
+    }
+
+    /// [`GatherPipeline::bind`] with the device's `limits`, in the caller's error scopes
+    /// (a prepared split moving its views binds and records in one).
+    pub(crate) fn bind_unscoped(
+        &self,
+        device: &wgpu::Device,
+        limits: &wgpu::Limits,
+        dispatches: &[Dispatch],
+        tables: &[wgpu::Buffer],
+        inputs: Windows<'_>,
+        outputs: Windows<'_>,
+    ) -> Result<Vec<BoundDispatch>> {
+        dispatches
+            .iter()
+            .zip(tables)
+            .map(|(dispatch, table)| {
+                Ok(BoundDispatch {
                     pipeline: self.pipeline(device, dispatch.program),
                     bind_group: self.bind_group(device, dispatch, table, inputs, outputs),
-                    grid,
+                    grid: super::blocks::grid(limits, dispatch.params.num_blocks as u64)?,
                 })
-                .collect()
-        })
-        .await
+            })
+            .collect()
     }
 
     /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
@@ -413,38 +429,5 @@ fn vec4_window<'b>(
         stand_in.as_entire_binding()
     } else {
         window(buffer, offset, size)
-    }
-}
-
-/// Grid for `groups` workgroups: as wide as the device allows, then folded into rows (the
-/// shaders rebuild the flat index).
-pub fn grid(limits: &wgpu::Limits, groups: u64) -> Result<(u32, u32)> {
-    let max = limits.max_compute_workgroups_per_dimension as u64;
-    let x = groups.min(max);
-    let y = groups.div_ceil(x.max(1));
-    if y > max {
-        return Err(SplitError::TooLarge(format!(
-            "{groups} workgroups exceed {max} x {max}, the device's dispatch grid"
-        )));
-    }
-    Ok((x as u32, y as u32))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grids_fold_into_rows_within_the_limit() {
-        let limits = wgpu::Limits {
-            max_compute_workgroups_per_dimension: 100,
-            ..wgpu::Limits::default()
-        };
-        assert_eq!(grid(&limits, 7).unwrap(), (7, 1));
-        assert_eq!(grid(&limits, 250).unwrap(), (100, 3));
-        assert!(matches!(
-            grid(&limits, 10_001),
-            Err(SplitError::TooLarge(_))
-        ));
     }
 }
