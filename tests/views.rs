@@ -10,8 +10,8 @@ mod common;
 use wgpu::util::DeviceExt;
 use wgpu_split::ops::Attention;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, Inputs, IntTensor, Outputs,
-    PartView, SplitError, SplitPlan,
+    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, Inputs, IntTensor,
+    Outputs, PartView, SplitError, SplitOptions, SplitPlan,
 };
 
 /// Bytes of a seeded pattern: data and the guard bytes around views alike.
@@ -127,6 +127,28 @@ fn check_split(
     }
 }
 
+/// The splitter in each lane mapping: a run per lane (long, and 3 units, so runs start
+/// inside entries), and consecutive lanes (the lanes and staged rows GPUs take) at 4 and 1
+/// steps per lane.
+fn mappings(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
+    [
+        (GatherMode::Cpu, 128),
+        (GatherMode::Cpu, 3),
+        (GatherMode::Gpu, 4),
+        (GatherMode::Gpu, 1),
+    ]
+    .into_iter()
+    .map(|(mode, units)| {
+        let variant = gpu.clone().with_options(SplitOptions {
+            gather_mode: Some(mode),
+            max_steps_per_lane: Some(units),
+            ..gpu.options()
+        });
+        (format!("{mode:?} x{units}"), variant)
+    })
+    .collect()
+}
+
 /// A deterministic stream of small numbers.
 struct Rng(u64);
 
@@ -142,6 +164,7 @@ impl Rng {
 
 fn random_views_split_as_the_reference_does(gpu: &'static GpuSplitter) {
     let mut rng = Rng(44);
+    let mappings = mappings(gpu);
     for case in 0..120 {
         let rank = 2 + rng.below(3);
         let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(6)).collect();
@@ -184,8 +207,10 @@ fn random_views_split_as_the_reference_does(gpu: &'static GpuSplitter) {
             }
             views.push(view);
         }
-        let what =
-            format!("case {case}: {dtype:?} {shape:?} on axis {axis} at {cut}, views {views:?}");
+        let (mapping, gpu) = &mappings[case % mappings.len()];
+        let what = format!(
+            "case {case} ({mapping}): {dtype:?} {shape:?} on axis {axis} at {cut}, views {views:?}"
+        );
         check_split(gpu, &what, &input, &plan, &views, &places, &sizes);
     }
 }
@@ -203,16 +228,19 @@ fn heads_of_odd_bytes_interleave_in_one_buffer(gpu: &'static GpuSplitter) {
             strides: vec![(2 * d) as u64, d as u64, 1],
         };
         let size = (7 * 2 * d + 2) * 2;
-        let what = format!("heads of {d}");
-        check_split(
-            gpu,
-            &what,
-            &input,
-            &plan,
-            &[head(0), head(1)],
-            &[(0, 0), (0, 0)],
-            &[size],
-        );
+        for (mapping, gpu) in &mappings(gpu) {
+            let what = format!("heads of {d} ({mapping})");
+            let views = [head(0), head(1)];
+            check_split(
+                gpu,
+                &what,
+                &input,
+                &plan,
+                &views,
+                &[(0, 0), (0, 0)],
+                &[size],
+            );
+        }
     }
 }
 
@@ -239,16 +267,11 @@ fn attention_heads_and_caches_at_a_position(gpu: &'static GpuSplitter) {
             b * 2 * s_max * d * 2,
             b * 2 * s_max * d * 2,
         ];
-        let what = format!("B {b}, S {s}, D {d}, S_max {s_max}, p {p}");
-        check_split(
-            gpu,
-            &what,
-            &input,
-            &plan,
-            &views,
-            &[(0, 0), (1, 0), (2, 0)],
-            &sizes,
-        );
+        for (mapping, gpu) in &mappings(gpu) {
+            let what = format!("B {b}, S {s}, D {d}, S_max {s_max}, p {p} ({mapping})");
+            let places = [(0, 0), (1, 0), (2, 0)];
+            check_split(gpu, &what, &input, &plan, &views, &places, &sizes);
+        }
     }
 }
 
