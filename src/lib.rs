@@ -39,7 +39,9 @@
 //!   types of its arguments and of its result.
 //! - A node run again and again on the same buffers is prepared once
 //!   ([`GpuSplitter::prepare`]) and recorded with [`Prepared::encode`].
-//! - Parts in buffers of the engine's own: [`Outputs::Regions`], [`Inputs::Regions`].
+//! - Parts in buffers of the engine's own: [`Outputs::Regions`], [`Inputs::Regions`]; parts
+//!   written (read) through strided views of them, [`PartView`]: [`Outputs::Views`],
+//!   [`Inputs::Views`], and the attention layouts of [`ops::Attention`].
 //! - Every entry point that waits has an `_async` twin, the ones a browser (WebGPU) calls.
 //! - Misuse is a [`SplitError`] naming the input, the rule and the numbers, never a panic;
 //!   wgpu's validation errors are captured.
