@@ -244,6 +244,47 @@ fn heads_of_odd_bytes_interleave_in_one_buffer(gpu: &'static GpuSplitter) {
     }
 }
 
+fn views_on_devices_of_wgpu_limits(gpu: &'static GpuSplitter) {
+    // A device of 4 storage buffers per stage (the words-only build, one output buffer a
+    // dispatch) and one of wgpu's defaults (8: two output buffers a dispatch): the decode
+    // step's three buffers, and odd heads interleaved in one buffer.
+    let layer = Attention {
+        batch: 2,
+        seq: 3,
+        q_heads: 4,
+        kv_heads: 2,
+        head_dim: 24,
+    };
+    let (plan, views) = layer.split_qkv(7, 4).unwrap();
+    let input = tensor(DType::F16, plan.input_shape(), 11);
+    let sizes = [2 * 4 * 3 * 24 * 2, 2 * 2 * 7 * 24 * 2, 2 * 2 * 7 * 24 * 2];
+    let odd = ops::split(&[7, 2, 5], &IntTensor::scalar(1), 2).unwrap();
+    let odd_input = tensor(DType::U8, &[7, 2, 5], 12);
+    let head = |h: u64| PartView {
+        offset: 5 * h + 3,
+        strides: vec![10, 5, 1],
+    };
+    for limits in [wgpu::Limits::downlevel_defaults(), wgpu::Limits::default()] {
+        let limited = common::with_limits(gpu, |_| limits.clone());
+        let what = format!(
+            "{} storage buffers",
+            limits.max_storage_buffers_per_shader_stage
+        );
+        let places = [(0, 0), (1, 0), (2, 0)];
+        check_split(&limited, &what, &input, &plan, &views, &places, &sizes);
+        let views = [head(0), head(1)];
+        check_split(
+            &limited,
+            &what,
+            &odd_input,
+            &odd,
+            &views,
+            &[(0, 0), (0, 0)],
+            &[80],
+        );
+    }
+}
+
 fn attention_heads_and_caches_at_a_position(gpu: &'static GpuSplitter) {
     // Packed QKV [B, S, (4 + 2 * 2) * D] f16 split into Q [B, 4, S, D], and K and V into
     // caches [B, 2, S_max, D] at p (`ops::Attention`).
@@ -463,6 +504,7 @@ per_backend!(
     random_views_split_as_the_reference_does,
     attention_heads_and_caches_at_a_position,
     heads_of_odd_bytes_interleave_in_one_buffer,
+    views_on_devices_of_wgpu_limits,
     source_rows_of_any_alignment_land_back_to_back,
     a_concat_reads_transposed_heads,
     a_prepared_decode_step_moves_through_the_caches,
