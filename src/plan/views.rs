@@ -81,7 +81,7 @@ impl PartView {
                 )));
             }
             strides[perm[j]] = outer[j];
-            offset += at[j] as u64 * outer[j];
+            offset = offset.saturating_add((at[j] as u64).saturating_mul(outer[j]));
         }
         Ok(Self { offset, strides })
     }
@@ -137,7 +137,7 @@ pub(crate) fn check_view(
     }
     let mut last = view.offset as u128;
     for (&n, &s) in shape.iter().zip(&view.strides) {
-        last += (n as u128 - 1) * s as u128;
+        last = last.saturating_add((n as u128 - 1) * s as u128);
     }
     if last >= region_elements as u128 {
         return Err(bad(format!(
@@ -157,7 +157,7 @@ pub(crate) fn check_view(
                     reach + 1
                 )));
             }
-            reach += (shape[k] as u128 - 1) * s;
+            reach = reach.saturating_add((shape[k] as u128 - 1) * s);
         }
     }
     // Below `region_elements`, a u64.
@@ -209,8 +209,8 @@ impl Runs {
         for inner in axes {
             match levels.last_mut() {
                 Some(outer)
-                    if outer.dst_step == inner.extent * inner.dst_step
-                        && outer.src_step == inner.extent * inner.src_step =>
+                    if inner.extent.checked_mul(inner.dst_step) == Some(outer.dst_step)
+                        && inner.extent.checked_mul(inner.src_step) == Some(outer.src_step) =>
                 {
                     *outer = Level {
                         extent: outer.extent * inner.extent,

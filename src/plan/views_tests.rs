@@ -59,6 +59,11 @@ fn a_written_view_keeps_inside_its_region_and_off_its_own_elements() {
     // Read, elements may repeat; an empty part has no elements to place.
     assert!(ok(&[2, 3], view(0, &[0, 1]), 3, Access::Read).is_ok());
     assert!(ok(&[0, 3], view(u64::MAX, &[1, 1]), 0, Access::Write).is_ok());
+    // Numbers past u64 are refused, not wrapped.
+    let huge = view(u64::MAX, &[u64::MAX, u64::MAX]);
+    assert!(ok(&[2, 3], huge, u64::MAX, Access::Write).is_err());
+    let far = PartView::within(&[1], &[usize::MAX], &[0], &[usize::MAX - 1]).unwrap();
+    assert!(ok(&[1], far, 1 << 40, Access::Read).is_err());
     // Axes of one index may take any stride.
     assert!(ok(&[1, 3], view(0, &[u64::MAX, 1]), 3, Access::Write).is_ok());
 }
