@@ -351,11 +351,13 @@ fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
         put_staged(v - v0, x);
     }
     workgroupBarrier();
-    for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
-        if (u == 0u && e.skip > 0u) {
-            store_first_unit(e);
-            continue;
-        }
+    // An entry that starts inside its first unit: that unit is written byte by byte.
+    var u = span.x + lane;
+    if (u == 0u && e.skip > 0u) {
+        store_first_unit(e);
+        u += WORKGROUP_SIZE;
+    }
+    for (; u < span.y; u += WORKGROUP_SIZE) {
         let b = e.first_byte + u * 16u;
         let at = place(e, b);
         var x = staged16(staged_row(e, first.row, slot, v0, at.row) + at.col);

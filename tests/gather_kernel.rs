@@ -16,29 +16,11 @@ use wgpu_split::{
 /// The gather alone, in every layout and at two run lengths, and with the device's own runs
 /// (spread over its lanes, up to 2,048 units each).
 fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
-    let gather = gpu.clone().with_options(SplitOptions {
+    let mut variants = common::lane_mappings(gpu);
+    let runs = gpu.clone().with_options(SplitOptions {
         route: RouteChoice::Gather,
-        ..gpu.options()
-    });
-    let mut variants: Vec<(String, GpuSplitter)> = [
-        (GatherMode::Cpu, 128),
-        (GatherMode::Cpu, 3),
-        (GatherMode::Gpu, 4),
-        (GatherMode::Gpu, 1),
-    ]
-    .into_iter()
-    .map(|(mode, units)| {
-        let variant = gather.clone().with_options(SplitOptions {
-            gather_mode: Some(mode),
-            max_steps_per_lane: Some(units),
-            ..gather.options()
-        });
-        (format!("{} {mode:?} x{units}", common::name(gpu)), variant)
-    })
-    .collect();
-    let runs = gather.clone().with_options(SplitOptions {
         gather_mode: Some(GatherMode::Cpu),
-        ..gather.options()
+        ..gpu.options()
     });
     variants.push((format!("{} runs", common::name(gpu)), runs));
     variants

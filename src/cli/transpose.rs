@@ -73,7 +73,9 @@ impl Transposed {
         let mut outputs = fresh();
         match gpu {
             None => reference::split_into_views(&input, plan, &self.views, &mut outputs)?,
-            Some(g) => g.run_into_views(plan, &input, &self.views, &mut outputs)?,
+            Some(g) => {
+                g.run_into_views(plan, &input, &self.views, &mut outputs)?;
+            }
         }
         let split = t.elapsed();
         let t = Instant::now();

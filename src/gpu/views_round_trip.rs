@@ -5,6 +5,8 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::{block_on, buffer_with, scoped_async};
 use crate::gpu::parts::Outputs;
 use crate::gpu::placement::BufferRegion;
+use crate::gpu::plans::EncodedSplit;
+use crate::gpu::round_trip::{map_read, read_mapped};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::{PartView, SplitPlan};
 use crate::tensor::HostTensor;
@@ -33,30 +35,38 @@ impl GpuSplitter {
         input: &HostTensor,
         views: &[PartView],
         regions: &mut [Vec<u8>],
-    ) -> Result<()> {
+    ) -> Result<EncodedSplit> {
         let submitted = self.submit_views(plan, input, views, regions);
-        let (readback, sizes) = block_on("GpuSplitter::run_into_views", submitted)?;
-        self.read_back(&readback, |bytes| {
-            let mut at = 0;
-            for (region, &size) in regions.iter_mut().zip(&sizes) {
-                let n = region.len();
-                region.copy_from_slice(&bytes[at..at + n]);
-                at += size as usize;
-            }
-            Ok(())
-        })
+        let (readback, sizes, encoded) = block_on("GpuSplitter::run_into_views", submitted)?;
+        self.read_back(&readback, |bytes| copy_regions(bytes, &sizes, regions))?;
+        Ok(encoded)
+    }
+
+    /// [`GpuSplitter::run_into_views`] for async callers (WebGPU), as
+    /// [`GpuSplitter::run_async`].
+    pub async fn run_into_views_async(
+        &self,
+        plan: &SplitPlan,
+        input: &HostTensor,
+        views: &[PartView],
+        regions: &mut [Vec<u8>],
+    ) -> Result<EncodedSplit> {
+        let (readback, sizes, encoded) = self.submit_views(plan, input, views, regions).await?;
+        map_read(&self.device, &readback).await?;
+        read_mapped(&readback, |bytes| copy_regions(bytes, &sizes, regions))?;
+        Ok(encoded)
     }
 
     /// Uploads the input and the regions, records the split through `views` and the copy of
-    /// every region into one readback buffer, and submits; returns the readback buffer and
-    /// each region's bytes in it (its length rounded up to 4).
+    /// every region into one readback buffer, and submits; returns the readback buffer, each
+    /// region's bytes in it (its length rounded up to 4), and what the split recorded.
     async fn submit_views(
         &self,
         plan: &SplitPlan,
         input: &HostTensor,
         views: &[PartView],
         regions: &[Vec<u8>],
-    ) -> Result<(wgpu::Buffer, Vec<u64>)> {
+    ) -> Result<(wgpu::Buffer, Vec<u64>, EncodedSplit)> {
         plan.check_input_shape(input.shape())?;
         if regions.len() != plan.num_outputs() {
             return Err(SplitError::BadView(format!(
@@ -93,7 +103,8 @@ impl GpuSplitter {
         let bound: Vec<BufferRegion<'_>> = parts.iter().map(Into::into).collect();
         let mut encoder = device.create_command_encoder(&Default::default());
         let to = Outputs::Views(&bound, views);
-        self.encode_async(&mut encoder, plan, input.dtype(), (&whole).into(), to)
+        let encoded = self
+            .encode_async(&mut encoder, plan, input.dtype(), (&whole).into(), to)
             .await?;
         scoped_async(device, "reading the regions back", || {
             let mut at = 0;
@@ -104,6 +115,17 @@ impl GpuSplitter {
             self.queue.submit([encoder.finish()]);
         })
         .await?;
-        Ok((readback, sizes))
+        Ok((readback, sizes, encoded))
     }
+}
+
+/// Each region's bytes from `bytes`, where they lie `sizes` bytes apart.
+fn copy_regions(bytes: &[u8], sizes: &[u64], regions: &mut [Vec<u8>]) -> Result<()> {
+    let mut at = 0;
+    for (region, &size) in regions.iter_mut().zip(sizes) {
+        let n = region.len();
+        region.copy_from_slice(&bytes[at..at + n]);
+        at += size as usize;
+    }
+    Ok(())
 }

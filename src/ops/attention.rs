@@ -2,7 +2,7 @@
 //! into KV caches at a position, and the heads merged back; a plan and one view per part, for
 //! [`Outputs::Views`](crate::Outputs::Views) and [`Inputs::Views`](crate::Inputs::Views).
 
-use crate::error::Result;
+use crate::error::{Result, SplitError};
 use crate::plan::{ConcatPlan, PartView, SplitPlan};
 use crate::IntTensor;
 
@@ -51,9 +51,16 @@ impl Attention {
             kv_heads: hkv,
             head_dim: d,
         } = *self;
+        let all = hkv
+            .checked_mul(2)
+            .and_then(|kv| kv.checked_add(hq))
+            .ok_or_else(|| {
+                SplitError::TooLarge(format!(
+                    "{hq} query heads and twice {hkv} key and value heads overflow a usize"
+                ))
+            })?;
         let lengths = IntTensor::vector(vec![hq as i64, hkv as i64, hkv as i64]);
-        let plan =
-            super::variadic_split(&[b, s, hq + 2 * hkv, d], &IntTensor::scalar(2), &lengths)?;
+        let plan = super::variadic_split(&[b, s, all, d], &IntTensor::scalar(2), &lengths)?;
         let heads = [0, 2, 1, 3];
         let q = PartView::within(&[b, s, hq, d], &[b, hq, s, d], &heads, &[0; 4])?;
         let cache = [b, hkv, cache_len, d];
@@ -109,6 +116,11 @@ mod tests {
         );
         assert_eq!(k, v);
         assert!(matches!(layer.split_qkv(8, 6), Err(SplitError::BadView(_))));
+        let huge = Attention {
+            kv_heads: usize::MAX / 2 + 1,
+            ..layer
+        };
+        assert!(matches!(huge.split_qkv(8, 0), Err(SplitError::TooLarge(_))));
         let (merge, [heads]) = layer.merge_heads().unwrap();
         assert_eq!(merge.output_shape(), &[2, 3, 4, 5]);
         assert_eq!(heads, q);

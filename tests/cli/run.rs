@@ -282,32 +282,23 @@ fn transposed_outputs_are_the_reference_views(backend: &str) {
         }
     }
     // Not a permutation of the outputs' axes; not an option of the concat.
-    let out = run_op(
-        "split",
-        &in_path,
-        &s(dir.path()),
-        &["--axis=0", "--num-splits=1", "--transpose=0,1,1,3"],
-    );
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr
-            .contains("is not a permutation of the outputs' 4 axes"),
-        "{}",
-        out.stderr
-    );
-    let out = run_op(
-        "concat",
-        &in_path,
-        &s(dir.path()),
-        &["--axis=0", "--transpose=0,1,2,3"],
-    );
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr
-            .contains("--transpose does not apply to --op concat"),
-        "{}",
-        out.stderr
-    );
+    let refused: [(&str, &[&str], &str); 2] = [
+        (
+            "split",
+            &["--axis=0", "--num-splits=1", "--transpose=0,1,1,3"],
+            "is not a permutation of the outputs' 4 axes",
+        ),
+        (
+            "concat",
+            &["--axis=0", "--transpose=0,1,2,3"],
+            "--transpose does not apply to --op concat",
+        ),
+    ];
+    for (op, args, rule) in refused {
+        let out = run_op(op, &in_path, &s(dir.path()), args);
+        assert_eq!(out.code, 2, "{op}: {}", out.stderr);
+        assert!(out.stderr.contains(rule), "{}", out.stderr);
+    }
 }
 
 per_backend_command!(

@@ -7,6 +7,7 @@
 #![allow(dead_code, unused_macros)]
 
 pub mod concat;
+pub mod views;
 
 use std::sync::OnceLock;
 use wgpu_split::{BackendChoice, BufferRegion, GpuSplitter, HostTensor, Outputs};
@@ -47,6 +48,33 @@ pub fn with_limits(
     }))
     .unwrap();
     GpuSplitter::new(device, queue).unwrap()
+}
+
+/// `gpu` with the gather alone in each lane mapping: a run per lane (of 128 units, and of 3,
+/// so runs start inside entries), and consecutive lanes (the lanes and staged rows GPUs take)
+/// at 4 and 1 steps per lane; each named after the adapter and the mapping.
+pub fn lane_mappings(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
+    use wgpu_split::{GatherMode, RouteChoice, SplitOptions};
+    let gather = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        ..gpu.options()
+    });
+    [
+        (GatherMode::Cpu, 128),
+        (GatherMode::Cpu, 3),
+        (GatherMode::Gpu, 4),
+        (GatherMode::Gpu, 1),
+    ]
+    .into_iter()
+    .map(|(mode, units)| {
+        let variant = gather.clone().with_options(SplitOptions {
+            gather_mode: Some(mode),
+            max_steps_per_lane: Some(units),
+            ..gather.options()
+        });
+        (format!("{} {mode:?} x{units}", name(gpu)), variant)
+    })
+    .collect()
 }
 
 /// The adapter's name and backend, for messages.

@@ -2,6 +2,8 @@
 //! allocator leaves them: the buffers have no COPY usage, so the gather reads them, several
 //! per dispatch (the multi-input build, as many buffers as WebGPU binds).
 
+use crate::signal::Signal;
+use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
 use wgpu_split::{wgpu, BufferRegion, ConcatPlan, GpuSplitter, HostTensor, Inputs};
 
@@ -60,8 +62,28 @@ pub(crate) async fn concat_from_buffers(
         .map_err(|e| format!("the concat from buffers of their own: {e}"))?;
     encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, size);
     gpu.queue().submit([encoder.finish()]);
-    let got = crate::views::read(&readback).await?;
-    let same = got[..want.bytes().len()] == *want.bytes();
+    let mapped = Signal::default();
+    let result = Arc::new(Mutex::new(None));
+    let (signal, slot) = (mapped.clone(), result.clone());
+    readback.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        signal.fire();
+    });
+    mapped.await;
+    let outcome = result.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match outcome {
+        Some(Ok(())) => {}
+        Some(Err(e)) => return Err(format!("mapping the concat's output: {e}")),
+        None => return Err("mapping the concat's output: no answer".into()),
+    }
+    let same = {
+        let view = readback
+            .slice(..)
+            .get_mapped_range()
+            .map_err(|e| format!("reading the concat's output: {e}"))?;
+        view[..want.bytes().len()] == *want.bytes()
+    };
+    readback.unmap();
     Ok(FromBuffers {
         same,
         buffers: buffers.len(),
