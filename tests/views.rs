@@ -11,7 +11,7 @@ use common::views::{buffer, check_split, pattern, read_all, tensor, Rng};
 use wgpu_split::ops::Attention;
 use wgpu_split::{
     ops, reference, BufferRegion, DType, GpuSplitter, Inputs, IntTensor, Outputs, PartView,
-    SplitError,
+    Prepared, SplitError, SplitPlan,
 };
 
 fn random_views_split_as_the_reference_does(gpu: &'static GpuSplitter) {
@@ -122,6 +122,8 @@ fn views_on_devices_of_wgpu_limits(gpu: &'static GpuSplitter) {
             "{} storage buffers",
             limits.max_storage_buffers_per_shader_stage
         );
+        // The decode step's buffers take 3 dispatches, then 2, at dynamic offsets.
+        decode_loop(&limited);
         let places = [(0, 0), (1, 0), (2, 0)];
         check_split(&limited, &what, &input, &plan, &views, &places, &sizes);
         let views = [head(0), head(1)];
@@ -135,6 +137,23 @@ fn views_on_devices_of_wgpu_limits(gpu: &'static GpuSplitter) {
             &[80],
         );
     }
+    // A device that allows no dynamic offsets is refused by name.
+    let none = common::with_limits(gpu, |adapter| wgpu::Limits {
+        max_dynamic_storage_buffers_per_pipeline_layout: 0,
+        ..adapter
+    });
+    let input = buffer(&none, &vec![0; input.bytes().len()]);
+    let parts: Vec<wgpu::Buffer> = sizes.iter().map(|&n| buffer(&none, &vec![0; n])).collect();
+    let regions: Vec<BufferRegion<'_>> = parts.iter().map(Into::into).collect();
+    let to = Outputs::Views(&regions, &views);
+    let m = none
+        .prepare(&plan, DType::F16, (&input).into(), to)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        m.contains("binds each output's buffer at 2 dynamic offsets; the device allows 0"),
+        "{m}"
+    );
 }
 
 fn attention_heads_and_caches_at_a_position(gpu: &'static GpuSplitter) {
@@ -210,7 +229,8 @@ fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
         offset: (first * s * d) as u64,
         ..PartView::within(&[1, s, h / 2, d], &[1, h, s, d], &[0, 2, 1, 3], &[0; 4]).unwrap()
     };
-    let two = ops::concat(&[[1, s, h / 2, d], [1, s, h / 2, d]], 2).unwrap();
+    let two_halves = ops::concat(&[[1, s, h / 2, d], [1, s, h / 2, d]], 2).unwrap();
+    let two = two_halves.clone();
     for (plan, views) in [(one, vec![all]), (two, vec![half(0), half(h / 2)])] {
         let regions = vec![BufferRegion::from(&heads_buf); views.len()];
         let bytes: Vec<&[u8]> = vec![heads.bytes(); views.len()];
@@ -237,10 +257,45 @@ fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
         );
         assert_eq!(&got[n..initial.len()], &initial[n..], "past the output");
     }
+    // The halves prepared in the first of two batches, then moved to the second: each input
+    // window moves by the dynamic offset alone.
+    let batches = tensor(DType::F16, &[2, h, s, d], 4);
+    let batches_buf = buffer(gpu, batches.bytes());
+    let first = [half(0), half(h / 2)];
+    let regions = [BufferRegion::from(&batches_buf); 2];
+    let out = buffer(gpu, &pattern(s * h * d * 2, 5));
+    let from = Inputs::Views(&regions, &first);
+    let node = gpu
+        .prepare(&two_halves, DType::F16, from, (&out).into())
+        .unwrap();
+    let moved = first.clone().map(|v| PartView {
+        offset: v.offset + (h * s * d) as u64,
+        ..v
+    });
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    node.encode_with_views(&mut encoder, &moved).unwrap();
+    let got = common::submit_and_read(gpu, encoder, &out);
+    let bytes = [batches.bytes(); 2];
+    let want = reference::concat_from_views(&two_halves, DType::F16, &moved, &bytes).unwrap();
+    let n = want.bytes().len();
+    assert_eq!(&got[..n], want.bytes(), "{}: moved", common::name(gpu));
 }
 
-fn a_prepared_decode_step_moves_through_the_caches(gpu: &'static GpuSplitter) {
-    // One token a step: Q [1, 4, 1, 128] f16, and K, V into caches of 6 positions at p.
+/// What [`decode_loop`] gives: the layer, its plan, its first views, the prepared node, and
+/// its input and output buffers.
+type Decoded = (
+    Attention,
+    SplitPlan,
+    [PartView; 3],
+    Prepared<SplitPlan>,
+    wgpu::Buffer,
+    Vec<wgpu::Buffer>,
+);
+
+/// A decode step of one token, prepared at position 0 and moved through 5 positions with
+/// `encode_with_views`: Q [1, 4, 1, 128] f16, and K, V into caches of 6 positions at p; every
+/// buffer compared whole with the reference's.
+fn decode_loop(gpu: &GpuSplitter) -> Decoded {
     let layer = Attention {
         batch: 1,
         seq: 1,
@@ -275,10 +330,18 @@ fn a_prepared_decode_step_moves_through_the_caches(gpu: &'static GpuSplitter) {
         assert_eq!(
             &g[..w.len()],
             w.as_slice(),
-            "{}: part {k}",
-            common::name(gpu)
+            "{} of {} dynamic storage buffers: part {k}",
+            common::name(gpu),
+            gpu.device()
+                .limits()
+                .max_dynamic_storage_buffers_per_pipeline_layout
         );
     }
+    (layer, plan, first, node, input, parts)
+}
+
+fn a_prepared_decode_step_moves_through_the_caches(gpu: &'static GpuSplitter) {
+    let (_, plan, first, node, input, parts) = decode_loop(gpu);
 
     // What a prepared node cannot move to.
     let mut encoder = gpu.device().create_command_encoder(&Default::default());

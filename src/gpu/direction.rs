@@ -2,7 +2,7 @@
 
 /// Which way a route moves a plan's bytes: from the split's input into its outputs, or from
 /// the concat's inputs (the split's outputs, placed by the layout) into its output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
     Split,
     Concat,

@@ -1,20 +1,20 @@
 //! A prepared split (or concat) through views recorded again with its views moved: a decode
 //! step writes K and V into their caches one position further every token. Only the views'
-//! offsets change, so each buffer's window moves by its parts' shift and the table stays:
-//! new bind groups, no planning
+//! offsets change, so each buffer's window moves by its parts' shift: the bind groups stay
+//! and take new dynamic offsets, the table stays, nothing is planned
 //! ([`Prepared::encode_with_views`](crate::Prepared::encode_with_views)).
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped_async;
 use crate::gpu::direction::Direction;
 use crate::gpu::gather::pipeline::record_unscoped;
-use crate::gpu::gather::{Dispatch, GatherPipeline, Windows};
-use crate::gpu::placement::{BufferRegion, PartLayout};
+use crate::gpu::gather::BoundDispatch;
+use crate::gpu::placement::PartLayout;
 use crate::gpu::plans::Recorded;
 use crate::plan::PartView;
 use std::sync::Arc;
 
-/// What a split or concat prepared through views keeps to bind it again at new offsets.
+/// What a split or concat prepared through views keeps to record it at new offsets.
 #[derive(Debug)]
 pub(crate) struct Movable {
     pub direction: Direction,
@@ -27,23 +27,18 @@ pub(crate) struct Movable {
     /// Elements of its region each view reaches (0 for an empty part), and the region holds.
     pub reach: Vec<u64>,
     pub room: Vec<u64>,
-    /// The whole tensor's region.
-    pub whole: (wgpu::Buffer, u64),
-    /// Each dispatch, with the windows it binds.
+    /// Each batch of dispatches, with the windows it binds.
     pub batches: Vec<MovableBatch>,
     /// Where each part lies, as prepared.
     pub layout: Arc<PartLayout>,
-    /// The device's limits (its dispatch grid).
-    pub limits: wgpu::Limits,
 }
 
-/// The dispatches of a prepared split through views that bind the same windows: their
-/// pipeline, their tables, and each window (buffer, offset, size, and the parts in it).
+/// The dispatches of a prepared split through views that bind the same windows, bound with
+/// those windows at dynamic offsets, and each window (buffer, offset, size, and the parts in
+/// it) as prepared.
 #[derive(Debug)]
 pub(crate) struct MovableBatch {
-    pub pipeline: GatherPipeline,
-    pub dispatches: Vec<Dispatch>,
-    pub tables: Vec<wgpu::Buffer>,
+    pub bound: Vec<BoundDispatch>,
     pub windows: Vec<(wgpu::Buffer, u64, u64, Vec<usize>)>,
 }
 
@@ -57,31 +52,25 @@ impl Movable {
         views: &[PartView],
     ) -> Result<Recorded> {
         let shifts = self.shifts(views)?;
-        let windows = self.moved_windows(&shifts)?;
-        let whole = BufferRegion {
-            buffer: &self.whole.0,
-            offset: self.whole.1,
-        };
-        // Bound and recorded in one set of error scopes: a decode step's host time.
-        let what = format!("encoding the prepared {} at new views", self.direction.op());
-        let dispatches = scoped_async(device, &what, || {
-            let mut bound = Vec::new();
-            for (batch, windows) in self.batches.iter().zip(&windows) {
-                let (reads, writes) = self
-                    .direction
-                    .in_order(Windows::Region(&whole), Windows::PerBinding(windows));
-                let (dispatches, tables) = (&batch.dispatches, &batch.tables);
-                let limits = &self.limits;
-                bound.extend(
-                    batch
-                        .pipeline
-                        .bind_unscoped(device, limits, dispatches, tables, reads, writes)?,
-                );
+        let mut moved = Vec::new();
+        for batch in &self.batches {
+            let window_shifts = self.window_shifts(batch, &shifts)?;
+            for bound in &batch.bound {
+                let offsets = bound.moved_offsets(&window_shifts).ok_or_else(|| {
+                    SplitError::BadView(format!(
+                        "the views move a window more than 2 GiB from where the node was \
+                         prepared ({:?} bytes): prepare it again",
+                        window_shifts
+                    ))
+                })?;
+                moved.push((bound, offsets));
             }
-            record_unscoped(encoder, &bound);
-            Ok::<_, SplitError>(bound.len() as u32)
+        }
+        let what = format!("encoding the prepared {} at new views", self.direction.op());
+        scoped_async(device, &what, || {
+            record_unscoped(encoder, moved.iter().map(|(b, o)| (*b, o.as_slice())))
         })
-        .await??;
+        .await?;
         let mut layout = (*self.layout).clone();
         for (range, shift) in layout.ranges.iter_mut().zip(&shifts) {
             if range.size > 0 {
@@ -96,7 +85,7 @@ impl Movable {
             .unwrap_or(0);
         Ok(Recorded {
             layout: Arc::new(layout),
-            dispatches,
+            dispatches: moved.len() as u32,
             buffer_copies: 0,
         })
     }
@@ -138,46 +127,36 @@ impl Movable {
         Ok(shifts)
     }
 
-    /// Each batch's windows moved by their parts' shift: one shift per buffer, at a multiple
-    /// of the storage offset alignment, inside the buffer.
-    fn moved_windows(&self, shifts: &[i64]) -> Result<Vec<Vec<(BufferRegion<'_>, u64)>>> {
+    /// The shift of each of `batch`'s windows: its parts' shift, one per buffer, which keeps
+    /// the window at a multiple of the storage offset alignment, inside its buffer.
+    fn window_shifts(&self, batch: &MovableBatch, shifts: &[i64]) -> Result<Vec<i64>> {
         let part = self.direction.names().0;
-        let mut moved_windows = Vec::with_capacity(self.batches.len());
-        for batch in &self.batches {
-            let mut windows = Vec::with_capacity(batch.windows.len());
-            for (buffer, offset, size, parts) in &batch.windows {
-                let shift = parts.first().map_or(0, |&k| shifts[k]);
-                if let Some(&k) = parts.iter().find(|&&k| shifts[k] != shift) {
-                    return Err(SplitError::BadView(format!(
-                        "{part}s {} and {k} share a buffer and move by different offsets ({} \
-                         and {} bytes): a prepared node moves each buffer's parts together; \
-                         encode it with GpuSplitter::encode",
-                        parts[0], shift, shifts[k]
-                    )));
-                }
-                let moved = offset
-                    .checked_add_signed(shift)
-                    .filter(|o| o.is_multiple_of(self.align) && o + size <= buffer.size());
-                let Some(moved) = moved else {
-                    return Err(SplitError::BadView(format!(
-                        "{part} {} moves by {shift} bytes, which would bind its buffer from byte \
-                         {}, not a multiple of the device's storage offset alignment {} inside \
-                         the buffer: encode it with GpuSplitter::encode",
-                        parts[0],
-                        *offset as i128 + shift as i128,
-                        self.align
-                    )));
-                };
-                windows.push((
-                    BufferRegion {
-                        buffer,
-                        offset: moved,
-                    },
-                    *size,
-                ));
+        let mut window_shifts = Vec::with_capacity(batch.windows.len());
+        for (buffer, offset, size, parts) in &batch.windows {
+            let shift = parts.first().map_or(0, |&k| shifts[k]);
+            if let Some(&k) = parts.iter().find(|&&k| shifts[k] != shift) {
+                return Err(SplitError::BadView(format!(
+                    "{part}s {} and {k} share a buffer and move by different offsets ({} and {} \
+                     bytes): a prepared node moves each buffer's parts together; encode it \
+                     with GpuSplitter::encode",
+                    parts[0], shift, shifts[k]
+                )));
             }
-            moved_windows.push(windows);
+            let moved = offset
+                .checked_add_signed(shift)
+                .filter(|o| o.is_multiple_of(self.align) && o + size <= buffer.size());
+            if moved.is_none() {
+                return Err(SplitError::BadView(format!(
+                    "{part} {} moves by {shift} bytes, which would bind its buffer from byte {}, \
+                     not a multiple of the device's storage offset alignment {} inside the \
+                     buffer: encode it with GpuSplitter::encode",
+                    parts[0],
+                    *offset as i128 + shift as i128,
+                    self.align
+                )));
+            }
+            window_shifts.push(shift);
         }
-        Ok(moved_windows)
+        Ok(window_shifts)
     }
 }

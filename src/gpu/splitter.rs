@@ -67,6 +67,10 @@ fn allowed_output_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u3
     .clamp(1, MAX_DST_BINDINGS)
 }
 
+/// A build of the gather: its input and output bindings, and the side of a node through views
+/// it binds at dynamic offsets ([`GatherPipeline::with_bindings`]).
+type BuildKey = (InputBindings, OutputBindings, Option<Direction>);
+
 /// The most input buffers one dispatch of the multi-input build may bind on a device of
 /// `limits` with `gather`: the table and the output's bindings (two, or one in the words-only
 /// build) take their storage buffers, and each input buffer two (its words and its vec4s);
@@ -128,9 +132,9 @@ pub struct GpuSplitter {
     pub(crate) output_bindings: u32,
     /// Most input buffers one gather dispatch of [`Inputs::Regions`](crate::Inputs) reads.
     pub(crate) input_bindings: u32,
-    /// The multi-output and multi-input builds compiled so far, by their bindings; shared by
-    /// clones.
-    pub(crate) builds: Arc<Mutex<HashMap<(InputBindings, OutputBindings), GatherPipeline>>>,
+    /// The multi-output, multi-input and views' builds compiled so far, by their bindings
+    /// and the side they move; shared by clones.
+    pub(crate) builds: Arc<Mutex<HashMap<BuildKey, GatherPipeline>>>,
     /// Tells whether the device is lost; shared by clones and prepared splits.
     pub(crate) probe: Arc<device::LossProbe>,
 }
@@ -221,7 +225,7 @@ impl GpuSplitter {
 
     /// The multi-output build with `bindings` output bindings, compiled on first use.
     pub(super) async fn multi_output_pipeline(&self, bindings: u32) -> Result<GatherPipeline> {
-        self.build_with(InputBindings::One, OutputBindings::Multi(bindings))
+        self.build_with(InputBindings::One, OutputBindings::Multi(bindings), None)
             .await
     }
 
@@ -229,22 +233,26 @@ impl GpuSplitter {
     /// output, compiled on first use.
     pub(super) async fn multi_input_pipeline(&self, bindings: u32) -> Result<GatherPipeline> {
         let outputs = self.gather.single_output();
-        self.build_with(InputBindings::Multi(bindings), outputs)
+        self.build_with(InputBindings::Multi(bindings), outputs, None)
             .await
     }
 
-    /// The build with `inputs` and `outputs`, compiled on first use.
-    async fn build_with(
+    /// The build with `inputs` and `outputs`, its parts' windows at dynamic offsets where
+    /// `moving` names a node through views ([`GatherPipeline::with_bindings`]), compiled on
+    /// first use.
+    pub(super) async fn build_with(
         &self,
         inputs: InputBindings,
         outputs: OutputBindings,
+        moving: Option<Direction>,
     ) -> Result<GatherPipeline> {
         let built = || self.builds.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = built().get(&(inputs, outputs)) {
+        let key = (inputs, outputs, moving);
+        if let Some(p) = built().get(&key) {
             return Ok(p.clone());
         }
-        let pipeline = GatherPipeline::with_bindings(&self.device, inputs, outputs).await?;
-        built().insert((inputs, outputs), pipeline.clone());
+        let pipeline = GatherPipeline::with_bindings(&self.device, inputs, outputs, moving).await?;
+        built().insert(key, pipeline.clone());
         Ok(pipeline)
     }
 

@@ -2,12 +2,15 @@
 //! [`Inputs::Views`](crate::Inputs::Views)): each part's view checked against its region,
 //! lowered to runs ([`crate::plan::views`]) and cut into the split table's entries
 //! ([`view_entries`]); a split's outputs in one dispatch for as many buffers as the
-//! multi-output build binds, a concat's inputs in one dispatch per buffer.
+//! multi-output build binds, a concat's inputs in one dispatch per buffer; each part buffer's
+//! window bound at a dynamic offset, which a prepared node moves
+//! ([`Prepared::encode_with_views`]).
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device;
 use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::DST_BINDING_SHIFT;
+use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::{
     binding_bytes, dispatch_of, view_dispatch, view_entries, window_limit, Dispatch, Windows,
     MAX_VIEW_ENTRIES, UNIT_BYTES,
@@ -88,35 +91,32 @@ impl GpuSplitter {
         let mut prepared = self.prepare_nothing(direction, layout.clone());
         let windows = self.buffer_windows(&viewed)?;
         let mut batches = Vec::new();
-        let batch = match direction {
-            Direction::Split => self.output_bindings as usize,
-            Direction::Concat => 1,
-        };
-        for group in windows.chunks(batch) {
+        for group in windows.chunks(self.views_batch(direction)?) {
             let dispatches = self.view_batch(direction, group, whole_bytes)?;
             let bytes: Vec<Vec<u8>> = dispatches.iter().map(Dispatch::table_bytes).collect();
             let tables = self.tables.buffers(&self.device, &bytes).await?;
             let bound_windows: Vec<(BufferRegion<'_>, u64)> =
                 group.iter().map(|w| (w.region, w.size)).collect();
-            let pipeline = match group.len() {
-                1 => self.gather.clone(),
-                n => self.multi_output_pipeline(n as u32).await?,
+            let outputs = match group.len() {
+                1 => self.gather.single_output(),
+                n => OutputBindings::Multi(n as u32),
             };
+            let pipeline = self
+                .build_with(InputBindings::One, outputs, Some(direction))
+                .await?;
             let (reads, writes) =
                 direction.in_order(Windows::Region(&whole), Windows::PerBinding(&bound_windows));
             let bound = pipeline
                 .bind(&self.device, &dispatches, &tables, reads, writes)
                 .await?;
             prepared.recorded.dispatches += bound.len() as u32;
-            prepared.commands.push(Commands::Gather(bound));
+            prepared.commands.push(Commands::Gather(bound.clone()));
             let windows = group.iter().map(|w| {
                 let parts = w.parts.iter().map(|v| v.k).collect();
                 (w.region.buffer.clone(), w.region.offset, w.size, parts)
             });
             batches.push(MovableBatch {
-                pipeline,
-                dispatches,
-                tables,
+                bound,
                 windows: windows.collect(),
             });
         }
@@ -131,10 +131,8 @@ impl GpuSplitter {
             views: views.to_vec(),
             reach,
             room,
-            whole: (whole.buffer.clone(), whole.offset),
             batches,
             layout,
-            limits: self.limits.clone(),
         }));
         Ok(prepared)
     }
@@ -214,6 +212,33 @@ impl GpuSplitter {
             check_disjoint(&written)?;
         }
         Ok(viewed)
+    }
+
+    /// How many of the parts' buffers one dispatch binds: each takes 2 dynamic storage
+    /// bindings (a split's output as units and tail, or 1 in the words-only build; a
+    /// concat's input as words and vec4s), so that a prepared node moves them
+    /// ([`Prepared::encode_with_views`]); a split binds as many buffers as the device allows,
+    /// a concat one.
+    fn views_batch(&self, direction: Direction) -> Result<usize> {
+        let dynamic = self.limits.max_dynamic_storage_buffers_per_pipeline_layout;
+        let (part, _) = direction.names();
+        let each = match direction {
+            Direction::Split => self.gather.single_output().count_and_views().1,
+            Direction::Concat => 2,
+        };
+        if dynamic < each {
+            return Err(SplitError::Device(format!(
+                "a {} through views binds each {part}'s buffer at {each} dynamic offsets; the \
+                 device allows {dynamic} dynamic storage buffers per pipeline layout \
+                 (Limits::max_dynamic_storage_buffers_per_pipeline_layout; WebGPU gives at \
+                 least 4)",
+                direction.op()
+            )));
+        }
+        Ok(match direction {
+            Direction::Split => self.output_bindings.min(dynamic / each) as usize,
+            Direction::Concat => 1,
+        })
     }
 
     /// The parts of each buffer and the window that binds them, in buffer order.
@@ -307,8 +332,9 @@ impl<P: Plan> Prepared<P> {
     /// step's K and V one position further into their caches). Each moved view is checked
     /// inside its region; each buffer's parts move by one shift, which keeps its window at a
     /// multiple of the storage offset alignment (K and V of heads of 128 f16 or 64 f32 at
-    /// any position); the table stays and only the bind groups are made again. Anything else
-    /// is a [`SplitError::BadView`] that says what to prepare again.
+    /// any position) and within 2 GiB of where it was prepared; the table and the bind groups
+    /// stay, each window takes a new dynamic offset, nothing is made. Anything else is a
+    /// [`SplitError::BadView`] that says what to prepare again.
     ///
     /// ```no_run
     /// # use wgpu_split::{ops::Attention, wgpu, DType, GpuSplitter, Outputs};

@@ -2,15 +2,19 @@
 //! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
 
 use super::abi::{ProgramKey, UNIT_BYTES};
-use super::builds::{gather_source, tail_start, Hook, InputBindings, OutputBindings};
+use super::builds::{gather_source, Hook, InputBindings, OutputBindings};
 use super::dispatches::Dispatch;
 use crate::error::{Result, SplitError};
 #[cfg(feature = "bench")]
 use crate::gpu::device::scoped;
 use crate::gpu::device::scoped_async;
-use crate::gpu::placement::BufferRegion;
-use std::num::NonZeroU64;
+use crate::gpu::direction::Direction;
 use std::sync::{Arc, OnceLock};
+
+mod binding;
+
+pub(crate) use binding::record_unscoped;
+pub use binding::{record_bound, BoundDispatch, Windows};
 
 /// The gather shader compiled for one device, with its bind group layout; each entry point's
 /// pipeline is made the first time a dispatch needs it.
@@ -33,6 +37,10 @@ pub struct GatherPipeline {
     dst_bindings: u32,
     /// Bindings of each output buffer: 2 (units and tail), or 1 in the words-only build.
     dst_views: u32,
+    /// The build of a node through views in this direction binds its parts' windows (a
+    /// split's outputs, a concat's inputs) at dynamic offsets, which move without a new bind
+    /// group; `None`: every window is bound where it lies.
+    moving: Option<Direction>,
     /// The device's storage offset alignment, which places an output window's tail.
     offset_align: u64,
     /// Bound in place of empty views: a 16-byte buffer for an input's vec4s, and a slot per
@@ -43,73 +51,6 @@ pub struct GatherPipeline {
 /// Storage buffers the shader binds per stage: the table, the input as words and as vec4s,
 /// the output's units and tail. A device that allows fewer runs the words-only build.
 pub const STORAGE_BINDINGS: u32 = 5;
-
-/// The buffers a gather's dispatches read (their inputs) or write (their outputs).
-#[derive(Debug, Clone, Copy)]
-pub enum Windows<'a> {
-    /// One region; each dispatch binds its own window of it.
-    Region(&'a BufferRegion<'a>),
-    /// One window (region and size) per binding of the multi-input or multi-output build,
-    /// the same for every dispatch.
-    PerBinding(&'a [(BufferRegion<'a>, u64)]),
-}
-
-impl<'a> Windows<'a> {
-    /// Bindings they take.
-    fn count(&self) -> u32 {
-        match self {
-            Windows::Region(_) => 1,
-            Windows::PerBinding(w) => w.len() as u32,
-        }
-    }
-
-    /// Buffer, offset and size of each binding; a dispatch's own window is `offset .. offset
-    /// + size` of the region.
-    fn bound(&self, offset: u64, size: u64) -> Vec<(&'a wgpu::Buffer, u64, u64)> {
-        match *self {
-            Windows::Region(region) => vec![(region.buffer, region.offset + offset, size)],
-            Windows::PerBinding(windows) => windows
-                .iter()
-                .map(|(region, size)| (region.buffer, region.offset, *size))
-                .collect(),
-        }
-    }
-}
-
-/// One gather dispatch bound to its buffers ([`GatherPipeline::bind`]): recorded by
-/// [`record_bound`], as often as wanted.
-#[derive(Debug, Clone)]
-pub struct BoundDispatch {
-    pipeline: wgpu::ComputePipeline,
-    bind_group: wgpu::BindGroup,
-    grid: (u32, u32),
-}
-
-/// Records `bound` into one compute pass of `encoder`; a device error (a buffer destroyed
-/// since it was bound, for one) becomes [`SplitError::Device`].
-pub async fn record_bound(
-    device: &wgpu::Device,
-    encoder: &mut wgpu::CommandEncoder,
-    bound: &[BoundDispatch],
-) -> Result<()> {
-    scoped_async(device, "encoding the split", || {
-        record_unscoped(encoder, bound)
-    })
-    .await
-}
-
-/// [`record_bound`] in the caller's error scopes.
-pub(crate) fn record_unscoped(encoder: &mut wgpu::CommandEncoder, bound: &[BoundDispatch]) {
-    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-        label: Some("split_gather"),
-        timestamp_writes: None,
-    });
-    for b in bound {
-        pass.set_pipeline(&b.pipeline);
-        pass.set_bind_group(0, &b.bind_group, &[]);
-        pass.dispatch_workgroups(b.grid.0, b.grid.1, 1);
-    }
-}
 
 impl GatherPipeline {
     /// Compiles the shader on `device`: the words-only build ([`OutputBindings::WordsOnly`])
@@ -130,24 +71,27 @@ impl GatherPipeline {
             )
         };
         scoped_async(device, "compiling the split pipeline", || {
-            Self::build(device, &source, false, InputBindings::One, outputs)
+            Self::build(device, &source, false, InputBindings::One, outputs, None)
         })
         .await
     }
 
     /// Compiles the build with `inputs` and `outputs`: the multi-output build
     /// ([`OutputBindings::Multi`]), whose dispatch writes into several buffers, or the
-    /// multi-input one ([`InputBindings::Multi`]), whose join reads from several.
+    /// multi-input one ([`InputBindings::Multi`]), whose join reads from several; `moving`:
+    /// the build of a node through views in that direction, whose parts' windows are bound at
+    /// dynamic offsets ([`BoundDispatch::moved_offsets`]).
     pub async fn with_bindings(
         device: &wgpu::Device,
         inputs: InputBindings,
         outputs: OutputBindings,
+        moving: Option<Direction>,
     ) -> Result<Self> {
         let source = gather_source(inputs, outputs, Hook::Silent)?;
         let what =
             format!("compiling the split pipeline with {inputs:?} inputs and {outputs:?} outputs");
         scoped_async(device, &what, || {
-            Self::build(device, &source, false, inputs, outputs)
+            Self::build(device, &source, false, inputs, outputs, moving)
         })
         .await
     }
@@ -171,7 +115,7 @@ impl GatherPipeline {
         let (inputs, outputs) = (InputBindings::One, OutputBindings::UnitsAndTail);
         let source = gather_source(inputs, outputs, Hook::Recording(5))?;
         scoped(device, "compiling the traced split pipeline", || {
-            Self::build(device, &source, true, inputs, outputs)
+            Self::build(device, &source, true, inputs, outputs, None)
         })
     }
 
@@ -195,6 +139,7 @@ impl GatherPipeline {
         traced: bool,
         inputs: InputBindings,
         outputs: OutputBindings,
+        moving: Option<Direction>,
     ) -> Self {
         let src_bindings = inputs.count();
         let (dst_bindings, dst_views) = outputs.count_and_views();
@@ -202,24 +147,28 @@ impl GatherPipeline {
             label: Some("split_gather.wgsl"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         });
-        let entry = |binding, read_only| wgpu::BindGroupLayoutEntry {
+        let entry = |binding, read_only, has_dynamic_offset| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
             ty: wgpu::BindingType::Buffer {
                 ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset: false,
+                has_dynamic_offset,
                 min_binding_size: None,
             },
             count: None,
         };
         // The table, the inputs as words and as vec4s (read-only); the outputs as units and
-        // as words; the trace build's records (`builds` gives the order).
+        // as words; the trace build's records (`builds` gives the order). The moving side's
+        // take dynamic offsets.
         let read = 1 + 2 * src_bindings;
         let dst = dst_views * dst_bindings;
-        let mut entries: Vec<_> = (0..read).map(|j| entry(j, true)).collect();
-        entries.extend((0..dst).map(|j| entry(read + j, false)));
+        let moves_inputs = moving == Some(Direction::Concat);
+        let moves_outputs = moving == Some(Direction::Split);
+        let mut entries = vec![entry(0, true, false)];
+        entries.extend((1..read).map(|j| entry(j, true, moves_inputs)));
+        entries.extend((0..dst).map(|j| entry(read + j, false, moves_outputs)));
         if traced {
-            entries.push(entry(read + dst, false));
+            entries.push(entry(read + dst, false, false));
         }
         let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("split_gather"),
@@ -250,6 +199,7 @@ impl GatherPipeline {
             src_bindings,
             dst_bindings,
             dst_views,
+            moving,
             offset_align,
             stand_ins: [stand_in(UNIT_BYTES), stand_in(slots)],
         }
@@ -320,114 +270,5 @@ impl GatherPipeline {
             self.bind_unscoped(device, &limits, dispatches, tables, inputs, outputs)
         })
         .await?
-    }
-
-    /// [`GatherPipeline::bind`] with the device's `limits`, in the caller's error scopes
-    /// (a prepared split moving its views binds and records in one).
-    pub(crate) fn bind_unscoped(
-        &self,
-        device: &wgpu::Device,
-        limits: &wgpu::Limits,
-        dispatches: &[Dispatch],
-        tables: &[wgpu::Buffer],
-        inputs: Windows<'_>,
-        outputs: Windows<'_>,
-    ) -> Result<Vec<BoundDispatch>> {
-        dispatches
-            .iter()
-            .zip(tables)
-            .map(|(dispatch, table)| {
-                Ok(BoundDispatch {
-                    pipeline: self.pipeline(device, dispatch.program),
-                    bind_group: self.bind_group(device, dispatch, table, inputs, outputs),
-                    grid: super::blocks::grid(limits, dispatch.params.num_blocks as u64)?,
-                })
-            })
-            .collect()
-    }
-
-    /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
-    /// the trace build's record buffer.
-    fn bind_group(
-        &self,
-        device: &wgpu::Device,
-        dispatch: &Dispatch,
-        table: &wgpu::Buffer,
-        inputs: Windows<'_>,
-        outputs: Windows<'_>,
-    ) -> wgpu::BindGroup {
-        // Each input binding's words and vec4s view the same window (`abi::binding_bytes`);
-        // each output window is bound as units, then as its tail (read-only views may share
-        // a range, writable ones may not).
-        let [read_stand_in, write_stand_in] = &self.stand_ins;
-        let src = inputs.bound(dispatch.src_offset, dispatch.src_size);
-        let mut resources = vec![table.as_entire_binding()];
-        resources.extend(src.iter().map(|&(b, offset, size)| window(b, offset, size)));
-        resources.extend(
-            src.iter()
-                .map(|&(b, offset, size)| vec4_window(b, offset, size, read_stand_in)),
-        );
-        let dst = outputs.bound(dispatch.dst_offset, dispatch.dst_size);
-        if self.dst_views == 2 {
-            // Each window's units, then each window's tail; an empty one binds its own slot
-            // of the writable stand-in.
-            let align = self.offset_align.max(UNIT_BYTES);
-            let slot = |k: usize| window(write_stand_in, k as u64 * align, UNIT_BYTES);
-            let mut tails = Vec::with_capacity(dst.len());
-            for (k, &(b, at, size)) in dst.iter().enumerate() {
-                let units = tail_start(size, self.offset_align);
-                resources.push(match units {
-                    0 => slot(k),
-                    _ => window(b, at, units),
-                });
-                tails.push(match size - units {
-                    0 => slot(dst.len() + k),
-                    tail => window(b, at + units, tail),
-                });
-            }
-            resources.extend(tails);
-        } else {
-            resources.extend(dst.iter().map(|&(b, offset, size)| window(b, offset, size)));
-        }
-        #[cfg(feature = "bench")]
-        resources.extend(self.trace.as_ref().map(|t| t.as_entire_binding()));
-        let entries: Vec<wgpu::BindGroupEntry> = resources
-            .into_iter()
-            .enumerate()
-            .map(|(binding, resource)| wgpu::BindGroupEntry {
-                binding: binding as u32,
-                resource,
-            })
-            .collect();
-        device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("split_gather"),
-            layout: &self.bind_group_layout,
-            entries: &entries,
-        })
-    }
-}
-
-/// A storage binding of `size` bytes of `buffer` from `offset`.
-fn window(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
-    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-        buffer,
-        offset,
-        size: NonZeroU64::new(size),
-    })
-}
-
-/// [`window`] for a vec4 view: `stand_in` where the window holds less than one vec4 (WebGPU
-/// binds no array of vec4s shorter than one). The shader never reads or writes such a view:
-/// a tensor under 16 bytes holds no whole vec4.
-fn vec4_window<'b>(
-    buffer: &'b wgpu::Buffer,
-    offset: u64,
-    size: u64,
-    stand_in: &'b wgpu::Buffer,
-) -> wgpu::BindingResource<'b> {
-    if size < UNIT_BYTES {
-        stand_in.as_entire_binding()
-    } else {
-        window(buffer, offset, size)
     }
 }

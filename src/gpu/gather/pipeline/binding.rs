@@ -1,0 +1,286 @@
+//! Binding the gather's dispatches to the caller's buffers and recording them: one bind group
+//! per dispatch, made once; a build that moves one side's windows (a node prepared through
+//! views) binds that side at dynamic offsets, which a decode step sets again without a new
+//! bind group ([`BoundDispatch::moved_offsets`]).
+
+use super::GatherPipeline;
+use crate::error::Result;
+use crate::gpu::device::scoped_async;
+use crate::gpu::direction::Direction;
+use crate::gpu::gather::abi::UNIT_BYTES;
+use crate::gpu::gather::builds::tail_start;
+use crate::gpu::gather::dispatches::Dispatch;
+use crate::gpu::placement::BufferRegion;
+use std::num::NonZeroU64;
+
+/// The buffers a gather's dispatches read (their inputs) or write (their outputs).
+#[derive(Debug, Clone, Copy)]
+pub enum Windows<'a> {
+    /// One region; each dispatch binds its own window of it.
+    Region(&'a BufferRegion<'a>),
+    /// One window (region and size) per binding of the multi-input or multi-output build,
+    /// the same for every dispatch.
+    PerBinding(&'a [(BufferRegion<'a>, u64)]),
+}
+
+impl<'a> Windows<'a> {
+    /// Bindings they take.
+    pub(super) fn count(&self) -> u32 {
+        match self {
+            Windows::Region(_) => 1,
+            Windows::PerBinding(w) => w.len() as u32,
+        }
+    }
+
+    /// Buffer, offset and size of each binding; a dispatch's own window is `offset .. offset
+    /// + size` of the region.
+    fn bound(&self, offset: u64, size: u64) -> Vec<(&'a wgpu::Buffer, u64, u64)> {
+        match *self {
+            Windows::Region(region) => vec![(region.buffer, region.offset + offset, size)],
+            Windows::PerBinding(windows) => windows
+                .iter()
+                .map(|(region, size)| (region.buffer, region.offset, *size))
+                .collect(),
+        }
+    }
+}
+
+/// One gather dispatch bound to its buffers ([`GatherPipeline::bind`]): recorded by
+/// [`record_bound`], as often as wanted.
+#[derive(Debug, Clone)]
+pub struct BoundDispatch {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    grid: (u32, u32),
+    /// The dynamic offsets of the moving side's bindings, in binding order, as bound (none
+    /// where the build moves nothing), and the window each follows (`None`: a stand-in).
+    offsets: Vec<u32>,
+    follows: Vec<Option<usize>>,
+}
+
+impl BoundDispatch {
+    /// Its dynamic offsets with window `k` of the moving side moved by `shifts[k]` bytes;
+    /// `None` where one would leave what a dynamic offset reaches from its binding's base
+    /// ([`dynamic_base`]).
+    pub(crate) fn moved_offsets(&self, shifts: &[i64]) -> Option<Vec<u32>> {
+        self.offsets
+            .iter()
+            .zip(&self.follows)
+            .map(|(&offset, window)| match window {
+                None => Some(offset),
+                Some(k) => u32::try_from(i64::from(offset).checked_add(shifts[*k])?).ok(),
+            })
+            .collect()
+    }
+}
+
+/// The base a binding of a moving window at `offset` is bound from: at most 2 GiB below it,
+/// at a multiple of `align`, so that the dynamic offset (`offset - base`, a `u32`) moves the
+/// window 2 GiB either way.
+fn dynamic_base(offset: u64, align: u64) -> u64 {
+    offset.saturating_sub(1 << 31) / align * align
+}
+
+/// Records `bound` into one compute pass of `encoder`; a device error (a buffer destroyed
+/// since it was bound, for one) becomes [`SplitError::Device`](crate::SplitError::Device).
+pub async fn record_bound(
+    device: &wgpu::Device,
+    encoder: &mut wgpu::CommandEncoder,
+    bound: &[BoundDispatch],
+) -> Result<()> {
+    scoped_async(device, "encoding the split", || {
+        record_unscoped(encoder, bound.iter().map(|b| (b, b.offsets.as_slice())))
+    })
+    .await
+}
+
+/// [`record_bound`] in the caller's error scopes, each dispatch at the dynamic offsets given
+/// with it.
+pub(crate) fn record_unscoped<'b>(
+    encoder: &mut wgpu::CommandEncoder,
+    bound: impl IntoIterator<Item = (&'b BoundDispatch, &'b [u32])>,
+) {
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some("split_gather"),
+        timestamp_writes: None,
+    });
+    for (b, offsets) in bound {
+        pass.set_pipeline(&b.pipeline);
+        pass.set_bind_group(0, &b.bind_group, offsets);
+        pass.dispatch_workgroups(b.grid.0, b.grid.1, 1);
+    }
+}
+
+/// A bind group's resources in binding order, and the dynamic offsets of its moving side.
+#[derive(Default)]
+struct Resources<'b> {
+    list: Vec<wgpu::BindingResource<'b>>,
+    offsets: Vec<u32>,
+    follows: Vec<Option<usize>>,
+}
+
+impl<'b> Resources<'b> {
+    /// `size` bytes of `buffer` from `offset`: window `moving` of the moving side, bound from
+    /// its base at a dynamic offset, or a window that stays (`None`).
+    fn window(
+        &mut self,
+        buffer: &'b wgpu::Buffer,
+        offset: u64,
+        size: u64,
+        moving: Option<(usize, u64)>,
+    ) {
+        let base = match moving {
+            Some((k, align)) => {
+                let base = dynamic_base(offset, align);
+                self.offsets.push((offset - base) as u32);
+                self.follows.push(Some(k));
+                base
+            }
+            None => offset,
+        };
+        self.list.push(window(buffer, base, size));
+    }
+
+    /// A stand-in, at dynamic offset 0 on the moving side (`moving`).
+    fn stand_in(&mut self, resource: wgpu::BindingResource<'b>, moving: bool) {
+        if moving {
+            self.offsets.push(0);
+            self.follows.push(None);
+        }
+        self.list.push(resource);
+    }
+}
+
+impl GatherPipeline {
+    /// [`GatherPipeline::bind`] with the device's `limits`, in the caller's error scopes.
+    pub(super) fn bind_unscoped(
+        &self,
+        device: &wgpu::Device,
+        limits: &wgpu::Limits,
+        dispatches: &[Dispatch],
+        tables: &[wgpu::Buffer],
+        inputs: Windows<'_>,
+        outputs: Windows<'_>,
+    ) -> Result<Vec<BoundDispatch>> {
+        dispatches
+            .iter()
+            .zip(tables)
+            .map(|(dispatch, table)| {
+                let (bind_group, offsets, follows) =
+                    self.bind_group(device, dispatch, table, inputs, outputs);
+                Ok(BoundDispatch {
+                    pipeline: self.pipeline(device, dispatch.program),
+                    bind_group,
+                    grid: crate::gpu::gather::blocks::grid(
+                        limits,
+                        dispatch.params.num_blocks as u64,
+                    )?,
+                    offsets,
+                    follows,
+                })
+            })
+            .collect()
+    }
+
+    /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
+    /// the trace build's record buffer; with the dynamic offsets of the side its build moves.
+    fn bind_group(
+        &self,
+        device: &wgpu::Device,
+        dispatch: &Dispatch,
+        table: &wgpu::Buffer,
+        inputs: Windows<'_>,
+        outputs: Windows<'_>,
+    ) -> (wgpu::BindGroup, Vec<u32>, Vec<Option<usize>>) {
+        // Each input binding's words and vec4s view the same window (`abi::binding_bytes`);
+        // each output window is bound as units, then as its tail (read-only views may share
+        // a range, writable ones may not).
+        let [read_stand_in, write_stand_in] = &self.stand_ins;
+        let align = self.offset_align;
+        let moves_inputs = self.moving == Some(Direction::Concat);
+        let moves_outputs = self.moving == Some(Direction::Split);
+        let moving = |moves: bool, k: usize| moves.then_some((k, align));
+        let mut resources = Resources::default();
+        resources.list.push(table.as_entire_binding());
+        let src = inputs.bound(dispatch.src_offset, dispatch.src_size);
+        for (k, &(b, offset, size)) in src.iter().enumerate() {
+            resources.window(b, offset, size, moving(moves_inputs, k));
+        }
+        // A vec4 view of less than one vec4 binds the stand-in (WebGPU binds no array of
+        // vec4s shorter than one); the shader never reads it: such a window holds no whole
+        // vec4.
+        for (k, &(b, offset, size)) in src.iter().enumerate() {
+            match size < UNIT_BYTES {
+                true => resources.stand_in(read_stand_in.as_entire_binding(), moves_inputs),
+                false => resources.window(b, offset, size, moving(moves_inputs, k)),
+            }
+        }
+        let dst = outputs.bound(dispatch.dst_offset, dispatch.dst_size);
+        if self.dst_views == 2 {
+            // Each window's units, then each window's tail; an empty one binds its own slot
+            // of the writable stand-in.
+            let step = align.max(UNIT_BYTES);
+            let slot = |k: usize| window(write_stand_in, k as u64 * step, UNIT_BYTES);
+            for (k, &(b, at, size)) in dst.iter().enumerate() {
+                match tail_start(size, align) {
+                    0 => resources.stand_in(slot(k), moves_outputs),
+                    units => resources.window(b, at, units, moving(moves_outputs, k)),
+                }
+            }
+            for (k, &(b, at, size)) in dst.iter().enumerate() {
+                let units = tail_start(size, align);
+                match size - units {
+                    0 => resources.stand_in(slot(dst.len() + k), moves_outputs),
+                    tail => resources.window(b, at + units, tail, moving(moves_outputs, k)),
+                }
+            }
+        } else {
+            for (k, &(b, offset, size)) in dst.iter().enumerate() {
+                resources.window(b, offset, size, moving(moves_outputs, k));
+            }
+        }
+        #[cfg(feature = "bench")]
+        resources
+            .list
+            .extend(self.trace.as_ref().map(|t| t.as_entire_binding()));
+        let entries: Vec<wgpu::BindGroupEntry> = resources
+            .list
+            .into_iter()
+            .enumerate()
+            .map(|(binding, resource)| wgpu::BindGroupEntry {
+                binding: binding as u32,
+                resource,
+            })
+            .collect();
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("split_gather"),
+            layout: &self.bind_group_layout,
+            entries: &entries,
+        });
+        (bind_group, resources.offsets, resources.follows)
+    }
+}
+
+/// A storage binding of `size` bytes of `buffer` from `offset`.
+fn window(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+        buffer,
+        offset,
+        size: NonZeroU64::new(size),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dynamic_base;
+
+    #[test]
+    fn a_dynamic_base_reaches_two_gib_either_way() {
+        assert_eq!(dynamic_base(4096, 256), 0);
+        assert_eq!(dynamic_base(1 << 31, 256), 0);
+        let far = (5u64 << 30) + 300;
+        let base = dynamic_base(far, 256);
+        assert_eq!(base % 256, 0);
+        assert!(far - base >= 1 << 31 && far - base < (1 << 31) + 256);
+    }
+}
