@@ -18,13 +18,14 @@ use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
-use crate::gpu::gather::grid;
 use crate::gpu::gather::pipeline::{GatherPipeline, Windows};
+use crate::gpu::gather::{grid, view_dispatches, view_entries};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::planner::{choose_concat, Regions, Route};
 use crate::gpu::splitter::gather_defaults;
 use crate::plan::bytes::ByteRows;
-use crate::plan::{ConcatPlan, SplitPlan};
+use crate::plan::views::{part_runs, Access as ViewAccess};
+use crate::plan::{ConcatPlan, PartView, SplitPlan};
 use crate::{DType, GpuSplitter, RouteChoice, SplitOptions};
 use analysis::{Access, Kind};
 use wgpu::util::DeviceExt;
@@ -105,6 +106,49 @@ pub fn trace_concat(
     };
     let dst = binding_bytes(bytes.input_bytes());
     trace_dispatches(gpu, &dispatches, layout.total_bytes, dst, sampling)
+}
+
+/// Traces the gather of `plan`'s parts through `views`, each alone in a region of `sizes[k]`
+/// bytes, as `gpu`'s settings plan them, on buffers of zeros: a split's outputs written
+/// through them, or with `concat` a concat's inputs read through them (`plan` is then the
+/// concat's inverse, [`ConcatPlan::inverse`]). Each part takes the dispatches it takes in a
+/// buffer of its own ([`crate::Outputs::Views`]).
+pub fn trace_views(
+    gpu: &GpuSplitter,
+    plan: &SplitPlan,
+    dtype: DType,
+    views: &[PartView],
+    sizes: &[usize],
+    concat: bool,
+    sampling: Sampling,
+) -> Result<Vec<Access>> {
+    let es = dtype.size() as u64;
+    let access = if concat {
+        ViewAccess::Read
+    } else {
+        ViewAccess::Write
+    };
+    let whole = plan.input_binding_size(dtype)?;
+    let mut accesses: Vec<Access> = Vec::new();
+    for (k, (view, &size)) in views.iter().zip(sizes).enumerate() {
+        let Some(runs) = part_runs(plan, k, view, es, access) else {
+            continue;
+        };
+        let entries = view_entries(&runs, 0, 0, 0).map_err(|n| {
+            SplitError::BadView(format!("part {k}'s view lowers to {n} blocks of runs"))
+        })?;
+        let part = binding_bytes(size as u64);
+        let (src, dst) = if concat { (part, whole) } else { (whole, part) };
+        let dispatches = view_dispatches(entries, src, dst, gpu.caps().gather);
+        // Workgroups numbered on from the parts before.
+        let first = accesses.iter().map(|a| a.workgroup + 1).max().unwrap_or(0);
+        let traced = trace_dispatches(gpu, &dispatches, src, dst, sampling)?;
+        accesses.extend(traced.into_iter().map(|mut a| {
+            a.workgroup += first;
+            a
+        }));
+    }
+    Ok(accesses)
 }
 
 /// Runs `dispatches` through the trace build, reading a buffer of `src_bytes` and writing

@@ -6,9 +6,14 @@
 mod common;
 
 use std::collections::BTreeSet;
+use wgpu_split::ops::Attention;
 use wgpu_split::trace::analysis::{figures, Access, Kind, MemoryFigures};
-use wgpu_split::trace::{gpu_settings, trace_concat, trace_copy_kernel, trace_split, Sampling};
-use wgpu_split::{ops, DType, GatherMode, GpuSplitter, IntTensor, RouteChoice, SplitOptions};
+use wgpu_split::trace::{
+    gpu_settings, trace_concat, trace_copy_kernel, trace_split, trace_views, Sampling,
+};
+use wgpu_split::{
+    ops, DType, GatherMode, GpuSplitter, IntTensor, PartView, RouteChoice, SplitOptions,
+};
 
 /// Every workgroup, every access.
 const ALL: Sampling = Sampling {
@@ -189,7 +194,79 @@ fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
     }
 }
 
+/// The words of elements of `shape` through `view`, `es` bytes each.
+fn viewed_words(shape: &[usize], view: &PartView, es: u64) -> BTreeSet<u64> {
+    let mut words = BTreeSet::new();
+    let mut index = vec![0; shape.len()];
+    for _ in 0..shape.iter().product::<usize>() {
+        let element: u64 = view.offset
+            + index
+                .iter()
+                .zip(&view.strides)
+                .map(|(&i, &s)| i as u64 * s)
+                .sum::<u64>();
+        words.insert(element * es / 4 * 4);
+        for axis in (0..shape.len()).rev() {
+            index[axis] += 1;
+            if index[axis] < shape[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+    words
+}
+
+fn attention_views_trace_like_a_copy(gpu: &'static GpuSplitter) {
+    // Q, K and V heads written through views (K and V into caches at 32), and 32 heads read
+    // back through the merge's view, as a GPU runs them: each viewed word stored once, a
+    // copy's figures, loads and stores, and at most 8 table bytes per 512 stored (an entry
+    // of 40 bytes moves a head's rows, or a position's 32 heads).
+    let gpu = gpu_settings(gpu);
+    let layer = Attention {
+        batch: 1,
+        seq: 64,
+        q_heads: 4,
+        kv_heads: 2,
+        head_dim: 128,
+    };
+    let (plan, views) = layer.split_qkv(128, 32).unwrap();
+    let sizes = [4 * 64 * 128 * 2, 2 * 128 * 128 * 2, 2 * 128 * 128 * 2];
+    let heads = Attention {
+        seq: 16,
+        q_heads: 32,
+        kv_heads: 32,
+        ..layer
+    };
+    let (merge, [merged]) = heads.merge_heads().unwrap();
+    let cases = [
+        (plan, views.to_vec(), sizes.to_vec(), false),
+        (merge.inverse(), vec![merged], vec![32 * 16 * 128 * 2], true),
+    ];
+    for (plan, views, sizes, concat) in cases {
+        let accesses = trace_views(&gpu, &plan, DType::F16, &views, &sizes, concat, ALL).unwrap();
+        let (words, stored) = stored_words(&accesses);
+        // The parts' buffers each start at address 0: their words are traced together.
+        let want: usize = (0..plan.num_outputs())
+            .map(|k| plan.output_shape(k).iter().product::<usize>() / 2)
+            .sum();
+        assert_eq!(stored, want, "concat {concat}: each word stored once");
+        let mut viewed = BTreeSet::new();
+        for (k, view) in views.iter().enumerate() {
+            match concat {
+                true => viewed.extend((0..want as u64).map(|w| 4 * w)),
+                false => viewed.extend(viewed_words(&plan.output_shape(k), view, 2)),
+            }
+        }
+        assert_eq!(words, viewed, "concat {concat}");
+        for f in copy_like_figures(&accesses) {
+            assert!(f.table_bytes_per_512 <= 8.0, "concat {concat}: {f:?}");
+        }
+    }
+}
+
 per_backend!(
+    attention_views_trace_like_a_copy,
     concats_trace_like_a_copy,
     the_copy_kernel_is_the_reference,
     traced_stores_cover_every_output_word_once,

@@ -39,7 +39,7 @@ pub enum Layout {
 
 impl Layout {
     /// The parts' views and their regions' bytes; `None` for [`Layout::Packed`].
-    pub(super) fn views(&self, es: usize) -> Result<Option<(Vec<PartView>, Vec<usize>)>> {
+    pub fn views(&self, es: usize) -> Result<Option<(Vec<PartView>, Vec<usize>)>> {
         Ok(match *self {
             Layout::Packed => None,
             Layout::Qkv {

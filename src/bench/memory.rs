@@ -4,7 +4,9 @@
 use super::Case;
 use crate::error::Result;
 use crate::trace::analysis::{figures, MemoryFigures};
-use crate::trace::{gpu_settings, trace_concat, trace_copy_kernel, trace_split, Sampling};
+use crate::trace::{
+    gpu_settings, trace_concat, trace_copy_kernel, trace_split, trace_views, Sampling,
+};
 use crate::GpuSplitter;
 
 /// Warp widths the figures are given for: NVIDIA's 32 lanes and AMD's 64.
@@ -25,9 +27,12 @@ pub fn memory_report(gpu: &GpuSplitter, case: &Case) -> Result<MemoryReport> {
     let sampling = Sampling::default();
     let plan = case.plan()?;
     let gpu = gpu_settings(gpu);
-    let split = match case.concat {
-        true => trace_concat(&gpu, &plan.inverse(), case.dtype, sampling)?,
-        false => trace_split(&gpu, &plan, case.dtype, sampling)?,
+    let split = match (case.layout.views(case.dtype.size())?, case.concat) {
+        (Some((views, sizes)), concat) => {
+            trace_views(&gpu, &plan, case.dtype, &views, &sizes, concat, sampling)?
+        }
+        (None, true) => trace_concat(&gpu, &plan.inverse(), case.dtype, sampling)?,
+        (None, false) => trace_split(&gpu, &plan, case.dtype, sampling)?,
     };
     let copy = trace_copy_kernel(&gpu, case.bytes()? as u64, sampling)?;
     Ok(MemoryReport {

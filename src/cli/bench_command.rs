@@ -7,8 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 use wgpu_split::bench::{
-    gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, Layout, MemoryReport,
-    WARPS,
+    gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, MemoryReport, WARPS,
 };
 use wgpu_split::trace::analysis::MemoryFigures;
 use wgpu_split::{GatherMode, GpuSplitter, RouteChoice, SplitOptions};
@@ -42,8 +41,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
     for case in &suite {
         bar.set_message(case.name);
         let result = bencher.run_case(case)?;
-        // The trace follows the packed parts; a view case's is not traced yet.
-        let memory = if a.memory && case.layout == Layout::Packed {
+        let memory = if a.memory {
             Some(memory_report(&gpu, case)?)
         } else {
             None

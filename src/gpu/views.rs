@@ -12,7 +12,7 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::{
-    binding_bytes, dispatch_of, view_dispatch, view_entries, window_limit, Dispatch, Windows,
+    binding_bytes, view_dispatches, view_entries, window_limit, Dispatch, Windows,
     MAX_VIEW_ENTRIES, UNIT_BYTES,
 };
 use crate::gpu::moving::{Movable, MovableBatch};
@@ -306,22 +306,11 @@ impl GpuSplitter {
                 entries.extend(part);
             }
         }
-        // Entries that share a unit take dispatches of their own, one after the other.
-        let of = dispatch_of(&entries);
-        let count = of.iter().max().map_or(0, |&d| d + 1);
-        let mut split: Vec<Vec<_>> = vec![Vec::new(); count];
-        for (entry, d) in entries.into_iter().zip(of) {
-            split[d].push(entry);
-        }
         let (src, dst) = match direction {
             Direction::Split => (whole_bytes, 0),
             Direction::Concat => (group[0].size, whole_bytes),
         };
-        let tuning = self.gather_tuning;
-        Ok(split
-            .into_iter()
-            .map(|entries| view_dispatch(entries, src, dst, tuning))
-            .collect())
+        Ok(view_dispatches(entries, src, dst, self.gather_tuning))
     }
 }
 

@@ -1,12 +1,12 @@
 //! The page's benchmark: the suite's cases that fit the browser's device, each split or concat
-//! timed against the plain copy kernel and `copyBufferToBuffer` of the same bytes, in the same
-//! run.
+//! (the attention cases' parts through views, in buffers of their own) timed against the plain
+//! copy kernel and `copyBufferToBuffer` of the same bytes, in the same run.
 //! The browser drives the GPU: each figure is the median of three submissions of `repeats`
 //! commands, from submit to the queue's report that the work is done.
 
 use crate::signal::Signal;
 use serde_json::{json, Value};
-use wgpu_split::bench::{gbps, median, standard_suite, Layout};
+use wgpu_split::bench::{gbps, median, standard_suite};
 use wgpu_split::trace::copy_kernel_pipeline;
 use wgpu_split::{ops, wgpu, BufferRegion, GpuSplitter, Inputs, Outputs};
 
@@ -40,8 +40,7 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
     let mut cases = Vec::new();
     for case in standard_suite() {
         let bytes = case.bytes().map_err(|e| e.to_string())?;
-        // The attention cases' parts through views are not in the page yet.
-        if bytes > MOST_BYTES || bytes == 0 || case.layout != Layout::Packed {
+        if bytes > MOST_BYTES || bytes == 0 {
             continue;
         }
         let plan = case.plan().map_err(|e| e.to_string())?;
@@ -67,7 +66,19 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
             })
         };
         let input = buffer("bench input", size);
-        let output = buffer("bench output", layout.total_bytes.max(size));
+        // The parts in one region, or through their views in a buffer each.
+        let viewed = case
+            .layout
+            .views(case.dtype.size())
+            .map_err(|e| e.to_string())?;
+        let parts: Vec<wgpu::Buffer> = match &viewed {
+            Some((_, sizes)) => sizes
+                .iter()
+                .map(|&n| buffer("bench part", (n as u64).next_multiple_of(16)))
+                .collect(),
+            None => vec![buffer("bench output", layout.total_bytes.max(size))],
+        };
+        let regions: Vec<BufferRegion<'_>> = parts.iter().map(Into::into).collect();
         let copy = buffer("bench copy", size);
         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("bench copy kernel"),
@@ -90,20 +101,21 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
         for _ in 0..3 {
             let mut encoder = device.create_command_encoder(&Default::default());
             for _ in 0..repeats {
-                let (whole, parts) = (BufferRegion::from(&input), BufferRegion::from(&output));
+                let whole = BufferRegion::from(&input);
+                let (from, to) = match &viewed {
+                    Some((views, _)) => (
+                        Inputs::Views(&regions, views),
+                        Outputs::Views(&regions, views),
+                    ),
+                    None => (Inputs::Region(regions[0]), Outputs::Region(regions[0])),
+                };
                 dispatches = match &joined {
                     Some(join) => gpu
-                        .encode_async(&mut encoder, join, case.dtype, Inputs::Region(parts), whole)
+                        .encode_async(&mut encoder, join, case.dtype, from, whole)
                         .await
                         .map(|e| e.dispatches),
                     None => gpu
-                        .encode_async(
-                            &mut encoder,
-                            &plan,
-                            case.dtype,
-                            whole,
-                            Outputs::Region(parts),
-                        )
+                        .encode_async(&mut encoder, &plan, case.dtype, whole, to)
                         .await
                         .map(|e| e.dispatches),
                 }

@@ -110,7 +110,7 @@ pub fn view_entries(
 /// The dispatch of each of `entries`, numbered from 0: entries that write one unit (one
 /// starting inside a unit where another ends) take different dispatches; the others the
 /// first. At most 16 entries can share a unit, so at most 16 dispatches.
-pub fn dispatch_of(entries: &[Entry]) -> Vec<usize> {
+fn dispatch_of(entries: &[Entry]) -> Vec<usize> {
     let mut taken: HashMap<u32, Vec<usize>> = HashMap::new();
     entries
         .iter()
@@ -134,10 +134,30 @@ pub fn dispatch_of(entries: &[Entry]) -> Vec<usize> {
         .collect()
 }
 
-/// The one dispatch of views' `entries` in `tuning`'s mapping: the rows' program for them,
-/// numbered, over input and output windows of `src_size` and `dst_size` bytes from the
-/// offsets their regions bind (0 for windows bound per binding).
-pub fn view_dispatch(
+/// The dispatches of views' `entries` in `tuning`'s mapping, over input and output windows
+/// of `src_size` and `dst_size` bytes from the offsets their regions bind (0 for windows bound
+/// per binding): entries that share a unit take dispatches of their own, recorded one after
+/// the other ([`dispatch_of`]).
+pub fn view_dispatches(
+    entries: Vec<Entry>,
+    src_size: u64,
+    dst_size: u64,
+    tuning: GatherTuning,
+) -> Vec<Dispatch> {
+    let of = dispatch_of(&entries);
+    let count = of.iter().max().map_or(0, |&d| d + 1);
+    let mut split: Vec<Vec<_>> = vec![Vec::new(); count];
+    for (entry, d) in entries.into_iter().zip(of) {
+        split[d].push(entry);
+    }
+    split
+        .into_iter()
+        .map(|entries| view_dispatch(entries, src_size, dst_size, tuning))
+        .collect()
+}
+
+/// The one dispatch of `entries` that share no unit: the rows' program for them, numbered.
+fn view_dispatch(
     entries: Vec<Entry>,
     src_size: u64,
     dst_size: u64,
