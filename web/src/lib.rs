@@ -4,6 +4,7 @@
 //! the CPU reference compiled into the same wasm; [`run_bench`] times the suite's cases that
 //! fit. Both return their results as JSON for the page (and the browser test) to read.
 
+mod decode;
 mod regions;
 mod signal;
 mod suite_timing;
@@ -173,8 +174,9 @@ async fn examples(gpu: &GpuSplitter) -> Value {
 }
 
 /// Opens the adapter, runs the specifications' examples, then `sweep` randomized splits from
-/// `seed`, and calls a sync entry point, which must refuse; the JSON has `adapter`,
-/// `examples`, `sweep`, `sync_entry_point` (its error) and `error` (null when none).
+/// `seed`, then a prepared decode step moved along its caches ([`decode::decode_steps`]),
+/// and calls a sync entry point, which must refuse; the JSON has `adapter`, `examples`,
+/// `sweep`, `decode`, `sync_entry_point` (its error) and `error` (null when none).
 #[wasm_bindgen]
 pub async fn run_checks(sweep: u32, seed: u32) -> String {
     let gpu = match open().await {
@@ -183,6 +185,10 @@ pub async fn run_checks(sweep: u32, seed: u32) -> String {
     };
     let examples = examples(&gpu).await;
     let sweep = sweep::run(&gpu, sweep, seed as u64).await;
+    let decode = match decode::decode_steps(&gpu).await {
+        Ok(d) => json!({"steps": d.steps, "same": d.same, "error": null}),
+        Err(e) => json!({"steps": 0, "same": false, "error": e}),
+    };
     // A sync entry point cannot wait in a browser: it must say so, not hang or panic.
     let sync = match GpuSplitter::new(gpu.device().clone(), gpu.queue().clone()) {
         Err(e) => e.to_string(),
@@ -192,6 +198,7 @@ pub async fn run_checks(sweep: u32, seed: u32) -> String {
         "adapter": adapter_json(&gpu),
         "examples": examples,
         "sweep": sweep,
+        "decode": decode,
         "sync_entry_point": sync,
         "error": null,
     })

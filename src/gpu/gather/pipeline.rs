@@ -1,5 +1,6 @@
-//! Recording the gather: the pipelines (one per entry point, made once per device when a
-//! dispatch first needs it), one bind group per dispatch, and the dispatches themselves.
+//! The gather's pipelines: each build's module and bind group layout, and one pipeline per
+//! entry point, made once per device when a dispatch first needs it; [`binding`] binds the
+//! dispatches to the caller's buffers and records them.
 
 use super::abi::{ProgramKey, UNIT_BYTES};
 use super::builds::{gather_source, Hook, InputBindings, OutputBindings};
