@@ -65,7 +65,7 @@ fn walk_unit(w: Walk, s: ptr<function, u32>, col: ptr<function, u32>, part: ptr<
 // `run_shifted` assembles it. Rows of one or two words: a unit holds whole rows where it
 // starts at a row's start, so its words lie at the same offsets from its first word in every
 // unit.
-fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
+fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
     let whole_end = min(end_unit, e.out_bytes / 16u);
     var u = first_unit;
     if (e.mode == MODE_WORD && (e.row_bytes == 4u || e.row_bytes == 8u) && at.col == 0u) {
@@ -76,7 +76,7 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
         let next = select(2u * step, 4u * step, one);
         var w = at.src >> 2u;
         for (; u < whole_end; u++) {
-            put_unit(e.dst_unit + u, vec4<u32>(load_word(w + o.x), load_word(w + o.y), load_word(w + o.z), load_word(w + o.w)), fast);
+            put_unit(e.dst_unit + u, vec4<u32>(load_word(w + o.x), load_word(w + o.y), load_word(w + o.z), load_word(w + o.w)), to);
             w += next;
         }
     } else {
@@ -85,12 +85,12 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
         var col = at.col;
         var part = 0u;
         for (; u < whole_end; u++) {
-            put_unit(e.dst_unit + u, walk_unit(walk, &s, &col, &part, e.mode == MODE_WORD), fast);
+            put_unit(e.dst_unit + u, walk_unit(walk, &s, &col, &part, e.mode == MODE_WORD), to);
         }
     }
     if (u < end_unit) {
         let last = place(e, e.first_byte + u * 16u);
-        run_shifted(e, u, end_unit, last.src, last.row, last.col, fast);
+        run_shifted(e, u, end_unit, last.src, last.row, last.col, to);
     }
 }
 

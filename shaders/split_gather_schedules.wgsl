@@ -33,27 +33,37 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
         store_first_unit(e);
         first_unit = 1u;
     }
-    // Units below the output binding's `units_end` store with no choice of binding; the
-    // others (a window's last units, at most 16) after them.
+    // Units below the output binding's `units_end` store into that binding with no choice to
+    // make (`copy_units_fast` picks it once for the run); the others (a window's last units,
+    // at most 16) after them.
     let fast_end = clamp(units_below(e, units_end(e.dst_unit)), first_unit, end_unit);
-    copy_units(e, first_unit, fast_end, vec4_only, true);
+    copy_units_fast(e, first_unit, fast_end, vec4_only);
     if (fast_end < end_unit) {
-        copy_units(e, fast_end, end_unit, vec4_only, false);
+        copy_units(e, fast_end, end_unit, vec4_only, ANY_BINDING);
     }
 }
 
-// Unit `i` through `store_unit_fast` when `fast` (a constant at every call, so the driver
-// drops the other side), else `store_unit`.
-fn put_unit(i: u32, v: vec4<u32>, fast: bool) {
-    if (fast) {
+// `put_unit`'s `to` for units below `units_end` in their own binding (`store_unit_fast`),
+// and for units anywhere (`store_unit`).
+const ITS_BINDING = 0xfffffffeu;
+const ANY_BINDING = 0xffffffffu;
+
+// Unit `i` into output binding `to`'s units (`store_unit_fast_in`), or as ITS_BINDING or
+// ANY_BINDING say. `to` is a constant at every call (`copy_units_fast` passes each binding's
+// own), so the driver keeps one store: a CPU adapter runs every side of a choice in each SIMD
+// group.
+fn put_unit(i: u32, v: vec4<u32>, to: u32) {
+    if (to == ANY_BINDING) {
+        store_unit(i, v);
+    } else if (to == ITS_BINDING) {
         store_unit_fast(i, v);
     } else {
-        store_unit(i, v);
+        store_unit_fast_in(to, i, v);
     }
 }
 
-// Units `first_unit .. end_unit` of entry `e`, stored through `put_unit(.., fast)`.
-fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, fast: bool) {
+// Units `first_unit .. end_unit` of entry `e`, stored through `put_unit(.., to)`.
+fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, to: u32) {
     if (first_unit >= end_unit) {
         return;
     }
@@ -61,11 +71,11 @@ fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, fast: b
     // recomputed; at the end of a row it jumps over the other outputs' parts of the stride.
     let at = place(e, e.first_byte + first_unit * 16u);
     if (vec4_only || e.mode == MODE_VEC4) {
-        run_vec4(e, first_unit, end_unit, at, fast);
+        run_vec4(e, first_unit, end_unit, at, to);
     } else if (e.row_bytes < 16u) {
-        run_narrow(e, first_unit, end_unit, at, fast);
+        run_narrow(e, first_unit, end_unit, at, to);
     } else {
-        run_shifted(e, first_unit, end_unit, at.src, at.row, at.col, fast);
+        run_shifted(e, first_unit, end_unit, at.src, at.row, at.col, to);
     }
 }
 
@@ -73,7 +83,7 @@ fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, fast: b
 // lane's units, stepping over the gaps at each row end (in the source, and in the destination
 // where the rows land apart), keeps SIMD lanes of a CPU adapter in step (a loop per row
 // segment would run each lane's row ends one after another).
-fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
+fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
     var s4 = at.src / 16u;
     var d4 = e.dst_unit + at.dst / 16u;
     let row_units = e.row_bytes / 16u;
@@ -81,7 +91,7 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
     let dst_gap4 = (e.dst_stride - e.row_bytes) / 16u;
     var left = row_units - at.col / 16u;
     for (var u = first_unit; u < end_unit; u++) {
-        put_unit(d4, load_vec4(s4), fast);
+        put_unit(d4, load_vec4(s4), to);
         s4 += 1u;
         d4 += 1u;
         left -= 1u;
@@ -96,7 +106,7 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, fast: bool) {
 // MODE_WORD and MODE_BYTE: units that lie inside one row are funnel-shifted from a sliding
 // window of aligned vec4 loads (one load per unit); a unit that crosses a row end or ends the
 // output is assembled word by word.
-fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col0: u32, fast: bool) {
+fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col0: u32, to: u32) {
     let end_byte = e.first_byte + e.out_bytes;
     let row_gap = e.src_stride - e.row_bytes;
     var u = first_unit;
@@ -111,19 +121,19 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
         let a = s / 16u;
         if (sh == 0u) {
             for (var k = 0u; k < count; k++) {
-                put_unit(e.dst_unit + u + k, load_vec4(a + k), fast);
+                put_unit(e.dst_unit + u + k, load_vec4(a + k), to);
             }
         } else if (count > 0u) {
             var lo = load_vec4(a);
             let last = count - 1u;
             for (var k = 0u; k < last; k++) {
                 let hi = load_vec4(a + k + 1u);
-                put_unit(e.dst_unit + u + k, funnel(lo, hi, sh), fast);
+                put_unit(e.dst_unit + u + k, funnel(lo, hi, sh), to);
                 lo = hi;
             }
             // The segment's last unit: its second vec4, alone, may reach past the input's last
             // whole vec4 (every earlier one holds bytes of the next unit).
-            put_unit(e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh), fast);
+            put_unit(e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh), to);
         }
         u += count;
         b += count * 16u;

@@ -210,7 +210,10 @@ fn store_unit_fast(i: u32, v: vec4<u32>) {
 ";
 
 /// [`OutputBindings::Multi`]'s access functions; `{declarations}` are its bindings, and
-/// each `{..._cases}` the switch arms that reach binding `b` as `dst{b}` or `dst_tail{b}`.
+/// each `{..._cases}` the switch arms that reach binding `b` as `dst{b}` or `dst_tail{b}`,
+/// or (`copy_units_fast`, in the vec4 entry point) store a run's units into it with `b` a
+/// constant, so that a CPU adapter, which runs every arm of a switch with a mask, takes one
+/// per run, not per unit.
 const MULTI_OUTPUTS: &str = "
 {declarations}
 fn store_unit(i: u32, v: vec4<u32>) {
@@ -247,11 +250,37 @@ fn units_end(i: u32) -> u32 {
 }
 
 fn store_unit_fast(i: u32, v: vec4<u32>) {
+    store_unit_fast_in(i >> {shift}u, i, v);
+}
+
+fn store_unit_fast_in(b: u32, i: u32, v: vec4<u32>) {
     trace(TRACE_DST, i * 16u, 16u);
     let unit = i & {mask}u;
-    switch (i >> {shift}u) {
+    switch (b) {
 {store_fast_cases}        default: {}
     }
+}
+
+fn copy_units_fast(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
+    if (vec4_only) {
+        switch (e.dst_unit >> {shift}u) {
+{copy_fast_cases}            default: {}
+        }
+    } else {
+        copy_units(e, first_unit, end_unit, false, ITS_BINDING);
+    }
+}
+";
+
+/// The single-output builds' `store_unit_fast_in(b, i, v)` and `copy_units_fast`: one
+/// binding to choose.
+const ONE_OUTPUT_RUNS: &str = "
+fn store_unit_fast_in(b: u32, i: u32, v: vec4<u32>) {
+    store_unit_fast(i, v);
+}
+
+fn copy_units_fast(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
+    copy_units(e, first_unit, end_unit, vec4_only, ITS_BINDING);
 }
 ";
 
@@ -303,9 +332,13 @@ pub(super) fn outputs_piece(outputs: OutputBindings, first: u32) -> Result<Strin
     };
     let bindings = match outputs {
         OutputBindings::UnitsAndTail => {
-            return Ok(single(&format!("{UNITS_AND_TAIL_OUTPUTS}{UNITS_BOUND}")))
+            return Ok(single(&format!(
+                "{UNITS_AND_TAIL_OUTPUTS}{UNITS_BOUND}{ONE_OUTPUT_RUNS}"
+            )))
         }
-        OutputBindings::WordsOnly => return Ok(single(WORDS_ONLY_OUTPUTS)),
+        OutputBindings::WordsOnly => {
+            return Ok(single(&format!("{WORDS_ONLY_OUTPUTS}{ONE_OUTPUT_RUNS}")))
+        }
         OutputBindings::Multi(n) if (1..=MAX_DST_BINDINGS).contains(&n) => n,
         OutputBindings::Multi(n) => {
             return Err(SplitError::Device(format!(
@@ -338,10 +371,15 @@ pub(super) fn outputs_piece(outputs: OutputBindings, first: u32) -> Result<Strin
     );
     let units_end = "n = units_bound(arrayLength(&dst{b}));";
     let store_fast = "dst{b}[unit] = v;";
+    // Each arm passes its binding as a constant: the driver keeps one store in the vec4 entry
+    // point's loop (`vec4_only`, a constant of the entry point; the others choose per unit: a
+    // loop per binding of every mode would make their pipelines far longer to compile).
+    let copy_fast = "    copy_units(e, first_unit, end_unit, true, {b}u)";
     Ok(format!("{MULTI_OUTPUTS}{UNITS_BOUND}")
         .replace("{declarations}", &units.chain(tails).collect::<String>())
         .replace("{units_end_cases}", &cases(bindings, units_end))
         .replace("{store_fast_cases}", &cases(bindings, store_fast))
+        .replace("{copy_fast_cases}", &cases(bindings, copy_fast))
         .replace("{store_unit_cases}", &cases(bindings, &store_unit))
         .replace("{store_word_cases}", &cases(bindings, &store_word))
         .replace("{load_word_cases}", &cases(bindings, &load_word))
