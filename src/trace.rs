@@ -134,9 +134,7 @@ pub fn trace_views(
         let Some(runs) = part_runs(plan, k, view, es, access) else {
             continue;
         };
-        let entries = view_entries(&runs, 0, 0, 0).map_err(|n| {
-            SplitError::BadView(format!("part {k}'s view lowers to {n} blocks of runs"))
-        })?;
+        let entries = view_entries(&format!("part {k}"), &runs, 0, 0, 0)?;
         let part = binding_bytes(size as u64);
         let (src, dst) = if concat { (part, whole) } else { (whole, part) };
         let dispatches = view_dispatches(entries, src, dst, gpu.caps().gather);

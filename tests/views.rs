@@ -230,8 +230,8 @@ fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
         ..PartView::within(&[1, s, h / 2, d], &[1, h, s, d], &[0, 2, 1, 3], &[0; 4]).unwrap()
     };
     let two_halves = ops::concat(&[[1, s, h / 2, d], [1, s, h / 2, d]], 2).unwrap();
-    let two = two_halves.clone();
-    for (plan, views) in [(one, vec![all]), (two, vec![half(0), half(h / 2)])] {
+    let halves = vec![half(0), half(h / 2)];
+    for (plan, views) in [(one, vec![all]), (two_halves.clone(), halves)] {
         let regions = vec![BufferRegion::from(&heads_buf); views.len()];
         let bytes: Vec<&[u8]> = vec![heads.bytes(); views.len()];
         let want = reference::concat_from_views(&plan, DType::F16, &views, &bytes).unwrap();
@@ -281,10 +281,9 @@ fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
     assert_eq!(&got[..n], want.bytes(), "{}: moved", common::name(gpu));
 }
 
-/// What [`decode_loop`] gives: the layer, its plan, its first views, the prepared node, and
-/// its input and output buffers.
+/// What [`decode_loop`] gives: the plan, its first views, the prepared node, and its input
+/// and output buffers.
 type Decoded = (
-    Attention,
     SplitPlan,
     [PartView; 3],
     Prepared<SplitPlan>,
@@ -337,11 +336,11 @@ fn decode_loop(gpu: &GpuSplitter) -> Decoded {
                 .max_dynamic_storage_buffers_per_pipeline_layout
         );
     }
-    (layer, plan, first, node, input, parts)
+    (plan, first, node, input, parts)
 }
 
 fn a_prepared_decode_step_moves_through_the_caches(gpu: &'static GpuSplitter) {
-    let (_, plan, first, node, input, parts) = decode_loop(gpu);
+    let (plan, first, node, input, parts) = decode_loop(gpu);
 
     // What a prepared node cannot move to.
     let mut encoder = gpu.device().create_command_encoder(&Default::default());

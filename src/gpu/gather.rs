@@ -39,4 +39,4 @@ pub use joins::{join_dispatch, join_parts, JoinPart};
 pub use modes::GatherMode;
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Windows};
 pub(crate) use tables::TableCache;
-pub use view_entries::{view_dispatches, view_entries, MAX_VIEW_ENTRIES};
+pub use view_entries::{view_dispatches, view_entries};

@@ -142,9 +142,9 @@ impl Movable {
                     parts[0], shift, shifts[k]
                 )));
             }
-            let moved = offset
-                .checked_add_signed(shift)
-                .filter(|o| o.is_multiple_of(self.align) && o + size <= buffer.size());
+            let moved = offset.checked_add_signed(shift).filter(|o| {
+                o.is_multiple_of(self.align) && o.saturating_add(*size) <= buffer.size()
+            });
             if moved.is_none() {
                 return Err(SplitError::BadView(format!(
                     "{part} {} moves by {shift} bytes, which would bind its buffer from byte {}, \

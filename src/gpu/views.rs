@@ -12,8 +12,7 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::{
-    binding_bytes, view_dispatches, view_entries, window_limit, Dispatch, Windows,
-    MAX_VIEW_ENTRIES, UNIT_BYTES,
+    binding_bytes, view_dispatches, view_entries, window_limit, Dispatch, Windows, UNIT_BYTES,
 };
 use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
@@ -297,13 +296,9 @@ impl GpuSplitter {
                     Direction::Split => (0, local, (j as u64) << DST_BINDING_SHIFT),
                     Direction::Concat => (local, 0, 0),
                 };
-                let part = view_entries(&v.runs, src_base, dst_base, unit_base).map_err(|n| {
-                    SplitError::BadView(format!(
-                        "{}: its view lowers to {n} blocks of runs, past the gather's {}",
-                        v.name, MAX_VIEW_ENTRIES
-                    ))
-                })?;
-                entries.extend(part);
+                entries.extend(view_entries(
+                    &v.name, &v.runs, src_base, dst_base, unit_base,
+                )?);
             }
         }
         let (src, dst) = match direction {

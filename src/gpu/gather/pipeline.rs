@@ -4,8 +4,9 @@
 
 use super::abi::{ProgramKey, UNIT_BYTES};
 use super::builds::{gather_source, Hook, InputBindings, OutputBindings};
+#[cfg(feature = "bench")]
 use super::dispatches::Dispatch;
-use crate::error::{Result, SplitError};
+use crate::error::Result;
 #[cfg(feature = "bench")]
 use crate::gpu::device::scoped;
 use crate::gpu::device::scoped_async;
@@ -58,7 +59,7 @@ impl GatherPipeline {
     /// where the device allows fewer than [`STORAGE_BINDINGS`] storage buffers per shader
     /// stage, else the one that binds each output window's units and tail
     /// ([`OutputBindings::UnitsAndTail`]), in ranges that do not overlap, as WebGPU asks. A
-    /// device error becomes [`SplitError::Device`].
+    /// device error becomes [`SplitError::Device`](crate::SplitError::Device).
     pub async fn new(device: &wgpu::Device) -> Result<Self> {
         let words_only = device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS;
         let (source, outputs) = if words_only {
@@ -244,32 +245,5 @@ impl GatherPipeline {
             .bind(device, dispatches, tables, inputs, outputs)
             .await?;
         record_bound(device, encoder, &bound).await
-    }
-
-    /// Binds `dispatches` (with their `tables`, one buffer each) to `inputs` and `outputs`:
-    /// each one's pipeline, bind group and grid, ready to record as often as wanted. Fails,
-    /// with nothing made, if a grid exceeds the device's limits, if `inputs` or `outputs`
-    /// does not match the build's bindings, or if wgpu refuses a bind group.
-    pub async fn bind(
-        &self,
-        device: &wgpu::Device,
-        dispatches: &[Dispatch],
-        tables: &[wgpu::Buffer],
-        inputs: Windows<'_>,
-        outputs: Windows<'_>,
-    ) -> Result<Vec<BoundDispatch>> {
-        let (reads, writes) = (inputs.count(), outputs.count());
-        if (reads, writes) != (self.src_bindings, self.dst_bindings) {
-            return Err(SplitError::Device(format!(
-                "{reads} input and {writes} output windows for a build with {} input and {} \
-                 output bindings",
-                self.src_bindings, self.dst_bindings
-            )));
-        }
-        let limits = device.limits();
-        scoped_async(device, "binding the split", || {
-            self.bind_unscoped(device, &limits, dispatches, tables, inputs, outputs)
-        })
-        .await?
     }
 }

@@ -13,11 +13,12 @@
 use super::abi::{Entry, Mode, Table, UNIT_BYTES};
 use super::blocks::{split_table, GatherTuning};
 use super::dispatches::Dispatch;
+use crate::error::{Result, SplitError};
 use crate::plan::views::{Level, Runs};
 use std::collections::HashMap;
 
 /// Entries one part's view may lower to at most (40 bytes of table each).
-pub const MAX_VIEW_ENTRIES: u64 = 1 << 16;
+const MAX_VIEW_ENTRIES: u64 = 1 << 16;
 
 /// How each entry of a part moves its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,14 +33,15 @@ enum Rows {
 
 /// The entries that move `runs`, its source bytes from byte `src_base` of the input window
 /// and its destination bytes from byte `dst_base` of the output window, `unit_base` added to
-/// every destination unit (the multi-output build's binding bits); `Err` with their number
-/// past [`MAX_VIEW_ENTRIES`].
+/// every destination unit (the multi-output build's binding bits); a
+/// [`SplitError::BadView`] naming `part` past [`MAX_VIEW_ENTRIES`].
 pub fn view_entries(
+    part: &str,
     runs: &Runs,
     src_base: u64,
     dst_base: u64,
     unit_base: u64,
-) -> Result<Vec<Entry>, u64> {
+) -> Result<Vec<Entry>> {
     let run = runs.run_bytes;
     let (src, dst) = (runs.src + src_base, runs.dst + dst_base);
     let aligned = |x: u64| x.is_multiple_of(UNIT_BYTES);
@@ -68,7 +70,10 @@ pub fn view_entries(
     };
     let count: u64 = blocks.iter().map(|l| l.extent).product();
     if count > MAX_VIEW_ENTRIES {
-        return Err(count);
+        return Err(SplitError::BadView(format!(
+            "{part}: its view lowers to {count} blocks of runs, past the gather's \
+             {MAX_VIEW_ENTRIES}"
+        )));
     }
     let starts = Runs {
         run_bytes: run,
@@ -183,15 +188,37 @@ mod tests {
 
     /// The entries of output `i` of a split of [1, 4, 48, D] f16 on axis 2 into 32, 8 and 8
     /// heads (Q, K, V), written through `view`.
-    fn heads(d: usize, i: usize, view: &PartView) -> Result<Vec<Entry>, u64> {
+    fn heads(d: usize, i: usize, view: &PartView) -> Result<Vec<Entry>> {
         let lengths = IntTensor::vector(vec![32, 8, 8]);
         let plan = ops::variadic_split(&[1, 4, 48, d], &IntTensor::scalar(2), &lengths).unwrap();
         view_entries(
+            "output",
             &part_runs(&plan, i, view, 2, Access::Write).unwrap(),
             0,
             0,
             0,
         )
+    }
+
+    #[test]
+    fn a_view_of_too_many_blocks_is_refused_by_name() {
+        // [41, 41, 41, 41] f16 written with its axes reversed: the destination's rows are
+        // the first axis, one element a run, in 41^3 = 68,921 blocks.
+        let plan = ops::split(&[41; 4], &IntTensor::scalar(0), 1).unwrap();
+        let transposed = PartView {
+            offset: 0,
+            strides: vec![1, 41, 41 * 41, 41 * 41 * 41],
+        };
+        let runs = part_runs(&plan, 0, &transposed, 2, Access::Write).unwrap();
+        let m = view_entries("output 0", &runs, 0, 0, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            m.contains(
+                "output 0: its view lowers to 68921 blocks of runs, past the gather's 65536"
+            ),
+            "{m}"
+        );
     }
 
     #[test]
@@ -237,8 +264,14 @@ mod tests {
         let k = PartView::within(&[1, 4, 8, 8], &[1, 4, 8, 16], &[0, 1, 2, 3], &[0; 4]).unwrap();
         let lengths = IntTensor::vector(vec![32, 8, 8]);
         let plan = ops::variadic_split(&[1, 4, 48, 8], &IntTensor::scalar(2), &lengths).unwrap();
-        let entries =
-            view_entries(&part_runs(&plan, 1, &k, 2, Access::Write).unwrap(), 0, 0, 0).unwrap();
+        let entries = view_entries(
+            "k",
+            &part_runs(&plan, 1, &k, 2, Access::Write).unwrap(),
+            0,
+            0,
+            0,
+        )
+        .unwrap();
         assert_eq!(entries.len(), 4);
         let e = entries[1];
         assert_eq!(
@@ -251,7 +284,7 @@ mod tests {
         let k =
             PartView::within(&[1, 4, 8, 8], &[1, 4, 8, 16], &[0, 1, 2, 3], &[0, 0, 0, 4]).unwrap();
         let runs = part_runs(&plan, 1, &k, 2, Access::Write).unwrap();
-        let entries = view_entries(&runs, 0, 0, 0).unwrap();
+        let entries = view_entries("k", &runs, 0, 0, 0).unwrap();
         assert_eq!(entries.len(), 32);
         assert!(entries
             .iter()
@@ -260,8 +293,8 @@ mod tests {
         assert_eq!(dispatch_of(&entries), [0; 32]);
         // Moved 8 bytes on, every run starts on a unit: rows apart again, unless the source
         // is not in units either.
-        assert_eq!(view_entries(&runs, 0, 8, 0).unwrap().len(), 4);
-        let entries = view_entries(&runs, 4, 8, 1 << 27).unwrap();
+        assert_eq!(view_entries("k", &runs, 0, 8, 0).unwrap().len(), 4);
+        let entries = view_entries("k", &runs, 4, 8, 1 << 27).unwrap();
         assert_eq!(entries.len(), 32);
         assert_eq!(entries[1].dst_unit, (1 << 27) + 3);
         assert_eq!(

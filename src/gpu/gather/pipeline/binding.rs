@@ -4,10 +4,11 @@
 //! bind group ([`BoundDispatch::moved_offsets`]).
 
 use super::GatherPipeline;
-use crate::error::Result;
+use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped_async;
 use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::UNIT_BYTES;
+use crate::gpu::gather::blocks::grid;
 use crate::gpu::gather::builds::tail_start;
 use crate::gpu::gather::dispatches::Dispatch;
 use crate::gpu::placement::BufferRegion;
@@ -25,7 +26,7 @@ pub enum Windows<'a> {
 
 impl<'a> Windows<'a> {
     /// Bindings they take.
-    pub(super) fn count(&self) -> u32 {
+    fn count(&self) -> u32 {
         match self {
             Windows::Region(_) => 1,
             Windows::PerBinding(w) => w.len() as u32,
@@ -152,34 +153,42 @@ impl<'b> Resources<'b> {
 }
 
 impl GatherPipeline {
-    /// [`GatherPipeline::bind`] with the device's `limits`, in the caller's error scopes.
-    pub(super) fn bind_unscoped(
+    /// Binds `dispatches` (with their `tables`, one buffer each) to `inputs` and `outputs`:
+    /// each one's pipeline, bind group and grid, ready to record as often as wanted. Fails,
+    /// with nothing made, if a grid exceeds the device's limits, if `inputs` or `outputs`
+    /// does not match the build's bindings, or if wgpu refuses a bind group.
+    pub async fn bind(
         &self,
         device: &wgpu::Device,
-        limits: &wgpu::Limits,
         dispatches: &[Dispatch],
         tables: &[wgpu::Buffer],
         inputs: Windows<'_>,
         outputs: Windows<'_>,
     ) -> Result<Vec<BoundDispatch>> {
-        dispatches
-            .iter()
-            .zip(tables)
-            .map(|(dispatch, table)| {
-                let (bind_group, offsets, follows) =
-                    self.bind_group(device, dispatch, table, inputs, outputs);
-                Ok(BoundDispatch {
-                    pipeline: self.pipeline(device, dispatch.program),
-                    bind_group,
-                    grid: crate::gpu::gather::blocks::grid(
-                        limits,
-                        dispatch.params.num_blocks as u64,
-                    )?,
-                    offsets,
-                    follows,
-                })
+        let (reads, writes) = (inputs.count(), outputs.count());
+        if (reads, writes) != (self.src_bindings, self.dst_bindings) {
+            return Err(SplitError::Device(format!(
+                "{reads} input and {writes} output windows for a build with {} input and {} \
+                 output bindings",
+                self.src_bindings, self.dst_bindings
+            )));
+        }
+        let limits = device.limits();
+        let bind = |(dispatch, table)| {
+            let (bind_group, offsets, follows) =
+                self.bind_group(device, dispatch, table, inputs, outputs);
+            Ok(BoundDispatch {
+                pipeline: self.pipeline(device, dispatch.program),
+                bind_group,
+                grid: grid(&limits, dispatch.params.num_blocks as u64)?,
+                offsets,
+                follows,
             })
-            .collect()
+        };
+        scoped_async(device, "binding the split", || {
+            dispatches.iter().zip(tables).map(bind).collect()
+        })
+        .await?
     }
 
     /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
