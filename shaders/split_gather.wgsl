@@ -149,9 +149,8 @@ fn load_vec4_edge_in(b: u32, i: u32) -> vec4<u32> {
 // chooses its binding; `units_end(i)` gives the first unit past unit `i`'s units binding, and
 // `store_unit_fast(i, v)` stores a unit below it with no choice to make (`store_unit_fast_in(b,
 // i, v)` into output binding `b`; `copy_units_fast` runs a split's run into its binding, picked
-// once). The runs' loops stop at `units_end` and store so (a split's runs then take the rest in
-// a second loop; a join's, unit by unit): a CPU adapter runs both sides of a choice in every
-// SIMD group.
+// once). The runs' loops stop at `units_end` and store so, and take the rest unit by unit
+// (`copy_unit`, `join_unit`): a CPU adapter runs both sides of a choice in every SIMD group.
 
 // Unit `i`, of whose bytes only the first `n` (1 to 16) belong to the output: a whole unit
 // at once, else its bytes of the output (`store_masked`). The other bytes of its last word

@@ -35,27 +35,41 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     }
     // Units below the output binding's `units_end` store into that binding with no choice to
     // make (`copy_units_fast` picks it once for the run); the others (a window's last units,
-    // at most 16) after them.
+    // at most 16) after them, one at a time.
     let fast_end = clamp(units_below(e, units_end(e.dst_unit)), first_unit, end_unit);
     copy_units_fast(e, first_unit, fast_end, vec4_only);
-    if (fast_end < end_unit) {
-        copy_units(e, fast_end, end_unit, vec4_only, ANY_BINDING);
+    for (var u = fast_end; u < end_unit; u++) {
+        copy_unit(e, u, vec4_only);
     }
 }
 
-// `put_unit`'s `to` for units below `units_end` in their own binding (`store_unit_fast`),
-// and for units anywhere (`store_unit`).
-const ITS_BINDING = 0xfffffffeu;
-const ANY_BINDING = 0xffffffffu;
+// Unit `u` of entry `e`, its words read byte by byte where rows are not of whole vec4s:
+// the few units past a binding's `units_end`. One call of `store_unit`, which chooses the
+// binding and its side, keeps the build's pipelines quick to compile: a CPU adapter runs
+// every arm of that choice.
+fn copy_unit(e: Entry, u: u32, vec4_only: bool) {
+    let b = e.first_byte + u * 16u;
+    let at = place(e, b);
+    if (vec4_only || e.mode == MODE_VEC4) {
+        store_unit(e.dst_unit + at.dst / 16u, load_vec4(at.src / 16u));
+        return;
+    }
+    var v = vec4<u32>(0u);
+    for (var k = 0u; k < 4u; k++) {
+        let w = place(e, b + 4u * k);
+        v[k] = global_word_bytes(e, b + 4u * k, w.row, w.col);
+    }
+    store_unit_n(e.dst_unit + u, v, unit_bytes(e, b));
+}
 
-// Unit `i` into output binding `to`'s units (`store_unit_fast_in`), or as ITS_BINDING or
-// ANY_BINDING say. `to` is a constant at every call (`copy_units_fast` passes each binding's
-// own), so the driver keeps one store: a CPU adapter runs every side of a choice in each SIMD
-// group.
+// `put_unit`'s `to` for units below `units_end` in their own binding (`store_unit_fast`).
+const ITS_BINDING = 0xffffffffu;
+
+// Unit `i` into output binding `to`'s units (`store_unit_fast_in`), or as ITS_BINDING says.
+// `to` is a constant at every call (`copy_units_fast` passes each binding's own), so the
+// driver keeps one store: a CPU adapter runs every side of a choice in each SIMD group.
 fn put_unit(i: u32, v: vec4<u32>, to: u32) {
-    if (to == ANY_BINDING) {
-        store_unit(i, v);
-    } else if (to == ITS_BINDING) {
+    if (to == ITS_BINDING) {
         store_unit_fast(i, v);
     } else {
         store_unit_fast_in(to, i, v);
