@@ -60,13 +60,10 @@ fn walk_unit(w: Walk, s: ptr<function, u32>, col: ptr<function, u32>, part: ptr<
     return vec4<u32>(w0, w1, w2, w3);
 }
 
-// A split's units `first_unit .. end_unit` of entry `e`, whose rows are shorter than a unit,
-// from place `at` on: its whole units gathered, then the output's partial last unit as
-// `run_shifted` assembles it. Rows of one or two words: a unit holds whole rows where it
-// starts at a row's start, so its words lie at the same offsets from its first word in every
-// unit.
+// A split's whole units `first_unit .. end_unit` of entry `e`, whose rows are shorter than a
+// unit, from place `at` on. Rows of one or two words: a unit holds whole rows where it starts
+// at a row's start, so its words lie at the same offsets from its first word in every unit.
 fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
-    let whole_end = min(end_unit, e.out_bytes / 16u);
     var u = first_unit;
     if (e.mode == MODE_WORD && (e.row_bytes == 4u || e.row_bytes == 8u) && at.col == 0u) {
         let step = e.src_stride >> 2u;
@@ -75,7 +72,7 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
         // Hoisted: a division in the loop costs llvmpipe a scalar division per lane and unit.
         let next = select(2u * step, 4u * step, one);
         var w = at.src >> 2u;
-        for (; u < whole_end; u++) {
+        for (; u < end_unit; u++) {
             put_unit(e.dst_unit + u, vec4<u32>(load_word(w + o.x), load_word(w + o.y), load_word(w + o.z), load_word(w + o.w)), to);
             w += next;
         }
@@ -84,13 +81,9 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
         var s = at.src;
         var col = at.col;
         var part = 0u;
-        for (; u < whole_end; u++) {
+        for (; u < end_unit; u++) {
             put_unit(e.dst_unit + u, walk_unit(walk, &s, &col, &part, e.mode == MODE_WORD), to);
         }
-    }
-    if (u < end_unit) {
-        let last = place(e, e.first_byte + u * 16u);
-        run_shifted(e, u, end_unit, last.src, last.row, last.col, to);
     }
 }
 

@@ -33,10 +33,11 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
         store_first_unit(e);
         first_unit = 1u;
     }
-    // Units below the output binding's `units_end` store into that binding with no choice to
-    // make (`copy_units_fast` picks it once for the run); the others (a window's last units,
-    // at most 16) after them, one at a time.
-    let fast_end = clamp(units_below(e, units_end(e.dst_unit)), first_unit, end_unit);
+    // Whole units below the output binding's `units_end` store into that binding with no
+    // choice to make (`copy_units_fast` picks it once for the run); the others (a window's
+    // last units, at most 16, and the entry's partial last unit) after them, one at a time.
+    let below = min(units_below(e, units_end(e.dst_unit)), e.out_bytes / 16u);
+    let fast_end = clamp(below, first_unit, end_unit);
     copy_units_fast(e, first_unit, fast_end, vec4_only);
     for (var u = fast_end; u < end_unit; u++) {
         copy_unit(e, u, vec4_only);
@@ -117,9 +118,9 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
     }
 }
 
-// MODE_WORD and MODE_BYTE: units that lie inside one row are funnel-shifted from a sliding
-// window of aligned vec4 loads (one load per unit); a unit that crosses a row end or ends the
-// output is assembled word by word.
+// MODE_WORD and MODE_BYTE, whole units: units that lie inside one row are funnel-shifted from
+// a sliding window of aligned vec4 loads (one load per unit); a unit that crosses a row end is
+// assembled word by word.
 fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col0: u32, to: u32) {
     let end_byte = e.first_byte + e.out_bytes;
     let row_gap = e.src_stride - e.row_bytes;
@@ -159,11 +160,10 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
             s += row_gap;
         }
         if (u < end_unit && count == 0u) {
-            // This unit crosses a row end (or ends the output): word by word.
-            let n = min(16u, end_byte - b);
+            // This unit crosses a row end: word by word.
             var v = vec4<u32>(0u);
             for (var k = 0u; k < 4u; k++) {
-                if (col + 4u <= e.row_bytes && b + 4u <= end_byte) {
+                if (col + 4u <= e.row_bytes) {
                     let w = s >> 2u;
                     let r = (s & 3u) * 8u;
                     if (r == 0u) {
@@ -171,7 +171,7 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
                     } else {
                         v[k] = (load_word(w) >> r) | (load_word(w + 1u) << (32u - r));
                     }
-                } else if (b < end_byte) {
+                } else {
                     v[k] = global_word_bytes(e, b, row, col);
                 }
                 b += 4u;
@@ -184,7 +184,7 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
                     s += row_gap;
                 }
             }
-            store_unit_n(e.dst_unit + u, v, n);
+            put_unit(e.dst_unit + u, v, to);
             u += 1u;
         }
     }

@@ -77,8 +77,8 @@ pub(super) fn max_steps(max_steps: u64, turns: u64) -> u64 {
 /// Loop turns one unit of a split's rows may take, on average over a lane's steps. Rows of
 /// 16 bytes or more (r): one where it lies inside a row, up to 27 where it crosses a row end
 /// (its four words assembled byte by byte), which at most one unit in r / 16 does. Shorter
-/// rows (`run_narrow`, no inner loop): one; the output's last unit, if partial, takes up to
-/// 44 once, within the room [`LANE_TURNS`] leaves.
+/// rows (`run_narrow`, no inner loop): one; the output's last unit, if partial, is taken
+/// alone (`copy_unit`, up to 20), within the room [`LANE_TURNS`] leaves.
 fn split_unit_turns(entries: &[Entry]) -> u64 {
     entries
         .iter()
