@@ -90,7 +90,7 @@ fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, to: u32
     } else if (e.row_bytes < 16u) {
         run_narrow(e, first_unit, end_unit, at, to);
     } else {
-        run_shifted(e, first_unit, end_unit, at.src, at.row, at.col, to);
+        run_shifted(e, first_unit, end_unit, at.src, at.col, to);
     }
 }
 
@@ -119,26 +119,20 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
 }
 
 // MODE_WORD and MODE_BYTE, whole units: units that lie inside one row are funnel-shifted from
-// a sliding window of aligned vec4 loads (one load per unit); a unit that crosses a row end is
-// assembled word by word.
-fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col0: u32, to: u32) {
-    let end_byte = e.first_byte + e.out_bytes;
+// a sliding window of aligned vec4 loads (one load per unit); a unit that crosses a row end
+// (rows are at least a unit long: it meets two rows) merges this row's last bytes with the
+// next row's first, each one 16-byte load.
+fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32, to: u32) {
     let row_gap = e.src_stride - e.row_bytes;
     var u = first_unit;
-    var b = e.first_byte + first_unit * 16u;
     var s = s0;
-    var row = row0;
     var col = col0;
     while (u < end_unit) {
         // Whole units inside this row.
-        let count = min(end_unit - u, min(e.row_bytes - col, end_byte - b) / 16u);
-        let sh = s % 16u;
-        let a = s / 16u;
-        if (sh == 0u) {
-            for (var k = 0u; k < count; k++) {
-                put_unit(e.dst_unit + u + k, load_vec4(a + k), to);
-            }
-        } else if (count > 0u) {
+        let count = min(end_unit - u, (e.row_bytes - col) / 16u);
+        if (count > 0u) {
+            let sh = s % 16u;
+            let a = s / 16u;
             var lo = load_vec4(a);
             let last = count - 1u;
             for (var k = 0u; k < last; k++) {
@@ -149,43 +143,22 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, row0: u32, col
             // The segment's last unit: its second vec4, alone, may reach past the input's last
             // whole vec4 (every earlier one holds bytes of the next unit).
             put_unit(e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh), to);
+            u += count;
+            s += count * 16u;
+            col += count * 16u;
         }
-        u += count;
-        b += count * 16u;
-        s += count * 16u;
-        col += count * 16u;
         if (col == e.row_bytes) {
             col = 0u;
-            row += 1u;
             s += row_gap;
-        }
-        if (u < end_unit && count == 0u) {
-            // This unit crosses a row end: word by word.
-            var v = vec4<u32>(0u);
-            for (var k = 0u; k < 4u; k++) {
-                if (col + 4u <= e.row_bytes) {
-                    let w = s >> 2u;
-                    let r = (s & 3u) * 8u;
-                    if (r == 0u) {
-                        v[k] = load_word(w);
-                    } else {
-                        v[k] = (load_word(w) >> r) | (load_word(w + 1u) << (32u - r));
-                    }
-                } else {
-                    v[k] = global_word_bytes(e, b, row, col);
-                }
-                b += 4u;
-                s += 4u;
-                col += 4u;
-                // Rows shorter than 4 bytes wrap more than once.
-                while (col >= e.row_bytes) {
-                    col -= e.row_bytes;
-                    row += 1u;
-                    s += row_gap;
-                }
-            }
-            put_unit(e.dst_unit + u, v, to);
+        } else if (u < end_unit) {
+            // This unit crosses a row end: its first k bytes end this row, the rest start the
+            // next, whose first byte is `next`.
+            let k = e.row_bytes - col;
+            let next = s + k + row_gap;
+            put_unit(e.dst_unit + u, merge_bytes(load_bytes16(0u, s), load_bytes16(0u, next - k), k), to);
             u += 1u;
+            s = next + 16u - k;
+            col = 16u - k;
         }
     }
 }

@@ -183,6 +183,17 @@ fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
         .collect();
     check_lengths(&variants, DType::U8, &[1 << 21, 3], 12, vec![1, 1, 1]);
     check_lengths(&variants, DType::U8, &[1 << 21, 7], 13, vec![3, 4]);
+    // Unaligned rows of 17 bytes in runs as long as their loop turns allow (3 a unit: asked
+    // for 30,000 units, 17,920 a lane here; at 35,840 a lane, 1 turn a unit as the host's
+    // count, llvmpipe drops units), nearly every unit crossing a row end.
+    let longest = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        gather_mode: Some(GatherMode::Cpu),
+        max_steps_per_lane: Some(30_000),
+        ..gpu.options()
+    });
+    let longest = [(format!("{} Cpu x30000", common::name(gpu)), longest)];
+    check_lengths(&longest, DType::U8, &[1 << 20, 35], 14, vec![1, 17, 17]);
 }
 
 fn one_hundred_thousand_outputs(gpu: &'static GpuSplitter) {

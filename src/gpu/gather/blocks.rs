@@ -75,20 +75,19 @@ pub(super) fn max_steps(max_steps: u64, turns: u64) -> u64 {
 }
 
 /// Loop turns one unit of a split's rows may take, on average over a lane's steps. Rows of
-/// 16 bytes or more (r): one where it lies inside a row, up to 27 where it crosses a row end
-/// (its four words assembled byte by byte), which at most one unit in r / 16 does. Shorter
-/// rows (`run_narrow`, no inner loop): one; the output's last unit, if partial, is taken
+/// 16 bytes or more: one a unit and one a row segment in runs (a unit that crosses a row end
+/// takes no loop), up to three where such rows are staged (a row's slot, then its units).
+/// Shorter rows (`run_narrow`, no inner loop): one. An output's partial last unit is taken
 /// alone (`copy_unit`, up to 20), within the room [`LANE_TURNS`] leaves.
 fn split_unit_turns(entries: &[Entry]) -> u64 {
-    entries
+    let long_unaligned = entries
         .iter()
-        .filter(|e| !e.is_vec4())
-        .map(|e| match e.row_bytes as u64 {
-            r if r < UNIT_BYTES => 1,
-            r => 2 + 27 * UNIT_BYTES / r,
-        })
-        .max()
-        .unwrap_or(1)
+        .any(|e| !e.is_vec4() && e.row_bytes as u64 >= UNIT_BYTES);
+    if long_unaligned {
+        3
+    } else {
+        1
+    }
 }
 
 /// Units of an entry of `out_bytes`.
@@ -410,14 +409,14 @@ mod tests {
 
     #[test]
     fn a_lanes_loop_turns_stay_within_llvmpipes_limit() {
-        // Asked for 4,096 units a lane: unaligned rows of 17 bytes take up to 27 turns a
-        // unit, so at most 2,222 units; 1-byte rows (one turn a unit) and aligned rows keep
-        // the 4,096.
+        // Asked for 30,000 units a lane: unaligned rows of 17 bytes take up to 3 turns a
+        // unit, so at most 20,000 units; 1-byte rows (one turn a unit) and aligned rows take
+        // more (equal runs in full workgroups).
         let runs_of =
-            |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 4096).steps_per_lane;
-        assert_eq!(runs_of(&[1 << 22, 3], 3, DType::U8), 4096);
-        assert!(runs_of(&[1 << 22, 34], 2, DType::U8) <= 2222);
-        assert_eq!(runs_of(&[1 << 22, 64], 2, DType::F32), 4096);
+            |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 30_000).steps_per_lane;
+        assert!(runs_of(&[1 << 25, 3], 3, DType::U8) > 20_000);
+        assert!(runs_of(&[1 << 22, 34], 2, DType::U8) <= 20_000);
+        assert!(runs_of(&[1 << 22, 64], 2, DType::F32) > 20_000);
     }
 
     #[test]
