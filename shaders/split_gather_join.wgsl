@@ -245,10 +245,10 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
     }
 }
 
-// Units `first .. end` of one lane (CPU adapters): the whole units inside one segment of one
-// row move as a run, one aligned vec4 each or funnel-shifted from a sliding window of them
-// (as `run_shifted` does), below the output binding's `units_end` with no choice of binding;
-// a unit that crosses a segment's end, or lies past `units_end`, is assembled by `join_unit`.
+// Units `first .. end` of one lane (CPU adapters): runs and the units between them
+// (`join_runs_from`) as far as they go, and each unit they leave assembled part by part
+// (`join_unit`). The general unit stays out of the runs' loop: a CPU adapter runs every
+// branch of a loop's body for its whole SIMD group, masked, at every turn.
 fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     // Rows of up to a unit: no unit lies inside one part's row.
     if (h.header.row_bytes <= 16u) {
@@ -258,46 +258,72 @@ fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<funct
     let bound = units_end(first);
     var u = first;
     while (u < end) {
-        let b = u * 16u;
-        let row = b / h.header.row_bytes;
-        let c = b - row * h.header.row_bytes;
-        join_segment(h, c, k, seg);
-        let e = part_of(*seg, c);
-        let seg_end = e.first_byte + e.row_bytes;
-        var count = 0u;
-        if (*k > 0u && c < seg_end) {
-            count = min(end - u, min(seg_end - c, h.header.end_byte - b) / 16u);
-            count = min(count, select(0u, bound - u, u < bound));
-        }
-        if (count > 0u) {
-            let s = row * e.row_bytes + e.src_offset + (c - e.first_byte);
-            let a = s / 16u;
-            let sh = s % 16u;
-            if (sh == 0u) {
-                for (var i = 0u; i < count; i++) {
-                    store_unit_fast(u + i, load_vec4_in(e.binding, a + i));
-                }
-            } else {
-                var lo = load_vec4_in(e.binding, a);
-                let last = count - 1u;
-                for (var i = 0u; i < last; i++) {
-                    let hi = load_vec4_in(e.binding, a + i + 1u);
-                    store_unit_fast(u + i, funnel(lo, hi, sh));
-                    lo = hi;
-                }
-                // The run's last unit: its second vec4 alone may reach past the input's end.
-                store_unit_fast(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh));
-            }
-            u += count;
-        }
-        // The unit after the run where it crosses the segment's end (or none began here: a
-        // gap, or a unit past the output's end), in the same turn of the loop, so that the
-        // lanes of a SIMD group assemble theirs together rather than one turn apart.
-        if (u < end && (count == 0u || c + count * 16u < seg_end)) {
+        u = join_runs_from(h, u, end, bound, k, seg);
+        if (u < end) {
             join_unit(h, u, k, seg);
             u += 1u;
         }
     }
+}
+
+// Units from `first` on, up to `end` or the first one left to `join_unit`, which it returns:
+// the whole units inside one segment of one row move as a run, one aligned vec4 each or
+// funnel-shifted from a sliding window of them (as `run_shifted` does), below the output
+// binding's `units_end` with no choice of binding; a whole unit that crosses from a part
+// into the next, which begins where it ends and holds the unit's other bytes, merges one
+// 16-byte load of each. Units past `units_end`, the output's partial last unit, gaps and
+// narrower parts are left.
+fn join_runs_from(h: Join, first: u32, end: u32, bound: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) -> u32 {
+    let r = h.header.row_bytes;
+    var u = first;
+    while (u < end) {
+        let b = u * 16u;
+        let row = b / r;
+        let c = b - row * r;
+        join_segment(h, c, k, seg);
+        let e = part_of(*seg, c);
+        let seg_end = e.first_byte + e.row_bytes;
+        if (*k == 0u || c >= seg_end || u >= bound || b + 16u > h.header.end_byte) {
+            return u;
+        }
+        let count = min(min(end, bound) - u, min(seg_end - c, h.header.end_byte - b) / 16u);
+        let s = row * e.row_bytes + e.src_offset + (c - e.first_byte);
+        if (count > 0u) {
+            let a = s / 16u;
+            let sh = s % 16u;
+            var lo = load_vec4_in(e.binding, a);
+            let last = count - 1u;
+            for (var i = 0u; i < last; i++) {
+                let hi = load_vec4_in(e.binding, a + i + 1u);
+                store_unit_fast(u + i, funnel(lo, hi, sh));
+                lo = hi;
+            }
+            // The run's last unit: its second vec4 alone may reach past the input's end.
+            store_unit_fast(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh));
+            u += count;
+            if (c + count * 16u == seg_end) {
+                continue;
+            }
+        }
+        // The next unit crosses the part's end: its first `n` bytes end the part's row.
+        let cu = c + count * 16u;
+        if (u >= end || u >= bound || u * 16u + 16u > h.header.end_byte) {
+            return u;
+        }
+        let n = seg_end - cu;
+        // The next part: the next segment, or the row's first where this one ends the row.
+        let wraps = *k + 1u >= segment_limit(h);
+        let next = segment(h, select(*k + 1u, 1u, wraps));
+        let next_row = select(row, row + 1u, wraps);
+        if (next.first_byte != select(seg_end, 0u, wraps) || (wraps && seg_end != r) || next.row_bytes < 16u - n) {
+            return u;
+        }
+        let x = load_bytes16(e.binding, s + count * 16u);
+        let y = load_bytes16(next.binding, next_row * next.row_bytes + next.src_offset);
+        store_unit_fast(u, merge_bytes(x, funnel(vec4<u32>(0u), y, 16u - n), n));
+        u += 1u;
+    }
+    return u;
 }
 
 // Points `k` and `seg` at the last segment whose first column is at or before `c` (k = 0

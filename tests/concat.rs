@@ -189,6 +189,42 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
     }
 }
 
+/// Unaligned parts in the CPU adapters' runs and the GPU's lanes: u8 parts of `m` bytes, then
+/// `r` (at every residue mod 16 and across a unit's worth of widths), then 3, so units cross
+/// from part to part and from row to row at every column; wide parts only, whose units cross
+/// straight from one part into the next; and the same parts each in a buffer of its own.
+fn unaligned_parts_at_every_offset(gpu: &'static GpuSplitter) {
+    for (mode, steps) in [
+        (GatherMode::Gpu, 4),
+        (GatherMode::Cpu, 3),
+        (GatherMode::Cpu, 2048),
+    ] {
+        let gpu = gpu.clone().with_options(SplitOptions {
+            route: RouteChoice::Gather,
+            gather_mode: Some(mode),
+            max_steps_per_lane: Some(steps),
+            ..gpu.options()
+        });
+        let check = |shapes: &[[usize; 2]]| {
+            let plan = ops::concat(shapes, 1).unwrap();
+            common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
+                .unwrap_or_else(|e| panic!("{mode:?} x{steps} {shapes:?}: {e}"));
+            let tensors = parts(&plan, DType::U8);
+            check_regions(&gpu, &plan, &tensors, wgpu::BufferUsages::empty(), |i| {
+                (i, 0)
+            });
+        };
+        for m in 0..16 {
+            for r in [16, 17, 19, 24, 31, 32, 33, 45] {
+                check(&[[97, m], [97, r], [97, 3]]);
+            }
+        }
+        for widths in [[17, 18, 16], [20, 33, 47], [100, 29, 101]] {
+            check(&widths.map(|w| [97, w]));
+        }
+    }
+}
+
 /// Narrow parts in lanes' longest runs: u8 planes of 1 to 3 bytes a row interleaved into
 /// pixels, whose every unit is assembled from many parts. llvmpipe leaves every loop of an
 /// invocation after 65,535 turns in all, so the host keeps each lane's steps within that:
@@ -356,6 +392,7 @@ per_backend!(
     many_inputs_in_one_region_take_one_dispatch,
     stacks_and_appends,
     equal_parts_in_one_segment,
+    unaligned_parts_at_every_offset,
     narrow_parts_in_long_runs,
     rows_by_copies,
     inputs_as_views_of_the_output,
