@@ -189,28 +189,24 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
     }
 }
 
-/// Unaligned parts in the CPU adapters' runs and the GPU's lanes: u8 parts of `m` bytes, then
-/// `r` (at every residue mod 16 and across a unit's worth of widths), then 3, so units cross
-/// from part to part and from row to row at every column; wide parts only, whose units cross
-/// straight from one part into the next; and the same parts each in a buffer of its own.
+/// Unaligned parts in every lane mapping and in the device's own runs: u8 parts of `m` bytes,
+/// then `r` (at every residue mod 16 and across a unit's worth of widths), then 3, so units
+/// cross from part to part and from row to row at every column; wide parts only, whose units
+/// cross straight from one part into the next; and the same parts each in a buffer of its own.
 fn unaligned_parts_at_every_offset(gpu: &'static GpuSplitter) {
-    for (mode, steps) in [
-        (GatherMode::Gpu, 4),
-        (GatherMode::Cpu, 3),
-        (GatherMode::Cpu, 2048),
-    ] {
-        let gpu = gpu.clone().with_options(SplitOptions {
-            route: RouteChoice::Gather,
-            gather_mode: Some(mode),
-            max_steps_per_lane: Some(steps),
-            ..gpu.options()
-        });
+    let mut variants = common::lane_mappings(gpu);
+    let own_runs = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        ..gpu.options()
+    });
+    variants.push((format!("{} own runs", common::name(gpu)), own_runs));
+    for (name, gpu) in &variants {
         let check = |shapes: &[[usize; 2]]| {
             let plan = ops::concat(shapes, 1).unwrap();
-            common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
-                .unwrap_or_else(|e| panic!("{mode:?} x{steps} {shapes:?}: {e}"));
             let tensors = parts(&plan, DType::U8);
-            check_regions(&gpu, &plan, &tensors, wgpu::BufferUsages::empty(), |i| {
+            common::run_verified(gpu, &plan, &tensors)
+                .unwrap_or_else(|e| panic!("{name} {shapes:?}: {e}"));
+            check_regions(gpu, &plan, &tensors, wgpu::BufferUsages::empty(), |i| {
                 (i, 0)
             });
         };
