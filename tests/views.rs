@@ -213,8 +213,10 @@ fn source_rows_of_any_alignment_land_back_to_back(gpu: &'static GpuSplitter) {
 
 fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
     // The attention output [1, H, S, D] read as [1, S, H, D]: one input, transposed, into
-    // [1, S, H * D]; and two halves of the heads as two inputs of one buffer.
-    let (h, s, d) = (4, 6, 8);
+    // [1, S, H * D]; and two halves of the heads as two inputs of one buffer. A batch is 512
+    // bytes, a multiple of every device's storage offset alignment (at most 256), so the
+    // prepared node moves to the next batch by dynamic offsets.
+    let (h, s, d) = (4, 8, 8);
     let heads = tensor(DType::F16, &[1, h, s, d], 3);
     let heads_buf = buffer(gpu, heads.bytes());
     let layer = Attention {
