@@ -185,7 +185,10 @@ fn outputs_sharing_buffers_at_their_own_offsets(gpu: &'static GpuSplitter) {
 
 fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
     let device = gpu.device();
-    let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
+    // Outputs of 2 KiB, longer than any storage offset alignment (at most 256), so regions at
+    // offsets the device allows can overlap and run past the buffer's end.
+    let align = device.limits().min_storage_buffer_offset_alignment as u64;
+    let plan = ops::split(&[4, 256], &IntTensor::scalar(1), 2).unwrap();
     let buffer = |size| {
         device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
@@ -194,7 +197,7 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
             mapped_at_creation: false,
         })
     };
-    let (input, out) = (buffer(128), buffer(1024));
+    let (input, out) = (buffer(4096), buffer(8192));
     let r = |buffer, offset| BufferRegion { buffer, offset };
     let mut encoder = device.create_command_encoder(&Default::default());
     let mut encode = |outputs: &[BufferRegion]| {
@@ -212,15 +215,20 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
         e.to_string().contains("1 output regions for 2 outputs"),
         "{e}"
     );
-    let e = encode(&[r(&out, 0), r(&out, 0)]);
+    let e = encode(&[r(&out, 0), r(&out, align)]);
     assert!(
         matches!(e, SplitError::BadBuffer(_)) && e.to_string().contains("overlaps"),
         "{e}"
     );
     let e = encode(&[r(&out, 0), r(&input, 0)]);
     assert!(e.to_string().contains("in the input's buffer"), "{e}");
-    let e = encode(&[r(&out, 0), r(&out, 1000)]);
-    assert!(e.to_string().starts_with("output 1 "), "{e}");
+    let e = encode(&[r(&out, 0), r(&out, 8192 - align)]);
+    assert!(
+        e.to_string().starts_with("output 1 needs 2048 bytes"),
+        "{e}"
+    );
+    let e = encode(&[r(&out, 0), r(&out, 4096 + 4)]);
+    assert!(e.to_string().starts_with("output 1 offset 4100"), "{e}");
 }
 
 /// What `Outputs::Regions` and `Inputs::Regions` document: 64 parts of 1 KiB, each in a buffer
