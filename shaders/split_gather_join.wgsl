@@ -301,15 +301,16 @@ fn join_runs_from(h: Join, first: u32, end: u32, bound: u32, k: ptr<function, u3
             // The run's last unit: its second vec4 alone may reach past the input's end.
             store_unit_fast(u + last, funnel(lo, load_vec4_edge_in(e.binding, a + count), sh));
             u += count;
-            if (c + count * 16u == seg_end) {
-                continue;
-            }
         }
-        // The next unit crosses the part's end: its first `n` bytes end the part's row.
+        // The column after the run: the part's end, or inside the next unit, which crosses it.
         let cu = c + count * 16u;
+        if (cu == seg_end) {
+            continue;
+        }
         if (u >= end || u >= bound || u * 16u + 16u > h.header.end_byte) {
             return u;
         }
+        // The crossing unit's first `n` bytes end the part's row.
         let n = seg_end - cu;
         // The next part: the next segment, or the row's first where this one ends the row.
         let wraps = *k + 1u >= segment_limit(h);
@@ -318,6 +319,8 @@ fn join_runs_from(h: Join, first: u32, end: u32, bound: u32, k: ptr<function, u3
         if (next.first_byte != select(seg_end, 0u, wraps) || (wraps && seg_end != r) || next.row_bytes < 16u - n) {
             return u;
         }
+        // The next part's bytes are shifted into place rather than loaded from `n` bytes before
+        // them (as the split's `run_shifted` does): its source may begin its binding.
         let x = load_bytes16(e.binding, s + count * 16u);
         let y = load_bytes16(next.binding, next_row * next.row_bytes + next.src_offset);
         store_unit_fast(u, merge_bytes(x, funnel(vec4<u32>(0u), y, 16u - n), n));

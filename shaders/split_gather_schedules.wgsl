@@ -45,9 +45,9 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
 }
 
 // Unit `u` of entry `e`, its words read byte by byte where rows are not of whole vec4s:
-// the few units past a binding's `units_end`, and the entry's partial last unit. One call of `store_unit`, which chooses the
-// binding and its side, keeps the build's pipelines quick to compile: a CPU adapter runs
-// every arm of that choice.
+// the few units past a binding's `units_end`, and the entry's partial last unit. One call of
+// `store_unit`, which chooses the binding and its side, keeps the build's pipelines quick to
+// compile: a CPU adapter runs every arm of that choice.
 fn copy_unit(e: Entry, u: u32, vec4_only: bool) {
     let b = e.first_byte + u * 16u;
     let at = place(e, b);
