@@ -45,29 +45,36 @@ pub fn view_entries(
     let run = runs.run_bytes;
     let (src, dst) = (runs.src + src_base, runs.dst + dst_base);
     let aligned = |x: u64| x.is_multiple_of(UNIT_BYTES);
-    let (rows, outer) = match runs.levels.split_last() {
-        Some((&rows, outer)) => (rows, outer),
+    let in_units =
+        aligned(run | src | dst) && runs.levels.iter().all(|l| aligned(l.src_step | l.dst_step));
+    // The level an entry's rows take: where every byte lies in units, any level's rows may
+    // lie apart, so the level of most runs, whose entries are fewest (the innermost on a
+    // tie); else the innermost, whose rows may lie back to back.
+    let rows_at = match in_units {
+        true => (0..runs.levels.len()).max_by_key(|&i| runs.levels[i].extent),
+        false => runs.levels.len().checked_sub(1),
+    };
+    let (rows, mut blocks) = match rows_at {
+        Some(i) => (runs.levels[i], runs.levels.clone()),
         None => (
             Level {
                 extent: 1,
                 src_step: run,
                 dst_step: run,
             },
-            &[][..],
+            Vec::new(),
         ),
     };
-    let all_aligned = |levels: &[Level]| levels.iter().all(|l| aligned(l.src_step | l.dst_step));
     let how = if rows.dst_step == run {
         Rows::BackToBack
-    } else if aligned(run | src | dst) && all_aligned(&runs.levels) {
+    } else if in_units {
         Rows::Apart
     } else {
         Rows::One
     };
-    let blocks = match how {
-        Rows::One => &runs.levels[..],
-        _ => outer,
-    };
+    if let (Some(i), false) = (rows_at, how == Rows::One) {
+        blocks.remove(i);
+    }
     let count: u64 = blocks.iter().map(|l| l.extent).product();
     if count > MAX_VIEW_ENTRIES {
         return Err(SplitError::BadView(format!(
@@ -77,7 +84,7 @@ pub fn view_entries(
     }
     let starts = Runs {
         run_bytes: run,
-        levels: blocks.to_vec(),
+        levels: blocks,
         src,
         dst,
     };
@@ -222,25 +229,28 @@ mod tests {
     }
 
     #[test]
-    fn heads_of_aligned_rows_take_an_entry_each() {
-        // Q [1, 4, 32, 128] as [1, 32, 4, 128]: a head's 4 rows lie back to back.
+    fn aligned_rows_take_the_level_of_most_runs() {
+        // Q [1, 4, 32, 128] as [1, 32, 4, 128]: a head's 4 rows lie back to back, but the
+        // 32 heads of a position are the level of most runs: an entry a position, its 32
+        // rows a head apart in the destination and back to back in the source.
         let q =
             PartView::within(&[1, 4, 32, 128], &[1, 32, 4, 128], &[0, 2, 1, 3], &[0; 4]).unwrap();
         let entries = heads(128, 0, &q).unwrap();
-        assert_eq!(entries.len(), 32);
+        assert_eq!(entries.len(), 4);
         let e = entries[3];
         assert_eq!(
             (e.dst_unit, e.out_bytes, e.row_bytes),
-            (3 * 4 * 256 / 16, 4 * 256, 256)
+            (3 * 256 / 16, 32 * 256, 256)
         );
         assert_eq!(
             (e.src_offset, e.src_stride, e.dst_stride),
-            (3 * 256, 48 * 256, 256)
+            (3 * 48 * 256, 256, 4 * 256)
         );
         assert!(entries.iter().all(Entry::is_vec4));
-        assert_eq!(dispatch_of(&entries), [0; 32]);
-        // Heads of 127 elements: head 1's 4 rows of 254 bytes start at byte 1,016, 8 bytes
-        // into unit 63, where head 0 ends; its unit 0 starts a row back, at column 246.
+        assert_eq!(dispatch_of(&entries), [0; 4]);
+        // Heads of 127 elements, not in units: an entry a head, whose rows lie back to back.
+        // Head 1's 4 rows of 254 bytes start at byte 1,016, 8 bytes into unit 63, where head
+        // 0 ends; its unit 0 starts a row back, at column 246.
         let q =
             PartView::within(&[1, 4, 32, 127], &[1, 32, 4, 127], &[0, 2, 1, 3], &[0; 4]).unwrap();
         let entries = heads(127, 0, &q).unwrap();
