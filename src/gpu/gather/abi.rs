@@ -20,6 +20,10 @@ pub const NARROW_WGSL: &str = include_str!("../../../shaders/split_gather_narrow
 /// `shaders/split_gather_join.wgsl`: the concat's program ([`EntryPoint::Join`]).
 pub const JOIN_WGSL: &str = include_str!("../../../shaders/split_gather_join.wgsl");
 
+/// `shaders/split_gather_join_runs.wgsl`: the concat's program on CPU adapters, each lane a
+/// run of units.
+pub const JOIN_RUNS_WGSL: &str = include_str!("../../../shaders/split_gather_join_runs.wgsl");
+
 /// Invocations per workgroup where consecutive lanes take consecutive units (the shader's
 /// `WORKGROUP_SIZE` without `LANES_IN_RUNS`, its default).
 pub const WORKGROUP_SIZE: u64 = 256;

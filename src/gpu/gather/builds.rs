@@ -8,7 +8,9 @@
 //! ([`bindings`]). With one input that is the table at 0, the input at 1 and 2 and the outputs
 //! from 3.
 
-use super::abi::{EntryPoint, GATHER_WGSL, JOIN_WGSL, NARROW_WGSL, SCHEDULES_WGSL, TABLE_WGSL};
+use super::abi::{
+    EntryPoint, GATHER_WGSL, JOIN_RUNS_WGSL, JOIN_WGSL, NARROW_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
+};
 use crate::error::Result;
 use bindings::{inputs_piece, outputs_piece};
 pub use bindings::{tail_start, InputBindings, OutputBindings};
@@ -87,13 +89,13 @@ fn hook_piece(hook: Hook) -> String {
 
 /// The gather shader with `inputs`, `outputs` and `hook`: `shaders/split_gather_table.wgsl`,
 /// `split_gather.wgsl`, the inputs' and the outputs' pieces, the hook,
-/// `shaders/split_gather_schedules.wgsl`, `split_gather_narrow.wgsl` and
-/// `split_gather_join.wgsl`, then one entry point per [`EntryPoint`], stamped from
-/// [`ENTRY_POINT`].
+/// `shaders/split_gather_schedules.wgsl`, `split_gather_narrow.wgsl`,
+/// `split_gather_join.wgsl` and `split_gather_join_runs.wgsl`, then one entry point per
+/// [`EntryPoint`], stamped from [`ENTRY_POINT`].
 pub fn gather_source(inputs: InputBindings, outputs: OutputBindings, hook: Hook) -> Result<String> {
     let first_output = 1 + 2 * inputs.count();
     let mut source = format!(
-        "{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n{JOIN_WGSL}\n// ---- Entry points ----\n",
+        "{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n",
         inputs_piece(inputs)?,
         outputs_piece(outputs, first_output)?,
         hook_piece(hook)
