@@ -361,9 +361,11 @@ fn rows_vec4_block(block: u32, lane: u32) {
     }
 }
 
-// Entry point `main_rows`, entries of any mode: the runs, or the staged rows.
+// Entry point `main_rows`, entries of any mode: the channels, the runs, or the staged rows.
 fn rows_block(block: u32, lane: u32) {
-    if (LANES_IN_RUNS) {
+    if (CHANNEL_STRIDE > 0u) {
+        channels(block, lane);
+    } else if (LANES_IN_RUNS) {
         runs(block, lane, false);
     } else {
         staged_block(block, lane);

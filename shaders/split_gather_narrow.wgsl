@@ -114,3 +114,101 @@ fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<fu
         join_unit(h, u, k, seg);
     }
 }
+
+// ---- Channels: a split of rows into equal parts shorter than a unit ----
+//
+// Rows of CHANNEL_STRIDE bytes into parts of CHANNEL_WIDTH bytes side by side (0: no such
+// pipeline; the host's `Channels`). Each lane step takes a group of 16 rows: their
+// CHANNEL_STRIDE aligned vec4s, then CHANNEL_WIDTH whole units of each part, every byte picked
+// from a place the two constants fix, so the driver folds the picking into shifts of registers
+// (the same picking at places read from the table ran at a third of the rate on llvmpipe,
+// docs/performance.md). The group's 16 loads and 16 units are written out, not looped over:
+// those past the constants fold away with their guards.
+override CHANNEL_STRIDE: u32 = 0u;
+override CHANNEL_WIDTH: u32 = 1u;
+
+// Source vec4 `i` of the group whose first is `first`, into the group's words.
+fn channel_load(w: ptr<function, array<u32, 64>>, first: u32, i: u32) {
+    if (i < CHANNEL_STRIDE) {
+        let v = load_vec4(first + i);
+        (*w)[4u * i] = v.x;
+        (*w)[4u * i + 1u] = v.y;
+        (*w)[4u * i + 2u] = v.z;
+        (*w)[4u * i + 3u] = v.w;
+    }
+}
+
+// Byte `j` of the group's unit `t` (unit t % CHANNEL_WIDTH of part t / CHANNEL_WIDTH), in
+// its place in the unit's word.
+fn channel_byte(w: ptr<function, array<u32, 64>>, t: u32, j: u32) -> u32 {
+    let o = 16u * (t % CHANNEL_WIDTH) + j;
+    let q = (o / CHANNEL_WIDTH) * CHANNEL_STRIDE + (t / CHANNEL_WIDTH) * CHANNEL_WIDTH + o % CHANNEL_WIDTH;
+    return (((*w)[q >> 2u] >> ((q & 3u) * 8u)) & 0xffu) << ((j & 3u) * 8u);
+}
+
+fn channel_word(w: ptr<function, array<u32, 64>>, t: u32, k: u32) -> u32 {
+    return channel_byte(w, t, 4u * k) | channel_byte(w, t, 4u * k + 1u) | channel_byte(w, t, 4u * k + 2u) | channel_byte(w, t, 4u * k + 3u);
+}
+
+// The group's unit `t` into its part's unit of group `g`; `dsts` holds each part's first.
+fn channel_store(w: ptr<function, array<u32, 64>>, dsts: ptr<function, array<u32, 16>>, g: u32, t: u32) {
+    if (t < CHANNEL_STRIDE) {
+        let v = vec4<u32>(channel_word(w, t, 0u), channel_word(w, t, 1u), channel_word(w, t, 2u), channel_word(w, t, 3u));
+        store_unit_fast((*dsts)[t / CHANNEL_WIDTH] + g * CHANNEL_WIDTH + t % CHANNEL_WIDTH, v);
+    }
+}
+
+// Part `k`'s entry: its first unit into `dsts`, and `whole` lowered to the groups whose units
+// it holds whole below its binding's `units_end` (those store with no choice of binding).
+fn channel_part(dsts: ptr<function, array<u32, 16>>, whole: ptr<function, u32>, k: u32) {
+    if (k < CHANNEL_STRIDE / CHANNEL_WIDTH) {
+        let e = read_entry(k);
+        (*dsts)[k] = e.dst_unit;
+        let units = min(units_below(e, units_end(e.dst_unit)), e.out_bytes / 16u);
+        *whole = min(*whole, units / CHANNEL_WIDTH);
+    }
+}
+
+// The lane's groups, from entry 0's first source byte (a whole vec4) on. Groups past a part's
+// whole units below its `units_end` (the last group where rows are not a multiple of 16, and
+// a binding's last units) go unit by unit (`copy_unit`).
+fn channels(block: u32, lane: u32) {
+    let p = read_params();
+    let g_lane = block * WORKGROUP_SIZE + lane;
+    if (g_lane >= p.num_lanes) {
+        return;
+    }
+    var dsts: array<u32, 16>;
+    var whole = 0xffffffffu;
+    channel_part(&dsts, &whole, 0u); channel_part(&dsts, &whole, 1u); channel_part(&dsts, &whole, 2u); channel_part(&dsts, &whole, 3u);
+    channel_part(&dsts, &whole, 4u); channel_part(&dsts, &whole, 5u); channel_part(&dsts, &whole, 6u); channel_part(&dsts, &whole, 7u);
+    channel_part(&dsts, &whole, 8u); channel_part(&dsts, &whole, 9u); channel_part(&dsts, &whole, 10u); channel_part(&dsts, &whole, 11u);
+    channel_part(&dsts, &whole, 12u); channel_part(&dsts, &whole, 13u); channel_part(&dsts, &whole, 14u); channel_part(&dsts, &whole, 15u);
+    let e0 = read_entry(0u);
+    let groups = (e0.out_bytes / CHANNEL_WIDTH + 15u) / 16u;
+    let first = g_lane * p.steps_per_lane;
+    let end = min(first + p.steps_per_lane, groups);
+    let fast_end = clamp(whole, first, end);
+    let src = e0.src_offset / 16u;
+    for (var g = first; g < fast_end; g++) {
+        var w: array<u32, 64>;
+        let s = src + g * CHANNEL_STRIDE;
+        channel_load(&w, s, 0u); channel_load(&w, s, 1u); channel_load(&w, s, 2u); channel_load(&w, s, 3u);
+        channel_load(&w, s, 4u); channel_load(&w, s, 5u); channel_load(&w, s, 6u); channel_load(&w, s, 7u);
+        channel_load(&w, s, 8u); channel_load(&w, s, 9u); channel_load(&w, s, 10u); channel_load(&w, s, 11u);
+        channel_load(&w, s, 12u); channel_load(&w, s, 13u); channel_load(&w, s, 14u); channel_load(&w, s, 15u);
+        channel_store(&w, &dsts, g, 0u); channel_store(&w, &dsts, g, 1u); channel_store(&w, &dsts, g, 2u); channel_store(&w, &dsts, g, 3u);
+        channel_store(&w, &dsts, g, 4u); channel_store(&w, &dsts, g, 5u); channel_store(&w, &dsts, g, 6u); channel_store(&w, &dsts, g, 7u);
+        channel_store(&w, &dsts, g, 8u); channel_store(&w, &dsts, g, 9u); channel_store(&w, &dsts, g, 10u); channel_store(&w, &dsts, g, 11u);
+        channel_store(&w, &dsts, g, 12u); channel_store(&w, &dsts, g, 13u); channel_store(&w, &dsts, g, 14u); channel_store(&w, &dsts, g, 15u);
+    }
+    for (var g = fast_end; g < end; g++) {
+        for (var k = 0u; k < CHANNEL_STRIDE / CHANNEL_WIDTH; k++) {
+            let e = read_entry(k);
+            let last = min((g + 1u) * CHANNEL_WIDTH, (e.out_bytes + 15u) / 16u);
+            for (var u = g * CHANNEL_WIDTH; u < last; u++) {
+                copy_unit(e, u, false);
+            }
+        }
+    }
+}

@@ -96,6 +96,12 @@ fn cases() -> Vec<(String, SplitPlan, DType)> {
         // Long rows, unaligned (staged, shifted), and one output of one element a row.
         add(&[37, 131], 1, &[64, 1, 66], dtype);
     }
+    // Equal parts of short rows (the channels on CPU adapters): u8 planes whose 301 rows end
+    // mid-group and mid-unit, i16 ones; u8 pairs whose 592 rows are whole groups.
+    for dtype in [DType::U8, DType::I16] {
+        add(&[301, 3], 1, &[1, 1, 1], dtype);
+    }
+    add(&[592, 4], 1, &[2, 2], DType::U8);
     // Rows of whole words (scatter), 4 and 12 bytes, and an output of 4-byte rows.
     add(&[513, 5], 1, &[1, 3, 1], DType::F32);
     // A single output that is the whole input (600 bytes: the example).

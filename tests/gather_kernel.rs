@@ -1,4 +1,4 @@
-//! The gather kernel in each of its layouts, on each adapter: runs (CPU adapters), coalesced
+//! The gather kernel in each of its layouts, on each adapter: runs and channels (CPU adapters), coalesced
 //! lanes with aligned or shifted loads, row tiles (GPUs), short word rows scattered by input,
 //! and unaligned rows staged in workgroup memory. Every row length from 1 to 80
 //! bytes at every offset modulo 16, outputs that span many workgroups, empty outputs between
@@ -196,6 +196,35 @@ fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
     check_lengths(&longest, DType::U8, &[1 << 20, 35], 14, vec![1, 17, 17]);
 }
 
+/// Equal parts of rows of up to 16 bytes, which CPU adapters take as channels where parts
+/// are not whole words: every row length and every part width that divides it, with row
+/// counts around a group of 16 rows (the last group part full, the parts ending mid-unit),
+/// in runs of one group and of many; and parts of i16 and f16 elements.
+fn equal_parts_of_short_rows(gpu: &'static GpuSplitter) {
+    let variants: Vec<(String, GpuSplitter)> = [3, 2048]
+        .into_iter()
+        .map(|units| {
+            let variant = gpu.clone().with_options(SplitOptions {
+                route: RouteChoice::Gather,
+                gather_mode: Some(GatherMode::Cpu),
+                max_steps_per_lane: Some(units),
+                ..gpu.options()
+            });
+            (format!("{} Cpu x{units}", common::name(gpu)), variant)
+        })
+        .collect();
+    for stride in 2..=16usize {
+        for width in (1..stride).filter(|w| stride % w == 0) {
+            for rows in [15, 16, 17, 333] {
+                let lengths = vec![width as i64; stride / width];
+                check_lengths(&variants, DType::U8, &[rows, stride], stride as u8, lengths);
+            }
+        }
+    }
+    check_parts(&variants, DType::F16, &[1001, 3], 21, 3);
+    check_parts(&variants, DType::I16, &[1001, 5], 22, 5);
+}
+
 fn one_hundred_thousand_outputs(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
     let input = patterned(DType::U8, &[100_000, 5], 5);
@@ -209,5 +238,6 @@ per_backend!(
     aligned_rows_spread_and_taken_in_turn,
     word_rows_scattered_by_input,
     short_rows_in_long_runs,
+    equal_parts_of_short_rows,
     one_hundred_thousand_outputs,
 );

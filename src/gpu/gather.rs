@@ -6,7 +6,8 @@
 //! - [`builds`]: the shader's builds (one input buffer or several, one output buffer or
 //!   several, the trace), assembled from named pieces.
 //! - [`dispatches`]: the dispatches and their tables (pure); `blocks` numbers their entries
-//!   into workgroups and lanes per schedule; `joins` makes a concat's dispatch, `join_windows` its
+//!   into workgroups and lanes per schedule (`channels` for equal parts of short rows on CPU
+//!   adapters); `joins` makes a concat's dispatch, `join_windows` its
 //!   dispatches past one binding.
 //! - [`pipeline`]: the pipeline, bind groups and dispatches.
 //! - [`tables`]: device copies of the tables, kept for the next split of the same shapes.
@@ -16,6 +17,7 @@
 pub(crate) mod abi;
 mod blocks;
 pub(crate) mod builds;
+mod channels;
 pub(crate) mod dispatches;
 mod join_windows;
 mod joins;

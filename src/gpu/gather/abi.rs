@@ -241,10 +241,11 @@ impl EntryPoint {
     }
 }
 
-/// What one dispatch runs, and the key of its compiled pipeline: the entry point and the lane
-/// mapping, which the shader takes as its override constants (`LANES_IN_RUNS`,
-/// `WORKGROUP_SIZE`). The planner picks it with the dispatch's table (`blocks::pick` for a
-/// split, `joins::join_dispatch` for a concat), and nothing derives it later.
+/// What one dispatch runs, and the key of its compiled pipeline: the entry point, the lane
+/// mapping and the channels, which the shader takes as its override constants
+/// (`LANES_IN_RUNS`, `WORKGROUP_SIZE`, `CHANNEL_STRIDE`, `CHANNEL_WIDTH`). The planner picks
+/// it with the dispatch's table (`blocks::pick` for a split, `joins::join_dispatch` for a
+/// concat), and nothing derives it later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProgramKey {
     pub entry: EntryPoint,
@@ -252,11 +253,29 @@ pub struct ProgramKey {
     /// short unaligned rows that no other program takes); else consecutive lanes take
     /// consecutive units, [`WORKGROUP_SIZE`] lanes.
     pub lanes_in_runs: bool,
+    /// The rows' runs of a split into equal parts of rows shorter than a unit.
+    pub channels: Option<Channels>,
 }
 
+/// A split of rows of `stride` bytes into equal parts of `width` bytes side by side, the
+/// parts' rows shorter than a unit and not whole words, and the rows at most
+/// [`MAX_CHANNEL_STRIDE`] bytes (the planes of an image's pixels, of a tensor's last axis): each lane step takes a group of 16
+/// rows, `stride` aligned vec4s, and writes `width` units of each part. Fixed per pipeline,
+/// so that the place of every byte in the group is a constant the driver folds into shifts
+/// (`channels` in `shaders/split_gather_narrow.wgsl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Channels {
+    pub stride: u8,
+    pub width: u8,
+}
+
+/// The longest rows [`Channels`] takes: a group of 16 of them is at most 16 vec4s.
+pub const MAX_CHANNEL_STRIDE: u64 = 16;
+
 impl ProgramKey {
-    /// Every key, in the order of [`ProgramKey::index`].
-    pub const COUNT: usize = 2 * EntryPoint::ALL.len();
+    /// Every key, in the order of [`ProgramKey::index`]: each entry point in either mapping,
+    /// then the channels' (every stride and width up to 16).
+    pub const COUNT: usize = 2 * EntryPoint::ALL.len() + 16 * 16;
 
     /// The program of a split's rows (`main_rows_vec4` where every entry is aligned, else
     /// `main_rows`) in either lane mapping.
@@ -269,12 +288,18 @@ impl ProgramKey {
         ProgramKey {
             entry,
             lanes_in_runs,
+            channels: None,
         }
     }
 
     /// Its place among the [`ProgramKey::COUNT`] keys.
     pub fn index(self) -> usize {
-        2 * self.entry as usize + usize::from(self.lanes_in_runs)
+        match self.channels {
+            None => 2 * self.entry as usize + usize::from(self.lanes_in_runs),
+            Some(c) => {
+                2 * EntryPoint::ALL.len() + 16 * (c.stride as usize - 1) + c.width as usize - 1
+            }
+        }
     }
 
     /// Lanes per workgroup.
@@ -287,18 +312,22 @@ impl ProgramKey {
     }
 
     /// The shader's override constants for this program.
-    pub fn constants(self) -> [(&'static str, f64); 2] {
+    pub fn constants(self) -> [(&'static str, f64); 4] {
+        let (stride, width) = self.channels.map_or((0, 1), |c| (c.stride, c.width));
         [
             ("LANES_IN_RUNS", f64::from(u8::from(self.lanes_in_runs))),
             ("WORKGROUP_SIZE", self.workgroup_size() as f64),
+            ("CHANNEL_STRIDE", f64::from(stride)),
+            ("CHANNEL_WIDTH", f64::from(width)),
         ]
     }
 
     /// A label for its pipeline.
     pub fn label(self) -> &'static str {
-        match self.lanes_in_runs {
-            true => "split_gather runs",
-            false => "split_gather lanes",
+        match (self.channels, self.lanes_in_runs) {
+            (Some(_), _) => "split_gather channels",
+            (None, true) => "split_gather runs",
+            (None, false) => "split_gather lanes",
         }
     }
 }

@@ -5,6 +5,7 @@ use super::abi::{
     Entry, EntryPoint, Mode, Params, ProgramKey, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE,
     STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
 };
+use super::channels::{channel_params, channels_of};
 use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
 use crate::plan::bytes::{ByteRows, RowKind};
@@ -107,9 +108,12 @@ pub(super) fn split_table(
     tuning: GatherTuning,
 ) -> SplitTable {
     let program = pick(bytes, &entries, tuning.mode);
-    let params = match (program.entry, bytes) {
-        (EntryPoint::Scatter, Some(bytes)) => scatter(bytes, &mut entries),
-        (EntryPoint::Tiles, Some(bytes)) => tiles(bytes, &mut entries, tuning.max_steps_per_lane),
+    let params = match (program.entry, program.channels, bytes) {
+        (_, Some(c), _) => channel_params(c, &mut entries, tuning.max_steps_per_lane),
+        (EntryPoint::Scatter, _, Some(bytes)) => scatter(bytes, &mut entries),
+        (EntryPoint::Tiles, _, Some(bytes)) => {
+            tiles(bytes, &mut entries, tuning.max_steps_per_lane)
+        }
         _ => {
             let steps = steps_per_lane(program, &entries, tuning);
             number_blocks(&mut entries, program, steps)
@@ -119,7 +123,7 @@ pub(super) fn split_table(
 }
 
 /// The one choice of what runs a split's dispatch of `entries` in `mode`. CPU adapters: the
-/// rows, each lane a run. GPUs: where the dispatch covers a split with short rows
+/// rows, each lane a run (of groups of rows where the entries are [`Channels`]). GPUs: where the dispatch covers a split with short rows
 /// ([`short_rows`]), the scatter for rows of whole words and the tiles for the others; else
 /// the rows in lanes, which need every unaligned entry's rows at least [`MIN_LANES_ROW`] long
 /// (the runs take the others).
@@ -127,9 +131,14 @@ fn pick(bytes: Option<&ByteRows>, entries: &[Entry], mode: GatherMode) -> Progra
     let by_input = |entry| ProgramKey {
         entry,
         lanes_in_runs: false,
+        channels: None,
     };
     if mode == GatherMode::Cpu {
-        return ProgramKey::rows(entries, true);
+        let channels = channels_of(entries);
+        return ProgramKey {
+            channels,
+            ..ProgramKey::rows(entries, true)
+        };
     }
     if let Some(bytes) = bytes.filter(|b| short_rows(b)) {
         if entries.iter().all(|e| e.mode != Mode::Byte as u32) {
@@ -342,8 +351,9 @@ mod tests {
     fn equal_entries_with_short_rows_take_lanes_in_turn() {
         let interleaved =
             |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 2048).interleaved;
-        // Rows of 4 bytes; aligned rows of 256 bytes (heads64).
-        assert_eq!(interleaved(&[4096, 4], 4, DType::F32), 1);
+        // Rows of 4 bytes, 32 apart (16 apart, they would be channels); aligned rows of 256
+        // bytes (heads64).
+        assert_eq!(interleaved(&[4096, 8], 8, DType::F32), 1);
         assert_eq!(interleaved(&[512, 4096], 64, DType::F32), 1);
         // Aligned rows of 3,840 bytes (the spec split); unaligned rows of 1,365 bytes.
         assert_eq!(interleaved(&[6, 12, 240], 3, DType::F32), 0);
@@ -410,11 +420,11 @@ mod tests {
     #[test]
     fn a_lanes_loop_turns_stay_within_llvmpipes_limit() {
         // Asked for 30,000 units a lane: unaligned rows of 17 bytes take up to 3 turns a
-        // unit, so at most 20,000 units; 1-byte rows (one turn a unit) and aligned rows take
-        // more (equal runs in full workgroups).
+        // unit, so at most 20,000 units; 1-byte rows 24 apart (one turn a unit) and aligned
+        // rows take more (equal runs in full workgroups).
         let runs_of =
             |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 30_000).steps_per_lane;
-        assert!(runs_of(&[1 << 25, 3], 3, DType::U8) > 20_000);
+        assert!(runs_of(&[1 << 22, 24], 24, DType::U8) > 20_000);
         assert!(runs_of(&[1 << 22, 34], 2, DType::U8) <= 20_000);
         assert!(runs_of(&[1 << 22, 64], 2, DType::F32) > 20_000);
     }

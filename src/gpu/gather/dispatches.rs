@@ -348,7 +348,8 @@ pub(super) mod tests {
             d[0].program,
             ProgramKey {
                 entry: EntryPoint::Rows,
-                lanes_in_runs: true
+                lanes_in_runs: true,
+                channels: None,
             }
         );
     }

@@ -173,6 +173,7 @@ pub fn join_dispatch(
         program: ProgramKey {
             entry: EntryPoint::Join,
             lanes_in_runs: !in_turn,
+            channels: None,
         },
         src_offset: 0,
         src_size: binding_bytes(windows.first().copied().unwrap_or(0)),

@@ -29,10 +29,15 @@ fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
     if module.overrides.is_empty() {
         return translate_resolved(name, &module, &info, entries);
     }
-    for lanes_in_runs in [false, true] {
+    let channels = Some(crate::gpu::gather::abi::Channels {
+        stride: 3,
+        width: 1,
+    });
+    for (lanes_in_runs, channels) in [(false, None), (true, None), (true, channels)] {
         let key = crate::gpu::gather::abi::ProgramKey {
             entry: crate::gpu::gather::abi::EntryPoint::Rows,
             lanes_in_runs,
+            channels,
         };
         let constants = key.constants().map(|(k, v)| (k.to_string(), v)).into();
         let (module, info) =

@@ -222,14 +222,27 @@ fn aligned_rows_take_the_vec4_program_and_every_key_its_own_place() {
             [false, true].map(|lanes_in_runs| ProgramKey {
                 entry,
                 lanes_in_runs,
+                channels: None,
             })
         })
+        .chain((1..=16).flat_map(|stride| {
+            (1..=16).map(move |width| ProgramKey {
+                entry: EntryPoint::Rows,
+                lanes_in_runs: true,
+                channels: Some(Channels { stride, width }),
+            })
+        }))
         .map(ProgramKey::index)
         .collect();
     places.sort();
     assert_eq!(places, (0..ProgramKey::COUNT).collect::<Vec<_>>());
     assert_eq!(
         ProgramKey::rows(&[vec4], true).constants(),
-        [("LANES_IN_RUNS", 1.0), ("WORKGROUP_SIZE", 64.0)]
+        [
+            ("LANES_IN_RUNS", 1.0),
+            ("WORKGROUP_SIZE", 64.0),
+            ("CHANNEL_STRIDE", 0.0),
+            ("CHANNEL_WIDTH", 1.0)
+        ]
     );
 }
