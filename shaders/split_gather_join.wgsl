@@ -93,9 +93,12 @@ fn join_view(p: Params, j: JoinHeader, kept: BlockRecord) -> Join {
     return Join(j, p.num_entries + 1u, kept.first, kept.count);
 }
 
-// Entry point `main_join`: each lane a run of units (LANES_IN_RUNS), or lanes in turn.
+// Entry point `main_join`: the channels, each lane a run of units (LANES_IN_RUNS), or lanes
+// in turn.
 fn join_block(block: u32, lane: u32) {
-    if (LANES_IN_RUNS) {
+    if (CHANNEL_STRIDE > 0u) {
+        join_channels(block, lane);
+    } else if (LANES_IN_RUNS) {
         join_runs_block(block, lane);
     } else {
         join_lanes_block(block, lane);

@@ -115,17 +115,20 @@ fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<fu
     }
 }
 
-// ---- Channels: a split of rows into equal parts shorter than a unit ----
+// ---- Channels: rows of equal parts shorter than a unit, split or joined ----
 //
-// Rows of CHANNEL_STRIDE bytes into parts of CHANNEL_WIDTH bytes side by side (0: no such
-// pipeline; the host's `Channels`). Each lane step takes a group of 16 rows: their
-// CHANNEL_STRIDE aligned vec4s, then CHANNEL_WIDTH whole units of each part, every byte picked
-// from a place the two constants fix, so the driver folds the picking into shifts of registers
-// (the same picking at places read from the table ran at a third of the rate on llvmpipe,
-// docs/performance.md). The group's 16 loads and 16 units are written out, not looped over:
-// those past the constants fold away with their guards.
+// Rows of CHANNEL_STRIDE bytes, parts of CHANNEL_WIDTH bytes side by side (0: no such
+// pipeline; the host's `Channels`). Each lane step takes a group of 16 rows, CHANNEL_STRIDE
+// whole units on either side: it loads the group's aligned vec4s (a split's from its input
+// rows, a concat's CHANNEL_WIDTH from each part), then stores its units, every byte picked
+// from a place the two constants fix, so the driver folds the picking into shifts of
+// registers (the same picking at places read from the table ran at a third of the rate on
+// llvmpipe, docs/performance.md). The group's 16 loads and 16 units are written out, not
+// looped over: those past the constants fold away with their guards.
 override CHANNEL_STRIDE: u32 = 0u;
 override CHANNEL_WIDTH: u32 = 1u;
+// CHANNEL_STRIDE as a divisor: 1 in the pipelines without channels, whose code folds away.
+override CHANNEL_ROW: u32 = max(CHANNEL_STRIDE, 1u);
 
 // Source vec4 `i` of the group whose first is `first`, into the group's words.
 fn channel_load(w: ptr<function, array<u32, 64>>, first: u32, i: u32) {
@@ -138,23 +141,37 @@ fn channel_load(w: ptr<function, array<u32, 64>>, first: u32, i: u32) {
     }
 }
 
-// Byte `j` of the group's unit `t` (unit t % CHANNEL_WIDTH of part t / CHANNEL_WIDTH), in
-// its place in the unit's word.
-fn channel_byte(w: ptr<function, array<u32, 64>>, t: u32, j: u32) -> u32 {
+// The byte of the group's words that byte `j` of its unit `t` takes: a split's unit t is
+// unit t % CHANNEL_WIDTH of part t / CHANNEL_WIDTH, from the group's rows; a concat's is
+// unit t of the group's rows, from the parts' units in turn.
+fn channel_place(t: u32, j: u32, join: bool) -> u32 {
+    if (join) {
+        let o = 16u * t + j;
+        let col = o % CHANNEL_ROW;
+        return 16u * CHANNEL_WIDTH * (col / CHANNEL_WIDTH) + (o / CHANNEL_ROW) * CHANNEL_WIDTH + col % CHANNEL_WIDTH;
+    }
     let o = 16u * (t % CHANNEL_WIDTH) + j;
-    let q = (o / CHANNEL_WIDTH) * CHANNEL_STRIDE + (t / CHANNEL_WIDTH) * CHANNEL_WIDTH + o % CHANNEL_WIDTH;
+    return (o / CHANNEL_WIDTH) * CHANNEL_STRIDE + (t / CHANNEL_WIDTH) * CHANNEL_WIDTH + o % CHANNEL_WIDTH;
+}
+
+// Byte `j` of the group's unit `t`, in its place in the unit's word.
+fn channel_byte(w: ptr<function, array<u32, 64>>, t: u32, j: u32, join: bool) -> u32 {
+    let q = channel_place(t, j, join);
     return (((*w)[q >> 2u] >> ((q & 3u) * 8u)) & 0xffu) << ((j & 3u) * 8u);
 }
 
-fn channel_word(w: ptr<function, array<u32, 64>>, t: u32, k: u32) -> u32 {
-    return channel_byte(w, t, 4u * k) | channel_byte(w, t, 4u * k + 1u) | channel_byte(w, t, 4u * k + 2u) | channel_byte(w, t, 4u * k + 3u);
+fn channel_word(w: ptr<function, array<u32, 64>>, t: u32, k: u32, join: bool) -> u32 {
+    return channel_byte(w, t, 4u * k, join) | channel_byte(w, t, 4u * k + 1u, join) | channel_byte(w, t, 4u * k + 2u, join) | channel_byte(w, t, 4u * k + 3u, join);
+}
+
+fn channel_unit(w: ptr<function, array<u32, 64>>, t: u32, join: bool) -> vec4<u32> {
+    return vec4<u32>(channel_word(w, t, 0u, join), channel_word(w, t, 1u, join), channel_word(w, t, 2u, join), channel_word(w, t, 3u, join));
 }
 
 // The group's unit `t` into its part's unit of group `g`; `dsts` holds each part's first.
 fn channel_store(w: ptr<function, array<u32, 64>>, dsts: ptr<function, array<u32, 16>>, g: u32, t: u32) {
     if (t < CHANNEL_STRIDE) {
-        let v = vec4<u32>(channel_word(w, t, 0u), channel_word(w, t, 1u), channel_word(w, t, 2u), channel_word(w, t, 3u));
-        store_unit_fast((*dsts)[t / CHANNEL_WIDTH] + g * CHANNEL_WIDTH + t % CHANNEL_WIDTH, v);
+        store_unit_fast((*dsts)[t / CHANNEL_WIDTH] + g * CHANNEL_WIDTH + t % CHANNEL_WIDTH, channel_unit(w, t, false));
     }
 }
 
@@ -210,5 +227,56 @@ fn channels(block: u32, lane: u32) {
                 copy_unit(e, u, false);
             }
         }
+    }
+}
+
+// A concat's group's vec4 `i` (unit i % CHANNEL_WIDTH of part i / CHANNEL_WIDTH of segment
+// `s`'s) of group `g`.
+fn join_channel_load(w: ptr<function, array<u32, 64>>, s: Segment, g: u32, i: u32) {
+    if (i < CHANNEL_STRIDE) {
+        let k = i / CHANNEL_WIDTH;
+        let v = load_vec4((s.src_offset + k * s.part_step) / 16u + g * CHANNEL_WIDTH + i % CHANNEL_WIDTH);
+        (*w)[4u * i] = v.x;
+        (*w)[4u * i + 1u] = v.y;
+        (*w)[4u * i + 2u] = v.z;
+        (*w)[4u * i + 3u] = v.w;
+    }
+}
+
+// The concat's group's unit `t`: output unit t of group `g`.
+fn join_channel_store(w: ptr<function, array<u32, 64>>, g: u32, t: u32) {
+    if (t < CHANNEL_STRIDE) {
+        store_unit_fast(g * CHANNEL_STRIDE + t, channel_unit(w, t, true));
+    }
+}
+
+// A concat's channels (`main_join`): the dispatch's one segment in binding 0, every part's
+// rows from a whole vec4 on, the output's from unit 0. The lane's groups past the output's
+// whole units below its `units_end` (the last group where rows are not a multiple of 16,
+// the binding's last units) go unit by unit (`join_unit`).
+fn join_channels(block: u32, lane: u32) {
+    let p = read_params();
+    let h = join_view(p, read_join_header(), BlockRecord(0u, 0u));
+    let s = read_segment(1u);
+    let groups = (h.header.end_byte / CHANNEL_ROW + 15u) / 16u;
+    let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
+    let end = min(first + p.steps_per_lane, groups);
+    let whole = min(units_end(0u), h.header.end_byte / 16u) / CHANNEL_ROW;
+    let fast_end = clamp(whole, first, end);
+    for (var g = first; g < fast_end; g++) {
+        var w: array<u32, 64>;
+        join_channel_load(&w, s, g, 0u); join_channel_load(&w, s, g, 1u); join_channel_load(&w, s, g, 2u); join_channel_load(&w, s, g, 3u);
+        join_channel_load(&w, s, g, 4u); join_channel_load(&w, s, g, 5u); join_channel_load(&w, s, g, 6u); join_channel_load(&w, s, g, 7u);
+        join_channel_load(&w, s, g, 8u); join_channel_load(&w, s, g, 9u); join_channel_load(&w, s, g, 10u); join_channel_load(&w, s, g, 11u);
+        join_channel_load(&w, s, g, 12u); join_channel_load(&w, s, g, 13u); join_channel_load(&w, s, g, 14u); join_channel_load(&w, s, g, 15u);
+        join_channel_store(&w, g, 0u); join_channel_store(&w, g, 1u); join_channel_store(&w, g, 2u); join_channel_store(&w, g, 3u);
+        join_channel_store(&w, g, 4u); join_channel_store(&w, g, 5u); join_channel_store(&w, g, 6u); join_channel_store(&w, g, 7u);
+        join_channel_store(&w, g, 8u); join_channel_store(&w, g, 9u); join_channel_store(&w, g, 10u); join_channel_store(&w, g, 11u);
+        join_channel_store(&w, g, 12u); join_channel_store(&w, g, 13u); join_channel_store(&w, g, 14u); join_channel_store(&w, g, 15u);
+    }
+    var k = 0u;
+    var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
+    for (var u = fast_end * CHANNEL_STRIDE; u < min(end * CHANNEL_STRIDE, h.header.units); u++) {
+        join_unit(h, u, &k, &seg);
     }
 }

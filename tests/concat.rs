@@ -189,6 +189,35 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
     }
 }
 
+/// Equal parts of rows of up to 16 bytes, which CPU adapters join as channels where parts
+/// are not whole words: every row length and every part width that divides it, with row
+/// counts around a group of 16 rows (the last group part full, the output ending mid-unit),
+/// in runs of one group and of many; and parts of f16 and i16 elements.
+fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
+    for steps in [3, 2048] {
+        let gpu = gpu.clone().with_options(SplitOptions {
+            route: RouteChoice::Gather,
+            gather_mode: Some(GatherMode::Cpu),
+            max_steps_per_lane: Some(steps),
+            ..gpu.options()
+        });
+        for stride in 2..=16usize {
+            for width in (1..stride).filter(|w| stride % w == 0) {
+                for rows in [15, 16, 17, 333] {
+                    let plan = ops::concat(&vec![[rows, width]; stride / width], 1).unwrap();
+                    common::run_verified(&gpu, &plan, &parts(&plan, DType::U8)).unwrap_or_else(
+                        |e| panic!("x{steps} {rows} rows of {stride} in parts of {width}: {e}"),
+                    );
+                }
+            }
+        }
+        for (dtype, count) in [(DType::F16, 3), (DType::I16, 5)] {
+            let plan = ops::concat(&vec![[1001, 1]; count], 1).unwrap();
+            common::run_verified(&gpu, &plan, &parts(&plan, dtype)).unwrap();
+        }
+    }
+}
+
 /// Unaligned parts in every lane mapping and in the device's own runs: u8 parts of `m` bytes,
 /// then `r` (at every residue mod 16 and across a unit's worth of widths), then 3, so units
 /// cross from part to part and from row to row at every column; wide parts only, whose units
@@ -390,6 +419,7 @@ per_backend!(
     many_inputs_in_one_region_take_one_dispatch,
     stacks_and_appends,
     equal_parts_in_one_segment,
+    equal_short_parts_as_channels,
     unaligned_parts_at_every_offset,
     narrow_parts_in_long_runs,
     rows_by_copies,

@@ -253,16 +253,17 @@ pub struct ProgramKey {
     /// short unaligned rows that no other program takes); else consecutive lanes take
     /// consecutive units, [`WORKGROUP_SIZE`] lanes.
     pub lanes_in_runs: bool,
-    /// The rows' runs of a split into equal parts of rows shorter than a unit.
+    /// The runs of a split into equal parts of rows shorter than a unit, or of a concat of
+    /// them (CPU adapters).
     pub channels: Option<Channels>,
 }
 
-/// A split of rows of `stride` bytes into equal parts of `width` bytes side by side, the
-/// parts' rows shorter than a unit and not whole words, and the rows at most
-/// [`MAX_CHANNEL_STRIDE`] bytes (the planes of an image's pixels, of a tensor's last axis): each lane step takes a group of 16
-/// rows, `stride` aligned vec4s, and writes `width` units of each part. Fixed per pipeline,
-/// so that the place of every byte in the group is a constant the driver folds into shifts
-/// (`channels` in `shaders/split_gather_narrow.wgsl`).
+/// Rows of `stride` bytes, at most [`MAX_CHANNEL_STRIDE`], as equal parts of `width` bytes side
+/// by side, shorter than a unit and not whole words (the planes of an image's pixels, of a
+/// tensor's last axis), split or concatenated on a CPU adapter: each lane step takes a group
+/// of 16 rows, `stride` units on either side. Fixed per pipeline, so that the place of every
+/// byte in the group is a constant the driver folds into shifts (`channels` and
+/// `join_channels` in `shaders/split_gather_narrow.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Channels {
     pub stride: u8,
@@ -274,8 +275,8 @@ pub const MAX_CHANNEL_STRIDE: u64 = 16;
 
 impl ProgramKey {
     /// Every key, in the order of [`ProgramKey::index`]: each entry point in either mapping,
-    /// then the channels' (every stride and width up to 16).
-    pub const COUNT: usize = 2 * EntryPoint::ALL.len() + 16 * 16;
+    /// then the channels' (every stride and width up to 16) of a split's rows and of a join.
+    pub const COUNT: usize = 2 * EntryPoint::ALL.len() + 2 * 16 * 16;
 
     /// The program of a split's rows (`main_rows_vec4` where every entry is aligned, else
     /// `main_rows`) in either lane mapping.
@@ -297,7 +298,9 @@ impl ProgramKey {
         match self.channels {
             None => 2 * self.entry as usize + usize::from(self.lanes_in_runs),
             Some(c) => {
-                2 * EntryPoint::ALL.len() + 16 * (c.stride as usize - 1) + c.width as usize - 1
+                let join = usize::from(self.entry == EntryPoint::Join);
+                let place = 16 * (c.stride as usize - 1) + c.width as usize - 1;
+                2 * EntryPoint::ALL.len() + 16 * 16 * join + place
             }
         }
     }

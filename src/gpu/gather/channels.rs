@@ -1,55 +1,78 @@
-//! The channels ([`Channels`]): which dispatches of a split take them, on CPU adapters, and how
-//! their lanes take groups of rows. Pure.
+//! The channels ([`Channels`]): which dispatches of a split or a concat take them, on CPU
+//! adapters, and how their lanes take groups of rows. Pure.
 
-use super::abi::{Channels, Entry, Params, MAX_CHANNEL_STRIDE, RUNS_WORKGROUP_SIZE, UNIT_BYTES};
+use super::abi::{
+    Channels, Entry, Params, Segment, MAX_CHANNEL_STRIDE, RUNS_WORKGROUP_SIZE, UNIT_BYTES,
+};
 use super::blocks::{max_steps, run_units};
 
 /// Rows a group holds: 16 rows of `stride` bytes are `stride` whole units.
 const GROUP_ROWS: u64 = 16;
 
 /// The channels `entries` are, if they are: the parts of rows of at most
-/// [`MAX_CHANNEL_STRIDE`] bytes in column order, two or more, equal, side by side and not
-/// whole words (the runs move parts of 4 and 8 bytes a word at a time, as fast), each from
-/// the first byte of its destination unit, its rows back to back there; the rows' first
-/// byte a whole vec4 of the input.
+/// [`MAX_CHANNEL_STRIDE`] bytes in column order, each from the first byte of its destination
+/// unit, its rows back to back there, the rows' first byte a whole vec4 of the input
+/// ([`channels`]).
 pub(super) fn channels_of(entries: &[Entry]) -> Option<Channels> {
     let first = entries.first()?;
     let (width, stride) = (first.row_bytes as u64, first.src_stride as u64);
-    let parts = entries.len() as u64;
-    let fits = parts >= 2
-        && !width.is_multiple_of(4)
-        && width * parts == stride
-        && stride <= MAX_CHANNEL_STRIDE
-        && (first.src_offset as u64).is_multiple_of(UNIT_BYTES);
     let side_by_side = entries.iter().zip(0..).all(|(e, k)| {
         (e.row_bytes, e.out_bytes, e.src_stride)
             == (first.row_bytes, first.out_bytes, first.src_stride)
             && e.src_offset as u64 == first.src_offset as u64 + k * width
             && (e.dst_stride, e.first_byte, e.skip) == (e.row_bytes, 0, 0)
     });
-    (fits && side_by_side).then_some(Channels {
+    let aligned = (first.src_offset as u64).is_multiple_of(UNIT_BYTES);
+    channels(stride, width, entries.len() as u64).filter(|_| side_by_side && aligned)
+}
+
+/// The channels of a concat's dispatch whose `segments` are one, into rows of `stride`
+/// bytes from unit 0 of its output, if they are: its parts side by side from the rows' first
+/// byte, in binding 0, each part's rows from a whole vec4 on ([`channels`]).
+pub(super) fn join_channels_of(stride: u64, segments: &[Segment]) -> Option<Channels> {
+    let [s] = segments else { return None };
+    let aligned = (s.src_offset as u64 | s.part_step as u64).is_multiple_of(UNIT_BYTES);
+    let fits = (s.first_byte, s.binding) == (0, 0) && aligned;
+    channels(stride, s.row_bytes as u64, s.count as u64).filter(|_| fits)
+}
+
+/// Rows of `stride` bytes as `parts` parts of `width`, if they are channels: two or more
+/// parts that fill the row, not whole words (the runs move parts of 4 and 8 bytes a word at a
+/// time, as fast), in rows of at most [`MAX_CHANNEL_STRIDE`] bytes.
+fn channels(stride: u64, width: u64, parts: u64) -> Option<Channels> {
+    let fits = parts >= 2
+        && !width.is_multiple_of(4)
+        && width * parts == stride
+        && stride <= MAX_CHANNEL_STRIDE;
+    fits.then_some(Channels {
         stride: stride as u8,
         width: width as u8,
     })
 }
 
-/// The header of the channels' dispatch of `entries` (each lane a run of groups), whose runs
-/// hold at most about `max_units` units each.
-pub(super) fn channel_params(c: Channels, entries: &mut [Entry], max_units: u64) -> Params {
-    let rows = entries[0].out_bytes as u64 / c.width as u64;
+/// Groups per lane and workgroups of the channels `c` of `rows` rows, whose runs hold at
+/// most about `max_units` units each.
+pub(super) fn channel_runs(c: Channels, rows: u64, max_units: u64) -> (u64, u64) {
     let groups = rows.div_ceil(GROUP_ROWS);
     // One loop turn a group; the groups past the whole units below a binding's end (at most
     // 17 a lane) take up to 20 turns a unit, within the other half of the lane's turns.
     let steps = run_units(groups, max_steps(max_units.div_ceil(c.stride as u64), 2));
-    let lanes = groups.div_ceil(steps);
+    (steps, groups.div_ceil(steps).div_ceil(RUNS_WORKGROUP_SIZE))
+}
+
+/// The header of the channels' dispatch of a split's `entries` (each lane a run of groups),
+/// whose runs hold at most about `max_units` units each.
+pub(super) fn channel_params(c: Channels, entries: &mut [Entry], max_units: u64) -> Params {
+    let rows = entries[0].out_bytes as u64 / c.width as u64;
+    let (steps, blocks) = channel_runs(c, rows, max_units);
     entries.iter_mut().for_each(|e| e.block_start = 0);
     Params {
-        num_blocks: lanes.div_ceil(RUNS_WORKGROUP_SIZE) as u32,
+        num_blocks: blocks as u32,
         num_entries: entries.len() as u32,
         steps_per_lane: steps as u32,
         tile_rows: 0,
         rows: 0,
-        num_lanes: lanes as u32,
+        num_lanes: rows.div_ceil(GROUP_ROWS).div_ceil(steps) as u32,
         interleaved: 0,
     }
 }

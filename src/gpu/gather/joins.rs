@@ -19,6 +19,7 @@ use super::abi::{
     Segment, Table, MAX_STAGED_PARTS, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
 };
 use super::blocks::{max_steps, run_units, split_table, GatherTuning};
+use super::channels::{channel_runs, join_channels_of};
 use super::dispatches::Dispatch;
 use super::modes::GatherMode;
 use crate::error::{Result, SplitError};
@@ -128,6 +129,13 @@ pub fn join_dispatch(
     // share the block's segments.
     let turns = unit_turns(bytes, parts, tuning.mode, staged);
     let longest = max_steps(tuning.max_steps_per_lane, turns);
+    let segments = segments(bytes, parts, in_turn || bytes.stride <= UNIT_BYTES);
+    // CPU adapters: rows of equal short parts from one binding, over the whole output, take
+    // the channels' groups of rows.
+    let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
+    let channels = (whole && !in_turn)
+        .then(|| join_channels_of(bytes.stride, &segments))
+        .flatten();
     let (steps, lanes) = match tuning.mode {
         GatherMode::Cpu => (run_units(units, longest), RUNS_WORKGROUP_SIZE),
         _ => (
@@ -135,8 +143,10 @@ pub fn join_dispatch(
             WORKGROUP_SIZE,
         ),
     };
-    let segments = segments(bytes, parts, in_turn || bytes.stride <= UNIT_BYTES);
-    let num_blocks = units.div_ceil(steps * lanes);
+    let (steps, num_blocks) = match channels {
+        Some(c) => channel_runs(c, bytes.rows, tuning.max_steps_per_lane),
+        None => (steps, units.div_ceil(steps * lanes)),
+    };
     let header = JoinHeader {
         first_unit: first_unit as u32,
         units: units as u32,
@@ -173,7 +183,7 @@ pub fn join_dispatch(
         program: ProgramKey {
             entry: EntryPoint::Join,
             lanes_in_runs: !in_turn,
-            channels: None,
+            channels,
         },
         src_offset: 0,
         src_size: binding_bytes(windows.first().copied().unwrap_or(0)),

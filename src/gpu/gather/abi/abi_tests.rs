@@ -225,13 +225,19 @@ fn aligned_rows_take_the_vec4_program_and_every_key_its_own_place() {
                 channels: None,
             })
         })
-        .chain((1..=16).flat_map(|stride| {
-            (1..=16).map(move |width| ProgramKey {
-                entry: EntryPoint::Rows,
-                lanes_in_runs: true,
-                channels: Some(Channels { stride, width }),
-            })
-        }))
+        .chain(
+            [EntryPoint::Rows, EntryPoint::Join]
+                .into_iter()
+                .flat_map(|entry| {
+                    (1..=16).flat_map(move |stride| {
+                        (1..=16).map(move |width| ProgramKey {
+                            entry,
+                            lanes_in_runs: true,
+                            channels: Some(Channels { stride, width }),
+                        })
+                    })
+                }),
+        )
         .map(ProgramKey::index)
         .collect();
     places.sort();
