@@ -7,7 +7,7 @@
 //!   several, the trace), assembled from named pieces.
 //! - [`dispatches`]: the dispatches and their tables (pure); `blocks` numbers their entries
 //!   into workgroups and lanes per schedule (`channels` for equal parts of short rows on CPU
-//!   adapters); `joins` makes a concat's dispatch, `join_windows` its
+//!   adapters, `runs` a lane's run there); `joins` makes a concat's dispatch, `join_windows` its
 //!   dispatches past one binding.
 //! - [`pipeline`]: the pipeline, bind groups and dispatches.
 //! - [`tables`]: device copies of the tables, kept for the next split of the same shapes.
@@ -25,6 +25,7 @@ mod modes;
 pub(crate) mod pipeline;
 #[cfg(all(test, feature = "bench"))]
 mod portability;
+mod runs;
 pub(crate) mod tables;
 mod view_entries;
 

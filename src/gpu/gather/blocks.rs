@@ -7,6 +7,7 @@ use super::abi::{
 };
 use super::channels::{channel_params, channels_of};
 use super::modes::GatherMode;
+use super::runs::{max_steps, run_units};
 use crate::error::{Result, SplitError};
 use crate::plan::bytes::{ByteRows, RowKind};
 
@@ -19,35 +20,6 @@ pub struct GatherTuning {
     /// The most steps one lane takes in a block (`Params::steps_per_lane`).
     pub max_steps_per_lane: u64,
 }
-
-/// Lanes a small split or concat is spread over when each lane writes a run of units
-/// ([`GatherMode::Cpu`]): one full workgroup and a second half full. Every lane has a fixed
-/// cost on a CPU adapter, and a dispatch's second workgroup starts tens of microseconds after
-/// its first (another thread wakes up), so the first gets the larger share
-/// (`docs/performance.md`, "CPU adapters"). Larger ones reach `max_steps_per_lane` per lane and
-/// spread over many workgroups anyway.
-const SPREAD_LANES: u64 = RUNS_WORKGROUP_SIZE * 3 / 2;
-
-/// Units per lane of a dispatch of `total` units whose lanes each write a run
-/// ([`GatherMode::Cpu`]): spread over [`SPREAD_LANES`], in runs of at least [`MIN_RUN_UNITS`];
-/// past `max_steps` per lane, as many full workgroups as runs of at most `max_steps` need,
-/// with equal runs, so that no workgroup is left to finish alone.
-pub(super) fn run_units(total: u64, max_steps: u64) -> u64 {
-    let max_steps = max_steps.max(1);
-    let spread = total
-        .div_ceil(SPREAD_LANES)
-        .max(MIN_RUN_UNITS.min(max_steps));
-    if spread <= max_steps {
-        return spread;
-    }
-    let workgroups = total.div_ceil(RUNS_WORKGROUP_SIZE * max_steps);
-    total.div_ceil(workgroups * RUNS_WORKGROUP_SIZE)
-}
-
-/// The shortest run of a lane when a split is spread (lanes in runs): splits of up to
-/// 64 x 16 units (16 KiB) stay in one workgroup, where a second one would mostly wait for its
-/// thread.
-pub const MIN_RUN_UNITS: u64 = 16;
 
 /// Unaligned output rows shorter than this do not take the staged rows, whose units each
 /// span at most two rows (16 bytes would do), but the tiles where they can: a split
@@ -62,24 +34,11 @@ const MAX_INTERLEAVED_VEC4_ROW: u64 = 1024;
 /// partial units at its ends.
 const TILE_BYTES: u64 = STAGE_WORDS * 4 - 2 * UNIT_BYTES;
 
-/// Loop turns one lane may take in all. llvmpipe (lavapipe, and GL through it) counts every
-/// turn of every loop of an invocation against one limit of 65,535
-/// (`LP_MAX_TGSI_LOOP_ITERATIONS` in Mesa) and past it leaves every loop, so the lane's later
-/// units would never be written. The host keeps each lane's steps within this, with room for
-/// the turns outside them, on every device: on a GPU it shortens only runs no GPU takes.
-const LANE_TURNS: u64 = 60_000;
-
-/// The most steps per lane, at most `max_steps` and at least 1, whose loop turns stay within
-/// [`LANE_TURNS`] when one step may take `turns` of them.
-pub(super) fn max_steps(max_steps: u64, turns: u64) -> u64 {
-    max_steps.min(LANE_TURNS / turns.max(1)).max(1)
-}
-
 /// Loop turns one unit of a split's rows may take, on average over a lane's steps. Rows of
 /// 16 bytes or more: one a unit and one a row segment in runs (a unit that crosses a row end
 /// takes no loop), up to three where such rows are staged (a row's slot, then its units).
 /// Shorter rows (`run_narrow`, no inner loop): one. An output's partial last unit is taken
-/// alone (`copy_unit`, up to 20), within the room [`LANE_TURNS`] leaves.
+/// alone (`copy_unit`, up to 20), within the room `runs::LANE_TURNS` leaves.
 fn split_unit_turns(entries: &[Entry]) -> u64 {
     let long_unaligned = entries
         .iter()
@@ -123,10 +82,11 @@ pub(super) fn split_table(
 }
 
 /// The one choice of what runs a split's dispatch of `entries` in `mode`. CPU adapters: the
-/// rows, each lane a run (of groups of rows where the entries are [`Channels`]). GPUs: where the dispatch covers a split with short rows
-/// ([`short_rows`]), the scatter for rows of whole words and the tiles for the others; else
-/// the rows in lanes, which need every unaligned entry's rows at least [`MIN_LANES_ROW`] long
-/// (the runs take the others).
+/// rows, each lane a run (of groups of rows where the entries are
+/// [`Channels`](super::abi::Channels)). GPUs: where the dispatch covers a split with short
+/// rows ([`short_rows`]), the scatter for rows of whole words and the tiles for the others;
+/// else the rows in lanes, which need every unaligned entry's rows at least
+/// [`MIN_LANES_ROW`] long (the runs take the others).
 fn pick(bytes: Option<&ByteRows>, entries: &[Entry], mode: GatherMode) -> ProgramKey {
     let by_input = |entry| ProgramKey {
         entry,
@@ -317,6 +277,7 @@ mod tests {
     use super::*;
     use crate::gpu::gather::dispatches::plan_dispatches;
     use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
+    use crate::gpu::gather::runs::MIN_RUN_UNITS;
     use crate::gpu::placement::PartLayout;
     use crate::{ops, DType, IntTensor};
 

@@ -4,7 +4,7 @@
 use super::abi::{
     Channels, Entry, Params, Segment, MAX_CHANNEL_STRIDE, RUNS_WORKGROUP_SIZE, UNIT_BYTES,
 };
-use super::blocks::{max_steps, run_units};
+use super::runs::{max_steps, run_units};
 
 /// Rows a group holds: 16 rows of `stride` bytes are `stride` whole units.
 const GROUP_ROWS: u64 = 16;

@@ -18,10 +18,11 @@ use super::abi::{
     binding_bytes, BlockRecord, Entry, EntryPoint, JoinHeader, JoinTable, Mode, Params, ProgramKey,
     Segment, Table, MAX_STAGED_PARTS, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
 };
-use super::blocks::{max_steps, run_units, split_table, GatherTuning};
+use super::blocks::{split_table, GatherTuning};
 use super::channels::{channel_runs, join_channels_of};
 use super::dispatches::Dispatch;
 use super::modes::GatherMode;
+use super::runs::{max_steps, run_units};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
@@ -130,12 +131,9 @@ pub fn join_dispatch(
     let turns = unit_turns(bytes, parts, tuning.mode, staged);
     let longest = max_steps(tuning.max_steps_per_lane, turns);
     let segments = segments(bytes, parts, in_turn || bytes.stride <= UNIT_BYTES);
-    // CPU adapters: rows of equal short parts from one binding, over the whole output, take
-    // the channels' groups of rows.
-    let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
-    let channels = (whole && !in_turn)
-        .then(|| join_channels_of(bytes.stride, &segments))
-        .flatten();
+    // CPU adapters: equal short parts over the whole output from one binding are channels.
+    let whole = !in_turn && band.is_none() && first_unit == 0 && windows.len() == 1;
+    let channels = join_channels_of(bytes.stride, &segments).filter(|_| whole);
     let (steps, lanes) = match tuning.mode {
         GatherMode::Cpu => (run_units(units, longest), RUNS_WORKGROUP_SIZE),
         _ => (

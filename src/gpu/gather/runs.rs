@@ -1,0 +1,46 @@
+//! A lane's run where each lane writes a run of units (CPU adapters): how far a split or a
+//! concat spreads over a dispatch's lanes, and how long llvmpipe lets one lane run. Pure.
+
+use super::abi::RUNS_WORKGROUP_SIZE;
+
+/// Lanes a small split or concat is spread over when each lane writes a run of units
+/// ([`GatherMode::Cpu`](super::modes::GatherMode::Cpu)): one full workgroup and a second half
+/// full. Every lane has a fixed cost on a CPU adapter, and a dispatch's second workgroup
+/// starts tens of microseconds after its first (another thread wakes up), so the first gets
+/// the larger share (`docs/performance.md`, "CPU adapters"). Larger ones reach
+/// `max_steps_per_lane` per lane and spread over many workgroups anyway.
+const SPREAD_LANES: u64 = RUNS_WORKGROUP_SIZE * 3 / 2;
+
+/// Units per lane of a dispatch of `total` units whose lanes each write a run: spread over
+/// [`SPREAD_LANES`], in runs of at least [`MIN_RUN_UNITS`]; past `max_steps` per lane, as many
+/// full workgroups as runs of at most `max_steps` need, with equal runs, so that no workgroup
+/// is left to finish alone.
+pub(super) fn run_units(total: u64, max_steps: u64) -> u64 {
+    let max_steps = max_steps.max(1);
+    let spread = total
+        .div_ceil(SPREAD_LANES)
+        .max(MIN_RUN_UNITS.min(max_steps));
+    if spread <= max_steps {
+        return spread;
+    }
+    let workgroups = total.div_ceil(RUNS_WORKGROUP_SIZE * max_steps);
+    total.div_ceil(workgroups * RUNS_WORKGROUP_SIZE)
+}
+
+/// The shortest run of a lane when a split is spread (lanes in runs): splits of up to
+/// 64 x 16 units (16 KiB) stay in one workgroup, where a second one would mostly wait for its
+/// thread.
+pub const MIN_RUN_UNITS: u64 = 16;
+
+/// Loop turns one lane may take in all. llvmpipe (lavapipe, and GL through it) counts every
+/// turn of every loop of an invocation against one limit of 65,535
+/// (`LP_MAX_TGSI_LOOP_ITERATIONS` in Mesa) and past it leaves every loop, so the lane's later
+/// units would never be written. The host keeps each lane's steps within this, with room for
+/// the turns outside them, on every device: on a GPU it shortens only runs no GPU takes.
+const LANE_TURNS: u64 = 60_000;
+
+/// The most steps per lane, at most `max_steps` and at least 1, whose loop turns stay within
+/// [`LANE_TURNS`] when one step may take `turns` of them.
+pub(super) fn max_steps(max_steps: u64, turns: u64) -> u64 {
+    max_steps.min(LANE_TURNS / turns.max(1)).max(1)
+}
