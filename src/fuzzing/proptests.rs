@@ -138,6 +138,16 @@ fn known_edge_cases() {
             dtype: 2,
             ..base.clone()
         },
+        // Channels: five 2-byte parts of 10-byte rows, split and concatenated back.
+        PlannerInput {
+            shape: vec![256, 5],
+            axis: -1,
+            op: 2,
+            scalar: 0,
+            keepdims: false,
+            dtype: 18,
+            ..base.clone()
+        },
         PlannerInput {
             shape: vec![],
             axis: i64::MIN,

@@ -3,8 +3,8 @@
 
 use super::input::PlannerInput;
 use crate::gpu::gather::abi::{
-    binding_bytes, Entry, EntryPoint, Table, DST_BINDING_SHIFT, MAX_WINDOW, STAGE_WORDS,
-    WORKGROUP_SIZE,
+    binding_bytes, Entry, EntryPoint, Table, DST_BINDING_SHIFT, MAX_WINDOW, RUNS_WORKGROUP_SIZE,
+    STAGE_WORDS, WORKGROUP_SIZE,
 };
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
 use crate::gpu::placement::PartLayout;
@@ -160,6 +160,16 @@ impl RouteCheck<'_> {
                 "{input:?} {d:?}"
             );
             assert_eq!(d.entries().len() as u32, d.params.num_entries);
+            // The channels: lanes in whole workgroups, whose runs take every group of 16 rows.
+            if let (Some(c), Some(e)) = (d.program.channels, d.entries().first()) {
+                let groups = (e.out_bytes / c.width as u32).div_ceil(16) as u64;
+                let p = d.params;
+                assert!(
+                    p.num_lanes as u64 * p.steps_per_lane as u64 >= groups,
+                    "{input:?}"
+                );
+                assert!(p.num_blocks as u64 * RUNS_WORKGROUP_SIZE >= p.num_lanes as u64);
+            }
             // The staged rows: main_rows with lanes in turn.
             if d.program.entry == EntryPoint::Rows && !d.program.lanes_in_runs {
                 for e in d.entries().iter().filter(|e| !e.is_vec4()) {
