@@ -1,9 +1,9 @@
-//! The gather kernel in each of its layouts, on each adapter: runs and channels (CPU adapters), coalesced
-//! lanes with aligned or shifted loads, row tiles (GPUs), short word rows scattered by input,
-//! and unaligned rows staged in workgroup memory. Every row length from 1 to 80
-//! bytes at every offset modulo 16, outputs that span many workgroups, empty outputs between
-//! non-empty ones, long unaligned rows, and 100,000 outputs; byte for byte against the CPU
-//! reference.
+//! The gather kernel in each of its layouts, on each adapter: runs and channels (CPU
+//! adapters), coalesced lanes with aligned or shifted loads, row tiles (GPUs), short word rows
+//! scattered by input, and unaligned rows staged in workgroup memory. Every row length from 1
+//! to 80 bytes at every offset modulo 16, outputs that span many workgroups, empty outputs
+//! between non-empty ones, long unaligned rows, and 100,000 outputs; byte for byte against the
+//! CPU reference.
 
 #[macro_use]
 mod common;
