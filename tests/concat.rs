@@ -192,7 +192,7 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
 /// Equal parts of rows of up to 16 bytes, which CPU adapters join as channels where parts
 /// are not whole words: every row length and every part width that divides it, with row
 /// counts around a group of 16 rows (the last group part full, the output ending mid-unit),
-/// in runs of one group and of many; and parts of f16 and i16 elements.
+/// in runs of three groups and of many; and parts of f16 and i16 elements.
 fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
     for steps in [3, 2048] {
         let gpu = gpu.clone().with_options(SplitOptions {

@@ -199,7 +199,7 @@ fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
 /// Equal parts of rows of up to 16 bytes, which CPU adapters take as channels where parts
 /// are not whole words: every row length and every part width that divides it, with row
 /// counts around a group of 16 rows (the last group part full, the parts ending mid-unit),
-/// in runs of one group and of many; and parts of i16 and f16 elements.
+/// in runs of three groups and of many; and parts of i16 and f16 elements.
 fn equal_parts_of_short_rows(gpu: &'static GpuSplitter) {
     let variants: Vec<(String, GpuSplitter)> = [3, 2048]
         .into_iter()

@@ -50,21 +50,22 @@ fn channels(stride: u64, width: u64, parts: u64) -> Option<Channels> {
     })
 }
 
-/// Groups per lane and workgroups of the channels `c` of `rows` rows, whose runs hold at
-/// most about `max_units` units each.
-pub(super) fn channel_runs(c: Channels, rows: u64, max_units: u64) -> (u64, u64) {
+/// Groups per lane (a lane's steps, at most `most`) and workgroups of the channels of `rows`
+/// rows. Runs as long as a split's in units (2,048 units, 683 groups of 3) joined RGB planes
+/// 5% slower than runs of as many groups (performance.md, session 34).
+pub(super) fn channel_runs(rows: u64, most: u64) -> (u64, u64) {
     let groups = rows.div_ceil(GROUP_ROWS);
     // One loop turn a group; the groups past the whole units below a binding's end (at most
     // 17 a lane) take up to 20 turns a unit, within the other half of the lane's turns.
-    let steps = run_units(groups, max_steps(max_units.div_ceil(c.stride as u64), 2));
+    let steps = run_units(groups, max_steps(most, 2));
     (steps, groups.div_ceil(steps).div_ceil(RUNS_WORKGROUP_SIZE))
 }
 
-/// The header of the channels' dispatch of a split's `entries` (each lane a run of groups),
-/// whose runs hold at most about `max_units` units each.
-pub(super) fn channel_params(c: Channels, entries: &mut [Entry], max_units: u64) -> Params {
+/// The header of the channels' dispatch of a split's `entries` (each lane a run of at most
+/// `most` groups).
+pub(super) fn channel_params(c: Channels, entries: &mut [Entry], most: u64) -> Params {
     let rows = entries[0].out_bytes as u64 / c.width as u64;
-    let (steps, blocks) = channel_runs(c, rows, max_units);
+    let (steps, blocks) = channel_runs(rows, most);
     entries.iter_mut().for_each(|e| e.block_start = 0);
     Params {
         num_blocks: blocks as u32,
@@ -86,7 +87,7 @@ mod tests {
     use crate::{ops, DType, IntTensor};
 
     /// The program and header of the first dispatch of a variadic split of `shape` along its
-    /// last axis into `lengths`, on a CPU adapter at `max_units` units a lane.
+    /// last axis into `lengths`, on a CPU adapter at `max_units` steps a lane.
     fn split(
         shape: &[usize],
         lengths: Vec<i64>,
@@ -127,8 +128,8 @@ mod tests {
 
     #[test]
     fn lanes_take_runs_of_groups_of_16_rows() {
-        // rgb_planes: 8,294,400 pixels, 518,400 groups; 2,048 units a lane are at most 683
-        // groups of 3, so 12 full workgroups, in equal runs of 675.
+        // rgb_planes: 8,294,400 pixels, 518,400 groups; at most 2,048 a lane, so 4 full
+        // workgroups, in equal runs of 2,025.
         let (program, p) = split(&[4, 1080, 1920, 3], vec![1; 3], DType::U8, 2048);
         assert_eq!(
             (program.entry, program.lanes_in_runs),
@@ -136,7 +137,7 @@ mod tests {
         );
         assert_eq!(
             (p.steps_per_lane, p.num_lanes, p.num_blocks),
-            (675, 768, 12)
+            (2025, 256, 4)
         );
         assert_eq!(p.num_entries, 3);
         // 1,000 rows: 63 groups (the last of 8 rows), in runs of at least 16.

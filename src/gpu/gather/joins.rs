@@ -142,7 +142,7 @@ pub fn join_dispatch(
         ),
     };
     let (steps, num_blocks) = match channels {
-        Some(c) => channel_runs(c, bytes.rows, tuning.max_steps_per_lane),
+        Some(_) => channel_runs(bytes.rows, tuning.max_steps_per_lane),
         None => (steps, units.div_ceil(steps * lanes)),
     };
     let header = JoinHeader {
