@@ -130,15 +130,25 @@ override CHANNEL_WIDTH: u32 = 1u;
 // CHANNEL_STRIDE as a divisor: 1 in the pipelines without channels, whose code folds away.
 override CHANNEL_ROW: u32 = max(CHANNEL_STRIDE, 1u);
 
-// Source vec4 `i` of the group whose first is `first`, into the group's words.
-fn channel_load(w: ptr<function, array<u32, 64>>, first: u32, i: u32) {
+// The group's vec4 `i` into its words: unit i % CHANNEL_WIDTH of part i / CHANNEL_WIDTH, whose
+// units lie from vec4 `at` of the input on, `step` vec4s from one part to the next (a split's
+// rows: CHANNEL_WIDTH, so the group's vec4s follow one another).
+fn channel_load(w: ptr<function, array<u32, 64>>, at: u32, step: u32, i: u32) {
     if (i < CHANNEL_STRIDE) {
-        let v = load_vec4(first + i);
+        let v = load_vec4(at + (i / CHANNEL_WIDTH) * step + i % CHANNEL_WIDTH);
         (*w)[4u * i] = v.x;
         (*w)[4u * i + 1u] = v.y;
         (*w)[4u * i + 2u] = v.z;
         (*w)[4u * i + 3u] = v.w;
     }
+}
+
+// The group's CHANNEL_STRIDE vec4s (`channel_load`), written out.
+fn channel_group(w: ptr<function, array<u32, 64>>, at: u32, step: u32) {
+    channel_load(w, at, step, 0u); channel_load(w, at, step, 1u); channel_load(w, at, step, 2u); channel_load(w, at, step, 3u);
+    channel_load(w, at, step, 4u); channel_load(w, at, step, 5u); channel_load(w, at, step, 6u); channel_load(w, at, step, 7u);
+    channel_load(w, at, step, 8u); channel_load(w, at, step, 9u); channel_load(w, at, step, 10u); channel_load(w, at, step, 11u);
+    channel_load(w, at, step, 12u); channel_load(w, at, step, 13u); channel_load(w, at, step, 14u); channel_load(w, at, step, 15u);
 }
 
 // The byte of the group's words that byte `j` of its unit `t` takes: a split's unit t is
@@ -209,11 +219,7 @@ fn channels(block: u32, lane: u32) {
     let src = e0.src_offset / 16u;
     for (var g = first; g < fast_end; g++) {
         var w: array<u32, 64>;
-        let s = src + g * CHANNEL_STRIDE;
-        channel_load(&w, s, 0u); channel_load(&w, s, 1u); channel_load(&w, s, 2u); channel_load(&w, s, 3u);
-        channel_load(&w, s, 4u); channel_load(&w, s, 5u); channel_load(&w, s, 6u); channel_load(&w, s, 7u);
-        channel_load(&w, s, 8u); channel_load(&w, s, 9u); channel_load(&w, s, 10u); channel_load(&w, s, 11u);
-        channel_load(&w, s, 12u); channel_load(&w, s, 13u); channel_load(&w, s, 14u); channel_load(&w, s, 15u);
+        channel_group(&w, src + g * CHANNEL_STRIDE, CHANNEL_WIDTH);
         channel_store(&w, &dsts, g, 0u); channel_store(&w, &dsts, g, 1u); channel_store(&w, &dsts, g, 2u); channel_store(&w, &dsts, g, 3u);
         channel_store(&w, &dsts, g, 4u); channel_store(&w, &dsts, g, 5u); channel_store(&w, &dsts, g, 6u); channel_store(&w, &dsts, g, 7u);
         channel_store(&w, &dsts, g, 8u); channel_store(&w, &dsts, g, 9u); channel_store(&w, &dsts, g, 10u); channel_store(&w, &dsts, g, 11u);
@@ -227,19 +233,6 @@ fn channels(block: u32, lane: u32) {
                 copy_unit(e, u, false);
             }
         }
-    }
-}
-
-// A concat's group's vec4 `i` (unit i % CHANNEL_WIDTH of part i / CHANNEL_WIDTH of segment
-// `s`'s) of group `g`.
-fn join_channel_load(w: ptr<function, array<u32, 64>>, s: Segment, g: u32, i: u32) {
-    if (i < CHANNEL_STRIDE) {
-        let k = i / CHANNEL_WIDTH;
-        let v = load_vec4((s.src_offset + k * s.part_step) / 16u + g * CHANNEL_WIDTH + i % CHANNEL_WIDTH);
-        (*w)[4u * i] = v.x;
-        (*w)[4u * i + 1u] = v.y;
-        (*w)[4u * i + 2u] = v.z;
-        (*w)[4u * i + 3u] = v.w;
     }
 }
 
@@ -265,10 +258,7 @@ fn join_channels(block: u32, lane: u32) {
     let fast_end = clamp(whole, first, end);
     for (var g = first; g < fast_end; g++) {
         var w: array<u32, 64>;
-        join_channel_load(&w, s, g, 0u); join_channel_load(&w, s, g, 1u); join_channel_load(&w, s, g, 2u); join_channel_load(&w, s, g, 3u);
-        join_channel_load(&w, s, g, 4u); join_channel_load(&w, s, g, 5u); join_channel_load(&w, s, g, 6u); join_channel_load(&w, s, g, 7u);
-        join_channel_load(&w, s, g, 8u); join_channel_load(&w, s, g, 9u); join_channel_load(&w, s, g, 10u); join_channel_load(&w, s, g, 11u);
-        join_channel_load(&w, s, g, 12u); join_channel_load(&w, s, g, 13u); join_channel_load(&w, s, g, 14u); join_channel_load(&w, s, g, 15u);
+        channel_group(&w, s.src_offset / 16u + g * CHANNEL_WIDTH, s.part_step / 16u);
         join_channel_store(&w, g, 0u); join_channel_store(&w, g, 1u); join_channel_store(&w, g, 2u); join_channel_store(&w, g, 3u);
         join_channel_store(&w, g, 4u); join_channel_store(&w, g, 5u); join_channel_store(&w, g, 6u); join_channel_store(&w, g, 7u);
         join_channel_store(&w, g, 8u); join_channel_store(&w, g, 9u); join_channel_store(&w, g, 10u); join_channel_store(&w, g, 11u);

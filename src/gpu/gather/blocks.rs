@@ -94,10 +94,14 @@ fn pick(bytes: Option<&ByteRows>, entries: &[Entry], mode: GatherMode) -> Progra
         channels: None,
     };
     if mode == GatherMode::Cpu {
-        let channels = channels_of(entries);
-        return ProgramKey {
-            channels,
-            ..ProgramKey::rows(entries, true)
+        return match channels_of(entries) {
+            // The channels branch of `main_rows` (their parts are never whole vec4s).
+            Some(c) => ProgramKey {
+                entry: EntryPoint::Rows,
+                lanes_in_runs: true,
+                channels: Some(c),
+            },
+            None => ProgramKey::rows(entries, true),
         };
     }
     if let Some(bytes) = bytes.filter(|b| short_rows(b)) {

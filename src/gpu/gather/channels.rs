@@ -50,30 +50,29 @@ fn channels(stride: u64, width: u64, parts: u64) -> Option<Channels> {
     })
 }
 
-/// Groups per lane (a lane's steps, at most `most`) and workgroups of the channels of `rows`
-/// rows. Runs as long as a split's in units (2,048 units, 683 groups of 3) joined RGB planes
+/// Groups per lane (a lane's steps, at most `most`) and lanes of the channels of `rows` rows. Runs as long as a split's in units (2,048 units, 683 groups of 3) joined RGB planes
 /// 5% slower than runs of as many groups (performance.md, session 34).
 pub(super) fn channel_runs(rows: u64, most: u64) -> (u64, u64) {
     let groups = rows.div_ceil(GROUP_ROWS);
     // One loop turn a group; the groups past the whole units below a binding's end (at most
     // 17 a lane) take up to 20 turns a unit, within the other half of the lane's turns.
     let steps = run_units(groups, max_steps(most, 2));
-    (steps, groups.div_ceil(steps).div_ceil(RUNS_WORKGROUP_SIZE))
+    (steps, groups.div_ceil(steps))
 }
 
 /// The header of the channels' dispatch of a split's `entries` (each lane a run of at most
 /// `most` groups).
 pub(super) fn channel_params(c: Channels, entries: &mut [Entry], most: u64) -> Params {
     let rows = entries[0].out_bytes as u64 / c.width as u64;
-    let (steps, blocks) = channel_runs(rows, most);
+    let (steps, lanes) = channel_runs(rows, most);
     entries.iter_mut().for_each(|e| e.block_start = 0);
     Params {
-        num_blocks: blocks as u32,
+        num_blocks: lanes.div_ceil(RUNS_WORKGROUP_SIZE) as u32,
         num_entries: entries.len() as u32,
         steps_per_lane: steps as u32,
         tile_rows: 0,
         rows: 0,
-        num_lanes: rows.div_ceil(GROUP_ROWS).div_ceil(steps) as u32,
+        num_lanes: lanes as u32,
         interleaved: 0,
     }
 }

@@ -131,7 +131,8 @@ pub fn join_dispatch(
     let turns = unit_turns(bytes, parts, tuning.mode, staged);
     let longest = max_steps(tuning.max_steps_per_lane, turns);
     let segments = segments(bytes, parts, in_turn || bytes.stride <= UNIT_BYTES);
-    // CPU adapters: equal short parts over the whole output from one binding are channels.
+    // CPU adapters: equal short parts over the whole output from one binding are channels,
+    // whose lanes take groups of rows (`channel_runs`).
     let whole = !in_turn && band.is_none() && first_unit == 0 && windows.len() == 1;
     let channels = join_channels_of(bytes.stride, &segments).filter(|_| whole);
     let (steps, lanes) = match tuning.mode {
@@ -141,8 +142,9 @@ pub fn join_dispatch(
             WORKGROUP_SIZE,
         ),
     };
-    let (steps, num_blocks) = match channels {
-        Some(_) => channel_runs(bytes.rows, tuning.max_steps_per_lane),
+    let runs = channels.map(|_| channel_runs(bytes.rows, tuning.max_steps_per_lane));
+    let (steps, num_blocks) = match runs {
+        Some((steps, lanes)) => (steps, lanes.div_ceil(RUNS_WORKGROUP_SIZE)),
         None => (steps, units.div_ceil(steps * lanes)),
     };
     let header = JoinHeader {
