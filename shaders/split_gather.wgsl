@@ -175,7 +175,9 @@ fn funnel(lo: vec4<u32>, hi: vec4<u32>, sh: u32) -> vec4<u32> {
     let c2 = vec4<u32>(lo.zw, hi.xy);
     let c3 = vec4<u32>(lo.w, hi.xyz);
     let w = select(select(lo, c1, q == 1u), select(c2, c3, q == 3u), q >= 2u);
-    let next = select(select(c1, c2, q == 1u), select(c3, hi, q == 3u), q >= 2u);
+    // Words q + 1 .. q + 4: w's last three, then word q of hi.
+    let after = select(select(hi.x, hi.y, q == 1u), select(hi.z, hi.w, q == 3u), q >= 2u);
+    let next = vec4<u32>(w.yzw, after);
     let r = (sh % 4u) * 8u;
     // A shift by 32 would wrap to 0, hence the select for r = 0.
     return select((w >> vec4<u32>(r)) | (next << vec4<u32>(32u - r)), w, r == 0u);
