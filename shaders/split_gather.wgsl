@@ -95,6 +95,8 @@ var<workgroup> tile_entries: array<Entry, MAX_TILE_ENTRIES>;
 const TRACE_TABLE: u32 = 0u;
 const TRACE_SRC: u32 = 1u;
 const TRACE_DST: u32 = 2u;
+// Workgroup memory (`stage`), by byte position: its bank conflicts.
+const TRACE_SHARED: u32 = 3u;
 
 // Who is accessing: set by `start`, read by the trace build's hook.
 var<private> trace_lane: u32;
@@ -307,6 +309,7 @@ fn global_word_bytes(e: Entry, b: u32, row: u32, col: u32) -> u32 {
 fn put_staged(i: u32, v: vec4<u32>) {
     let w = i * 4u;
     if (w + 3u < STAGE_WORDS) {
+        trace(TRACE_SHARED, w * 4u, 16u);
         stage[w] = v.x;
         stage[w + 1u] = v.y;
         stage[w + 2u] = v.z;
@@ -318,9 +321,11 @@ fn put_staged(i: u32, v: vec4<u32>) {
 fn staged_word(p: u32) -> u32 {
     let w = p >> 2u;
     let r = (p & 3u) * 8u;
+    trace(TRACE_SHARED, w * 4u, 4u);
     if (r == 0u) {
         return stage[w];
     }
+    trace(TRACE_SHARED, w * 4u + 4u, 4u);
     return (stage[w] >> r) | (stage[w + 1u] << (32u - r));
 }
 
@@ -331,6 +336,7 @@ fn staged16(p: u32) -> vec4<u32> {
 
 // The byte at workgroup byte position `p`, in the low 8 bits.
 fn staged_byte(p: u32) -> u32 {
+    trace(TRACE_SHARED, p & ~3u, 4u);
     return (stage[p >> 2u] >> ((p & 3u) * 8u)) & 0xffu;
 }
 

@@ -2,9 +2,9 @@
 //! and grouped into warps ([`analysis`]).
 //!
 //! Every global access of the gather shader (`shaders/split_gather*.wgsl`, and of the
-//! benchmark's copy kernel) goes through small access functions that call a `trace` hook,
-//! which the plain builds leave empty. The trace build is the same WGSL with the recording
-//! hook instead (`Hook::Recording`, in `gpu::gather::builds`): it appends `(kind, address,
+//! benchmark's copy kernel), and every access to the bytes it stages in workgroup memory, goes
+//! through small access functions that call a `trace` hook, which the plain builds leave
+//! empty. The trace build is the same WGSL with the recording hook instead (`Hook::Recording`, in `gpu::gather::builds`): it appends `(kind, address,
 //! size)` to a buffer, per lane and per access, for a sample of workgroups.
 //! So the figures come from the addresses the real shader computed, with the host's real
 //! tables, not from a model of its index math. The trace runs the kernel as it would run on a
@@ -348,7 +348,8 @@ fn parse(bytes: &[u8], slots: u32, lanes: u32, records: u32) -> Result<Vec<Acces
                 let kind = match r[0] {
                     0 => Kind::Table,
                     1 => Kind::Load,
-                    _ => Kind::Store,
+                    2 => Kind::Store,
+                    _ => Kind::Shared,
                 };
                 accesses.push(Access {
                     workgroup: slot,

@@ -38,7 +38,8 @@ fn stored_words(accesses: &[Access]) -> (BTreeSet<u64>, usize) {
 }
 
 /// The figures of `accesses` for 32- and 64-lane warps, asserted to be a plain copy's: every
-/// sector fully used, 4 lines per 512 bytes, loads and stores.
+/// sector fully used, 4 lines per 512 bytes, loads and stores, nothing staged in workgroup
+/// memory.
 fn copy_like_figures(accesses: &[Access]) -> Vec<MemoryFigures> {
     let all = [32, 64].map(|warp| figures(accesses, warp));
     for f in &all {
@@ -49,6 +50,7 @@ fn copy_like_figures(accesses: &[Access]) -> Vec<MemoryFigures> {
             "{f:?}"
         );
         assert_eq!(f.load_lines_once_per_512, 4.0, "{f:?}");
+        assert_eq!(f.shared_wavefronts_per_512, 0.0, "{f:?}");
     }
     all.to_vec()
 }
@@ -154,6 +156,8 @@ fn unaligned_rows_load_about_a_copys_lines(gpu: &'static GpuSplitter) {
             assert_eq!(f.store_lines_per_512, 4.0, "{dtype} {f:?}");
             assert!(f.load_efficiency >= 0.85, "{dtype} {f:?}");
             assert!(f.load_lines_per_512 <= 6.0, "{dtype} {f:?}");
+            // Staged once and read back: at least a pass per 128 bytes each way.
+            assert!(f.shared_wavefronts_per_512 >= 8.0, "{dtype} {f:?}");
         }
     }
 }

@@ -59,7 +59,7 @@ fn trace(kind: u32, address: u32, size: u32) {}
 /// The shader sets `trace_block`, `trace_lane` and `trace_seq` as each lane starts.
 pub const RECORDING_HOOK: &str = "
 @group(0) @binding({binding}) var<storage, read_write> trace_out: array<vec4<u32>>;
-var<private> trace_kind_seq: array<u32, 3>;
+var<private> trace_kind_seq: array<u32, 4>;
 
 fn trace(kind: u32, address: u32, size: u32) {
     let seq = trace_seq;
