@@ -329,9 +329,22 @@ fn staged_word(p: u32) -> u32 {
     return (stage[w] >> r) | (stage[w + 1u] << (32u - r));
 }
 
-// The 16 staged bytes from workgroup byte position `p` on.
+// Staged vec4 `i`: its four words from a 16-byte position, which a GPU reads at once (as
+// `put_staged` writes them), so lanes 16 bytes apart meet no bank twice in a pass.
+fn staged_vec4(i: u32) -> vec4<u32> {
+    let w = i * 4u;
+    trace(TRACE_SHARED, w * 4u, 16u);
+    return vec4<u32>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]);
+}
+
+// The 16 staged bytes from workgroup byte position `p` on: the staged vec4s they span,
+// funnel-shifted (word by word, lanes 16 bytes apart would read each bank four times a pass).
 fn staged16(p: u32) -> vec4<u32> {
-    return vec4<u32>(staged_word(p), staged_word(p + 4u), staged_word(p + 8u), staged_word(p + 12u));
+    let lo = staged_vec4(p >> 4u);
+    if ((p & 15u) == 0u) {
+        return lo;
+    }
+    return funnel(lo, staged_vec4((p >> 4u) + 1u), p & 15u);
 }
 
 // The byte at workgroup byte position `p`, in the low 8 bits.
