@@ -165,6 +165,17 @@ fn store_unit_n(i: u32, v: vec4<u32>, n: u32) {
     store_masked(i, v, byte_mask(0u, n));
 }
 
+// Word `j` of unit `i`, of whose bytes only the first `n` (at least 1) belong to the output:
+// a whole word, else those bytes merged into the word as it is.
+fn store_word_n(i: u32, j: u32, x: u32, n: u32) {
+    if (n >= 4u) {
+        store_word(i, j, x);
+        return;
+    }
+    let m = (1u << (n * 8u)) - 1u;
+    store_word(i, j, (x & m) | (load_dst_word(i, j) & ~m));
+}
+
 // ---- Word assembly ----
 
 // The 16 bytes at byte `sh` (0 to 15) of the 32 bytes `lo ++ hi`. Constant lane indices only:

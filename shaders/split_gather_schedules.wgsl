@@ -224,24 +224,30 @@ fn copy_tiles(p: Params, block: u32, lane: u32) {
         let shift = s0 % 16u;
         for (var i = 0u; i < min(p.num_entries, MAX_TILE_ENTRIES); i++) {
             let e = tile_entries[i];
-            // The units of this entry whose first byte lies in rows [r0, r1).
-            let q0 = (r0 * e.row_bytes + 15u) / 16u;
-            let q1 = min((r1 * e.row_bytes + 15u) / 16u, (e.out_bytes + 15u) / 16u);
-            for (var q = q0 + lane; q < q1; q += WORKGROUP_SIZE) {
-                var v = vec4<u32>(0u);
-                for (var k = 0u; k < 4u; k++) {
-                    let b = q * 16u + k * 4u;
-                    if (b < e.out_bytes) {
-                        let row = b / e.row_bytes;
-                        let col = b - row * e.row_bytes;
-                        if (row < r1 && col + 4u <= e.row_bytes && b + 4u <= e.out_bytes) {
-                            v[k] = staged_word((row - r0) * stride + e.src_offset + col + shift);
-                        } else {
-                            v[k] = tile_word_bytes(e, b, r0, r1, stride, shift);
-                        }
-                    }
+            // The words of this entry whose first byte lies in rows [r0, r1), a word a lane
+            // (lanes a unit apart would read 4 rows' stride apart: each bank 4 times a pass),
+            // lane 0 on a 128-byte line of the output, whose first `lead` words are not these;
+            // every lane takes every turn (the trace groups the lanes' n-th stores).
+            let w0 = (r0 * e.row_bytes + 3u) / 4u;
+            let w1 = min((r1 * e.row_bytes + 3u) / 4u, (e.out_bytes + 3u) / 4u);
+            let lead = (e.dst_unit * 4u + w0) % 32u;
+            for (var turn = 0u; turn < w1 - w0 + lead; turn += WORKGROUP_SIZE) {
+                let t = turn + lane;
+                if (t < lead || t >= w1 - w0 + lead) {
+                    trace_skip(TRACE_DST);
+                    continue;
                 }
-                store_unit_n(e.dst_unit + q, v, min(16u, e.out_bytes - q * 16u));
+                let w = w0 + t - lead;
+                let b = w * 4u;
+                let row = b / e.row_bytes;
+                let col = b - row * e.row_bytes;
+                var x: u32;
+                if (row < r1 && col + 4u <= e.row_bytes && b + 4u <= e.out_bytes) {
+                    x = staged_word((row - r0) * stride + e.src_offset + col + shift);
+                } else {
+                    x = tile_word_bytes(e, b, r0, r1, stride, shift);
+                }
+                store_word_n(e.dst_unit + w / 4u, w % 4u, x, e.out_bytes - b);
             }
         }
         workgroupBarrier();

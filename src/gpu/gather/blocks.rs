@@ -217,13 +217,13 @@ fn short_rows(bytes: &ByteRows) -> bool {
 /// [`TILE_BYTES`]): every output takes its part of `tile_rows` staged input rows.
 fn tiles(bytes: &ByteRows, entries: &mut [Entry], tiles_per_block: u64) -> Params {
     let tile_rows = TILE_BYTES / bytes.stride;
-    // A tile's turns per lane: its staging, then each entry's units in the tile, up to 40
-    // turns each as their words are assembled byte by byte (llvmpipe cut a tile's three
-    // entries of 1-byte rows after 194 turns a tile).
+    // A tile's turns per lane: its staging, then each entry's words in the tile, up to 10
+    // turns each as they are assembled byte by byte (llvmpipe cut a tile's three entries of
+    // 1-byte rows after 194 turns a tile, at 40 turns a unit).
     let staging = TILE_BYTES.div_ceil(UNIT_BYTES * WORKGROUP_SIZE) + 4;
     let turns = entries.iter().fold(staging, |t, e| {
-        let units = tile_rows * e.row_bytes as u64 / UNIT_BYTES + 2;
-        t + 40 * units.div_ceil(WORKGROUP_SIZE) + 1
+        let words = tile_rows * e.row_bytes as u64 / 4 + 2;
+        t + 10 * words.div_ceil(WORKGROUP_SIZE) + 1
     });
     let tiles_per_block = max_steps(tiles_per_block, turns);
     let num_blocks = bytes.rows.div_ceil(tile_rows).div_ceil(tiles_per_block);

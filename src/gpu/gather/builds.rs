@@ -46,6 +46,7 @@ fn {name}(
 /// [`Hook::Silent`].
 const SILENT_HOOK: &str = "
 fn trace(kind: u32, address: u32, size: u32) {}
+fn trace_skip(kind: u32) {}
 ";
 
 /// [`Hook::Recording`]: `{binding}` is the trace buffer's.
@@ -56,6 +57,8 @@ fn trace(kind: u32, address: u32, size: u32) {}
 /// index `1 + (slot * lanes + lane) * records + seq`, where `n` counts the lane's earlier
 /// accesses of the same kind. Lanes in step make their n-th load (or store) together, so `n`
 /// is what groups accesses into warp instructions: lane 0's table reads do not shift its loads.
+/// A lane that sits out a turn of a loop whose other lanes access memory of a kind calls
+/// `trace_skip` for it, so its next access groups with the others' next one.
 /// The shader sets `trace_block`, `trace_lane` and `trace_seq` as each lane starts.
 pub const RECORDING_HOOK: &str = "
 @group(0) @binding({binding}) var<storage, read_write> trace_out: array<vec4<u32>>;
@@ -72,6 +75,10 @@ fn trace(kind: u32, address: u32, size: u32) {
         return;
     }
     trace_out[1u + (slot * cfg.w + trace_lane) * cfg.z + seq] = vec4<u32>(kind, address, size, n + 1u);
+}
+
+fn trace_skip(kind: u32) {
+    trace_kind_seq[kind] += 1u;
 }
 ";
 
