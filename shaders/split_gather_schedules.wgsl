@@ -231,9 +231,10 @@ fn copy_tiles(p: Params, block: u32, lane: u32) {
             let w0 = (r0 * e.row_bytes + 3u) / 4u;
             let w1 = min((r1 * e.row_bytes + 3u) / 4u, (e.out_bytes + 3u) / 4u);
             let lead = (e.dst_unit * 4u + w0) % 32u;
-            for (var turn = 0u; turn < w1 - w0 + lead; turn += WORKGROUP_SIZE) {
+            let turns = select(0u, w1 - w0 + lead, w1 > w0);
+            for (var turn = 0u; turn < turns; turn += WORKGROUP_SIZE) {
                 let t = turn + lane;
-                if (t < lead || t >= w1 - w0 + lead) {
+                if (t < lead || t >= turns) {
                     trace_skip(TRACE_DST);
                     continue;
                 }

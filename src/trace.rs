@@ -4,8 +4,9 @@
 //! Every global access of the gather shader (`shaders/split_gather*.wgsl`, and of the
 //! benchmark's copy kernel), and every access to the bytes it stages in workgroup memory, goes
 //! through small access functions that call a `trace` hook, which the plain builds leave
-//! empty. The trace build is the same WGSL with the recording hook instead (`Hook::Recording`, in `gpu::gather::builds`): it appends `(kind, address,
-//! size)` to a buffer, per lane and per access, for a sample of workgroups.
+//! empty. The trace build is the same WGSL with the recording hook instead (`Hook::Recording`,
+//! in `gpu::gather::builds`): it appends `(kind, address, size)` to a buffer, per lane and per
+//! access, for a sample of workgroups.
 //! So the figures come from the addresses the real shader computed, with the host's real
 //! tables, not from a model of its index math. The trace runs the kernel as it would run on a
 //! GPU (coalesced lanes, see [`gpu_settings`]), whatever adapter executes it.
