@@ -97,10 +97,11 @@ pub fn figures(accesses: &[Access], warp: u32) -> MemoryFigures {
     let mut warp_load_lines = HashSet::new();
     for ((workgroup, warp, _, kind), spans) in &instructions {
         let t = totals.entry(*kind).or_default();
-        let (useful, sectors, lines) = touched(spans);
         if *kind == Kind::Shared {
             t.wavefronts += wavefronts(spans);
+            continue;
         }
+        let (useful, sectors, lines) = touched(spans);
         t.useful += useful;
         t.sectors += sectors;
         t.lines += lines.len() as u64;

@@ -50,8 +50,9 @@ fn channels(stride: u64, width: u64, parts: u64) -> Option<Channels> {
     })
 }
 
-/// Groups per lane (a lane's steps, at most `most`) and lanes of the channels of `rows` rows. Runs as long as a split's in units (2,048 units, 683 groups of 3) joined RGB planes
-/// 5% slower than runs of as many groups (performance.md, session 34).
+/// Groups per lane (a lane's steps, at most `most`) and lanes of the channels of `rows` rows.
+/// Runs as long as a split's in units (2,048 units, 683 groups of 3) joined RGB planes 5%
+/// slower than runs of as many groups (performance.md, session 34).
 pub(super) fn channel_runs(rows: u64, most: u64) -> (u64, u64) {
     let groups = rows.div_ceil(GROUP_ROWS);
     // One loop turn a group; the groups past the whole units below a binding's end (at most

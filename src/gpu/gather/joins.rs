@@ -10,9 +10,8 @@
 //! reads each of them once from the table. The CPU walk (lanes in runs) has no records: its
 //! lanes search the table. Both are the entry point `main_join`.
 //!
-//! A dispatch whose parts cover a narrow band of the output's columns (one buffer's inputs
-//! among several: [`Band`]) numbers only the units of that band, row by row, rather than
-//! every unit from its first part's first byte to its last part's last.
+//! A dispatch whose parts are a narrow band of the output's columns ([`Band`]) numbers only
+//! that band's units, row by row, not every unit from its first part's first byte on.
 
 use super::abi::{
     binding_bytes, BlockRecord, Entry, EntryPoint, JoinHeader, JoinTable, Mode, Params, ProgramKey,
@@ -135,18 +134,19 @@ pub fn join_dispatch(
     // whose lanes take groups of rows (`channel_runs`).
     let whole = !in_turn && band.is_none() && first_unit == 0 && windows.len() == 1;
     let channels = join_channels_of(bytes.stride, &segments).filter(|_| whole);
-    let (steps, lanes) = match tuning.mode {
-        GatherMode::Cpu => (run_units(units, longest), RUNS_WORKGROUP_SIZE),
-        _ => (
-            units.div_ceil(WORKGROUP_SIZE).clamp(1, longest),
-            WORKGROUP_SIZE,
-        ),
+    // A lane's steps (units, or the channels' groups of rows), and the lanes that take them.
+    let unit_runs = |steps: u64| (steps, units.div_ceil(steps));
+    let (steps, runs) = match channels {
+        Some(_) => channel_runs(bytes.rows, tuning.max_steps_per_lane),
+        None if in_turn => unit_runs(units.div_ceil(WORKGROUP_SIZE).clamp(1, longest)),
+        None => unit_runs(run_units(units, longest)),
     };
-    let runs = channels.map(|_| channel_runs(bytes.rows, tuning.max_steps_per_lane));
-    let (steps, num_blocks) = match runs {
-        Some((steps, lanes)) => (steps, lanes.div_ceil(RUNS_WORKGROUP_SIZE)),
-        None => (steps, units.div_ceil(steps * lanes)),
+    let lanes = if in_turn {
+        WORKGROUP_SIZE
+    } else {
+        RUNS_WORKGROUP_SIZE
     };
+    let num_blocks = runs.div_ceil(lanes);
     let header = JoinHeader {
         first_unit: first_unit as u32,
         units: units as u32,
