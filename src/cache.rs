@@ -1,6 +1,6 @@
-//! The one cache a splitter keeps things in between splits: routes ([`crate::gpu::planner`])
-//! and table buffers ([`crate::gpu::gather::tables`]). Least recently used first out, bounded in
-//! entries and in weight (what each entry costs to keep, in the user's unit).
+//! The least-recently-used cache behind a splitter's one cache ([`crate::gpu::kept`]): least
+//! recently used first out, bounded in entries and in weight (what each entry costs to keep,
+//! in the user's unit).
 
 use std::sync::Mutex;
 

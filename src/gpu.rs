@@ -17,6 +17,7 @@
 pub(crate) mod device;
 pub(crate) mod direction;
 pub(crate) mod gather;
+pub(crate) mod kept;
 pub(crate) mod moving;
 pub(crate) mod parts;
 pub(crate) mod placement;

@@ -26,7 +26,6 @@ pub(crate) mod pipeline;
 #[cfg(all(test, feature = "bench"))]
 mod portability;
 mod runs;
-pub(crate) mod tables;
 mod view_entries;
 
 pub use abi::{binding_bytes, window_limit, MAX_DST_BINDINGS, UNIT_BYTES};
@@ -41,5 +40,4 @@ pub use joins::Band;
 pub use joins::{join_dispatch, join_parts, JoinPart};
 pub use modes::GatherMode;
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Windows};
-pub(crate) use tables::TableCache;
 pub use view_entries::{view_dispatches, view_entries};

@@ -12,7 +12,7 @@
 //! Keeping: a graph runtime splits the same node again and again, with the same plan and dtype
 //! and its buffers from a pool at the same offsets. The route (the byte geometry, the route,
 //! the gather's dispatches and their tables) is then the same every time, so
-//! [`crate::GpuSplitter::encode`] keeps it ([`RouteCache`]). A kept route holds numbers and
+//! [`crate::GpuSplitter::encode`] keeps it ([`crate::gpu::kept`]). A kept route holds numbers and
 //! this crate's own table buffers, never a caller's buffer: keeping it changes neither which
 //! buffers stay alive nor which errors `encode` reports.
 //!
@@ -247,7 +247,6 @@ pub(crate) fn choose_for(
 
 mod kept;
 pub(crate) use crate::gpu::direction::Direction;
-pub(crate) use kept::{RouteCache, RouteKey};
 
 #[cfg(test)]
 mod planner_tests;

@@ -5,10 +5,11 @@
 use crate::error::Result;
 use crate::gpu::device::{self, scoped_async, LossProbe};
 use crate::gpu::gather::{record_bound, BoundDispatch, Windows};
+use crate::gpu::kept::RouteKey;
 use crate::gpu::moving::Movable;
 use crate::gpu::parts::{Job, Parts};
 use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
-use crate::gpu::planner::{BufferCopy, Direction, Route, RouteKey};
+use crate::gpu::planner::{BufferCopy, Direction, Route};
 use crate::gpu::plans::{Plan, Recorded};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;

@@ -7,8 +7,9 @@ use crate::gpu::gather::{
     binding_bytes, join_dispatch, multi_output_dispatch, window_limit, BoundDispatch, Dispatch,
     JoinPart, Windows, UNIT_BYTES,
 };
+use crate::gpu::kept::RouteKey;
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
-use crate::gpu::planner::{self, Direction, Route, RouteKey};
+use crate::gpu::planner::{self, Direction, Route};
 use crate::gpu::prepared::{Commands, PreparedParts};
 use crate::gpu::splitter::{multi_binding_group_limit, GpuSplitter};
 use crate::plan::bytes::ByteRows;
@@ -379,8 +380,8 @@ impl GpuSplitter {
             ),
         };
         let tables = self
-            .tables
-            .buffers(&self.device, &[dispatch.table_bytes()])
+            .kept
+            .tables(&self.device, &[dispatch.table_bytes()])
             .await?;
         let windows: Vec<(BufferRegion<'_>, u64)> = batch
             .iter()

@@ -5,19 +5,18 @@ use crate::gpu::device::{self, DeviceChoice};
 use crate::gpu::gather::abi::MAX_SRC_BINDINGS;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::GatherPipeline;
-use crate::gpu::gather::TableCache;
 use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
 use crate::gpu::gather::{GatherMode, GatherTuning};
+use crate::gpu::kept::Kept;
 use crate::gpu::placement::{PartLayout, PartRange};
+use crate::gpu::planner::Direction;
 use crate::gpu::planner::RouteChoice;
-use crate::gpu::planner::{Direction, RouteCache};
 use crate::gpu::plans::Plan;
 use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// How the gather maps lanes to units, by device type: the one parameter a device kind sets.
 ///
@@ -66,10 +65,6 @@ fn allowed_output_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u3
         / 2)
     .clamp(1, MAX_DST_BINDINGS)
 }
-
-/// A build of the gather: its input and output bindings, and the side of a node through views
-/// it binds at dynamic offsets ([`GatherPipeline::with_bindings`]).
-type BuildKey = (InputBindings, OutputBindings, Option<Direction>);
 
 /// The most input buffers one dispatch of the multi-input build may bind on a device of
 /// `limits` with `gather`: the table and the output's bindings (two, or one in the words-only
@@ -124,17 +119,12 @@ pub struct GpuSplitter {
     pub(crate) gather_tuning: GatherTuning,
     pub(crate) route: RouteChoice,
     pub(crate) gather: GatherPipeline,
-    /// Dispatch tables already on the device; shared by clones.
-    pub(crate) tables: Arc<TableCache>,
-    /// Routes chosen before, by plan and regions; shared by clones.
-    pub(crate) routes: Arc<RouteCache>,
+    /// Routes chosen before, tables on the device and builds compiled; shared by clones.
+    pub(crate) kept: Arc<Kept>,
     /// Most output buffers one gather dispatch of [`Outputs::Regions`](crate::Outputs) writes.
     pub(crate) output_bindings: u32,
     /// Most input buffers one gather dispatch of [`Inputs::Regions`](crate::Inputs) reads.
     pub(crate) input_bindings: u32,
-    /// The multi-output, multi-input and views' builds compiled so far, by their bindings
-    /// and the side they move; shared by clones.
-    pub(crate) builds: Arc<Mutex<HashMap<BuildKey, GatherPipeline>>>,
     /// Tells whether the device is lost; shared by clones and prepared splits.
     pub(crate) probe: Arc<device::LossProbe>,
 }
@@ -166,11 +156,9 @@ impl GpuSplitter {
             gather_tuning,
             route: RouteChoice::Auto,
             gather,
-            tables: Arc::default(),
-            routes: Arc::default(),
+            kept: Arc::default(),
             output_bindings,
             input_bindings,
-            builds: Arc::default(),
             probe,
         })
     }
@@ -246,13 +234,12 @@ impl GpuSplitter {
         outputs: OutputBindings,
         moving: Option<Direction>,
     ) -> Result<GatherPipeline> {
-        let built = || self.builds.lock().unwrap_or_else(|e| e.into_inner());
         let key = (inputs, outputs, moving);
-        if let Some(p) = built().get(&key) {
-            return Ok(p.clone());
+        if let Some(pipeline) = self.kept.build(&key) {
+            return Ok(pipeline);
         }
         let pipeline = GatherPipeline::with_bindings(&self.device, inputs, outputs, moving).await?;
-        built().insert(key, pipeline.clone());
+        self.kept.keep_build(key, pipeline.clone());
         Ok(pipeline)
     }
 

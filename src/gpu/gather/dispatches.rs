@@ -48,15 +48,6 @@ impl Dispatch {
             Table::Join(_) => &[],
         }
     }
-
-    /// A concat's join table (none for the split's rows).
-    #[cfg(any(test, feature = "fuzzing"))]
-    pub fn join(&self) -> Option<&super::abi::JoinTable> {
-        match &self.table {
-            Table::Join(j) => Some(j),
-            Table::Split(_) => None,
-        }
-    }
 }
 
 /// Whether an input of `input_bytes` and an output region of `output_bytes` each fit one
@@ -287,6 +278,17 @@ pub fn plan_dispatches(
         }
     }
     Ok(dispatches)
+}
+
+#[cfg(test)]
+impl Dispatch {
+    /// A concat's join table (none for the split's rows).
+    pub fn join(&self) -> Option<&super::abi::JoinTable> {
+        match &self.table {
+            Table::Join(j) => Some(j),
+            Table::Split(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]
