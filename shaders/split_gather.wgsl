@@ -165,15 +165,14 @@ fn store_unit_n(i: u32, v: vec4<u32>, n: u32) {
     store_masked(i, v, byte_mask(0u, n));
 }
 
-// Word `j` of unit `i`, of whose bytes only the first `n` (at least 1) belong to the output:
-// a whole word, else those bytes merged into the word as it is.
-fn store_word_n(i: u32, j: u32, x: u32, n: u32) {
-    if (n >= 4u) {
+// Word `j` of unit `i`, of whose bytes only those `m` marks belong to the output: the whole
+// word, or those bytes merged into the word as it is, or none.
+fn store_word_masked(i: u32, j: u32, x: u32, m: u32) {
+    if (m == 0xffffffffu) {
         store_word(i, j, x);
-        return;
+    } else if (m != 0u) {
+        store_word(i, j, (x & m) | (load_dst_word(i, j) & ~m));
     }
-    let m = (1u << (n * 8u)) - 1u;
-    store_word(i, j, (x & m) | (load_dst_word(i, j) & ~m));
 }
 
 // ---- Word assembly ----
@@ -227,12 +226,7 @@ fn store_masked(i: u32, v: vec4<u32>, covered: vec4<u32>) {
     let words = array<u32, 4>(v.x, v.y, v.z, v.w);
     let masks = array<u32, 4>(covered.x, covered.y, covered.z, covered.w);
     for (var j = 0u; j < 4u; j++) {
-        let m = masks[j];
-        if (m == 0xffffffffu) {
-            store_word(i, j, words[j]);
-        } else if (m != 0u) {
-            store_word(i, j, (words[j] & m) | (load_dst_word(i, j) & ~m));
-        }
+        store_word_masked(i, j, words[j], masks[j]);
     }
 }
 

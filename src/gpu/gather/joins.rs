@@ -7,8 +7,7 @@
 //! table ([`JoinTable`]) holds the dispatch's [`JoinHeader`], its [`Segment`]s in column
 //! order, then (the GPU walk, lanes in turn) one [`BlockRecord`] per block (workgroup): the
 //! segments its columns touch, which its lanes keep at hand in workgroup memory, so a block
-//! reads each of them once from the table. The CPU walk (lanes in runs) has no records: its
-//! lanes search the table. Both are the entry point `main_join`.
+//! reads each once. The CPU walk (lanes in runs) has no records: its lanes search the table.
 //!
 //! A dispatch whose parts are a narrow band of the output's columns ([`Band`]) numbers only
 //! that band's units, row by row, not every unit from its first part's first byte on.
@@ -43,14 +42,12 @@ const _: () = assert!(
 /// touch more lines than a copy.
 const STAGED_BELOW: u64 = 64;
 
-/// One part a dispatch writes: its position in `ByteRows::outputs`, the input binding it is
-/// read through (0 but in the multi-input build) and where its bytes start in that binding's
-/// window.
+/// One part a dispatch writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JoinPart {
-    /// Position in the byte rows' non-empty outputs.
+    /// Its position in the byte rows' non-empty outputs (`ByteRows::outputs`).
     pub position: usize,
-    /// Input binding.
+    /// The input binding it is read through (0 but in the multi-input build).
     pub binding: u32,
     /// Source byte offset of its first row, in the binding's window.
     pub src: u64,
