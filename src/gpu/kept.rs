@@ -34,6 +34,10 @@ pub(crate) const MAX_BYTES: usize = 64 << 20;
 /// repeated split of thousands of outputs is not planned again.
 pub(crate) const PART_BYTES: usize = 128;
 
+/// The largest table kept on its own: a larger one (a split into thousands of parts) is kept
+/// with its route, so one such split does not push every other entry out.
+const MAX_TABLE_BYTES: usize = 2 << 20;
+
 /// What a kept build is counted: its module and its pipelines.
 const BUILD_BYTES: usize = 1 << 20;
 
@@ -167,9 +171,9 @@ impl Kept {
         );
     }
 
-    /// One storage buffer per table, kept where one was, uploaded and kept where not. Buffers
-    /// created here are kept only when their creation raised no device error, so a failed
-    /// upload (out of memory) is not served again.
+    /// One storage buffer per table, kept where one was, uploaded and kept (up to
+    /// [`MAX_TABLE_BYTES`]) where not. Buffers created here are kept only when their creation
+    /// raised no device error, so a failed upload (out of memory) is not served again.
     pub(crate) async fn tables(
         &self,
         device: &wgpu::Device,
@@ -203,7 +207,10 @@ impl Kept {
             Ok::<_, crate::SplitError>(created)
         })
         .await??;
-        for (table, buffer) in created {
+        for (table, buffer) in created
+            .into_iter()
+            .filter(|(t, _)| t.len() <= MAX_TABLE_BYTES)
+        {
             let matches = |k: &Key| matches!(k, Key::Table(b) if b == table);
             let key = Key::Table(table.to_vec());
             self.0

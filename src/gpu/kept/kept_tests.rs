@@ -217,6 +217,14 @@ fn the_cache_is_bounded_and_drops_the_least_recently_used(choice: BackendChoice)
     assert_eq!(cache.0.len(), MAX_ENTRIES);
     // Table 1 went first: uploaded anew, it is another buffer.
     assert_ne!(get(&cache, &device, &[table(1, 48)]), first);
+
+    let big = table(9, MAX_TABLE_BYTES + 32);
+    let first = get(&cache, &device, std::slice::from_ref(&big));
+    let again = get(&cache, &device, std::slice::from_ref(&big));
+    assert_ne!(
+        first, again,
+        "tables past MAX_TABLE_BYTES are not kept on their own"
+    );
 }
 
 fn routes_tables_and_builds_share_one_bound(choice: BackendChoice) {
