@@ -125,12 +125,11 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
         let next = segments.get(first - 1 + count).map(|e| e.first_byte as u64);
         let from = block as u64 * block_units;
         let to = ((block as u64 + 1) * block_units).min(numbered);
-        for u in (from..to).filter_map(unit) {
-            // The unit's first and last byte, and the row's ends where it crosses one: the
-            // rules hold for every column between.
-            let last = (u * 16 + 16).min(bytes.input_bytes()) - 1;
-            let mut ends = vec![u * 16, last];
-            if (u * 16) / bytes.stride != last / bytes.stride {
+        for (first_byte, last) in (from..to).filter_map(|v| unit_bytes(h, bytes, v)) {
+            // The first and last byte the unit may write, and the row's ends where they lie
+            // in two rows: the rules hold for every column between.
+            let mut ends = vec![first_byte, last];
+            if first_byte / bytes.stride != last / bytes.stride {
                 let row_end = last / bytes.stride * bytes.stride;
                 ends.extend([row_end - 1, row_end]);
             }
@@ -340,6 +339,20 @@ fn expand(segments: &[Segment]) -> Vec<(u64, u64, u64)> {
             })
         })
         .collect()
+}
+
+/// The first and last output byte that the dispatch's unit `v` may write: its bytes, or in a
+/// band those in its row's band (the unit's other bytes lie in the gaps between rows' bands,
+/// which no part of the dispatch covers). None where `v` lies past its row's band.
+fn unit_bytes(h: &JoinHeader, bytes: &ByteRows, v: u64) -> Option<(u64, u64)> {
+    let u = numbered_unit(h, bytes.stride, v)?;
+    let (mut first, mut end) = (u * 16, (u * 16 + 16).min(bytes.input_bytes()));
+    if h.band_units != 0 {
+        let start = v / h.band_units as u64 * bytes.stride + h.band_first as u64;
+        first = first.max(start);
+        end = end.min(start + h.band_width as u64);
+    }
+    Some((first, end - 1))
 }
 
 /// The output unit of a join dispatch's numbered unit `v`, as its header `h` says (the
