@@ -303,9 +303,7 @@ fn copy_tiles(p: Params, block: u32, lane: u32) {
                     x = tile_word_bytes(e, b, r0, r1, stride, shift);
                 }
                 // The entry's last word may be partial.
-                let n = e.out_bytes - b;
-                let m = select((1u << (n * 8u)) - 1u, 0xffffffffu, n >= 4u);
-                store_word_masked(e.dst_unit + w / 4u, w % 4u, x, m);
+                store_word_masked(e.dst_unit + w / 4u, w % 4u, x, byte_mask(0u, e.out_bytes - b).x);
             }
         }
         workgroupBarrier();
