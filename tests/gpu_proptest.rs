@@ -164,9 +164,9 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
         .sum();
     prop_assert_eq!(along, plan.axis_len());
     // Every route and gather layout gives the same bytes: the device's defaults, and the
-    // gather alone with the device's runs (spread, or one long run per entry), in runs of an
-    // odd length, in coalesced lanes of 1 and 4 units (unaligned rows staged, short word rows
-    // scattered), with unaligned rows shifted, and with short word rows in tiles.
+    // gather alone with the device's runs, in runs of an odd length, and in coalesced lanes
+    // of 1 and 4 units (the GPUs' schedules: unaligned rows staged, short rows scattered or
+    // in tiles).
     let gather = gpu.clone().with_options(SplitOptions {
         route: RouteChoice::Gather,
         ..gpu.options()
@@ -234,7 +234,15 @@ fn gpu_equals_cpu_reference(gpu: &'static GpuSplitter) {
     if let Err(e) = gpu_case(gpu, known) {
         panic!("{}: {e}", common::name(gpu));
     }
-    sweep(gpu, 256, case(), |c| gpu_case(gpu, c));
+    sweep(gpu, cases(), case(), |c| gpu_case(gpu, c));
+}
+
+/// The sweep's cases: 256, or `WGPU_SPLIT_GPU_CASES` for a long run.
+fn cases() -> u32 {
+    std::env::var("WGPU_SPLIT_GPU_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
 }
 
 /// Rows of whole KiBs, at most 60 of them: the copy route (row copies) must give the
