@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 
+use common::concat::{check_regions, parts as concat_parts};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use wgpu_split::{
@@ -296,4 +297,62 @@ fn copy_routes_equal_cpu_reference(gpu: &'static GpuSplitter) {
     );
 }
 
-per_backend!(gpu_equals_cpu_reference, copy_routes_equal_cpu_reference);
+/// Long rows of every alignment in every lane mapping: concats of 2 to 6 parts of up to 600
+/// elements a row, from one region and from parts spread over 1 to 3 buffers (part `i` in
+/// buffer `i % k`, so a dispatch may write every other part: bands, units it shares with
+/// parts it does not write), and the split back, each against the reference.
+fn long_rows_equal_cpu_reference(gpu: &'static GpuSplitter) {
+    let gather = gpu.clone().with_options(SplitOptions {
+        route: RouteChoice::Gather,
+        ..gpu.options()
+    });
+    let variants: Vec<GpuSplitter> = [
+        (GatherMode::Gpu, 1),
+        (GatherMode::Gpu, 4),
+        (GatherMode::Cpu, 3),
+        (GatherMode::Cpu, 2048),
+    ]
+    .into_iter()
+    .map(|(mode, steps)| {
+        gather.clone().with_options(SplitOptions {
+            gather_mode: Some(mode),
+            max_steps_per_lane: Some(steps),
+            ..gather.options()
+        })
+    })
+    .chain([gpu.clone()])
+    .collect();
+    let strategy = (
+        1usize..24,
+        prop::collection::vec(1usize..600, 2..7),
+        prop::sample::select(vec![DType::U8, DType::F16, DType::F32, DType::F64]),
+        1usize..4,
+    );
+    sweep(gpu, cases() / 8, strategy, |(rows, widths, dtype, k)| {
+        let shapes: Vec<[usize; 2]> = widths.iter().map(|&w| [rows, w]).collect();
+        let plan = ops::concat(&shapes, 1).unwrap();
+        let parts = concat_parts(&plan, dtype);
+        let sizes: Vec<u64> = parts.iter().map(|p| p.bytes().len() as u64).collect();
+        let place = |i: usize| {
+            let before = (i % k..i)
+                .step_by(k)
+                .map(|j| sizes[j].next_multiple_of(256));
+            (i % k, before.sum())
+        };
+        for gpu in &variants {
+            let whole = common::run_verified(gpu, &plan, &parts)
+                .map_err(|e| TestCaseError::fail(format!("{}: {e}", common::name(gpu))))?;
+            check_regions(gpu, &plan, &parts, wgpu::BufferUsages::empty(), place);
+            let back = common::run_verified(gpu, &plan.inverse(), &whole)
+                .map_err(|e| TestCaseError::fail(format!("{}: split: {e}", common::name(gpu))))?;
+            prop_assert!(back == parts, "{}: split differs", common::name(gpu));
+        }
+        Ok(())
+    });
+}
+
+per_backend!(
+    gpu_equals_cpu_reference,
+    copy_routes_equal_cpu_reference,
+    long_rows_equal_cpu_reference
+);
