@@ -3,10 +3,10 @@
 //!
 //! | operator | function | lengths come from |
 //! | --- | --- | --- |
-//! | OpenVINO Split-1 | [`split`] | `num_splits` equal parts |
+//! | OpenVINO Split-1 | [`split()`] | `num_splits` equal parts |
 //! | OpenVINO VariadicSplit-1 | [`variadic_split`] | `split_lengths`, one `-1` takes the rest |
 //! | ONNX SplitToSequence-11 | [`split_to_sequence`] | none (chunks of 1), a scalar, or a list |
-//! | ONNX Split-1/2/11/13/18 | [`onnx_split`] ([`OnnxSplitParts::at_opset`] for a model's opset) | a list, or a number of outputs |
+//! | ONNX Split-1/2/11/13/18 | [`onnx_split()`] ([`OnnxSplitParts::at_opset`] for a model's opset) | a list, or a number of outputs |
 //!
 //! The concat operators, the split's inverse, return a [`ConcatPlan`](crate::ConcatPlan):
 //!

@@ -358,7 +358,7 @@ pub(crate) fn buffer_with(
 /// points. Native wgpu's error scopes are ready at once, so it waits only where the entry point
 /// itself waits (a read-back). On WebGPU (wasm32) the browser settles the device's promises
 /// only once control returns to it, which a blocked thread never gives: there a future not
-/// ready at once is refused with [`blocks_in_browser`], naming `what`.
+/// ready at once is refused with `blocks_in_browser`, naming `what`.
 pub(crate) fn block_on<T>(
     what: &str,
     future: impl std::future::Future<Output = Result<T>>,

@@ -9,8 +9,8 @@
 //!   into workgroups and lanes per schedule (`channels` for equal parts of short rows on CPU
 //!   adapters, `runs` a lane's run there); `joins` makes a concat's dispatch, `join_windows` its
 //!   dispatches past one binding.
-//! - [`pipeline`]: the pipeline, bind groups and dispatches.
-//! - [`tables`]: device copies of the tables, kept for the next split of the same shapes.
+//! - [`pipeline`]: the pipeline, bind groups and dispatches (the device copies of the tables
+//!   are kept with the splitter's routes and builds, `gpu::kept`).
 //!
 //! The rest of `gpu` uses the gather through the names re-exported here.
 

@@ -69,7 +69,7 @@ impl PartLayout {
     /// The layout of the outputs `members` of this layout (positions in `bytes.outputs`),
     /// numbered in `members` order as [`ByteRows::subset`] numbers them, placed from the
     /// lowest of their offsets (returned with it): one buffer's outputs of
-    /// [`Outputs::Regions`], or one buffer's inputs of a concat.
+    /// [`Outputs::Regions`](crate::Outputs::Regions), or one buffer's inputs of a concat.
     pub(crate) fn window(&self, bytes: &ByteRows, members: &[usize]) -> (u64, PartLayout) {
         let ranges = members
             .iter()

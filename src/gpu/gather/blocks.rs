@@ -12,7 +12,7 @@ use crate::error::{Result, SplitError};
 use crate::plan::bytes::{ByteRows, RowKind};
 
 /// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
-/// ([`crate::gpu::gather_defaults`]).
+/// ([`crate::gpu::splitter::gather_defaults`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GatherTuning {
     /// How lanes map to units.

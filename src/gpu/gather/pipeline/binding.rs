@@ -83,7 +83,7 @@ fn dynamic_base(offset: u64, align: u64) -> u64 {
 }
 
 /// Records `bound` into one compute pass of `encoder`; a device error (a buffer destroyed
-/// since it was bound, for one) becomes [`SplitError::Device`](crate::SplitError::Device).
+/// since it was bound, for one) becomes [`SplitError::Device`].
 pub async fn record_bound(
     device: &wgpu::Device,
     encoder: &mut wgpu::CommandEncoder,
