@@ -14,10 +14,17 @@ use wgpu_split::{
     Prepared, SplitError, SplitPlan,
 };
 
-fn random_views_split_as_the_reference_does(gpu: &'static GpuSplitter) {
+/// Random views of every numeric dtype in every lane mapping: each split's outputs written
+/// through them, then concatenated back from them.
+fn random_views_split_and_concat_as_the_reference_does(gpu: &'static GpuSplitter) {
     let mut rng = Rng(44);
     let mappings = common::lane_mappings(gpu);
-    for case in 0..120 {
+    // 120 cases, or `WGPU_SPLIT_GPU_CASES` for a long run.
+    let cases = std::env::var("WGPU_SPLIT_GPU_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120);
+    for case in 0..cases {
         let rank = 2 + rng.below(3);
         let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(6)).collect();
         let dtype = DType::ALL_NUMERIC[rng.below(DType::ALL_NUMERIC.len())];
@@ -63,7 +70,19 @@ fn random_views_split_as_the_reference_does(gpu: &'static GpuSplitter) {
         let what = format!(
             "case {case} ({mapping}): {dtype:?} {shape:?} on axis {axis} at {cut}, views {views:?}"
         );
-        check_split(gpu, &what, &input, &plan, &views, &places, &sizes);
+        let buffers = check_split(gpu, &what, &input, &plan, &views, &places, &sizes);
+        // And back: the concat reads the parts through the same views.
+        let regions = common::regions_at(&buffers, &places);
+        let n = input.bytes().len();
+        let initial = pattern(n + 32, case);
+        let out = buffer(gpu, &initial);
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let inputs = Inputs::Views(&regions, &views);
+        gpu.encode(&mut encoder, &plan.inverse(), dtype, inputs, (&out).into())
+            .unwrap_or_else(|e| panic!("{what}: concat: {e}"));
+        let got = common::submit_and_read(gpu, encoder, &out);
+        assert!(got[..n] == *input.bytes(), "{what}: the concat differs");
+        assert_eq!(&got[n..n + 32], &initial[n..], "{what}: past the concat");
     }
 }
 
@@ -417,7 +436,7 @@ fn misuse_is_refused_by_name(gpu: &'static GpuSplitter) {
 }
 
 per_backend!(
-    random_views_split_as_the_reference_does,
+    random_views_split_and_concat_as_the_reference_does,
     attention_heads_and_caches_at_a_position,
     heads_of_odd_bytes_interleave_in_one_buffer,
     views_on_devices_of_wgpu_limits,

@@ -82,6 +82,7 @@ pub fn expected(
 
 /// Splits `input` as `plan` says through `views` into buffers of the sizes `sizes`
 /// (filled with a guard pattern), output `i` at `places[i]`; compares every buffer whole.
+/// Returns the buffers.
 pub fn check_split(
     gpu: &GpuSplitter,
     what: &str,
@@ -90,7 +91,7 @@ pub fn check_split(
     views: &[PartView],
     places: &[(usize, u64)],
     sizes: &[usize],
-) {
+) -> Vec<wgpu::Buffer> {
     let initial: Vec<Vec<u8>> = sizes
         .iter()
         .enumerate()
@@ -115,6 +116,7 @@ pub fn check_split(
             );
         }
     }
+    buffers
 }
 
 /// A deterministic stream of small numbers.
