@@ -306,22 +306,9 @@ fn long_rows_equal_cpu_reference(gpu: &'static GpuSplitter) {
         route: RouteChoice::Gather,
         ..gpu.options()
     });
-    let variants: Vec<GpuSplitter> = [
-        (GatherMode::Gpu, 1),
-        (GatherMode::Gpu, 4),
-        (GatherMode::Cpu, 3),
-        (GatherMode::Cpu, 2048),
-    ]
-    .into_iter()
-    .map(|(mode, steps)| {
-        gather.clone().with_options(SplitOptions {
-            gather_mode: Some(mode),
-            max_steps_per_lane: Some(steps),
-            ..gather.options()
-        })
-    })
-    .chain([gpu.clone()])
-    .collect();
+    let mut variants = common::lane_mappings(gpu);
+    variants.push((format!("{} own runs", common::name(gpu)), gather));
+    variants.push((common::name(gpu), gpu.clone()));
     let strategy = (
         1usize..24,
         prop::collection::vec(1usize..600, 2..7),
@@ -339,13 +326,13 @@ fn long_rows_equal_cpu_reference(gpu: &'static GpuSplitter) {
                 .map(|j| sizes[j].next_multiple_of(256));
             (i % k, before.sum())
         };
-        for gpu in &variants {
+        for (name, gpu) in &variants {
             let whole = common::run_verified(gpu, &plan, &parts)
-                .map_err(|e| TestCaseError::fail(format!("{}: {e}", common::name(gpu))))?;
+                .map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;
             check_regions(gpu, &plan, &parts, wgpu::BufferUsages::empty(), place);
             let back = common::run_verified(gpu, &plan.inverse(), &whole)
-                .map_err(|e| TestCaseError::fail(format!("{}: split: {e}", common::name(gpu))))?;
-            prop_assert!(back == parts, "{}: split differs", common::name(gpu));
+                .map_err(|e| TestCaseError::fail(format!("{name}: split: {e}")))?;
+            prop_assert!(back == parts, "{}: split differs", name);
         }
         Ok(())
     });
