@@ -269,7 +269,8 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
     let end = min(b + 16u, h.header.end_byte);
     let r = h.header.row_bytes;
     let row0 = b / r;
-    // Whether the unit holds bytes of the next row's parts (in a band, from its first column).
+    // Whether the unit may hold bytes of the next row's parts: it passes the row's end (in a
+    // band, the band's first byte in the next row).
     let wraps = end - 1u >= (row0 + 1u) * r + h.header.band_first;
     let short = r <= 16u;
     let limit = segment_limit(h);
