@@ -235,15 +235,8 @@ fn gpu_equals_cpu_reference(gpu: &'static GpuSplitter) {
     if let Err(e) = gpu_case(gpu, known) {
         panic!("{}: {e}", common::name(gpu));
     }
-    sweep(gpu, cases(), case(), |c| gpu_case(gpu, c));
-}
-
-/// The sweep's cases: 256, or `WGPU_SPLIT_GPU_CASES` for a long run.
-fn cases() -> u32 {
-    std::env::var("WGPU_SPLIT_GPU_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
+    let cases = common::long_run_cases().unwrap_or(256);
+    sweep(gpu, cases, case(), |c| gpu_case(gpu, c));
 }
 
 /// Rows of whole KiBs, at most 60 of them: the copy route (row copies) must give the
@@ -315,7 +308,9 @@ fn long_rows_equal_cpu_reference(gpu: &'static GpuSplitter) {
         prop::sample::select(vec![DType::U8, DType::F16, DType::F32, DType::F64]),
         1usize..4,
     );
-    sweep(gpu, cases() / 8, strategy, |(rows, widths, dtype, k)| {
+    // An eighth of the main sweep's cases: each of these runs six variants, three times each.
+    let cases = common::long_run_cases().map_or(32, |n| (n / 8).max(1));
+    sweep(gpu, cases, strategy, |(rows, widths, dtype, k)| {
         let shapes: Vec<[usize; 2]> = widths.iter().map(|&w| [rows, w]).collect();
         let plan = ops::concat(&shapes, 1).unwrap();
         let parts = concat_parts(&plan, dtype);

@@ -19,12 +19,7 @@ use wgpu_split::{
 fn random_views_split_and_concat_as_the_reference_does(gpu: &'static GpuSplitter) {
     let mut rng = Rng(44);
     let mappings = common::lane_mappings(gpu);
-    // 120 cases, or `WGPU_SPLIT_GPU_CASES` for a long run.
-    let cases = std::env::var("WGPU_SPLIT_GPU_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(120);
-    for case in 0..cases {
+    for case in 0..common::long_run_cases().unwrap_or(120) as usize {
         let rank = 2 + rng.below(3);
         let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(6)).collect();
         let dtype = DType::ALL_NUMERIC[rng.below(DType::ALL_NUMERIC.len())];

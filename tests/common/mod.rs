@@ -77,6 +77,16 @@ pub fn lane_mappings(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
     .collect()
 }
 
+/// The cases a random GPU sweep runs where `WGPU_SPLIT_GPU_CASES` asks for a long run; None
+/// where it is not set (each sweep then runs its own default).
+pub fn long_run_cases() -> Option<u32> {
+    let value = std::env::var("WGPU_SPLIT_GPU_CASES").ok()?;
+    let cases = value
+        .parse()
+        .unwrap_or_else(|_| panic!("WGPU_SPLIT_GPU_CASES={value:?} is not a number of cases"));
+    Some(cases)
+}
+
 /// The adapter's name and backend, for messages.
 pub fn name(gpu: &GpuSplitter) -> String {
     let info = gpu.device().adapter_info();
