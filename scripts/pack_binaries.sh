@@ -16,7 +16,7 @@ trap 'rm -rf "$pack"' EXIT
 mkdir "$pack/tests"
 # Each test harness's executable, as cargo reports it (the examples it builds are not tests).
 cargo test --release --no-run --message-format=json 2>/dev/null |
-  grep '"profile":{[^}]*"test":true}' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 |
+  grep '"profile":{[^}]*"test":true[,}]' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 |
   while read -r exe; do cp "$exe" "$pack/tests/"; done
 cp target/release/wgpu-split "$pack/"
 # The command tests run the command from the path it was built at.
