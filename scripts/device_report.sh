@@ -15,10 +15,14 @@ runs=${3:-3}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 bin=$(mktemp -d)
+link=
+# The unpacked binaries and the command's link go when the script ends, however it ends.
+trap 'rm -rf "$bin"; [ -n "$link" ] && rm -f "$link"' EXIT
 tar -xJf "$pack" -C "$bin"
 command_path=$(cat "$bin/command_path")
 if [ ! -e "$command_path" ]; then
-  mkdir -p "$(dirname "$command_path")" && ln -s "$bin/wgpu-split" "$command_path"
+  mkdir -p "$(dirname "$command_path")" && ln -s "$bin/wgpu-split" "$command_path" \
+    && link=$command_path
 fi
 summary="$out/summary.txt"
 : > "$summary"

@@ -55,11 +55,15 @@ fn input() -> impl Strategy<Value = PlannerInput> {
         )
 }
 
+/// Cases per property: `WGPU_SPLIT_FUZZ_CASES`, or 4,000. A value that is not a number fails
+/// by name rather than run the default unnoticed.
 fn cases() -> u32 {
-    std::env::var("WGPU_SPLIT_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4000)
+    match std::env::var("WGPU_SPLIT_FUZZ_CASES") {
+        Ok(value) => value
+            .parse()
+            .unwrap_or_else(|_| panic!("WGPU_SPLIT_FUZZ_CASES={value:?} is not a number of cases")),
+        Err(_) => 4000,
+    }
 }
 
 proptest! {
