@@ -20,7 +20,7 @@ use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
 use crate::gpu::gather::pipeline::{GatherPipeline, Windows};
-use crate::gpu::gather::{grid, view_dispatches, view_entries};
+use crate::gpu::gather::{grid, table_room, view_dispatches, view_entries};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::planner::{choose_concat, Regions, Route};
 use crate::gpu::splitter::gather_defaults;
@@ -135,7 +135,8 @@ pub fn trace_views(
         let Some(runs) = part_runs(plan, k, view, es, access) else {
             continue;
         };
-        let entries = view_entries(&format!("part {k}"), &runs, 0, 0, 0)?;
+        let room = table_room(&gpu.device().limits());
+        let entries = view_entries(&format!("part {k}"), &runs, 0, 0, 0, room)?;
         let part = binding_bytes(size as u64);
         let (src, dst) = if concat { (part, whole) } else { (whole, part) };
         let dispatches = view_dispatches(entries, src, dst, gpu.caps().gather);

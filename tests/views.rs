@@ -201,6 +201,64 @@ fn attention_heads_and_caches_at_a_position(gpu: &'static GpuSplitter) {
     }
 }
 
+/// An image's channels split and written channels-last ([1, C, H, W] into [1, H, W, C]
+/// each): one element a run, a block of runs per pixel, 65,536 and more blocks in one table,
+/// then read back through the same views by the concat.
+fn channels_last_parts_of_many_pixels(gpu: &'static GpuSplitter) {
+    let shape = [1, 6, 260, 256];
+    let plan = ops::split(&shape, &IntTensor::scalar(1), 2).unwrap();
+    let input = tensor(DType::F32, &shape, 3);
+    let part = plan.output_shape(0);
+    let view = PartView::within(&part, &[1, 260, 256, 3], &[0, 2, 3, 1], &[0; 4]).unwrap();
+    let bytes = part.iter().product::<usize>() * 4 + 64;
+    let views = [view.clone(), view];
+    let buffers = check_split(
+        gpu,
+        "[1, 6, 260, 256] f32 into two channels-last parts",
+        &input,
+        &plan,
+        &views,
+        &[(0, 0), (1, 0)],
+        &[bytes, bytes],
+    );
+    let regions = common::regions_at(&buffers, &[(0, 0), (1, 0)]);
+    let n = input.bytes().len();
+    let initial = pattern(n + 32, 5);
+    let out = buffer(gpu, &initial);
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    gpu.encode(
+        &mut encoder,
+        &plan.inverse(),
+        DType::F32,
+        Inputs::Views(&regions, &views),
+        (&out).into(),
+    )
+    .unwrap();
+    let got = common::submit_and_read(gpu, encoder, &out);
+    assert!(got[..n] == *input.bytes(), "the concat differs");
+    assert_eq!(&got[n..n + 32], &initial[n..], "past the concat");
+    // A device whose storage binding of 4 MiB holds one part's table but not both: the
+    // part lowered second (either: the buffers go in the order of their handles) is refused
+    // with the room the first left.
+    let limited = common::with_limits(gpu, |l| wgpu::Limits {
+        max_storage_buffer_binding_size: 4 << 20,
+        ..l
+    });
+    let mut encoder = limited.device().create_command_encoder(&Default::default());
+    let outputs = Outputs::Views(&regions, &views);
+    let m = limited
+        .encode(&mut encoder, &plan, DType::F32, (&out).into(), outputs)
+        .unwrap_err()
+        .to_string();
+    let rule = "its view lowers to 66560 blocks of runs, past the 38296 its dispatch's table";
+    assert!(
+        ["output 0: ", "output 1: "]
+            .iter()
+            .any(|part| m.contains(&format!("{part}{rule}"))),
+        "{m}"
+    );
+}
+
 fn source_rows_of_any_alignment_land_back_to_back(gpu: &'static GpuSplitter) {
     // f32 [3, 5, 9] split on axis 2 at 4 and 5: output 0's rows of 16 bytes lie 36 bytes
     // apart in the input; stored as [5, 3, 4], each block of 3 rows is back to back. Output
@@ -436,6 +494,7 @@ per_backend!(
     heads_of_odd_bytes_interleave_in_one_buffer,
     views_on_devices_of_wgpu_limits,
     source_rows_of_any_alignment_land_back_to_back,
+    channels_last_parts_of_many_pixels,
     a_concat_reads_transposed_heads,
     a_prepared_decode_step_moves_through_the_caches,
     misuse_is_refused_by_name,

@@ -12,7 +12,8 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::{
-    binding_bytes, view_dispatches, view_entries, window_limit, Dispatch, Windows, UNIT_BYTES,
+    binding_bytes, table_room, view_dispatches, view_entries, window_limit, Dispatch, Windows,
+    UNIT_BYTES,
 };
 use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
@@ -289,6 +290,7 @@ impl GpuSplitter {
         whole_bytes: u64,
     ) -> Result<Vec<Dispatch>> {
         let mut entries = Vec::new();
+        let room = table_room(&self.limits);
         for (j, window) in group.iter().enumerate() {
             for v in &window.parts {
                 let local = v.region.offset - window.region.offset;
@@ -296,8 +298,10 @@ impl GpuSplitter {
                     Direction::Split => (0, local, (j as u64) << DST_BINDING_SHIFT),
                     Direction::Concat => (local, 0, 0),
                 };
+                // The batch's parts share its tables: each takes what the ones before left.
+                let left = room.saturating_sub(entries.len() as u64);
                 entries.extend(view_entries(
-                    &v.name, &v.runs, src_base, dst_base, unit_base,
+                    &v.name, &v.runs, src_base, dst_base, unit_base, left,
                 )?);
             }
         }

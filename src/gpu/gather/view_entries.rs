@@ -10,15 +10,23 @@
 //! different dispatches, recorded one after the other ([`dispatch_of`]), so no two lanes of
 //! a dispatch write one word.
 
-use super::abi::{Entry, Mode, Table, UNIT_BYTES};
+use super::abi::{Entry, Mode, Table, HEADER_BYTES, UNIT_BYTES};
 use super::blocks::{split_table, GatherTuning};
 use super::dispatches::Dispatch;
 use crate::error::{Result, SplitError};
 use crate::plan::views::{Level, Runs};
 use std::collections::HashMap;
 
-/// Entries one part's view may lower to at most (40 bytes of table each).
-const MAX_VIEW_ENTRIES: u64 = 1 << 16;
+/// Entries a dispatch's table holds within one storage binding of `limits` (its header
+/// first, then 40 bytes an entry): how many blocks of runs the views of one dispatch may
+/// lower to.
+pub fn table_room(limits: &wgpu::Limits) -> u64 {
+    let entry = std::mem::size_of::<Entry>() as u64;
+    limits
+        .max_storage_buffer_binding_size
+        .saturating_sub(HEADER_BYTES)
+        / entry
+}
 
 /// How each entry of a part moves its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,13 +42,15 @@ enum Rows {
 /// The entries that move `runs`, its source bytes from byte `src_base` of the input window
 /// and its destination bytes from byte `dst_base` of the output window, `unit_base` added to
 /// every destination unit (the multi-output build's binding bits); a
-/// [`SplitError::BadView`] naming `part` past [`MAX_VIEW_ENTRIES`].
+/// [`SplitError::TooLarge`] naming `part` past `room` entries (what its dispatch's table has
+/// left, [`table_room`]).
 pub fn view_entries(
     part: &str,
     runs: &Runs,
     src_base: u64,
     dst_base: u64,
     unit_base: u64,
+    room: u64,
 ) -> Result<Vec<Entry>> {
     let run = runs.run_bytes;
     let (src, dst) = (runs.src + src_base, runs.dst + dst_base);
@@ -76,10 +86,12 @@ pub fn view_entries(
         blocks.remove(i);
     }
     let count: u64 = blocks.iter().map(|l| l.extent).product();
-    if count > MAX_VIEW_ENTRIES {
-        return Err(SplitError::BadView(format!(
-            "{part}: its view lowers to {count} blocks of runs, past the gather's \
-             {MAX_VIEW_ENTRIES}"
+    if count > room {
+        return Err(SplitError::TooLarge(format!(
+            "{part}: its view lowers to {count} blocks of runs, past the {room} its dispatch's \
+             table has room for in one storage binding (the device's \
+             max_storage_buffer_binding_size; {} bytes a block)",
+            std::mem::size_of::<Entry>()
         )));
     }
     let starts = Runs {
@@ -193,6 +205,9 @@ mod tests {
     use crate::plan::views::{part_runs, Access};
     use crate::{ops, IntTensor, PartView};
 
+    /// The room of WebGPU's default binding.
+    const ROOM: u64 = 3_355_442;
+
     /// The entries of output `i` of a split of [1, 4, 48, D] f16 on axis 2 into 32, 8 and 8
     /// heads (Q, K, V), written through `view`.
     fn heads(d: usize, i: usize, view: &PartView) -> Result<Vec<Entry>> {
@@ -204,28 +219,49 @@ mod tests {
             0,
             0,
             0,
+            ROOM,
         )
     }
 
     #[test]
-    fn a_view_of_too_many_blocks_is_refused_by_name() {
+    fn a_view_past_its_tables_room_is_refused_by_name() {
         // [41, 41, 41, 41] f16 written with its axes reversed: the destination's rows are
-        // the first axis, one element a run, in 41^3 = 68,921 blocks.
+        // the first axis, one element a run, in 41^3 = 68,921 blocks. WebGPU's default
+        // binding holds them; a table with room for one block fewer refuses them.
         let plan = ops::split(&[41; 4], &IntTensor::scalar(0), 1).unwrap();
         let transposed = PartView {
             offset: 0,
             strides: vec![1, 41, 41 * 41, 41 * 41 * 41],
         };
         let runs = part_runs(&plan, 0, &transposed, 2, Access::Write).unwrap();
-        let m = view_entries("output 0", &runs, 0, 0, 0)
+        assert_eq!(
+            view_entries("output 0", &runs, 0, 0, 0, ROOM)
+                .unwrap()
+                .len(),
+            68_921
+        );
+        let m = view_entries("output 0", &runs, 0, 0, 0, 68_920)
             .unwrap_err()
             .to_string();
         assert!(
             m.contains(
-                "output 0: its view lowers to 68921 blocks of runs, past the gather's 65536"
+                "output 0: its view lowers to 68921 blocks of runs, past the 68920 its \
+                 dispatch's table has room for in one storage binding (the device's \
+                 max_storage_buffer_binding_size; 40 bytes a block)"
             ),
             "{m}"
         );
+    }
+
+    #[test]
+    fn a_table_takes_its_header_then_40_bytes_a_block() {
+        // 128 MiB, WebGPU's default binding.
+        assert_eq!(ROOM, ((128 << 20) - HEADER_BYTES) / 40);
+        let tiny = wgpu::Limits {
+            max_storage_buffer_binding_size: HEADER_BYTES - 1,
+            ..wgpu::Limits::default()
+        };
+        assert_eq!(table_room(&tiny), 0);
     }
 
     #[test]
@@ -280,6 +316,7 @@ mod tests {
             0,
             0,
             0,
+            ROOM,
         )
         .unwrap();
         assert_eq!(entries.len(), 4);
@@ -294,7 +331,7 @@ mod tests {
         let k =
             PartView::within(&[1, 4, 8, 8], &[1, 4, 8, 16], &[0, 1, 2, 3], &[0, 0, 0, 4]).unwrap();
         let runs = part_runs(&plan, 1, &k, 2, Access::Write).unwrap();
-        let entries = view_entries("k", &runs, 0, 0, 0).unwrap();
+        let entries = view_entries("k", &runs, 0, 0, 0, ROOM).unwrap();
         assert_eq!(entries.len(), 32);
         assert!(entries
             .iter()
@@ -303,8 +340,8 @@ mod tests {
         assert_eq!(dispatch_of(&entries), [0; 32]);
         // Moved 8 bytes on, every run starts on a unit: rows apart again, unless the source
         // is not in units either.
-        assert_eq!(view_entries("k", &runs, 0, 8, 0).unwrap().len(), 4);
-        let entries = view_entries("k", &runs, 4, 8, 1 << 27).unwrap();
+        assert_eq!(view_entries("k", &runs, 0, 8, 0, ROOM).unwrap().len(), 4);
+        let entries = view_entries("k", &runs, 4, 8, 1 << 27, ROOM).unwrap();
         assert_eq!(entries.len(), 32);
         assert_eq!(entries[1].dst_unit, (1 << 27) + 3);
         assert_eq!(
