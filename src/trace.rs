@@ -131,11 +131,12 @@ pub fn trace_views(
     };
     let whole = plan.input_binding_size(dtype)?;
     let mut accesses: Vec<Access> = Vec::new();
+    // Each part is traced in dispatches of its own.
+    let room = table_room(&gpu.device().limits());
     for (k, (view, &size)) in views.iter().zip(sizes).enumerate() {
         let Some(runs) = part_runs(plan, k, view, es, access) else {
             continue;
         };
-        let room = table_room(&gpu.device().limits());
         let entries = view_entries(&format!("part {k}"), &runs, 0, 0, 0, room)?;
         let part = binding_bytes(size as u64);
         let (src, dst) = if concat { (part, whole) } else { (whole, part) };

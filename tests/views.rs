@@ -237,17 +237,21 @@ fn channels_last_parts_of_many_pixels(gpu: &'static GpuSplitter) {
     let got = common::submit_and_read(gpu, encoder, &out);
     assert!(got[..n] == *input.bytes(), "the concat differs");
     assert_eq!(&got[n..n + 32], &initial[n..], "past the concat");
-    // A device whose storage binding of 4 MiB holds one part's table but not both: the
+    // On a device whose storage binding of 4 MiB holds one part's table but not both, the
     // part lowered second (either: the buffers go in the order of their handles) is refused
     // with the room the first left.
     let limited = common::with_limits(gpu, |l| wgpu::Limits {
         max_storage_buffer_binding_size: 4 << 20,
         ..l
     });
+    let whole = buffer(&limited, input.bytes());
+    let zeros = vec![0; bytes];
+    let parts = [buffer(&limited, &zeros), buffer(&limited, &zeros)];
+    let regions = common::regions_at(&parts, &[(0, 0), (1, 0)]);
     let mut encoder = limited.device().create_command_encoder(&Default::default());
     let outputs = Outputs::Views(&regions, &views);
     let m = limited
-        .encode(&mut encoder, &plan, DType::F32, (&out).into(), outputs)
+        .encode(&mut encoder, &plan, DType::F32, (&whole).into(), outputs)
         .unwrap_err()
         .to_string();
     let rule = "its view lowers to 66560 blocks of runs, past the 38296 its dispatch's table";
