@@ -7,7 +7,7 @@
 #[macro_use]
 mod common;
 
-use common::views::{buffer, check_split, pattern, read_all, tensor, Rng};
+use common::views::{buffer, check_concat_back, check_split, pattern, read_all, tensor, Rng};
 use wgpu_split::ops::Attention;
 use wgpu_split::{
     ops, reference, BufferRegion, DType, GpuSplitter, Inputs, IntTensor, Outputs, PartView,
@@ -67,17 +67,7 @@ fn random_views_split_and_concat_as_the_reference_does(gpu: &'static GpuSplitter
         );
         let buffers = check_split(gpu, &what, &input, &plan, &views, &places, &sizes);
         // And back: the concat reads the parts through the same views.
-        let regions = common::regions_at(&buffers, &places);
-        let n = input.bytes().len();
-        let initial = pattern(n + 32, case);
-        let out = buffer(gpu, &initial);
-        let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let inputs = Inputs::Views(&regions, &views);
-        gpu.encode(&mut encoder, &plan.inverse(), dtype, inputs, (&out).into())
-            .unwrap_or_else(|e| panic!("{what}: concat: {e}"));
-        let got = common::submit_and_read(gpu, encoder, &out);
-        assert!(got[..n] == *input.bytes(), "{what}: the concat differs");
-        assert_eq!(&got[n..n + 32], &initial[n..], "{what}: past the concat");
+        check_concat_back(gpu, &what, &input, &plan, &views, &buffers, &places);
     }
 }
 
@@ -212,31 +202,10 @@ fn channels_last_parts_of_many_pixels(gpu: &'static GpuSplitter) {
     let view = PartView::within(&part, &[1, 260, 256, 3], &[0, 2, 3, 1], &[0; 4]).unwrap();
     let bytes = part.iter().product::<usize>() * 4 + 64;
     let views = [view.clone(), view];
-    let buffers = check_split(
-        gpu,
-        "[1, 6, 260, 256] f32 into two channels-last parts",
-        &input,
-        &plan,
-        &views,
-        &[(0, 0), (1, 0)],
-        &[bytes, bytes],
-    );
-    let regions = common::regions_at(&buffers, &[(0, 0), (1, 0)]);
-    let n = input.bytes().len();
-    let initial = pattern(n + 32, 5);
-    let out = buffer(gpu, &initial);
-    let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    gpu.encode(
-        &mut encoder,
-        &plan.inverse(),
-        DType::F32,
-        Inputs::Views(&regions, &views),
-        (&out).into(),
-    )
-    .unwrap();
-    let got = common::submit_and_read(gpu, encoder, &out);
-    assert!(got[..n] == *input.bytes(), "the concat differs");
-    assert_eq!(&got[n..n + 32], &initial[n..], "past the concat");
+    let what = "[1, 6, 260, 256] f32 into two channels-last parts";
+    let places = [(0, 0), (1, 0)];
+    let buffers = check_split(gpu, what, &input, &plan, &views, &places, &[bytes, bytes]);
+    check_concat_back(gpu, what, &input, &plan, &views, &buffers, &places);
     // On a device whose storage binding of 4 MiB holds one part's table but not both, the
     // part lowered second (either: the buffers go in the order of their handles) is refused
     // with the room the first left.
@@ -247,7 +216,7 @@ fn channels_last_parts_of_many_pixels(gpu: &'static GpuSplitter) {
     let whole = buffer(&limited, input.bytes());
     let zeros = vec![0; bytes];
     let parts = [buffer(&limited, &zeros), buffer(&limited, &zeros)];
-    let regions = common::regions_at(&parts, &[(0, 0), (1, 0)]);
+    let regions = common::regions_at(&parts, &places);
     let mut encoder = limited.device().create_command_encoder(&Default::default());
     let outputs = Outputs::Views(&regions, &views);
     let m = limited

@@ -17,7 +17,8 @@
 //! buffers stay alive nor which errors `encode` reports.
 //!
 //! A concat's route is the split's read the other way ([`choose_concat`]), kept the same way.
-//! The planner on a [`GpuSplitter`](crate::GpuSplitter), the one part that touches the device, is in `kept.rs`.
+//! The planner on a [`GpuSplitter`](crate::GpuSplitter), the one part that touches the
+//! device, is in `kept.rs`.
 
 use crate::error::Result;
 use crate::gpu::gather::{join_parts, plan_dispatches, plan_joins, Dispatch, GatherTuning};

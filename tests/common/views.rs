@@ -2,7 +2,7 @@
 //! checked against the reference with every buffer read back whole.
 
 use wgpu::util::DeviceExt;
-use wgpu_split::{reference, DType, GpuSplitter, HostTensor, Outputs, PartView, SplitPlan};
+use wgpu_split::{reference, DType, GpuSplitter, HostTensor, Inputs, Outputs, PartView, SplitPlan};
 
 /// Bytes of a seeded pattern: data and the guard bytes around views alike.
 pub fn pattern(n: usize, seed: usize) -> Vec<u8> {
@@ -117,6 +117,37 @@ pub fn check_split(
         }
     }
     buffers
+}
+
+/// Concatenates the parts `check_split` wrote into `buffers` (output `i` at `places[i]`)
+/// back through the same `views`, into a buffer with 32 guard bytes past the tensor; asserts
+/// the bytes equal `input`'s and the guard bytes kept their values.
+pub fn check_concat_back(
+    gpu: &GpuSplitter,
+    what: &str,
+    input: &HostTensor,
+    plan: &SplitPlan,
+    views: &[PartView],
+    buffers: &[wgpu::Buffer],
+    places: &[(usize, u64)],
+) {
+    let regions = super::regions_at(buffers, places);
+    let n = input.bytes().len();
+    let initial = pattern(n + 32, n);
+    let out = buffer(gpu, &initial);
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    let inputs = Inputs::Views(&regions, views);
+    gpu.encode(
+        &mut encoder,
+        &plan.inverse(),
+        input.dtype(),
+        inputs,
+        (&out).into(),
+    )
+    .unwrap_or_else(|e| panic!("{what}: concat: {e}"));
+    let got = super::submit_and_read(gpu, encoder, &out);
+    assert!(got[..n] == *input.bytes(), "{what}: the concat differs");
+    assert_eq!(&got[n..n + 32], &initial[n..], "{what}: past the concat");
 }
 
 /// A deterministic stream of small numbers.
