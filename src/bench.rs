@@ -1,10 +1,13 @@
 //! The benchmark suite: each case's split timed against the device's own copies, in one run.
 //!
-//! Used by `wgpu-split bench` and by the criterion benches. Every rate is
-//! `input bytes / median time` over at least five timed runs after a warm-up (more for short
-//! cases: timing goes on for at least a second). A case's split, an empty round trip, a
-//! `copy_buffer_to_buffer` and the copy kernel are timed in turn in one loop, so their ratios
-//! compare the same stretch of time on a shared machine.
+//! Used by `wgpu-split bench` and by the criterion benches. Every figure is a median over at
+//! least five timed runs after a warm-up (more for short cases: timing goes on for at least a
+//! second), in wall time (recording, submit, wait) and, where the device has timestamps, in
+//! device time (between two timestamps around the figure's commands). A case's split, its
+//! prepared split, an empty round trip, the copies ([`CopyKind`]) and the unfused way of an
+//! attention case are timed in turn in one loop, so their ratios compare the same stretch of
+//! time on a shared machine. Ratios take the device time where there is one, and compare
+//! with the fastest of the copies ([`CaseResult::best_copy`]).
 
 mod attention;
 mod buffers;
@@ -15,7 +18,7 @@ pub use attention::Layout;
 use buffers::wait;
 pub use buffers::CaseBuffers;
 pub use memory::{memory_report, MemoryReport, WARPS};
-pub use timing::{gbps, median};
+pub use timing::{gbps, median, Time};
 
 /// The pieces the command builds on besides the engine's API: every adapter of a backend, the
 /// windows a streamed split or concat takes, the CPU reference streamed, and a tensor's bytes.
@@ -23,7 +26,7 @@ pub use crate::gpu::list_adapters;
 pub use crate::plan::windows::{windows, Window};
 pub use crate::stream::run_reference_stream;
 pub use crate::tensor::byte_count;
-use timing::{time_interleaved_ms, time_ms};
+use timing::{time_interleaved, time_ms, DeviceClock};
 
 use crate::error::Result;
 use crate::gpu::device::{block_on, scoped};
@@ -196,6 +199,41 @@ pub fn standard_suite() -> Vec<Case> {
     ]
 }
 
+/// The device's copies of a case's bytes that its split is measured against, each timed in
+/// the same loop as the split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyKind {
+    /// `copy_buffer_to_buffer`: the driver's copy command.
+    BufferCopy,
+    /// The copy kernel, one `vec4<u32>` per invocation.
+    Kernel,
+    /// The copy kernel, four `vec4<u32>` per invocation: more loads in flight on a GPU.
+    Kernel4,
+}
+
+impl CopyKind {
+    /// Every copy, in the order of [`CaseResult::copies`].
+    pub const ALL: [CopyKind; 3] = [CopyKind::BufferCopy, CopyKind::Kernel, CopyKind::Kernel4];
+
+    /// Its name in the table and the JSON report.
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyKind::BufferCopy => "copy_buffer_to_buffer",
+            CopyKind::Kernel => "copy_kernel",
+            CopyKind::Kernel4 => "copy_kernel_x4",
+        }
+    }
+
+    /// `vec4<u32>` per invocation of the copy kernel; `None` for the copy command.
+    fn units(self) -> Option<u32> {
+        match self {
+            CopyKind::BufferCopy => None,
+            CopyKind::Kernel => Some(1),
+            CopyKind::Kernel4 => Some(4),
+        }
+    }
+}
+
 /// Measurements of one case.
 #[derive(Debug, Clone)]
 pub struct CaseResult {
@@ -205,25 +243,23 @@ pub struct CaseResult {
     pub outputs: usize,
     /// Input bytes.
     pub bytes: usize,
-    /// Median device-resident split time (encode, submit, wait), ms; with a batch
+    /// The device-resident split (encode, submit, wait); with a batch
     /// ([`Bencher::with_batch`]), a submission's time over its splits.
-    pub split_ms: f64,
-    /// Median of the same split prepared once ([`crate::Prepared`]): encode, submit,
-    /// wait, ms. What a runtime that prepares its split nodes pays per run.
-    pub prepared_ms: f64,
+    pub split: Time,
+    /// The same split prepared once ([`crate::Prepared`]): encode, submit, wait. What a
+    /// runtime that prepares its split nodes pays per run.
+    pub prepared: Time,
     /// Median empty submit and wait, ms: the device's fixed cost per submission.
     pub roundtrip_ms: f64,
     /// Median host part of the split alone (encode, no submit; the plan made once), ms.
     pub host_ms: f64,
-    /// Median `copy_buffer_to_buffer` of the same bytes, ms.
-    pub copy_ms: f64,
-    /// Median vec4 copy kernel over the same bytes, ms.
-    pub shader_copy_ms: f64,
+    /// The copies of the same bytes, in the order of [`CopyKind::ALL`].
+    pub copies: [Time; 3],
     /// Median CPU reference split, ms.
     pub cpu_reference_ms: f64,
-    /// Median of the unfused way of an attention case (the split, a transpose kernel per
-    /// part, the copies into the caches), ms; `None` for the others.
-    pub unfused_ms: Option<f64>,
+    /// The unfused way of an attention case (the split, a transpose kernel per part, the
+    /// copies into the caches); `None` for the others.
+    pub unfused: Option<Time>,
     /// Median host time of the prepared split recorded with its K and V views one position
     /// on ([`crate::Prepared::encode_with_views`], alternating between two positions), ms;
     /// `None` but for an attention case whose caches have a position to move to.
@@ -232,6 +268,28 @@ pub struct CaseResult {
     pub recorded: Recorded,
     /// Whether every output can be a view of the input (no bytes moved).
     pub zero_copy: bool,
+}
+
+impl CaseResult {
+    /// The time of one copy.
+    pub fn copy(&self, kind: CopyKind) -> Time {
+        self.copies[CopyKind::ALL.iter().position(|&k| k == kind).unwrap_or(0)]
+    }
+
+    /// The fastest copy of this case (by [`Time::ms`]): the rate every ratio compares with.
+    pub fn best_copy(&self) -> (CopyKind, Time) {
+        CopyKind::ALL
+            .into_iter()
+            .zip(self.copies)
+            .min_by(|a, b| a.1.ms().total_cmp(&b.1.ms()))
+            .unwrap_or((CopyKind::Kernel, self.copy(CopyKind::Kernel)))
+    }
+
+    /// The rate of `t` over the fastest copy's: 1.0 moves the bytes as fast as the device's
+    /// best copy.
+    pub fn over_best_copy(&self, t: Time) -> f64 {
+        self.best_copy().1.ms() / t.ms()
+    }
 }
 
 /// The commands one split or concat recorded, by kind.
@@ -257,52 +315,67 @@ pub struct Bencher<'a> {
     gpu: &'a GpuSplitter,
     runs: usize,
     batch: usize,
-    copy_layout: wgpu::BindGroupLayout,
-    copy_pipeline: wgpu::ComputePipeline,
+    /// The copy kernel at 1 and at 4 `vec4<u32>` per invocation.
+    copy_kernels: [(u32, wgpu::ComputePipeline); 2],
+    /// The device's clock; `None` where it has no timestamps inside encoders.
+    clock: Option<DeviceClock>,
 }
 
 impl<'a> Bencher<'a> {
-    /// Prepares the baseline copy kernel on `gpu`'s device; `runs` >= 5 timed runs per figure.
+    /// Prepares the baseline copy kernels and the clock on `gpu`'s device; `runs` >= 5 timed
+    /// runs per figure.
     pub fn new(gpu: &'a GpuSplitter, runs: usize) -> Result<Self> {
-        let copy_pipeline =
-            crate::trace::copy_kernel(gpu.device(), crate::gpu::gather::builds::Hook::Silent)?;
-        let copy_layout = copy_pipeline.get_bind_group_layout(0);
+        let kernel = |units| -> Result<(u32, wgpu::ComputePipeline)> {
+            let hook = crate::gpu::gather::builds::Hook::Silent;
+            Ok((units, crate::trace::copy_kernel(gpu.device(), hook, units)?))
+        };
         Ok(Self {
             gpu,
             runs: runs.max(5),
             batch: 1,
-            copy_layout,
-            copy_pipeline,
+            copy_kernels: [kernel(1)?, kernel(4)?],
+            clock: DeviceClock::new(gpu)?,
         })
+    }
+
+    /// Whether figures carry the device's own time (its timestamps inside encoders).
+    pub fn device_time(&self) -> bool {
+        self.clock.is_some()
     }
 
     /// Records `batch` splits (and `batch` of each yardstick) into each timed submission and
     /// reports the time per split (1 by default). A submission's fixed cost, tens of
-    /// microseconds on a GPU, then weighs 1/`batch` in each figure, which approach the
+    /// microseconds on a GPU, then weighs 1/`batch` in each wall time, which approaches the
     /// device's own time; the round trip stays one empty submission.
     pub fn with_batch(mut self, batch: usize) -> Self {
         self.batch = batch.max(1);
         self
     }
 
-    /// Records with `record`, submits, and waits for the device.
-    fn submit(&self, record: impl FnOnce(&mut wgpu::CommandEncoder)) -> Result<()> {
-        self.submit_checked(|encoder| {
-            record(encoder);
-            Ok(())
-        })
-    }
-
-    /// [`Bencher::submit`] for a recording that can fail.
-    fn submit_checked(
-        &self,
-        record: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<()>,
-    ) -> Result<()> {
+    /// Records with `record` between the clock's two timestamps, submits, and waits for the
+    /// device.
+    fn submit(&self, record: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<()>) -> Result<()> {
         let mut encoder = self
             .gpu
             .device()
             .create_command_encoder(&Default::default());
+        if let Some(clock) = &self.clock {
+            clock.start(&mut encoder);
+        }
         record(&mut encoder)?;
+        if let Some(clock) = &self.clock {
+            clock.stop(&mut encoder);
+        }
+        self.gpu.queue().submit([encoder.finish()]);
+        wait(self.gpu)
+    }
+
+    /// An empty submission, waited for: the device's fixed cost, untimed on the device.
+    fn round_trip(&self) -> Result<()> {
+        let encoder = self
+            .gpu
+            .device()
+            .create_command_encoder(&Default::default());
         self.gpu.queue().submit([encoder.finish()]);
         wait(self.gpu)
     }
@@ -327,75 +400,92 @@ impl<'a> Bencher<'a> {
                 size: std::num::NonZeroU64::new(in_size),
             })
         };
-        let bind_group = scoped(device, "binding the copy kernel", || {
-            device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("bench copy"),
-                layout: &self.copy_layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: binding(input),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: binding(output),
-                    },
-                ],
-            })
-        })?;
-        let (x, y) = grid(&self.gpu.limits, (in_size / 16).div_ceil(256))?;
+        // Each copy kernel with its bind group and its grid.
+        let mut kernels = Vec::new();
+        for (units, pipeline) in &self.copy_kernels {
+            let bind_group = scoped(device, "binding the copy kernel", || {
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("bench copy"),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: binding(input),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: binding(output),
+                        },
+                    ],
+                })
+            })?;
+            let grid = grid(
+                &self.gpu.limits,
+                (in_size / 16).div_ceil(256 * *units as u64),
+            )?;
+            kernels.push((*units, pipeline, bind_group, grid));
+        }
+        let kernels = &kernels;
+        let copy = |kind: CopyKind| {
+            move || {
+                self.submit(|encoder| {
+                    for _ in 0..self.batch {
+                        match kernels.iter().find(|k| Some(k.0) == kind.units()) {
+                            Some((_, pipeline, bind_group, (x, y))) => {
+                                let mut pass = encoder.begin_compute_pass(&Default::default());
+                                pass.set_pipeline(pipeline);
+                                pass.set_bind_group(0, bind_group, &[]);
+                                pass.dispatch_workgroups(*x, *y, 1);
+                            }
+                            None => encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size),
+                        }
+                    }
+                    Ok(())
+                })
+            }
+        };
+        let [mut buffer_copy, mut kernel, mut kernel4] = CopyKind::ALL.map(copy);
 
-        // The split and its three yardsticks, timed in turn so every ratio of two of them
-        // compares the same stretch of time.
+        // The split, the prepared split, the round trip, the copies and the unfused way,
+        // timed in turn so every ratio of two of them compares the same stretch of time.
         let mut recorded = Recorded::default();
         let prepared = buffers.prepare(self.gpu, case)?;
         let unfused = buffers.unfused(self.gpu, case)?;
         let batch = self.batch;
-        let [split_ms, prepared_ms, roundtrip_ms, copy_ms, shader_copy_ms, unfused_ms] =
-            time_interleaved_ms(
-                self.runs,
-                [
-                    &mut || {
-                        recorded = buffers.split(self.gpu, case, batch)?;
+        let [split, prepared_time, roundtrip, c0, c1, c2, unfused_time] = time_interleaved(
+            self.runs,
+            self.clock.as_ref(),
+            [
+                &mut || {
+                    self.submit(|encoder| {
+                        for _ in 0..batch {
+                            recorded = buffers.encode(self.gpu, case, encoder)?;
+                        }
                         Ok(())
-                    },
-                    &mut || {
-                        self.submit_checked(|encoder| {
-                            (0..batch).try_for_each(|_| {
-                                block_on("encode", prepared.encode(encoder)).map(|_| ())
-                            })
+                    })
+                },
+                &mut || {
+                    self.submit(|encoder| {
+                        (0..batch).try_for_each(|_| {
+                            block_on("encode", prepared.encode(encoder)).map(|_| ())
                         })
-                    },
-                    &mut || self.submit(|_| {}),
-                    &mut || {
-                        self.submit(|encoder| {
-                            for _ in 0..batch {
-                                encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size)
-                            }
-                        })
-                    },
-                    &mut || {
-                        self.submit(|encoder| {
-                            for _ in 0..batch {
-                                let mut pass = encoder.begin_compute_pass(&Default::default());
-                                pass.set_pipeline(&self.copy_pipeline);
-                                pass.set_bind_group(0, &bind_group, &[]);
-                                pass.dispatch_workgroups(x, y, 1);
-                            }
-                        })
-                    },
-                    &mut || match &unfused {
-                        Some(u) => self.submit_checked(|encoder| {
-                            (0..batch).try_for_each(|_| u.record(encoder))
-                        }),
-                        None => Ok(()),
-                    },
-                ],
-            )?;
+                    })
+                },
+                &mut || self.round_trip(),
+                &mut buffer_copy,
+                &mut kernel,
+                &mut kernel4,
+                &mut || match &unfused {
+                    Some(u) => {
+                        self.submit(|encoder| (0..batch).try_for_each(|_| u.record(encoder)))
+                    }
+                    None => Ok(()),
+                },
+            ],
+        )?;
         // Per split; the round trip is one empty submission whatever the batch.
-        let per_split = |ms: f64| ms / batch as f64;
-        let [split_ms, prepared_ms, copy_ms, shader_copy_ms, unfused_ms] =
-            [split_ms, prepared_ms, copy_ms, shader_copy_ms, unfused_ms].map(per_split);
+        let [split, prepared_time, c0, c1, c2, unfused_time] =
+            [split, prepared_time, c0, c1, c2, unfused_time].map(|t| t.per(batch));
 
         // The timed split's bytes, once the copies above have overwritten its outputs.
         buffers.check(self.gpu, case)?;
@@ -425,14 +515,13 @@ impl<'a> Bencher<'a> {
             case: case.clone(),
             outputs: plan.num_outputs(),
             bytes,
-            split_ms,
-            prepared_ms,
-            roundtrip_ms,
+            split,
+            prepared: prepared_time,
+            roundtrip_ms: roundtrip.wall_ms,
             host_ms,
-            copy_ms,
-            shader_copy_ms,
+            copies: [c0, c1, c2],
             cpu_reference_ms,
-            unfused_ms: unfused.map(|_| unfused_ms),
+            unfused: unfused.map(|_| unfused_time),
             moved_host_ms,
             recorded,
             zero_copy: case.layout == Layout::Packed && self.gpu.views(plan, case.dtype)?.is_some(),

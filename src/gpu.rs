@@ -37,6 +37,6 @@ pub use parts::{Inputs, Outputs};
 pub use placement::{BufferRegion, PartLayout, PartRange};
 pub use plans::{EncodedConcat, EncodedSplit, Plan};
 pub use prepared::Prepared;
-pub use splitter::GpuSplitter;
 #[cfg(feature = "bench")]
 pub use splitter::SplitOptions;
+pub use splitter::{GpuSplitter, RegionsPerDispatch};

@@ -99,6 +99,7 @@ pub use error::{Result, SplitError};
 pub use gpu::{
     open_device, AdapterPick, BackendChoice, BufferRegion, DeviceChoice, EncodedConcat,
     EncodedSplit, GpuSplitter, Inputs, Outputs, PartLayout, PartRange, Plan, Prepared,
+    RegionsPerDispatch,
 };
 pub use plan::{ConcatPlan, PartView, SplitPlan};
 pub use stream::{OutputSink, StreamOptions, StreamReport, StreamTimings};

@@ -209,19 +209,24 @@ fn trace_dispatches(
 /// that captures errors itself (the browser page, where the suite's blocking error
 /// scope cannot wait).
 pub fn copy_kernel_pipeline(device: &wgpu::Device) -> wgpu::ComputePipeline {
-    build_copy_kernel(device, Hook::Silent)
+    build_copy_kernel(device, Hook::Silent, 1)
 }
 
-/// The benchmark's copy kernel with `hook` (its plain or its trace build), a device error
-/// captured.
-pub(crate) fn copy_kernel(device: &wgpu::Device, hook: Hook) -> Result<wgpu::ComputePipeline> {
+/// The benchmark's copy kernel with `hook` (its plain or its trace build), `units` vec4s per
+/// invocation, a device error captured.
+pub(crate) fn copy_kernel(
+    device: &wgpu::Device,
+    hook: Hook,
+    units: u32,
+) -> Result<wgpu::ComputePipeline> {
     scoped(device, "compiling the copy kernel", || {
-        build_copy_kernel(device, hook)
+        build_copy_kernel(device, hook, units)
     })
 }
 
-/// The copy kernel with `hook`, with the bind group layout the shader implies.
-fn build_copy_kernel(device: &wgpu::Device, hook: Hook) -> wgpu::ComputePipeline {
+/// The copy kernel with `hook` and `units` vec4s per invocation (its override constant
+/// `UNITS`), with the bind group layout the shader implies.
+fn build_copy_kernel(device: &wgpu::Device, hook: Hook, units: u32) -> wgpu::ComputePipeline {
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("bench_copy_vec4.wgsl"),
         source: wgpu::ShaderSource::Wgsl(copy_kernel_source(hook).into()),
@@ -231,7 +236,10 @@ fn build_copy_kernel(device: &wgpu::Device, hook: Hook) -> wgpu::ComputePipeline
         layout: None,
         module: &module,
         entry_point: Some("main"),
-        compilation_options: Default::default(),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants: &[("UNITS", units as f64)],
+            ..Default::default()
+        },
         cache: None,
     })
 }
@@ -240,7 +248,7 @@ fn build_copy_kernel(device: &wgpu::Device, hook: Hook) -> wgpu::ComputePipeline
 pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> Result<Vec<Access>> {
     let device = gpu.device();
     let size = bytes.next_multiple_of(16).max(16);
-    let pipeline = copy_kernel(device, Hook::Recording(2))?;
+    let pipeline = copy_kernel(device, Hook::Recording(2), 1)?;
     let (src, dst) = scoped(device, "allocating the traced copy's buffers", || {
         let buffer = |label| {
             device.create_buffer(&wgpu::BufferDescriptor {

@@ -9,7 +9,7 @@ mod common;
 use wgpu::util::DeviceExt;
 use wgpu_split::{
     ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
-    RouteChoice, SplitError, SplitOptions, SplitPlan,
+    RegionsPerDispatch, RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 fn pattern(n: usize) -> Vec<u8> {
@@ -231,34 +231,69 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
     assert!(e.to_string().starts_with("output 1 offset 4100"), "{e}");
 }
 
+/// The rule `Outputs::Regions` and `Inputs::Regions` document, for a device of `buffers`
+/// storage buffers per shader stage: one dispatch binds the buffers less 3, halved, at least 1
+/// and at most 32; 1 on a device of fewer than 5.
+fn documented_buffers_per_dispatch(buffers: u32) -> u32 {
+    match buffers {
+        0..5 => 1,
+        _ => ((buffers - 3) / 2).clamp(1, 32),
+    }
+}
+
 /// What `Outputs::Regions` and `Inputs::Regions` document: 64 parts of 1 KiB, each in a buffer
 /// of its own, take as many dispatches as the storage buffers the device was opened with
-/// allow (the rule `Outputs::Regions` documents: the storage buffers less 3, halved): 5 on
-/// lavapipe, 11 on llvmpipe GL and 22 on SwiftShader with their adapters' limits, 64 with
+/// allow: 5 on lavapipe, 11 on llvmpipe GL and 22 on SwiftShader with their adapters' limits,
+/// 2 on the H200's Vulkan (524,288 storage buffers: the cap of 32), 64 with
 /// `Limits::downlevel_defaults()` and 32 with `Limits::default()`; a split's outputs and a
-/// concat's inputs alike.
+/// concat's inputs alike. The devices opened here take their adapter's limits or fewer; the
+/// rule itself is replayed for the limits of every device measured so far.
 fn dispatches_follow_the_limits_the_device_was_opened_with(gpu: &'static GpuSplitter) {
-    let buffers = gpu.device().limits().max_storage_buffers_per_shader_stage;
-    let with_adapter_limits = 64u32.div_ceil(((buffers - 3) / 2).max(1));
+    for (buffers, device, dispatches) in [
+        (524_288, "the H200's Vulkan", 2),
+        (32, "lavapipe", 5),
+        (16, "llvmpipe GL, the H200's GL", 11),
+        (10, "SwiftShader", 22),
+        (8, "Limits::default", 32),
+        (4, "Limits::downlevel_defaults", 64),
+    ] {
+        let limits = wgpu::Limits {
+            max_storage_buffers_per_shader_stage: buffers,
+            ..wgpu::Limits::default()
+        };
+        let b = documented_buffers_per_dispatch(buffers);
+        assert_eq!(
+            RegionsPerDispatch::for_limits(&limits),
+            RegionsPerDispatch {
+                outputs: b,
+                inputs: b
+            },
+            "{device}: {buffers} storage buffers"
+        );
+        assert_eq!(64u32.div_ceil(b), dispatches, "{device}");
+    }
     let split = ops::split(&[64, 256], &IntTensor::scalar(0), 64).unwrap();
     let input = HostTensor::new(DType::F32, vec![64, 256], pattern(64 * 1024)).unwrap();
     let concat = ops::concat(&vec![[1, 256]; 64], 0).unwrap();
     let parts = common::concat::parts(&concat, DType::F32);
     let empty = wgpu::BufferUsages::empty();
     let devices = [
-        (gpu.clone(), with_adapter_limits, "the adapter's limits"),
+        (gpu.clone(), "the adapter's limits"),
         (
             common::with_limits(gpu, |_| wgpu::Limits::downlevel_defaults()),
-            64,
             "downlevel_defaults",
         ),
         (
             common::with_limits(gpu, |_| wgpu::Limits::default()),
-            32,
             "Limits::default",
         ),
     ];
-    for (gpu, want, limits) in devices {
+    for (gpu, limits) in devices {
+        let buffers = gpu.device().limits().max_storage_buffers_per_shader_stage;
+        let b = documented_buffers_per_dispatch(buffers);
+        let told = gpu.regions_per_dispatch();
+        assert_eq!((told.outputs, told.inputs), (b, b), "{limits}");
+        let want = 64u32.div_ceil(b);
         let (dispatches, copies) = check(&gpu, &split, &input, empty, |i| (i, 0));
         assert_eq!((dispatches, copies), (want, 0), "split, {limits}");
         let encoded = common::concat::check_regions(&gpu, &concat, &parts, empty, |i| (i, 0));

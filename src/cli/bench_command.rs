@@ -7,7 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 use wgpu_split::bench::{
-    gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, MemoryReport, WARPS,
+    gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, CopyKind, MemoryReport,
+    Time, WARPS,
 };
 use wgpu_split::trace::analysis::MemoryFigures;
 use wgpu_split::{GatherMode, GpuSplitter, RouteChoice, SplitOptions};
@@ -64,6 +65,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         a.batch,
         roundtrip_ms
     );
+    say!("{}", clock_line(bencher.device_time()));
     print_rates(&results);
     for (r, _) in &results {
         if let Some(ms) = r.moved_host_ms {
@@ -92,6 +94,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
             "route": a.route,
             "gather_mode": gather_mode.name(),
             "batch": a.batch,
+            "clock": clock_name(bencher.device_time()),
             "roundtrip_ms": roundtrip_ms,
             "cases": cases,
         });
@@ -141,59 +144,83 @@ fn chosen_cases(names: &[String]) -> CliResult<Vec<Case>> {
     Ok(suite)
 }
 
+/// What the rates and ratios are taken from, in the report.
+fn clock_name(device_time: bool) -> &'static str {
+    match device_time {
+        true => "device",
+        false => "wall",
+    }
+}
+
+/// The table's line on its clock.
+fn clock_line(device_time: bool) -> &'static str {
+    match device_time {
+        true => "time: the device's own (timestamps around each figure's commands); wall times in --json",
+        false => "time: wall (recording, submit and wait): this adapter has no timestamps inside encoders",
+    }
+}
+
 fn print_rates(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!(
-        "{:<11} {:<17} {:>5} {:>8} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>13}",
+        "{:<16} {:<17} {:>5} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>14} {:>6} {:>6} {:>8} {:>7} {:>9}",
         "case",
         "op",
         "dtype",
         "outputs",
         "MiB",
         "split_ms",
-        "x rt",
         "host_ms",
         "split",
         "prepared",
-        "copy",
-        "shader",
-        "cpu",
+        "b2b",
+        "kernel",
+        "kernel4",
+        "best copy",
+        "split/",
+        "prep/",
         "unfused",
+        "cpu",
         "disp/buf"
     );
     for (r, _) in results {
+        let rate = |t: Time| gbps(r.bytes, t.ms());
+        let (best, _) = r.best_copy();
         say!(
-            "{:<11} {:<17} {:>5} {:>8} {:>9.1} {:>8.3} {:>7.2} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>13}{}",
+            "{:<16} {:<17} {:>5} {:>7} {:>8.1} {:>8.3} {:>8.3} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>14} {:>6.2} {:>6.2} {:>8} {:>7.2} {:>9}{}",
             r.case.name,
             r.case.op_name(),
             r.case.dtype.name(),
             r.outputs,
             r.bytes as f64 / (1 << 20) as f64,
-            r.split_ms,
-            r.split_ms / r.roundtrip_ms,
+            r.split.ms(),
             r.host_ms,
-            gbps(r.bytes, r.split_ms),
-            gbps(r.bytes, r.prepared_ms),
-            gbps(r.bytes, r.copy_ms),
-            gbps(r.bytes, r.shader_copy_ms),
+            rate(r.split),
+            rate(r.prepared),
+            rate(r.copy(CopyKind::BufferCopy)),
+            rate(r.copy(CopyKind::Kernel)),
+            rate(r.copy(CopyKind::Kernel4)),
+            best.name(),
+            r.over_best_copy(r.split),
+            r.over_best_copy(r.prepared),
+            r.unfused.map_or("-".into(), |t| format!("{:.2}", rate(t))),
             gbps(r.bytes, r.cpu_reference_ms),
-            r.unfused_ms
-                .map_or("-".into(), |ms| format!("{:.2}", gbps(r.bytes, ms))),
-            format!(
-                "{}/{}",
-                r.recorded.dispatches, r.recorded.buffer_copies
-            ),
+            format!("{}/{}", r.recorded.dispatches, r.recorded.buffer_copies),
             if r.zero_copy { " zero-copy" } else { "" }
         );
     }
-    say!("(x rt = split_ms / the case's empty submit + wait; rates in GB/s = input bytes / median time;");
-    say!(" prepared = the same split prepared once, then encode + submit + wait;");
+    say!("(rates in GB/s = input bytes / median time; split = encode + submit + wait;");
+    say!(" prepared = the same split prepared once, then encode + submit + wait; the device's copies");
+    say!(" of the same bytes: b2b = copy_buffer_to_buffer, kernel = the copy kernel at one vec4 a");
     say!(
-        " copy = copy_buffer_to_buffer, shader = vec4 copy kernel; each case times its split, the"
+        " lane, kernel4 at four; best copy = the fastest of the three, and split/ and prep/ = the"
     );
-    say!(" prepared split, round trip, copy and copy kernel in turn; disp/buf = gather");
-    say!(" dispatches / buffer copies the split recorded; unfused = an attention case's split,");
-    say!(" transpose kernels and copies into the caches, the way without views; with --batch N, each");
-    say!(" submission holds N of each and every time is per split)");
+    say!(" split's and the prepared split's rate over it; unfused = an attention case's split,");
+    say!(" transpose kernels and copies into the caches, the way without views; cpu = the CPU");
+    say!(" reference; disp/buf = gather dispatches / buffer copies the split recorded; each case");
+    say!(
+        " times all of these in turn in one loop; with --batch N, each submission holds N of each"
+    );
+    say!(" and every time is per split)");
 }
 
 fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
@@ -259,7 +286,17 @@ fn figures_json(f: &MemoryFigures) -> Value {
     })
 }
 
+/// One figure: its wall and device times, and its rate from the time ratios use.
+fn time_json(r: &CaseResult, t: Time) -> Value {
+    json!({"wall_ms": t.wall_ms, "device_ms": t.device_ms, "gbps": gbps(r.bytes, t.ms())})
+}
+
 fn case_json(r: &CaseResult, memory: &Option<MemoryReport>) -> Value {
+    let mut copies = serde_json::Map::new();
+    for kind in CopyKind::ALL {
+        copies.insert(kind.name().into(), time_json(r, r.copy(kind)));
+    }
+    let (best, _) = r.best_copy();
     let mut v = json!({
         "name": r.case.name,
         "op": r.case.op_name(),
@@ -268,19 +305,17 @@ fn case_json(r: &CaseResult, memory: &Option<MemoryReport>) -> Value {
         "axis": r.case.op.axis(),
         "outputs": r.outputs,
         "bytes": r.bytes,
-        "split_ms": r.split_ms,
-        "prepared_ms": r.prepared_ms,
+        "split": time_json(r, r.split),
+        "prepared": time_json(r, r.prepared),
         "roundtrip_ms": r.roundtrip_ms,
         "host_ms": r.host_ms,
-        "copy_ms": r.copy_ms,
-        "shader_copy_ms": r.shader_copy_ms,
-        "split_gbps": gbps(r.bytes, r.split_ms),
-        "prepared_gbps": gbps(r.bytes, r.prepared_ms),
-        "copy_gbps": gbps(r.bytes, r.copy_ms),
-        "shader_copy_gbps": gbps(r.bytes, r.shader_copy_ms),
+        "copies": copies,
+        "best_copy": best.name(),
+        "split_over_best_copy": r.over_best_copy(r.split),
+        "prepared_over_best_copy": r.over_best_copy(r.prepared),
         "cpu_reference_gbps": gbps(r.bytes, r.cpu_reference_ms),
-        "unfused_ms": r.unfused_ms,
-        "unfused_gbps": r.unfused_ms.map(|ms| gbps(r.bytes, ms)),
+        "unfused": r.unfused.map(|t| time_json(r, t)),
+        "unfused_over_best_copy": r.unfused.map(|t| r.over_best_copy(t)),
         "moved_host_ms": r.moved_host_ms,
         "dispatches": r.recorded.dispatches,
         "buffer_copies": r.recorded.buffer_copies,

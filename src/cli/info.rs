@@ -5,7 +5,7 @@ use super::exit::CliResult;
 use serde_json::json;
 use std::process::ExitCode;
 use wgpu_split::bench::list_adapters;
-use wgpu_split::BackendChoice;
+use wgpu_split::{wgpu, BackendChoice};
 
 /// Lists every adapter on every backend.
 pub fn run(a: &InfoArgs) -> CliResult {
@@ -22,6 +22,10 @@ pub fn run(a: &InfoArgs) -> CliResult {
                 "backend": format!("{:?}", i.backend).to_lowercase(),
                 "device_type": format!("{:?}", i.device_type),
                 "driver": format!("{} {}", i.driver, i.driver_info).trim().to_string(),
+                // What `bench` needs to time on the device.
+                "timestamps": ad.features().contains(
+                    wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+                ),
                 "limits": {
                     "max_storage_buffer_binding_size": l.max_storage_buffer_binding_size,
                     "max_buffer_size": l.max_buffer_size,
@@ -51,6 +55,11 @@ pub fn run(a: &InfoArgs) -> CliResult {
             for (k, v) in r["limits"].as_object().into_iter().flatten() {
                 say!("    {k:<40} {v}");
             }
+            say!(
+                "    {:<40} {}",
+                "timestamps (bench's device time)",
+                r["timestamps"]
+            );
         }
     }
     Ok(if rows.is_empty() {

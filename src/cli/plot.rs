@@ -4,22 +4,26 @@
 use super::exit::{CliError, CliResult};
 use plotters::prelude::*;
 use std::path::Path;
-use wgpu_split::bench::{gbps, CaseResult};
+use wgpu_split::bench::{gbps, CaseResult, CopyKind};
 
-/// The three bars of a case: label, colour, rate.
-const BARS: [(&str, RGBColor); 3] = [
+/// The bars of a case: label, colour; the rates of the split and of each [`CopyKind`].
+const BARS: [(&str, RGBColor); 4] = [
     ("split", RGBColor(31, 119, 180)),
     ("copy_buffer_to_buffer", RGBColor(190, 190, 190)),
     ("vec4 copy kernel", RGBColor(255, 127, 14)),
+    ("copy kernel, 4 vec4 a lane", RGBColor(44, 160, 44)),
 ];
 
-/// Draws the rates of `results` into an SVG file at `path`: one row per case, three
+/// Draws the rates of `results` into an SVG file at `path`: one row per case, four
 /// horizontal bars each, GB/s on a log scale (the rates span two orders of magnitude).
 pub fn rates(path: &Path, title: &str, results: &[&CaseResult]) -> CliResult<()> {
     let err = |e: String| CliError::usage(format!("{}: {e}", path.display()));
-    let rows: Vec<[f64; 3]> = results
+    let rows: Vec<[f64; 4]> = results
         .iter()
-        .map(|r| [r.split_ms, r.copy_ms, r.shader_copy_ms].map(|ms| gbps(r.bytes, ms).max(1e-3)))
+        .map(|r| {
+            let [b2b, kernel, kernel4] = CopyKind::ALL.map(|k| r.copy(k));
+            [r.split, b2b, kernel, kernel4].map(|t| gbps(r.bytes, t.ms()).max(1e-3))
+        })
         .collect();
     let most = rows.iter().flatten().copied().fold(1.0, f64::max) * 2.0;
     let least = rows.iter().flatten().copied().fold(most, f64::min) / 2.0;
@@ -53,10 +57,10 @@ pub fn rates(path: &Path, title: &str, results: &[&CaseResult]) -> CliResult<()>
         .map_err(|e| err(e.to_string()))?;
     for (k, (label, colour)) in BARS.iter().enumerate() {
         let bars = rows.iter().enumerate().map(|(i, rates)| {
-            // Top to bottom in the order of the suite; three bars a case.
+            // Top to bottom in the order of the suite; four bars a case.
             let row = n - 1.0 - i as f64;
-            let top = row + 0.85 - 0.25 * k as f64;
-            Rectangle::new([(least, top - 0.22), (rates[k], top)], colour.filled())
+            let top = row + 0.9 - 0.2 * k as f64;
+            Rectangle::new([(least, top - 0.17), (rates[k], top)], colour.filled())
         });
         chart
             .draw_series(bars)

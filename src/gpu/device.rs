@@ -229,7 +229,7 @@ pub fn list_adapters(choice: BackendChoice) -> Vec<wgpu::Adapter> {
 
 /// Opens a device on the adapter `choice` picks (a [`BackendChoice`] or a [`DeviceChoice`]),
 /// with the adapter's own limits (not wgpu's conservative defaults), so tensors up to the
-/// adapter's binding size fit: the device [`GpuSplitter::open`](crate::GpuSplitter::open)
+/// adapter's binding size fit, and its timestamp queries where it has them: the device [`GpuSplitter::open`](crate::GpuSplitter::open)
 /// uses, for a caller that wants it beside the splitter.
 pub fn open_device(
     choice: impl Into<DeviceChoice>,
@@ -285,8 +285,13 @@ pub(crate) fn open_chosen(
             })?
         }
     };
+    // Timestamps where the adapter has them, so a caller can time its commands on the device
+    // (the bench does); nothing else is asked for.
+    let timestamps =
+        wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("wgpu-split"),
+        required_features: adapter.features() & timestamps,
         required_limits: adapter.limits(),
         ..Default::default()
     }))

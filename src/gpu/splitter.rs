@@ -4,6 +4,7 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, DeviceChoice};
 use crate::gpu::gather::abi::MAX_SRC_BINDINGS;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
+use crate::gpu::gather::pipeline::STORAGE_BINDINGS;
 use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
@@ -50,34 +51,37 @@ pub(crate) fn multi_binding_group_limit(device_type: wgpu::DeviceType) -> u64 {
     }
 }
 
-/// The most output buffers one dispatch of the multi-output build may bind on a device of
-/// `limits` with `gather`: the table and the input's two views take three of the stage's
-/// storage buffers, and each output buffer two (its units and its tail); at least 1, at most
-/// [`MAX_DST_BINDINGS`]. 1 where the gather binds each output once (the words-only build,
-/// [`GatherPipeline::new`] says where), as the multi-output build binds each buffer twice.
-fn allowed_output_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u32 {
-    if gather.words_only() {
-        return 1;
-    }
-    (limits
-        .max_storage_buffers_per_shader_stage
-        .saturating_sub(3)
-        / 2)
-    .clamp(1, MAX_DST_BINDINGS)
+/// How many buffers of parts one gather dispatch binds: the parts of
+/// [`Outputs::Regions`](crate::Outputs) and [`Inputs::Regions`](crate::Inputs) in more buffers
+/// than these take more dispatches, a dispatch per so many buffers (their parts in one buffer
+/// always share one). [`GpuSplitter::regions_per_dispatch`] gives a splitter's;
+/// [`RegionsPerDispatch::for_limits`] the rule, for a device of any limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionsPerDispatch {
+    /// Output buffers one dispatch of a split writes.
+    pub outputs: u32,
+    /// Input buffers one dispatch of a concat reads.
+    pub inputs: u32,
 }
 
-/// The most input buffers one dispatch of the multi-input build may bind on a device of
-/// `limits` with `gather`: the table and the output's bindings (two, or one in the words-only
-/// build) take their storage buffers, and each input buffer two (its words and its vec4s);
-/// at least 1, at most [`MAX_SRC_BINDINGS`]. Inputs are read-only, so WebGPU binds them so
-/// too.
-fn allowed_input_bindings(limits: &wgpu::Limits, gather: &GatherPipeline) -> u32 {
-    let (_, views) = gather.single_output().count_and_views();
-    (limits
-        .max_storage_buffers_per_shader_stage
-        .saturating_sub(1 + views)
-        / 2)
-    .clamp(1, MAX_SRC_BINDINGS)
+impl RegionsPerDispatch {
+    /// The rule for a device of `limits`, from its storage buffers per shader stage `n`:
+    /// outputs `(n - 3) / 2` (the table and the input's two views take three, each output
+    /// buffer two: its units and its tail), inputs `(n - 3) / 2` likewise (the output's two
+    /// views and the table, each input buffer two); each at least 1 and at most 32. Where
+    /// `n` is under 5 the gather binds its single output once, as words only: then outputs
+    /// are 1 and inputs `(n - 2) / 2`, at least 1.
+    pub fn for_limits(limits: &wgpu::Limits) -> Self {
+        let buffers = limits.max_storage_buffers_per_shader_stage;
+        let words_only = buffers < STORAGE_BINDINGS;
+        let output_views = if words_only { 1 } else { 2 };
+        let outputs = match words_only {
+            true => 1,
+            false => (buffers.saturating_sub(3) / 2).clamp(1, MAX_DST_BINDINGS),
+        };
+        let inputs = (buffers.saturating_sub(1 + output_views) / 2).clamp(1, MAX_SRC_BINDINGS);
+        Self { outputs, inputs }
+    }
 }
 
 #[cfg(feature = "bench")]
@@ -146,8 +150,9 @@ impl GpuSplitter {
         let limits = device.limits();
         let gather_tuning = gather_defaults(info.device_type);
         let gather = GatherPipeline::new(&device).await?;
-        let output_bindings = allowed_output_bindings(&limits, &gather);
-        let input_bindings = allowed_input_bindings(&limits, &gather);
+        // The gather compiled its words-only build on the same limits' rule (under
+        // STORAGE_BINDINGS), which `for_limits` follows.
+        let allowed = RegionsPerDispatch::for_limits(&limits);
         Ok(Self {
             device,
             queue,
@@ -157,8 +162,8 @@ impl GpuSplitter {
             route: RouteChoice::Auto,
             gather,
             kept: Arc::default(),
-            output_bindings,
-            input_bindings,
+            output_bindings: allowed.outputs,
+            input_bindings: allowed.inputs,
             probe,
         })
     }
@@ -189,12 +194,12 @@ impl GpuSplitter {
         if let Some(units) = options.max_steps_per_lane {
             tuning.max_steps_per_lane = units.max(1) as u64;
         }
-        let allowed = allowed_output_bindings(&self.limits, &self.gather);
+        let allowed = RegionsPerDispatch::for_limits(&self.limits);
         self.gather_tuning = tuning;
         self.route = options.route;
-        self.output_bindings = options.output_bindings.unwrap_or(allowed).clamp(1, allowed);
-        let allowed = allowed_input_bindings(&self.limits, &self.gather);
-        self.input_bindings = options.input_bindings.unwrap_or(allowed).clamp(1, allowed);
+        let (outputs, inputs) = (allowed.outputs, allowed.inputs);
+        self.output_bindings = options.output_bindings.unwrap_or(outputs).clamp(1, outputs);
+        self.input_bindings = options.input_bindings.unwrap_or(inputs).clamp(1, inputs);
         self
     }
 
@@ -241,6 +246,15 @@ impl GpuSplitter {
         let pipeline = GatherPipeline::with_bindings(&self.device, inputs, outputs, moving).await?;
         self.kept.keep_build(key, pipeline.clone());
         Ok(pipeline)
+    }
+
+    /// How many buffers of parts one dispatch binds on this device (with its options):
+    /// [`RegionsPerDispatch::for_limits`] of the limits the device was opened with.
+    pub fn regions_per_dispatch(&self) -> RegionsPerDispatch {
+        RegionsPerDispatch {
+            outputs: self.output_bindings,
+            inputs: self.input_bindings,
+        }
     }
 
     /// The device.

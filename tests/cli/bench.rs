@@ -36,20 +36,63 @@ fn bench_writes_the_report_fields(backend: &str) {
         .map(|field| case[field].as_u64().unwrap_or_else(|| panic!("{field}")))
         .collect();
     assert!(commands.iter().sum::<u64>() >= 1, "{commands:?}");
-    for field in [
-        "split_ms",
-        "prepared_ms",
-        "roundtrip_ms",
-        "split_gbps",
-        "prepared_gbps",
-        "copy_gbps",
-        "shader_copy_gbps",
-        "cpu_reference_gbps",
-    ] {
+    // Every figure with its wall time and, where the adapter has timestamps (lavapipe,
+    // llvmpipe GL and the GPUs measured so far do), its device time, no longer than the
+    // wall's; its rate and the ratios from the device time, or else from the wall time.
+    let timestamps = adapter_has_timestamps(&v["adapter"]);
+    let (clock, time) = match timestamps {
+        true => ("device", "device_ms"),
+        false => ("wall", "wall_ms"),
+    };
+    assert_eq!(v["clock"], clock);
+    let line = match timestamps {
+        true => "time: the device's own",
+        false => "time: wall (recording, submit and wait): this adapter has no timestamps",
+    };
+    assert!(out.stdout.contains(line), "{}", out.stdout);
+    let copies = ["copy_buffer_to_buffer", "copy_kernel", "copy_kernel_x4"];
+    let mut figures = vec![&case["split"], &case["prepared"]];
+    figures.extend(copies.iter().map(|c| &case["copies"][c]));
+    for (k, t) in figures.into_iter().enumerate() {
+        let [wall, rate] = ["wall_ms", "gbps"].map(|f| t[f].as_f64());
+        let (Some(wall), Some(rate)) = (wall, rate) else {
+            panic!("figure {k}: {t}");
+        };
+        match t["device_ms"].as_f64() {
+            Some(device) => assert!(device > 0.0 && device <= wall, "figure {k}: {t}"),
+            None => assert!(!timestamps && t["device_ms"].is_null(), "figure {k}: {t}"),
+        }
+        let want = (6 * 12 * 10 * 24 * 4) as f64 / (t[time].as_f64().unwrap() * 1e6);
+        assert!((rate - want).abs() <= 1e-9 * want, "figure {k}: {t}");
+    }
+    for field in ["roundtrip_ms", "host_ms", "cpu_reference_gbps"] {
         let x = case[field].as_f64().unwrap_or(-1.0);
         assert!(x.is_finite() && x > 0.0, "{field}: {}", case[field]);
     }
-    assert!(case["unfused_gbps"].is_null(), "{}", case["unfused_gbps"]);
+    // The fastest copy is named, and the ratios are taken against it.
+    let best = case["best_copy"].as_str().unwrap_or("");
+    let fastest = copies
+        .iter()
+        .min_by(|a, b| {
+            let ms = |c: &&&str| case["copies"][**c][time].as_f64().unwrap();
+            ms(a).total_cmp(&ms(b))
+        })
+        .unwrap();
+    assert_eq!(best, *fastest, "{}", case["copies"]);
+    assert!(out.stdout.contains(best), "{}", out.stdout);
+    for (ratio, figure) in [
+        ("split_over_best_copy", "split"),
+        ("prepared_over_best_copy", "prepared"),
+    ] {
+        let want =
+            case["copies"][best][time].as_f64().unwrap() / case[figure][time].as_f64().unwrap();
+        let got = case[ratio].as_f64().unwrap_or(-1.0);
+        assert!(
+            (got - want).abs() <= 1e-9 * want,
+            "{ratio}: {got}, want {want}"
+        );
+    }
+    assert!(case["unfused"].is_null(), "{}", case["unfused"]);
 
     // An attention case: Q and K, V into caches at a position through views, in one
     // dispatch, checked, and timed against the unfused way.
@@ -59,12 +102,14 @@ fn bench_writes_the_report_fields(backend: &str) {
         (case["dispatches"].as_u64(), case["outputs"].as_u64()),
         (Some(1), Some(3))
     );
-    let unfused = case["unfused_gbps"].as_f64().unwrap_or(-1.0);
-    assert!(
-        unfused.is_finite() && unfused > 0.0,
-        "{}",
-        case["unfused_gbps"]
-    );
+    let unfused = &case["unfused"];
+    let wall = unfused["wall_ms"].as_f64().unwrap_or(-1.0);
+    let device = unfused["device_ms"].as_f64().unwrap_or(match timestamps {
+        true => -1.0,
+        false => wall,
+    });
+    assert!(device > 0.0 && device <= wall, "{unfused}");
+    assert!(case["unfused_over_best_copy"].as_f64().unwrap_or(-1.0) > 0.0);
 
     // The gather alone, with the traced memory figures beside the copy kernel's.
     let (out, v) = report(
@@ -108,7 +153,7 @@ fn bench_writes_the_report_fields(backend: &str) {
             assert!(split[field].as_f64().unwrap() >= 0.0, "{warp} {field}");
         }
     }
-    // The chart: an SVG with every case and the three rates.
+    // The chart: an SVG with every case, the split and the three copies.
     let svg = dir.path().join("bench.svg");
     let out = wgpu_split(&[
         "bench",
@@ -126,6 +171,7 @@ fn bench_writes_the_report_fields(backend: &str) {
         "split",
         "copy_buffer_to_buffer",
         "vec4 copy kernel",
+        "copy kernel, 4 vec4 a lane",
     ] {
         assert!(text.contains(label), "the chart lacks {label}");
     }
@@ -155,6 +201,22 @@ fn bench_writes_the_report_fields(backend: &str) {
         &["bench", backend, "--gather-mode=fastest"],
         "invalid value 'fastest' for '--gather-mode",
     );
+}
+
+/// Whether `info --json` lists `adapter` (a bench report's: name and backend) with timestamps
+/// inside encoders.
+fn adapter_has_timestamps(adapter: &serde_json::Value) -> bool {
+    let out = wgpu_split(&["info", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("info --json is JSON");
+    let listed = v["adapters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["name"] == adapter["name"] && a["backend"] == adapter["backend"]);
+    let listed = listed.unwrap_or_else(|| panic!("info does not list {adapter}: {v}"));
+    listed["timestamps"]
+        .as_bool()
+        .expect("info says whether it has timestamps")
 }
 
 /// Runs `args` with `--json=JSON`, which must succeed; its output and the report it wrote.
