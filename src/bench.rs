@@ -1,8 +1,8 @@
 //! The benchmark suite: each case's split timed against the device's own copies, in one run.
 //!
 //! Used by `wgpu-split bench` and by the criterion benches. Every figure is a median over at
-//! least five timed runs after a warm-up (more for short cases: timing goes on for at least a
-//! second), in wall time (recording, submit, wait) and, where the device has timestamps, in
+//! least five timed runs after a warm-up (more for short cases: timing goes on for at least
+//! half a second), in wall time (recording, submit, wait) and, where the device has timestamps, in
 //! device time (between two timestamps around the figure's commands). A case's split, its
 //! prepared split, an empty round trip, the copies ([`CopyKind`]) and the unfused way of an
 //! attention case are timed in turn in one loop, so their ratios compare the same stretch of

@@ -45,7 +45,7 @@ impl Time {
 
 /// Timed runs stop once they add up to this long (and at least the requested count ran):
 /// short cases get many runs, so their medians are steady on a noisy machine.
-const MIN_TIMED_SECONDS: f64 = 1.0;
+const MIN_TIMED_SECONDS: f64 = 0.5;
 
 /// Most timed runs of one figure.
 const MAX_RUNS: usize = 400;

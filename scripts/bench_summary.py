@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Summarizes the reports `scripts/device_report.sh` wrote into one Markdown section for
+`docs/performance.md`: the adapter, the clock, the tests' counts, and per case the prepared
+split's rate over the case's fastest copy in every run of every configuration, the fastest copy
+and its rate, ours beside it, PyTorch's where a `torch.json` is given, and the traced figures.
+
+Usage: scripts/bench_summary.py OUT_DIR [TORCH_JSON]
+Standard library only: it runs on a GPU machine as it comes.
+"""
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+# The configurations device_report.sh runs, in its order: report-name stem, column heading.
+CONFIGS = [
+    ("bench.gather.gpu", "gather, gpu mapping"),
+    ("bench.gather.cpu", "gather, cpu mapping"),
+    ("bench.auto", "auto"),
+]
+
+
+def reports(out, stem):
+    """The JSON reports of one configuration, in run order."""
+    found = []
+    for path in out.glob(f"{stem}.*.json"):
+        run = path.name[len(stem) + 1 : -len(".json")]
+        if run.isdigit():
+            found.append((int(run), json.loads(path.read_text())))
+    return [report for _, report in sorted(found, key=lambda x: x[0])]
+
+
+def test_counts(out):
+    """Passed and failed tests over every harness's log, and the harnesses that failed."""
+    passed = failed = 0
+    failing = []
+    for log in sorted(out.glob("test.*.log")):
+        text = log.read_text(errors="replace")
+        for p, f in re.findall(r"test result: \w+\. (\d+) passed; (\d+) failed", text):
+            passed += int(p)
+            failed += int(f)
+        failing += [
+            f"{log.stem[len('test.'):]}::{name}"
+            for name in re.findall(r"^test (\S+) \.\.\. FAILED$", text, re.M)
+        ]
+    return passed, failed, failing
+
+
+# PyTorch's way of each case, first that torch.json has: the copying split where it runs (a
+# plain split of a leading axis is a view, not a copy), else split + contiguous, cat, and one
+# copy_ per part through views.
+TORCH_OPS = ["split_with_sizes_copy", "split_contiguous", "cat_out", "copy_through_views"]
+
+
+def torch_rates(path):
+    """PyTorch's rate per case in torch.json, with the operation's name."""
+    if path is None:
+        return {}
+    rates = {}
+    for case in json.loads(Path(path).read_text())["cases"]:
+        op = next((op for op in TORCH_OPS if case.get(f"{op}_gbps")), None)
+        if op:
+            rates[case["name"]] = (case[f"{op}_gbps"], op)
+    return rates
+
+
+def rate(x):
+    """A rate in GB/s: whole numbers from 100 up, three figures below."""
+    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit(__doc__)
+    out = Path(sys.argv[1])
+    torch = torch_rates(sys.argv[2] if len(sys.argv) == 3 else None)
+    runs = {stem: reports(out, stem) for stem, _ in CONFIGS}
+    first = next((r[0] for r in runs.values() if r), None)
+    if first is None:
+        sys.exit(f"{out}: no bench reports")
+    adapter = first["adapter"]
+    print(f"Adapter: {adapter['name']} ({adapter['backend']}); clock: {first['clock']} time; "
+          f"{first['batch']} splits per submission; runs per configuration: "
+          f"{', '.join(f'{h} {len(runs[s])}' for s, h in CONFIGS)}.")
+    passed, failed, failing = test_counts(out)
+    print(f"Tests: {passed} passed, {failed} failed"
+          + (f" ({', '.join(failing)})" if failing else "") + ".")
+    print()
+    print("Prepared split over the case's fastest copy, each run; the fastest copy (median rate of "
+          "the auto runs); ours = the prepared split in the auto runs, median; GB/s = input "
+          "bytes / time.")
+    print()
+    heads = [h for _, h in CONFIGS]
+    print("| case | " + " | ".join(heads) + " | fastest copy GB/s | ours GB/s | PyTorch GB/s |")
+    print("|---" * (len(heads) + 4) + "|")
+    names = [c["name"] for c in first["cases"]]
+    for name in names:
+        cells = []
+        for stem, _ in CONFIGS:
+            ratios = [
+                c["prepared_over_best_copy"]
+                for r in runs[stem]
+                for c in r["cases"]
+                if c["name"] == name
+            ]
+            cells.append(" ".join(f"{x:.2f}" for x in ratios) or "-")
+        auto = [c for r in runs["bench.auto"] for c in r["cases"] if c["name"] == name]
+        best = "-"
+        ours = "-"
+        if auto:
+            kinds = [c["best_copy"] for c in auto]
+            kind = max(set(kinds), key=kinds.count)
+            fastest = statistics.median(c["copies"][c["best_copy"]]["gbps"] for c in auto)
+            best = f"{rate(fastest)} ({kind})"
+            ours = rate(statistics.median(c["prepared"]["gbps"] for c in auto))
+        theirs = f"{rate(torch[name][0])} ({torch[name][1]})" if name in torch else "-"
+        print(f"| {name} | " + " | ".join(cells) + f" | {best} | {ours} | {theirs} |")
+    traced = next(
+        (r for stem, _ in CONFIGS for r in runs[stem] if "memory" in r["cases"][0]), None
+    )
+    if traced:
+        print()
+        print("Traced memory figures (warp of 32): load efficiency, load lines per 512 bytes "
+              "stored, workgroup-memory passes per 512 bytes.")
+        print()
+        print("| case | load eff | load l/512 | shared/512 |")
+        print("|---|---|---|---|")
+        for c in traced["cases"]:
+            m = c.get("memory", {}).get("warp32")
+            if m:
+                print(f"| {c['name']} | {m['load_efficiency']:.2f} | "
+                      f"{m['load_lines_per_512']:.1f} | {m['shared_wavefronts_per_512']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
