@@ -15,10 +15,32 @@ fn parse(name: &str, source: &str) -> (naga::Module, ModuleInfo) {
     (module, info)
 }
 
-/// Translates `source` to every backend's language, once per lane mapping (the override
-/// constants of each [`ProgramKey`](crate::gpu::gather::abi::ProgramKey)); it has the entry
-/// points `entries`.
-fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
+/// Override constants, by name.
+type Constants = naga::back::PipelineConstants;
+
+/// The gather's override constants in each lane mapping (those of each
+/// [`ProgramKey`](crate::gpu::gather::abi::ProgramKey)).
+fn gather_constants() -> Vec<Constants> {
+    let channels = Some(crate::gpu::gather::abi::Channels {
+        stride: 3,
+        width: 1,
+    });
+    [(false, None), (true, None), (true, channels)]
+        .into_iter()
+        .map(|(lanes_in_runs, channels)| {
+            let key = crate::gpu::gather::abi::ProgramKey {
+                entry: crate::gpu::gather::abi::EntryPoint::Rows,
+                lanes_in_runs,
+                channels,
+            };
+            key.constants().map(|(k, v)| (k.to_string(), v)).into()
+        })
+        .collect()
+}
+
+/// Translates `source` to every backend's language, once per set of override constants in
+/// `constants` where it has overrides; it has the entry points `entries`.
+fn translate_everywhere(name: &str, source: &str, entries: &[&str], constants: &[Constants]) {
     let (module, info) = parse(name, source);
     let names: Vec<&str> = module
         .entry_points
@@ -29,19 +51,9 @@ fn translate_everywhere(name: &str, source: &str, entries: &[&str]) {
     if module.overrides.is_empty() {
         return translate_resolved(name, &module, &info, entries);
     }
-    let channels = Some(crate::gpu::gather::abi::Channels {
-        stride: 3,
-        width: 1,
-    });
-    for (lanes_in_runs, channels) in [(false, None), (true, None), (true, channels)] {
-        let key = crate::gpu::gather::abi::ProgramKey {
-            entry: crate::gpu::gather::abi::EntryPoint::Rows,
-            lanes_in_runs,
-            channels,
-        };
-        let constants = key.constants().map(|(k, v)| (k.to_string(), v)).into();
+    for constants in constants {
         let (module, info) =
-            naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
+            naga::back::pipeline_constants::process_overrides(&module, &info, None, constants)
                 .unwrap_or_else(|e| panic!("{name} with {constants:?}: {e}"));
         let name = format!("{name} with {constants:?}");
         translate_resolved(&name, &module, &info, entries);
@@ -130,7 +142,7 @@ fn split_shader_compiles_for_every_backend() {
     ] {
         let source = gather_source(inputs, outputs, hook).unwrap();
         let name = format!("split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?})");
-        translate_everywhere(&name, &source, &gather_entries());
+        translate_everywhere(&name, &source, &gather_entries(), &gather_constants());
     }
 }
 
@@ -143,6 +155,7 @@ fn bench_copy_shader_compiles_for_every_backend() {
             &format!("bench_copy_vec4.wgsl ({hook:?})"),
             &source,
             &["main"],
+            &[1.0, 4.0].map(|units| [("UNITS".to_string(), units)].into()),
         );
     }
 }
