@@ -24,21 +24,16 @@
 //   equal entries take lanes in turn), so small outputs share workgroups. Unaligned rows are
 //   funnel-shifted from a sliding window of aligned vec4 loads, one load per unit; rows
 //   shorter than a unit are gathered word by word (rows of one or two words) or byte by byte.
-// - The lanes (GPUs, aligned rows): entries get whole blocks (numbered by `block_start`),
-//   and lane 0 finds the block's entry once and hands it to the workgroup through workgroup
-//   memory, so the table is read once per block and every later branch is uniform. Step by
-//   step, consecutive lanes write consecutive units, so a warp's stores cover whole sectors,
-//   and each loads one vec4, which is coalesced the same way.
-// - The staged rows (GPUs, unaligned rows of 64 bytes or more): the lanes, but each block
-//   first loads its source bytes into workgroup memory, row by row, one coalesced aligned vec4
-//   per lane and step, and after one barrier its lanes shift their units out of there: every
-//   source vec4 is loaded once.
+// - The lanes (GPUs, rows of 64 bytes or more): entries get whole blocks (numbered by
+//   `block_start`), and lane 0 finds the block's entry once and hands it to the workgroup
+//   through workgroup memory, so the table is read once per block and every later branch is
+//   uniform. Step by step, consecutive lanes write consecutive units, so a warp's stores cover
+//   whole sectors. Aligned rows load one vec4 a unit, coalesced the same way; unaligned rows
+//   funnel-shift each unit from the two aligned vec4s its bytes span, which neighbouring lanes
+//   share, and a unit that crosses a row end merges two such loads.
 // - The scatter (GPUs, short rows of whole words): consecutive lanes load consecutive
 //   aligned input vec4s and store each word to the output that holds it; a warp's stores to
 //   one output are consecutive words.
-// - The tiles (GPUs, other short rows, and short word rows when the host asks for tiles):
-//   each workgroup stages `tile_rows` whole input rows with coalesced loads, then writes every
-//   output's part of them with coalesced stores.
 // - The join (a concat, the split read the other way): the destination is one tensor,
 //   viewed as rows whose column bands are the parts ("segments"), and the source holds each
 //   part's rows. Lanes own output units, consecutive lanes consecutive units on GPUs (each
@@ -71,12 +66,12 @@
 override LANES_IN_RUNS: bool = false;
 override WORKGROUP_SIZE: u32 = 256u;
 
-// Workgroup memory: 15,816 bytes in all (each entry point uses less), inside the 16,384 that
+// Workgroup memory: 15,812 bytes in all (each entry point uses less), inside the 16,384 that
 // every device allows.
-// Staged source words (the tiles, the staged rows).
+// Staged source words and segments (the staged join).
 const STAGE_WORDS: u32 = 3776u;
-// Entries the tiles and the scatter keep at hand.
-const MAX_TILE_ENTRIES: u32 = 16u;
+// Entries the scatter keeps at hand.
+const MAX_SCATTER_ENTRIES: u32 = 16u;
 
 // What lane 0 found for the block.
 struct Block {
@@ -88,7 +83,7 @@ struct Block {
 
 var<workgroup> wg_block: Block;
 var<workgroup> stage: array<u32, STAGE_WORDS>;
-var<workgroup> tile_entries: array<Entry, MAX_TILE_ENTRIES>;
+var<workgroup> scatter_entries: array<Entry, MAX_SCATTER_ENTRIES>;
 
 // ---- Global accesses, each through the trace hook ----
 
@@ -338,14 +333,15 @@ fn rows_vec4_block(block: u32, lane: u32) {
     }
 }
 
-// Entry point `main_rows`, entries of any mode: the channels, the runs, or the staged rows.
+// Entry point `main_rows`, entries of any mode: the channels, the runs, or the shifted
+// lanes.
 fn rows_block(block: u32, lane: u32) {
     if (CHANNEL_STRIDE > 0u) {
         channels(block, lane);
     } else if (LANES_IN_RUNS) {
         runs(block, lane, false);
     } else {
-        staged_block(block, lane);
+        lanes_block(block, lane);
     }
 }
 
@@ -357,19 +353,11 @@ fn lanes_vec4_block(block: u32, lane: u32) {
     }
 }
 
-// The staged rows.
-fn staged_block(block: u32, lane: u32) {
+// The lanes, unaligned rows shifted.
+fn lanes_block(block: u32, lane: u32) {
     let found = find_block(block, lane);
     if (block < found.params.num_blocks) {
-        copy_staged(found.params, found.entry, found.local_block, lane);
-    }
-}
-
-// The tiles.
-fn tiles_block(block: u32, lane: u32) {
-    let p = shared_params(lane);
-    if (block < p.num_blocks) {
-        copy_tiles(p, block, lane);
+        copy_lanes_shifted(found.params, found.entry, found.local_block, lane);
     }
 }
 
@@ -381,8 +369,7 @@ fn scatter_block(block: u32, lane: u32) {
     }
 }
 
-// The tiles, the scatter: the dispatch's header, which lane 0 reads and hands to the
-// workgroup.
+// The scatter: the dispatch's header, which lane 0 reads and hands to the workgroup.
 fn shared_params(lane: u32) -> Params {
     if (lane == 0u) {
         wg_block.params = read_params();
@@ -390,7 +377,7 @@ fn shared_params(lane: u32) -> Params {
     return workgroupUniformLoad(&wg_block).params;
 }
 
-// The lanes, the staged rows: the block's header and entry, which lane 0 finds and hands
+// The lanes: the block's header and entry, which lane 0 finds and hands
 // to the workgroup.
 fn find_block(block: u32, lane: u32) -> Block {
     if (lane == 0u) {

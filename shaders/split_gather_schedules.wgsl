@@ -4,8 +4,8 @@
 
 // ---- The stage ----
 
-// The GPU schedules' workgroup memory (`stage`, declared in `shaders/split_gather.wgsl`) by
-// byte position: the staged rows', the tiles' and the staged join's bytes.
+// The staged join's workgroup memory (`stage`, declared in `shaders/split_gather.wgsl`) by
+// byte position.
 
 // Puts the `i`-th staged vec4 into workgroup memory (past the end: dropped; the host keeps
 // every span inside).
@@ -246,87 +246,17 @@ fn merge_bytes(a: vec4<u32>, b: vec4<u32>, k: u32) -> vec4<u32> {
     return (a & mask) | (b & ~mask);
 }
 
-// ---- The tiles ----
+// ---- The scatter ----
 
-// The entries, read once per workgroup into `tile_entries`; returns their stride (every
+// The entries, read once per workgroup into `scatter_entries`; returns their stride (every
 // entry has the same).
 fn share_entries(p: Params, lane: u32) -> u32 {
-    if (lane < min(p.num_entries, MAX_TILE_ENTRIES)) {
-        tile_entries[lane] = read_entry(lane);
+    if (lane < min(p.num_entries, MAX_SCATTER_ENTRIES)) {
+        scatter_entries[lane] = read_entry(lane);
     }
     workgroupBarrier();
-    return workgroupUniformLoad(&tile_entries[0].src_stride);
+    return workgroupUniformLoad(&scatter_entries[0].src_stride);
 }
-
-fn copy_tiles(p: Params, block: u32, lane: u32) {
-    let stride = share_entries(p, lane);
-    for (var t = block * p.steps_per_lane; t < (block + 1u) * p.steps_per_lane; t++) {
-        let r0 = t * p.tile_rows;
-        if (r0 >= p.rows) {
-            break;
-        }
-        let r1 = min(r0 + p.tile_rows, p.rows);
-        // The tile's input rows, whole: one contiguous span.
-        let s0 = r0 * stride;
-        let a0 = s0 / 16u;
-        let count = (r1 * stride + 15u) / 16u - a0;
-        for (var i = lane; i < count; i += WORKGROUP_SIZE) {
-            put_staged(i, load_vec4_edge(a0 + i));
-        }
-        workgroupBarrier();
-        // Workgroup byte position of input byte s0.
-        let shift = s0 % 16u;
-        for (var i = 0u; i < min(p.num_entries, MAX_TILE_ENTRIES); i++) {
-            let e = tile_entries[i];
-            // The words of this entry whose first byte lies in rows [r0, r1), a word a lane
-            // (lanes a unit apart would read 4 rows' stride apart: each bank 4 times a pass),
-            // lane 0 on a 128-byte line of the output, whose first `lead` words are not these;
-            // every lane takes every turn (the trace groups the lanes' n-th stores).
-            let w0 = (r0 * e.row_bytes + 3u) / 4u;
-            let w1 = min((r1 * e.row_bytes + 3u) / 4u, (e.out_bytes + 3u) / 4u);
-            let lead = (e.dst_unit * 4u + w0) % 32u;
-            let turns = select(0u, w1 - w0 + lead, w1 > w0);
-            for (var turn = 0u; turn < turns; turn += WORKGROUP_SIZE) {
-                let t = turn + lane;
-                if (t < lead || t >= turns) {
-                    trace_skip(TRACE_DST);
-                    continue;
-                }
-                let w = w0 + t - lead;
-                let b = w * 4u;
-                let row = b / e.row_bytes;
-                let col = b - row * e.row_bytes;
-                var x: u32;
-                if (row < r1 && col + 4u <= e.row_bytes && b + 4u <= e.out_bytes) {
-                    x = staged_word((row - r0) * stride + e.src_offset + col + shift);
-                } else {
-                    x = tile_word_bytes(e, b, r0, r1, stride, shift);
-                }
-                // The entry's last word may be partial.
-                store_word_masked(e.dst_unit + w / 4u, w % 4u, x, byte_mask(0u, e.out_bytes - b).x);
-            }
-        }
-        workgroupBarrier();
-    }
-}
-
-// The output word at byte `b` of entry `e`, byte by byte: from the staged rows [r0, r1), or
-// from global memory for bytes of the next tile's rows.
-fn tile_word_bytes(e: Entry, b: u32, r0: u32, r1: u32, stride: u32, shift: u32) -> u32 {
-    var word = 0u;
-    for (var j = 0u; j < min(4u, e.out_bytes - b); j++) {
-        let row = (b + j) / e.row_bytes;
-        let col = (b + j) - row * e.row_bytes;
-        if (row < r1) {
-            word |= staged_byte((row - r0) * stride + e.src_offset + col + shift) << (8u * j);
-        } else {
-            word |= src_byte(row * stride + e.src_offset + col) << (8u * j);
-        }
-    }
-    return word;
-}
-
-// ---- The scatter ----
 
 // Rows of whole words (every entry MODE_WORD or MODE_VEC4), gathered by input: step by step,
 // lane i of the block loads the block's i-th aligned input vec4 and stores each of its words
@@ -335,7 +265,7 @@ fn tile_word_bytes(e: Entry, b: u32, r0: u32, r1: u32, stride: u32, shift: u32) 
 fn copy_scatter(p: Params, block: u32, lane: u32) {
     // A multiple of 4, as every row and offset.
     let stride = share_entries(p, lane);
-    let n = min(p.num_entries, MAX_TILE_ENTRIES);
+    let n = min(p.num_entries, MAX_SCATTER_ENTRIES);
     let input_units = (p.rows * stride + 15u) / 16u;
     let first = block * p.steps_per_lane * WORKGROUP_SIZE;
     for (var k = 0u; k < p.steps_per_lane; k++) {
@@ -365,53 +295,30 @@ fn copy_scatter(p: Params, block: u32, lane: u32) {
 fn scatter_word(n: u32, row: u32, col: u32, x: u32) {
     for (var i = 0u; i < n; i++) {
         // Columns before the entry wrap to large values.
-        let c = col - tile_entries[i].src_offset;
-        let row_bytes = tile_entries[i].row_bytes;
+        let c = col - scatter_entries[i].src_offset;
+        let row_bytes = scatter_entries[i].row_bytes;
         if (c < row_bytes) {
             let b = row * row_bytes + c;
-            store_word(tile_entries[i].dst_unit + b / 16u, (b % 16u) / 4u, x);
+            store_word(scatter_entries[i].dst_unit + b / 16u, (b % 16u) / 4u, x);
             return;
         }
     }
 }
 
-// ---- The staged rows ----
+// ---- The shifted lanes ----
 
-// The lanes with unaligned rows staged (GPUs): the block's source bytes go into workgroup
-// memory with one coalesced vec4 load per lane and step, row by row; after one barrier each
-// lane shifts its units out of there and stores them as the lanes do. Row r of the
-// block has a slot of `slot` vec4s, from the aligned vec4 holding its first byte; the stage
-// starts at the vec4 holding the block's first byte (slot position v0). The host keeps every block
-// inside the stage (`staged_vec4s`).
-fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
+// Unaligned rows (GPUs): the lanes, each unit funnel-shifted from the two aligned source vec4s
+// its 16 bytes span (`load_bytes16`), which neighbouring lanes share in the cache; a unit that
+// crosses a row end (rows of at least 64 bytes: it meets two rows) merges this row's last
+// bytes with the next row's first, one shifted load each. No workgroup memory, no barrier.
+fn copy_lanes_shifted(p: Params, e: Entry, local_block: u32, lane: u32) {
     if (e.mode == MODE_VEC4) {
         copy_lanes_vec4(p, e, local_block, lane);
         return;
     }
     let span = lanes_span(p, e, local_block);
-    let first = place(e, e.first_byte + span.x * 16u);
-    let last = place(e, min(e.first_byte + span.y * 16u, e.first_byte + e.out_bytes) - 1u);
-    // The most vec4s one row's bytes touch.
-    let slot = (e.row_bytes + 30u) / 16u;
-    let v0 = (row_shift(e, first.row) + first.col) / 16u;
-    let v1 = (last.row - first.row) * slot + (row_shift(e, last.row) + last.col) / 16u + 1u;
-    // Two vec4s past the last are zeroed as well: a unit reads 20 bytes from its first.
-    for (var v = v0 + lane; v < v1 + 2u; v += WORKGROUP_SIZE) {
-        let j = v / slot;
-        let row = first.row + j;
-        let sh = row_shift(e, row);
-        let q = v - j * slot;
-        var x = vec4<u32>(0u);
-        if (v < v1 && q * 16u < sh + e.row_bytes) {
-            // In bytes: the row's aligned start may wrap below the window (as src_offset may),
-            // the vec4s loaded never do.
-            x = load_vec4_edge((row * e.src_stride + e.src_offset - sh + q * 16u) / 16u);
-        }
-        put_staged(v - v0, x);
-    }
-    workgroupBarrier();
-    // An entry that starts inside its first unit: that unit is written byte by byte.
     var u = span.x + lane;
+    // An entry that starts inside its first unit: that unit is written byte by byte.
     if (u == 0u && e.skip > 0u) {
         store_first_unit(e);
         u += WORKGROUP_SIZE;
@@ -419,26 +326,15 @@ fn copy_staged(p: Params, e: Entry, local_block: u32, lane: u32) {
     for (; u < span.y; u += WORKGROUP_SIZE) {
         let b = e.first_byte + u * 16u;
         let at = place(e, b);
-        var x = staged16(staged_row(e, first.row, slot, v0, at.row) + at.col);
+        var x = load_bytes16(0u, at.src);
         // Bytes of the output in this unit, and of them in this row.
         let n = unit_bytes(e, b);
         let k = min(n, e.row_bytes - at.col);
         if (k < n) {
             // Byte j >= k of the unit is byte j - k of the next row.
-            let next = staged_row(e, first.row, slot, v0, at.row + 1u);
-            x = merge_bytes(x, staged16(next - k), k);
+            let next = (at.row + 1u) * e.src_stride + e.src_offset;
+            x = merge_bytes(x, load_bytes16(0u, next - k), k);
         }
         store_unit_n(e.dst_unit + u, x, n);
     }
-}
-
-// Where row `row`'s first byte lies in its aligned vec4.
-fn row_shift(e: Entry, row: u32) -> u32 {
-    return (row * e.src_stride + e.src_offset) % 16u;
-}
-
-// The stage byte of row `row`'s first byte (wrapping below 0 for a first row staged from
-// further in; every column read from it is staged).
-fn staged_row(e: Entry, first_row: u32, slot: u32, v0: u32, row: u32) -> u32 {
-    return ((row - first_row) * slot - v0) * 16u + row_shift(e, row);
 }

@@ -15,12 +15,9 @@ struct Params {
     // Entries in the table below.
     num_entries: u32,
     // Steps each lane takes in its block. A step writes one output unit (the rows, the
-    // join), loads one input unit (the scatter), or stages and writes one tile with the whole
-    // workgroup (the tiles).
+    // join) or loads one input unit (the scatter).
     steps_per_lane: u32,
-    // The tiles: input rows per tile.
-    tile_rows: u32,
-    // The tiles, the scatter: input rows in all.
+    // The scatter: input rows in all.
     rows: u32,
     // The rows, lanes in runs: lanes with work.
     num_lanes: u32,
@@ -31,7 +28,7 @@ struct Params {
 }
 
 // Bytes of Params: the program's records start here.
-const HEADER_BYTES: u32 = 28u;
+const HEADER_BYTES: u32 = 24u;
 
 // How an entry's words are read.
 const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one vec4 per unit
@@ -40,9 +37,8 @@ const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from
 
 // A split's record: one output's part in one dispatch.
 struct Entry {
-    // The lanes, the staged rows: first block of this entry. The runs: first lane
-    // (in the whole dispatch). Entries are sorted by it. The tiles, the scatter:
-    // unused.
+    // The lanes: first block of this entry. The runs: first lane (in the whole
+    // dispatch). Entries are sorted by it. The scatter: unused.
     block_start: u32,
     // First 16-byte unit of this entry in `dst`.
     dst_unit: u32,
@@ -73,7 +69,7 @@ struct Entry {
 
 fn read_params() -> Params {
     trace(TRACE_TABLE, 0u, HEADER_BYTES);
-    return Params(table[0], table[1], table[2], table[3], table[4], table[5], table[6]);
+    return Params(table[0], table[1], table[2], table[3], table[4], table[5]);
 }
 
 // Words of an entry.

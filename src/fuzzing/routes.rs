@@ -3,8 +3,7 @@
 
 use super::input::PlannerInput;
 use crate::gpu::gather::abi::{
-    binding_bytes, Entry, EntryPoint, Table, DST_BINDING_SHIFT, MAX_WINDOW, RUNS_WORKGROUP_SIZE,
-    STAGE_WORDS, WORKGROUP_SIZE,
+    binding_bytes, Table, DST_BINDING_SHIFT, MAX_WINDOW, RUNS_WORKGROUP_SIZE,
 };
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
 use crate::gpu::placement::PartLayout;
@@ -170,13 +169,6 @@ impl RouteCheck<'_> {
                 );
                 assert!(p.num_blocks as u64 * RUNS_WORKGROUP_SIZE >= p.num_lanes as u64);
             }
-            // The staged rows: main_rows with lanes in turn.
-            if d.program.entry == EntryPoint::Rows && !d.program.lanes_in_runs {
-                for e in d.entries().iter().filter(|e| !e.is_vec4()) {
-                    let most = most_staged_vec4s(e, d.params.steps_per_lane);
-                    assert!(most <= STAGE_WORDS / 4, "{most} vec4s: {input:?} {e:?}");
-                }
-            }
             for e in d.entries() {
                 // A split's entry writes one range of its output.
                 assert_eq!(e.dst_stride, e.row_bytes, "{input:?} {e:?}");
@@ -270,26 +262,4 @@ impl RouteCheck<'_> {
             Route::Gather(d) => self.dispatches(d, caps.window_limit),
         }
     }
-}
-
-/// The most vec4s a block of entry `e` stages in the staged rows, block by block, with
-/// the shader's own arithmetic (`copy_staged`): its first row's slot from the vec4 holding its
-/// first byte, a slot per row, its last row's slot to the vec4 holding its last byte, and two
-/// zeroed vec4s.
-fn most_staged_vec4s(e: &Entry, steps_per_lane: u32) -> u64 {
-    let (fb, out, row) = (e.first_byte as u64, e.out_bytes as u64, e.row_bytes as u64);
-    // The shader's u32 arithmetic wraps; only the offset's residue mod 16 is used.
-    let shift = |r: u64| (r * e.src_stride as u64 + e.src_offset as u64) % 16;
-    let slot = (row + 30) / 16;
-    let block = steps_per_lane as u64 * WORKGROUP_SIZE * 16;
-    (0..out.div_ceil(block))
-        .map(|k| {
-            let (b0, b1) = (fb + k * block, (fb + (k + 1) * block).min(fb + out));
-            let (r0, r1) = (b0 / row, (b1 - 1) / row);
-            let v0 = (shift(r0) + b0 % row) / 16;
-            let v1 = (r1 - r0) * slot + (shift(r1) + (b1 - 1) % row) / 16 + 1;
-            v1 - v0 + 2
-        })
-        .max()
-        .unwrap_or(0)
 }

@@ -33,12 +33,12 @@ pub const WORKGROUP_SIZE: u64 = 256;
 /// adapter's threads, while each lane writes a long run.
 pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 
-/// Words of workgroup memory the tiles and the staged rows stage input rows in
+/// Words of workgroup memory the staged join keeps segments and source words in
 /// (`STAGE_WORDS`).
 pub const STAGE_WORDS: u64 = 3776;
 
-/// Entries a tiles or scatter dispatch may have (`MAX_TILE_ENTRIES`).
-pub const MAX_TILE_ENTRIES: u64 = 16;
+/// Entries a scatter dispatch may have (`MAX_SCATTER_ENTRIES`).
+pub const MAX_SCATTER_ENTRIES: u64 = 16;
 
 /// Parts a concat's staged join may have (`MAX_STAGED_PARTS`): a block keeps their number
 /// and offset in `stage`.
@@ -62,12 +62,9 @@ pub struct Params {
     /// Entries in the table.
     pub num_entries: u32,
     /// Steps each lane takes in its block. A step writes one output unit (the rows, the
-    /// join), loads one input unit (the scatter), or stages and writes one tile with the whole
-    /// workgroup (the tiles).
+    /// join) or loads one input unit (the scatter).
     pub steps_per_lane: u32,
-    /// The tiles: input rows per tile.
-    pub tile_rows: u32,
-    /// The tiles, the scatter: input rows in all.
+    /// The scatter: input rows in all.
     pub rows: u32,
     /// The rows, lanes in runs: lanes with work.
     pub num_lanes: u32,
@@ -179,25 +176,20 @@ pub enum EntryPoint {
     /// units, or lanes in turn, one vec4 a unit.
     RowsVec4 = 0,
     /// `main_rows`: a split whose entries are of any [`Mode`]: each lane a run of units, or
-    /// lanes in turn with unaligned rows staged in workgroup memory (rows of 64 bytes or
-    /// more).
+    /// lanes in turn with unaligned rows funnel-shifted (rows of 64 bytes or more).
     Rows = 1,
-    /// `main_tiles` (GPUs, short rows not of whole words): workgroups stage whole input rows,
-    /// then write every output's part of them.
-    Tiles = 2,
     /// `main_scatter` (GPUs, short rows of whole words): lanes load consecutive input units
     /// and store each word to its output.
-    Scatter = 3,
+    Scatter = 2,
     /// `main_join`: a concat ([`super::joins`]), either lane mapping.
-    Join = 4,
+    Join = 3,
 }
 
 impl EntryPoint {
     /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 5] = [
+    pub const ALL: [EntryPoint; 4] = [
         EntryPoint::RowsVec4,
         EntryPoint::Rows,
-        EntryPoint::Tiles,
         EntryPoint::Scatter,
         EntryPoint::Join,
     ];
@@ -207,7 +199,6 @@ impl EntryPoint {
         match self {
             EntryPoint::RowsVec4 => "main_rows_vec4",
             EntryPoint::Rows => "main_rows",
-            EntryPoint::Tiles => "main_tiles",
             EntryPoint::Scatter => "main_scatter",
             EntryPoint::Join => "main_join",
         }
@@ -218,25 +209,22 @@ impl EntryPoint {
         match self {
             EntryPoint::RowsVec4 => "rows_vec4_block",
             EntryPoint::Rows => "rows_block",
-            EntryPoint::Tiles => "tiles_block",
             EntryPoint::Scatter => "scatter_block",
             EntryPoint::Join => "join_block",
         }
     }
 
     /// The workgroup variables its schedules use, and the only ones it may reach: the block's
-    /// header (`wg_block`), the staged source words (`stage`), the entries at hand
-    /// (`tile_entries`), the concat's header (`wg_join`) and segments at hand (in `stage`).
+    /// header (`wg_block`), the entries at hand (`scatter_entries`), the concat's header (`wg_join`) and segments at hand (in `stage`).
     /// A GPU reserves an entry point's workgroup memory whether or not a dispatch touches it;
     /// the runs pipelines touch none (their branch reaches none: a test checks `runs`).
     #[cfg(test)]
     fn workgroup_memory(self) -> &'static [&'static str] {
         match self {
             EntryPoint::RowsVec4 => &["wg_block"],
-            EntryPoint::Rows => &["wg_block", "stage"],
+            EntryPoint::Rows => &["wg_block"],
             EntryPoint::Join => &["stage", "wg_join"],
-            EntryPoint::Scatter => &["wg_block", "tile_entries"],
-            EntryPoint::Tiles => &["wg_block", "stage", "tile_entries"],
+            EntryPoint::Scatter => &["wg_block", "scatter_entries"],
         }
     }
 }

@@ -2,8 +2,8 @@
 //! are numbered into blocks (workgroups) and lanes for it. Pure arithmetic.
 
 use super::abi::{
-    Entry, EntryPoint, Mode, Params, ProgramKey, MAX_TILE_ENTRIES, RUNS_WORKGROUP_SIZE,
-    STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
+    Entry, EntryPoint, Mode, Params, ProgramKey, MAX_SCATTER_ENTRIES, RUNS_WORKGROUP_SIZE,
+    UNIT_BYTES, WORKGROUP_SIZE,
 };
 use super::channels::{channel_params, channels_of};
 use super::modes::GatherMode;
@@ -21,24 +21,20 @@ pub struct GatherTuning {
     pub max_steps_per_lane: u64,
 }
 
-/// Unaligned output rows shorter than this do not take the staged rows, whose units each
-/// span at most two rows (16 bytes would do), but the tiles where they can: a split
-/// with rows that short is mostly row ends.
+/// Unaligned output rows shorter than this do not take the shifted lanes, whose units each
+/// span at most two rows (16 bytes would do), but the runs: a split with rows that short is
+/// mostly row ends.
 const MIN_LANES_ROW: u64 = 64;
 
 /// The longest rows of equal aligned entries that still take lanes in turn (in runs,
 /// see [`number_blocks`]).
 const MAX_INTERLEAVED_VEC4_ROW: u64 = 1024;
 
-/// Input bytes one tile may stage: the workgroup memory, less the two
-/// partial units at its ends.
-const TILE_BYTES: u64 = STAGE_WORDS * 4 - 2 * UNIT_BYTES;
-
 /// Loop turns one unit of a split's rows may take, on average over a lane's steps. Rows of
 /// 16 bytes or more: one a unit and one a row segment in runs (a unit that crosses a row end
-/// takes no loop), up to three where such rows are staged (a row's slot, then its units).
-/// Shorter rows (`run_narrow`, no inner loop): one. An output's partial last unit is taken
-/// alone (`copy_unit`, up to 20), within the room `runs::LANE_TURNS` leaves.
+/// takes no loop), up to three counted. Shorter rows (`run_narrow`, no inner loop): one. An
+/// output's partial last unit is taken alone (`copy_unit`, up to 20), within the room
+/// `runs::LANE_TURNS` leaves.
 fn split_unit_turns(entries: &[Entry]) -> u64 {
     let long_unaligned = entries
         .iter()
@@ -70,9 +66,6 @@ pub(super) fn split_table(
     let params = match (program.entry, program.channels, bytes) {
         (_, Some(c), _) => channel_params(c, &mut entries, tuning.max_steps_per_lane),
         (EntryPoint::Scatter, _, Some(bytes)) => scatter(bytes, &mut entries),
-        (EntryPoint::Tiles, _, Some(bytes)) => {
-            tiles(bytes, &mut entries, tuning.max_steps_per_lane)
-        }
         _ => {
             let steps = steps_per_lane(program, &entries, tuning);
             number_blocks(&mut entries, program, steps)
@@ -84,16 +77,21 @@ pub(super) fn split_table(
 /// The one choice of what runs a split's dispatch of `entries` in `mode`. CPU adapters: the
 /// rows, each lane a run (of groups of rows where the entries are
 /// [`Channels`](super::abi::Channels)). GPUs: where the dispatch covers a split with short
-/// rows ([`short_rows`]), the scatter for rows of whole words and the tiles for the others;
-/// else the rows in lanes, which need every unaligned entry's rows at least
-/// [`MIN_LANES_ROW`] long (the runs take the others).
+/// rows ([`short_rows`]), the scatter for rows of whole words and the runs, as CPU adapters
+/// take them, for the others (RGB planes: on the H200 at 3 times the rate of the tiles that
+/// staged them in workgroup memory); else the rows in lanes, which need every unaligned
+/// entry's rows at least [`MIN_LANES_ROW`] long (the runs take the others).
 fn pick(bytes: Option<&ByteRows>, entries: &[Entry], mode: GatherMode) -> ProgramKey {
-    let by_input = |entry| ProgramKey {
-        entry,
-        lanes_in_runs: false,
-        channels: None,
-    };
-    if mode == GatherMode::Cpu {
+    let short = bytes.filter(|b| short_rows(b));
+    let words = entries.iter().all(|e| e.mode != Mode::Byte as u32);
+    if mode == GatherMode::Gpu && short.is_some() && words {
+        return ProgramKey {
+            entry: EntryPoint::Scatter,
+            lanes_in_runs: false,
+            channels: None,
+        };
+    }
+    if mode == GatherMode::Cpu || short.is_some() {
         return match channels_of(entries) {
             // The channels branch of `main_rows` (their parts are never whole vec4s).
             Some(c) => ProgramKey {
@@ -103,14 +101,6 @@ fn pick(bytes: Option<&ByteRows>, entries: &[Entry], mode: GatherMode) -> Progra
             },
             None => ProgramKey::rows(entries, true),
         };
-    }
-    if let Some(bytes) = bytes.filter(|b| short_rows(b)) {
-        if entries.iter().all(|e| e.mode != Mode::Byte as u32) {
-            return by_input(EntryPoint::Scatter);
-        }
-        if bytes.stride <= TILE_BYTES {
-            return by_input(EntryPoint::Tiles);
-        }
     }
     let long_rows = entries
         .iter()
@@ -129,40 +119,10 @@ fn steps_per_lane(program: ProgramKey, entries: &[Entry], tuning: GatherTuning) 
         // Spread small splits: a CPU adapter runs workgroups on several threads.
         _ if program.lanes_in_runs => run_units(total, longest),
         // A block no larger than the largest entry, so small entries do not idle whole
-        // workgroups; a staged block's rows inside the stage.
-        EntryPoint::Rows => largest
-            .div_ceil(WORKGROUP_SIZE)
-            .min(max_staged_units(entries)),
+        // workgroups.
         _ => largest.div_ceil(WORKGROUP_SIZE),
     };
     steps.clamp(1, longest)
-}
-
-/// The most steps per lane whose blocks the staged rows can stage for every unaligned
-/// entry of `entries` (at least 1: rows of [`MIN_LANES_ROW`] bytes fit at 2).
-fn max_staged_units(entries: &[Entry]) -> u64 {
-    let fits = |steps: u64| {
-        entries
-            .iter()
-            .filter(|e| !e.is_vec4())
-            .all(|e| staged_vec4s(steps, e.row_bytes as u64) <= STAGE_WORDS / 4)
-    };
-    (1..=STAGE_WORDS / 4 / WORKGROUP_SIZE)
-        .rev()
-        .find(|&steps| fits(steps))
-        .unwrap_or(1)
-}
-
-/// Vec4s of workgroup memory a staged rows' block whose lanes take `steps` steps
-/// stages, at most, for rows of `row_bytes`. The block's L = steps x 4096 bytes span at most m + 1 rows,
-/// m = (L - 1) / row_bytes + 1; each row's slot holds ceil((row_bytes + 15) / 16) vec4s,
-/// from the one holding its first byte, which wastes under 2 vec4s per row; the first row
-/// starts at the block's first byte, the last ends past its last (1 more each); and 2 vec4s
-/// past the end are zeroed, as a unit reads 20 bytes from its first.
-fn staged_vec4s(steps: u64, row_bytes: u64) -> u64 {
-    let block_bytes = steps * WORKGROUP_SIZE * UNIT_BYTES;
-    let m = (block_bytes - 1) / row_bytes + 1;
-    block_bytes / UNIT_BYTES + 2 * m + 5
 }
 
 /// Numbers `entries` (their `block_start`) by lane (lanes in runs) or by block whose lanes
@@ -197,48 +157,29 @@ fn number_blocks(entries: &mut [Entry], program: ProgramKey, steps: u64) -> Para
         num_blocks: num_blocks as u32,
         num_entries: entries.len() as u32,
         steps_per_lane: steps as u32,
-        tile_rows: 0,
         rows: 0,
         num_lanes: num_lanes as u32,
         interleaved: u32::from(interleaved),
     }
 }
 
-/// Whether a split may take one of the short-row programs (the tiles, the scatter): strided,
-/// with a row shorter than `MIN_LANES_ROW` bytes, and at most [`MAX_TILE_ENTRIES`] outputs,
-/// which every workgroup keeps at hand.
+/// Whether a split may take the short-row programs (the scatter on GPUs): strided, with a row
+/// shorter than `MIN_LANES_ROW` bytes, and at most [`MAX_SCATTER_ENTRIES`] outputs, which
+/// every workgroup keeps at hand.
 fn short_rows(bytes: &ByteRows) -> bool {
     bytes.kind == RowKind::Strided
         && bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW)
-        && bytes.outputs.len() as u64 <= MAX_TILE_ENTRIES
+        && bytes.outputs.len() as u64 <= MAX_SCATTER_ENTRIES
 }
 
-/// The header of the tiles' dispatch of a split whose rows are short (a stride of at most
-/// [`TILE_BYTES`]): every output takes its part of `tile_rows` staged input rows.
-fn tiles(bytes: &ByteRows, entries: &mut [Entry], tiles_per_block: u64) -> Params {
-    let tile_rows = TILE_BYTES / bytes.stride;
-    // A tile's turns per lane: its staging, then each entry's words in the tile, up to 10
-    // turns each as they are assembled byte by byte (llvmpipe cut a tile's three entries of
-    // 1-byte rows after 194 turns a tile, at 40 turns a unit).
-    let staging = TILE_BYTES.div_ceil(UNIT_BYTES * WORKGROUP_SIZE) + 4;
-    let turns = entries.iter().fold(staging, |t, e| {
-        let words = tile_rows * e.row_bytes as u64 / 4 + 2;
-        t + 10 * words.div_ceil(WORKGROUP_SIZE) + 1
-    });
-    let tiles_per_block = max_steps(tiles_per_block, turns);
-    let num_blocks = bytes.rows.div_ceil(tile_rows).div_ceil(tiles_per_block);
-    by_input(bytes, entries, (num_blocks, tiles_per_block), tile_rows)
-}
-
-/// The header of a short-row program's dispatch, whose every block serves every entry (no
-/// `block_start`); `blocks` is (blocks, tiles or steps per block).
-fn by_input(bytes: &ByteRows, entries: &mut [Entry], blocks: (u64, u64), tile_rows: u64) -> Params {
+/// The header of the scatter's dispatch, whose every block serves every entry (no
+/// `block_start`); `blocks` is (blocks, steps per block).
+fn by_input(bytes: &ByteRows, entries: &mut [Entry], blocks: (u64, u64)) -> Params {
     entries.iter_mut().for_each(|e| e.block_start = 0);
     Params {
         num_blocks: blocks.0 as u32,
         num_entries: entries.len() as u32,
         steps_per_lane: blocks.1 as u32,
-        tile_rows: tile_rows as u32,
         rows: bytes.rows as u32,
         num_lanes: 0,
         interleaved: 0,
@@ -259,7 +200,7 @@ fn scatter(bytes: &ByteRows, entries: &mut [Entry]) -> Params {
     let input_units = units(bytes.input_bytes());
     let steps = (input_units / (WORKGROUP_SIZE * MIN_SCATTER_BLOCKS)).clamp(1, MAX_SCATTER_STEPS);
     let num_blocks = input_units.div_ceil(steps * WORKGROUP_SIZE);
-    by_input(bytes, entries, (num_blocks, steps), 0)
+    by_input(bytes, entries, (num_blocks, steps))
 }
 
 /// The dispatch grid for `groups` workgroups (blocks): as wide as the device allows, then folded into rows (the
@@ -354,30 +295,35 @@ mod tests {
         );
         let (entry, p) = params_of(&[1000, 3], vec![1, 2], DType::F32);
         assert_eq!((entry, p.steps_per_lane, p.num_blocks), (scatter, 1, 3));
-        // Byte rows take the tiles, long rows the staged lanes.
-        let (entry, _) = params_of(&[4096, 7], vec![3, 4], DType::U8);
-        assert_eq!(entry, EntryPoint::Tiles);
+        // Short byte rows take the runs, long rows the shifted lanes.
+        let plan = ops::variadic_split(
+            &[4096, 7],
+            &IntTensor::scalar(1),
+            &IntTensor::vector(vec![3, 4]),
+        )
+        .unwrap();
+        let d = &dispatches(&plan, DType::U8, 256, GatherMode::Gpu, 4, BIG).unwrap()[0];
+        assert_eq!(
+            (d.program.entry, d.program.lanes_in_runs),
+            (EntryPoint::Rows, true)
+        );
         let (entry, _) = params_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
         assert_eq!(entry, EntryPoint::Rows);
     }
 
     #[test]
-    fn staged_takes_unaligned_long_rows_in_blocks_that_fit_the_stage() {
+    fn unaligned_long_rows_take_the_shifted_lanes() {
         let params_of = |shape: &[usize], lengths, dtype| {
             let (entry, p) = variadic(shape, lengths, dtype, GatherMode::Gpu);
             (entry, p.steps_per_lane)
         };
-        let staged = EntryPoint::Rows;
-        // bytes_odd's rows of 1,365 bytes: 3 units per lane (4 would stage 1,055 vec4s of 944);
-        // rows of 64 bytes at odd offsets: 2 (3 would stage 1,157).
+        // bytes_odd's rows of 1,365 bytes and rows of 64 bytes at odd offsets: main_rows, a
+        // block's steps the largest entry's units over the workgroup, at most 4.
         let p = params_of(&[16384, 4095], vec![1365; 3], DType::U8);
-        assert_eq!(p, (staged, 3));
-        assert_eq!(staged_vec4s(3, 1365), 793);
-        assert_eq!(staged_vec4s(4, 1365), 1055);
-        let p = params_of(&[4096, 193], vec![65, 64, 64], DType::U8);
-        assert_eq!(p, (staged, 2));
-        assert_eq!(staged_vec4s(3, 64), 1157);
-        // Aligned rows keep the lanes (their entry point has no staging).
+        assert_eq!(p, (EntryPoint::Rows, 4));
+        let p = params_of(&[64, 193], vec![65, 64, 64], DType::U8);
+        assert_eq!(p, (EntryPoint::Rows, 2));
+        // Aligned rows keep the vec4 lanes.
         let p = params_of(&[64, 4096], vec![2048, 2048], DType::F32);
         assert_eq!(p, (EntryPoint::RowsVec4, 4));
     }

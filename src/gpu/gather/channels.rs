@@ -71,7 +71,6 @@ pub(super) fn channel_params(c: Channels, entries: &mut [Entry], most: u64) -> P
         num_blocks: lanes.div_ceil(RUNS_WORKGROUP_SIZE) as u32,
         num_entries: entries.len() as u32,
         steps_per_lane: steps as u32,
-        tile_rows: 0,
         rows: 0,
         num_lanes: lanes as u32,
         interleaved: 0,
@@ -117,12 +116,12 @@ mod tests {
         assert_eq!(channels(&[64, 17], vec![1; 17], DType::U8), None);
         assert_eq!(channels(&[64, 8], vec![4; 2], DType::F32), None);
         assert_eq!(channels(&[64, 1, 3], vec![3], DType::U8), None);
-        // A GPU takes the scatter or the tiles.
+        // A GPU takes the channels too for parts of bytes (the scatter for whole words).
         let plan = ops::split(&[64, 3], &IntTensor::scalar(1), 3).unwrap();
         let d = &dispatches(&plan, DType::U8, 16, GatherMode::Gpu, 4, BIG).unwrap()[0];
         assert_eq!(
             (d.program.entry, d.program.channels),
-            (EntryPoint::Tiles, None)
+            (EntryPoint::Rows, Some(of(3, 1).unwrap()))
         );
     }
 

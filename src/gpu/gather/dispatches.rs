@@ -375,31 +375,27 @@ pub(super) mod tests {
                     .unwrap();
             let d = dispatches(&plan, dtype, 256, GatherMode::Gpu, 4, BIG).unwrap();
             let (p, params) = (d[0].program, d[0].params);
-            (
-                (p.entry, p.lanes_in_runs),
-                params.steps_per_lane,
-                params.tile_rows,
-            )
+            ((p.entry, p.lanes_in_runs), params.steps_per_lane)
         };
-        // Aligned rows: lanes, 4 units each; long unaligned rows: staged, 3 units each.
+        // Aligned rows: vec4 lanes, 4 units each; long unaligned rows: shifted lanes, 4 each.
         assert_eq!(
             layout_of(&[512, 4096], vec![2048, 2048], DType::F32),
-            ((EntryPoint::RowsVec4, false), 4, 0)
+            ((EntryPoint::RowsVec4, false), 4)
         );
         assert_eq!(
             layout_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8),
-            ((EntryPoint::Rows, false), 3, 0)
+            ((EntryPoint::Rows, false), 4)
         );
-        // Rows of 4 bytes: scattered by input; u8 rows of 3 and 4 bytes: tiles of 2,153 rows.
+        // Rows of 4 bytes: scattered by input; u8 rows of 3 and 4 bytes, and short rows of 17
+        // outputs (too many for the scatter): runs.
         assert_eq!(
             layout_of(&[4096, 4], vec![1, 1, 1, 1], DType::F32).0,
             (EntryPoint::Scatter, false)
         );
         assert_eq!(
-            layout_of(&[4096, 7], vec![3, 4], DType::U8),
-            ((EntryPoint::Tiles, false), 4, 2153)
+            layout_of(&[4096, 7], vec![3, 4], DType::U8).0,
+            (EntryPoint::Rows, true)
         );
-        // Short rows, but 17 outputs: too many for tiles, so runs.
         assert_eq!(
             layout_of(&[64, 17], vec![1; 17], DType::U8).0,
             (EntryPoint::Rows, true)

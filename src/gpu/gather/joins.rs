@@ -190,7 +190,6 @@ pub fn join_dispatch(
             num_blocks: num_blocks as u32,
             num_entries: segments.len() as u32,
             steps_per_lane: steps as u32,
-            tile_rows: 0,
             rows: 0,
             num_lanes: 0,
             interleaved: 0,

@@ -53,7 +53,7 @@ fn the_table_records_match_the_shader_structs() {
     let records = [
         (
             "Params",
-            fields!(Params; num_blocks, num_entries, steps_per_lane, tile_rows, rows, num_lanes,
+            fields!(Params; num_blocks, num_entries, steps_per_lane, rows, num_lanes,
                 interleaved),
             size_of::<Params>(),
             "HEADER_BYTES",
@@ -162,7 +162,7 @@ fn modes_workgroup_size_and_units_match_the_shader() {
     for (name, value) in [
         ("HEADER_BYTES", HEADER_BYTES),
         ("STAGE_WORDS", STAGE_WORDS),
-        ("MAX_TILE_ENTRIES", MAX_TILE_ENTRIES),
+        ("MAX_SCATTER_ENTRIES", MAX_SCATTER_ENTRIES),
         ("MAX_STAGED_PARTS", MAX_STAGED_PARTS),
     ] {
         assert_eq!(wgsl_u32_constant(&module, name) as u64, value, "{name}");
