@@ -1,15 +1,16 @@
-// ---- The join in runs: main_join on CPU adapters (shaders/split_gather_join.wgsl) ----
+// ---- The join in runs: main_join (shaders/split_gather_join.wgsl) ----
 
-// The join on CPU adapters (LANES_IN_RUNS): each lane a run of
-// `steps_per_lane` units, each segment found in the table.
-// No barrier and no segments kept in workgroup memory: on a CPU adapter, 256 lanes with a
-// barrier cost each dispatch more than the lookups they save (`docs/performance.md`).
+// The join: each lane a run of `steps_per_lane` units, each segment found in the table. No
+// barrier and no segments kept in workgroup memory: on the H200 these runs ran every concat
+// case at least as fast as 256 lanes sharing segments in workgroup memory, and on a CPU
+// adapter such a barrier costs each dispatch more than the lookups it saves
+// (`docs/performance.md`).
 fn join_runs_block(block: u32, lane: u32) {
     let p = read_params();
     if (block >= p.num_blocks) {
         return;
     }
-    let h = join_view(p, read_join_header(), BlockRecord(0u, 0u));
+    let h = Join(read_join_header(), p.num_entries + 1u);
     let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
     let end = min(first + p.steps_per_lane, h.header.units);
     if (first < end) {
@@ -19,7 +20,7 @@ fn join_runs_block(block: u32, lane: u32) {
     }
 }
 
-// The dispatch's units `first .. end` of one lane (CPU adapters), as runs of consecutive
+// The dispatch's units `first .. end` of one lane, as runs of consecutive
 // output units: one run, or one per row of a band.
 fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     var v = first;
@@ -43,7 +44,7 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
     }
 }
 
-// Units `first .. end` of one lane (CPU adapters): runs and the units between them
+// Units `first .. end` of one lane: runs and the units between them
 // (`join_runs_from`) as far as they go, and each unit they leave assembled part by part
 // (`join_unit`). The general unit stays out of the runs' loop: a CPU adapter runs every
 // branch of a loop's body for its whole SIMD group, masked, at every turn.
@@ -79,7 +80,7 @@ fn join_runs_from(h: Join, first: u32, end: u32, bound: u32, k: ptr<function, u3
         let row = b / r;
         let c = b - row * r;
         join_segment(h, c, k, seg);
-        let e = part_of(*seg, c);
+        let e = *seg;
         let seg_end = e.first_byte + e.row_bytes;
         if (*k == 0u || c >= seg_end || u >= bound || b + 16u > h.header.end_byte) {
             return u;
@@ -111,8 +112,8 @@ fn join_runs_from(h: Join, first: u32, end: u32, bound: u32, k: ptr<function, u3
         // The crossing unit's first `n` bytes end the part's row.
         let n = seg_end - cu;
         // The next part: the next segment, or the row's first where this one ends the row.
-        let wraps = *k + 1u >= segment_limit(h);
-        let next = segment(h, select(*k + 1u, 1u, wraps));
+        let wraps = *k + 1u >= h.segments_end;
+        let next = read_segment(select(*k + 1u, 1u, wraps));
         let next_row = select(row, row + 1u, wraps);
         if (next.first_byte != select(seg_end, 0u, wraps) || (wraps && seg_end != r) || next.row_bytes < 16u - n) {
             return u;

@@ -94,8 +94,8 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
 fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     let r = h.header.row_bytes;
     var u = first;
-    if (segment_limit(h) == 2u) {
-        let s = segment(h, 1u);
+    if (h.segments_end == 2u) {
+        let s = read_segment(1u);
         if (s.binding == 0u && s.first_byte == 0u && s.count * s.row_bytes == r) {
             let b = first * 16u;
             let row = b / r;
@@ -249,7 +249,7 @@ fn join_channel_store(w: ptr<function, array<u32, 64>>, g: u32, t: u32) {
 // the binding's last units) go unit by unit (`join_unit`).
 fn join_channels(block: u32, lane: u32) {
     let p = read_params();
-    let h = join_view(p, read_join_header(), BlockRecord(0u, 0u));
+    let h = Join(read_join_header(), p.num_entries + 1u);
     let s = read_segment(1u);
     let groups = (h.header.end_byte / CHANNEL_ROW + 15u) / 16u;
     let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;

@@ -2,60 +2,6 @@
 // over the table, the bindings and the access functions there. WGSL has no include: the host
 // assembles each build from both files and the pieces it adds (`gpu::gather::builds`).
 
-// ---- The stage ----
-
-// The staged join's workgroup memory (`stage`, declared in `shaders/split_gather.wgsl`) by
-// byte position.
-
-// Puts the `i`-th staged vec4 into workgroup memory (past the end: dropped; the host keeps
-// every span inside).
-fn put_staged(i: u32, v: vec4<u32>) {
-    let w = i * 4u;
-    if (w + 3u < STAGE_WORDS) {
-        trace(TRACE_SHARED, w * 4u, 16u);
-        stage[w] = v.x;
-        stage[w + 1u] = v.y;
-        stage[w + 2u] = v.z;
-        stage[w + 3u] = v.w;
-    }
-}
-
-// The word at workgroup byte position `p`.
-fn staged_word(p: u32) -> u32 {
-    let w = p >> 2u;
-    let r = (p & 3u) * 8u;
-    trace(TRACE_SHARED, w * 4u, 4u);
-    if (r == 0u) {
-        return stage[w];
-    }
-    trace(TRACE_SHARED, w * 4u + 4u, 4u);
-    return (stage[w] >> r) | (stage[w + 1u] << (32u - r));
-}
-
-// Staged vec4 `i`: its four words from a 16-byte position, which a GPU reads at once (as
-// `put_staged` writes them), so lanes 16 bytes apart meet no bank twice in a pass.
-fn staged_vec4(i: u32) -> vec4<u32> {
-    let w = i * 4u;
-    trace(TRACE_SHARED, w * 4u, 16u);
-    return vec4<u32>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]);
-}
-
-// The 16 staged bytes from workgroup byte position `p` on: the staged vec4s they span,
-// funnel-shifted (word by word, lanes 16 bytes apart would read each bank four times a pass).
-fn staged16(p: u32) -> vec4<u32> {
-    let lo = staged_vec4(p >> 4u);
-    if ((p & 15u) == 0u) {
-        return lo;
-    }
-    return funnel(lo, staged_vec4((p >> 4u) + 1u), p & 15u);
-}
-
-// The byte at workgroup byte position `p`, in the low 8 bits.
-fn staged_byte(p: u32) -> u32 {
-    trace(TRACE_SHARED, p & ~3u, 4u);
-    return (stage[p >> 2u] >> ((p & 3u) * 8u)) & 0xffu;
-}
-
 // ---- The runs ----
 
 // The runs (`rows_block`, `rows_vec4_block` with LANES_IN_RUNS): the lane's entry, then

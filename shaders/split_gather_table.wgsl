@@ -1,6 +1,6 @@
 // The gather's table: one buffer per dispatch, so a split uploads (or finds in the host's
 // cache) a single small buffer. The header (`Params`), then the program's records: a split's
-// entries, or a concat's header, segments and block records. The shader reads it as words,
+// entries, or a concat's header and segments. The shader reads it as words,
 // each record through a reader of its type (the structs below, in the order of their words),
 // so no field has two meanings; src/gpu/gather/abi.rs is the host's side, checked against
 // this file through naga.
@@ -101,8 +101,7 @@ fn read_entry(i: u32) -> Entry {
 // columns (one buffer's inputs among several) numbers only the band's units: `band_units`
 // per row (0: every unit from `first_unit` on), from the unit of row `r`'s byte
 // `band_first`; those past the row's `band_width` bytes are not written. No unit holds two
-// rows' bands (the host leaves at least 16 bytes between them). `staged` 1: lanes in turn
-// stage each step's source bytes in workgroup memory first (`stage_step`).
+// rows' bands (the host leaves at least 16 bytes between them).
 struct JoinHeader {
     first_unit: u32,
     units: u32,
@@ -111,7 +110,6 @@ struct JoinHeader {
     band_units: u32,
     band_first: u32,
     band_width: u32,
-    staged: u32,
 }
 
 // One segment: `count` parts side by side (equal inputs, such as attention heads, take one
@@ -129,17 +127,9 @@ struct Segment {
     part_step: u32,
 }
 
-// The segments a block keeps at hand: `count` from segment `first` on (none: its lanes
-// search the table).
-struct BlockRecord {
-    first: u32,
-    count: u32,
-}
-
-// Words of the concat's records (a segment's in `stage` too).
-const JOIN_HEADER_WORDS: u32 = 8u;
+// Words of the concat's records.
+const JOIN_HEADER_WORDS: u32 = 7u;
 const SEGMENT_WORDS: u32 = 6u;
-const BLOCK_RECORD_WORDS: u32 = 2u;
 
 // Where the join's header and its segments start in the table, in words.
 const JOIN_HEADER_AT: u32 = HEADER_BYTES / 4u;
@@ -150,7 +140,7 @@ fn read_join_header() -> JoinHeader {
     trace(TRACE_TABLE, 4u * w, 4u * JOIN_HEADER_WORDS);
     return JoinHeader(
         table[w], table[w + 1u], table[w + 2u], table[w + 3u],
-        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u]
+        table[w + 4u], table[w + 5u], table[w + 6u]
     );
 }
 
@@ -169,11 +159,3 @@ fn read_segment_first_byte(k: u32) -> u32 {
     trace(TRACE_TABLE, 4u * segment_at(k), 4u);
     return table[segment_at(k)];
 }
-
-// Block `block`'s record, after the dispatch's `segments` segments.
-fn read_block_record(segments: u32, block: u32) -> BlockRecord {
-    let w = segment_at(segments + 1u) + BLOCK_RECORD_WORDS * block;
-    trace(TRACE_TABLE, 4u * w, 4u * BLOCK_RECORD_WORDS);
-    return BlockRecord(table[w], table[w + 1u]);
-}
-

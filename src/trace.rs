@@ -17,7 +17,7 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped;
 use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 
-use crate::gpu::gather::abi::{binding_bytes, WORKGROUP_SIZE};
+use crate::gpu::gather::abi::binding_bytes;
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
 use crate::gpu::gather::pipeline::{GatherPipeline, Windows};
 use crate::gpu::gather::{grid, table_room, view_dispatches, view_entries};
@@ -185,16 +185,23 @@ fn trace_dispatches(
             contents: &d.table_bytes(),
             usage,
         });
-        let records = run_traced(gpu, d.params.num_blocks, sampling, |encoder, trace| {
-            pollster::block_on(pipeline.with_trace(trace).record(
-                device,
-                encoder,
-                std::slice::from_ref::<Dispatch>(d),
-                std::slice::from_ref(&table),
-                Windows::Region(&BufferRegion::from(&input)),
-                Windows::Region(&BufferRegion::from(&output)),
-            ))
-        })?;
+        let lanes = d.program.workgroup_size() as u32;
+        let records = run_traced(
+            gpu,
+            d.params.num_blocks,
+            lanes,
+            sampling,
+            |encoder, trace| {
+                pollster::block_on(pipeline.with_trace(trace).record(
+                    device,
+                    encoder,
+                    std::slice::from_ref::<Dispatch>(d),
+                    std::slice::from_ref(&table),
+                    Windows::Region(&BufferRegion::from(&input)),
+                    Windows::Region(&BufferRegion::from(&output)),
+                ))
+            },
+        )?;
         accesses.extend(records.into_iter().map(|mut a| {
             a.workgroup += i as u32 * sampling.workgroups;
             a
@@ -265,7 +272,7 @@ pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> R
     })?;
     let groups = (size / 16).div_ceil(256);
     let (x, y) = grid(&gpu.limits, groups)?;
-    run_traced(gpu, groups as u32, sampling, |encoder, trace| {
+    run_traced(gpu, groups as u32, 256, sampling, |encoder, trace| {
         scoped(device, "recording the traced copy kernel", || {
             let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("traced copy kernel"),
@@ -293,16 +300,17 @@ pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> R
     })
 }
 
-/// Runs what `record` records for a dispatch of `blocks` workgroups with a fresh trace buffer,
+/// Runs what `record` records for a dispatch of `blocks` workgroups of `lanes` lanes with a
+/// fresh trace buffer (room for the sampled workgroups' lanes),
 /// and reads the records back.
 fn run_traced(
     gpu: &GpuSplitter,
     blocks: u32,
+    lanes: u32,
     sampling: Sampling,
     record: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer) -> Result<()>,
 ) -> Result<Vec<Access>> {
     let device = gpu.device();
-    let lanes = WORKGROUP_SIZE as u32;
     let stride = blocks.div_ceil(sampling.workgroups.max(1)).max(1);
     // Workgroups stride, 2 * stride, ... record: no more than the dispatch has.
     let slots = blocks.div_ceil(stride).max(1);

@@ -3,8 +3,7 @@
 
 use super::input::PlannerInput;
 use crate::gpu::gather::abi::{
-    BlockRecord, EntryPoint, JoinHeader, JoinTable, Segment, Table, MAX_STAGED_PARTS,
-    RUNS_WORKGROUP_SIZE, STAGE_WORDS, WORKGROUP_SIZE,
+    EntryPoint, JoinHeader, JoinTable, Segment, Table, RUNS_WORKGROUP_SIZE,
 };
 use crate::gpu::gather::dispatches::GatherTuning;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
@@ -13,8 +12,7 @@ use crate::plan::bytes::ByteRows;
 
 /// A concat's dispatch of all its parts, and of some of them (one buffer's inputs among
 /// several: every other part, the first, the last), numbers every unit holding their bytes
-/// exactly once; its segments lie inside their rows and their source window; and each block
-/// keeps the segments of every column it writes.
+/// exactly once, and its segments lie inside their rows and their source window.
 pub(super) fn check_join(
     input: &PlannerInput,
     bytes: &ByteRows,
@@ -46,7 +44,6 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     let Table::Join(JoinTable {
         header: h,
         segments,
-        blocks: records,
     }) = &d.table
     else {
         return check_aligned_rows(input, bytes, parts, d);
@@ -58,16 +55,9 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     for ((_, _, src), part) in expanded.iter().zip(parts) {
         assert_eq!(*src, part.src, "{input:?}");
     }
-    if h.staged != 0 {
-        check_staged(input, h, &expanded, records, d);
-    }
-    // Records of the blocks that keep segments: those of the GPU walk, whose lanes take units
-    // in turn.
-    let (lanes, blocks_kept) = match d.program.lanes_in_runs {
-        false => (WORKGROUP_SIZE, p.num_blocks),
-        true => (RUNS_WORKGROUP_SIZE, 0),
-    };
-    assert_eq!(records.len(), blocks_kept as usize, "{input:?}");
+    // The runs, on every device.
+    assert!(d.program.lanes_in_runs, "{input:?}");
+    let lanes = RUNS_WORKGROUP_SIZE;
     if segments.is_empty() {
         return;
     }
@@ -111,42 +101,6 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
                 last - first + 1,
                 "{input:?}: row {row} not all numbered"
             );
-        }
-    }
-    // Each block keeps the segments of every column it writes: each byte's column lies in a
-    // kept segment, in the gap after the last kept one (which the next segment, if any,
-    // starts after), or before segment 1 where that is kept first.
-    for (block, r) in records.iter().enumerate() {
-        let (first, count) = (r.first as usize, r.count as usize);
-        if count == 0 {
-            continue;
-        }
-        let kept = &segments[first - 1..first - 1 + count];
-        let next = segments.get(first - 1 + count).map(|e| e.first_byte as u64);
-        let from = block as u64 * block_units;
-        let to = ((block as u64 + 1) * block_units).min(numbered);
-        for (first_byte, last) in (from..to).filter_map(|v| unit_bytes(h, bytes, v)) {
-            // The first and last byte the unit may write, and the row's ends where they lie
-            // in two rows: the rules hold for every column between.
-            let mut ends = vec![first_byte, last];
-            if first_byte / bytes.stride != last / bytes.stride {
-                let row_end = last / bytes.stride * bytes.stride;
-                ends.extend([row_end - 1, row_end]);
-            }
-            for b in ends {
-                let c = b % bytes.stride;
-                let before_first = c < kept[0].first_byte as u64;
-                assert!(
-                    !before_first || first == 1,
-                    "{input:?} block {block} byte {b}"
-                );
-                if !before_first {
-                    assert!(
-                        next.is_none_or(|n| c < n),
-                        "{input:?} block {block} byte {b}"
-                    );
-                }
-            }
         }
     }
 }
@@ -249,44 +203,6 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
     }
 }
 
-/// A staged join (`stage_step`): the GPU walk without a band, at most [`MAX_STAGED_PARTS`]
-/// parts, every block keeping its segments, and each step's source vec4s within the stage
-/// after its segments, part numbers and offsets.
-fn check_staged(
-    input: &PlannerInput,
-    h: &JoinHeader,
-    parts: &[(u64, u64, u64)],
-    records: &[BlockRecord],
-    d: &Dispatch,
-) {
-    assert!(!d.program.lanes_in_runs && h.band_units == 0, "{input:?}");
-    assert!(parts.len() as u64 <= MAX_STAGED_PARTS, "{input:?}");
-    assert!(records.iter().all(|r| r.count > 0), "{input:?}");
-    // Words before the data: six a segment, and a part number and an offset a part.
-    let room = (STAGE_WORDS - (6 + 2) * MAX_STAGED_PARTS) / 4;
-    let (r, end) = (h.row_bytes as u64, h.end_byte as u64);
-    for v0 in (0..h.units as u64).step_by(WORKGROUP_SIZE as usize) {
-        let b0 = (h.first_unit as u64 + v0) * 16;
-        let b1 = ((h.first_unit as u64 + (v0 + WORKGROUP_SIZE).min(h.units as u64)) * 16).min(end);
-        // As the shader counts them: each part's source vec4s for its bytes in b0 .. b1.
-        let staged: u64 = parts
-            .iter()
-            .map(|&(first, w, src)| {
-                let ra = (b0 + r - first - w) / r;
-                let a = b0.max(ra * r + first);
-                if a >= b1 {
-                    return 0;
-                }
-                let rz = (b1 - 1 - first) / r;
-                let s0 = src + ra * w + (a - ra * r - first);
-                let s1 = src + rz * w + (b1.min(rz * r + first + w) - rz * r - first);
-                s1.div_ceil(16) - s0 / 16
-            })
-            .sum();
-        assert!(staged <= room, "{input:?}: {staged} vec4s at unit {v0}");
-    }
-}
-
 /// A concat's dispatch through the split's rows: only where every part is aligned and read
 /// through binding 0, in `main_rows_vec4`, its entries' rows a row of the output apart in the
 /// destination, writing the parts' bytes in all (which bytes: [`run_aligned_rows`]).
@@ -339,20 +255,6 @@ fn expand(segments: &[Segment]) -> Vec<(u64, u64, u64)> {
             })
         })
         .collect()
-}
-
-/// The first and last output byte that the dispatch's unit `v` may write: its bytes, or in a
-/// band those in its row's band (the unit's other bytes lie in the gaps between rows' bands,
-/// which no part of the dispatch covers). None where `v` lies past its row's band.
-fn unit_bytes(h: &JoinHeader, bytes: &ByteRows, v: u64) -> Option<(u64, u64)> {
-    let u = numbered_unit(h, bytes.stride, v)?;
-    let (mut first, mut end) = (u * 16, (u * 16 + 16).min(bytes.input_bytes()));
-    if h.band_units != 0 {
-        let start = v / h.band_units as u64 * bytes.stride + h.band_first as u64;
-        first = first.max(start);
-        end = end.min(start + h.band_width as u64);
-    }
-    Some((first, end - 1))
 }
 
 /// The output unit of a join dispatch's numbered unit `v`, as its header `h` says (the

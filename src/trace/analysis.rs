@@ -20,7 +20,7 @@ pub enum Kind {
     Load = 1,
     /// The output.
     Store = 2,
-    /// Workgroup memory (the staged bytes), by byte position.
+    /// Workgroup memory, by byte position (no schedule of the gather stages there now).
     Shared = 3,
 }
 

@@ -33,16 +33,8 @@ pub const WORKGROUP_SIZE: u64 = 256;
 /// adapter's threads, while each lane writes a long run.
 pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 
-/// Words of workgroup memory the staged join keeps segments and source words in
-/// (`STAGE_WORDS`).
-pub const STAGE_WORDS: u64 = 3776;
-
 /// Entries a scatter dispatch may have (`MAX_SCATTER_ENTRIES`).
 pub const MAX_SCATTER_ENTRIES: u64 = 16;
-
-/// Parts a concat's staged join may have (`MAX_STAGED_PARTS`): a block keeps their number
-/// and offset in `stage`.
-pub const MAX_STAGED_PARTS: u64 = 128;
 
 /// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding (an output's last
 /// unit may be partial). Outputs start on multiples of it, so no two invocations write the
@@ -76,8 +68,8 @@ pub struct Params {
 /// shader).
 pub const HEADER_BYTES: u64 = std::mem::size_of::<Params>() as u64;
 
-/// A dispatch's table after its [`Params`]: a split's entries, or a concat's header,
-/// segments and block records. The shader reads it as words, each record through a reader of
+/// A dispatch's table after its [`Params`]: a split's entries, or a concat's header and
+/// segments. The shader reads it as words, each record through a reader of
 /// its type, so every field has one meaning.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Table {
@@ -96,20 +88,18 @@ impl Table {
             Table::Join(j) => {
                 let mut bytes = bytemuck::bytes_of(&j.header).to_vec();
                 bytes.extend_from_slice(bytemuck::cast_slice(&j.segments));
-                bytes.extend_from_slice(bytemuck::cast_slice(&j.blocks));
                 bytes
             }
         }
     }
 }
 
-/// A concat's table: its header, its segments in column order (`Params::num_entries` of
-/// them), then, where lanes take units in turn (GPUs), one record per block.
+/// A concat's table: its header, then its segments in column order (`Params::num_entries`
+/// of them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JoinTable {
     pub header: JoinHeader,
     pub segments: Vec<Segment>,
-    pub blocks: Vec<BlockRecord>,
 }
 
 /// A concat's header (`JoinHeader` in the shader): the units it writes, and the band of
@@ -131,8 +121,6 @@ pub struct JoinHeader {
     pub band_first: u32,
     /// The band's bytes per row.
     pub band_width: u32,
-    /// 1: lanes in turn stage each step's source bytes in workgroup memory first.
-    pub staged: u32,
 }
 
 /// One segment of a concat (`Segment` in the shader): `count` parts side by side in the
@@ -153,17 +141,6 @@ pub struct Segment {
     pub count: u32,
     /// Source bytes from one part to the next.
     pub part_step: u32,
-}
-
-/// The segments a concat's block keeps at hand (`BlockRecord` in the shader).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct BlockRecord {
-    /// Its first segment, numbered from 1 in column order (the shader's walk keeps 0 for
-    /// "no segment yet").
-    pub first: u32,
-    /// Segments kept (0: none, the lanes search the table).
-    pub count: u32,
 }
 
 /// The shader's entry points, each stamped from one body ([`super::builds`]). Aligned rows
@@ -215,7 +192,7 @@ impl EntryPoint {
     }
 
     /// The workgroup variables its schedules use, and the only ones it may reach: the block's
-    /// header (`wg_block`), the entries at hand (`scatter_entries`), the concat's header (`wg_join`) and segments at hand (in `stage`).
+    /// header (`wg_block`) and the entries at hand (`scatter_entries`); the join none.
     /// A GPU reserves an entry point's workgroup memory whether or not a dispatch touches it;
     /// the runs pipelines touch none (their branch reaches none: a test checks `runs`).
     #[cfg(test)]
@@ -223,7 +200,7 @@ impl EntryPoint {
         match self {
             EntryPoint::RowsVec4 => &["wg_block"],
             EntryPoint::Rows => &["wg_block"],
-            EntryPoint::Join => &["stage", "wg_join"],
+            EntryPoint::Join => &[],
             EntryPoint::Scatter => &["wg_block", "scatter_entries"],
         }
     }
@@ -341,7 +318,7 @@ pub enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Entry {
     /// The rows: this entry's first lane (lanes in runs) or first block (lanes in turn).
-    /// The tiles, the scatter: unused.
+    /// The scatter: unused.
     pub block_start: u32,
     /// First unit of this entry in the output window.
     pub dst_unit: u32,

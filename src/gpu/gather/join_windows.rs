@@ -295,9 +295,13 @@ mod tests {
                     assert_eq!(x.src_offset % 256, 0);
                     assert_eq!(x.dst_offset, r0 * bytes.stride);
                     assert_eq!(x.dst_size, rows * bytes.stride);
-                    // The segments of the group, in their columns.
-                    let j = x.join().expect("a join's table");
-                    let columns: Vec<u32> = j.segments.iter().map(|e| e.first_byte).collect();
+                    // The group's parts, in their columns: aligned, they take the split's
+                    // rows, an entry each.
+                    let columns: Vec<u32> = x
+                        .entries()
+                        .iter()
+                        .map(|e| (16 * e.dst_unit as u64 % bytes.stride) as u32)
+                        .collect();
                     let expected = if groups == 1 {
                         vec![0, 400]
                     } else {

@@ -4,43 +4,25 @@
 //! The destination is the concat's output, `rows` rows of `stride` bytes (the plan's
 //! [`ByteRows`], whose "input" is the concat's output); each part (a concat input) is a
 //! column band of those rows, a segment, and its rows lie back to back in the source. The
-//! table ([`JoinTable`]) holds the dispatch's [`JoinHeader`], its [`Segment`]s in column
-//! order, then (the GPU walk, lanes in turn) one [`BlockRecord`] per block (workgroup): the
-//! segments its columns touch, which its lanes keep at hand in workgroup memory, so a block
-//! reads each once. The CPU walk (lanes in runs) has no records: its lanes search the table.
+//! table ([`JoinTable`]) holds the dispatch's [`JoinHeader`] and its [`Segment`]s in column
+//! order; each lane takes a run of output units and searches the table for their segments,
+//! on every device. Parts aligned to 16 bytes in one binding take the split's rows instead
+//! ([`aligned_rows`]): a direct map from a block to its part.
 //!
 //! A dispatch whose parts are a narrow band of the output's columns ([`Band`]) numbers only
 //! that band's units, row by row, not every unit from its first part's first byte on.
 
 use super::abi::{
-    binding_bytes, BlockRecord, Entry, EntryPoint, JoinHeader, JoinTable, Mode, Params, ProgramKey,
-    Segment, Table, MAX_STAGED_PARTS, RUNS_WORKGROUP_SIZE, STAGE_WORDS, UNIT_BYTES, WORKGROUP_SIZE,
+    binding_bytes, Entry, EntryPoint, JoinHeader, JoinTable, Mode, Params, ProgramKey, Segment,
+    Table, RUNS_WORKGROUP_SIZE, UNIT_BYTES,
 };
 use super::blocks::{split_table, GatherTuning};
 use super::channels::{channel_runs, join_channels_of};
 use super::dispatches::Dispatch;
-use super::modes::GatherMode;
 use super::runs::{max_steps, run_units};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
-
-/// Segments a block keeps at hand, at most: one per lane, so one step loads them, six words
-/// each in the shader's `stage` (`SEGMENT_WORDS`). A block whose columns touch more searches
-/// the table.
-const MAX_KEPT_SEGMENTS: u64 = WORKGROUP_SIZE;
-const _: () = assert!(6 * MAX_KEPT_SEGMENTS <= STAGE_WORDS);
-
-// A staged join's `stage`: its segments, their first part numbers and the parts' offsets,
-// then a step's source bytes, at most one vec4 per unit and two more per part.
-const _: () = assert!(
-    (6 + 2) * MAX_STAGED_PARTS + 4 * (WORKGROUP_SIZE + 2 * MAX_STAGED_PARTS) <= STAGE_WORDS
-);
-
-/// Parts narrower than this (or unaligned ones) take the staged join on GPUs: a lane's unit
-/// then takes bytes of several parts, or shifts them, and two loads of its own for each would
-/// touch more lines than a copy.
-const STAGED_BELOW: u64 = 64;
 
 /// One part a dispatch writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,31 +101,23 @@ pub fn join_dispatch(
     let band = Band::of(bytes, first, end - (bytes.rows - 1) * bytes.stride)
         .filter(|b| b.units(bytes) < flat_units);
     let units = band.map_or(flat_units, |b| b.units(bytes));
-    let in_turn = tuning.mode == GatherMode::Gpu;
-    let staged = in_turn && band.is_none() && stages(bytes, parts);
-    // CPU adapters: 64-lane workgroups without a barrier (`join_runs_block`), each lane a run
-    // of units, spread as a split's runs are. GPUs: 256 lanes that take units in turn and
-    // share the block's segments.
-    let turns = unit_turns(bytes, parts, tuning.mode, staged);
-    let longest = max_steps(tuning.max_steps_per_lane, turns);
-    let segments = segments(bytes, parts, in_turn || bytes.stride <= UNIT_BYTES);
-    // CPU adapters: equal short parts over the whole output from one binding are channels,
-    // whose lanes take groups of rows (`channel_runs`).
-    let whole = !in_turn && band.is_none() && first_unit == 0 && windows.len() == 1;
+    // 64-lane workgroups without a barrier (`join_runs_block`), each lane a run of units,
+    // spread as a split's runs are, on every device: on the H200 the runs ran every concat
+    // case at least as fast as 256 lanes taking units in turn (`concat_rgb` 5 times as fast).
+    let longest = max_steps(tuning.max_steps_per_lane, unit_turns(bytes, parts));
+    let segments = segments(bytes, parts);
+    // Equal short parts over the whole output from one binding are channels, whose lanes
+    // take groups of rows (`channel_runs`).
+    let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
     let channels = join_channels_of(bytes.stride, &segments).filter(|_| whole);
     // A lane's steps (units, or the channels' groups of rows), and the lanes that take them.
-    let unit_runs = |steps: u64| (steps, units.div_ceil(steps));
     let (steps, runs) = match channels {
         Some(_) => channel_runs(bytes.rows, tuning.max_steps_per_lane),
-        None if in_turn => unit_runs(units.div_ceil(WORKGROUP_SIZE).clamp(1, longest)),
-        None => unit_runs(run_units(units, longest)),
+        None => {
+            let steps = run_units(units, longest);
+            (steps, units.div_ceil(steps))
+        }
     };
-    let lanes = if in_turn {
-        WORKGROUP_SIZE
-    } else {
-        RUNS_WORKGROUP_SIZE
-    };
-    let num_blocks = runs.div_ceil(lanes);
     let header = JoinHeader {
         first_unit: first_unit as u32,
         units: units as u32,
@@ -152,34 +126,11 @@ pub fn join_dispatch(
         band_units: band.map_or(0, |b| b.units_per_row) as u32,
         band_first: band.map_or(0, |b| b.first) as u32,
         band_width: band.map_or(0, |b| b.width) as u32,
-        staged: staged.into(),
     };
-    let columns: Vec<u64> = segments.iter().map(|e| e.first_byte as u64).collect();
-    // Only the GPU walk keeps segments at hand: its blocks' records.
-    let blocks = (0..if in_turn { num_blocks } else { 0 })
-        .map(|block| {
-            // The block's bytes of the output, `from .. to`: its first unit's first byte to its
-            // last unit's end (in a band, within their rows' bands).
-            let v0 = block * steps * lanes;
-            let v1 = ((block + 1) * steps * lanes).min(units);
-            let (from, to) = match band {
-                None => (
-                    (first_unit + v0) * UNIT_BYTES,
-                    ((first_unit + v1) * UNIT_BYTES).min(output),
-                ),
-                Some(b) => (b.from(bytes.stride, v0), b.to(bytes.stride, v1 - 1)),
-            };
-            let (first, count) = kept_segments(&columns, bytes.stride, from, to);
-            BlockRecord {
-                first: first as u32,
-                count: count as u32,
-            }
-        })
-        .collect();
     Ok(Dispatch {
         program: ProgramKey {
             entry: EntryPoint::Join,
-            lanes_in_runs: !in_turn,
+            lanes_in_runs: true,
             channels,
         },
         src_offset: 0,
@@ -187,30 +138,25 @@ pub fn join_dispatch(
         dst_offset: 0,
         dst_size: binding_bytes(output),
         params: Params {
-            num_blocks: num_blocks as u32,
+            num_blocks: runs.div_ceil(RUNS_WORKGROUP_SIZE) as u32,
             num_entries: segments.len() as u32,
             steps_per_lane: steps as u32,
             rows: 0,
             num_lanes: 0,
             interleaved: 0,
         },
-        table: Table::Join(JoinTable {
-            header,
-            segments,
-            blocks,
-        }),
+        table: Table::Join(JoinTable { header, segments }),
     })
 }
 
-/// The dispatch of `parts` on CPU adapters where every one is aligned to 16 bytes (its rows,
-/// columns and source offset) and read through one binding: the split's runs of aligned rows
-/// (`main_rows_vec4`), one entry per part (or run of one-row parts back to back in both
-/// buffers) whose rows lie back to back in the source and `bytes.stride` apart in the output,
-/// so each unit is one vec4 copied, as a split's aligned rows are (`concat_heads64` at about
-/// the copy kernel's rate, where the join's runs, which look up each part's segment, reached
-/// 0.7). None for other parts, and on GPUs, which take the join: there a block of the join
-/// reads the segments of 16 KiB of output rows once, where a block of the split's lanes reads
-/// the table for each part's 4 KiB (small parts, such as heads of short sequences).
+/// The dispatch of `parts` where every one is aligned to 16 bytes (its rows, columns and
+/// source offset) and read through one binding: the split's aligned rows (`main_rows_vec4`:
+/// the lanes on GPUs, the runs on CPU adapters), one entry per part (or run of one-row parts
+/// back to back in both buffers) whose rows lie back to back in the source and `bytes.stride`
+/// apart in the output, so each unit is one vec4 copied, as a split's aligned rows are (the
+/// H200's splits of aligned rows at 0.94 to 0.99 of the copy kernel, its join at 0.51 to 0.65;
+/// `concat_heads64` on CPU adapters at about the copy kernel's rate, where the join's runs
+/// reached 0.7). None for other parts.
 fn aligned_rows(
     bytes: &ByteRows,
     parts: &[JoinPart],
@@ -218,8 +164,7 @@ fn aligned_rows(
     tuning: GatherTuning,
 ) -> Option<Dispatch> {
     let aligned = |p: &JoinPart| p.binding == 0 && part_mode(bytes, p) == Mode::Vec4;
-    let runs = tuning.mode == GatherMode::Cpu;
-    if !runs || windows.len() != 1 || parts.is_empty() || !parts.iter().all(aligned) {
+    if windows.len() != 1 || parts.is_empty() || !parts.iter().all(aligned) {
         return None;
     }
     let mut entries: Vec<Entry> = Vec::with_capacity(parts.len());
@@ -265,29 +210,19 @@ fn aligned_rows(
     })
 }
 
-/// Whether the GPU walk stages the source bytes of `parts` (`stage_step`): at most
-/// [`MAX_STAGED_PARTS`] of them, one narrower than [`STAGED_BELOW`] or not aligned to 16 bytes.
-fn stages(bytes: &ByteRows, parts: &[JoinPart]) -> bool {
-    parts.len() as u64 <= MAX_STAGED_PARTS
-        && parts.iter().any(|p| {
-            bytes.outputs[p.position].row_bytes < STAGED_BELOW || part_mode(bytes, p) != Mode::Vec4
-        })
-}
-
 /// How part `p`'s bytes align: its columns, rows and source offset, in rows of `bytes`.
 fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
     let o = &bytes.outputs[p.position];
     Mode::of(o.offset | o.row_bytes | p.src | bytes.stride)
 }
 
-/// Loop turns one unit of a concat of `parts` may take in `mode`, on average over a lane's
-/// steps (see `blocks::max_steps`). A unit assembled part by part (`join_unit`) visits up to
-/// 16 / w + 4 parts of at least w bytes, moves at most 16 runs of bytes, searches for its
-/// first part twice (up to log2(segments) + 2 turns each), then stores its words. Lanes in
-/// turn assemble every unit so, after staging the step's bytes where `staged` (up to three
-/// turns a part); lanes in runs only those that cross a part's end, at most one in w / 32,
-/// and move the others in one turn each.
-fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode, staged: bool) -> u64 {
+/// Loop turns one unit of a concat of `parts` may take, on average over a lane's steps (see
+/// `blocks::max_steps`). A unit assembled part by part (`join_unit`) visits up to 16 / w + 4
+/// parts of at least w bytes, moves at most 16 runs of bytes, searches for its first part twice
+/// (up to log2(segments) + 2 turns each), then stores its words; a lane assembles only the
+/// units that cross a part's end, at most one in w / 32, and moves the others in one turn
+/// each.
+fn unit_turns(bytes: &ByteRows, parts: &[JoinPart]) -> u64 {
     let narrowest = parts
         .iter()
         .map(|p| bytes.outputs[p.position].row_bytes)
@@ -297,26 +232,18 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], mode: GatherMode, staged: bo
     let search = 2 + u64::from(usize::BITS - parts.len().leading_zeros());
     let visits = (UNIT_BYTES / narrowest + 4).min(parts.len() as u64 + 2);
     let assembled = visits + UNIT_BYTES + 2 * search + 6;
-    let staging = if staged {
-        3 * parts.len() as u64 + 4
-    } else {
-        0
-    };
-    match mode {
-        GatherMode::Cpu => 2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES),
-        GatherMode::Gpu => 1 + assembled + staging,
-    }
+    2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES)
 }
 
-/// The segments of `parts` (in column order), one per run of parts that lie side by side in
-/// the output's rows, with equal rows, in one binding, each the same number of bytes after
-/// the one before in the source (equal inputs packed in one buffer, such as attention heads):
-/// the shader finds a column's part in its segment by division, so such a concat reads one
-/// segment per block, however many parts it has. Only where lanes take units in turn
-/// (`merge`, GPUs), or where output rows are at most a unit long, whose every unit walks its
-/// segments' parts in turn with no division: elsewhere on CPU adapters the division cost more
-/// than the table reads it saves (`docs/performance.md`), and their pipelines fold it away.
-fn segments(bytes: &ByteRows, parts: &[JoinPart], merge: bool) -> Vec<Segment> {
+/// The segments of `parts` (in column order): one per part, but where output rows are at most
+/// a unit long, one per run of parts that lie side by side in the output's rows, with equal
+/// rows, in one binding, each the same number of bytes after the one before in the source
+/// (equal inputs packed in one buffer, such as RGB planes), whose every unit walks its
+/// segments' parts in turn with no division (`join_narrow`). Elsewhere finding a column's
+/// part by division cost the runs more than the table reads it saves
+/// (`docs/performance.md`).
+fn segments(bytes: &ByteRows, parts: &[JoinPart]) -> Vec<Segment> {
+    let merge = bytes.stride <= UNIT_BYTES;
     let mut segments: Vec<Segment> = Vec::with_capacity(parts.len());
     let mut last: Option<&JoinPart> = None;
     for p in parts {
@@ -393,6 +320,7 @@ impl Band {
 
     /// The output unit of the dispatch's unit `v`, whether or not it lies in the band, and
     /// the band's first and end byte in its row.
+    #[cfg(any(test, feature = "fuzzing"))]
     fn place(&self, stride: u64, v: u64) -> (u64, u64, u64) {
         let start = (v / self.units_per_row) * stride + self.first;
         let u = start / UNIT_BYTES + v % self.units_per_row;
@@ -406,42 +334,6 @@ impl Band {
         let (u, _, end) = self.place(stride, v);
         (u * UNIT_BYTES < end).then_some(u)
     }
-
-    /// The first output byte at or after the dispatch's unit `v` within the band.
-    fn from(&self, stride: u64, v: u64) -> u64 {
-        let (u, start, _) = self.place(stride, v);
-        (u * UNIT_BYTES).max(start)
-    }
-
-    /// The end of the dispatch's unit `v` within the band.
-    fn to(&self, stride: u64, v: u64) -> u64 {
-        let (u, _, end) = self.place(stride, v);
-        ((u + 1) * UNIT_BYTES).min(end)
-    }
-}
-
-/// The segments a block writing output bytes `from .. to` keeps at hand, as (first, count) in
-/// table entries (segment `i` of `columns`, its first columns, is entry `i + 1`): the segments
-/// from the one at or before its first column to the one at or before its last, or all of
-/// them where its bytes cross a row's end. Every column the block writes then lies in a kept
-/// segment, after the last one, or before the first one where that is segment 1: its lanes
-/// need look at no other. (0, 0) where that is more than [`MAX_KEPT_SEGMENTS`] or nothing.
-fn kept_segments(columns: &[u64], stride: u64, from: u64, to: u64) -> (u64, u64) {
-    if columns.is_empty() || to <= from {
-        return (0, 0);
-    }
-    let (first, count) = if from / stride == (to - 1) / stride {
-        // Entry of the last segment at or before column `c`, at least 1.
-        let at = |c: u64| (columns.partition_point(|&s| s <= c) as u64).max(1);
-        let first = at(from % stride);
-        (first, at((to - 1) % stride) - first + 1)
-    } else {
-        (1, columns.len() as u64)
-    };
-    if count > MAX_KEPT_SEGMENTS {
-        return (0, 0);
-    }
-    (first, count)
 }
 
 #[cfg(test)]

@@ -9,11 +9,11 @@
 pub enum GatherMode {
     /// CPU adapters: each lane writes a run of consecutive units (the runs).
     Cpu,
-    /// GPUs: consecutive lanes write consecutive units. Aligned rows load one vec4 per unit
-    /// (the lanes), unaligned rows are staged in workgroup memory once per block;
-    /// short rows of whole words are gathered by input (the scatter), other short
-    /// rows staged in tiles (the tiles). Chosen by the traced memory figures
-    /// (`docs/performance.md`).
+    /// GPUs: consecutive lanes write consecutive units of a split's rows of 64 bytes or more
+    /// (the lanes: one vec4 a unit where rows are aligned, funnel-shifted from two where they
+    /// are not), and short rows of whole words are gathered by input (the scatter); other
+    /// short rows and a concat's unaligned parts take the runs, at `max_steps_per_lane` units
+    /// a lane. Chosen by the H200's figures (`docs/performance.md`).
     Gpu,
 }
 

@@ -68,7 +68,7 @@ fn the_table_records_match_the_shader_structs() {
         (
             "JoinHeader",
             fields!(JoinHeader; first_unit, units, row_bytes, end_byte, band_units, band_first,
-                band_width, staged),
+                band_width),
             size_of::<JoinHeader>(),
             "JOIN_HEADER_WORDS",
         ),
@@ -77,12 +77,6 @@ fn the_table_records_match_the_shader_structs() {
             fields!(Segment; first_byte, row_bytes, src_offset, binding, count, part_step),
             size_of::<Segment>(),
             "SEGMENT_WORDS",
-        ),
-        (
-            "BlockRecord",
-            fields!(BlockRecord; first, count),
-            size_of::<BlockRecord>(),
-            "BLOCK_RECORD_WORDS",
         ),
     ];
     for (name, rust, size, constant) in records {
@@ -161,9 +155,7 @@ fn modes_workgroup_size_and_units_match_the_shader() {
     }
     for (name, value) in [
         ("HEADER_BYTES", HEADER_BYTES),
-        ("STAGE_WORDS", STAGE_WORDS),
         ("MAX_SCATTER_ENTRIES", MAX_SCATTER_ENTRIES),
-        ("MAX_STAGED_PARTS", MAX_STAGED_PARTS),
     ] {
         assert_eq!(wgsl_u32_constant(&module, name) as u64, value, "{name}");
     }

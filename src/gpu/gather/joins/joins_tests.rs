@@ -1,4 +1,4 @@
-//! The concat's dispatch: its header, segments and block records.
+//! The concat's dispatch: its header and segments.
 
 use super::*;
 use crate::gpu::splitter::gather_defaults;
@@ -56,9 +56,10 @@ fn segments_follow_the_columns_and_the_header_the_output() {
         .collect();
     assert_eq!(cols, vec![(0, 24, 0), (24, 8, 48)]);
     assert_eq!((d.params.num_blocks, d.params.num_entries), (1, 2));
-    assert_eq!(d.program.entry, EntryPoint::Join);
-    // The one block crosses a row's end: it keeps both segments.
-    assert_eq!(j.blocks, [BlockRecord { first: 1, count: 2 }]);
+    assert_eq!(
+        (d.program.entry, d.program.lanes_in_runs),
+        (EntryPoint::Join, true)
+    );
     // One part alone (columns 24 .. 32): the unit of its band in each row, 2 rather than
     // the 3 from its first byte's to its last byte's.
     let d = join_dispatch(&bytes, &parts[1..], &[16], gpu(), 1 << 27).unwrap();
@@ -67,25 +68,6 @@ fn segments_follow_the_columns_and_the_header_the_output() {
         (h.units, h.band_units, h.band_first, h.band_width),
         (2, 1, 24, 8)
     );
-}
-
-#[test]
-fn blocks_keep_the_segments_their_columns_touch() {
-    // Segments at columns 0, 100 and 200 of rows of 300 bytes (a gap at 150 .. 200).
-    let columns = [0, 100, 200];
-    let kept = |from, to| kept_segments(&columns, 300, from, to);
-    assert_eq!(kept(0, 16), (1, 1));
-    assert_eq!(kept(96, 112), (1, 2));
-    assert_eq!(kept(160, 176), (2, 1), "in the gap after segment 2");
-    assert_eq!(kept(192, 208), (2, 2));
-    assert_eq!(kept(288, 304), (1, 3), "across a row's end: all of them");
-    assert_eq!(kept(0, 0), (0, 0));
-    // Before the first segment: segment 1 is kept, for the gap's end.
-    assert_eq!(kept_segments(&[64], 128, 0, 16), (1, 1));
-    // More than a block keeps: none, the lanes search the table.
-    let many: Vec<u64> = (0..1000).map(|i| 4 * i).collect();
-    assert_eq!(kept_segments(&many, 4000, 0, 1024), (1, 256));
-    assert_eq!(kept_segments(&many, 4000, 0, 1028), (0, 0));
 }
 
 #[test]
@@ -141,15 +123,21 @@ fn an_output_past_one_binding_is_refused() {
 
 #[test]
 fn aligned_parts_take_the_splits_rows() {
-    // heads64 read back on a CPU adapter: 64 f32 inputs [512, 64], packed one after another,
-    // into [512, 4096]: rows of whole units, so one entry per part, its rows 16 KiB apart in
-    // the output. (A GPU takes the join: `equal_parts_side_by_side_take_one_segment`.)
+    // heads64 read back: 64 f32 inputs [512, 64], packed one after another, into [512, 4096]:
+    // rows of whole units, so one entry per part, its rows 16 KiB apart in the output; the
+    // lanes on a GPU, the runs on a CPU adapter.
     let (bytes, parts) = packed_concat(&[[512, 64]; 64], 4);
     let d = join_dispatch(&bytes, &parts, &[64 << 17], gpu(), 1 << 27).unwrap();
-    assert_eq!(d.program.entry, EntryPoint::Join);
+    assert_eq!(
+        (d.program.entry, d.program.lanes_in_runs),
+        (EntryPoint::RowsVec4, false)
+    );
     let cpu = gather_defaults(wgpu::DeviceType::Cpu);
     let d = join_dispatch(&bytes, &parts, &[64 << 17], cpu, 1 << 27).unwrap();
-    assert_eq!(d.program.entry, EntryPoint::RowsVec4);
+    assert_eq!(
+        (d.program.entry, d.program.lanes_in_runs),
+        (EntryPoint::RowsVec4, true)
+    );
     let Table::Split(entries) = &d.table else {
         panic!("{d:?} takes the split's rows");
     };
@@ -167,38 +155,39 @@ fn aligned_parts_take_the_splits_rows() {
 }
 
 #[test]
-fn equal_parts_side_by_side_take_one_segment() {
-    // Heads of 63 f16 read back: 64 inputs [512, 63], packed one after another, into
-    // [512, 4032]: rows of 126 bytes, so the join; one segment of 64 parts, 64,512 bytes
-    // apart in the source.
-    let (bytes, parts) = packed_concat(&[[512, 63]; 64], 2);
-    let d = join_dispatch(&bytes, &parts, &[64 * 64512], gpu(), 1 << 27).unwrap();
+fn parts_of_short_rows_side_by_side_take_one_segment() {
+    // RGB planes read back: 3 u8 inputs [64, 1] into [64, 3]: rows of 3 bytes, whose every
+    // unit walks the parts in turn, take one segment of 3 parts, 64 bytes apart.
+    let (bytes, parts) = packed_concat(&[[64, 1]; 3], 1);
+    let d = join_dispatch(&bytes, &parts, &[192], gpu(), 1 << 27).unwrap();
     let segments = &table(&d).segments;
-    assert_eq!(segments.len(), 1, "one segment");
     let s = segments[0];
     assert_eq!(
         (
+            segments.len(),
             s.first_byte,
             s.row_bytes,
             s.src_offset,
             s.count,
             s.part_step
         ),
-        (0, 126, 0, 64, 64512)
+        (1, 0, 1, 0, 3, 64)
     );
-    // A gap in the source, another binding or another width starts a new segment: part 10,
-    // 16 bytes further on, starts one, which part 11 joins at its own step; part 20, in
-    // binding 1, is one of its own.
+    // A gap in the source or another binding starts a new segment.
     let mut apart = parts.clone();
-    apart[10].src += 16;
-    apart[20].binding = 1;
-    let d = join_dispatch(&bytes, &apart, &[64 * 64512; 2], gpu(), 1 << 27).unwrap();
-    let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
-    assert_eq!(counts, vec![10, 2, 8, 1, 43]);
-    let (bytes, parts) = packed_concat(&[[2, 4], [2, 4], [2, 8]], 2);
-    let d = join_dispatch(&bytes, &parts, &[64], gpu(), 1 << 27).unwrap();
+    apart[2].src += 16;
+    let d = join_dispatch(&bytes, &apart, &[208], gpu(), 1 << 27).unwrap();
     let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
     assert_eq!(counts, vec![2, 1]);
+    apart[2].src -= 16;
+    apart[2].binding = 1;
+    let d = join_dispatch(&bytes, &apart, &[192; 2], gpu(), 1 << 27).unwrap();
+    let counts: Vec<u32> = table(&d).segments.iter().map(|e| e.count).collect();
+    assert_eq!(counts, vec![2, 1]);
+    // Rows longer than a unit: a segment per part (heads of 63 f16, rows of 126 bytes).
+    let (bytes, parts) = packed_concat(&[[512, 63]; 64], 2);
+    let d = join_dispatch(&bytes, &parts, &[64 * 64512], gpu(), 1 << 27).unwrap();
+    assert_eq!(table(&d).segments.len(), 64);
 }
 
 /// Each part packed after the one before in one source window.
@@ -214,29 +203,4 @@ fn packed(bytes: &ByteRows) -> Vec<JoinPart> {
         src += bytes.rows * o.row_bytes;
     }
     parts
-}
-
-#[test]
-fn narrow_or_unaligned_parts_are_staged_on_gpus() {
-    // RGB planes into pixels, u8 parts at odd offsets and f16 parts of 126 bytes take the
-    // staged join on GPUs; more parts than a block stages, and CPU adapters' runs do not.
-    let cpu = gather_defaults(wgpu::DeviceType::Cpu);
-    let many = vec![[4usize, 1]; MAX_STAGED_PARTS as usize + 1];
-    for (shapes, size, staged) in [
-        (vec![[64usize, 1]; 3], 1, true),
-        (vec![[16, 1365]; 3], 1, true),
-        (vec![[8, 63]; 4], 2, true),
-        (many, 1, false),
-    ] {
-        let (bytes, parts) = packed_concat(&shapes, size);
-        let window = parts.len() as u64 * bytes.input_bytes();
-        for (tuning, expected) in [(gpu(), staged), (cpu, false)] {
-            let d = join_dispatch(&bytes, &parts, &[window], tuning, 1 << 27).unwrap();
-            assert_eq!(
-                table(&d).header.staged,
-                u32::from(expected),
-                "{shapes:?} {tuning:?}"
-            );
-        }
-    }
 }
