@@ -93,8 +93,9 @@ def main():
           "bytes / time.")
     print()
     heads = [h for _, h in CONFIGS]
-    print("| case | " + " | ".join(heads) + " | fastest copy GB/s | ours GB/s | PyTorch GB/s |")
-    print("|---" * (len(heads) + 4) + "|")
+    print("| case | " + " | ".join(heads)
+          + " | fastest copy GB/s | ours GB/s | PyTorch GB/s | program (auto) |")
+    print("|---" * (len(heads) + 5) + "|")
     names = [c["name"] for c in first["cases"]]
     for name in names:
         cells = []
@@ -109,14 +110,16 @@ def main():
         auto = [c for r in runs["bench.auto"] for c in r["cases"] if c["name"] == name]
         best = "-"
         ours = "-"
+        program = "-"
         if auto:
+            program = ", ".join(dict.fromkeys(auto[0].get("programs", []))) or "copies"
             kinds = [c["best_copy"] for c in auto]
             kind = max(set(kinds), key=kinds.count)
             fastest = statistics.median(c["copies"][c["best_copy"]]["gbps"] for c in auto)
             best = f"{rate(fastest)} ({kind})"
             ours = rate(statistics.median(c["prepared"]["gbps"] for c in auto))
         theirs = f"{rate(torch[name][0])} ({torch[name][1]})" if name in torch else "-"
-        print(f"| {name} | " + " | ".join(cells) + f" | {best} | {ours} | {theirs} |")
+        print(f"| {name} | " + " | ".join(cells) + f" | {best} | {ours} | {theirs} | {program} |")
     traced = next(
         (r for stem, _ in CONFIGS for r in runs[stem] if "memory" in r["cases"][0]), None
     )

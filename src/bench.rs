@@ -266,6 +266,9 @@ pub struct CaseResult {
     pub moved_host_ms: Option<f64>,
     /// What the split recorded: gather dispatches and buffer copies.
     pub recorded: Recorded,
+    /// The program of each gather dispatch of the prepared split, in order
+    /// (`main_rows_vec4 lanes`, `main_join runs`, `main_rows runs 3x1` for channels).
+    pub programs: Vec<String>,
     /// Whether every output can be a view of the input (no bytes moved).
     pub zero_copy: bool,
 }
@@ -450,6 +453,7 @@ impl<'a> Bencher<'a> {
         // timed in turn so every ratio of two of them compares the same stretch of time.
         let mut recorded = Recorded::default();
         let prepared = buffers.prepare(self.gpu, case)?;
+        let programs = prepared.programs();
         let unfused = buffers.unfused(self.gpu, case)?;
         let batch = self.batch;
         let [split, prepared_time, roundtrip, c0, c1, c2, unfused_time] = time_interleaved(
@@ -524,6 +528,7 @@ impl<'a> Bencher<'a> {
             unfused: unfused.map(|_| unfused_time),
             moved_host_ms,
             recorded,
+            programs,
             zero_copy: case.layout == Layout::Packed && self.gpu.views(plan, case.dtype)?.is_some(),
         })
     }

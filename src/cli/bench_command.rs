@@ -67,6 +67,17 @@ pub fn run(a: &BenchArgs) -> CliResult {
     );
     say!("{}", clock_line(bencher.device_time()));
     print_rates(&results);
+    say!();
+    say!("programs (each gather dispatch's entry point, lane mapping and channels):");
+    for (r, _) in &results {
+        let mut programs = r.programs.clone();
+        programs.dedup();
+        let shown = match programs.is_empty() {
+            true => "- (buffer copies)".to_string(),
+            false => programs.join(", "),
+        };
+        say!("  {:<16} {}", r.case.name, shown);
+    }
     for (r, _) in &results {
         if let Some(ms) = r.moved_host_ms {
             say!(
@@ -318,6 +329,7 @@ fn case_json(r: &CaseResult, memory: &Option<MemoryReport>) -> Value {
         "unfused_over_best_copy": r.unfused.map(|t| r.over_best_copy(t)),
         "moved_host_ms": r.moved_host_ms,
         "dispatches": r.recorded.dispatches,
+        "programs": r.programs,
         "buffer_copies": r.recorded.buffer_copies,
         "zero_copy": r.zero_copy,
     });

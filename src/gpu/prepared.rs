@@ -107,6 +107,19 @@ impl PreparedParts {
         Ok(self.recorded)
     }
 
+    #[cfg(feature = "bench")]
+    /// The programs of its gather dispatches, in order, as [`ProgramKey`](crate::gpu::gather::abi::ProgramKey) names them
+    /// (`main_rows_vec4 lanes`): what the bench reports each case runs.
+    pub(crate) fn programs(&self) -> Vec<String> {
+        self.commands
+            .iter()
+            .flat_map(|c| match c {
+                Commands::Gather(bound) => bound.iter().map(|b| b.program.to_string()).collect(),
+                Commands::BufferCopies { .. } => Vec::new(),
+            })
+            .collect()
+    }
+
     /// Adds `part`'s commands after these, and its counts to these; the layout stays.
     pub(crate) fn append(&mut self, part: PreparedParts) {
         self.commands.extend(part.commands);

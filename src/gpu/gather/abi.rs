@@ -219,8 +219,20 @@ pub struct ProgramKey {
     /// consecutive units, [`WORKGROUP_SIZE`] lanes.
     pub lanes_in_runs: bool,
     /// The runs of a split into equal parts of rows shorter than a unit, or of a concat of
-    /// them (CPU adapters).
+    /// them.
     pub channels: Option<Channels>,
+}
+
+impl std::fmt::Display for ProgramKey {
+    /// The entry point, the lane mapping and the channels: `main_rows runs 3x1`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mapping = if self.lanes_in_runs { "runs" } else { "lanes" };
+        write!(f, "{} {mapping}", self.entry.name())?;
+        match self.channels {
+            Some(c) => write!(f, " {}x{}", c.stride, c.width),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Rows of `stride` bytes, at most [`MAX_CHANNEL_STRIDE`], as equal parts of `width` bytes side

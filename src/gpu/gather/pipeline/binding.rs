@@ -7,7 +7,7 @@ use super::GatherPipeline;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped_async;
 use crate::gpu::direction::Direction;
-use crate::gpu::gather::abi::UNIT_BYTES;
+use crate::gpu::gather::abi::{ProgramKey, UNIT_BYTES};
 use crate::gpu::gather::blocks::grid;
 use crate::gpu::gather::builds::tail_start;
 use crate::gpu::gather::dispatches::Dispatch;
@@ -50,6 +50,8 @@ impl<'a> Windows<'a> {
 /// [`record_bound`], as often as wanted.
 #[derive(Debug, Clone)]
 pub struct BoundDispatch {
+    /// What it runs.
+    pub(crate) program: ProgramKey,
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
     grid: (u32, u32),
@@ -178,6 +180,7 @@ impl GatherPipeline {
             let (bind_group, offsets, follows) =
                 self.bind_group(device, dispatch, table, inputs, outputs);
             Ok(BoundDispatch {
+                program: dispatch.program,
                 pipeline: self.pipeline(device, dispatch.program),
                 bind_group,
                 grid: grid(&limits, dispatch.params.num_blocks as u64)?,
