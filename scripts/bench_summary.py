@@ -120,9 +120,8 @@ def main():
             ours = rate(statistics.median(c["prepared"]["gbps"] for c in auto))
         theirs = f"{rate(torch[name][0])} ({torch[name][1]})" if name in torch else "-"
         print(f"| {name} | " + " | ".join(cells) + f" | {best} | {ours} | {theirs} | {program} |")
-    traced = next(
-        (r for stem, _ in CONFIGS for r in runs[stem] if "memory" in r["cases"][0]), None
-    )
+    memory = out / "memory.json"
+    traced = json.loads(memory.read_text()) if memory.exists() else None
     if traced:
         print()
         print("Traced memory figures (warp of 32): load efficiency, load lines per 512 bytes "

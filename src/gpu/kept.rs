@@ -66,12 +66,21 @@ pub(crate) struct KeptRoute {
 }
 
 /// The cache; a splitter's clones share it, and their settings are part of every route key.
+/// With the `bench` feature it also holds the memory trace's build, compiled on first use
+/// (a trace build takes SwiftShader a minute and more per program).
 #[derive(Debug)]
-pub(crate) struct Kept(Lru<Key, Value>);
+pub(crate) struct Kept(
+    Lru<Key, Value>,
+    #[cfg(feature = "bench")] pub(crate) std::sync::Mutex<Option<GatherPipeline>>,
+);
 
 impl Default for Kept {
     fn default() -> Self {
-        Self(Lru::new(MAX_ENTRIES, MAX_BYTES))
+        Self(
+            Lru::new(MAX_ENTRIES, MAX_BYTES),
+            #[cfg(feature = "bench")]
+            std::sync::Mutex::new(None),
+        )
     }
 }
 

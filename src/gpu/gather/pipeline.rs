@@ -217,7 +217,7 @@ impl GatherPipeline {
                 module: &self.module,
                 entry_point: Some(key.entry.name()),
                 // The shader writes every word of workgroup memory before it reads it, so
-                // zeroing it first (16 KiB per workgroup) would be pure cost.
+                // zeroing it first would be pure cost.
                 compilation_options: wgpu::PipelineCompilationOptions {
                     constants: &key.constants(),
                     zero_initialize_workgroup_memory: false,

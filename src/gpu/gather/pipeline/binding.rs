@@ -50,7 +50,8 @@ impl<'a> Windows<'a> {
 /// [`record_bound`], as often as wanted.
 #[derive(Debug, Clone)]
 pub struct BoundDispatch {
-    /// What it runs.
+    /// What it runs (the bench reports it).
+    #[cfg_attr(not(feature = "bench"), allow(dead_code))]
     pub(crate) program: ProgramKey,
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
