@@ -55,10 +55,12 @@ for r in $(seq 1 "$runs"); do
   bench "bench.gather.cpu.$r" --route=gather --gather-mode=cpu
   bench "bench.auto.$r" --route=auto
 done
-# The traced figures: the gather as a GPU runs it, each case once.
+# The traced figures: the gather as a GPU runs it, each case once, timed briefly (`--quick`,
+# given once).
+memory_args=${BENCH_ARGS:-}
 # shellcheck disable=SC2086 # BENCH_ARGS holds several options
 step memory timeout 240 "$bin/wgpu-split" bench --backend=vulkan --quick --route=gather \
-  --gather-mode=gpu --memory --json="$out/memory.json" ${BENCH_ARGS:-}
+  --gather-mode=gpu --memory --json="$out/memory.json" ${memory_args//--quick/}
 echo "$(grep -c "exit 0 " "$steps") of $(wc -l < "$steps") steps passed in $SECONDS s" | tee -a "$steps"
 python3 scripts/bench_summary.py "$out" ${torch:+"$torch"} > "$out/summary.md"
 cat "$out/summary.md"
