@@ -270,6 +270,74 @@ mod tests {
     }
 
     #[test]
+    fn the_suites_cases_take_the_programs_the_gpu_evidence_chose() {
+        // `docs/performance.md`, "The GPU programs rebuilt on the H200's evidence": the bench
+        // cases packed in one region, planned for a GPU (4 units a lane).
+        use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
+        let program = |d: &[Dispatch]| {
+            let names: Vec<String> = d.iter().map(|d| d.program.to_string()).collect();
+            names.join(", ")
+        };
+        let split = |shape: &[usize], axis, lengths, dtype| {
+            let plan =
+                ops::variadic_split(shape, &IntTensor::scalar(axis), &IntTensor::vector(lengths))
+                    .unwrap();
+            program(&dispatches(&plan, dtype, 256, GatherMode::Gpu, 4, BIG).unwrap())
+        };
+        let concat = |shape: &[usize], axis, lengths, dtype| {
+            let plan =
+                ops::variadic_split(shape, &IntTensor::scalar(axis), &IntTensor::vector(lengths))
+                    .unwrap();
+            program(&joins(&plan, dtype, BIG).unwrap().1)
+        };
+        let vec4_lanes = "main_rows_vec4 lanes";
+        assert_eq!(
+            split(&[4, 512, 3072], 2, vec![1024; 3], DType::F32),
+            vec4_lanes
+        );
+        assert_eq!(
+            split(&[64, 256, 1024], 0, vec![16, 16, 32], DType::F32),
+            vec4_lanes
+        );
+        assert_eq!(split(&[512, 4096], 1, vec![64; 64], DType::F32), vec4_lanes);
+        // Unaligned rows: shifted lanes; 4-byte rows: the scatter; RGB planes: the channels.
+        let odd = vec![1365; 3];
+        assert_eq!(
+            split(&[16384, 4095], 1, odd.clone(), DType::U8),
+            "main_rows lanes"
+        );
+        assert_eq!(
+            split(&[16384, 1023], 1, vec![341; 3], DType::F32),
+            "main_rows lanes"
+        );
+        assert_eq!(
+            split(&[1 << 22, 4], 1, vec![1; 4], DType::F32),
+            "main_scatter lanes"
+        );
+        let rgb = [4, 1080, 1920, 3];
+        assert_eq!(split(&rgb, 3, vec![1; 3], DType::U8), "main_rows runs 3x1");
+        // Concats of aligned parts: the split's lanes; the others: the join's runs.
+        assert_eq!(
+            concat(&[1, 32, 4096, 128], 2, vec![4095, 1], DType::F16),
+            vec4_lanes
+        );
+        assert_eq!(
+            concat(&[1, 256, 80, 80], 1, vec![64; 4], DType::F32),
+            vec4_lanes
+        );
+        assert_eq!(
+            concat(&[4096, 2048], 0, vec![1; 4096], DType::F32),
+            vec4_lanes
+        );
+        assert_eq!(
+            concat(&[512, 4096], 1, vec![64; 64], DType::F32),
+            vec4_lanes
+        );
+        assert_eq!(concat(&rgb, 3, vec![1; 3], DType::U8), "main_join runs 3x1");
+        assert_eq!(concat(&[16384, 4095], 1, odd, DType::U8), "main_join runs");
+    }
+
+    #[test]
     fn one_dispatch_where_the_output_and_the_source_fit() {
         let plan = concat(&[64, 300], 1, vec![100, 200]);
         let (_, d) = joins(&plan, DType::F32, 1 << 27).unwrap();
