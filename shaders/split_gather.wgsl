@@ -16,8 +16,8 @@
 // picks one program per dispatch, an entry point and a lane mapping (`ProgramKey` in
 // src/gpu/gather/abi.rs), and with it one of these schedules:
 //
-// - The runs (CPU adapters, where every invocation has a fixed cost, and GPUs' fallback
-//   for short unaligned rows that no other schedule takes; `LANES_IN_RUNS` pipelines of the
+// - The runs (CPU adapters, where every invocation has a fixed cost, and GPUs' short rows
+//   not of whole words; `LANES_IN_RUNS` pipelines of the
 //   entry points `main_rows` and `main_rows_vec4`, no barrier and no workgroup memory): each
 //   lane writes a run of consecutive units of one entry, one per step, stepping along the
 //   rows, and finds its entry itself (entries get whole lanes, numbered by `block_start`;
@@ -36,8 +36,7 @@
 //   one output are consecutive words.
 // - The join (a concat, the split read the other way): the destination is one tensor,
 //   viewed as rows whose column bands are the parts ("segments"), and the source holds each
-//   part's rows. Lanes own output units, consecutive lanes consecutive units on GPUs (each
-//   lane a run of units on CPU adapters). A unit inside one part moves as one aligned or
+//   part's rows. Lanes own output units, each lane a run of them, on every device. A unit inside one part moves as one aligned or
 //   funnel-shifted vec4; one that several parts share takes each part's bytes in it, which
 //   lie back to back in the part's source, with one 16-byte load. A dispatch may write only
 //   some parts (inputs in several buffers take a dispatch per buffer): a unit's bytes of other
@@ -58,7 +57,7 @@
 
 // How lanes map to units, and lanes per workgroup: set per pipeline, as the host's program
 // key says (src/gpu/gather/abi.rs). With LANES_IN_RUNS (CPU adapters, where every invocation
-// has a fixed cost, and GPUs' short unaligned rows that no other schedule takes) each lane
+// has a fixed cost; on GPUs short rows not of whole words and the join) each lane
 // writes a run of units, in workgroups of 64, so a small split still spreads over a few of
 // them (and so over a CPU adapter's threads); otherwise (GPUs) consecutive lanes take
 // consecutive units, in workgroups of 256. Every entry point serves both: the branch a

@@ -12,12 +12,14 @@
 mod attention;
 mod buffers;
 mod memory;
+mod suite;
 mod timing;
 
 pub use attention::Layout;
 use buffers::wait;
 pub use buffers::CaseBuffers;
 pub use memory::{memory_report, MemoryReport, WARPS};
+pub use suite::{standard_suite, Case};
 pub use timing::{gbps, median, Time};
 
 /// The pieces the command builds on besides the engine's API: every adapter of a backend, the
@@ -31,173 +33,8 @@ use timing::{time_interleaved, time_ms, DeviceClock};
 use crate::error::Result;
 use crate::gpu::device::{block_on, scoped};
 use crate::gpu::gather::grid;
-use crate::ops::{Attention, Operator};
-use crate::plan::SplitPlan;
 use crate::reference;
-use crate::tensor::IntTensor;
-use crate::DType;
 use crate::GpuSplitter;
-
-/// One benchmark case.
-#[derive(Debug, Clone)]
-pub struct Case {
-    /// Short name (`qkv`, `glu`, ...).
-    pub name: &'static str,
-    /// Element type.
-    pub dtype: DType,
-    /// Input shape.
-    pub shape: Vec<usize>,
-    /// The operator and its parameters.
-    pub op: Operator,
-    /// A concat: the split read the other way, from its outputs (the concat's inputs, placed
-    /// at the storage alignment in one region, `Inputs::Region`) back into `shape`.
-    pub concat: bool,
-    /// Where the parts lie: packed in one region, or through views in buffers of their own
-    /// (the attention cases, timed against the unfused way too).
-    pub layout: Layout,
-}
-
-impl Case {
-    /// Validates and plans the case, once per case, as an engine plans a node once.
-    pub fn plan(&self) -> Result<SplitPlan> {
-        self.op.plan(&self.shape)
-    }
-
-    /// The operator's name, `concat` for a concat case.
-    pub fn op_name(&self) -> &'static str {
-        if self.concat {
-            "concat"
-        } else {
-            self.op.name()
-        }
-    }
-
-    /// Bytes of the whole tensor: a split's input, a concat's output.
-    pub fn bytes(&self) -> Result<usize> {
-        byte_count(&self.shape, self.dtype)
-    }
-}
-
-/// The standard suite of the results tables in `docs/performance.md`.
-pub fn standard_suite() -> Vec<Case> {
-    let case = |name, dtype, shape: &[usize], op| Case {
-        name,
-        dtype,
-        shape: shape.to_vec(),
-        op,
-        concat: false,
-        layout: Layout::Packed,
-    };
-
-    let split = |axis, num_splits| Operator::Split {
-        axis: IntTensor::scalar(axis),
-        num_splits,
-    };
-    let variadic = |axis, lengths: &[i64]| Operator::VariadicSplit {
-        axis: IntTensor::scalar(axis),
-        split_lengths: IntTensor::vector(lengths.to_vec()),
-    };
-    // A concat of inputs of `lengths` along `axis` into `shape`, its output.
-    let concat = |name, dtype, shape: &[usize], axis, lengths: &[i64]| Case {
-        concat: true,
-        ..case(name, dtype, shape, variadic(axis, lengths))
-    };
-    // Packed QKV [1, S, Hq + 2 Hkv, 128] f16 through views into Q and K, V caches; and the
-    // heads [1, 32, 2048, 128] merged into [1, 2048, 32 * 128].
-    let layer = |seq, q_heads, kv_heads| Attention {
-        batch: 1,
-        seq,
-        q_heads,
-        kv_heads,
-        head_dim: 128,
-    };
-    let qkv = |name, layer: Attention, cache_len, position| Case {
-        layout: Layout::Qkv {
-            layer,
-            cache_len,
-            position,
-        },
-        ..case(
-            name,
-            DType::F16,
-            &[1, layer.seq, layer.q_heads + 2 * layer.kv_heads, 128],
-            variadic(
-                2,
-                &[
-                    layer.q_heads as i64,
-                    layer.kv_heads as i64,
-                    layer.kv_heads as i64,
-                ],
-            ),
-        )
-    };
-    let merge = Case {
-        layout: Layout::MergeHeads(layer(2048, 32, 32)),
-        ..concat("merge_heads", DType::F16, &[1, 2048, 32, 128], 2, &[32])
-    };
-    vec![
-        case("spec_split", DType::F32, &[6, 12, 10, 24], split(1, 3)),
-        case("qkv", DType::F32, &[4, 512, 3072], split(-1, 3)),
-        case("glu", DType::F16, &[8, 1024, 8192], split(-1, 2)),
-        case(
-            "batch0",
-            DType::F32,
-            &[64, 256, 1024],
-            variadic(0, &[16, 16, 32]),
-        ),
-        case("heads64", DType::F32, &[512, 4096], split(1, 64)),
-        case(
-            "bytes_odd",
-            DType::U8,
-            &[16384, 4095],
-            variadic(1, &[1365, 1365, 1365]),
-        ),
-        case(
-            "seq_many",
-            DType::F32,
-            &[4096, 2048],
-            Operator::SplitToSequence {
-                axis: 0,
-                split: None,
-                keepdims: false,
-            },
-        ),
-        case("tiny_runs", DType::F32, &[4194304, 4], split(1, 4)),
-        // Four 1080p RGB frames into their planes: rows of one byte.
-        case("rgb_planes", DType::U8, &[4, 1080, 1920, 3], split(3, 3)),
-        case(
-            "word_odd",
-            DType::F32,
-            &[16384, 1023],
-            variadic(1, &[341, 341, 341]),
-        ),
-        // The concat cases: a KV cache's append of one token, YOLOv8's C2f block, a sequence
-        // of 4,096 rows, heads64 read back, the RGB planes read back, and u8 rows at odd
-        // offsets.
-        concat(
-            "concat_kv_append",
-            DType::F16,
-            &[1, 32, 4096, 128],
-            2,
-            &[4095, 1],
-        ),
-        concat("concat_c2f", DType::F32, &[1, 256, 80, 80], 1, &[64; 4]),
-        concat("concat_many", DType::F32, &[4096, 2048], 0, &[1; 4096]),
-        concat("concat_heads64", DType::F32, &[512, 4096], 1, &[64; 64]),
-        concat("concat_rgb", DType::U8, &[4, 1080, 1920, 3], 3, &[1, 1, 1]),
-        concat(
-            "concat_bytes_odd",
-            DType::U8,
-            &[16384, 4095],
-            1,
-            &[1365, 1365, 1365],
-        ),
-        qkv("qkv_heads", layer(2048, 32, 32), 2048, 0),
-        qkv("gqa_prefill", layer(2048, 32, 8), 4096, 1024),
-        qkv("decode_step", layer(1, 32, 8), 4096, 4095),
-        merge,
-    ]
-}
 
 /// The device's copies of a case's bytes that its split is measured against, each timed in
 /// the same loop as the split.
@@ -428,12 +265,13 @@ impl<'a> Bencher<'a> {
             )?;
             kernels.push((*units, pipeline, bind_group, grid));
         }
-        let kernels = &kernels;
         let copy = |kind: CopyKind| {
+            // The kernel of `kind`, found once, out of the timed closure.
+            let kernel = kernels.iter().find(|k| Some(k.0) == kind.units());
             move || {
                 self.submit(|encoder| {
                     for _ in 0..self.batch {
-                        match kernels.iter().find(|k| Some(k.0) == kind.units()) {
+                        match kernel {
                             Some((_, pipeline, bind_group, (x, y))) => {
                                 let mut pass = encoder.begin_compute_pass(&Default::default());
                                 pass.set_pipeline(pipeline);

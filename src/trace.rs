@@ -162,7 +162,8 @@ fn trace_dispatches(
     sampling: Sampling,
 ) -> Result<Vec<Access>> {
     let device = gpu.device();
-    let pipeline = traced_pipeline(gpu)?;
+    // Compiled once per splitter and its clones, its programs on first use.
+    let pipeline = gpu.kept.traced_build(|| GatherPipeline::traced(device))?;
     let usage = wgpu::BufferUsages::STORAGE;
     let (input, output) = scoped(device, "allocating the traced gather's buffers", || {
         let buffer = |label, size: u64| {
@@ -208,18 +209,6 @@ fn trace_dispatches(
         }));
     }
     Ok(accesses)
-}
-
-/// The trace build of the gather, compiled once per splitter and its clones (kept with their
-/// cache), its programs on first use.
-fn traced_pipeline(gpu: &GpuSplitter) -> Result<GatherPipeline> {
-    let mut kept = gpu.kept.1.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(pipeline) = kept.as_ref() {
-        return Ok(pipeline.clone());
-    }
-    let pipeline = GatherPipeline::traced(gpu.device())?;
-    *kept = Some(pipeline.clone());
-    Ok(pipeline)
 }
 
 /// The benchmark's copy kernel, `shaders/bench_copy_vec4.wgsl`, as the suite compiles it: one

@@ -1,7 +1,7 @@
 //! Timing for the suite: medians of timed runs, several closures timed in turn so their ratios
 //! share one stretch of time, and the device's own clock where it has timestamps.
 
-use crate::error::{Result, SplitError};
+use crate::error::Result;
 use crate::gpu::device::scoped;
 use crate::GpuSplitter;
 use std::cell::Cell;
@@ -104,7 +104,8 @@ pub(super) fn time_interleaved<const N: usize>(
 /// The device's clock: a timestamp before and after a submission's commands, resolved into a
 /// buffer the host reads once the submission is done.
 pub(super) struct DeviceClock {
-    device: wgpu::Device,
+    /// Its device, which reads the timestamps back.
+    gpu: GpuSplitter,
     queries: wgpu::QuerySet,
     resolved: wgpu::Buffer,
     readback: wgpu::Buffer,
@@ -134,7 +135,7 @@ impl DeviceClock {
                 })
             };
             Self {
-                device: device.clone(),
+                gpu: gpu.clone(),
                 queries: device.create_query_set(&wgpu::QuerySetDescriptor {
                     label: Some("bench timestamps"),
                     ty: wgpu::QueryType::Timestamp,
@@ -178,25 +179,9 @@ impl DeviceClock {
     }
 
     fn read_ms(&self) -> Result<f64> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.readback.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| SplitError::Device(format!("waiting for the timestamps: {e}")))?;
-        rx.recv()
-            .map_err(|_| SplitError::Device("the device dropped the timestamps".into()))?
-            .map_err(|e| SplitError::Device(format!("mapping the timestamps: {e}")))?;
-        let ticks = {
-            let view = self
-                .readback
-                .get_mapped_range(..)
-                .map_err(|e| SplitError::Device(format!("reading the timestamps: {e}")))?;
-            let t: [u64; 2] = bytemuck::pod_read_unaligned(&view[..16]);
-            t
-        };
-        self.readback.unmap();
+        let ticks: [u64; 2] = self.gpu.read_back(&self.readback, |view| {
+            Ok(bytemuck::pod_read_unaligned(&view[..16]))
+        })?;
         Ok(ticks[1].saturating_sub(ticks[0]) as f64 * self.ns_per_tick / 1e6)
     }
 }

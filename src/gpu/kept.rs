@@ -71,7 +71,7 @@ pub(crate) struct KeptRoute {
 #[derive(Debug)]
 pub(crate) struct Kept(
     Lru<Key, Value>,
-    #[cfg(feature = "bench")] pub(crate) std::sync::Mutex<Option<GatherPipeline>>,
+    #[cfg(feature = "bench")] std::sync::Mutex<Option<GatherPipeline>>,
 );
 
 impl Default for Kept {
@@ -129,6 +129,21 @@ impl OwnedRouteKey {
 }
 
 impl Kept {
+    #[cfg(feature = "bench")]
+    /// The memory trace's build, made by `make` on first use.
+    pub(crate) fn traced_build(
+        &self,
+        make: impl FnOnce() -> crate::error::Result<GatherPipeline>,
+    ) -> crate::error::Result<GatherPipeline> {
+        let mut kept = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pipeline) = kept.as_ref() {
+            return Ok(pipeline.clone());
+        }
+        let pipeline = make()?;
+        *kept = Some(pipeline.clone());
+        Ok(pipeline)
+    }
+
     /// The route kept for `key`, if any.
     pub(crate) fn route(&self, key: &RouteKey<'_>) -> Option<Arc<KeptRoute>> {
         match self.0.get(|k| matches!(k, Key::Route(o) if o.matches(key))) {

@@ -214,9 +214,9 @@ impl EntryPoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProgramKey {
     pub entry: EntryPoint,
-    /// Each lane a run of units, [`RUNS_WORKGROUP_SIZE`] lanes (CPU adapters, and GPUs'
-    /// short unaligned rows that no other program takes); else consecutive lanes take
-    /// consecutive units, [`WORKGROUP_SIZE`] lanes.
+    /// Each lane a run of units, [`RUNS_WORKGROUP_SIZE`] lanes (CPU adapters; on GPUs short
+    /// rows not of whole words and a concat's parts not of whole units); else consecutive
+    /// lanes take consecutive units, [`WORKGROUP_SIZE`] lanes.
     pub lanes_in_runs: bool,
     /// The runs of a split into equal parts of rows shorter than a unit, or of a concat of
     /// them.
@@ -237,7 +237,7 @@ impl std::fmt::Display for ProgramKey {
 
 /// Rows of `stride` bytes, at most [`MAX_CHANNEL_STRIDE`], as equal parts of `width` bytes side
 /// by side, shorter than a unit and not whole words (the planes of an image's pixels, of a
-/// tensor's last axis), split or concatenated on a CPU adapter: each lane step takes a group
+/// tensor's last axis), split or concatenated in runs: each lane step takes a group
 /// of 16 rows, `stride` units on either side. Fixed per pipeline, so that the place of every
 /// byte in the group is a constant the driver folds into shifts (`channels` and
 /// `join_channels` in `shaders/split_gather_narrow.wgsl`).
