@@ -127,13 +127,13 @@ def main():
         print("Traced memory figures (warp of 32): load efficiency, load lines per 512 bytes "
               "stored, workgroup-memory passes per 512 bytes.")
         print()
-        print("| case | load eff | load l/512 | shared/512 |")
+        print("| case | load eff | load l/512 | table B/512 |")
         print("|---|---|---|---|")
         for c in traced["cases"]:
             m = c.get("memory", {}).get("warp32")
             if m:
                 print(f"| {c['name']} | {m['load_efficiency']:.2f} | "
-                      f"{m['load_lines_per_512']:.1f} | {m['shared_wavefronts_per_512']:.1f} |")
+                      f"{m['load_lines_per_512']:.1f} | {m['table_bytes_per_512']:.1f} |")
 
 
 if __name__ == "__main__":

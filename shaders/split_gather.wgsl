@@ -25,15 +25,11 @@
 //   funnel-shifted from a sliding window of aligned vec4 loads, one load per unit; rows
 //   shorter than a unit are gathered word by word (rows of one or two words) or byte by byte.
 // - The lanes (GPUs, rows of 64 bytes or more): entries get whole blocks (numbered by
-//   `block_start`), and lane 0 finds the block's entry once and hands it to the workgroup
-//   through workgroup memory, so the table is read once per block and every later branch is
-//   uniform. Step by step, consecutive lanes write consecutive units, so a warp's stores cover
+//   `block_start`), and every lane finds its block's entry (the same words of the table for
+//   the whole block, so every later branch is uniform). Step by step, consecutive lanes write consecutive units, so a warp's stores cover
 //   whole sectors. Aligned rows load one vec4 a unit, coalesced the same way; unaligned rows
 //   funnel-shift each unit from the two aligned vec4s its bytes span, which neighbouring lanes
 //   share, and a unit that crosses a row end merges two such loads.
-// - The scatter (GPUs, short rows of whole words): consecutive lanes load consecutive
-//   aligned input vec4s and store each word to the output that holds it; a warp's stores to
-//   one output are consecutive words.
 // - The join (a concat, the split read the other way): the destination is one tensor,
 //   viewed as rows whose column bands are the parts ("segments"), and the source holds each
 //   part's rows. Lanes own output units, each lane a run of them, on every device. A unit inside one part moves as one aligned or
@@ -65,29 +61,13 @@
 override LANES_IN_RUNS: bool = false;
 override WORKGROUP_SIZE: u32 = 256u;
 
-// Workgroup memory: 708 bytes in all (each entry point uses less; the runs and the join none),
-// inside the 16,384 that every device allows.
-// Entries the scatter keeps at hand.
-const MAX_SCATTER_ENTRIES: u32 = 16u;
-
-// What lane 0 found for the block.
-struct Block {
-    params: Params,
-    entry: Entry,
-    // The block's index among its entry's blocks.
-    local_block: u32,
-}
-
-var<workgroup> wg_block: Block;
-var<workgroup> scatter_entries: array<Entry, MAX_SCATTER_ENTRIES>;
+// No workgroup memory and no barrier: each lane reads what it needs of the table itself.
 
 // ---- Global accesses, each through the trace hook ----
 
 const TRACE_TABLE: u32 = 0u;
 const TRACE_SRC: u32 = 1u;
 const TRACE_DST: u32 = 2u;
-// Workgroup memory by byte position (the trace counts its passes; no schedule stages there).
-const TRACE_SHARED: u32 = 3u;
 
 // Who is accessing: set by `start`, read by the trace build's hook.
 var<private> trace_lane: u32;
@@ -316,8 +296,7 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
 // src/gpu/gather/builds.rs): `start`, then one of the block functions below. Aligned rows
 // and the others take entry points of their own, because a GPU sizes registers and workgroup
 // memory for the whole entry point and a CPU adapter runs every branch masked in each SIMD
-// group: code a dispatch never takes would cost it. A test checks that each entry point
-// reaches only its schedules' workgroup memory.
+// group: code a dispatch never takes would cost it.
 
 // Entry point `main_rows_vec4`, every entry MODE_VEC4: runs of vec4s (the runs), or the
 // lanes.
@@ -341,51 +320,22 @@ fn rows_block(block: u32, lane: u32) {
     }
 }
 
-// The lanes (every entry MODE_VEC4): no workgroup memory but the block's entry.
+// The lanes (every entry MODE_VEC4).
 fn lanes_vec4_block(block: u32, lane: u32) {
-    let found = find_block(block, lane);
-    if (block < found.params.num_blocks) {
-        copy_lanes_vec4(found.params, found.entry, found.local_block, lane);
+    let p = read_params();
+    if (block < p.num_blocks) {
+        let e = read_entry(find_entry(p, block));
+        copy_lanes_vec4(p, e, block - e.block_start, lane);
     }
 }
 
 // The lanes, unaligned rows shifted.
 fn lanes_block(block: u32, lane: u32) {
-    let found = find_block(block, lane);
-    if (block < found.params.num_blocks) {
-        copy_lanes_shifted(found.params, found.entry, found.local_block, lane);
-    }
-}
-
-// The scatter.
-fn scatter_block(block: u32, lane: u32) {
-    let p = shared_params(lane);
+    let p = read_params();
     if (block < p.num_blocks) {
-        copy_scatter(p, block, lane);
+        let e = read_entry(find_entry(p, block));
+        copy_lanes_shifted(p, e, block - e.block_start, lane);
     }
-}
-
-// The scatter: the dispatch's header, which lane 0 reads and hands to the workgroup.
-fn shared_params(lane: u32) -> Params {
-    if (lane == 0u) {
-        wg_block.params = read_params();
-    }
-    return workgroupUniformLoad(&wg_block).params;
-}
-
-// The lanes: the block's header and entry, which lane 0 finds and hands
-// to the workgroup.
-fn find_block(block: u32, lane: u32) -> Block {
-    if (lane == 0u) {
-        let p = read_params();
-        wg_block.params = p;
-        if (block < p.num_blocks) {
-            let e = read_entry(find_entry(p, block));
-            wg_block.entry = e;
-            wg_block.local_block = block - e.block_start;
-        }
-    }
-    return workgroupUniformLoad(&wg_block);
 }
 
 // The entry holding block (or lane) `n`: the last one with block_start <= n.

@@ -118,13 +118,15 @@ fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<fu
 // ---- Channels: rows of equal parts shorter than a unit, split or joined ----
 //
 // Rows of CHANNEL_STRIDE bytes, parts of CHANNEL_WIDTH bytes side by side (0: no such
-// pipeline; the host's `Channels`). Each lane step takes a group of 16 rows, CHANNEL_STRIDE
-// whole units on either side: it loads the group's aligned vec4s (a split's from its input
-// rows, a concat's CHANNEL_WIDTH from each part), then stores its units, every byte picked
-// from a place the two constants fix, so the driver folds the picking into shifts of
-// registers (the same picking at places read from the table ran at a third of the rate on
-// llvmpipe, docs/performance.md). The group's 16 loads and 16 units are written out, not
-// looped over: those past the constants fold away with their guards.
+// pipeline; the host's `Channels`: 3 or 4 parts of 1, 2 or 4 bytes). Each lane step takes a
+// group of 16 rows, CHANNEL_STRIDE whole units on either side: it loads the group's aligned
+// vec4s (a split's from its input rows, a concat's CHANNEL_WIDTH from each part), then
+// stores its units, every byte picked from a place the two constants fix, so the driver
+// folds the picking into shifts of registers (the same picking at places read from the
+// table ran at a third of the rate on llvmpipe, docs/performance.md). The group's 16 loads
+// and 16 units are written out, not looped over: those past the constants fold away with
+// their guards. A lane takes its groups in a run (LANES_IN_RUNS) or, consecutive lanes
+// consecutive groups, in turn (`lane_span`).
 override CHANNEL_STRIDE: u32 = 0u;
 override CHANNEL_WIDTH: u32 = 1u;
 // CHANNEL_STRIDE as a divisor: 1 in the pipelines without channels, whose code folds away.
@@ -201,10 +203,6 @@ fn channel_part(dsts: ptr<function, array<u32, 16>>, whole: ptr<function, u32>, 
 // a binding's last units) go unit by unit (`copy_unit`).
 fn channels(block: u32, lane: u32) {
     let p = read_params();
-    let g_lane = block * WORKGROUP_SIZE + lane;
-    if (g_lane >= p.num_lanes) {
-        return;
-    }
     var dsts: array<u32, 16>;
     var whole = 0xffffffffu;
     channel_part(&dsts, &whole, 0u); channel_part(&dsts, &whole, 1u); channel_part(&dsts, &whole, 2u); channel_part(&dsts, &whole, 3u);
@@ -212,12 +210,10 @@ fn channels(block: u32, lane: u32) {
     channel_part(&dsts, &whole, 8u); channel_part(&dsts, &whole, 9u); channel_part(&dsts, &whole, 10u); channel_part(&dsts, &whole, 11u);
     channel_part(&dsts, &whole, 12u); channel_part(&dsts, &whole, 13u); channel_part(&dsts, &whole, 14u); channel_part(&dsts, &whole, 15u);
     let e0 = read_entry(0u);
-    let groups = (e0.out_bytes / CHANNEL_WIDTH + 15u) / 16u;
-    let first = g_lane * p.steps_per_lane;
-    let end = min(first + p.steps_per_lane, groups);
-    let fast_end = clamp(whole, first, end);
+    let span = lane_span(p, block, lane, (e0.out_bytes / CHANNEL_WIDTH + 15u) / 16u);
     let src = e0.src_offset / 16u;
-    for (var g = first; g < fast_end; g++) {
+    var g = span.x;
+    for (; g < min(whole, span.y); g += span.z) {
         var w: array<u32, 64>;
         channel_group(&w, src + g * CHANNEL_STRIDE, CHANNEL_WIDTH);
         channel_store(&w, &dsts, g, 0u); channel_store(&w, &dsts, g, 1u); channel_store(&w, &dsts, g, 2u); channel_store(&w, &dsts, g, 3u);
@@ -225,7 +221,7 @@ fn channels(block: u32, lane: u32) {
         channel_store(&w, &dsts, g, 8u); channel_store(&w, &dsts, g, 9u); channel_store(&w, &dsts, g, 10u); channel_store(&w, &dsts, g, 11u);
         channel_store(&w, &dsts, g, 12u); channel_store(&w, &dsts, g, 13u); channel_store(&w, &dsts, g, 14u); channel_store(&w, &dsts, g, 15u);
     }
-    for (var g = fast_end; g < end; g++) {
+    for (; g < span.y; g += span.z) {
         for (var k = 0u; k < CHANNEL_STRIDE / CHANNEL_WIDTH; k++) {
             let e = read_entry(k);
             let last = min((g + 1u) * CHANNEL_WIDTH, (e.out_bytes + 15u) / 16u);
@@ -251,12 +247,10 @@ fn join_channels(block: u32, lane: u32) {
     let p = read_params();
     let h = Join(read_join_header(), p.num_entries + 1u);
     let s = read_segment(1u);
-    let groups = (h.header.end_byte / CHANNEL_ROW + 15u) / 16u;
-    let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
-    let end = min(first + p.steps_per_lane, groups);
+    let span = lane_span(p, block, lane, (h.header.end_byte / CHANNEL_ROW + 15u) / 16u);
     let whole = min(units_end(0u), h.header.end_byte / 16u) / CHANNEL_ROW;
-    let fast_end = clamp(whole, first, end);
-    for (var g = first; g < fast_end; g++) {
+    var g = span.x;
+    for (; g < min(whole, span.y); g += span.z) {
         var w: array<u32, 64>;
         channel_group(&w, s.src_offset / 16u + g * CHANNEL_WIDTH, s.part_step / 16u);
         join_channel_store(&w, g, 0u); join_channel_store(&w, g, 1u); join_channel_store(&w, g, 2u); join_channel_store(&w, g, 3u);
@@ -266,7 +260,21 @@ fn join_channels(block: u32, lane: u32) {
     }
     var k = 0u;
     var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
-    for (var u = fast_end * CHANNEL_STRIDE; u < min(end * CHANNEL_STRIDE, h.header.units); u++) {
-        join_unit(h, u, &k, &seg);
+    for (; g < span.y; g += span.z) {
+        for (var u = g * CHANNEL_STRIDE; u < min((g + 1u) * CHANNEL_STRIDE, h.header.units); u++) {
+            join_unit(h, u, &k, &seg);
+        }
     }
+}
+
+// The steps of `count` a lane takes: (first, end, step). LANES_IN_RUNS: a run of
+// `steps_per_lane` of them; else a block's lanes take `steps_per_lane` each in turn,
+// consecutive lanes consecutive steps.
+fn lane_span(p: Params, block: u32, lane: u32, count: u32) -> vec3<u32> {
+    if (LANES_IN_RUNS) {
+        let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
+        return vec3<u32>(first, min(first + p.steps_per_lane, count), 1u);
+    }
+    let base = block * p.steps_per_lane * WORKGROUP_SIZE;
+    return vec3<u32>(base + lane, min(base + p.steps_per_lane * WORKGROUP_SIZE, count), WORKGROUP_SIZE);
 }

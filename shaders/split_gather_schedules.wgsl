@@ -192,65 +192,6 @@ fn merge_bytes(a: vec4<u32>, b: vec4<u32>, k: u32) -> vec4<u32> {
     return (a & mask) | (b & ~mask);
 }
 
-// ---- The scatter ----
-
-// The entries, read once per workgroup into `scatter_entries`; returns their stride (every
-// entry has the same).
-fn share_entries(p: Params, lane: u32) -> u32 {
-    if (lane < min(p.num_entries, MAX_SCATTER_ENTRIES)) {
-        scatter_entries[lane] = read_entry(lane);
-    }
-    workgroupBarrier();
-    return workgroupUniformLoad(&scatter_entries[0].src_stride);
-}
-
-// Rows of whole words (every entry MODE_WORD or MODE_VEC4), gathered by input: step by step,
-// lane i of the block loads the block's i-th aligned input vec4 and stores each of its words
-// to the entry whose columns hold it. No staging, and no barrier but the one that shares the
-// entries.
-fn copy_scatter(p: Params, block: u32, lane: u32) {
-    // A multiple of 4, as every row and offset.
-    let stride = share_entries(p, lane);
-    let n = min(p.num_entries, MAX_SCATTER_ENTRIES);
-    let input_units = (p.rows * stride + 15u) / 16u;
-    let first = block * p.steps_per_lane * WORKGROUP_SIZE;
-    for (var k = 0u; k < p.steps_per_lane; k++) {
-        let i = first + k * WORKGROUP_SIZE + lane;
-        if (i >= input_units) {
-            break;
-        }
-        let v = load_vec4_edge(i);
-        var row = (i * 16u) / stride;
-        var col = i * 16u - row * stride;
-        for (var j = 0u; j < 4u; j++) {
-            if (row < p.rows) {
-                scatter_word(n, row, col, v[j]);
-            }
-            col += 4u;
-            if (col == stride) {
-                col = 0u;
-                row += 1u;
-            }
-        }
-    }
-}
-
-// Stores the input word at `col` of row `row` to the entry that holds it, if any. Entry `x`
-// stores in the x-th turn of the loop, so the lanes of a warp that store to one output do it
-// together, to consecutive words.
-fn scatter_word(n: u32, row: u32, col: u32, x: u32) {
-    for (var i = 0u; i < n; i++) {
-        // Columns before the entry wrap to large values.
-        let c = col - scatter_entries[i].src_offset;
-        let row_bytes = scatter_entries[i].row_bytes;
-        if (c < row_bytes) {
-            let b = row * row_bytes + c;
-            store_word(scatter_entries[i].dst_unit + b / 16u, (b % 16u) / 4u, x);
-            return;
-        }
-    }
-}
-
 // ---- The shifted lanes ----
 
 // Unaligned rows (GPUs): the lanes, each unit funnel-shifted from the two aligned source vec4s

@@ -14,11 +14,9 @@ struct Params {
     num_blocks: u32,
     // Entries in the table below.
     num_entries: u32,
-    // Steps each lane takes in its block. A step writes one output unit (the rows, the
-    // join) or loads one input unit (the scatter).
+    // Steps each lane takes in its block. A step writes one output unit (or, in the
+    // channels, a group of rows).
     steps_per_lane: u32,
-    // The scatter: input rows in all.
-    rows: u32,
     // The rows, lanes in runs: lanes with work.
     num_lanes: u32,
     // The rows, lanes in runs: 1 when every entry has the same size and rows: lane g then
@@ -28,7 +26,7 @@ struct Params {
 }
 
 // Bytes of Params: the program's records start here.
-const HEADER_BYTES: u32 = 24u;
+const HEADER_BYTES: u32 = 20u;
 
 // How an entry's words are read.
 const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one vec4 per unit
@@ -38,7 +36,7 @@ const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from
 // A split's record: one output's part in one dispatch.
 struct Entry {
     // The lanes: first block of this entry. The runs: first lane (in the whole
-    // dispatch). Entries are sorted by it. The scatter: unused.
+    // dispatch). Entries are sorted by it.
     block_start: u32,
     // First 16-byte unit of this entry in `dst`.
     dst_unit: u32,
@@ -69,7 +67,7 @@ struct Entry {
 
 fn read_params() -> Params {
     trace(TRACE_TABLE, 0u, HEADER_BYTES);
-    return Params(table[0], table[1], table[2], table[3], table[4], table[5]);
+    return Params(table[0], table[1], table[2], table[3], table[4]);
 }
 
 // Words of an entry.

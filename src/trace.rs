@@ -368,8 +368,7 @@ fn parse(bytes: &[u8], slots: u32, lanes: u32, records: u32) -> Result<Vec<Acces
                 let kind = match r[0] {
                     0 => Kind::Table,
                     1 => Kind::Load,
-                    2 => Kind::Store,
-                    _ => Kind::Shared,
+                    _ => Kind::Store,
                 };
                 accesses.push(Access {
                     workgroup: slot,

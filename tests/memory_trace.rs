@@ -50,7 +50,6 @@ fn copy_like_figures(accesses: &[Access]) -> Vec<MemoryFigures> {
             "{f:?}"
         );
         assert_eq!(f.load_lines_once_per_512, 4.0, "{f:?}");
-        assert_eq!(f.shared_wavefronts_per_512, 0.0, "{f:?}");
     }
     all.to_vec()
 }
@@ -63,7 +62,7 @@ fn the_copy_kernel_is_the_reference(gpu: &'static GpuSplitter) {
 }
 
 fn traced_stores_cover_every_output_word_once(gpu: &'static GpuSplitter) {
-    // Unaligned u8 rows (shifted lanes), word rows of 4 to 12 bytes (scattered), u8 rows of 3
+    // Unaligned u8 rows (shifted lanes), word rows of 4 to 12 bytes (channels, runs), u8 rows of 3
     // and 4 bytes (runs) and aligned rows (vec4 lanes), in every gather
     // mode, with empty outputs between others.
     let cases = [
@@ -119,19 +118,26 @@ fn aligned_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
     });
     let accesses =
         trace_split(&gpu_settings(&gpu), &plan, DType::F32, Sampling::default()).unwrap();
+    // Each warp reads the header, the search's entries and its block's entry: 16.6 bytes per
+    // 512 it stores.
     for f in copy_like_figures(&accesses) {
-        assert!(f.table_bytes_per_512 <= 4.0, "{f:?}");
+        assert!(f.table_bytes_per_512 <= 17.0, "{f:?}");
     }
 }
 
-fn short_word_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
-    // tiny_runs' 4-byte rows, scattered by input: a copy's figures, loads and stores, every
-    // store a word.
+fn short_word_rows_bring_in_a_copys_lines(gpu: &'static GpuSplitter) {
+    // tiny_runs' 4-byte rows: the channels, consecutive lanes taking consecutive groups of 16
+    // rows (256 bytes). A warp brings in a copy's lines, each once; each of its instructions
+    // touches half of each sector (lanes 256 bytes apart, 16 bytes each), the other
+    // instructions of the group the rest.
     let plan = ops::split(&[65536, 4], &IntTensor::scalar(1), 4).unwrap();
     let accesses = trace_split(&gpu_settings(gpu), &plan, DType::F32, Sampling::default()).unwrap();
-    let stores = accesses.iter().filter(|a| a.kind == Kind::Store);
-    assert!(stores.clone().all(|a| a.size == 4));
-    copy_like_figures(&accesses);
+    for warp in [32, 64] {
+        let f = figures(&accesses, warp);
+        assert_eq!(f.load_lines_once_per_512, 4.0, "{f:?}");
+        assert_eq!((f.load_efficiency, f.store_efficiency), (0.5, 0.5), "{f:?}");
+        assert!(f.table_bytes_per_512 <= 4.0, "{f:?}");
+    }
 }
 
 fn unaligned_rows_load_about_a_copys_lines(gpu: &'static GpuSplitter) {
@@ -159,16 +165,16 @@ fn unaligned_rows_load_about_a_copys_lines(gpu: &'static GpuSplitter) {
             assert!(f.load_efficiency >= 0.85, "{dtype} {f:?}");
             assert!(f.load_lines_once_per_512 <= 6.0, "{dtype} {f:?}");
             assert!(f.load_lines_per_512 <= 12.0, "{dtype} {f:?}");
-            assert_eq!(f.shared_wavefronts_per_512, 0.0, "{dtype} {f:?}");
         }
     }
 }
 
 fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
     // The bench's concat cases of aligned parts, smaller: they take the split's vec4 lanes, so
-    // each output word stored once, a copy's figures, and within 12 table bytes per 512
-    // stored (a block reads the header, searches the entries and reads its own: 11 per 512
-    // where each part is one block's 4 KiB, as in the last case). The join's runs (parts at
+    // each output word stored once, a copy's figures, and within 17 table bytes per 512
+    // stored: each warp reads the header, searches the entries and reads its block's (the
+    // same words for every lane of the block), 84 per 512 where each part is one block of
+    // 4 KiB, as in the last case. The join's runs (parts at
     // odd offsets) are not traced here: their figures pick nothing (the H200 ran them faster
     // than forms that traced like a copy), SwiftShader's compiler runs out of memory on their
     // trace build, and tests/concat.rs checks their every byte and the bytes around them.
@@ -191,7 +197,13 @@ fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
         assert_eq!(words.len(), output_words, "{plan:?}");
         assert_eq!(stored, output_words, "{plan:?}: each word stored once");
         for f in copy_like_figures(&accesses) {
-            assert!(f.table_bytes_per_512 <= 12.0, "{plan:?} {f:?}");
+            // Parts of one block (4 KiB, the last case): 84.
+            let most = if plan.num_inputs() == 64 && dtype == DType::F32 {
+                84.0
+            } else {
+                17.0
+            };
+            assert!(f.table_bytes_per_512 <= most, "{plan:?} {f:?}");
         }
     }
 }
@@ -222,8 +234,8 @@ fn viewed_words(shape: &[usize], view: &PartView, es: u64) -> BTreeSet<u64> {
 fn attention_views_trace_like_a_copy(gpu: &'static GpuSplitter) {
     // Q, K and V heads written through views (K and V into caches at 32), and 32 heads read
     // back through the merge's view, as a GPU runs them: each viewed word stored once, a
-    // copy's figures, loads and stores, and at most 8 table bytes per 512 stored (an entry
-    // of 40 bytes moves a head's rows, or a position's 32 heads).
+    // copy's figures, loads and stores, and at most 17 table bytes per 512 stored (each warp
+    // reads the header, the search's entries and its block's entry).
     let gpu = gpu_settings(gpu);
     let layer = Attention {
         batch: 1,
@@ -262,7 +274,9 @@ fn attention_views_trace_like_a_copy(gpu: &'static GpuSplitter) {
         }
         assert_eq!(words, viewed, "concat {concat}");
         for f in copy_like_figures(&accesses) {
-            assert!(f.table_bytes_per_512 <= 8.0, "concat {concat}: {f:?}");
+            // The merge's heads are 4 KiB each, a block's: 38 per 512.
+            let most = if concat { 38.0 } else { 17.0 };
+            assert!(f.table_bytes_per_512 <= most, "concat {concat}: {f:?}");
         }
     }
 }
@@ -274,5 +288,5 @@ per_backend!(
     traced_stores_cover_every_output_word_once,
     aligned_rows_trace_like_a_copy,
     unaligned_rows_load_about_a_copys_lines,
-    short_word_rows_trace_like_a_copy,
+    short_word_rows_bring_in_a_copys_lines,
 );

@@ -238,7 +238,7 @@ fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!();
     say!("memory, traced: the gather as a GPU runs it, whatever the adapter");
     say!(
-        "{:<11} {:>4} {:>9} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10}",
+        "{:<11} {:>4} {:>9} {:>10} {:>10} {:>10} {:>11} {:>10}",
         "case",
         "warp",
         "load eff",
@@ -246,12 +246,11 @@ fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
         "load l/512",
         "once l/512",
         "store l/512",
-        "table B/512",
-        "shared/512"
+        "table B/512"
     );
     let row = |name: &str, f: &MemoryFigures| {
         say!(
-            "{:<11} {:>4} {:>9.3} {:>10.3} {:>10.2} {:>10.2} {:>11.2} {:>10.2} {:>10.2}",
+            "{:<11} {:>4} {:>9.3} {:>10.3} {:>10.2} {:>10.2} {:>11.2} {:>10.2}",
             name,
             f.warp,
             f.load_efficiency,
@@ -259,8 +258,7 @@ fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
             f.load_lines_per_512,
             f.load_lines_once_per_512,
             f.store_lines_per_512,
-            f.table_bytes_per_512,
-            f.shared_wavefronts_per_512
+            f.table_bytes_per_512
         );
     };
     for (r, m) in results {
@@ -278,11 +276,8 @@ fn print_memory(results: &[(CaseResult, Option<MemoryReport>)]) {
     say!(
         " lines touched per 512 bytes stored, summed over warp instructions; once l/512 = the load"
     );
-    say!(" lines counted once per warp; table B/512 = table bytes read per 512 bytes stored;");
-    say!(
-        " shared/512 = workgroup memory passes per 512 bytes stored, bank conflicts counted: 8 for"
-    );
-    say!(" bytes staged once and read once without one)");
+    say!(" lines counted once per warp; table B/512 = table bytes each warp reads per 512 bytes");
+    say!(" stored)");
 }
 
 fn figures_json(f: &MemoryFigures) -> Value {
@@ -293,7 +288,6 @@ fn figures_json(f: &MemoryFigures) -> Value {
         "load_lines_once_per_512": f.load_lines_once_per_512,
         "store_lines_per_512": f.store_lines_per_512,
         "table_bytes_per_512": f.table_bytes_per_512,
-        "shared_wavefronts_per_512": f.shared_wavefronts_per_512,
     })
 }
 

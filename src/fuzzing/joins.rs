@@ -2,9 +2,7 @@
 //! write, byte by byte, past one binding ([`check_join_windows`]).
 
 use super::input::PlannerInput;
-use crate::gpu::gather::abi::{
-    EntryPoint, JoinHeader, JoinTable, Segment, Table, RUNS_WORKGROUP_SIZE,
-};
+use crate::gpu::gather::abi::{EntryPoint, JoinHeader, JoinTable, Segment, Table};
 use crate::gpu::gather::dispatches::GatherTuning;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
 use crate::gpu::placement::PartLayout;
@@ -55,9 +53,12 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     for ((_, _, src), part) in expanded.iter().zip(parts) {
         assert_eq!(*src, part.src, "{input:?}");
     }
-    // The runs, on every device.
-    assert!(d.program.lanes_in_runs, "{input:?}");
-    let lanes = RUNS_WORKGROUP_SIZE;
+    // The runs, on every device, but for the channels.
+    assert!(
+        d.program.lanes_in_runs || d.program.channels.is_some(),
+        "{input:?}"
+    );
+    let lanes = d.program.workgroup_size();
     if segments.is_empty() {
         return;
     }

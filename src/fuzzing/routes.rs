@@ -2,9 +2,7 @@
 //! every output byte is written exactly once, from the input byte the plan says.
 
 use super::input::PlannerInput;
-use crate::gpu::gather::abi::{
-    binding_bytes, Table, DST_BINDING_SHIFT, MAX_WINDOW, RUNS_WORKGROUP_SIZE,
-};
+use crate::gpu::gather::abi::{binding_bytes, Table, DST_BINDING_SHIFT, MAX_WINDOW};
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
 use crate::gpu::placement::PartLayout;
 use crate::gpu::planner::{BufferCopy, DeviceCaps, Regions, Route};
@@ -159,15 +157,13 @@ impl RouteCheck<'_> {
                 "{input:?} {d:?}"
             );
             assert_eq!(d.entries().len() as u32, d.params.num_entries);
-            // The channels: lanes in whole workgroups, whose runs take every group of 16 rows.
+            // The channels: lanes in whole workgroups, whose steps take every group of 16 rows.
             if let (Some(c), Some(e)) = (d.program.channels, d.entries().first()) {
                 let groups = (e.out_bytes / c.width as u32).div_ceil(16) as u64;
                 let p = d.params;
-                assert!(
-                    p.num_lanes as u64 * p.steps_per_lane as u64 >= groups,
-                    "{input:?}"
-                );
-                assert!(p.num_blocks as u64 * RUNS_WORKGROUP_SIZE >= p.num_lanes as u64);
+                let lanes = p.num_blocks as u64 * d.program.workgroup_size();
+                assert!(lanes * p.steps_per_lane as u64 >= groups, "{input:?}");
+                assert!(lanes >= p.num_lanes as u64, "{input:?}");
             }
             for e in d.entries() {
                 // A split's entry writes one range of its output.

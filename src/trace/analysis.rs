@@ -5,9 +5,6 @@
 //! 64 consecutive lanes of a workgroup) make with the same sequence number: the n-th access of
 //! that kind by each lane. Within one, useful bytes are the bytes the lanes ask for (each byte
 //! once), a sector is an aligned 32-byte span and a line an aligned 128-byte span touched.
-//! Workgroup memory is 32 banks of 4-byte words: an instruction takes as many passes
-//! (*wavefronts*) as the most distinct words it asks of one bank, and at least one per 128
-//! bytes.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -20,8 +17,6 @@ pub enum Kind {
     Load = 1,
     /// The output.
     Store = 2,
-    /// Workgroup memory, by byte position (no schedule of the gather stages there now).
-    Shared = 3,
 }
 
 /// One traced access.
@@ -58,11 +53,9 @@ pub struct MemoryFigures {
     pub load_lines_once_per_512: f64,
     /// 128-byte lines stores touch per 512 bytes stored.
     pub store_lines_per_512: f64,
-    /// Table bytes read per 512 bytes stored.
+    /// Table bytes read per 512 bytes stored, each warp's (a warp's lanes reading the same
+    /// word read it once).
     pub table_bytes_per_512: f64,
-    /// Workgroup memory wavefronts per 512 bytes stored, reads and writes: 8 for bytes staged
-    /// once and read once without a bank conflict, 0 for a kernel that stages nothing.
-    pub shared_wavefronts_per_512: f64,
     /// Bytes stored by the traced workgroups.
     pub stored_bytes: u64,
 }
@@ -73,11 +66,7 @@ struct Totals {
     useful: u64,
     sectors: u64,
     lines: u64,
-    wavefronts: u64,
 }
-
-/// Banks of workgroup memory, each 4 bytes wide.
-const BANKS: u64 = 32;
 
 /// A warp instruction: (workgroup, warp, sequence number, kind).
 type Instruction = (u32, u32, u32, Kind);
@@ -97,10 +86,6 @@ pub fn figures(accesses: &[Access], warp: u32) -> MemoryFigures {
     let mut warp_load_lines = HashSet::new();
     for ((workgroup, warp, _, kind), spans) in &instructions {
         let t = totals.entry(*kind).or_default();
-        if *kind == Kind::Shared {
-            t.wavefronts += wavefronts(spans);
-            continue;
-        }
         let (useful, sectors, lines) = touched(spans);
         t.useful += useful;
         t.sectors += sectors;
@@ -111,7 +96,6 @@ pub fn figures(accesses: &[Access], warp: u32) -> MemoryFigures {
     }
     let get = |k| totals.get(&k).copied().unwrap_or_default();
     let (loads, stores, table) = (get(Kind::Load), get(Kind::Store), get(Kind::Table));
-    let shared = get(Kind::Shared);
     let per_512 = |x: u64| x as f64 * 512.0 / stores.useful.max(1) as f64;
     let efficiency = |t: Totals| t.useful as f64 / (t.sectors.max(1) * 32) as f64;
     MemoryFigures {
@@ -122,25 +106,8 @@ pub fn figures(accesses: &[Access], warp: u32) -> MemoryFigures {
         load_lines_once_per_512: per_512(warp_load_lines.len() as u64),
         store_lines_per_512: per_512(stores.lines),
         table_bytes_per_512: per_512(table.useful),
-        shared_wavefronts_per_512: per_512(shared.wavefronts),
         stored_bytes: stores.useful,
     }
-}
-
-/// The passes workgroup memory takes for one warp instruction's `(address, size)` accesses:
-/// the most distinct words asked of one bank (lanes reading one word share it), at least one
-/// per [`BANKS`] words.
-fn wavefronts(spans: &[(u64, u32)]) -> u64 {
-    let words: BTreeSet<u64> = spans
-        .iter()
-        .flat_map(|&(a, s)| a / 4..(a + s as u64).div_ceil(4))
-        .collect();
-    let mut per_bank = [0u64; BANKS as usize];
-    for w in &words {
-        per_bank[(w % BANKS) as usize] += 1;
-    }
-    let most = per_bank.into_iter().max().unwrap_or(0);
-    most.max((words.len() as u64).div_ceil(BANKS))
 }
 
 /// Useful bytes, sectors and lines (their numbers) of one warp instruction's `(address, size)`
@@ -205,7 +172,6 @@ mod tests {
             assert_eq!((f.load_lines_per_512, f.store_lines_per_512), (4.0, 4.0));
             assert_eq!(f.load_lines_once_per_512, 4.0);
             assert_eq!((f.table_bytes_per_512, f.stored_bytes), (0.0, 4096));
-            assert_eq!(f.shared_wavefronts_per_512, 0.0);
         }
     }
 
@@ -251,24 +217,5 @@ mod tests {
         });
         assert_eq!(figures(&t, 32).table_bytes_per_512, 32.0);
         assert_eq!(figures(&t, 64).table_bytes_per_512, 16.0);
-    }
-
-    #[test]
-    fn workgroup_memory_passes_count_bank_conflicts() {
-        // Each lane stages its 16 bytes, reads its own word back, then reads a word 16 words
-        // apart from its neighbour's (a column of 64-byte rows: two banks for 32 lanes), then
-        // the word every lane reads.
-        let t = trace(32, |l| {
-            let l = l as u64;
-            vec![
-                (Kind::Shared, l * 16, 16),
-                (Kind::Shared, l * 4, 4),
-                (Kind::Shared, l * 64, 4),
-                (Kind::Shared, 8, 4),
-                (Kind::Store, l * 16, 16),
-            ]
-        });
-        // 4 + 1 + 16 + 1 passes for 512 bytes stored.
-        assert_eq!(figures(&t, 32).shared_wavefronts_per_512, 22.0);
     }
 }

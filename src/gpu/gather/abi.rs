@@ -33,9 +33,6 @@ pub const WORKGROUP_SIZE: u64 = 256;
 /// adapter's threads, while each lane writes a long run.
 pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 
-/// Entries a scatter dispatch may have (`MAX_SCATTER_ENTRIES`).
-pub const MAX_SCATTER_ENTRIES: u64 = 16;
-
 /// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding (an output's last
 /// unit may be partial). Outputs start on multiples of it, so no two invocations write the
 /// same word.
@@ -53,11 +50,9 @@ pub struct Params {
     pub num_blocks: u32,
     /// Entries in the table.
     pub num_entries: u32,
-    /// Steps each lane takes in its block. A step writes one output unit (the rows, the
-    /// join) or loads one input unit (the scatter).
+    /// Steps each lane takes in its block. A step writes one output unit (or, in the
+    /// channels, a group of rows).
     pub steps_per_lane: u32,
-    /// The scatter: input rows in all.
-    pub rows: u32,
     /// The rows, lanes in runs: lanes with work.
     pub num_lanes: u32,
     /// The rows, lanes in runs: 1 when equal entries take lanes in turn.
@@ -155,28 +150,19 @@ pub enum EntryPoint {
     /// `main_rows`: a split whose entries are of any [`Mode`]: each lane a run of units, or
     /// lanes in turn with unaligned rows funnel-shifted (rows of 64 bytes or more).
     Rows = 1,
-    /// `main_scatter` (GPUs, short rows of whole words): lanes load consecutive input units
-    /// and store each word to its output.
-    Scatter = 2,
     /// `main_join`: a concat ([`super::joins`]), either lane mapping.
-    Join = 3,
+    Join = 2,
 }
 
 impl EntryPoint {
     /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 4] = [
-        EntryPoint::RowsVec4,
-        EntryPoint::Rows,
-        EntryPoint::Scatter,
-        EntryPoint::Join,
-    ];
+    pub const ALL: [EntryPoint; 3] = [EntryPoint::RowsVec4, EntryPoint::Rows, EntryPoint::Join];
 
     /// The entry point's name in the shader.
     pub fn name(self) -> &'static str {
         match self {
             EntryPoint::RowsVec4 => "main_rows_vec4",
             EntryPoint::Rows => "main_rows",
-            EntryPoint::Scatter => "main_scatter",
             EntryPoint::Join => "main_join",
         }
     }
@@ -186,22 +172,7 @@ impl EntryPoint {
         match self {
             EntryPoint::RowsVec4 => "rows_vec4_block",
             EntryPoint::Rows => "rows_block",
-            EntryPoint::Scatter => "scatter_block",
             EntryPoint::Join => "join_block",
-        }
-    }
-
-    /// The workgroup variables its schedules use, and the only ones it may reach: the block's
-    /// header (`wg_block`) and the entries at hand (`scatter_entries`); the join none.
-    /// A GPU reserves an entry point's workgroup memory whether or not a dispatch touches it;
-    /// the runs pipelines touch none (their branch reaches none: a test checks `runs`).
-    #[cfg(test)]
-    fn workgroup_memory(self) -> &'static [&'static str] {
-        match self {
-            EntryPoint::RowsVec4 => &["wg_block"],
-            EntryPoint::Rows => &["wg_block"],
-            EntryPoint::Join => &[],
-            EntryPoint::Scatter => &["wg_block", "scatter_entries"],
         }
     }
 }
@@ -235,25 +206,64 @@ impl std::fmt::Display for ProgramKey {
     }
 }
 
-/// Rows of `stride` bytes, at most [`MAX_CHANNEL_STRIDE`], as equal parts of `width` bytes side
-/// by side, shorter than a unit and not whole words (the planes of an image's pixels, of a
-/// tensor's last axis), split or concatenated in runs: each lane step takes a group
-/// of 16 rows, `stride` units on either side. Fixed per pipeline, so that the place of every
-/// byte in the group is a constant the driver folds into shifts (`channels` and
-/// `join_channels` in `shaders/split_gather_narrow.wgsl`).
+/// Rows of `stride` bytes as 3 or 4 equal parts of `width` bytes side by side, 1, 2 or 4
+/// bytes each (an image's RGB or RGBA pixels of u8, f16 or f32: [`Channels::ALL`]), split or
+/// concatenated a group of 16 rows at a time: `stride` units on either side. Fixed per
+/// pipeline, so that the place of every byte in the group is a constant the driver folds
+/// into shifts (`channels` and `join_channels` in `shaders/split_gather_narrow.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Channels {
     pub stride: u8,
     pub width: u8,
 }
 
-/// The longest rows [`Channels`] takes: a group of 16 of them is at most 16 vec4s.
-pub const MAX_CHANNEL_STRIDE: u64 = 16;
+impl Channels {
+    /// Every channels program, in the order of their keys: 3 or 4 parts of 1, 2 or 4 bytes.
+    pub const ALL: [Channels; 6] = [
+        Channels {
+            stride: 3,
+            width: 1,
+        },
+        Channels {
+            stride: 4,
+            width: 1,
+        },
+        Channels {
+            stride: 6,
+            width: 2,
+        },
+        Channels {
+            stride: 8,
+            width: 2,
+        },
+        Channels {
+            stride: 12,
+            width: 4,
+        },
+        Channels {
+            stride: 16,
+            width: 4,
+        },
+    ];
+
+    /// Rows of `stride` bytes as `parts` parts of `width`, if they are channels.
+    pub fn of(stride: u64, width: u64, parts: u64) -> Option<Channels> {
+        Channels::ALL
+            .into_iter()
+            .find(|c| (c.stride as u64, c.width as u64) == (stride, width))
+            .filter(|_| width * parts == stride)
+    }
+
+    /// Its place in [`Channels::ALL`].
+    fn place(self) -> usize {
+        Channels::ALL.iter().position(|&c| c == self).unwrap_or(0)
+    }
+}
 
 impl ProgramKey {
     /// Every key, in the order of [`ProgramKey::index`]: each entry point in either mapping,
-    /// then the channels' (every stride and width up to 16) of a split's rows and of a join.
-    pub const COUNT: usize = 2 * EntryPoint::ALL.len() + 2 * 16 * 16;
+    /// then the channels of a split's rows and of a join, in either mapping.
+    pub const COUNT: usize = 2 * EntryPoint::ALL.len() + 4 * Channels::ALL.len();
 
     /// The program of a split's rows (`main_rows_vec4` where every entry is aligned, else
     /// `main_rows`) in either lane mapping.
@@ -276,8 +286,8 @@ impl ProgramKey {
             None => 2 * self.entry as usize + usize::from(self.lanes_in_runs),
             Some(c) => {
                 let join = usize::from(self.entry == EntryPoint::Join);
-                let place = 16 * (c.stride as usize - 1) + c.width as usize - 1;
-                2 * EntryPoint::ALL.len() + 16 * 16 * join + place
+                let program = 2 * join + usize::from(self.lanes_in_runs);
+                2 * EntryPoint::ALL.len() + Channels::ALL.len() * program + c.place()
             }
         }
     }
@@ -330,7 +340,6 @@ pub enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Entry {
     /// The rows: this entry's first lane (lanes in runs) or first block (lanes in turn).
-    /// The scatter: unused.
     pub block_start: u32,
     /// First unit of this entry in the output window.
     pub dst_unit: u32,

@@ -2,24 +2,13 @@
 //! are numbered into blocks (workgroups) and lanes for it. Pure arithmetic.
 
 use super::abi::{
-    Entry, EntryPoint, Mode, Params, ProgramKey, MAX_SCATTER_ENTRIES, RUNS_WORKGROUP_SIZE,
-    UNIT_BYTES, WORKGROUP_SIZE,
+    Entry, EntryPoint, Params, ProgramKey, RUNS_WORKGROUP_SIZE, UNIT_BYTES, WORKGROUP_SIZE,
 };
 use super::channels::{channel_params, channels_of};
-use super::modes::GatherMode;
+use super::modes::{GatherMode, GatherTuning};
 use super::runs::{max_steps, run_units};
 use crate::error::{Result, SplitError};
 use crate::plan::bytes::{ByteRows, RowKind};
-
-/// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
-/// ([`crate::gpu::splitter::gather_defaults`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GatherTuning {
-    /// How lanes map to units.
-    pub mode: GatherMode,
-    /// The most steps one lane takes in a block (`Params::steps_per_lane`).
-    pub max_steps_per_lane: u64,
-}
 
 /// Unaligned output rows shorter than this do not take the shifted lanes, whose units each
 /// span at most two rows (16 bytes would do), but the runs: a split with rows that short is
@@ -63,10 +52,9 @@ pub(super) fn split_table(
     tuning: GatherTuning,
 ) -> SplitTable {
     let program = pick(bytes, &entries, tuning.mode);
-    let params = match (program.entry, program.channels, bytes) {
-        (_, Some(c), _) => channel_params(c, &mut entries, tuning.max_steps_per_lane),
-        (EntryPoint::Scatter, _, Some(bytes)) => scatter(bytes, &mut entries),
-        _ => {
+    let params = match program.channels {
+        Some(c) => channel_params(c, &mut entries, tuning),
+        None => {
             let steps = steps_per_lane(program, &entries, tuning);
             number_blocks(&mut entries, program, steps)
         }
@@ -74,33 +62,22 @@ pub(super) fn split_table(
     (program, params, entries)
 }
 
-/// The one choice of what runs a split's dispatch of `entries` in `mode`. CPU adapters: the
-/// rows, each lane a run (of groups of rows where the entries are
-/// [`Channels`](super::abi::Channels)). GPUs: where the dispatch covers a split with short
-/// rows ([`short_rows`]), the scatter for rows of whole words and the runs, as CPU adapters
-/// take them, for the others (RGB planes: on the H200 at 3 times the rate of the tiles that
-/// staged them in workgroup memory); else the rows in lanes, which need every unaligned
-/// entry's rows at least [`MIN_LANES_ROW`] long (the runs take the others).
+/// The one choice of what runs a split's dispatch of `entries` in `mode`. Where the entries
+/// are [`Channels`](super::abi::Channels): the channels, in `mode`'s lane mapping. Else, on
+/// CPU adapters and on GPUs where the dispatch covers a split with short rows
+/// ([`short_rows`]): the rows, each lane a run. Else, on GPUs, the rows in lanes, which need
+/// every unaligned entry's rows at least [`MIN_LANES_ROW`] long (the runs take the others).
 fn pick(bytes: Option<&ByteRows>, entries: &[Entry], mode: GatherMode) -> ProgramKey {
-    let short = bytes.filter(|b| short_rows(b));
-    let words = entries.iter().all(|e| e.mode != Mode::Byte as u32);
-    if mode == GatherMode::Gpu && short.is_some() && words {
+    if let Some(c) = channels_of(entries) {
+        // The channels branch of `main_rows`.
         return ProgramKey {
-            entry: EntryPoint::Scatter,
-            lanes_in_runs: false,
-            channels: None,
+            entry: EntryPoint::Rows,
+            lanes_in_runs: mode == GatherMode::Cpu,
+            channels: Some(c),
         };
     }
-    if mode == GatherMode::Cpu || short.is_some() {
-        return match channels_of(entries) {
-            // The channels branch of `main_rows` (their parts are never whole vec4s).
-            Some(c) => ProgramKey {
-                entry: EntryPoint::Rows,
-                lanes_in_runs: true,
-                channels: Some(c),
-            },
-            None => ProgramKey::rows(entries, true),
-        };
+    if mode == GatherMode::Cpu || bytes.is_some_and(short_rows) {
+        return ProgramKey::rows(entries, true);
     }
     let long_rows = entries
         .iter()
@@ -157,50 +134,15 @@ fn number_blocks(entries: &mut [Entry], program: ProgramKey, steps: u64) -> Para
         num_blocks: num_blocks as u32,
         num_entries: entries.len() as u32,
         steps_per_lane: steps as u32,
-        rows: 0,
         num_lanes: num_lanes as u32,
         interleaved: u32::from(interleaved),
     }
 }
 
-/// Whether a split may take the short-row programs (the scatter on GPUs): strided, with a row
-/// shorter than `MIN_LANES_ROW` bytes, and at most [`MAX_SCATTER_ENTRIES`] outputs, which
-/// every workgroup keeps at hand.
+/// Whether a split takes the runs on a GPU: strided, with a row shorter than
+/// [`MIN_LANES_ROW`] bytes.
 fn short_rows(bytes: &ByteRows) -> bool {
-    bytes.kind == RowKind::Strided
-        && bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW)
-        && bytes.outputs.len() as u64 <= MAX_SCATTER_ENTRIES
-}
-
-/// The header of the scatter's dispatch, whose every block serves every entry (no
-/// `block_start`); `blocks` is (blocks, steps per block).
-fn by_input(bytes: &ByteRows, entries: &mut [Entry], blocks: (u64, u64)) -> Params {
-    entries.iter_mut().for_each(|e| e.block_start = 0);
-    Params {
-        num_blocks: blocks.0 as u32,
-        num_entries: entries.len() as u32,
-        steps_per_lane: blocks.1 as u32,
-        rows: bytes.rows as u32,
-        num_lanes: 0,
-        interleaved: 0,
-    }
-}
-
-/// Steps (input units) per lane of a scatter block, at most: 16 steps of 4 KiB, so the
-/// entries a block reads (up to 16 x 32 bytes) stay near 4 bytes per 512 moved.
-const MAX_SCATTER_STEPS: u64 = 16;
-
-/// Blocks a scatter dispatch keeps before its lanes take more steps: enough workgroups to
-/// fill a large GPU several times over.
-const MIN_SCATTER_BLOCKS: u64 = 1024;
-
-/// The header of the scatter's dispatch of a split whose rows are short ([`short_rows`]) and
-/// whole words (every entry [`Mode::Word`] or [`Mode::Vec4`]).
-fn scatter(bytes: &ByteRows, entries: &mut [Entry]) -> Params {
-    let input_units = units(bytes.input_bytes());
-    let steps = (input_units / (WORKGROUP_SIZE * MIN_SCATTER_BLOCKS)).clamp(1, MAX_SCATTER_STEPS);
-    let num_blocks = input_units.div_ceil(steps * WORKGROUP_SIZE);
-    by_input(bytes, entries, (num_blocks, steps))
+    bytes.kind == RowKind::Strided && bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW)
 }
 
 /// The dispatch grid for `groups` workgroups (blocks): as wide as the device allows, then folded into rows (the
@@ -220,6 +162,7 @@ pub fn grid(limits: &wgpu::Limits, groups: u64) -> Result<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::gather::abi::Channels;
     use crate::gpu::gather::dispatches::plan_dispatches;
     use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
     use crate::gpu::gather::runs::MIN_RUN_UNITS;
@@ -282,33 +225,41 @@ mod tests {
     }
 
     #[test]
-    fn scatter_takes_short_word_rows_and_leaves_the_rest() {
-        let params_of =
-            |shape: &[usize], lengths, dtype| variadic(shape, lengths, dtype, GatherMode::Gpu);
-        // tiny_runs: 4 Mi input units in 1,024 blocks of 16 steps; a small split (750 input
-        // units) in blocks of one step.
-        let (entry, p) = params_of(&[1 << 22, 4], vec![1; 4], DType::F32);
-        let scatter = EntryPoint::Scatter;
+    fn short_rows_take_the_channels_or_the_runs_on_gpus() {
+        let program = |shape: &[usize], lengths: Vec<i64>, dtype| {
+            let lengths = IntTensor::vector(lengths);
+            let plan = ops::variadic_split(shape, &IntTensor::scalar(1), &lengths).unwrap();
+            let d = &dispatches(&plan, dtype, 256, GatherMode::Gpu, 4, BIG).unwrap()[0];
+            d.program
+        };
+        // tiny_runs (equal parts of one f32): the channels, 16-byte rows of 4-byte parts,
+        // lanes in turn.
+        let p = program(&[1 << 22, 4], vec![1; 4], DType::F32);
         assert_eq!(
-            (entry, p.steps_per_lane, p.num_blocks, p.rows),
-            (scatter, 16, 1024, 1 << 22)
+            (p.entry, p.lanes_in_runs, p.channels),
+            (
+                EntryPoint::Rows,
+                false,
+                Some(Channels {
+                    stride: 16,
+                    width: 4
+                })
+            )
         );
-        let (entry, p) = params_of(&[1000, 3], vec![1, 2], DType::F32);
-        assert_eq!((entry, p.steps_per_lane, p.num_blocks), (scatter, 1, 3));
-        // Short byte rows take the runs, long rows the shifted lanes.
-        let plan = ops::variadic_split(
-            &[4096, 7],
-            &IntTensor::scalar(1),
-            &IntTensor::vector(vec![3, 4]),
-        )
-        .unwrap();
-        let d = &dispatches(&plan, DType::U8, 256, GatherMode::Gpu, 4, BIG).unwrap()[0];
-        assert_eq!(
-            (d.program.entry, d.program.lanes_in_runs),
-            (EntryPoint::Rows, true)
-        );
-        let (entry, _) = params_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
-        assert_eq!(entry, EntryPoint::Rows);
+        // Unequal short rows, of words or of bytes: the runs.
+        for (shape, lengths, dtype) in [
+            (&[1000, 3][..], vec![1, 2], DType::F32),
+            (&[4096, 7], vec![3, 4], DType::U8),
+        ] {
+            let p = program(shape, lengths, dtype);
+            assert_eq!(
+                (p.entry, p.lanes_in_runs, p.channels),
+                (EntryPoint::Rows, true, None)
+            );
+        }
+        // Long unaligned rows: the shifted lanes.
+        let p = program(&[64, 4095], vec![1365, 1365, 1365], DType::U8);
+        assert_eq!((p.entry, p.lanes_in_runs), (EntryPoint::Rows, false));
     }
 
     #[test]

@@ -1,18 +1,18 @@
-//! The channels ([`Channels`]): which dispatches of a split or a concat take them, on CPU
-//! adapters, and how their lanes take groups of rows. Pure.
+//! The channels ([`Channels`]): which dispatches of a split or a concat take them, and how
+//! their lanes take groups of rows. Pure.
 
 use super::abi::{
-    Channels, Entry, Params, Segment, MAX_CHANNEL_STRIDE, RUNS_WORKGROUP_SIZE, UNIT_BYTES,
+    Channels, Entry, Params, Segment, RUNS_WORKGROUP_SIZE, UNIT_BYTES, WORKGROUP_SIZE,
 };
+use super::modes::{GatherMode, GatherTuning};
 use super::runs::{max_steps, run_units};
 
 /// Rows a group holds: 16 rows of `stride` bytes are `stride` whole units.
 const GROUP_ROWS: u64 = 16;
 
-/// The channels `entries` are, if they are: the parts of rows of at most
-/// [`MAX_CHANNEL_STRIDE`] bytes in column order, each from the first byte of its destination
-/// unit, its rows back to back there, the rows' first byte a whole vec4 of the input
-/// ([`channels`]).
+/// The channels `entries` are, if they are ([`Channels::of`]): the parts of rows in column
+/// order, each from the first byte of its destination unit, its rows back to back there, the
+/// rows' first byte a whole vec4 of the input.
 pub(super) fn channels_of(entries: &[Entry]) -> Option<Channels> {
     let first = entries.first()?;
     let (width, stride) = (first.row_bytes as u64, first.src_stride as u64);
@@ -23,57 +23,58 @@ pub(super) fn channels_of(entries: &[Entry]) -> Option<Channels> {
             && (e.dst_stride, e.first_byte, e.skip) == (e.row_bytes, 0, 0)
     });
     let aligned = (first.src_offset as u64).is_multiple_of(UNIT_BYTES);
-    channels(stride, width, entries.len() as u64).filter(|_| side_by_side && aligned)
+    Channels::of(stride, width, entries.len() as u64).filter(|_| side_by_side && aligned)
 }
 
 /// The channels of a concat's dispatch whose `segments` are one, into rows of `stride`
-/// bytes from unit 0 of its output, if they are: its parts side by side from the rows' first
-/// byte, in binding 0, each part's rows from a whole vec4 on ([`channels`]).
+/// bytes from unit 0 of its output, if they are ([`Channels::of`]): its parts side by side
+/// from the rows' first byte, in binding 0, each part's rows from a whole vec4 on.
 pub(super) fn join_channels_of(stride: u64, segments: &[Segment]) -> Option<Channels> {
     let [s] = segments else { return None };
     let aligned = (s.src_offset as u64 | s.part_step as u64).is_multiple_of(UNIT_BYTES);
     let fits = (s.first_byte, s.binding) == (0, 0) && aligned;
-    channels(stride, s.row_bytes as u64, s.count as u64).filter(|_| fits)
+    Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|_| fits)
 }
 
-/// Rows of `stride` bytes as `parts` parts of `width`, if they are channels: two or more
-/// parts that fill the row, not whole words (the runs move parts of 4 and 8 bytes a word at a
-/// time, as fast), in rows of at most [`MAX_CHANNEL_STRIDE`] bytes.
-fn channels(stride: u64, width: u64, parts: u64) -> Option<Channels> {
-    let fits = parts >= 2
-        && !width.is_multiple_of(4)
-        && width * parts == stride
-        && stride <= MAX_CHANNEL_STRIDE;
-    fits.then_some(Channels {
-        stride: stride as u8,
-        width: width as u8,
-    })
-}
-
-/// Groups per lane (a lane's steps, at most `most`) and lanes of the channels of `rows` rows.
-/// Runs as long as a split's in units (2,048 units, 683 groups of 3) joined RGB planes 5%
-/// slower than runs of as many groups (performance.md, session 34).
-pub(super) fn channel_runs(rows: u64, most: u64) -> (u64, u64) {
+/// How the lanes of the channels of `rows` rows take their groups of rows, in `tuning`'s
+/// mapping (in runs on CPU adapters): the dispatch's header, its entries still to count.
+///
+/// - CPU adapters: each lane a run of consecutive groups, at most half its loop turns (the
+///   groups past the whole units below a binding's end, at most 17 a lane, take up to 20
+///   turns a unit). Lanes taking groups in turn ran RGB planes at a third of the runs' rate
+///   on lavapipe and GL (performance.md, session 34).
+/// - GPUs: consecutive lanes take consecutive groups, a block's lanes as many steps each as
+///   fill it up to `max_steps_per_lane`, as the H200's kernel for RGB planes did (each lane
+///   the bytes of a few whole pixels, constant shifts: 1.46 TB/s, against 0.16 for the
+///   product's tiles then).
+pub(super) fn channel_lanes(rows: u64, tuning: GatherTuning) -> Params {
     let groups = rows.div_ceil(GROUP_ROWS);
-    // One loop turn a group; the groups past the whole units below a binding's end (at most
-    // 17 a lane) take up to 20 turns a unit, within the other half of the lane's turns.
-    let steps = run_units(groups, max_steps(most, 2));
-    (steps, groups.div_ceil(steps))
-}
-
-/// The header of the channels' dispatch of a split's `entries` (each lane a run of at most
-/// `most` groups).
-pub(super) fn channel_params(c: Channels, entries: &mut [Entry], most: u64) -> Params {
-    let rows = entries[0].out_bytes as u64 / c.width as u64;
-    let (steps, lanes) = channel_runs(rows, most);
-    entries.iter_mut().for_each(|e| e.block_start = 0);
+    let most = max_steps(tuning.max_steps_per_lane, 2);
+    let runs = tuning.mode == GatherMode::Cpu;
+    let (steps, lanes, blocks) = if runs {
+        let steps = run_units(groups, most);
+        let lanes = groups.div_ceil(steps);
+        (steps, lanes, lanes.div_ceil(RUNS_WORKGROUP_SIZE))
+    } else {
+        let steps = groups.div_ceil(WORKGROUP_SIZE).clamp(1, most);
+        (steps, 0, groups.div_ceil(steps * WORKGROUP_SIZE))
+    };
     Params {
-        num_blocks: lanes.div_ceil(RUNS_WORKGROUP_SIZE) as u32,
-        num_entries: entries.len() as u32,
+        num_blocks: blocks as u32,
+        num_entries: 0,
         steps_per_lane: steps as u32,
-        rows: 0,
         num_lanes: lanes as u32,
         interleaved: 0,
+    }
+}
+
+/// The header of the channels' dispatch of a split's `entries`.
+pub(super) fn channel_params(c: Channels, entries: &mut [Entry], tuning: GatherTuning) -> Params {
+    let rows = entries[0].out_bytes as u64 / c.width as u64;
+    entries.iter_mut().for_each(|e| e.block_start = 0);
+    Params {
+        num_entries: entries.len() as u32,
+        ..channel_lanes(rows, tuning)
     }
 }
 
@@ -104,24 +105,28 @@ mod tests {
         let channels =
             |shape: &[usize], lengths, dtype| split(shape, lengths, dtype, 2048).0.channels;
         let of = |stride, width| Some(Channels { stride, width });
-        // RGB planes, f16 ones, u8 pairs.
+        // RGB and RGBA planes of u8, f16 and f32; pairs of f16 as parts of 4 bytes.
         assert_eq!(channels(&[64, 48, 3], vec![1; 3], DType::U8), of(3, 1));
+        assert_eq!(channels(&[64, 4], vec![1; 4], DType::U8), of(4, 1));
         assert_eq!(channels(&[100, 3], vec![1; 3], DType::F16), of(6, 2));
-        assert_eq!(channels(&[7, 10], vec![2; 5], DType::U8), of(10, 2));
-        // Parts of whole words (f32 RGBA, f16 pairs); unequal parts; rows past 16 bytes;
-        // parts of a unit or more; one part.
-        assert_eq!(channels(&[7, 4], vec![1; 4], DType::F32), None);
-        assert_eq!(channels(&[100, 6], vec![2; 3], DType::F16), None);
+        assert_eq!(channels(&[7, 4], vec![1; 4], DType::F32), of(16, 4));
+        assert_eq!(channels(&[100, 6], vec![2; 3], DType::F16), of(12, 4));
+        // Two parts or more than four; parts of 3 or 8 bytes; unequal parts; rows past 16
+        // bytes; parts of a unit or more; one part: the runs.
+        assert_eq!(channels(&[7, 2], vec![1; 2], DType::U8), None);
+        assert_eq!(channels(&[7, 10], vec![2; 5], DType::U8), None);
+        assert_eq!(channels(&[7, 9], vec![3; 3], DType::U8), None);
+        assert_eq!(channels(&[7, 2], vec![1; 2], DType::F64), None);
         assert_eq!(channels(&[64, 3], vec![1, 2], DType::U8), None);
         assert_eq!(channels(&[64, 17], vec![1; 17], DType::U8), None);
         assert_eq!(channels(&[64, 8], vec![4; 2], DType::F32), None);
         assert_eq!(channels(&[64, 1, 3], vec![3], DType::U8), None);
-        // A GPU takes the channels too for parts of bytes (the scatter for whole words).
+        // A GPU takes the channels too, lanes in turn.
         let plan = ops::split(&[64, 3], &IntTensor::scalar(1), 3).unwrap();
         let d = &dispatches(&plan, DType::U8, 16, GatherMode::Gpu, 4, BIG).unwrap()[0];
         assert_eq!(
-            (d.program.entry, d.program.channels),
-            (EntryPoint::Rows, Some(of(3, 1).unwrap()))
+            (d.program.entry, d.program.lanes_in_runs, d.program.channels),
+            (EntryPoint::Rows, false, Some(of(3, 1).unwrap()))
         );
     }
 

@@ -2,8 +2,8 @@
 //! and a table. Pure arithmetic, tested without a device.
 
 use super::abi::{binding_bytes, Entry, Mode, Params, ProgramKey, Table, HEADER_BYTES, UNIT_BYTES};
-pub use super::blocks::GatherTuning;
 use super::blocks::{split_table, SplitTable};
+pub use super::modes::GatherTuning;
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
@@ -386,11 +386,10 @@ pub(super) mod tests {
             layout_of(&[64, 4095], vec![1365, 1365, 1365], DType::U8),
             ((EntryPoint::Rows, false), 4)
         );
-        // Rows of 4 bytes: scattered by input; u8 rows of 3 and 4 bytes, and short rows of 17
-        // outputs (too many for the scatter): runs.
+        // Equal short parts (channels): groups of rows, lanes in turn; other short rows: runs.
         assert_eq!(
             layout_of(&[4096, 4], vec![1, 1, 1, 1], DType::F32).0,
-            (EntryPoint::Scatter, false)
+            (EntryPoint::Rows, false)
         );
         assert_eq!(
             layout_of(&[4096, 7], vec![3, 4], DType::U8).0,

@@ -300,7 +300,7 @@ mod tests {
             vec4_lanes
         );
         assert_eq!(split(&[512, 4096], 1, vec![64; 64], DType::F32), vec4_lanes);
-        // Unaligned rows: shifted lanes; 4-byte rows: the scatter; RGB planes: the channels.
+        // Unaligned rows: shifted lanes; equal short parts (tiny_runs, RGB planes): the channels.
         let odd = vec![1365; 3];
         assert_eq!(
             split(&[16384, 4095], 1, odd.clone(), DType::U8),
@@ -312,10 +312,10 @@ mod tests {
         );
         assert_eq!(
             split(&[1 << 22, 4], 1, vec![1; 4], DType::F32),
-            "main_scatter lanes"
+            "main_rows lanes 16x4"
         );
         let rgb = [4, 1080, 1920, 3];
-        assert_eq!(split(&rgb, 3, vec![1; 3], DType::U8), "main_rows runs 3x1");
+        assert_eq!(split(&rgb, 3, vec![1; 3], DType::U8), "main_rows lanes 3x1");
         // Concats of aligned parts: the split's lanes; the others: the join's runs.
         assert_eq!(
             concat(&[1, 32, 4096, 128], 2, vec![4095, 1], DType::F16),
@@ -333,7 +333,10 @@ mod tests {
             concat(&[512, 4096], 1, vec![64; 64], DType::F32),
             vec4_lanes
         );
-        assert_eq!(concat(&rgb, 3, vec![1; 3], DType::U8), "main_join runs 3x1");
+        assert_eq!(
+            concat(&rgb, 3, vec![1; 3], DType::U8),
+            "main_join lanes 3x1"
+        );
         assert_eq!(concat(&[16384, 4095], 1, odd, DType::U8), "main_join runs");
     }
 

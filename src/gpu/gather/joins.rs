@@ -16,9 +16,10 @@ use super::abi::{
     binding_bytes, Entry, EntryPoint, JoinHeader, JoinTable, Mode, Params, ProgramKey, Segment,
     Table, RUNS_WORKGROUP_SIZE, UNIT_BYTES,
 };
-use super::blocks::{split_table, GatherTuning};
-use super::channels::{channel_runs, join_channels_of};
+use super::blocks::split_table;
+use super::channels::{channel_lanes, join_channels_of};
 use super::dispatches::Dispatch;
+use super::modes::{GatherMode, GatherTuning};
 use super::runs::{max_steps, run_units};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
@@ -110,12 +111,16 @@ pub fn join_dispatch(
     // take groups of rows (`channel_runs`).
     let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
     let channels = join_channels_of(bytes.stride, &segments).filter(|_| whole);
-    // A lane's steps (units, or the channels' groups of rows), and the lanes that take them.
-    let (steps, runs) = match channels {
-        Some(_) => channel_runs(bytes.rows, tuning.max_steps_per_lane),
+    // A lane's steps (units, or the channels' groups of rows), and the blocks that take
+    // them.
+    let (steps, blocks) = match channels {
+        Some(_) => {
+            let p = channel_lanes(bytes.rows, tuning);
+            (p.steps_per_lane as u64, p.num_blocks as u64)
+        }
         None => {
             let steps = run_units(units, longest);
-            (steps, units.div_ceil(steps))
+            (steps, units.div_ceil(steps).div_ceil(RUNS_WORKGROUP_SIZE))
         }
     };
     let header = JoinHeader {
@@ -130,7 +135,7 @@ pub fn join_dispatch(
     Ok(Dispatch {
         program: ProgramKey {
             entry: EntryPoint::Join,
-            lanes_in_runs: true,
+            lanes_in_runs: channels.is_none() || tuning.mode == GatherMode::Cpu,
             channels,
         },
         src_offset: 0,
@@ -138,10 +143,9 @@ pub fn join_dispatch(
         dst_offset: 0,
         dst_size: binding_bytes(output),
         params: Params {
-            num_blocks: runs.div_ceil(RUNS_WORKGROUP_SIZE) as u32,
+            num_blocks: blocks as u32,
             num_entries: segments.len() as u32,
             steps_per_lane: steps as u32,
-            rows: 0,
             num_lanes: 0,
             interleaved: 0,
         },

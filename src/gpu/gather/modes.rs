@@ -11,10 +11,19 @@ pub enum GatherMode {
     Cpu,
     /// GPUs: consecutive lanes write consecutive units of a split's rows of 64 bytes or more
     /// (the lanes: one vec4 a unit where rows are aligned, funnel-shifted from two where they
-    /// are not), and short rows of whole words are gathered by input (the scatter); other
-    /// short rows and a concat's unaligned parts take the runs, at `max_steps_per_lane` units
-    /// a lane. Chosen by the H200's figures (`docs/performance.md`).
+    /// are not) and take consecutive groups of the channels' rows; other short rows and a
+    /// concat's unaligned parts take the runs, at `max_steps_per_lane` units a lane. Chosen by the H200's figures (`docs/performance.md`).
     Gpu,
+}
+
+/// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
+/// ([`crate::gpu::splitter::gather_defaults`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GatherTuning {
+    /// How lanes map to units.
+    pub mode: GatherMode,
+    /// The most steps one lane takes in a block (`Params::steps_per_lane`).
+    pub max_steps_per_lane: u64,
 }
 
 impl GatherMode {

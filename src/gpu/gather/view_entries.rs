@@ -11,8 +11,9 @@
 //! a dispatch write one word.
 
 use super::abi::{Entry, Mode, Table, HEADER_BYTES, UNIT_BYTES};
-use super::blocks::{split_table, GatherTuning};
+use super::blocks::split_table;
 use super::dispatches::Dispatch;
+use super::modes::GatherTuning;
 use crate::error::{Result, SplitError};
 use crate::plan::views::{Level, Runs};
 use std::collections::HashMap;
