@@ -183,7 +183,7 @@ fn trace_dispatches(
     for (i, d) in dispatches.iter().enumerate() {
         let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("traced table"),
-            contents: &d.table_bytes(),
+            contents: &d.table_bytes()?,
             usage,
         });
         let lanes = d.program.workgroup_size() as u32;

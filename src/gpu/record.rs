@@ -381,7 +381,7 @@ impl GpuSplitter {
         };
         let tables = self
             .kept
-            .tables(&self.device, &[dispatch.table_bytes()])
+            .tables(&self.device, &[dispatch.table_bytes()?])
             .await?;
         let windows: Vec<(BufferRegion<'_>, u64)> = batch
             .iter()

@@ -93,7 +93,10 @@ impl GpuSplitter {
         let mut batches = Vec::new();
         for group in windows.chunks(self.views_batch(direction)?) {
             let dispatches = self.view_batch(direction, group, whole_bytes)?;
-            let bytes: Vec<Vec<u8>> = dispatches.iter().map(Dispatch::table_bytes).collect();
+            let bytes = dispatches
+                .iter()
+                .map(Dispatch::table_bytes)
+                .collect::<Result<Vec<_>>>()?;
             let tables = self.kept.tables(&self.device, &bytes).await?;
             let bound_windows: Vec<(BufferRegion<'_>, u64)> =
                 group.iter().map(|w| (w.region, w.size)).collect();

@@ -76,6 +76,25 @@ pub enum Table {
 }
 
 impl Table {
+    /// Whether the shader's divisors and loops from this table, with `params`, are those the
+    /// trusted module may run without guards (docs/design.md, "Trusted modules"): every
+    /// entry's rows and destination stride non-zero, and entries taken in turn only where
+    /// there are some; a concat's rows and every segment's part rows non-zero, each segment
+    /// at least one part.
+    pub fn trusted(&self, params: &Params) -> bool {
+        match self {
+            Table::Split(entries) => {
+                (params.interleaved == 0 || params.num_entries > 0)
+                    && entries
+                        .iter()
+                        .all(|e| e.row_bytes > 0 && e.dst_stride >= e.row_bytes)
+            }
+            Table::Join(j) => {
+                j.header.row_bytes > 0 && j.segments.iter().all(|s| s.row_bytes > 0 && s.count > 0)
+            }
+        }
+    }
+
     /// The records' bytes, as the shader reads them after the header.
     pub fn bytes(&self) -> Vec<u8> {
         match self {

@@ -63,12 +63,13 @@ pub(super) fn split_table(
 }
 
 /// The one choice of what runs a split's dispatch of `entries` in `mode`. Where the entries
-/// are [`Channels`](super::abi::Channels): the channels, in `mode`'s lane mapping. Else, on
+/// are [`Channels`](super::abi::Channels) ([`channels_of`]): the channels, in `mode`'s lane
+/// mapping. Else, on
 /// CPU adapters and on GPUs where the dispatch covers a split with short rows
 /// ([`short_rows`]): the rows, each lane a run. Else, on GPUs, the rows in lanes, which need
 /// every unaligned entry's rows at least [`MIN_LANES_ROW`] long (the runs take the others).
 fn pick(bytes: Option<&ByteRows>, entries: &[Entry], mode: GatherMode) -> ProgramKey {
-    if let Some(c) = channels_of(entries) {
+    if let Some(c) = channels_of(entries, mode) {
         // The channels branch of `main_rows`.
         return ProgramKey {
             entry: EntryPoint::Rows,

@@ -31,13 +31,22 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
-    /// The bytes of the shader's table: the header, then the records.
-    pub fn table_bytes(&self) -> Vec<u8> {
+    /// The bytes of the shader's table: the header, then the records. A table that breaks
+    /// what the trusted module relies on ([`Table::trusted`]) is refused: no dispatch runs
+    /// it.
+    pub fn table_bytes(&self) -> Result<Vec<u8>> {
+        if !self.table.trusted(&self.params) {
+            return Err(SplitError::Device(format!(
+                "the gather's table breaks a rule its trusted module relies on (a zero row, \
+                 stride or part count; docs/design.md, \"Trusted modules\"): {:?} {:?}",
+                self.params, self.table
+            )));
+        }
         let records = self.table.bytes();
         let mut bytes = Vec::with_capacity(HEADER_BYTES as usize + records.len());
         bytes.extend_from_slice(bytemuck::bytes_of(&self.params));
         bytes.extend_from_slice(&records);
-        bytes
+        Ok(bytes)
     }
 
     /// A split's entries (none for a concat's join).

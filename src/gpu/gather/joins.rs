@@ -110,7 +110,7 @@ pub fn join_dispatch(
     // Equal short parts over the whole output from one binding are channels, whose lanes
     // take groups of rows (`channel_runs`).
     let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
-    let channels = join_channels_of(bytes.stride, &segments).filter(|_| whole);
+    let channels = join_channels_of(bytes.stride, &segments, tuning.mode).filter(|_| whole);
     // A lane's steps (units, or the channels' groups of rows), and the blocks that take
     // them.
     let (steps, blocks) = match channels {

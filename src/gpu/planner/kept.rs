@@ -5,6 +5,7 @@
 use super::{choose_for, DeviceCaps, Regions, Route, RouteChoice};
 use crate::error::Result;
 use crate::gpu::gather::window_limit;
+use crate::gpu::gather::Dispatch;
 use crate::gpu::kept::{KeptRoute, RouteKey};
 use crate::gpu::placement::{BufferRegion, Placement};
 use crate::gpu::splitter::GpuSplitter;
@@ -77,7 +78,10 @@ impl GpuSplitter {
     pub(crate) async fn upload_tables(&self, route: &Route) -> Result<Vec<wgpu::Buffer>> {
         match route {
             Route::Gather(dispatches) => {
-                let tables: Vec<Vec<u8>> = dispatches.iter().map(|d| d.table_bytes()).collect();
+                let tables = dispatches
+                    .iter()
+                    .map(Dispatch::table_bytes)
+                    .collect::<Result<Vec<_>>>()?;
                 self.kept.tables(&self.device, &tables).await
             }
             _ => Ok(Vec::new()),
