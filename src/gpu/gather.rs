@@ -22,6 +22,7 @@ pub(crate) mod dispatches;
 mod join_windows;
 mod joins;
 mod modes;
+mod picker;
 pub(crate) mod pipeline;
 #[cfg(all(test, feature = "bench"))]
 mod portability;

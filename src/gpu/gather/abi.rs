@@ -199,8 +199,8 @@ impl EntryPoint {
 /// What one dispatch runs, and the key of its compiled pipeline: the entry point, the lane
 /// mapping and the channels, which the shader takes as its override constants
 /// (`LANES_IN_RUNS`, `WORKGROUP_SIZE`, `CHANNEL_STRIDE`, `CHANNEL_WIDTH`). The planner picks
-/// it with the dispatch's table (`blocks::pick` for a split, `joins::join_dispatch` for a
-/// concat), and nothing derives it later.
+/// it with the dispatch's table (`gather::picker`, the one place that chooses), and nothing
+/// derives it later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProgramKey {
     pub entry: EntryPoint,

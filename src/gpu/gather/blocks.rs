@@ -1,19 +1,13 @@
-//! What a split's dispatch runs ([`pick`], the one choice of its program) and how its entries
-//! are numbered into blocks (workgroups) and lanes for it. Pure arithmetic.
+//! How a split's entries are numbered into blocks (workgroups) and lanes for the program
+//! [`split_program`] picks. Pure arithmetic.
 
-use super::abi::{
-    Entry, EntryPoint, Params, ProgramKey, RUNS_WORKGROUP_SIZE, UNIT_BYTES, WORKGROUP_SIZE,
-};
-use super::channels::{channel_params, channels_of};
-use super::modes::{GatherMode, GatherTuning};
+use super::abi::{Entry, Params, ProgramKey, RUNS_WORKGROUP_SIZE, UNIT_BYTES, WORKGROUP_SIZE};
+use super::channels::channel_params;
+use super::modes::GatherTuning;
+use super::picker::{split_program, MIN_LANES_ROW};
 use super::runs::{max_steps, run_units};
 use crate::error::{Result, SplitError};
-use crate::plan::bytes::{ByteRows, RowKind};
-
-/// Unaligned output rows shorter than this do not take the shifted lanes, whose units each
-/// span at most two rows (16 bytes would do), but the runs: a split with rows that short is
-/// mostly row ends.
-const MIN_LANES_ROW: u64 = 64;
+use crate::plan::bytes::ByteRows;
 
 /// The longest rows of equal aligned entries that still take lanes in turn (in runs,
 /// see [`number_blocks`]).
@@ -43,7 +37,7 @@ pub(super) fn units(out_bytes: u64) -> u64 {
 /// What one dispatch of a split runs ([`ProgramKey`]), its header and its entries.
 pub(super) type SplitTable = (ProgramKey, Params, Vec<Entry>);
 
-/// The dispatch of `entries` in `tuning`'s mapping: its program ([`pick`]), then its steps
+/// The dispatch of `entries` in `tuning`'s mapping: its program ([`split_program`]), then its steps
 /// per lane and numbering. `bytes` is the whole split's rows where the dispatch covers it
 /// (`None` for a window of one output), which the short-row programs need.
 pub(super) fn split_table(
@@ -51,7 +45,7 @@ pub(super) fn split_table(
     mut entries: Vec<Entry>,
     tuning: GatherTuning,
 ) -> SplitTable {
-    let program = pick(bytes, &entries, tuning.mode);
+    let program = split_program(bytes, &entries, tuning.mode);
     let params = match program.channels {
         Some(c) => channel_params(c, &mut entries, tuning),
         None => {
@@ -60,30 +54,6 @@ pub(super) fn split_table(
         }
     };
     (program, params, entries)
-}
-
-/// The one choice of what runs a split's dispatch of `entries` in `mode`. Where the entries
-/// are [`Channels`](super::abi::Channels) ([`channels_of`]): the channels, in `mode`'s lane
-/// mapping. Else, on
-/// CPU adapters and on GPUs where the dispatch covers a split with short rows
-/// ([`short_rows`]): the rows, each lane a run. Else, on GPUs, the rows in lanes, which need
-/// every unaligned entry's rows at least [`MIN_LANES_ROW`] long (the runs take the others).
-fn pick(bytes: Option<&ByteRows>, entries: &[Entry], mode: GatherMode) -> ProgramKey {
-    if let Some(c) = channels_of(entries, mode) {
-        // The channels branch of `main_rows`.
-        return ProgramKey {
-            entry: EntryPoint::Rows,
-            lanes_in_runs: mode == GatherMode::Cpu,
-            channels: Some(c),
-        };
-    }
-    if mode == GatherMode::Cpu || bytes.is_some_and(short_rows) {
-        return ProgramKey::rows(entries, true);
-    }
-    let long_rows = entries
-        .iter()
-        .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_LANES_ROW);
-    ProgramKey::rows(entries, !long_rows)
 }
 
 /// Steps per lane for `entries` in the rows' `program`.
@@ -140,12 +110,6 @@ fn number_blocks(entries: &mut [Entry], program: ProgramKey, steps: u64) -> Para
     }
 }
 
-/// Whether a split takes the runs on a GPU: strided, with a row shorter than
-/// [`MIN_LANES_ROW`] bytes.
-fn short_rows(bytes: &ByteRows) -> bool {
-    bytes.kind == RowKind::Strided && bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW)
-}
-
 /// The dispatch grid for `groups` workgroups (blocks): as wide as the device allows, then folded into rows (the
 /// shaders rebuild the flat index).
 pub fn grid(limits: &wgpu::Limits, groups: u64) -> Result<(u32, u32)> {
@@ -163,10 +127,11 @@ pub fn grid(limits: &wgpu::Limits, groups: u64) -> Result<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::gather::abi::Channels;
+    use crate::gpu::gather::abi::{Channels, EntryPoint};
     use crate::gpu::gather::dispatches::plan_dispatches;
     use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
     use crate::gpu::gather::runs::MIN_RUN_UNITS;
+    use crate::gpu::gather::GatherMode;
     use crate::gpu::placement::PartLayout;
     use crate::{ops, DType, IntTensor};
 

@@ -1,54 +1,12 @@
 //! The channels ([`Channels`]): which dispatches of a split or a concat take them, and how
 //! their lanes take groups of rows. Pure.
 
-use super::abi::{
-    Channels, Entry, Params, Segment, RUNS_WORKGROUP_SIZE, UNIT_BYTES, WORKGROUP_SIZE,
-};
+use super::abi::{Channels, Entry, Params, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
 use super::modes::{GatherMode, GatherTuning};
 use super::runs::{max_steps, run_units};
 
 /// Rows a group holds: 16 rows of `stride` bytes are `stride` whole units.
 const GROUP_ROWS: u64 = 16;
-
-/// The channels `entries` are in `mode`, if they are ([`Channels::of`], [`for_mode`]): the
-/// parts of rows in column order, each from the first byte of its destination unit, its rows
-/// back to back there, the rows' first byte a whole vec4 of the input.
-pub(super) fn channels_of(entries: &[Entry], mode: GatherMode) -> Option<Channels> {
-    let first = entries.first()?;
-    let (width, stride) = (first.row_bytes as u64, first.src_stride as u64);
-    let side_by_side = entries.iter().zip(0..).all(|(e, k)| {
-        (e.row_bytes, e.out_bytes, e.src_stride)
-            == (first.row_bytes, first.out_bytes, first.src_stride)
-            && e.src_offset as u64 == first.src_offset as u64 + k * width
-            && (e.dst_stride, e.first_byte, e.skip) == (e.row_bytes, 0, 0)
-    });
-    let aligned = (first.src_offset as u64).is_multiple_of(UNIT_BYTES);
-    Channels::of(stride, width, entries.len() as u64)
-        .filter(|&c| side_by_side && aligned && for_mode(c, mode))
-}
-
-/// Whether `mode` takes channels `c`: GPUs every one; CPU adapters those of parts that are not
-/// whole words, as the runs move parts of 4 bytes a word at a time faster there (`tiny_runs`
-/// as channels: 0.84 to 0.93 of the copy kernel on lavapipe, against 0.97 to 0.99 in the
-/// runs; 0.73 against about 1.0 on SwiftShader, the browser's adapter).
-fn for_mode(c: Channels, mode: GatherMode) -> bool {
-    mode == GatherMode::Gpu || !c.width.is_multiple_of(4)
-}
-
-/// The channels of a concat's dispatch whose `segments` are one, into rows of `stride`
-/// bytes from unit 0 of its output, in `mode`, if they are ([`Channels::of`],
-/// [`for_mode`]): its parts side by side from the rows' first byte, in binding 0, each
-/// part's rows from a whole vec4 on.
-pub(super) fn join_channels_of(
-    stride: u64,
-    segments: &[Segment],
-    mode: GatherMode,
-) -> Option<Channels> {
-    let [s] = segments else { return None };
-    let aligned = (s.src_offset as u64 | s.part_step as u64).is_multiple_of(UNIT_BYTES);
-    let fits = (s.first_byte, s.binding) == (0, 0) && aligned;
-    Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|&c| fits && for_mode(c, mode))
-}
 
 /// How the lanes of the channels of `rows` rows take their groups of rows, in `tuning`'s
 /// mapping (in runs on CPU adapters): the dispatch's header, its entries still to count.

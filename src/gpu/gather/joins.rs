@@ -13,13 +13,14 @@
 //! that band's units, row by row, not every unit from its first part's first byte on.
 
 use super::abi::{
-    binding_bytes, Entry, EntryPoint, JoinHeader, JoinTable, Mode, Params, ProgramKey, Segment,
-    Table, RUNS_WORKGROUP_SIZE, UNIT_BYTES,
+    binding_bytes, Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, RUNS_WORKGROUP_SIZE,
+    UNIT_BYTES,
 };
 use super::blocks::split_table;
-use super::channels::{channel_lanes, join_channels_of};
+use super::channels::channel_lanes;
 use super::dispatches::Dispatch;
-use super::modes::{GatherMode, GatherTuning};
+use super::modes::GatherTuning;
+use super::picker::{join_program, join_takes_split_rows};
 use super::runs::{max_steps, run_units};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
@@ -82,8 +83,8 @@ pub fn join_dispatch(
             )));
         }
     }
-    if let Some(d) = aligned_rows(bytes, parts, windows, tuning) {
-        return Ok(d);
+    if join_takes_split_rows(bytes, parts, windows) {
+        return Ok(aligned_rows(bytes, parts, windows[0], tuning));
     }
     // The units from the one holding the first segment's row-0 byte to the one holding the
     // last segment's last byte, or those of the band the segments cover.
@@ -107,13 +108,11 @@ pub fn join_dispatch(
     // case at least as fast as 256 lanes taking units in turn (`concat_rgb` 5 times as fast).
     let longest = max_steps(tuning.max_steps_per_lane, unit_turns(bytes, parts));
     let segments = segments(bytes, parts);
-    // Equal short parts over the whole output from one binding are channels, whose lanes
-    // take groups of rows (`channel_runs`).
     let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
-    let channels = join_channels_of(bytes.stride, &segments, tuning.mode).filter(|_| whole);
+    let program = join_program(bytes.stride, &segments, whole, tuning.mode);
     // A lane's steps (units, or the channels' groups of rows), and the blocks that take
     // them.
-    let (steps, blocks) = match channels {
+    let (steps, blocks) = match program.channels {
         Some(_) => {
             let p = channel_lanes(bytes.rows, tuning);
             (p.steps_per_lane as u64, p.num_blocks as u64)
@@ -133,11 +132,7 @@ pub fn join_dispatch(
         band_width: band.map_or(0, |b| b.width) as u32,
     };
     Ok(Dispatch {
-        program: ProgramKey {
-            entry: EntryPoint::Join,
-            lanes_in_runs: channels.is_none() || tuning.mode == GatherMode::Cpu,
-            channels,
-        },
+        program,
         src_offset: 0,
         src_size: binding_bytes(windows.first().copied().unwrap_or(0)),
         dst_offset: 0,
@@ -153,24 +148,18 @@ pub fn join_dispatch(
     })
 }
 
-/// The dispatch of `parts` where every one is aligned to 16 bytes (its rows, columns and
-/// source offset) and read through one binding: the split's aligned rows (`main_rows_vec4`:
-/// the lanes on GPUs, the runs on CPU adapters), one entry per part (or run of one-row parts
-/// back to back in both buffers) whose rows lie back to back in the source and `bytes.stride`
-/// apart in the output, so each unit is one vec4 copied, as a split's aligned rows are (the
-/// H200's splits of aligned rows at 0.94 to 0.99 of the copy kernel, its join at 0.51 to 0.65;
-/// `concat_heads64` on CPU adapters at about the copy kernel's rate, where the join's runs
-/// reached 0.7). None for other parts.
+/// The dispatch of `parts` that take a split's table ([`join_takes_split_rows`]), from an
+/// input window of `window` bytes: the split's aligned rows (`main_rows_vec4`: the lanes on
+/// GPUs, the runs on CPU adapters), one entry per part (or run of one-row parts back to back
+/// in both buffers) whose rows lie back to back in the source and `bytes.stride` apart in the
+/// output (`concat_heads64` on CPU adapters at about the copy kernel's rate, where the join's
+/// runs reached 0.7).
 fn aligned_rows(
     bytes: &ByteRows,
     parts: &[JoinPart],
-    windows: &[u64],
+    window: u64,
     tuning: GatherTuning,
-) -> Option<Dispatch> {
-    let aligned = |p: &JoinPart| p.binding == 0 && part_mode(bytes, p) == Mode::Vec4;
-    if windows.len() != 1 || parts.is_empty() || !parts.iter().all(aligned) {
-        return None;
-    }
+) -> Dispatch {
     let mut entries: Vec<Entry> = Vec::with_capacity(parts.len());
     for p in parts {
         let o = &bytes.outputs[p.position];
@@ -203,21 +192,15 @@ fn aligned_rows(
         }
     }
     let (program, params, entries) = split_table(None, entries, tuning);
-    Some(Dispatch {
+    Dispatch {
         program,
         src_offset: 0,
-        src_size: binding_bytes(windows[0]),
+        src_size: binding_bytes(window),
         dst_offset: 0,
         dst_size: binding_bytes(bytes.input_bytes()),
         params,
         table: Table::Split(entries),
-    })
-}
-
-/// How part `p`'s bytes align: its columns, rows and source offset, in rows of `bytes`.
-fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
-    let o = &bytes.outputs[p.position];
-    Mode::of(o.offset | o.row_bytes | p.src | bytes.stride)
+    }
 }
 
 /// Loop turns one unit of a concat of `parts` may take, on average over a lane's steps (see

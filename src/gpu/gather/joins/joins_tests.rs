@@ -1,6 +1,7 @@
 //! The concat's dispatch: its header and segments.
 
 use super::*;
+use crate::gpu::gather::abi::EntryPoint;
 use crate::gpu::splitter::gather_defaults;
 use crate::ops;
 

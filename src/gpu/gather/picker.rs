@@ -1,0 +1,122 @@
+//! What each dispatch runs: the one choice of its program ([`ProgramKey`], also its
+//! pipeline's cache key), for a split's entries ([`split_program`]; a view's parts and a
+//! concat's aligned parts take a split's table) and for a concat's join ([`join_program`]).
+//! Pure.
+
+use super::abi::{Channels, Entry, EntryPoint, Mode, ProgramKey, Segment, UNIT_BYTES};
+use super::joins::JoinPart;
+use super::modes::GatherMode;
+use crate::plan::bytes::{ByteRows, RowKind};
+
+/// Unaligned output rows shorter than this do not take the shifted lanes, whose units each
+/// span at most two rows (16 bytes would do), but the runs: a split with rows that short is
+/// mostly row ends.
+pub(super) const MIN_LANES_ROW: u64 = 64;
+
+/// The one choice of what runs a split's dispatch of `entries` in `mode`. Where the entries
+/// are [`Channels`] ([`channels_of`]): the channels, in `mode`'s lane
+/// mapping. Else, on
+/// CPU adapters and on GPUs where the dispatch covers a split with short rows
+/// ([`short_rows`]): the rows, each lane a run. Else, on GPUs, the rows in lanes, which need
+/// every unaligned entry's rows at least [`MIN_LANES_ROW`] long (the runs take the others).
+pub(super) fn split_program(
+    bytes: Option<&ByteRows>,
+    entries: &[Entry],
+    mode: GatherMode,
+) -> ProgramKey {
+    if let Some(c) = channels_of(entries, mode) {
+        // The channels branch of `main_rows`.
+        return ProgramKey {
+            entry: EntryPoint::Rows,
+            lanes_in_runs: mode == GatherMode::Cpu,
+            channels: Some(c),
+        };
+    }
+    if mode == GatherMode::Cpu || bytes.is_some_and(short_rows) {
+        return ProgramKey::rows(entries, true);
+    }
+    let long_rows = entries
+        .iter()
+        .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_LANES_ROW);
+    ProgramKey::rows(entries, !long_rows)
+}
+
+/// Whether a split takes the runs on a GPU: strided, with a row shorter than
+/// [`MIN_LANES_ROW`] bytes.
+fn short_rows(bytes: &ByteRows) -> bool {
+    bytes.kind == RowKind::Strided && bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW)
+}
+
+/// The channels `entries` are in `mode`, if they are ([`Channels::of`], [`for_mode`]): the
+/// parts of rows in column order, each from the first byte of its destination unit, its rows
+/// back to back there, the rows' first byte a whole vec4 of the input.
+pub(super) fn channels_of(entries: &[Entry], mode: GatherMode) -> Option<Channels> {
+    let first = entries.first()?;
+    let (width, stride) = (first.row_bytes as u64, first.src_stride as u64);
+    let side_by_side = entries.iter().zip(0..).all(|(e, k)| {
+        (e.row_bytes, e.out_bytes, e.src_stride)
+            == (first.row_bytes, first.out_bytes, first.src_stride)
+            && e.src_offset as u64 == first.src_offset as u64 + k * width
+            && (e.dst_stride, e.first_byte, e.skip) == (e.row_bytes, 0, 0)
+    });
+    let aligned = (first.src_offset as u64).is_multiple_of(UNIT_BYTES);
+    Channels::of(stride, width, entries.len() as u64)
+        .filter(|&c| side_by_side && aligned && for_mode(c, mode))
+}
+
+/// Whether `mode` takes channels `c`: GPUs every one; CPU adapters those of parts that are not
+/// whole words, as the runs move parts of 4 bytes a word at a time faster there (`tiny_runs`
+/// as channels: 0.84 to 0.93 of the copy kernel on lavapipe, against 0.97 to 0.99 in the
+/// runs; 0.73 against about 1.0 on SwiftShader, the browser's adapter).
+fn for_mode(c: Channels, mode: GatherMode) -> bool {
+    mode == GatherMode::Gpu || !c.width.is_multiple_of(4)
+}
+
+/// The channels of a concat's dispatch whose `segments` are one, into rows of `stride`
+/// bytes from unit 0 of its output, in `mode`, if they are ([`Channels::of`],
+/// [`for_mode`]): its parts side by side from the rows' first byte, in binding 0, each
+/// part's rows from a whole vec4 on.
+pub(super) fn join_channels_of(
+    stride: u64,
+    segments: &[Segment],
+    mode: GatherMode,
+) -> Option<Channels> {
+    let [s] = segments else { return None };
+    let aligned = (s.src_offset as u64 | s.part_step as u64).is_multiple_of(UNIT_BYTES);
+    let fits = (s.first_byte, s.binding) == (0, 0) && aligned;
+    Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|&c| fits && for_mode(c, mode))
+}
+
+/// Whether a concat's `parts` (from input windows of `windows`) take a split's table: every
+/// part aligned to 16 bytes (its rows, columns and source offset) and read through one
+/// binding, so each unit is one vec4 copied, as a split's aligned rows are (the H200's splits
+/// of aligned rows at 0.94 to 0.99 of the copy kernel, its join at 0.51 to 0.65).
+pub(super) fn join_takes_split_rows(bytes: &ByteRows, parts: &[JoinPart], windows: &[u64]) -> bool {
+    let aligned = |p: &JoinPart| p.binding == 0 && part_mode(bytes, p) == Mode::Vec4;
+    windows.len() == 1 && !parts.is_empty() && parts.iter().all(aligned)
+}
+
+/// How part `p`'s bytes align: its columns, rows and source offset, in rows of `bytes`.
+fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
+    let o = &bytes.outputs[p.position];
+    Mode::of(o.offset | o.row_bytes | p.src | bytes.stride)
+}
+
+/// The program of a concat's join of `segments` into rows of `stride` bytes, in `mode`: the
+/// channels where `whole` (the dispatch writes the whole output from one binding) and the
+/// segment is channels ([`join_channels_of`]), in `mode`'s lane mapping; else the join's
+/// runs, on every device (on the H200 they ran every concat case at least as fast as 256
+/// lanes taking units in turn).
+pub(super) fn join_program(
+    stride: u64,
+    segments: &[Segment],
+    whole: bool,
+    mode: GatherMode,
+) -> ProgramKey {
+    let channels = join_channels_of(stride, segments, mode).filter(|_| whole);
+    ProgramKey {
+        entry: EntryPoint::Join,
+        lanes_in_runs: channels.is_none() || mode == GatherMode::Cpu,
+        channels,
+    }
+}
