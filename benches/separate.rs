@@ -28,9 +28,9 @@ impl Buffers {
                 mapped_at_creation: false,
             })
         };
-        let input = buffer(plan.input_binding_size(dtype).unwrap());
-        let outputs = (0..plan.num_outputs())
-            .map(|i| buffer(plan.output_bytes(i, dtype.size()).unwrap()))
+        let input = buffer(plan.whole_binding_size(dtype).unwrap());
+        let outputs = (0..plan.num_parts())
+            .map(|i| buffer(plan.part_bytes(i, dtype.size()).unwrap()))
             .collect();
         Self { input, outputs }
     }

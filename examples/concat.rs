@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Rules and shapes, once, on the CPU: [1, 2, 3, 4] f16 and [1, 2, 1, 4] f16 on axis 2.
     let (cache_shape, token_shape) = ([1, 2, 3, 4], [1, 2, 1, 4]);
     let plan = ops::concat(&[cache_shape, token_shape], 2)?;
-    assert_eq!(plan.output_shape(), &[1, 2, 4, 4]);
+    assert_eq!(plan.whole_shape(), &[1, 2, 4, 4]);
 
     // The engine's tensors, each in a buffer of its exact size (rounded up to 4 bytes).
     let tensor = |shape: &[usize], seed: u16| {
@@ -43,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (cache_buf, token_buf) = (upload(&cache), upload(&token));
     let output = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("engine concat output"),
-        size: plan.output_binding_size(DType::F16)?,
+        size: plan.whole_binding_size(DType::F16)?,
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let mut encoder = device.create_command_encoder(&Default::default());
         let encoded = node.encode(&mut encoder)?;
-        let got = read(&gpu, encoder, &output, plan.output_shape())?;
+        let got = read(&gpu, encoder, &output, plan.whole_shape())?;
         let want = reference::concat_tensors(&[cache.clone(), token.clone()], &plan)?;
         if got != want {
             return Err(format!("step {step}: the concat differs from the reference").into());
@@ -73,7 +73,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "concat: step {step}, {:?} + {:?} into {:?} ({} dispatch, {} copies): bit-exact",
             cache_shape,
             token_shape,
-            plan.output_shape(),
+            plan.whole_shape(),
             encoded.dispatches,
             encoded.buffer_copies
         );
@@ -83,7 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let twice = ops::concat(&[cache_shape, cache_shape], 0)?;
     let doubled = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("engine doubled"),
-        size: twice.output_binding_size(DType::F16)?,
+        size: twice.whole_binding_size(DType::F16)?,
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
@@ -91,13 +91,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut encoder = device.create_command_encoder(&Default::default());
     let x = Inputs::Regions(&same);
     gpu.encode(&mut encoder, &twice, DType::F16, x, (&doubled).into())?;
-    let got = read(&gpu, encoder, &doubled, twice.output_shape())?;
+    let got = read(&gpu, encoder, &doubled, twice.whole_shape())?;
     if got != reference::concat_tensors(&[cache.clone(), cache], &twice)? {
         return Err("cat([x, x]) differs from the reference".into());
     }
     println!(
         "concat: cat([x, x]) of one region into {:?}: bit-exact",
-        twice.output_shape()
+        twice.whole_shape()
     );
     Ok(())
 }

@@ -133,7 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "engine: split into {} outputs ({} dispatch, {} buffer copies) and doubled output 1 \
          in one submit on {} ({:?}): {} values match",
-        plan.num_outputs(),
+        plan.num_parts(),
         encoded.dispatches,
         encoded.buffer_copies,
         adapter.get_info().name,

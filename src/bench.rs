@@ -355,7 +355,7 @@ impl<'a> Bencher<'a> {
 
         Ok(CaseResult {
             case: case.clone(),
-            outputs: plan.num_outputs(),
+            outputs: plan.num_parts(),
             bytes,
             split,
             prepared: prepared_time,

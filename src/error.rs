@@ -66,7 +66,7 @@ pub enum SplitError {
         chunk: u64,
     },
 
-    /// An ONNX opset outside the ones this crate knows (1 to [`crate::ops::ONNX_NEWEST_OPSET`]).
+    /// An ONNX opset outside the ones this crate knows (1 to [`crate::ops::OnnxSplitParts::NEWEST_OPSET`]).
     #[error("ONNX opset {opset} is not one of 1 to {newest}, the opsets this crate knows")]
     UnknownOpset {
         /// The opset given.

@@ -203,7 +203,7 @@ fn check_plan(input: &PlannerInput, plan: &SplitPlan, shape: &[usize]) {
         plan.axis_len(),
         "chunks must cover the axis: {input:?}"
     );
-    for i in 0..plan.num_outputs() {
+    for i in 0..plan.num_parts() {
         let mut expect = shape.to_vec();
         if plan.keep_axis() {
             expect[plan.axis()] = plan.chunks()[i].len;
@@ -211,7 +211,7 @@ fn check_plan(input: &PlannerInput, plan: &SplitPlan, shape: &[usize]) {
             assert_eq!(plan.chunks()[i].len, 1, "{input:?}");
             expect.remove(plan.axis());
         }
-        assert_eq!(plan.output_shape(i), expect, "{input:?}");
+        assert_eq!(plan.part_shape(i), expect, "{input:?}");
     }
 }
 

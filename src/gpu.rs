@@ -32,10 +32,10 @@ mod views_round_trip;
 
 #[cfg(feature = "bench")]
 pub use device::list_adapters;
-pub use device::{open_device, AdapterPick, BackendChoice, DeviceChoice};
+pub use device::{AdapterPick, BackendChoice, DeviceChoice};
 pub use parts::{Inputs, Outputs};
 pub use placement::{BufferRegion, PartLayout, PartRange};
-pub use plans::{EncodedConcat, EncodedSplit, Plan};
+pub use plans::{Encoded, Plan};
 pub use prepared::Prepared;
 #[cfg(feature = "bench")]
 pub use splitter::SplitOptions;

@@ -50,19 +50,19 @@
 //!
 //! [`GpuSplitter::open`] opens a device of its own; [`GpuSplitter::run`] uploads a
 //! [`HostTensor`] (a concat's inputs), splits it (concatenates them) and reads the result
-//! back; [`verify::against_reference`] checks it byte for byte against
+//! back; [`Plan::verify`] checks it byte for byte against
 //! [`reference`](mod@reference), the same operation on the CPU with ndarray;
 //! [`GpuSplitter::run_stream`] splits data of any size window by window.
 //!
 //! ```no_run
-//! use wgpu_split::{ops, verify, DeviceChoice, GpuSplitter, HostTensor, IntTensor};
+//! use wgpu_split::{ops, DeviceChoice, GpuSplitter, HostTensor, IntTensor, Plan};
 //!
 //! let data: Vec<f32> = (0..6 * 12 * 10 * 24).map(|i| i as f32).collect();
 //! let input = HostTensor::from_slice(&[6, 12, 10, 24], &data)?;
 //! let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3)?;
 //! let gpu = GpuSplitter::open(DeviceChoice::from_env()?)?;
 //! let outputs = gpu.run(&plan, &input)?;
-//! verify::against_reference(&plan, &input, &outputs)?;
+//! plan.verify(&input, &outputs)?;
 //! assert_eq!(outputs[0].shape(), &[6, 4, 10, 24]);
 //! assert_eq!(gpu.run(&plan.inverse(), &outputs)?, input); // the concat undoes it
 //! # Ok::<(), wgpu_split::SplitError>(())
@@ -88,7 +88,7 @@ mod stream;
 mod tensor;
 #[cfg(feature = "bench")]
 pub mod trace;
-pub mod verify;
+mod verify;
 
 /// The wgpu this crate is built against (version 30): use it to create the devices, buffers
 /// and encoders passed to [`GpuSplitter`], so both name the same types.
@@ -97,12 +97,11 @@ pub use wgpu;
 pub use dtype::DType;
 pub use error::{Result, SplitError};
 pub use gpu::{
-    open_device, AdapterPick, BackendChoice, BufferRegion, DeviceChoice, EncodedConcat,
-    EncodedSplit, GpuSplitter, Inputs, Outputs, PartLayout, PartRange, Plan, Prepared,
-    RegionsPerDispatch,
+    AdapterPick, BackendChoice, BufferRegion, DeviceChoice, Encoded, GpuSplitter, Inputs, Outputs,
+    PartLayout, PartRange, Plan, Prepared, RegionsPerDispatch,
 };
 pub use plan::{ConcatPlan, PartView, SplitPlan};
-pub use stream::{OutputSink, StreamOptions, StreamReport, StreamTimings};
+pub use stream::{OutputSink, StreamOptions, StreamReport};
 pub use tensor::{Element, HostTensor, IntTensor};
 
 /// The routes and the gather's tuning, for benchmarks and tests (feature `bench`): an engine

@@ -40,7 +40,7 @@ pub use concat::{concat, concat_from_sequence, onnx_concat};
 #[cfg(feature = "bench")]
 pub use examples::{spec_examples, SpecExample};
 pub(crate) use onnx_split::onnx_split_version;
-pub use onnx_split::{onnx_split, OnnxSplitParts, ONNX_NEWEST_OPSET};
+pub use onnx_split::{onnx_split, OnnxSplitParts};
 #[cfg(any(test, feature = "bench", feature = "fuzzing"))]
 pub use operator::Operator;
 pub use sequence::split_to_sequence;

@@ -25,7 +25,7 @@ use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, ArrayViewMutD, Axis, IxDyn, Sha
 /// assert_eq!(parts[1].as_slice().unwrap(), &["c".to_string()]);
 /// ```
 pub fn split_array<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Result<Vec<ArrayD<T>>> {
-    plan.check_input_shape(input.shape())?;
+    plan.check_whole_shape(input.shape())?;
     let axis = Axis(plan.axis());
     Ok(plan
         .chunks()
@@ -53,7 +53,7 @@ pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTens
     let dtype = input.dtype();
     data.into_iter()
         .enumerate()
-        .map(|(i, bytes)| HostTensor::new(dtype, plan.output_shape(i), bytes))
+        .map(|(i, bytes)| HostTensor::new(dtype, plan.part_shape(i), bytes))
         .collect()
 }
 
@@ -64,7 +64,7 @@ pub(crate) fn split_bytes_into(
     plan: &SplitPlan,
     outputs: &mut Vec<Vec<u8>>,
 ) -> Result<()> {
-    plan.check_input_shape(input.shape())?;
+    plan.check_whole_shape(input.shape())?;
     let dtype = input.dtype();
     let bytes = ByteRows::new(plan, dtype.size())?;
     // The bytes exist, so the row sizes fit usize unless the tensor is empty (no rows).
@@ -78,7 +78,7 @@ pub(crate) fn split_bytes_into(
         input.bytes(),
     )
     .map_err(|e| SplitError::DataMismatch(e.to_string()))?;
-    outputs.resize_with(plan.num_outputs(), Vec::new);
+    outputs.resize_with(plan.num_parts(), Vec::new);
     outputs.iter_mut().for_each(Vec::clear);
     for o in &bytes.outputs {
         let start = to_usize(o.offset)?;
@@ -109,7 +109,7 @@ pub fn concat_arrays<T: Clone>(
         ndarray::stack(axis, inputs)
     };
     let joined = joined.map_err(|e| SplitError::DataMismatch(format!("concat: {e}")))?;
-    plan.split().check_input_shape(joined.shape())?;
+    plan.split().check_whole_shape(joined.shape())?;
     Ok(joined.as_standard_layout().into_owned())
 }
 
@@ -119,7 +119,7 @@ pub fn concat_arrays<T: Clone>(
 pub fn concat_tensors(inputs: &[HostTensor], plan: &ConcatPlan) -> Result<HostTensor> {
     let dtype = plan.check_inputs(inputs)?;
     let bytes = ByteRows::new(plan.split(), dtype.size())?;
-    let mut out = vec![0u8; crate::tensor::byte_count(plan.output_shape(), dtype)?];
+    let mut out = vec![0u8; crate::tensor::byte_count(plan.whole_shape(), dtype)?];
     for o in &bytes.outputs {
         // The bytes exist on the host, so every count fits usize.
         let (start, len) = (o.offset as usize, o.row_bytes as usize);
@@ -128,7 +128,7 @@ pub fn concat_tensors(inputs: &[HostTensor], plan: &ConcatPlan) -> Result<HostTe
             row[start..start + len].copy_from_slice(part);
         }
     }
-    HostTensor::new(dtype, plan.output_shape().to_vec(), out)
+    HostTensor::new(dtype, plan.whole_shape().to_vec(), out)
 }
 
 /// Splits `input` as `plan` says and writes output `i` through `views[i]` into `regions[i]`,
@@ -152,7 +152,7 @@ pub fn split_into_views(
     views: &[PartView],
     regions: &mut [Vec<u8>],
 ) -> Result<()> {
-    let n = plan.num_outputs();
+    let n = plan.num_parts();
     check_counts("outputs", n, views.len(), regions.len())?;
     let es = input.dtype().size();
     for (i, (part, (view, region))) in split_tensor(input, plan)?
@@ -192,12 +192,12 @@ pub fn concat_from_views(
     views: &[PartView],
     regions: &[&[u8]],
 ) -> Result<HostTensor> {
-    let n = plan.num_inputs();
+    let n = plan.num_parts();
     check_counts("inputs", n, views.len(), regions.len())?;
     let es = dtype.size();
     let inputs = (0..n)
         .map(|k| {
-            let (shape, view, region) = (plan.input_shape(k), &views[k], regions[k]);
+            let (shape, view, region) = (plan.part_shape(k), &views[k], regions[k]);
             let elements = (region.len() / es) as u64;
             check_view(&format!("input {k}"), &shape, view, elements, Access::Read)?;
             if shape.contains(&0) {

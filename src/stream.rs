@@ -66,21 +66,14 @@ pub struct StreamReport {
     /// Whether every output byte was checked against the CPU reference.
     pub verified: bool,
     /// Where the time went, summed over the windows (zero in the browser, where std has no
-    /// clock).
-    pub timings: StreamTimings,
-}
-
-/// Time spent in each step of a streamed split, summed over its windows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StreamTimings {
-    /// Reading the input.
-    pub read: Duration,
-    /// Splitting (upload, split and read-back on the GPU path).
-    pub split: Duration,
-    /// The CPU reference's split and the comparison.
-    pub verify: Duration,
-    /// Handing the outputs to the sink.
-    pub write: Duration,
+    /// clock): reading the input,
+    pub read_time: Duration,
+    /// splitting (upload, split and read-back on the GPU path),
+    pub split_time: Duration,
+    /// the CPU reference's split and the comparison,
+    pub verify_time: Duration,
+    /// and handing the outputs to the sink.
+    pub write_time: Duration,
 }
 
 /// Where the outputs of a streamed split go.
@@ -145,7 +138,7 @@ impl WindowSplitter<'_> {
             } => {
                 let window = gpu.split_window(buffers, plan, input, *blocking).await?;
                 let (readback, recorded) = window;
-                hand_over(&recorded.layout.ranges, readback, emit)
+                hand_over(&recorded.parts.ranges, readback, emit)
             }
             #[cfg(feature = "bench")]
             WindowSplitter::Reference(parts) => {
@@ -203,7 +196,7 @@ pub(crate) async fn stream(
     options: &StreamOptions,
     splitter: &mut WindowSplitter<'_>,
 ) -> Result<StreamReport> {
-    let total = byte_count(plan.input_shape(), dtype)? as u64;
+    let total = byte_count(plan.whole_shape(), dtype)? as u64;
     if options.window_bytes < dtype.size() as u64 {
         return Err(SplitError::WindowTooSmall {
             window_bytes: options.window_bytes,
@@ -219,14 +212,17 @@ pub(crate) async fn stream(
         windows: all.len() as u64,
         input_bytes: 0,
         verified: options.verify,
-        timings: StreamTimings::default(),
+        read_time: Duration::ZERO,
+        split_time: Duration::ZERO,
+        verify_time: Duration::ZERO,
+        write_time: Duration::ZERO,
     };
     // The window's bytes and the reference's outputs, reused from window to window.
     let mut buffer = Vec::new();
     let mut want = Vec::new();
     for window in all {
         let window_plan = window.plan(plan)?;
-        let n = byte_count(window_plan.input_shape(), dtype)?;
+        let n = byte_count(window_plan.whole_shape(), dtype)?;
         if let Err(e) = buffer.try_reserve_exact(n.saturating_sub(buffer.len())) {
             return Err(SplitError::TooLarge(format!(
                 "a window of {n} bytes does not fit in memory ({e}); choose a smaller window"
@@ -241,16 +237,16 @@ pub(crate) async fn stream(
                 report.input_bytes + n as u64
             ))
         })?;
-        report.timings.read += since(started);
-        let tensor = HostTensor::new(dtype, window_plan.input_shape().to_vec(), buffer)?;
+        report.read_time += since(started);
+        let tensor = HostTensor::new(dtype, window_plan.whole_shape().to_vec(), buffer)?;
         let started = now();
         if options.verify {
             reference::split_bytes_into(&tensor, &window_plan, &mut want)?;
         }
-        report.timings.verify += since(started);
+        report.verify_time += since(started);
         // Time spent inside `emit`: comparing (verify) and writing.
-        let mut handed = StreamTimings::default();
-        let mut emitted = vec![false; plan.num_outputs()];
+        let (mut handed_verify, mut handed_write) = (Duration::ZERO, Duration::ZERO);
+        let mut emitted = vec![false; plan.num_parts()];
         let window_start = report.input_bytes;
         let emit = |output: usize, bytes: &[u8]| -> Result<()> {
             check_emitted(&window_plan, dtype, output, bytes.len(), &mut emitted)?;
@@ -258,22 +254,22 @@ pub(crate) async fn stream(
             if options.verify {
                 compare_part(output, window_start, bytes, &want[output])?;
             }
-            handed.verify += since(started);
+            handed_verify += since(started);
             let started = now();
             let written = outputs
                 .write(output, bytes)
                 .map_err(|e| SplitError::File(format!("writing output {output}: {e}")));
-            handed.write += since(started);
+            handed_write += since(started);
             written
         };
         let started = now();
         splitter.split(&window_plan, &tensor, emit).await?;
         let inside = since(started);
-        report.timings.split += inside.saturating_sub(handed.verify + handed.write);
-        report.timings.verify += handed.verify;
-        report.timings.write += handed.write;
+        report.split_time += inside.saturating_sub(handed_verify + handed_write);
+        report.verify_time += handed_verify;
+        report.write_time += handed_write;
         for (i, done) in emitted.iter().enumerate() {
-            if !done && window_plan.output_bytes(i, dtype.size())? > 0 {
+            if !done && window_plan.part_bytes(i, dtype.size())? > 0 {
                 return Err(SplitError::Mismatch(format!(
                     "output {i} got no bytes from the window at input byte {}",
                     report.input_bytes
@@ -295,7 +291,7 @@ fn check_emitted(
     len: usize,
     emitted: &mut [bool],
 ) -> Result<()> {
-    let expected = window.output_bytes(output, dtype.size())?;
+    let expected = window.part_bytes(output, dtype.size())?;
     if emitted[output] || len as u64 != expected {
         return Err(SplitError::Mismatch(format!(
             "output {output} was handed {len} bytes of a window that gives it {expected}, \

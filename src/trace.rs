@@ -129,7 +129,7 @@ pub fn trace_views(
     } else {
         ViewAccess::Write
     };
-    let whole = plan.input_binding_size(dtype)?;
+    let whole = plan.whole_binding_size(dtype)?;
     let mut accesses: Vec<Access> = Vec::new();
     // Each part is traced in dispatches of its own.
     let room = table_room(&gpu.device().limits());

@@ -1,32 +1,7 @@
-//! Checking GPU results against the CPU reference, byte for byte.
+//! Checking GPU results against the CPU reference, byte for byte ([`Plan::verify`](crate::Plan::verify)).
 
 use crate::error::{Result, SplitError};
-use crate::gpu::Plan;
 use crate::tensor::HostTensor;
-
-/// Checks `output`, what [`GpuSplitter::run`](crate::GpuSplitter::run) (or `run_async`)
-/// gave for `plan` and `input`, against the same split or concat on the CPU
-/// ([`reference`](crate::reference)), byte for byte: NaN payloads, -0.0 and denormals
-/// included. [`SplitError::Mismatch`] names the first byte that differs.
-///
-/// ```no_run
-/// use wgpu_split::{ops, verify, BackendChoice, GpuSplitter, HostTensor};
-/// let gpu = GpuSplitter::open(BackendChoice::Auto)?;
-/// let a = HostTensor::from_slice(&[2, 2], &[f32::NAN, -0.0, 1e-42, 4.0])?;
-/// let plan = ops::concat(&[[2, 2], [2, 2]], 1)?;
-/// let inputs = [a.clone(), a];
-/// let joined = gpu.run(&plan, &inputs)?;
-/// verify::against_reference(&plan, &inputs, &joined)?;
-/// # Ok::<(), wgpu_split::SplitError>(())
-/// ```
-pub fn against_reference<P: Plan>(
-    plan: &P,
-    input: &P::HostInput,
-    output: &P::HostOutput,
-) -> Result<()> {
-    let want = plan.reference(input)?;
-    compare_outputs(P::tensors(output), P::tensors(&want))
-}
 
 /// Byte-for-byte comparison of two lists of tensors; the error names the first difference.
 pub(crate) fn compare_outputs(got: &[HostTensor], want: &[HostTensor]) -> Result<()> {

@@ -44,14 +44,14 @@ fn round_trips_every_split(gpu: &'static GpuSplitter) {
         });
         for plan in splits() {
             for dtype in DType::ALL_NUMERIC.into_iter().chain([DType::Utf32(3)]) {
-                let x = tensor(dtype, plan.input_shape(), 3);
+                let x = tensor(dtype, plan.whole_shape(), 3);
                 let parts = reference::split_tensor(&x, &plan).unwrap();
                 let back = common::run_verified(&gpu, &plan.inverse(), &parts).unwrap();
                 assert_eq!(
                     back,
                     x,
                     "{name}: {route:?} {dtype} {:?}",
-                    plan.input_shape()
+                    plan.whole_shape()
                 );
             }
         }
@@ -132,7 +132,7 @@ fn many_inputs_in_one_region_take_one_dispatch(gpu: &'static GpuSplitter) {
             // Encoded again, the concat takes the route kept from the first: the same layout.
             let again = encode_and_read(&gpu, &plan, &tensors, inputs, wgpu::BufferUsages::empty());
             assert!(
-                std::sync::Arc::ptr_eq(&encoded.inputs, &again.inputs),
+                std::sync::Arc::ptr_eq(&encoded.parts, &again.parts),
                 "{count} inputs, packed {packed}: the route is kept"
             );
         }

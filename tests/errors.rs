@@ -278,7 +278,7 @@ fn caller_buffers_are_checked_before_encoding(gpu: &'static GpuSplitter) {
 fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     let backend = BackendChoice::from_backend(gpu.device().adapter_info().backend);
-    let (adapter, device, queue) = wgpu_split::open_device(backend).unwrap();
+    let (adapter, device, queue) = wgpu_split::DeviceChoice::from(backend).open().unwrap();
     let ours = GpuSplitter::new(device, queue).unwrap();
     let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
     let buffer = |dev: &wgpu::Device, size| {
@@ -333,7 +333,7 @@ fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitt
 
     // An encoder of another instance: wgpu-core looks the pipeline up in that instance's
     // registry, finds nothing there and panics inside encode.
-    let (_, elsewhere, _elsewhere_queue) = wgpu_split::open_device(backend).unwrap();
+    let (_, elsewhere, _elsewhere_queue) = wgpu_split::DeviceChoice::from(backend).open().unwrap();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut enc = elsewhere.create_command_encoder(&Default::default());
         let _ = ours.encode(

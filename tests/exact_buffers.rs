@@ -132,8 +132,8 @@ fn splitters(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
 
 /// The patterned input of `plan` for `dtype`, and its outputs from the CPU reference.
 fn input_and_want(plan: &SplitPlan, dtype: DType) -> (HostTensor, Vec<HostTensor>) {
-    let size: usize = plan.input_shape().iter().product::<usize>() * dtype.size();
-    let input = HostTensor::new(dtype, plan.input_shape().to_vec(), pattern(size)).unwrap();
+    let size: usize = plan.whole_shape().iter().product::<usize>() * dtype.size();
+    let input = HostTensor::new(dtype, plan.whole_shape().to_vec(), pattern(size)).unwrap();
     let want = reference::split_tensor(&input, plan).unwrap();
     (input, want)
 }

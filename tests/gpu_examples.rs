@@ -19,7 +19,7 @@ fn check(gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor) -> Vec<HostTen
 }
 
 /// Gather dispatches and buffer copies recorded.
-fn counts(how: &wgpu_split::EncodedSplit) -> (u32, u32) {
+fn counts(how: &wgpu_split::Encoded) -> (u32, u32) {
     (how.dispatches, how.buffer_copies)
 }
 

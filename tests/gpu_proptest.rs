@@ -9,8 +9,8 @@ use common::concat::{check_regions, parts as concat_parts};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use wgpu_split::{
-    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitError,
-    SplitOptions, SplitPlan,
+    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Plan, RouteChoice,
+    SplitError, SplitOptions, SplitPlan,
 };
 
 #[derive(Debug, Clone)]
@@ -157,9 +157,9 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
     let input = HostTensor::new(c.dtype, c.shape.clone(), bytes).unwrap();
     let want = reference::split_tensor(&input, &plan).unwrap();
     // The outputs tile the axis.
-    let along: usize = (0..plan.num_outputs())
+    let along: usize = (0..plan.num_parts())
         .map(|i| match plan.keep_axis() {
-            true => plan.output_shape(i)[plan.axis()],
+            true => plan.part_shape(i)[plan.axis()],
             false => 1,
         })
         .sum();
@@ -276,7 +276,7 @@ fn copy_routes_equal_cpu_reference(gpu: &'static GpuSplitter) {
             let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
             let (got, how) = common::encode_and_read(&copies, &plan, &input, copy_usage);
             prop_assert_eq!(how.dispatches, 0, "{}: {:?}", name, shape);
-            let same = wgpu_split::verify::against_reference(&plan, &input, &got);
+            let same = plan.verify(&input, &got);
             prop_assert!(
                 same.is_ok(),
                 "{}: {:?} for {:?} {:?}",

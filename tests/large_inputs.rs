@@ -161,11 +161,11 @@ impl OutputSink for CompareWithFiles {
 fn check_outputs_streamed(input: &Path, plan: &SplitPlan, dir: &Path) {
     let (header, data) = npy::open(input).unwrap();
     let mut files = Vec::new();
-    for i in 0..plan.num_outputs() {
+    for i in 0..plan.num_parts() {
         let path = dir.join(format!("output_{i}.npy"));
         let mut file = BufReader::new(File::open(&path).unwrap());
         let out = npy::Header::read(&mut file, &s(&path)).unwrap();
-        assert_eq!(out.shape, plan.output_shape(i));
+        assert_eq!(out.shape, plan.part_shape(i));
         assert_eq!(out.dtype, header.dtype);
         files.push(file);
     }

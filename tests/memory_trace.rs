@@ -195,12 +195,12 @@ fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
         let plan = plan.unwrap();
         let accesses = trace_concat(&gpu, &plan, dtype, ALL).unwrap();
         let (words, stored) = stored_words(&accesses);
-        let output_words = plan.output_shape().iter().product::<usize>() * dtype.size() / 4;
+        let output_words = plan.whole_shape().iter().product::<usize>() * dtype.size() / 4;
         assert_eq!(words.len(), output_words, "{plan:?}");
         assert_eq!(stored, output_words, "{plan:?}: each word stored once");
         for f in copy_like_figures(&accesses) {
             // Parts of one block (4 KiB, the last case): 84.
-            let most = if plan.num_inputs() == 64 && dtype == DType::F32 {
+            let most = if plan.num_parts() == 64 && dtype == DType::F32 {
                 84.0
             } else {
                 17.0
@@ -263,15 +263,15 @@ fn attention_views_trace_like_a_copy(gpu: &'static GpuSplitter) {
         let accesses = trace_views(&gpu, &plan, DType::F16, &views, &sizes, concat, ALL).unwrap();
         let (words, stored) = stored_words(&accesses);
         // The parts' buffers each start at address 0: their words are traced together.
-        let want: usize = (0..plan.num_outputs())
-            .map(|k| plan.output_shape(k).iter().product::<usize>() / 2)
+        let want: usize = (0..plan.num_parts())
+            .map(|k| plan.part_shape(k).iter().product::<usize>() / 2)
             .sum();
         assert_eq!(stored, want, "concat {concat}: each word stored once");
         let mut viewed = BTreeSet::new();
         for (k, view) in views.iter().enumerate() {
             match concat {
                 true => viewed.extend((0..want as u64).map(|w| 4 * w)),
-                false => viewed.extend(viewed_words(&plan.output_shape(k), view, 2)),
+                false => viewed.extend(viewed_words(&plan.part_shape(k), view, 2)),
             }
         }
         assert_eq!(words, viewed, "concat {concat}");

@@ -10,7 +10,7 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, EncodedSplit, GpuSplitter, HostTensor, IntTensor, Outputs,
+    ops, reference, BufferRegion, DType, Encoded, GpuSplitter, HostTensor, IntTensor, Outputs,
     PartLayout, Prepared, RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
@@ -31,7 +31,7 @@ impl Buffers {
             wgpu::BufferUsages::empty()
         };
         let device = gpu.device();
-        let in_size = plan.input_binding_size(dtype).unwrap().max(16);
+        let in_size = plan.whole_binding_size(dtype).unwrap().max(16);
         let input = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("prepared input"),
             size: in_size,
@@ -64,7 +64,7 @@ fn run_and_check(
     plan: &SplitPlan,
     input: &HostTensor,
     label: &str,
-) -> EncodedSplit {
+) -> Encoded {
     write_input(gpu, &buffers.input, input);
     let (got, encoded) = record_and_read(gpu, prepared, &buffers.output, plan, input.dtype());
     let want = reference::split_tensor(input, plan).unwrap();
@@ -73,7 +73,7 @@ fn run_and_check(
 }
 
 /// What `prepared` records, into an encoder that is dropped unsubmitted.
-fn recorded(gpu: &GpuSplitter, prepared: &Prepared<SplitPlan>) -> EncodedSplit {
+fn recorded(gpu: &GpuSplitter, prepared: &Prepared<SplitPlan>) -> Encoded {
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     prepared.encode(&mut encoder).unwrap()
 }
@@ -92,11 +92,11 @@ fn record_and_read(
     output_buffer: &wgpu::Buffer,
     plan: &SplitPlan,
     dtype: DType,
-) -> (Vec<HostTensor>, EncodedSplit) {
+) -> (Vec<HostTensor>, Encoded) {
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     let encoded = prepared.encode(&mut encoder).unwrap();
     let data = common::submit_and_read(gpu, encoder, output_buffer);
-    let outputs = encoded.outputs.outputs_from(&data, plan, dtype).unwrap();
+    let outputs = encoded.parts.outputs_from(&data, plan, dtype).unwrap();
     (outputs, encoded)
 }
 
@@ -115,7 +115,7 @@ fn prepare_and_run_twice(
     plan: &SplitPlan,
     shape: &[usize],
     copies: bool,
-) -> EncodedSplit {
+) -> Encoded {
     let name = common::name(gpu);
     let buffers = Buffers::new(gpu, plan, DType::F32, copies);
     let (input, output) = buffers.regions();
@@ -133,6 +133,8 @@ fn prepare_and_run_twice(
         )
         .unwrap();
     drop(encoder);
+    // What it will record is known before its first encode.
+    assert_eq!(prepared.recorded(), direct, "{name}: {plan:?}");
     assert_eq!(recorded(gpu, &prepared), direct, "{name}: {plan:?}");
     for seed in [1, 2] {
         let host = tensor(DType::F32, shape, seed);
@@ -259,7 +261,7 @@ fn a_packed_layout_is_prepared_as_given(gpu: &'static GpuSplitter) {
     let prepared = gpu
         .prepare(&plan, DType::F32, input, Outputs::Placed(output, &packed))
         .unwrap();
-    assert_eq!(*recorded(gpu, &prepared).outputs, packed, "{name}");
+    assert_eq!(*recorded(gpu, &prepared).parts, packed, "{name}");
     let host = tensor(DType::F32, &shape, 5);
     run_and_check(gpu, &prepared, &buffers, &plan, &host, &name);
 }

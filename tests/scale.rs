@@ -6,8 +6,8 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, BackendChoice, DType, EncodedSplit, GatherMode, GpuSplitter, HostTensor,
-    IntTensor, Outputs, PartLayout, SplitError, SplitOptions, SplitPlan,
+    ops, reference, BackendChoice, DType, Encoded, GatherMode, GpuSplitter, HostTensor, IntTensor,
+    Outputs, PartLayout, SplitError, SplitOptions, SplitPlan,
 };
 
 /// A deterministic byte pattern that differs at every offset modulo 251.
@@ -32,7 +32,7 @@ fn check_recorded(
     plan: &SplitPlan,
     input: &HostTensor,
     layout: &PartLayout,
-) -> EncodedSplit {
+) -> Encoded {
     use wgpu::util::DeviceExt;
     let (device, dtype) = (gpu.device(), input.dtype());
     let mut bytes = input.bytes().to_vec();
@@ -124,7 +124,7 @@ fn one_hundred_thousand_outputs_in_one_call(gpu: &'static GpuSplitter) {
     // with the last output).
     let packed = PartLayout::packed(&plan, DType::F32).unwrap();
     let encoded = check_recorded(name, gpu, &plan, &input, &packed);
-    assert_eq!(encoded.outputs.total_bytes, 16 * 100_000 - 4);
+    assert_eq!(encoded.parts.total_bytes, 16 * 100_000 - 4);
     assert_eq!(encoded.dispatches, 1);
 }
 
@@ -187,10 +187,8 @@ fn a_tensor_past_max_buffer_size_is_refused_before_any_allocation(gpu: &'static 
 fn a_lost_device_is_an_error_not_a_panic(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // A device of its own, so the shared one stays usable.
-    let (_, device, queue) = wgpu_split::open_device(BackendChoice::from_backend(
-        gpu.device().adapter_info().backend,
-    ))
-    .unwrap();
+    let backend = BackendChoice::from_backend(gpu.device().adapter_info().backend);
+    let (_, device, queue) = wgpu_split::DeviceChoice::from(backend).open().unwrap();
     let lost = GpuSplitter::new(device, queue).unwrap();
     lost.device().destroy();
     let input = HostTensor::from_slice(&[4, 4], &[1.0f32; 16]).unwrap();

@@ -35,10 +35,10 @@ fn check(
         contents: &bytes,
         usage: wgpu::BufferUsages::STORAGE | usage,
     });
-    let sizes: Vec<u64> = (0..plan.num_outputs())
-        .map(|i| plan.output_bytes(i, input.dtype().size()).unwrap())
+    let sizes: Vec<u64> = (0..plan.num_parts())
+        .map(|i| plan.part_bytes(i, input.dtype().size()).unwrap())
         .collect();
-    let places: Vec<(usize, u64)> = (0..plan.num_outputs()).map(&place).collect();
+    let places: Vec<(usize, u64)> = (0..plan.num_parts()).map(&place).collect();
     let count = places.iter().map(|p| p.0 + 1).max().unwrap_or(0);
     let mut ends = vec![16u64; count];
     for (&(b, offset), size) in places.iter().zip(&sizes) {
@@ -61,6 +61,22 @@ fn check(
         buffer: &in_buf,
         offset: 0,
     };
+    // A node prepared on the same regions says, before any encode, where each output lies in
+    // its buffer and what it records.
+    let told = gpu
+        .prepare(
+            plan,
+            input.dtype(),
+            input_region,
+            Outputs::Regions(&regions),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .recorded();
+    for (i, r) in told.parts.ranges.iter().enumerate() {
+        // (An empty output lies nowhere: offset 0.)
+        let offset = if sizes[i] == 0 { 0 } else { places[i].1 };
+        assert_eq!((r.offset, r.size), (offset, sizes[i]), "{name}: output {i}");
+    }
     let encoded = gpu
         .encode(
             &mut encoder,
@@ -70,6 +86,7 @@ fn check(
             Outputs::Regions(&regions),
         )
         .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(told, encoded, "{name}");
     // Every output buffer back to back into one readback buffer.
     let total: u64 = ends.iter().sum();
     let readback = device.create_buffer(&wgpu::BufferDescriptor {
@@ -89,12 +106,12 @@ fn check(
     readback.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
     device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
     let data = readback.get_mapped_range(..).unwrap().to_vec();
-    let got: Vec<HostTensor> = (0..plan.num_outputs())
+    let got: Vec<HostTensor> = (0..plan.num_parts())
         .map(|i| {
             let (b, offset) = places[i];
             let from = (starts[b] + offset) as usize;
             let bytes = data[from..from + sizes[i] as usize].to_vec();
-            HostTensor::new(input.dtype(), plan.output_shape(i), bytes).unwrap()
+            HostTensor::new(input.dtype(), plan.part_shape(i), bytes).unwrap()
         })
         .collect();
     let want = reference::split_tensor(input, plan).unwrap();
@@ -291,7 +308,7 @@ fn dispatches_follow_the_limits_the_device_was_opened_with(gpu: &'static GpuSpli
     for (gpu, limits) in devices {
         let buffers = gpu.device().limits().max_storage_buffers_per_shader_stage;
         let b = documented_buffers_per_dispatch(buffers);
-        let told = gpu.regions_per_dispatch();
+        let told = RegionsPerDispatch::for_limits(&gpu.device().limits());
         assert_eq!((told.outputs, told.inputs), (b, b), "{limits}");
         let want = 64u32.div_ceil(b);
         let (dispatches, copies) = check(&gpu, &split, &input, empty, |i| (i, 0));

@@ -20,7 +20,7 @@ fn pattern(n: usize) -> Vec<u8> {
 /// the CPU reference of the whole split; returns the number of windows.
 fn stream_and_check(gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor, window: u64) -> u64 {
     let name = common::name(gpu);
-    let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); plan.num_outputs()];
+    let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); plan.num_parts()];
     let options = StreamOptions {
         window_bytes: window,
         verify: true,
@@ -94,10 +94,8 @@ impl OutputSink for LoseDevice<'_> {
 fn a_device_lost_mid_stream_is_an_error_not_a_panic(gpu: &'static GpuSplitter) {
     let name = &common::name(gpu);
     // A device of its own, so the shared one stays usable.
-    let (_, device, queue) = wgpu_split::open_device(BackendChoice::from_backend(
-        gpu.device().adapter_info().backend,
-    ))
-    .unwrap();
+    let backend = BackendChoice::from_backend(gpu.device().adapter_info().backend);
+    let (_, device, queue) = wgpu_split::DeviceChoice::from(backend).open().unwrap();
     let lost = GpuSplitter::new(device, queue).unwrap();
     let shape = [8, 4096];
     let input = pattern(8 * 4096 * 4);

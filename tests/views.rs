@@ -36,7 +36,7 @@ fn random_views_split_and_concat_as_the_reference_does(gpu: &'static GpuSplitter
         let mut places = Vec::new();
         let mut sizes = Vec::new();
         for i in 0..2 {
-            let part = plan.output_shape(i);
+            let part = plan.part_shape(i);
             let mut perm: Vec<usize> = (0..rank).collect();
             for k in (1..rank).rev() {
                 perm.swap(k, rng.below(k + 1));
@@ -112,7 +112,7 @@ fn views_on_devices_of_wgpu_limits(gpu: &'static GpuSplitter) {
         head_dim: 24,
     };
     let (plan, views) = layer.split_qkv(7, 4).unwrap();
-    let input = tensor(DType::F16, plan.input_shape(), 11);
+    let input = tensor(DType::F16, plan.whole_shape(), 11);
     let sizes = [2 * 4 * 3 * 24 * 2, 2 * 2 * 7 * 24 * 2, 2 * 2 * 7 * 24 * 2];
     let odd = ops::split(&[7, 2, 5], &IntTensor::scalar(1), 2).unwrap();
     let odd_input = tensor(DType::U8, &[7, 2, 5], 12);
@@ -177,7 +177,7 @@ fn attention_heads_and_caches_at_a_position(gpu: &'static GpuSplitter) {
             head_dim: d,
         };
         let (plan, views) = layer.split_qkv(s_max, p).unwrap();
-        let input = tensor(DType::F16, plan.input_shape(), s + d);
+        let input = tensor(DType::F16, plan.whole_shape(), s + d);
         let sizes = [
             b * 4 * s * d * 2,
             b * 2 * s_max * d * 2,
@@ -198,7 +198,7 @@ fn channels_last_parts_of_many_pixels(gpu: &'static GpuSplitter) {
     let shape = [1, 6, 260, 256];
     let plan = ops::split(&shape, &IntTensor::scalar(1), 2).unwrap();
     let input = tensor(DType::F32, &shape, 3);
-    let part = plan.output_shape(0);
+    let part = plan.part_shape(0);
     let view = PartView::within(&part, &[1, 260, 256, 3], &[0, 2, 3, 1], &[0; 4]).unwrap();
     let bytes = part.iter().product::<usize>() * 4 + 64;
     let views = [view.clone(), view];
@@ -361,12 +361,12 @@ fn decode_loop(gpu: &GpuSplitter) -> Decoded {
     let to = Outputs::Views(&regions, &first);
     let node = gpu.prepare(&plan, DType::F16, (&input).into(), to).unwrap();
     for p in [0, 1, 2, 5, 3] {
-        let token = tensor(DType::F16, plan.input_shape(), 70 + p);
+        let token = tensor(DType::F16, plan.whole_shape(), 70 + p);
         gpu.queue().write_buffer(&input, 0, token.bytes());
         let views = layer.split_qkv(6, p).unwrap().1;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         let encoded = node.encode_with_views(&mut encoder, &views).unwrap();
-        assert_eq!(encoded.outputs.ranges[1].offset, (p * 128 * 2) as u64);
+        assert_eq!(encoded.parts.ranges[1].offset, (p * 128 * 2) as u64);
         gpu.queue().submit([encoder.finish()]);
         reference::split_into_views(&token, &plan, &views, &mut want).unwrap();
     }

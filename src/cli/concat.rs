@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wgpu_split::bench::windows;
 use wgpu_split::{
-    npy, ops, reference, verify, ConcatPlan, HostTensor, OutputSink, SplitError, SplitPlan,
+    npy, ops, reference, ConcatPlan, HostTensor, OutputSink, Plan, SplitError, SplitPlan,
     StreamOptions,
 };
 
@@ -74,10 +74,10 @@ pub fn run(a: &RunArgs) -> CliResult {
     let dtype = dtype.ok_or_else(|| CliError::usage("--op concat needs an --input"))?;
     let plan = plan(a, &shapes)?;
     // One output file, written window by window of the split that undoes the concat.
-    let output_shape = plan.output_shape().to_vec();
+    let output_shape = plan.whole_shape().to_vec();
     let split = plan.inverse();
     let whole = SplitPlan::from_lengths(&output_shape, 0, &[output_shape[0]], true)?;
-    let files = OutputFiles::new(&whole.output_shapes(), dtype)?;
+    let files = OutputFiles::new(&whole.part_shapes(), dtype)?;
     files.check_room(&a.out)?;
     let plan_ms = ms(t_total);
 
@@ -93,13 +93,13 @@ pub fn run(a: &RunArgs) -> CliResult {
     for w in windows(&split, dtype.size(), window)? {
         let part_plan = w.plan(&split)?.inverse();
         let t = Instant::now();
-        let mut parts = Vec::with_capacity(part_plan.num_inputs());
+        let mut parts = Vec::with_capacity(part_plan.num_parts());
         for (i, reader) in readers.iter_mut().enumerate() {
-            let mut bytes = vec![0u8; part_plan.input_bytes(i, dtype.size())? as usize];
+            let mut bytes = vec![0u8; part_plan.part_bytes(i, dtype.size())? as usize];
             reader
                 .read_exact(&mut bytes)
                 .map_err(|e| SplitError::File(format!("{}: {e}", a.input[i].display())))?;
-            parts.push(HostTensor::new(dtype, part_plan.input_shape(i), bytes)?);
+            parts.push(HostTensor::new(dtype, part_plan.part_shape(i), bytes)?);
         }
         read += t.elapsed();
         let t = Instant::now();
@@ -108,7 +108,7 @@ pub fn run(a: &RunArgs) -> CliResult {
             Engine::Gpu(g) => {
                 let out = g.run(&part_plan, &parts)?;
                 if !a.no_verify {
-                    verify::against_reference(&part_plan, &parts, &out)?;
+                    part_plan.verify(&parts, &out)?;
                 }
                 out
             }

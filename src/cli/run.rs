@@ -133,7 +133,7 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
                     Some(t.values().to_vec())
                 }
             };
-            let newest = ops::ONNX_NEWEST_OPSET;
+            let newest = ops::OnnxSplitParts::NEWEST_OPSET;
             let opset = a.opset.map_or(newest as i64, i64::from);
             if !(1..=newest as i64).contains(&opset) {
                 return Err(CliError::usage(format!(
@@ -249,7 +249,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         .transpose()?;
     let shapes = match &transposed {
         Some(t) => t.shapes.clone(),
-        None => plan.output_shapes(),
+        None => plan.part_shapes(),
     };
     let files = OutputFiles::new(&shapes, dtype)?;
     files.check_room(&a.out)?;
@@ -280,7 +280,7 @@ pub fn run(a: &RunArgs) -> CliResult {
 
     let (adapter, backend) = engine.names();
     let verified = report.verified.then_some(true);
-    let timings = report.timings;
+    let r = &report;
     if a.json {
         let outs: Vec<_> = names
             .iter()
@@ -296,8 +296,8 @@ pub fn run(a: &RunArgs) -> CliResult {
             "verified": verified,
             "windows": report.windows,
             "window_bytes": options.window_bytes,
-            "timings_ms": {"read": ms_of(timings.read), "plan": plan_ms, "split": ms_of(timings.split),
-                           "verify": ms_of(timings.verify), "write": ms_of(timings.write) + commit_ms,
+            "timings_ms": {"read": ms_of(r.read_time), "plan": plan_ms, "split": ms_of(r.split_time),
+                           "verify": ms_of(r.verify_time), "write": ms_of(r.write_time) + commit_ms,
                            "total": ms(t_total)},
         });
         say!("{report}");

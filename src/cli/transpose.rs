@@ -6,7 +6,7 @@ use std::io::Read;
 use std::time::Instant;
 use wgpu_split::{
     reference, DType, GpuSplitter, HostTensor, OutputSink, PartView, SplitError, SplitPlan,
-    StreamReport, StreamTimings,
+    StreamReport,
 };
 
 /// The outputs' permutation: each output's view and the shape it is written in.
@@ -24,9 +24,9 @@ impl Transposed {
             .map(|p| p.trim().parse::<usize>())
             .collect::<Result<_, _>>()
             .map_err(|e| CliError::usage(format!("--transpose {text:?}: {e}")))?;
-        let mut views = Vec::with_capacity(plan.num_outputs());
-        let mut shapes = Vec::with_capacity(plan.num_outputs());
-        for shape in plan.output_shapes() {
+        let mut views = Vec::with_capacity(plan.num_parts());
+        let mut shapes = Vec::with_capacity(plan.num_parts());
+        for shape in plan.part_shapes() {
             let rank = shape.len();
             let mut seen = vec![false; rank];
             if perm.len() != rank
@@ -61,7 +61,7 @@ impl Transposed {
         let mut bytes = Vec::new();
         data.read_to_end(&mut bytes)
             .map_err(|e| CliError::usage(format!("reading the input: {e}")))?;
-        let input = HostTensor::new(dtype, plan.input_shape().to_vec(), bytes)?;
+        let input = HostTensor::new(dtype, plan.whole_shape().to_vec(), bytes)?;
         let read = t.elapsed();
         let fresh = || -> Vec<Vec<u8>> {
             self.shapes
@@ -99,12 +99,10 @@ impl Transposed {
             windows: 1,
             input_bytes: input.bytes().len() as u64,
             verified,
-            timings: StreamTimings {
-                read,
-                split,
-                verify: checked,
-                write: t.elapsed(),
-            },
+            read_time: read,
+            split_time: split,
+            verify_time: checked,
+            write_time: t.elapsed(),
         })
     }
 }

@@ -145,6 +145,15 @@ impl From<BackendChoice> for DeviceChoice {
 }
 
 impl DeviceChoice {
+    /// Opens a device on the adapter this choice picks, with the adapter's own limits (not
+    /// wgpu's conservative defaults), so tensors up to the adapter's binding size fit, and
+    /// its timestamp queries where it has them: the device
+    /// [`GpuSplitter::open`](crate::GpuSplitter::open) uses, for a caller that wants it
+    /// beside the splitter (`DeviceChoice::from(BackendChoice::Vulkan).open()`).
+    pub fn open(&self) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
+        open_chosen(self)
+    }
+
     /// From the environment, as wgpu's own tools read it: the backend from
     /// [`BackendChoice::from_env`], the adapter from `WGPU_ADAPTER_NAME`, the power preference
     /// from `WGPU_POWER_PREF` (`low` or `high`; high by default).
@@ -163,7 +172,7 @@ impl DeviceChoice {
 }
 
 /// A wgpu instance limited to `backends`, with no window system: every instance the library
-/// makes ([`list_adapters`], [`open_device`], `GpuSplitter::open`).
+/// makes ([`list_adapters`], [`DeviceChoice::open`], `GpuSplitter::open`).
 ///
 /// Before the first one that includes Vulkan, the library turns off Mesa's Vulkan
 /// device-select layer ([`quiet_device_select`]).
@@ -227,17 +236,7 @@ pub fn list_adapters(choice: BackendChoice) -> Vec<wgpu::Adapter> {
     pollster::block_on(instance(choice.backends()).enumerate_adapters(choice.backends()))
 }
 
-/// Opens a device on the adapter `choice` picks (a [`BackendChoice`] or a [`DeviceChoice`]),
-/// with the adapter's own limits (not wgpu's conservative defaults), so tensors up to the
-/// adapter's binding size fit, and its timestamp queries where it has them: the device [`GpuSplitter::open`](crate::GpuSplitter::open)
-/// uses, for a caller that wants it beside the splitter.
-pub fn open_device(
-    choice: impl Into<DeviceChoice>,
-) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
-    open_chosen(&choice.into())
-}
-
-/// [`open_device`].
+/// [`DeviceChoice::open`].
 pub(crate) fn open_chosen(
     choice: &DeviceChoice,
 ) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {

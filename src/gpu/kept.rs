@@ -122,7 +122,7 @@ impl OwnedRouteKey {
         // The cheap fields first: most misses differ there.
         (self.direction, self.dtype, self.regions, self.caps)
             == (key.direction, key.dtype, key.regions, key.caps)
-            && self.plan.num_outputs() == key.plan.num_outputs()
+            && self.plan.num_parts() == key.plan.num_parts()
             && layout
             && self.plan == *key.plan
     }
@@ -167,7 +167,7 @@ impl Kept {
             caps: key.caps,
         };
         let tables: u64 = route.tables.iter().map(wgpu::Buffer::size).sum();
-        let parts = key.plan.num_outputs().max(1);
+        let parts = key.plan.num_parts().max(1);
         let bytes = parts
             .saturating_mul(PART_BYTES)
             .saturating_add(tables as usize);

@@ -84,7 +84,7 @@ impl Movable {
             .max()
             .unwrap_or(0);
         Ok(Recorded {
-            layout: Arc::new(layout),
+            parts: Arc::new(layout),
             dispatches: moved.len() as u32,
             buffer_copies: 0,
         })

@@ -29,7 +29,7 @@ pub enum Outputs<'a> {
     /// alignment must then be at least the device's storage offset alignment.
     Placed(BufferRegion<'a>, &'a PartLayout),
     /// One region per output, in output order, each in any buffer: the engine allocates every
-    /// tensor itself. Output `i` needs `plan.output_bytes(i)` rounded up to 4 bytes: a tensor
+    /// tensor itself. Output `i` needs `plan.part_bytes(i)` rounded up to 4 bytes: a tensor
     /// of the engine's exact size. Regions in one buffer must not overlap; the regions of
     /// empty outputs are not touched. Outputs that share a buffer move together (copy commands
     /// where the buffers allow them and they are cheaper, else the gather).
@@ -39,8 +39,8 @@ pub enum Outputs<'a> {
     /// up (on CPU adapters only buffers of up to 4 KiB of outputs share dispatches). `b` comes
     /// from the `max_storage_buffers_per_shader_stage` the device was **opened with**, less
     /// the three the table and the input take, halved (each output buffer is bound as units
-    /// and as words), at most 32 ([`GpuSplitter::regions_per_dispatch`](crate::GpuSplitter::regions_per_dispatch)
-    /// tells a splitter's `b`): 32 on a GPU of 524,288, 14 on lavapipe and 6 on llvmpipe GL opened with their
+    /// and as words), at most 32 ([`RegionsPerDispatch::for_limits`](crate::RegionsPerDispatch::for_limits)
+    /// of `gpu.device().limits()` tells `b`): 32 on a GPU of 524,288, 14 on lavapipe and 6 on llvmpipe GL opened with their
     /// adapters' limits ([`GpuSplitter::open`](crate::GpuSplitter::open) does), but 1 on a
     /// device opened with `wgpu::Limits::downlevel_defaults()` (4 storage buffers) and 2 with
     /// `wgpu::Limits::default()` (8): 64 outputs of 1 KiB in 64 buffers take 5, 11, 64 and
@@ -59,7 +59,7 @@ pub enum Outputs<'a> {
     /// # Ok(()) }
     /// ```
     ///
-    /// [`EncodedSplit::outputs`](crate::EncodedSplit) gives each output's offset in its own
+    /// [`Encoded::outputs`](crate::Encoded) gives each output's offset in its own
     /// buffer.
     Regions(&'a [BufferRegion<'a>]),
     /// Output `i` written through `views[i]` ([`PartView`]) into `regions[i]`: transposed
@@ -99,7 +99,7 @@ pub enum Inputs<'a> {
     /// (one dispatch, or copies), and the gather reads `b` buffers per dispatch, `b` the
     /// device's `max_storage_buffers_per_shader_stage` less those the table and the output
     /// take (three, or two on a device of 4), halved, at most 32
-    /// ([`GpuSplitter::regions_per_dispatch`](crate::GpuSplitter::regions_per_dispatch)): 14 on lavapipe and 6 on
+    /// ([`RegionsPerDispatch::for_limits`](crate::RegionsPerDispatch::for_limits)): 14 on lavapipe and 6 on
     /// llvmpipe GL opened with their adapters' limits, 1 with
     /// `wgpu::Limits::downlevel_defaults()` and 2 with `wgpu::Limits::default()` (on CPU
     /// adapters only buffers of up to 4 KiB of inputs share dispatches). 64 inputs of 1 KiB

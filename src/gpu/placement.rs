@@ -27,8 +27,8 @@ pub struct PartRange {
 
 /// Where every part of a split or a concat lies (a split's outputs, a concat's inputs): in one
 /// region ([`GpuSplitter::layout`](crate::GpuSplitter::layout), [`PartLayout::packed`]), or
-/// each in its own region, as [`EncodedSplit::outputs`](crate::EncodedSplit) and
-/// [`EncodedConcat::inputs`](crate::EncodedConcat) report them.
+/// each in its own region, as [`Encoded::outputs`](crate::Encoded) and
+/// [`Encoded::inputs`](crate::Encoded) report them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartLayout {
     /// One range per part, in order. An empty part takes no room: its offset is where the
@@ -121,10 +121,10 @@ impl PartLayout {
                 "output alignment {alignment} is not a power of two"
             )));
         }
-        let mut ranges = Vec::with_capacity(plan.num_outputs());
+        let mut ranges = Vec::with_capacity(plan.num_parts());
         let (mut cursor, mut end) = (0u64, 0u64);
         let overflow = || SplitError::TooLarge("outputs overflow a 64-bit byte offset".into());
-        // `SplitPlan::output_bytes`, in its order (outer * len * inner bytes), with outer and
+        // `SplitPlan::part_bytes`, in its order (outer * len * inner bytes), with outer and
         // inner taken once, not per output: a sequence has thousands.
         let (inner_bytes, _) = plan.row_bytes(dtype.size())?;
         let outer = plan.outer() as u64;
@@ -133,7 +133,7 @@ impl PartLayout {
             let size = match bytes.and_then(|rows| rows.checked_mul(inner_bytes)) {
                 Some(size) => size,
                 // The plan's own error names the output and its shape.
-                None => plan.output_bytes(i, dtype.size())?,
+                None => plan.part_bytes(i, dtype.size())?,
             };
             ranges.push(PartRange {
                 offset: cursor,
@@ -164,11 +164,11 @@ impl PartLayout {
     ) -> Result<()> {
         let (part, _) = direction.names();
         let bad = |rule: String| Err(SplitError::BadBuffer(format!("{part} layout: {rule}")));
-        if self.ranges.len() != plan.num_outputs() {
+        if self.ranges.len() != plan.num_parts() {
             return bad(format!(
                 "{} ranges for {} {part}s",
                 self.ranges.len(),
-                plan.num_outputs()
+                plan.num_parts()
             ));
         }
         if self.alignment < UNIT_BYTES || !self.alignment.is_power_of_two() {
@@ -185,7 +185,7 @@ impl PartLayout {
         }
         let mut end = 0u64;
         for (i, r) in self.ranges.iter().enumerate() {
-            let size = plan.output_bytes(i, dtype.size())?;
+            let size = plan.part_bytes(i, dtype.size())?;
             if r.size != size {
                 return bad(format!(
                     "{part} {i} has {size} bytes, its range says {}",
@@ -225,11 +225,11 @@ impl PartLayout {
         plan: &SplitPlan,
         dtype: DType,
     ) -> Result<Vec<HostTensor>> {
-        if (region.len() as u64) < self.total_bytes || self.ranges.len() != plan.num_outputs() {
+        if (region.len() as u64) < self.total_bytes || self.ranges.len() != plan.num_parts() {
             return Err(SplitError::DataMismatch(format!(
                 "an output region of {} bytes for {} outputs does not match this layout ({} bytes, {} outputs)",
                 region.len(),
-                plan.num_outputs(),
+                plan.num_parts(),
                 self.total_bytes,
                 self.ranges.len()
             )));
@@ -243,7 +243,7 @@ impl PartLayout {
                     0 => Vec::new(),
                     n => region[r.offset as usize..(r.offset + n) as usize].to_vec(),
                 };
-                HostTensor::new(dtype, plan.output_shape(i), bytes)
+                HostTensor::new(dtype, plan.part_shape(i), bytes)
             })
             .collect()
     }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 /// | --- | --- | --- |
 /// | `encode`'s `from` | [`BufferRegion`] (the input) | [`Inputs`] |
 /// | `encode`'s `to` | [`Outputs`] | [`BufferRegion`] (the output) |
-/// | `encode` gives | [`EncodedSplit`] | [`EncodedConcat`] |
+/// | `encode` gives | [`Encoded`]: the outputs' layout | [`Encoded`]: the inputs' layout |
 /// | `run` takes | `&HostTensor` | `&[HostTensor]` |
 /// | `run` gives | `Vec<HostTensor>` | `HostTensor` |
 pub trait Plan: std::fmt::Debug + Send + Sync + sealed::Sealed {
@@ -29,12 +29,31 @@ pub trait Plan: std::fmt::Debug + Send + Sync + sealed::Sealed {
     type From<'a>;
     /// Where [`GpuSplitter::encode`](crate::GpuSplitter::encode) writes.
     type To<'a>;
-    /// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded.
-    type Encoded: std::fmt::Debug + Clone + PartialEq + Eq + Send + Sync;
     /// What [`GpuSplitter::run`](crate::GpuSplitter::run) uploads.
     type HostInput: ?Sized + Sync;
     /// What [`GpuSplitter::run`](crate::GpuSplitter::run) reads back.
     type HostOutput: std::fmt::Debug + Send;
+
+    /// Checks `output`, what [`GpuSplitter::run`](crate::GpuSplitter::run) (or `run_async`)
+    /// gave for this plan and `input`, against the same split or concat on the CPU
+    /// ([`reference`](mod@crate::reference)), byte for byte: NaN payloads, -0.0 and denormals
+    /// included. [`SplitError::Mismatch`](crate::SplitError::Mismatch) names the first byte
+    /// that differs.
+    ///
+    /// ```no_run
+    /// use wgpu_split::{ops, BackendChoice, GpuSplitter, HostTensor, Plan};
+    /// let gpu = GpuSplitter::open(BackendChoice::Auto)?;
+    /// let a = HostTensor::from_slice(&[2, 2], &[f32::NAN, -0.0, 1e-42, 4.0])?;
+    /// let plan = ops::concat(&[[2, 2], [2, 2]], 1)?;
+    /// let inputs = [a.clone(), a];
+    /// let joined = gpu.run(&plan, &inputs)?;
+    /// plan.verify(&inputs, &joined)?;
+    /// # Ok::<(), wgpu_split::SplitError>(())
+    /// ```
+    fn verify(&self, input: &Self::HostInput, output: &Self::HostOutput) -> Result<()> {
+        let want = self.reference(input)?;
+        crate::verify::compare_outputs(Self::tensors(output), Self::tensors(&want))
+    }
 
     #[doc(hidden)]
     const DIRECTION: Direction;
@@ -44,9 +63,6 @@ pub trait Plan: std::fmt::Debug + Send + Sync + sealed::Sealed {
     /// The whole tensor's region and the parts', from `encode`'s arguments.
     #[doc(hidden)]
     fn job<'a>(from: Self::From<'a>, to: Self::To<'a>) -> Job<'a>;
-    /// What `encode` gives, from what was recorded.
-    #[doc(hidden)]
-    fn encoded(recorded: Recorded) -> Self::Encoded;
     /// Checks what `run` uploads against the plan; returns its dtype.
     #[doc(hidden)]
     fn host_dtype(&self, input: &Self::HostInput) -> Result<DType>;
@@ -71,43 +87,25 @@ mod sealed {
     impl Sealed for crate::ConcatPlan {}
 }
 
-/// What the commands of a split or concat move, in either direction: where the parts lie
-/// and the commands' counts ([`Plan::encoded`] names them for the caller).
+/// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded, for a split or a
+/// concat alike (a [`Prepared`](crate::Prepared) node says it before its first encode).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recorded {
-    /// Where each part lies in its region's buffer.
-    pub layout: Arc<PartLayout>,
-    pub dispatches: u32,
-    pub buffer_copies: u32,
-}
-
-/// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded for a split.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EncodedSplit {
-    /// Where each output lies: its offset in its region's buffer (shared with the route kept
-    /// for the next split of the same plan).
-    pub outputs: Arc<PartLayout>,
-    /// Compute dispatches of the gather shader (0 when copies moved the outputs).
+pub struct Encoded {
+    /// Where each part lies (a split's outputs, a concat's inputs): its offset and size in
+    /// its region's buffer (shared with the route kept for the next encode of the same plan).
+    pub parts: Arc<PartLayout>,
+    /// Compute dispatches of the gather shader (0 when copies moved the parts).
     pub dispatches: u32,
     /// `copy_buffer_to_buffer` commands.
     pub buffer_copies: u32,
 }
 
-/// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded for a concat.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EncodedConcat {
-    /// Where each input was read: its offset in its region's buffer.
-    pub inputs: Arc<PartLayout>,
-    /// Compute dispatches of the gather shader (0 when copies moved the inputs).
-    pub dispatches: u32,
-    /// `copy_buffer_to_buffer` commands.
-    pub buffer_copies: u32,
-}
+/// [`Encoded`], as the library makes it.
+pub(crate) type Recorded = Encoded;
 
 impl Plan for SplitPlan {
     type From<'a> = BufferRegion<'a>;
     type To<'a> = Outputs<'a>;
-    type Encoded = EncodedSplit;
     type HostInput = HostTensor;
     type HostOutput = Vec<HostTensor>;
 
@@ -125,16 +123,8 @@ impl Plan for SplitPlan {
         }
     }
 
-    fn encoded(r: Recorded) -> EncodedSplit {
-        EncodedSplit {
-            outputs: r.layout,
-            dispatches: r.dispatches,
-            buffer_copies: r.buffer_copies,
-        }
-    }
-
     fn host_dtype(&self, input: &HostTensor) -> Result<DType> {
-        self.check_input_shape(input.shape())?;
+        self.check_whole_shape(input.shape())?;
         Ok(input.dtype())
     }
 
@@ -158,7 +148,6 @@ impl Plan for SplitPlan {
 impl Plan for ConcatPlan {
     type From<'a> = Inputs<'a>;
     type To<'a> = BufferRegion<'a>;
-    type Encoded = EncodedConcat;
     type HostInput = [HostTensor];
     type HostOutput = HostTensor;
 
@@ -173,14 +162,6 @@ impl Plan for ConcatPlan {
             direction: Direction::Concat,
             whole: to,
             parts: from.into(),
-        }
-    }
-
-    fn encoded(r: Recorded) -> EncodedConcat {
-        EncodedConcat {
-            inputs: r.layout,
-            dispatches: r.dispatches,
-            buffer_copies: r.buffer_copies,
         }
     }
 

@@ -10,7 +10,7 @@ use crate::gpu::moving::Movable;
 use crate::gpu::parts::{Job, Parts};
 use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
 use crate::gpu::planner::{BufferCopy, Direction, Route};
-use crate::gpu::plans::{Plan, Recorded};
+use crate::gpu::plans::{Encoded, Plan, Recorded};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -49,16 +49,25 @@ pub struct Prepared<P: Plan> {
 }
 
 impl<P: Plan> Prepared<P> {
+    /// What each [`Prepared::encode`] of this node records, known since `prepare`, before
+    /// any `encode`: where each part lies in its region's buffer (its offset and size; with
+    /// parts in regions of their own, in each one's), the gather dispatches and the buffer
+    /// copies. `encode` returns the same; [`Prepared::encode_with_views`] the same counts,
+    /// with the parts' offsets of the views it was given.
+    pub fn recorded(&self) -> Encoded {
+        self.parts.recorded.clone()
+    }
+
     /// Records the split or concat into `encoder`, as [`GpuSplitter::encode`] would have: the
     /// same commands, the same layout. A device error becomes [`SplitError::Device`](crate::SplitError::Device).
-    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder) -> Result<P::Encoded> {
+    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder) -> Result<Encoded> {
         // The error scopes of native wgpu are ready at once: this does not wait.
         device::block_on("Prepared::encode", self.encode_async(encoder))
     }
 
     /// [`Prepared::encode`] for async callers, as [`GpuSplitter::encode_async`].
-    pub async fn encode_async(&self, encoder: &mut wgpu::CommandEncoder) -> Result<P::Encoded> {
-        self.parts.encode(encoder).await.map(P::encoded)
+    pub async fn encode_async(&self, encoder: &mut wgpu::CommandEncoder) -> Result<Encoded> {
+        self.parts.encode(encoder).await
     }
 }
 
@@ -170,14 +179,14 @@ impl GpuSplitter {
     /// `from` and writing `to`, and returns where each part lies:
     ///
     /// - a split ([`SplitPlan`]): `from` is the input's [`BufferRegion`], `to` the
-    ///   [`Outputs`](crate::Outputs); it gives an [`EncodedSplit`](crate::EncodedSplit);
+    ///   [`Outputs`](crate::Outputs); it gives an [`Encoded`];
     /// - a concat ([`ConcatPlan`](crate::ConcatPlan)): `from` is the
     ///   [`Inputs`](crate::Inputs), `to` the output's [`BufferRegion`]; it gives an
-    ///   [`EncodedConcat`](crate::EncodedConcat).
+    ///   [`Encoded`].
     ///
     /// The whole tensor's region (the split's input, the concat's output) holds its C-order
-    /// bytes: at least [`SplitPlan::input_binding_size`] (or
-    /// [`ConcatPlan::output_binding_size`](crate::ConcatPlan::output_binding_size)) bytes from
+    /// bytes: at least [`SplitPlan::whole_binding_size`] (or
+    /// [`ConcatPlan::whole_binding_size`](crate::ConcatPlan::whole_binding_size)) bytes from
     /// its offset, usage STORAGE. Parts in one buffer take one dispatch, however many they
     /// are; where the buffers allow copies (COPY_SRC on what is read, COPY_DST on what is
     /// written), copy commands replace it where they are cheaper: `copy_buffer_to_buffer`
@@ -212,7 +221,7 @@ impl GpuSplitter {
     /// let mut encoder = gpu.device().create_command_encoder(&Default::default());
     /// let from = Inputs::Regions(&inputs);
     /// let encoded = gpu.encode(&mut encoder, &plan, DType::F16, from, out.into())?;
-    /// assert_eq!(encoded.inputs.ranges.len(), 2);
+    /// assert_eq!(encoded.parts.ranges.len(), 2);
     /// gpu.queue().submit([encoder.finish()]);
     /// # Ok(()) }
     /// ```
@@ -223,7 +232,7 @@ impl GpuSplitter {
         dtype: DType,
         from: P::From<'a>,
         to: P::To<'a>,
-    ) -> Result<P::Encoded> {
+    ) -> Result<Encoded> {
         // The error scopes of native wgpu are ready at once: this does not wait.
         device::block_on(
             "GpuSplitter::encode",
@@ -240,10 +249,10 @@ impl GpuSplitter {
         dtype: DType,
         from: P::From<'a>,
         to: P::To<'a>,
-    ) -> Result<P::Encoded> {
+    ) -> Result<Encoded> {
         let job = P::job(from, to);
         let prepared = self.prepare_job(plan.geometry(), dtype, job).await?;
-        prepared.encode_once(encoder).await.map(P::encoded)
+        prepared.encode_once(encoder).await
     }
 
     /// Prepares the split or concat of [`GpuSplitter::encode`] once: the checks, the route and
@@ -355,7 +364,7 @@ impl GpuSplitter {
             direction,
             commands: Vec::new(),
             recorded: Recorded {
-                layout,
+                parts: layout,
                 dispatches: 0,
                 buffer_copies: 0,
             },

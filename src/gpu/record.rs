@@ -83,7 +83,7 @@ impl GpuSplitter {
              them at the device's alignment (GpuSplitter::layout)",
             layout.alignment,
             direction.op(),
-            plan.input_binding_size(dtype)?,
+            plan.whole_binding_size(dtype)?,
             layout.total_bytes,
             window_limit(&self.limits)
         )))
@@ -91,7 +91,7 @@ impl GpuSplitter {
 
     /// Checks the region of the whole tensor of `plan` (a split's input, a concat's output;
     /// `name` says which): usage STORAGE, the storage offset alignment, and
-    /// [`SplitPlan::input_binding_size`] bytes.
+    /// [`SplitPlan::whole_binding_size`] bytes.
     pub(crate) fn check_whole(
         &self,
         name: &str,
@@ -100,10 +100,10 @@ impl GpuSplitter {
         dtype: DType,
     ) -> Result<()> {
         let align = self.offset_align();
-        let needed = plan.input_binding_size(dtype)?;
+        let needed = plan.whole_binding_size(dtype)?;
         let rule = format!(
             "its {} bytes rounded up to 4",
-            byte_count(plan.input_shape(), dtype)?
+            byte_count(plan.whole_shape(), dtype)?
         );
         region.check(name, needed, &rule, wgpu::BufferUsages::STORAGE, align)
     }
@@ -123,7 +123,7 @@ impl GpuSplitter {
         whole: &wgpu::Buffer,
     ) -> Result<(PartLayout, PartsByBuffer<'a>)> {
         let (part, whole_name) = direction.names();
-        if regions.len() != plan.num_outputs() {
+        if regions.len() != plan.num_parts() {
             let parts = match direction {
                 Direction::Split => "",
                 Direction::Concat => "a concat of ",
@@ -131,11 +131,11 @@ impl GpuSplitter {
             return Err(SplitError::BadBuffer(format!(
                 "{} {part} regions for {parts}{} {part}s",
                 regions.len(),
-                plan.num_outputs()
+                plan.num_parts()
             )));
         }
         let align = self.offset_align();
-        let mut ranges = vec![PartRange { offset: 0, size: 0 }; plan.num_outputs()];
+        let mut ranges = vec![PartRange { offset: 0, size: 0 }; plan.num_parts()];
         // The non-empty parts of each buffer. A buffer compares by wgpu's resource id, which
         // never changes, so its interior mutability cannot move it within the map.
         #[allow(clippy::mutable_key_type)]

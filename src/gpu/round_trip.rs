@@ -37,7 +37,7 @@ impl GpuSplitter {
     /// Uploads `input`, splits or concatenates it as `plan` says, and reads the result back:
     /// a split ([`SplitPlan`]) takes a `&HostTensor` and gives its outputs, a concat
     /// ([`ConcatPlan`](crate::ConcatPlan)) takes its inputs (`&[HostTensor]`) and gives its
-    /// output. [`verify::against_reference`](crate::verify::against_reference) checks the
+    /// output. [`Plan::verify`] checks the
     /// result against the CPU's, byte for byte.
     ///
     /// ```no_run
@@ -54,7 +54,7 @@ impl GpuSplitter {
         // Native wgpu's error scopes are ready at once: this does not wait; the read-back does.
         let (readback, recorded, dtype) = block_on("GpuSplitter::run", self.submit(plan, input))?;
         self.read_back(&readback, |bytes| {
-            plan.download(bytes, &recorded.layout, dtype)
+            plan.download(bytes, &recorded.parts, dtype)
         })
     }
 
@@ -72,7 +72,7 @@ impl GpuSplitter {
         let (readback, recorded, dtype) = self.submit(plan, input).await?;
         map_read(&self.device, &readback).await?;
         read_mapped(&readback, |bytes| {
-            plan.download(bytes, &recorded.layout, dtype)
+            plan.download(bytes, &recorded.parts, dtype)
         })
     }
 
@@ -111,7 +111,7 @@ impl GpuSplitter {
         fill: impl FnOnce(&mut wgpu::BufferViewMut),
     ) -> Result<(wgpu::Buffer, Recorded)> {
         // The whole tensor's bytes, and the parts' region.
-        let whole = plan.input_binding_size(dtype)?;
+        let whole = plan.whole_binding_size(dtype)?;
         let (in_size, out_size) = direction.in_order(whole, layout.total_bytes);
         let buffers = HostBuffers::new(&self.device, in_size, out_size, true).await?;
         {
@@ -159,8 +159,8 @@ impl GpuSplitter {
             .encode_once(&mut encoder)
             .await?;
         let written = match direction {
-            Direction::Split => encoded.layout.total_bytes,
-            Direction::Concat => plan.input_binding_size(dtype)?,
+            Direction::Split => encoded.parts.total_bytes,
+            Direction::Concat => plan.whole_binding_size(dtype)?,
         };
         let what = format!("submitting the {}", direction.op());
         scoped_async(&self.device, &what, || {
@@ -346,7 +346,7 @@ impl GpuSplitter {
     ) -> Result<(&'b wgpu::Buffer, Recorded)> {
         let dtype = input.dtype();
         let layout = self.host_layout(Direction::Split, plan, dtype)?;
-        let in_size = plan.input_binding_size(dtype)?;
+        let in_size = plan.whole_binding_size(dtype)?;
         let fits =
             |b: &HostBuffers| b.input.size() >= in_size && b.output.size() >= layout.total_bytes;
         if !buffers.as_ref().is_some_and(fits) {

@@ -54,8 +54,8 @@ pub(crate) fn multi_binding_group_limit(device_type: wgpu::DeviceType) -> u64 {
 /// How many buffers of parts one gather dispatch binds: the parts of
 /// [`Outputs::Regions`](crate::Outputs) and [`Inputs::Regions`](crate::Inputs) in more buffers
 /// than these take more dispatches, a dispatch per so many buffers (their parts in one buffer
-/// always share one). [`GpuSplitter::regions_per_dispatch`] gives a splitter's;
-/// [`RegionsPerDispatch::for_limits`] the rule, for a device of any limits.
+/// always share one). [`RegionsPerDispatch::for_limits`] gives them for a device's limits
+/// (`RegionsPerDispatch::for_limits(&gpu.device().limits())`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegionsPerDispatch {
     /// Output buffers one dispatch of a split writes.
@@ -248,15 +248,6 @@ impl GpuSplitter {
         Ok(pipeline)
     }
 
-    /// How many buffers of parts one dispatch binds on this device (with its options):
-    /// [`RegionsPerDispatch::for_limits`] of the limits the device was opened with.
-    pub fn regions_per_dispatch(&self) -> RegionsPerDispatch {
-        RegionsPerDispatch {
-            outputs: self.output_bindings,
-            inputs: self.input_bindings,
-        }
-    }
-
     /// The device.
     pub fn device(&self) -> &wgpu::Device {
         &self.device
@@ -308,7 +299,7 @@ impl GpuSplitter {
     ) -> Result<()> {
         let (part, whole) = direction.names();
         let checks = [
-            (whole.to_string(), plan.input_binding_size(dtype)?),
+            (whole.to_string(), plan.whole_binding_size(dtype)?),
             (format!("{part} region"), layout.total_bytes),
         ];
         for (what, bytes) in checks {
@@ -347,7 +338,7 @@ impl GpuSplitter {
         if bytes.kind != RowKind::Contiguous {
             return Ok(None);
         }
-        let mut views = vec![PartRange { offset: 0, size: 0 }; plan.num_outputs()];
+        let mut views = vec![PartRange { offset: 0, size: 0 }; plan.num_parts()];
         for o in &bytes.outputs {
             views[o.output] = PartRange {
                 offset: o.offset,
@@ -370,7 +361,7 @@ impl GpuSplitter {
         dtype: DType,
         parts_bytes: u64,
     ) -> Result<bool> {
-        let whole = plan.input_binding_size(dtype)?;
+        let whole = plan.whole_binding_size(dtype)?;
         Ok(!fits_one_dispatch(
             whole,
             parts_bytes,

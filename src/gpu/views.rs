@@ -17,7 +17,7 @@ use crate::gpu::gather::{
 };
 use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
-use crate::gpu::plans::{Plan, Recorded};
+use crate::gpu::plans::{Encoded, Plan, Recorded};
 use crate::gpu::prepared::{Commands, Prepared, PreparedParts};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::views::{check_disjoint, check_view, part_runs, Access, Runs, Written};
@@ -65,7 +65,7 @@ impl GpuSplitter {
             .check(format_args!("preparing the {}", direction.op()))?;
         let whole_name = direction.names().1;
         self.check_whole(whole_name, &whole, plan, dtype)?;
-        let whole_bytes = plan.input_binding_size(dtype)?;
+        let whole_bytes = plan.whole_binding_size(dtype)?;
         let limit = window_limit(&self.limits);
         if whole_bytes > limit {
             return Err(SplitError::TooLarge(format!(
@@ -75,7 +75,7 @@ impl GpuSplitter {
             )));
         }
         let viewed = self.viewed(direction, plan, dtype, whole.buffer, regions, views)?;
-        let mut ranges = vec![PartRange { offset: 0, size: 0 }; plan.num_outputs()];
+        let mut ranges = vec![PartRange { offset: 0, size: 0 }; plan.num_parts()];
         for v in &viewed {
             ranges[v.k] = PartRange {
                 offset: v.start,
@@ -153,7 +153,7 @@ impl GpuSplitter {
         views: &[PartView],
     ) -> Result<Vec<Viewed<'a>>> {
         let (part, whole_name) = direction.names();
-        let n = plan.num_outputs();
+        let n = plan.num_parts();
         if regions.len() != n || views.len() != n {
             return Err(SplitError::BadView(format!(
                 "{} regions and {} views for {n} {part}s: one each",
@@ -170,7 +170,7 @@ impl GpuSplitter {
         for (k, (region, view)) in regions.iter().zip(views).enumerate() {
             let name = format!("{part} {k}");
             let room = region.buffer.size().saturating_sub(region.offset) / es;
-            let reach = check_view(&name, &plan.output_shape(k), view, room, access)?;
+            let reach = check_view(&name, &plan.part_shape(k), view, room, access)?;
             let Some(runs) = part_runs(plan, k, view, es, access) else {
                 continue;
             };
@@ -346,7 +346,7 @@ impl<P: Plan> Prepared<P> {
         &self,
         encoder: &mut wgpu::CommandEncoder,
         views: &[PartView],
-    ) -> Result<P::Encoded> {
+    ) -> Result<Encoded> {
         // The error scopes of native wgpu are ready at once: this does not wait.
         device::block_on(
             "Prepared::encode_with_views",
@@ -359,11 +359,8 @@ impl<P: Plan> Prepared<P> {
         &self,
         encoder: &mut wgpu::CommandEncoder,
         views: &[PartView],
-    ) -> Result<P::Encoded> {
-        self.parts
-            .encode_moved(encoder, views)
-            .await
-            .map(P::encoded)
+    ) -> Result<Encoded> {
+        self.parts.encode_moved(encoder, views).await
     }
 }
 

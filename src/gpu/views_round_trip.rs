@@ -5,7 +5,7 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::{block_on, buffer_with, scoped_async};
 use crate::gpu::parts::Outputs;
 use crate::gpu::placement::BufferRegion;
-use crate::gpu::plans::EncodedSplit;
+use crate::gpu::plans::Encoded;
 use crate::gpu::round_trip::{map_read, read_mapped};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::{PartView, SplitPlan};
@@ -35,7 +35,7 @@ impl GpuSplitter {
         input: &HostTensor,
         views: &[PartView],
         regions: &mut [Vec<u8>],
-    ) -> Result<EncodedSplit> {
+    ) -> Result<Encoded> {
         let submitted = self.submit_views(plan, input, views, regions);
         let (readback, sizes, encoded) = block_on("GpuSplitter::run_into_views", submitted)?;
         self.read_back(&readback, |bytes| copy_regions(bytes, &sizes, regions))?;
@@ -50,7 +50,7 @@ impl GpuSplitter {
         input: &HostTensor,
         views: &[PartView],
         regions: &mut [Vec<u8>],
-    ) -> Result<EncodedSplit> {
+    ) -> Result<Encoded> {
         let (readback, sizes, encoded) = self.submit_views(plan, input, views, regions).await?;
         map_read(&self.device, &readback).await?;
         read_mapped(&readback, |bytes| copy_regions(bytes, &sizes, regions))?;
@@ -66,13 +66,13 @@ impl GpuSplitter {
         input: &HostTensor,
         views: &[PartView],
         regions: &[Vec<u8>],
-    ) -> Result<(wgpu::Buffer, Vec<u64>, EncodedSplit)> {
-        plan.check_input_shape(input.shape())?;
-        if regions.len() != plan.num_outputs() {
+    ) -> Result<(wgpu::Buffer, Vec<u64>, Encoded)> {
+        plan.check_whole_shape(input.shape())?;
+        if regions.len() != plan.num_parts() {
             return Err(SplitError::BadView(format!(
                 "{} regions for {} outputs: one each",
                 regions.len(),
-                plan.num_outputs()
+                plan.num_parts()
             )));
         }
         let device = &self.device;

@@ -14,7 +14,7 @@ use crate::IntTensor;
 /// // A prefill of 2,048 tokens, 32 query heads and 8 KV heads of 128, caches of 4,096 at 1,024.
 /// let layer = Attention { batch: 1, seq: 2048, q_heads: 32, kv_heads: 8, head_dim: 128 };
 /// let (plan, views) = layer.split_qkv(4096, 1024)?;
-/// assert_eq!(plan.input_shape(), &[1, 2048, 48, 128]);
+/// assert_eq!(plan.whole_shape(), &[1, 2048, 48, 128]);
 /// assert_eq!(views[1].offset, 1024 * 128); // K's first element: position 1,024 of head 0
 /// # Ok::<(), wgpu_split::SplitError>(())
 /// ```
@@ -95,7 +95,7 @@ mod tests {
         };
         let (plan, [q, k, v]) = layer.split_qkv(10, 6).unwrap();
         assert_eq!(
-            plan.output_shapes(),
+            plan.part_shapes(),
             [vec![2, 3, 4, 5], vec![2, 3, 2, 5], vec![2, 3, 2, 5]]
         );
         // Q [2, 4, 3, 5]: token t of head h of sequence n at n * 60 + h * 15 + t * 5.
@@ -122,7 +122,7 @@ mod tests {
         };
         assert!(matches!(huge.split_qkv(8, 0), Err(SplitError::TooLarge(_))));
         let (merge, [heads]) = layer.merge_heads().unwrap();
-        assert_eq!(merge.output_shape(), &[2, 3, 4, 5]);
+        assert_eq!(merge.whole_shape(), &[2, 3, 4, 5]);
         assert_eq!(heads, q);
     }
 }

@@ -17,15 +17,15 @@ use crate::plan::{normalize_axis, ConcatPlan, SplitPlan};
 /// ```
 /// use wgpu_split::ops;
 /// let plan = ops::concat(&[[1, 32, 4095, 128], [1, 32, 1, 128]], 2).unwrap();
-/// assert_eq!(plan.output_shape(), &[1, 32, 4096, 128]);
-/// assert_eq!(plan.input_shape(1), vec![1, 32, 1, 128]);
+/// assert_eq!(plan.whole_shape(), &[1, 32, 4096, 128]);
+/// assert_eq!(plan.part_shape(1), vec![1, 32, 1, 128]);
 /// ```
 pub fn concat<S: AsRef<[usize]>>(input_shapes: &[S], axis: i64) -> Result<ConcatPlan> {
     let rank = first_rank(input_shapes)?;
     join(input_shapes, normalize_axis(axis, rank)?, false)
 }
 
-/// ONNX Concat at a model's `opset` (1 to [`super::ONNX_NEWEST_OPSET`]): Concat-1 takes
+/// ONNX Concat at a model's `opset` (1 to [`super::OnnxSplitParts::NEWEST_OPSET`]): Concat-1 takes
 /// `axis` as optional (default 1) and non-negative; Concat-4 requires it; from Concat-11 it
 /// may be negative (`[-rank, rank-1]`). Concat-13 adds dtypes only. Otherwise as
 /// [`concat()`].
@@ -70,7 +70,7 @@ pub fn onnx_concat<S: AsRef<[usize]>>(
 /// ```
 /// use wgpu_split::ops;
 /// let plan = ops::concat_from_sequence(&[[2, 3], [2, 3]], -1, 1).unwrap();
-/// assert_eq!(plan.output_shape(), &[2, 3, 2]); // stacked on a new last axis
+/// assert_eq!(plan.whole_shape(), &[2, 3, 2]); // stacked on a new last axis
 /// assert!(plan.stacks());
 /// ```
 pub fn concat_from_sequence<S: AsRef<[usize]>>(
@@ -167,9 +167,9 @@ mod tests {
     #[test]
     fn concat_joins_and_checks_shapes() {
         let p = concat(&[vec![2, 3, 4], vec![2, 0, 4], vec![2, 5, 4]], -2).unwrap();
-        assert_eq!(p.output_shape(), &[2, 8, 4]);
+        assert_eq!(p.whole_shape(), &[2, 8, 4]);
         assert_eq!(
-            p.input_shapes(),
+            p.part_shapes(),
             vec![vec![2, 3, 4], vec![2, 0, 4], vec![2, 5, 4]]
         );
         let e = concat(&[vec![2, 3], vec![3, 3]], 1).unwrap_err();
@@ -202,11 +202,11 @@ mod tests {
             &crate::IntTensor::vector(vec![2, -1, 0]),
         )
         .unwrap();
-        assert_eq!(concat(&split.output_shapes(), 1).unwrap(), split.inverse());
-        assert_eq!(concat(&split.output_shapes(), 1).unwrap().inverse(), split);
+        assert_eq!(concat(&split.part_shapes(), 1).unwrap(), split.inverse());
+        assert_eq!(concat(&split.part_shapes(), 1).unwrap().inverse(), split);
         let sequence = ops::split_to_sequence(&[4, 3], 1, None, false).unwrap();
         assert_eq!(
-            concat_from_sequence(&sequence.output_shapes(), 1, 1).unwrap(),
+            concat_from_sequence(&sequence.part_shapes(), 1, 1).unwrap(),
             sequence.inverse()
         );
     }
@@ -215,7 +215,7 @@ mod tests {
     fn onnx_opsets_set_the_axis_rules() {
         let shapes = [vec![2, 3], vec![2, 4]];
         assert_eq!(
-            onnx_concat(&shapes, None, 1).unwrap().output_shape(),
+            onnx_concat(&shapes, None, 1).unwrap().whole_shape(),
             &[2, 7]
         );
         assert!(matches!(
@@ -225,11 +225,11 @@ mod tests {
         let e = onnx_concat(&shapes, Some(-1), 10).unwrap_err().to_string();
         assert!(e.contains("opset 10 runs Concat-4"), "{e}");
         assert_eq!(
-            onnx_concat(&shapes, Some(-1), 11).unwrap().output_shape(),
+            onnx_concat(&shapes, Some(-1), 11).unwrap().whole_shape(),
             &[2, 7]
         );
         assert_eq!(
-            onnx_concat(&shapes, Some(1), 13).unwrap().output_shape(),
+            onnx_concat(&shapes, Some(1), 13).unwrap().whole_shape(),
             &[2, 7]
         );
         assert!(matches!(
@@ -242,11 +242,11 @@ mod tests {
     fn sequences_join_or_stack() {
         let shapes = [vec![2, 3], vec![2, 3], vec![2, 3]];
         let joined = concat_from_sequence(&shapes, 0, 0).unwrap();
-        assert_eq!(joined.output_shape(), &[6, 3]);
+        assert_eq!(joined.whole_shape(), &[6, 3]);
         for (axis, want) in [(0, vec![3, 2, 3]), (2, vec![2, 3, 3]), (-1, vec![2, 3, 3])] {
             let p = concat_from_sequence(&shapes, axis, 1).unwrap();
-            assert_eq!(p.output_shape(), want.as_slice(), "axis {axis}");
-            assert_eq!(p.input_shape(0), vec![2, 3]);
+            assert_eq!(p.whole_shape(), want.as_slice(), "axis {axis}");
+            assert_eq!(p.part_shape(0), vec![2, 3]);
         }
         assert!(matches!(
             concat_from_sequence(&shapes, 3, 1),
@@ -262,7 +262,7 @@ mod tests {
             Err(SplitError::ShapeMismatch { input: 1, .. })
         ));
         let scalars = concat_from_sequence(&[[0usize; 0]; 4], 0, 1).unwrap();
-        assert_eq!(scalars.output_shape(), &[4]);
+        assert_eq!(scalars.whole_shape(), &[4]);
         assert!(matches!(
             concat_from_sequence(&shapes, 0, 2),
             Err(SplitError::BadIntegerInput {

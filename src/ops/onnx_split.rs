@@ -4,21 +4,18 @@ use super::inputs::{equal_parts, exact_lengths};
 use crate::error::{Result, SplitError};
 use crate::plan::{check_output_count, normalize_axis, SplitPlan};
 
-/// The newest ONNX opset this crate knows (ONNX 1.22). Split-18 is in force from opset 18 on.
-pub const ONNX_NEWEST_OPSET: u32 = 27;
-
 /// The version of Split in force at ONNX `opset` (what a model's `opset_import` states): 1 at
 /// opset 1, 2 at 2 to 10, 11 at 11 and 12, 13 at 13 to 17, 18 from 18 to
-/// [`ONNX_NEWEST_OPSET`]. Any other opset is [`SplitError::UnknownOpset`].
+/// [`OnnxSplitParts::NEWEST_OPSET`]. Any other opset is [`SplitError::UnknownOpset`].
 pub(crate) fn onnx_split_version(opset: i64) -> Result<u32> {
     const SINCE: [u32; 5] = [18, 13, 11, 2, 1];
     u32::try_from(opset)
         .ok()
-        .filter(|o| (1..=ONNX_NEWEST_OPSET).contains(o))
+        .filter(|o| (1..=OnnxSplitParts::NEWEST_OPSET).contains(o))
         .and_then(|o| SINCE.into_iter().find(|&v| v <= o))
         .ok_or(SplitError::UnknownOpset {
             opset,
-            newest: ONNX_NEWEST_OPSET,
+            newest: OnnxSplitParts::NEWEST_OPSET,
         })
 }
 
@@ -35,6 +32,10 @@ pub enum OnnxSplitParts {
 }
 
 impl OnnxSplitParts {
+    /// The newest ONNX opset this crate knows (ONNX 1.22). Split-18 is in force from opset 18
+    /// on.
+    pub const NEWEST_OPSET: u32 = 27;
+
     /// The parts of a Split node of a model at ONNX `opset`, from what the node states: its
     /// `split` (an attribute, or from Split-13 on an input) and `outputs`, the number the node
     /// gives: its `num_outputs` attribute under Split-18, its number of outputs before. Split-1
@@ -90,7 +91,7 @@ impl OnnxSplitParts {
 /// ```
 /// use wgpu_split::ops::{onnx_split, OnnxSplitParts};
 /// let plan = onnx_split(&[2, 8], 1, &OnnxSplitParts::NumOutputs(3)).unwrap();
-/// assert_eq!(plan.output_shapes(), vec![vec![2, 3], vec![2, 3], vec![2, 2]]);
+/// assert_eq!(plan.part_shapes(), vec![vec![2, 3], vec![2, 3], vec![2, 2]]);
 /// ```
 pub fn onnx_split(data_shape: &[usize], axis: i64, parts: &OnnxSplitParts) -> Result<SplitPlan> {
     let axis = normalize_axis(axis, data_shape.len())?;
@@ -133,37 +134,35 @@ mod tests {
     fn onnx_node_cases() {
         // split_equal_parts_1d / 2d, default axis 0
         assert_eq!(
-            onnx_split(&[6], 0, &EqualOutputs(3))
-                .unwrap()
-                .output_shapes(),
+            onnx_split(&[6], 0, &EqualOutputs(3)).unwrap().part_shapes(),
             vec![vec![2]; 3]
         );
         assert_eq!(
             onnx_split(&[2, 6], 1, &EqualOutputs(2))
                 .unwrap()
-                .output_shapes(),
+                .part_shapes(),
             vec![vec![2, 3]; 2]
         );
         // split_variable_parts
         assert_eq!(
             onnx_split(&[6], 0, &Lengths(vec![2, 4]))
                 .unwrap()
-                .output_shapes(),
+                .part_shapes(),
             vec![vec![2], vec![4]]
         );
         // split_zero_size_splits
         assert_eq!(
             onnx_split(&[0], 0, &Lengths(vec![0, 0, 0]))
                 .unwrap()
-                .output_shapes(),
+                .part_shapes(),
             vec![vec![0]; 3]
         );
         // split_1d_uneven_split_opset18: 7 into 4 gives 2, 2, 2, 1
         let p = onnx_split(&[7], 0, &NumOutputs(4)).unwrap();
-        assert_eq!(p.output_shapes(), vec![vec![2], vec![2], vec![2], vec![1]]);
+        assert_eq!(p.part_shapes(), vec![vec![2], vec![2], vec![2], vec![1]]);
         // split_2d_uneven_split_opset18: 8 into 3 gives 3, 3, 2
         let p = onnx_split(&[2, 8], 1, &NumOutputs(3)).unwrap();
-        assert_eq!(p.output_shapes(), vec![vec![2, 3], vec![2, 3], vec![2, 2]]);
+        assert_eq!(p.part_shapes(), vec![vec![2, 3], vec![2, 3], vec![2, 2]]);
     }
 
     #[test]
@@ -175,15 +174,15 @@ mod tests {
             13..=17 => 13,
             _ => 18,
         };
-        for opset in 1..=ONNX_NEWEST_OPSET as i64 {
+        for opset in 1..=OnnxSplitParts::NEWEST_OPSET as i64 {
             assert_eq!(onnx_split_version(opset).unwrap(), want(opset), "{opset}");
         }
-        for opset in [0, -1, ONNX_NEWEST_OPSET as i64 + 1, i64::MAX] {
+        for opset in [0, -1, OnnxSplitParts::NEWEST_OPSET as i64 + 1, i64::MAX] {
             assert_eq!(
                 onnx_split_version(opset),
                 Err(SplitError::UnknownOpset {
                     opset,
-                    newest: ONNX_NEWEST_OPSET
+                    newest: OnnxSplitParts::NEWEST_OPSET
                 })
             );
         }

@@ -77,7 +77,7 @@ impl Operator {
     /// ```
     /// use wgpu_split::{ops::Operator, IntTensor};
     /// let op = Operator::Split { axis: IntTensor::scalar(1), num_splits: 3 };
-    /// assert_eq!(op.plan(&[6, 12, 10, 24]).unwrap().num_outputs(), 3);
+    /// assert_eq!(op.plan(&[6, 12, 10, 24]).unwrap().num_parts(), 3);
     /// ```
     pub fn plan(&self, data_shape: &[usize]) -> Result<SplitPlan> {
         match self {

@@ -18,7 +18,7 @@ use crate::tensor::IntTensor;
 /// ```
 /// use wgpu_split::{ops, IntTensor};
 /// let plan = ops::split_to_sequence(&[7, 2], 0, Some(&IntTensor::scalar(3)), true).unwrap();
-/// assert_eq!(plan.output_shapes(), vec![vec![3, 2], vec![3, 2], vec![1, 2]]);
+/// assert_eq!(plan.part_shapes(), vec![vec![3, 2], vec![3, 2], vec![1, 2]]);
 /// ```
 pub fn split_to_sequence(
     data_shape: &[usize],
@@ -67,26 +67,26 @@ mod tests {
     #[test]
     fn forms_of_split() {
         let p = split_to_sequence(&[5, 2], 0, Some(&IntTensor::scalar(2)), false).unwrap();
-        assert_eq!(p.output_shapes(), vec![vec![2, 2], vec![2, 2], vec![1, 2]]);
+        assert_eq!(p.part_shapes(), vec![vec![2, 2], vec![2, 2], vec![1, 2]]);
         let p = split_to_sequence(&[5, 2], 0, Some(&IntTensor::scalar(9)), true).unwrap();
-        assert_eq!(p.output_shapes(), vec![vec![5, 2]]);
+        assert_eq!(p.part_shapes(), vec![vec![5, 2]]);
         let p =
             split_to_sequence(&[5, 2], -2, Some(&IntTensor::vector(vec![2, 0, 3])), false).unwrap();
-        assert_eq!(p.output_shapes(), vec![vec![2, 2], vec![0, 2], vec![3, 2]]);
+        assert_eq!(p.part_shapes(), vec![vec![2, 2], vec![0, 2], vec![3, 2]]);
         let p = split_to_sequence(&[3, 2], 1, None, true).unwrap();
-        assert_eq!(p.output_shapes(), vec![vec![3, 1]; 2]);
+        assert_eq!(p.part_shapes(), vec![vec![3, 1]; 2]);
         let p = split_to_sequence(&[3, 2], 1, None, false).unwrap();
-        assert_eq!(p.output_shapes(), vec![vec![3]; 2]);
+        assert_eq!(p.part_shapes(), vec![vec![3]; 2]);
         assert_eq!(
             split_to_sequence(&[0, 2], 0, None, true)
                 .unwrap()
-                .num_outputs(),
+                .num_parts(),
             0
         );
         assert_eq!(
             split_to_sequence(&[0, 2], 0, Some(&IntTensor::scalar(3)), true)
                 .unwrap()
-                .num_outputs(),
+                .num_parts(),
             0
         );
     }

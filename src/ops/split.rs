@@ -14,7 +14,7 @@ use crate::tensor::IntTensor;
 /// ```
 /// use wgpu_split::{ops, IntTensor};
 /// let plan = ops::split(&[6, 12, 10, 24], &IntTensor::scalar(1), 3).unwrap();
-/// assert_eq!(plan.output_shapes(), vec![vec![6, 4, 10, 24]; 3]);
+/// assert_eq!(plan.part_shapes(), vec![vec![6, 4, 10, 24]; 3]);
 /// ```
 pub fn split(data_shape: &[usize], axis: &IntTensor, num_splits: i64) -> Result<SplitPlan> {
     let axis = read_axis(axis, data_shape.len(), false)?;
@@ -30,9 +30,9 @@ mod tests {
     #[test]
     fn spec_example() {
         let p = split(&[6, 12, 10, 24], &IntTensor::scalar(1), 3).unwrap();
-        assert_eq!(p.output_shapes(), vec![vec![6, 4, 10, 24]; 3]);
+        assert_eq!(p.part_shapes(), vec![vec![6, 4, 10, 24]; 3]);
         let p = split(&[6, 12], &IntTensor::scalar(-1), 12).unwrap();
-        assert_eq!(p.num_outputs(), 12);
+        assert_eq!(p.num_parts(), 12);
     }
 
     #[test]
@@ -64,7 +64,7 @@ mod tests {
             Err(SplitError::BadIntegerInput { .. })
         ));
         assert_eq!(
-            split(&[0, 2], &s(0), 5).unwrap().output_shapes(),
+            split(&[0, 2], &s(0), 5).unwrap().part_shapes(),
             vec![vec![0, 2]; 5]
         );
     }

@@ -15,7 +15,7 @@ use crate::tensor::IntTensor;
 /// ```
 /// use wgpu_split::{ops, IntTensor};
 /// let plan = ops::variadic_split(&[6, 12], &IntTensor::scalar(0), &IntTensor::vector(vec![-1, 2])).unwrap();
-/// assert_eq!(plan.output_shapes(), vec![vec![4, 12], vec![2, 12]]);
+/// assert_eq!(plan.part_shapes(), vec![vec![4, 12], vec![2, 12]]);
 /// ```
 pub fn variadic_split(
     data_shape: &[usize],
@@ -87,7 +87,7 @@ mod tests {
         let s = [6, 12, 10, 24];
         let p = variadic_split(&s, &IntTensor::scalar(0), &v(&[1, 2, 3])).unwrap();
         assert_eq!(
-            p.output_shapes(),
+            p.part_shapes(),
             vec![
                 vec![1, 12, 10, 24],
                 vec![2, 12, 10, 24],
@@ -96,11 +96,11 @@ mod tests {
         );
         let p = variadic_split(&s, &IntTensor::vector(vec![0]), &v(&[-1, 2])).unwrap();
         assert_eq!(
-            p.output_shapes(),
+            p.part_shapes(),
             vec![vec![4, 12, 10, 24], vec![2, 12, 10, 24]]
         );
         let p = variadic_split(&s, &IntTensor::scalar(-4), &v(&[6, -1])).unwrap();
-        assert_eq!(p.output_shapes()[1], vec![0, 12, 10, 24]);
+        assert_eq!(p.part_shapes()[1], vec![0, 12, 10, 24]);
     }
 
     #[test]

@@ -71,7 +71,7 @@ impl ByteRows {
         let mut outputs = Vec::new();
         for (output, chunk) in plan.chunks().iter().enumerate() {
             // Sizes are checked here, once, so every later product of rows and row bytes fits.
-            if plan.output_bytes(output, elem_size)? > 0 {
+            if plan.part_bytes(output, elem_size)? > 0 {
                 outputs.push(OutputRows {
                     output,
                     offset: chunk.start as u64 * inner_bytes,
@@ -83,7 +83,7 @@ impl ByteRows {
         if rows.checked_mul(stride).is_none() {
             return Err(SplitError::TooLarge(format!(
                 "an input of shape {:?} with {elem_size}-byte elements overflows a 64-bit byte count",
-                plan.input_shape()
+                plan.whole_shape()
             )));
         }
         Ok(Self {

@@ -12,10 +12,10 @@ use crate::DType;
 /// ```
 /// use wgpu_split::ops;
 /// let plan = ops::concat(&[[1, 32, 4095, 128], [1, 32, 1, 128]], 2)?;
-/// assert_eq!(plan.output_shape(), &[1, 32, 4096, 128]);
-/// assert_eq!(plan.input_shape(1), vec![1, 32, 1, 128]);
+/// assert_eq!(plan.whole_shape(), &[1, 32, 4096, 128]);
+/// assert_eq!(plan.part_shape(1), vec![1, 32, 1, 128]);
 /// // The inverse: the split that takes the output apart into the inputs.
-/// assert_eq!(plan.inverse().output_shapes(), plan.input_shapes());
+/// assert_eq!(plan.inverse().part_shapes(), plan.part_shapes());
 /// # Ok::<(), wgpu_split::SplitError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,24 +40,31 @@ impl ConcatPlan {
         self.split.clone()
     }
 
-    /// The output shape.
-    pub fn output_shape(&self) -> &[usize] {
-        self.split.input_shape()
+    /// The whole tensor's shape: the concat's output. (A split and a concat name their
+    /// tensors alike: the whole, and its parts.)
+    pub fn whole_shape(&self) -> &[usize] {
+        self.split.whole_shape()
     }
 
-    /// The number of inputs.
-    pub fn num_inputs(&self) -> usize {
-        self.split.num_outputs()
+    /// Number of parts: the concat's inputs.
+    pub fn num_parts(&self) -> usize {
+        self.split.num_parts()
     }
 
-    /// Shape of input `k`.
-    pub fn input_shape(&self, k: usize) -> Vec<usize> {
-        self.split.output_shape(k)
+    /// Shape of part `k`: input `k`.
+    pub fn part_shape(&self, k: usize) -> Vec<usize> {
+        self.split.part_shape(k)
     }
 
-    /// Shapes of all inputs.
-    pub fn input_shapes(&self) -> Vec<Vec<usize>> {
-        self.split.output_shapes()
+    /// Shapes of all parts, in order.
+    pub fn part_shapes(&self) -> Vec<Vec<usize>> {
+        self.split.part_shapes()
+    }
+
+    /// Each part's length on the axis of the whole tensor, in order (1 for each stacked
+    /// part: ConcatFromSequence with `new_axis = 1`).
+    pub fn lengths(&self) -> Vec<usize> {
+        self.split.lengths()
     }
 
     /// The output's axis the inputs are joined along, in `[0, rank)`; where they are stacked
@@ -72,25 +79,26 @@ impl ConcatPlan {
         !self.split.keep_axis()
     }
 
-    /// Bytes of input `k` for `elem_size`-byte elements; an error if the count overflows.
-    pub fn input_bytes(&self, k: usize, elem_size: usize) -> Result<u64> {
-        self.split.output_bytes(k, elem_size)
+    /// Bytes of part `k` (input `k`) for `elem_size`-byte elements; an error if the count
+    /// overflows.
+    pub fn part_bytes(&self, k: usize, elem_size: usize) -> Result<u64> {
+        self.split.part_bytes(k, elem_size)
     }
 
-    /// Bytes the output buffer must hold from its offset: the output's bytes rounded up to 4
-    /// (what WebGPU asks of a storage binding), at least 4.
-    pub fn output_binding_size(&self, dtype: DType) -> Result<u64> {
-        self.split.input_binding_size(dtype)
+    /// Bytes the whole tensor's buffer (the output) must hold from its offset: its bytes
+    /// rounded up to 4 (what WebGPU asks of a storage binding), at least 4.
+    pub fn whole_binding_size(&self, dtype: DType) -> Result<u64> {
+        self.split.whole_binding_size(dtype)
     }
 
     /// Checks host tensors against this concat: one per input (at least one), each of its
     /// input's shape, all of one dtype, which it returns.
     pub(crate) fn check_inputs(&self, inputs: &[HostTensor]) -> Result<DType> {
-        if inputs.len() != self.num_inputs() {
+        if inputs.len() != self.num_parts() {
             return Err(SplitError::DataMismatch(format!(
                 "{} input tensors for a concat of {} inputs",
                 inputs.len(),
-                self.num_inputs()
+                self.num_parts()
             )));
         }
         // A concat of no inputs (the inverse of a sequence split of an empty axis) has no
@@ -108,11 +116,11 @@ impl ConcatPlan {
                     t.dtype()
                 )));
             }
-            if t.shape() != self.input_shape(k) {
+            if t.shape() != self.part_shape(k) {
                 return Err(SplitError::DataMismatch(format!(
                     "input {k} has shape {:?}; the concat is for {:?}",
                     t.shape(),
-                    self.input_shape(k)
+                    self.part_shape(k)
                 )));
             }
         }
@@ -121,14 +129,14 @@ impl ConcatPlan {
 
     /// The output's bytes from `bytes` (at least the output's size, as read back).
     pub(crate) fn output_from(&self, bytes: &[u8], dtype: DType) -> Result<HostTensor> {
-        let size = byte_count(self.output_shape(), dtype)?;
+        let size = byte_count(self.whole_shape(), dtype)?;
         let bytes = bytes.get(..size).ok_or_else(|| {
             SplitError::DataMismatch(format!(
                 "{} bytes read back for a concat output of {size}",
                 bytes.len()
             ))
         })?;
-        HostTensor::new(dtype, self.output_shape().to_vec(), bytes.to_vec())
+        HostTensor::new(dtype, self.whole_shape().to_vec(), bytes.to_vec())
     }
 }
 
@@ -138,10 +146,10 @@ impl SplitPlan {
         ConcatPlan::of_split(self.clone())
     }
 
-    /// Bytes the input buffer must hold from its offset: the input's bytes rounded up to 4
-    /// (what WebGPU asks of a storage binding), at least 4.
-    pub fn input_binding_size(&self, dtype: DType) -> Result<u64> {
-        let bytes = byte_count(self.input_shape(), dtype)? as u64;
+    /// Bytes the whole tensor's buffer (the input) must hold from its offset: its bytes
+    /// rounded up to 4 (what WebGPU asks of a storage binding), at least 4.
+    pub fn whole_binding_size(&self, dtype: DType) -> Result<u64> {
+        let bytes = byte_count(self.whole_shape(), dtype)? as u64;
         Ok(crate::plan::bytes::binding_bytes(bytes))
     }
 }

@@ -111,8 +111,9 @@ impl SplitPlan {
         })
     }
 
-    /// The input shape.
-    pub fn input_shape(&self) -> &[usize] {
+    /// The whole tensor's shape: the split's input. (A split and a concat name their tensors
+    /// alike: the whole, and its parts.)
+    pub fn whole_shape(&self) -> &[usize] {
         &self.input_shape
     }
 
@@ -131,9 +132,16 @@ impl SplitPlan {
         self.keep_axis
     }
 
-    /// Number of outputs.
-    pub fn num_outputs(&self) -> usize {
+    /// Number of parts: the split's outputs.
+    pub fn num_parts(&self) -> usize {
         self.chunks.len()
+    }
+
+    /// Each part's length on the axis of the whole tensor, in order (1 for each part of a
+    /// split that drops the axis: SplitToSequence with `keepdims = 0`). They add up to
+    /// [`SplitPlan::axis_len`].
+    pub fn lengths(&self) -> Vec<usize> {
+        self.chunks.iter().map(|c| c.len).collect()
     }
 
     /// Product of the dimensions before the axis.
@@ -166,9 +174,9 @@ impl SplitPlan {
         }
     }
 
-    /// Bytes of output `i` for `elem_size`-byte elements (`outer * len * inner * elem_size`),
-    /// without building its shape; an error if the count overflows.
-    pub fn output_bytes(&self, i: usize, elem_size: usize) -> Result<u64> {
+    /// Bytes of part `i` (output `i`) for `elem_size`-byte elements (`outer * len * inner *
+    /// elem_size`), without building its shape; an error if the count overflows.
+    pub fn part_bytes(&self, i: usize, elem_size: usize) -> Result<u64> {
         let (inner_bytes, _) = self.row_bytes(elem_size)?;
         (self.outer() as u64)
             .checked_mul(self.chunks[i].len as u64)
@@ -176,13 +184,13 @@ impl SplitPlan {
             .ok_or_else(|| {
                 SplitError::TooLarge(format!(
                     "output {i} of shape {:?} with {elem_size}-byte elements overflows a 64-bit byte count",
-                    self.output_shape(i)
+                    self.part_shape(i)
                 ))
             })
     }
 
-    /// Shape of output `i`.
-    pub fn output_shape(&self, i: usize) -> Vec<usize> {
+    /// Shape of part `i`: output `i`.
+    pub fn part_shape(&self, i: usize) -> Vec<usize> {
         let mut shape = self.input_shape.clone();
         if self.keep_axis {
             shape[self.axis] = self.chunks[i].len;
@@ -192,8 +200,8 @@ impl SplitPlan {
         shape
     }
 
-    /// Checks that data of `shape` is what this plan was made for.
-    pub fn check_input_shape(&self, shape: &[usize]) -> Result<()> {
+    /// Checks that data of `shape` is the whole tensor this plan was made for.
+    pub fn check_whole_shape(&self, shape: &[usize]) -> Result<()> {
         if shape != self.input_shape.as_slice() {
             return Err(SplitError::DataMismatch(format!(
                 "the plan is for shape {:?}, the data has shape {:?}",
@@ -203,11 +211,9 @@ impl SplitPlan {
         Ok(())
     }
 
-    /// Shapes of all outputs.
-    pub fn output_shapes(&self) -> Vec<Vec<usize>> {
-        (0..self.num_outputs())
-            .map(|i| self.output_shape(i))
-            .collect()
+    /// Shapes of all parts, in order.
+    pub fn part_shapes(&self) -> Vec<Vec<usize>> {
+        (0..self.num_parts()).map(|i| self.part_shape(i)).collect()
     }
 }
 
@@ -220,34 +226,41 @@ mod tests {
         let p = SplitPlan::from_lengths(&[6, 12, 10, 24], 1, &[4, 4, 4], true).unwrap();
         assert_eq!((p.outer(), p.axis_len(), p.inner()), (6, 12, 240));
         assert_eq!(p.chunks()[2], Chunk { start: 8, len: 4 });
-        assert_eq!(p.output_shapes(), vec![vec![6, 4, 10, 24]; 3]);
+        assert_eq!(p.part_shapes(), vec![vec![6, 4, 10, 24]; 3]);
     }
 
     #[test]
     fn drop_axis_and_zero_lengths() {
         let p = SplitPlan::from_lengths(&[2, 3], 1, &[1, 1, 1], false).unwrap();
-        assert_eq!(p.output_shape(0), vec![2]);
+        assert_eq!(p.part_shape(0), vec![2]);
+        // A dropped axis: each part's length is 1, in the whole's axis, and the concat back
+        // says the same.
+        assert_eq!(p.lengths(), vec![1, 1, 1]);
+        assert_eq!(p.inverse().lengths(), vec![1, 1, 1]);
         let p = SplitPlan::from_lengths(&[0, 3], 0, &[0, 0], true).unwrap();
-        assert_eq!(p.output_shapes(), vec![vec![0, 3], vec![0, 3]]);
+        assert_eq!(p.part_shapes(), vec![vec![0, 3], vec![0, 3]]);
+        assert_eq!(p.lengths(), vec![0, 0]);
+        let p = SplitPlan::from_lengths(&[6, 12], 1, &[4, 0, 8], true).unwrap();
+        assert_eq!(p.lengths(), vec![4, 0, 8]);
         assert!(SplitPlan::from_lengths(&[2, 3], 1, &[1, 2], false).is_err());
     }
 
     #[test]
-    fn output_bytes_match_the_output_shapes() {
+    fn part_bytes_match_the_part_shapes() {
         let plans = [
             SplitPlan::from_lengths(&[6, 12, 10, 24], 1, &[4, 0, 8], true).unwrap(),
             SplitPlan::from_lengths(&[2, 3, 5], 1, &[1, 1, 1], false).unwrap(),
             SplitPlan::from_lengths(&[0, 3], 1, &[2, 1], true).unwrap(),
         ];
         for p in &plans {
-            for i in 0..p.num_outputs() {
-                let elements: usize = p.output_shape(i).iter().product();
-                assert_eq!(p.output_bytes(i, 8).unwrap(), elements as u64 * 8);
+            for i in 0..p.num_parts() {
+                let elements: usize = p.part_shape(i).iter().product();
+                assert_eq!(p.part_bytes(i, 8).unwrap(), elements as u64 * 8);
             }
         }
         let huge = SplitPlan::from_lengths(&[1 << 40, 1 << 20, 2], 1, &[1 << 20], true).unwrap();
         assert!(matches!(
-            huge.output_bytes(0, 16),
+            huge.part_bytes(0, 16),
             Err(SplitError::TooLarge(_))
         ));
     }

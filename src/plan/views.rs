@@ -272,7 +272,7 @@ impl Runs {
 /// the whole tensor's strides, less the split axis where the parts drop it, from the chunk's
 /// first index on.
 fn slab(plan: &SplitPlan, part: usize) -> PartView {
-    let whole = row_major(plan.input_shape());
+    let whole = row_major(plan.whole_shape());
     let offset = plan.chunks()[part].start as u64 * whole[plan.axis()];
     let mut strides = whole;
     if !plan.keep_axis() {
@@ -292,7 +292,7 @@ pub(crate) fn part_runs(
     elem: u64,
     access: Access,
 ) -> Option<Runs> {
-    let (shape, whole) = (plan.output_shape(k), slab(plan, k));
+    let (shape, whole) = (plan.part_shape(k), slab(plan, k));
     match access {
         Access::Write => Runs::new(&shape, &whole, view, elem),
         Access::Read => Runs::new(&shape, view, &whole, elem),

@@ -200,7 +200,7 @@ fn runs_move_every_random_view_as_the_reference_does() {
         let input = HostTensor::new(dtype, shape.clone(), guarded(count * es, 7)).unwrap();
 
         let picked: Vec<(PartView, u64)> = (0..2)
-            .map(|i| random_view(&mut rng, &plan.output_shape(i)))
+            .map(|i| random_view(&mut rng, &plan.part_shape(i)))
             .collect();
         let views: Vec<PartView> = picked.iter().map(|(v, _)| v.clone()).collect();
         let fresh = || -> Vec<Vec<u8>> {

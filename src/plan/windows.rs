@@ -161,15 +161,15 @@ mod tests {
         let mut offset = 0usize;
         for window in windows(&whole, dtype.size(), budget).unwrap() {
             let plan = window.plan(&whole).unwrap();
-            assert_eq!(plan.num_outputs(), lengths.len());
-            let n = crate::tensor::byte_count(plan.input_shape(), dtype).unwrap();
+            assert_eq!(plan.num_parts(), lengths.len());
+            let n = crate::tensor::byte_count(plan.whole_shape(), dtype).unwrap();
             assert!(
                 n as u64 <= budget.max(dtype.size() as u64),
                 "{window:?}: {n} bytes"
             );
             let part = HostTensor::new(
                 dtype,
-                plan.input_shape().to_vec(),
+                plan.whole_shape().to_vec(),
                 input.bytes()[offset..offset + n].to_vec(),
             )
             .unwrap();

@@ -4,7 +4,7 @@
 use super::submit_and_read;
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    reference, BufferRegion, ConcatPlan, DType, EncodedConcat, GpuSplitter, HostTensor, Inputs,
+    reference, BufferRegion, ConcatPlan, DType, Encoded, GpuSplitter, HostTensor, Inputs,
 };
 
 pub fn pattern(n: usize, seed: usize) -> Vec<u8> {
@@ -20,8 +20,8 @@ pub fn tensor(dtype: DType, shape: &[usize], seed: usize) -> HostTensor {
 
 /// The parts of `plan` (a concat's inputs) filled with patterns.
 pub fn parts(plan: &ConcatPlan, dtype: DType) -> Vec<HostTensor> {
-    (0..plan.num_inputs())
-        .map(|i| tensor(dtype, &plan.input_shape(i), i))
+    (0..plan.num_parts())
+        .map(|i| tensor(dtype, &plan.part_shape(i), i))
         .collect()
 }
 
@@ -35,7 +35,7 @@ pub fn check_regions(
     inputs: &[HostTensor],
     usage: wgpu::BufferUsages,
     place: impl Fn(usize) -> (usize, u64),
-) -> EncodedConcat {
+) -> Encoded {
     let device = gpu.device();
     let places: Vec<(usize, u64)> = (0..inputs.len()).map(place).collect();
     let count = places.iter().map(|p| p.0 + 1).max().unwrap_or(0);
@@ -69,7 +69,7 @@ pub fn encode_and_read(
     tensors: &[HostTensor],
     inputs: Inputs<'_>,
     usage: wgpu::BufferUsages,
-) -> EncodedConcat {
+) -> Encoded {
     let device = gpu.device();
     let want = reference::concat_tensors(tensors, plan).unwrap();
     let size = want.bytes().len();
@@ -97,7 +97,7 @@ pub fn encode_and_read(
     {
         panic!(
             "{name}: {:?} concat differs at byte {b} of {size}: {:#04x}, expected {:#04x} ({encoded:?})",
-            plan.output_shape(),
+            plan.whole_shape(),
             data[b],
             want.bytes()[b]
         );

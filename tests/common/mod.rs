@@ -172,7 +172,7 @@ pub fn run_verified<P: wgpu_split::Plan>(
     input: &P::HostInput,
 ) -> wgpu_split::Result<P::HostOutput> {
     let output = gpu.run(plan, input)?;
-    wgpu_split::verify::against_reference(plan, input, &output)?;
+    plan.verify(input, &output)?;
     Ok(output)
 }
 
@@ -199,7 +199,7 @@ pub fn encode_and_read(
     plan: &wgpu_split::SplitPlan,
     input: &HostTensor,
     extra_usage: wgpu::BufferUsages,
-) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
+) -> (Vec<HostTensor>, wgpu_split::Encoded) {
     encode_and_read_at(gpu, plan, input, extra_usage, (0, 0))
 }
 
@@ -210,7 +210,7 @@ pub fn encode_and_read_with(
     input: &HostTensor,
     extra_usage: wgpu::BufferUsages,
     asynchronous: bool,
-) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
+) -> (Vec<HostTensor>, wgpu_split::Encoded) {
     encode_and_read_inner(gpu, plan, input, extra_usage, (0, 0), asynchronous)
 }
 
@@ -222,7 +222,7 @@ pub fn encode_and_read_at(
     input: &HostTensor,
     extra_usage: wgpu::BufferUsages,
     offsets: (u64, u64),
-) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
+) -> (Vec<HostTensor>, wgpu_split::Encoded) {
     encode_and_read_inner(gpu, plan, input, extra_usage, offsets, false)
 }
 
@@ -233,7 +233,7 @@ fn encode_and_read_inner(
     extra_usage: wgpu::BufferUsages,
     (in_offset, out_offset): (u64, u64),
     asynchronous: bool,
-) -> (Vec<HostTensor>, wgpu_split::EncodedSplit) {
+) -> (Vec<HostTensor>, wgpu_split::Encoded) {
     use wgpu::util::DeviceExt;
     let device = gpu.device();
     let mut bytes = vec![0xA5; in_offset as usize];
@@ -284,7 +284,7 @@ fn encode_and_read_inner(
         "bytes before the output region changed"
     );
     let outputs = encoded
-        .outputs
+        .parts
         .outputs_from(&data[out_offset as usize..], plan, input.dtype())
         .unwrap();
     (outputs, encoded)

@@ -70,7 +70,7 @@ pub(crate) async fn decode_steps(gpu: &GpuSplitter) -> Result<Decoded, String> {
         let bytes: Vec<u8> = (0..token_bytes)
             .map(|i| (i * 7 + step * 61) as u8)
             .collect();
-        let token = HostTensor::new(DType::F16, plan.input_shape().to_vec(), bytes)
+        let token = HostTensor::new(DType::F16, plan.whole_shape().to_vec(), bytes)
             .map_err(|e| e.to_string())?;
         gpu.queue().write_buffer(&input, 0, token.bytes());
         let views = layer.split_qkv(CACHE_LEN, p).map_err(|e| e.to_string())?.1;

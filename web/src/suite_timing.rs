@@ -48,7 +48,7 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
         // put them, and it writes the whole tensor.
         let joined = match case.concat {
             true => Some(
-                ops::concat(&plan.output_shapes(), plan.axis() as i64)
+                ops::concat(&plan.part_shapes(), plan.axis() as i64)
                     .map_err(|e| e.to_string())?,
             ),
             false => None,
@@ -145,7 +145,7 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
             "op": case.op_name(),
             "dtype": case.dtype.name(),
             "shape": case.shape,
-            "outputs": plan.output_shapes().len(),
+            "outputs": plan.part_shapes().len(),
             "bytes": bytes,
             "dispatches": dispatches,
             "split_gbps": gbps(moved, split.max(1e-3)),

@@ -177,7 +177,7 @@ impl Tally {
         if !self.dtypes.contains(&name) {
             self.dtypes.push(name);
         }
-        let shapes = plan.output_shapes();
+        let shapes = plan.part_shapes();
         self.zero_length_outputs += shapes.iter().filter(|s| s.contains(&0)).count();
         self.most_outputs = self.most_outputs.max(shapes.len());
         self.past_one_binding += usize::from(input.bytes().len() as u64 > BINDING_LIMIT);
@@ -217,7 +217,7 @@ impl Tally {
             Err(e) => self.failures.push(format!("{described}: {e}")),
         }
         // The same split into random views, where it is small enough to read back whole.
-        if plan.num_outputs() > MOST_VIEW_OUTPUTS || input.bytes().len() > MOST_VIEW_BYTES {
+        if plan.num_parts() > MOST_VIEW_OUTPUTS || input.bytes().len() > MOST_VIEW_BYTES {
             return;
         }
         match crate::views::split_into_views(gpu, plan, input, &mut |n| rng.below(n)).await {

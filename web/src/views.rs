@@ -19,7 +19,7 @@ fn random_views(
     es: usize,
     below: &mut dyn FnMut(usize) -> usize,
 ) -> Vec<(PartView, usize)> {
-    plan.output_shapes()
+    plan.part_shapes()
         .iter()
         .map(|part| {
             let rank = part.len();

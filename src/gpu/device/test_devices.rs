@@ -4,7 +4,8 @@ use super::*;
 
 /// A device on `choice`'s adapter; no adapter fails the test.
 pub(crate) fn test_device(choice: BackendChoice) -> wgpu::Device {
-    open_device(choice)
+    DeviceChoice::from(choice)
+        .open()
         .unwrap_or_else(|e| panic!("{choice:?} must have an adapter for this test: {e}"))
         .1
 }
