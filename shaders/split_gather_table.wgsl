@@ -3,9 +3,8 @@
 // entries, or a concat's header and segments. The shader reads it as words,
 // each record through a reader of its type (the structs below, in the order of their words),
 // so no field has two meanings; src/gpu/gather/abi.rs is the host's side, checked against
-// this file through naga.
-
-@group(0) @binding(0) var<storage, read> table: array<u32>;
+// this file through naga. The host declares `table`, at binding 0, with the other bindings
+// (`gather::builds`, `Slot::Table`).
 
 // ---- The header, and a split's entries ----
 

@@ -256,7 +256,7 @@ fn build_copy_kernel(device: &wgpu::Device, hook: Hook, units: u32) -> wgpu::Com
 pub fn trace_copy_kernel(gpu: &GpuSplitter, bytes: u64, sampling: Sampling) -> Result<Vec<Access>> {
     let device = gpu.device();
     let size = bytes.next_multiple_of(16).max(16);
-    let pipeline = copy_kernel(device, Hook::Recording(2), 1)?;
+    let pipeline = copy_kernel(device, Hook::Recording, 1)?;
     let (src, dst) = scoped(device, "allocating the traced copy's buffers", || {
         let buffer = |label| {
             device.create_buffer(&wgpu::BufferDescriptor {

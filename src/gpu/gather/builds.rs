@@ -3,17 +3,17 @@
 //! with their access functions, the trace hook ([`Hook`]), and the entry points stamped from
 //! one body. Nothing is made by editing another build's text.
 //!
-//! Group 0 binds, in order: the table (binding 0), each input as words, each input as vec4s,
-//! each output window's units, each output window's tail, and the trace build's records
-//! ([`bindings`]). With one input that is the table at 0, the input at 1 and 2 and the outputs
-//! from 3.
+//! Group 0 binds, in the one order [`slots`] gives (and every declaration, layout and bind
+//! group is made from): the table (binding 0), each input as words, each input as vec4s, each
+//! output window's units, each output window's tail, and the trace build's records. With one
+//! input that is the table at 0, the input at 1 and 2 and the outputs from 3.
 
 use super::abi::{
     EntryPoint, GATHER_WGSL, JOIN_RUNS_WGSL, JOIN_WGSL, NARROW_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
 };
 use crate::error::Result;
-use bindings::{inputs_piece, outputs_piece};
-pub use bindings::{tail_start, InputBindings, OutputBindings};
+use bindings::{declarations, inputs_piece, outputs_piece};
+pub use bindings::{slots, tail_start, InputBindings, OutputBindings, Slot};
 use std::sync::OnceLock;
 
 mod bindings;
@@ -23,10 +23,10 @@ mod bindings;
 pub enum Hook {
     /// Empty: the builds that split.
     Silent,
-    /// Records each access into a buffer at this binding of group 0 ([`RECORDING_HOOK`]): the
-    /// memory trace's builds (`bench` feature).
+    /// Records each access into the buffer of the build's last binding ([`Slot::Trace`],
+    /// [`RECORDING_HOOK`]): the memory trace's builds (`bench` feature).
     #[cfg_attr(not(feature = "bench"), allow(dead_code))]
-    Recording(u32),
+    Recording,
 }
 
 /// The one body every entry point is stamped from: `{name}` is the entry point's name,
@@ -49,7 +49,7 @@ fn trace(kind: u32, address: u32, size: u32) {}
 fn trace_skip(kind: u32) {}
 ";
 
-/// [`Hook::Recording`]: `{binding}` is the trace buffer's.
+/// [`Hook::Recording`], over the buffer `trace_out` ([`Slot::Trace`]).
 ///
 /// The buffer starts with one `vec4<u32>` header written by the host (workgroup sampling
 /// stride, traced workgroups, records per lane, lanes per workgroup); the `seq`-th access of
@@ -61,7 +61,6 @@ fn trace_skip(kind: u32) {}
 /// `trace_skip` for it, so its next access groups with the others' next one.
 /// The shader sets `trace_block`, `trace_lane` and `trace_seq` as each lane starts.
 pub const RECORDING_HOOK: &str = "
-@group(0) @binding({binding}) var<storage, read_write> trace_out: array<vec4<u32>>;
 var<private> trace_kind_seq: array<u32, 4>;
 
 fn trace(kind: u32, address: u32, size: u32) {
@@ -90,7 +89,7 @@ const COPY_WGSL: &str = include_str!("../../../shaders/bench_copy_vec4.wgsl");
 fn hook_piece(hook: Hook) -> String {
     match hook {
         Hook::Silent => SILENT_HOOK.into(),
-        Hook::Recording(binding) => RECORDING_HOOK.replace("{binding}", &binding.to_string()),
+        Hook::Recording => RECORDING_HOOK.into(),
     }
 }
 
@@ -100,11 +99,12 @@ fn hook_piece(hook: Hook) -> String {
 /// `split_gather_join.wgsl` and `split_gather_join_runs.wgsl`, then one entry point per
 /// [`EntryPoint`], stamped from [`ENTRY_POINT`].
 pub fn gather_source(inputs: InputBindings, outputs: OutputBindings, hook: Hook) -> Result<String> {
-    let first_output = 1 + 2 * inputs.count();
+    let slots = slots(inputs, outputs, hook == Hook::Recording);
     let mut source = format!(
-        "{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n",
+        "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n",
+        declarations(&slots, inputs, outputs),
         inputs_piece(inputs)?,
-        outputs_piece(outputs, first_output)?,
+        outputs_piece(outputs)?,
         hook_piece(hook)
     );
     for entry in EntryPoint::ALL {
@@ -130,10 +130,20 @@ pub fn shader_source() -> &'static str {
     })
 }
 
-/// The benchmark's copy kernel with `hook`.
+/// The benchmark's copy kernel with `hook`: its records, where it keeps them, at binding 2
+/// (after its input and output).
 #[cfg(feature = "bench")]
 pub fn copy_kernel_source(hook: Hook) -> String {
-    format!("{COPY_WGSL}\n// ---- Trace hook ----\n{}", hook_piece(hook))
+    let records = match hook {
+        Hook::Recording => {
+            "@group(0) @binding(2) var<storage, read_write> trace_out: array<vec4<u32>>;\n"
+        }
+        Hook::Silent => "",
+    };
+    format!(
+        "{COPY_WGSL}\n// ---- Trace hook ----\n{records}{}",
+        hook_piece(hook)
+    )
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! dispatches to the caller's buffers and records them.
 
 use super::abi::{ProgramKey, UNIT_BYTES};
-use super::builds::{gather_source, Hook, InputBindings, OutputBindings};
+use super::builds::{gather_source, slots, Hook, InputBindings, OutputBindings, Slot};
 #[cfg(feature = "bench")]
 use super::dispatches::Dispatch;
 use crate::error::Result;
@@ -29,10 +29,12 @@ pub struct GatherPipeline {
     /// clones: a CPU adapter never runs the GPUs' schedules, nor a GPU most of the runs, and
     /// compiling every pipeline is most of the time a splitter takes to open.
     pipelines: Arc<[OnceLock<wgpu::ComputePipeline>; ProgramKey::COUNT]>,
-    /// The trace build's record buffer, bound after the output bindings (binding 5):
+    /// The trace build's record buffer, bound last ([`Slot::Trace`]):
     /// [`GatherPipeline::with_trace`] (`bench` feature).
     #[cfg(feature = "bench")]
     trace: Option<wgpu::Buffer>,
+    /// Its bindings, in order ([`slots`]): what the layout and every bind group follow.
+    slots: Vec<Slot>,
     /// Input bindings: 1, or more in the multi-input build.
     src_bindings: u32,
     /// Output bindings: 1, or more in the multi-output build.
@@ -110,12 +112,12 @@ impl GatherPipeline {
     }
 
     /// Compiles the trace build of the shader ([`Hook::Recording`]): the same shader, whose
-    /// every global access also writes a record into the buffer at binding 5 that
+    /// every global access also writes a record into the buffer bound last that
     /// [`GatherPipeline::with_trace`] gives it. For the memory trace (`bench` feature).
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
         let (inputs, outputs) = (InputBindings::One, OutputBindings::UnitsAndTail);
-        let source = gather_source(inputs, outputs, Hook::Recording(5))?;
+        let source = gather_source(inputs, outputs, Hook::Recording)?;
         scoped(device, "compiling the traced split pipeline", || {
             Self::build(device, &source, true, inputs, outputs, None)
         })
@@ -146,29 +148,28 @@ impl GatherPipeline {
         let src_bindings = inputs.count();
         let (dst_bindings, dst_views) = outputs.count_and_views();
         let module = gather_module(device, source);
-        let entry = |binding, read_only, has_dynamic_offset| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset,
-                min_binding_size: None,
-            },
-            count: None,
+        // The moving side's windows take dynamic offsets.
+        let moving_slot = |slot: Slot| match moving {
+            Some(Direction::Concat) => slot.input(),
+            Some(Direction::Split) => slot.output(),
+            None => false,
         };
-        // The table, the inputs as words and as vec4s (read-only); the outputs as units and
-        // as words; the trace build's records (`builds` gives the order). The moving side's
-        // take dynamic offsets.
-        let read = 1 + 2 * src_bindings;
-        let dst = dst_views * dst_bindings;
-        let moves_inputs = moving == Some(Direction::Concat);
-        let moves_outputs = moving == Some(Direction::Split);
-        let mut entries = vec![entry(0, true, false)];
-        entries.extend((1..read).map(|j| entry(j, true, moves_inputs)));
-        entries.extend((0..dst).map(|j| entry(read + j, false, moves_outputs)));
-        if traced {
-            entries.push(entry(read + dst, false, false));
-        }
+        let slots = slots(inputs, outputs, traced);
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..)
+            .zip(&slots)
+            .map(|(binding, &slot)| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage {
+                        read_only: !slot.writable(),
+                    },
+                    has_dynamic_offset: moving_slot(slot),
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+            .collect();
         let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("split_gather"),
             entries: &entries,
@@ -187,7 +188,7 @@ impl GatherPipeline {
                 mapped_at_creation: false,
             })
         };
-        let slots = 2 * dst_bindings as u64 * offset_align.max(UNIT_BYTES);
+        let stand_in_slots = 2 * dst_bindings as u64 * offset_align.max(UNIT_BYTES);
         Self {
             module,
             bind_group_layout,
@@ -195,12 +196,13 @@ impl GatherPipeline {
             pipelines: Arc::new(std::array::from_fn(|_| OnceLock::new())),
             #[cfg(feature = "bench")]
             trace: None,
+            slots,
             src_bindings,
             dst_bindings,
             dst_views,
             moving,
             offset_align,
-            stand_ins: [stand_in(UNIT_BYTES), stand_in(slots)],
+            stand_ins: [stand_in(UNIT_BYTES), stand_in(stand_in_slots)],
         }
     }
 
@@ -213,8 +215,7 @@ impl GatherPipeline {
                 layout: Some(&self.layout),
                 module: &self.module,
                 entry_point: Some(key.entry.name()),
-                // The shader writes every word of workgroup memory before it reads it, so
-                // zeroing it first would be pure cost.
+                // The shader has no workgroup memory to zero.
                 compilation_options: wgpu::PipelineCompilationOptions {
                     constants: &key.constants(),
                     zero_initialize_workgroup_memory: false,

@@ -102,7 +102,7 @@ fn no_build_has_workgroup_memory() {
     let trace = gather_source(
         InputBindings::Multi(2),
         OutputBindings::Multi(2),
-        Hook::Recording(9),
+        Hook::Recording,
     )
     .unwrap();
     let trace = naga::front::wgsl::parse_str(&trace).expect("the trace build parses");

@@ -1,8 +1,116 @@
-//! The builds' input and output bindings ([`InputBindings`], [`OutputBindings`]), each with
-//! the access functions the shader loads and stores through, as pieces of WGSL.
+//! The builds' bindings: the one order every build binds them in ([`Slot`], [`slots`]),
+//! from which the WGSL declarations, the pipeline's layout and each dispatch's bind group are
+//! made, and the input and output bindings' access functions ([`InputBindings`],
+//! [`OutputBindings`]) the shader loads and stores through, as pieces of WGSL.
 
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::abi::{DST_BINDING_SHIFT, MAX_DST_BINDINGS, MAX_SRC_BINDINGS, UNIT_BYTES};
+
+/// One storage binding of group 0. Every build binds them in the order [`slots`] gives, and
+/// everything that names a binding is made from that list: the WGSL declarations
+/// ([`declarations`]), the pipeline's bind group layout and each dispatch's bind group
+/// (`gather::pipeline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// The dispatch's table (`table`).
+    Table,
+    /// Input binding `j` as words (`src`, or `src{j}` in the multi-input build).
+    InputWords(u32),
+    /// Input binding `j` as vec4s, the same window (`src4`, or `src4_{j}`).
+    InputVec4s(u32),
+    /// Output binding `j`'s units (`dst`, or `dst{j}` in the multi-output build).
+    OutputUnits(u32),
+    /// Output binding `j`'s tail, the window's bytes past its units (`dst_tail`, or
+    /// `dst_tail{j}`).
+    OutputTail(u32),
+    /// The one output window as words (`dst_words`, the words-only build).
+    OutputWords,
+    /// The trace build's records (`trace_out`).
+    Trace,
+}
+
+impl Slot {
+    /// Whether the shader writes it.
+    pub fn writable(self) -> bool {
+        !matches!(
+            self,
+            Slot::Table | Slot::InputWords(_) | Slot::InputVec4s(_)
+        )
+    }
+
+    /// Whether it binds an input window, or an output window.
+    pub fn input(self) -> bool {
+        matches!(self, Slot::InputWords(_) | Slot::InputVec4s(_))
+    }
+
+    /// Whether it binds an output window.
+    pub fn output(self) -> bool {
+        matches!(
+            self,
+            Slot::OutputUnits(_) | Slot::OutputTail(_) | Slot::OutputWords
+        )
+    }
+
+    /// Its WGSL declaration at `binding`, named as the access functions of `inputs` and
+    /// `outputs` reach it.
+    fn declaration(self, binding: u32, inputs: InputBindings, outputs: OutputBindings) -> String {
+        let one_input = inputs == InputBindings::One;
+        let one_output = outputs == OutputBindings::UnitsAndTail;
+        let (name, ty) = match self {
+            Slot::Table => ("table".into(), "u32"),
+            Slot::InputWords(_) if one_input => ("src".into(), "u32"),
+            Slot::InputWords(j) => (format!("src{j}"), "u32"),
+            Slot::InputVec4s(_) if one_input => ("src4".into(), "vec4<u32>"),
+            Slot::InputVec4s(j) => (format!("src4_{j}"), "vec4<u32>"),
+            Slot::OutputUnits(_) if one_output => ("dst".into(), "vec4<u32>"),
+            Slot::OutputUnits(j) => (format!("dst{j}"), "vec4<u32>"),
+            Slot::OutputTail(_) if one_output => ("dst_tail".into(), "u32"),
+            Slot::OutputTail(j) => (format!("dst_tail{j}"), "u32"),
+            Slot::OutputWords => ("dst_words".into(), "u32"),
+            Slot::Trace => ("trace_out".into(), "vec4<u32>"),
+        };
+        let access = if self.writable() {
+            "read_write"
+        } else {
+            "read"
+        };
+        declare(&name, binding, access, ty)
+    }
+}
+
+/// Every binding of a build, in binding order: the table; each input as words, then each as
+/// vec4s; each output window's units, then each one's tail (or the one output as words);
+/// the trace build's records last.
+pub fn slots(inputs: InputBindings, outputs: OutputBindings, traced: bool) -> Vec<Slot> {
+    let n = inputs.count();
+    let mut slots = vec![Slot::Table];
+    slots.extend((0..n).map(Slot::InputWords));
+    slots.extend((0..n).map(Slot::InputVec4s));
+    match outputs {
+        OutputBindings::WordsOnly => slots.push(Slot::OutputWords),
+        _ => {
+            let (m, _) = outputs.count_and_views();
+            slots.extend((0..m).map(Slot::OutputUnits));
+            slots.extend((0..m).map(Slot::OutputTail));
+        }
+    }
+    if traced {
+        slots.push(Slot::Trace);
+    }
+    slots
+}
+
+/// The WGSL declarations of `slots` (the build of `inputs` and `outputs`), at their places.
+pub(super) fn declarations(
+    slots: &[Slot],
+    inputs: InputBindings,
+    outputs: OutputBindings,
+) -> String {
+    (0..)
+        .zip(slots)
+        .map(|(binding, slot)| slot.declaration(binding, inputs, outputs))
+        .collect()
+}
 
 /// How a build binds the inputs, from binding 1 of group 0: each as words, then each as vec4s
 /// (the same window twice). Each comes with the three functions the shader loads input words
@@ -71,11 +179,8 @@ impl OutputBindings {
     }
 }
 
-/// [`InputBindings::One`]'s declarations (from binding `{first}`) and access functions.
+/// [`InputBindings::One`]'s access functions (of `src` and `src4`).
 const ONE_INPUT: &str = "
-@group(0) @binding({first}) var<storage, read> src: array<u32>;
-@group(0) @binding({second}) var<storage, read> src4: array<vec4<u32>>;
-
 fn load_word_in(b: u32, w: u32) -> u32 {
     trace(TRACE_SRC, w * 4u, 4u);
     return src[w];
@@ -91,10 +196,9 @@ fn input_words(b: u32) -> u32 {
 }
 ";
 
-/// [`InputBindings::Multi`]'s access functions; `{declarations}` are its bindings, and each
-/// `{..._cases}` the switch arms that reach binding `b` as `src{b}` or `src4_{b}`.
+/// [`InputBindings::Multi`]'s access functions; each `{..._cases}` the switch arms that reach
+/// binding `b` as `src{b}` or `src4_{b}`.
 const MULTI_INPUTS: &str = "
-{declarations}
 fn load_word_in(b: u32, w: u32) -> u32 {
     trace(TRACE_SRC, w * 4u, 4u);
     var x = 0u;
@@ -122,12 +226,9 @@ fn input_words(b: u32) -> u32 {
 }
 ";
 
-/// [`OutputBindings::UnitsAndTail`]'s declarations (from binding `{first}`) and access
-/// functions: unit `i` lies in `dst` below `units_bound`, else in `dst_tail`.
+/// [`OutputBindings::UnitsAndTail`]'s access functions: unit `i` lies in `dst` below
+/// `units_bound`, else in `dst_tail`.
 const UNITS_AND_TAIL_OUTPUTS: &str = "
-@group(0) @binding({first}) var<storage, read_write> dst: array<vec4<u32>>;
-@group(0) @binding({second}) var<storage, read_write> dst_tail: array<u32>;
-
 fn store_unit(i: u32, v: vec4<u32>) {
     trace(TRACE_DST, i * 16u, 16u);
     let n = units_bound(arrayLength(&dst));
@@ -178,11 +279,9 @@ fn units_bound(length: u32) -> u32 {
 }
 ";
 
-/// [`OutputBindings::WordsOnly`]'s declaration and access functions: a whole unit is stored
+/// [`OutputBindings::WordsOnly`]'s access functions (of `dst_words`): a whole unit is stored
 /// as four words, and every unit the same way (`units_end` is never reached).
 const WORDS_ONLY_OUTPUTS: &str = "
-@group(0) @binding({first}) var<storage, read_write> dst_words: array<u32>;
-
 fn store_unit(i: u32, v: vec4<u32>) {
     trace(TRACE_DST, i * 16u, 16u);
     dst_words[i * 4u] = v.x;
@@ -209,13 +308,11 @@ fn store_unit_fast(i: u32, v: vec4<u32>) {
 }
 ";
 
-/// [`OutputBindings::Multi`]'s access functions; `{declarations}` are its bindings, and
-/// each `{..._cases}` the switch arms that reach binding `b` as `dst{b}` or `dst_tail{b}`,
+/// [`OutputBindings::Multi`]'s access functions; each `{..._cases}` the switch arms that reach binding `b` as `dst{b}` or `dst_tail{b}`,
 /// or (`copy_units_fast`, in the vec4 entry point) store a run's units into it with `b` a
 /// constant, so that a CPU adapter, which runs every arm of a switch with a mask, takes one
 /// per run, not per unit.
 const MULTI_OUTPUTS: &str = "
-{declarations}
 fn store_unit(i: u32, v: vec4<u32>) {
     trace(TRACE_DST, i * 16u, 16u);
     let unit = i & {mask}u;
@@ -301,12 +398,10 @@ fn declare(name: &str, binding: u32, access: &str, ty: &str) -> String {
     format!("@group(0) @binding({binding}) var<storage, {access}> {name}: array<{ty}>;\n")
 }
 
-/// The inputs' piece of a build, from binding 1.
+/// The inputs' access functions.
 pub(super) fn inputs_piece(inputs: InputBindings) -> Result<String> {
     let n = match inputs {
-        InputBindings::One => {
-            return Ok(ONE_INPUT.replace("{first}", "1").replace("{second}", "2"))
-        }
+        InputBindings::One => return Ok(ONE_INPUT.into()),
         InputBindings::Multi(n) if (1..=MAX_SRC_BINDINGS).contains(&n) => n,
         InputBindings::Multi(n) => {
             return Err(SplitError::Device(format!(
@@ -314,31 +409,21 @@ pub(super) fn inputs_piece(inputs: InputBindings) -> Result<String> {
             )))
         }
     };
-    let words = (0..n).map(|j| declare(&format!("src{j}"), 1 + j, "read", "u32"));
-    let vec4s = (0..n).map(|j| declare(&format!("src4_{j}"), 1 + n + j, "read", "vec4<u32>"));
     Ok(MULTI_INPUTS
-        .replace("{declarations}", &words.chain(vec4s).collect::<String>())
         .replace("{word_cases}", &cases(n, "x = src{b}[w]"))
         .replace("{vec4_cases}", &cases(n, "v = src4_{b}[i]"))
         .replace("{length_cases}", &cases(n, "n = arrayLength(&src{b})")))
 }
 
-/// The outputs' piece of a build, from binding `first`.
-pub(super) fn outputs_piece(outputs: OutputBindings, first: u32) -> Result<String> {
-    let single = |piece: &str| {
-        piece
-            .replace("{first}", &first.to_string())
-            .replace("{second}", &(first + 1).to_string())
-    };
+/// The outputs' access functions.
+pub(super) fn outputs_piece(outputs: OutputBindings) -> Result<String> {
     let bindings = match outputs {
         OutputBindings::UnitsAndTail => {
-            return Ok(single(&format!(
+            return Ok(format!(
                 "{UNITS_AND_TAIL_OUTPUTS}{UNITS_BOUND}{ONE_OUTPUT_RUNS}"
-            )))
+            ))
         }
-        OutputBindings::WordsOnly => {
-            return Ok(single(&format!("{WORDS_ONLY_OUTPUTS}{ONE_OUTPUT_RUNS}")))
-        }
+        OutputBindings::WordsOnly => return Ok(format!("{WORDS_ONLY_OUTPUTS}{ONE_OUTPUT_RUNS}")),
         OutputBindings::Multi(n) if (1..=MAX_DST_BINDINGS).contains(&n) => n,
         OutputBindings::Multi(n) => {
             return Err(SplitError::Device(format!(
@@ -346,16 +431,6 @@ pub(super) fn outputs_piece(outputs: OutputBindings, first: u32) -> Result<Strin
             )))
         }
     };
-    let units =
-        (0..bindings).map(|j| declare(&format!("dst{j}"), first + j, "read_write", "vec4<u32>"));
-    let tails = (0..bindings).map(|j| {
-        declare(
-            &format!("dst_tail{j}"),
-            first + bindings + j,
-            "read_write",
-            "u32",
-        )
-    });
     // Each arm finds the unit in binding b's units or its tail, as `UNITS_AND_TAIL_OUTPUTS`.
     let n = "let n = units_bound(arrayLength(&dst{b}))";
     let store_unit = format!(
@@ -376,7 +451,6 @@ pub(super) fn outputs_piece(outputs: OutputBindings, first: u32) -> Result<Strin
     // loop per binding of every mode would make their pipelines far longer to compile).
     let copy_fast = "    copy_units(e, first_unit, end_unit, true, {b}u)";
     Ok(format!("{MULTI_OUTPUTS}{UNITS_BOUND}")
-        .replace("{declarations}", &units.chain(tails).collect::<String>())
         .replace("{units_end_cases}", &cases(bindings, units_end))
         .replace("{store_fast_cases}", &cases(bindings, store_fast))
         .replace("{copy_fast_cases}", &cases(bindings, copy_fast))

@@ -90,7 +90,7 @@ fn the_recording_hook_adds_its_buffer_at_its_binding() {
     let source = gather_source(
         InputBindings::One,
         OutputBindings::UnitsAndTail,
-        Hook::Recording(5),
+        Hook::Recording,
     )
     .unwrap();
     let traced = module(&source);
@@ -144,5 +144,46 @@ fn each_build_binds_its_inputs_before_its_outputs() {
         )
         .unwrap_err();
         assert!(err.to_string().contains(&bad.to_string()), "{err}");
+    }
+}
+
+#[test]
+fn every_build_declares_its_slots_and_nothing_else() {
+    // The declarations come from the one list of slots: as many storage variables, at
+    // bindings 0 .. n, read-only exactly where the slot is not written.
+    for (inputs, outputs, hook) in [
+        (
+            InputBindings::One,
+            OutputBindings::UnitsAndTail,
+            Hook::Silent,
+        ),
+        (InputBindings::One, OutputBindings::WordsOnly, Hook::Silent),
+        (
+            InputBindings::Multi(3),
+            OutputBindings::UnitsAndTail,
+            Hook::Silent,
+        ),
+        (
+            InputBindings::One,
+            OutputBindings::Multi(4),
+            Hook::Recording,
+        ),
+    ] {
+        let want = slots(inputs, outputs, hook == Hook::Recording);
+        let built = module(&gather_source(inputs, outputs, hook).unwrap());
+        let mut got: Vec<(u32, bool)> = built
+            .global_variables
+            .iter()
+            .filter_map(|(_, v)| match v.space {
+                naga::AddressSpace::Storage { access } => Some((
+                    v.binding.as_ref()?.binding,
+                    access.contains(naga::StorageAccess::STORE),
+                )),
+                _ => None,
+            })
+            .collect();
+        got.sort();
+        let want: Vec<(u32, bool)> = (0..).zip(want.iter().map(|s| s.writable())).collect();
+        assert_eq!(got, want, "{inputs:?} {outputs:?} {hook:?}");
     }
 }

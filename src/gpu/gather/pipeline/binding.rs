@@ -9,7 +9,7 @@ use crate::gpu::device::scoped_async;
 use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::{ProgramKey, UNIT_BYTES};
 use crate::gpu::gather::blocks::grid;
-use crate::gpu::gather::builds::tail_start;
+use crate::gpu::gather::builds::{tail_start, Slot};
 use crate::gpu::gather::dispatches::Dispatch;
 use crate::gpu::placement::BufferRegion;
 use std::num::NonZeroU64;
@@ -196,7 +196,8 @@ impl GatherPipeline {
     }
 
     /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
-    /// the trace build's record buffer; with the dynamic offsets of the side its build moves.
+    /// the trace build's record buffer, each where the build's [`Slot`]s say; with the
+    /// dynamic offsets of the side its build moves.
     fn bind_group(
         &self,
         device: &wgpu::Device,
@@ -205,57 +206,69 @@ impl GatherPipeline {
         inputs: Windows<'_>,
         outputs: Windows<'_>,
     ) -> (wgpu::BindGroup, Vec<u32>, Vec<Option<usize>>) {
-        // Each input binding's words and vec4s view the same window (`abi::binding_bytes`);
-        // each output window is bound as units, then as its tail (read-only views may share
-        // a range, writable ones may not).
         let [read_stand_in, write_stand_in] = &self.stand_ins;
         let align = self.offset_align;
         let moves_inputs = self.moving == Some(Direction::Concat);
         let moves_outputs = self.moving == Some(Direction::Split);
         let moving = |moves: bool, k: usize| moves.then_some((k, align));
-        let mut resources = Resources::default();
-        resources.list.push(table.as_entire_binding());
         let src = inputs.bound(dispatch.src_offset, dispatch.src_size);
-        for (k, &(b, offset, size)) in src.iter().enumerate() {
-            resources.window(b, offset, size, moving(moves_inputs, k));
-        }
-        // A vec4 view of less than one vec4 binds the stand-in (WebGPU binds no array of
-        // vec4s shorter than one); the shader never reads it: such a window holds no whole
-        // vec4.
-        for (k, &(b, offset, size)) in src.iter().enumerate() {
-            match size < UNIT_BYTES {
-                true => resources.stand_in(read_stand_in.as_entire_binding(), moves_inputs),
-                false => resources.window(b, offset, size, moving(moves_inputs, k)),
-            }
-        }
         let dst = outputs.bound(dispatch.dst_offset, dispatch.dst_size);
-        if self.dst_views == 2 {
-            // Each window's units, then each window's tail; an empty one binds its own slot
-            // of the writable stand-in.
-            let step = align.max(UNIT_BYTES);
-            let slot = |k: usize| window(write_stand_in, k as u64 * step, UNIT_BYTES);
-            for (k, &(b, at, size)) in dst.iter().enumerate() {
-                match tail_start(size, align) {
-                    0 => resources.stand_in(slot(k), moves_outputs),
-                    units => resources.window(b, at, units, moving(moves_outputs, k)),
+        // An empty units or tail binding takes its own slot of the writable stand-in, so no
+        // two writable bindings share a range.
+        let step = align.max(UNIT_BYTES);
+        let slot = |k: usize| window(write_stand_in, k as u64 * step, UNIT_BYTES);
+        let mut resources = Resources::default();
+        for &s in &self.slots {
+            match s {
+                Slot::Table => resources.list.push(table.as_entire_binding()),
+                // Each input binding's words and vec4s view the same window
+                // (`abi::binding_bytes`; read-only views may share a range).
+                Slot::InputWords(k) => {
+                    let (b, offset, size) = src[k as usize];
+                    resources.window(b, offset, size, moving(moves_inputs, k as usize));
                 }
-            }
-            for (k, &(b, at, size)) in dst.iter().enumerate() {
-                let units = tail_start(size, align);
-                match size - units {
-                    0 => resources.stand_in(slot(dst.len() + k), moves_outputs),
-                    tail => resources.window(b, at + units, tail, moving(moves_outputs, k)),
+                // A vec4 view of less than one vec4 binds the stand-in (WebGPU binds no array
+                // of vec4s shorter than one); the shader never reads it: such a window holds
+                // no whole vec4.
+                Slot::InputVec4s(k) => match src[k as usize] {
+                    (_, _, size) if size < UNIT_BYTES => {
+                        resources.stand_in(read_stand_in.as_entire_binding(), moves_inputs)
+                    }
+                    (b, offset, size) => {
+                        resources.window(b, offset, size, moving(moves_inputs, k as usize))
+                    }
+                },
+                // Each output window as its units, then as its tail (writable views may not
+                // share a range).
+                Slot::OutputUnits(k) => {
+                    let (b, at, size) = dst[k as usize];
+                    match tail_start(size, align) {
+                        0 => resources.stand_in(slot(k as usize), moves_outputs),
+                        units => resources.window(b, at, units, moving(moves_outputs, k as usize)),
+                    }
                 }
-            }
-        } else {
-            for (k, &(b, offset, size)) in dst.iter().enumerate() {
-                resources.window(b, offset, size, moving(moves_outputs, k));
+                Slot::OutputTail(k) => {
+                    let (b, at, size) = dst[k as usize];
+                    let units = tail_start(size, align);
+                    match size - units {
+                        0 => resources.stand_in(slot(dst.len() + k as usize), moves_outputs),
+                        tail => {
+                            resources.window(b, at + units, tail, moving(moves_outputs, k as usize))
+                        }
+                    }
+                }
+                Slot::OutputWords => {
+                    let (b, offset, size) = dst[0];
+                    resources.window(b, offset, size, moving(moves_outputs, 0));
+                }
+                #[cfg(feature = "bench")]
+                Slot::Trace => resources
+                    .list
+                    .extend(self.trace.as_ref().map(|t| t.as_entire_binding())),
+                #[cfg(not(feature = "bench"))]
+                Slot::Trace => {}
             }
         }
-        #[cfg(feature = "bench")]
-        resources
-            .list
-            .extend(self.trace.as_ref().map(|t| t.as_entire_binding()));
         let entries: Vec<wgpu::BindGroupEntry> = resources
             .list
             .into_iter()
