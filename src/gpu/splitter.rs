@@ -3,8 +3,7 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, DeviceChoice};
 use crate::gpu::gather::abi::MAX_SRC_BINDINGS;
-use crate::gpu::gather::builds::{InputBindings, OutputBindings};
-use crate::gpu::gather::pipeline::STORAGE_BINDINGS;
+use crate::gpu::gather::builds::{slots, InputBindings, OutputBindings};
 use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
@@ -72,15 +71,25 @@ impl RegionsPerDispatch {
     /// `n` is under 5 the gather binds its single output once, as words only: then outputs
     /// are 1 and inputs `(n - 2) / 2`, at least 1.
     pub fn for_limits(limits: &wgpu::Limits) -> Self {
-        let buffers = limits.max_storage_buffers_per_shader_stage;
-        let words_only = buffers < STORAGE_BINDINGS;
-        let output_views = if words_only { 1 } else { 2 };
-        let outputs = match words_only {
-            true => 1,
-            false => (buffers.saturating_sub(3) / 2).clamp(1, MAX_DST_BINDINGS),
+        // The most buffers whose build's bindings ([`slots`]) the stage holds.
+        let buffers = limits.max_storage_buffers_per_shader_stage as usize;
+        let fits = |inputs, outputs| slots(inputs, outputs, false).len() <= buffers;
+        let most = |max: u32, build: &dyn Fn(u32) -> bool| (2..=max).rev().find(|&n| build(n));
+        let single = match fits(InputBindings::One, OutputBindings::UnitsAndTail) {
+            true => OutputBindings::UnitsAndTail,
+            false => OutputBindings::WordsOnly,
         };
-        let inputs = (buffers.saturating_sub(1 + output_views) / 2).clamp(1, MAX_SRC_BINDINGS);
-        Self { outputs, inputs }
+        let outputs = match single {
+            OutputBindings::UnitsAndTail => most(MAX_DST_BINDINGS, &|m| {
+                fits(InputBindings::One, OutputBindings::Multi(m))
+            }),
+            _ => None,
+        };
+        let inputs = most(MAX_SRC_BINDINGS, &|n| fits(InputBindings::Multi(n), single));
+        Self {
+            outputs: outputs.unwrap_or(1),
+            inputs: inputs.unwrap_or(1),
+        }
     }
 }
 
@@ -150,8 +159,8 @@ impl GpuSplitter {
         let limits = device.limits();
         let gather_tuning = gather_defaults(info.device_type);
         let gather = GatherPipeline::new(&device).await?;
-        // The gather compiled its words-only build on the same limits' rule (under
-        // STORAGE_BINDINGS), which `for_limits` follows.
+        // The gather compiled its words-only build on the same rule (the bindings its builds
+        // take, `slots`), which `for_limits` follows.
         let allowed = RegionsPerDispatch::for_limits(&limits);
         Ok(Self {
             device,

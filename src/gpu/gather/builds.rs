@@ -3,7 +3,7 @@
 //! with their access functions, the trace hook ([`Hook`]), and the entry points stamped from
 //! one body. Nothing is made by editing another build's text.
 //!
-//! Group 0 binds, in the one order [`slots`] gives (and every declaration, layout and bind
+//! Group 0 binds, in the one order [`slots()`] gives (and every declaration, layout and bind
 //! group is made from): the table (binding 0), each input as words, each input as vec4s, each
 //! output window's units, each output window's tail, and the trace build's records. With one
 //! input that is the table at 0, the input at 1 and 2 and the outputs from 3.
@@ -12,11 +12,16 @@ use super::abi::{
     EntryPoint, GATHER_WGSL, JOIN_RUNS_WGSL, JOIN_WGSL, NARROW_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
 };
 use crate::error::Result;
-use bindings::{declarations, inputs_piece, outputs_piece};
-pub use bindings::{slots, tail_start, InputBindings, OutputBindings, Slot};
+use bindings::{inputs_piece, outputs_piece};
+pub use bindings::{tail_start, InputBindings, OutputBindings};
+use slot::declarations;
+#[cfg(feature = "bench")]
+use slot::records_declaration;
+pub use slot::{slots, Slot};
 use std::sync::OnceLock;
 
 mod bindings;
+mod slot;
 
 /// The trace hook every global access calls: `trace(kind, address, size)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,10 +140,8 @@ pub fn shader_source() -> &'static str {
 #[cfg(feature = "bench")]
 pub fn copy_kernel_source(hook: Hook) -> String {
     let records = match hook {
-        Hook::Recording => {
-            "@group(0) @binding(2) var<storage, read_write> trace_out: array<vec4<u32>>;\n"
-        }
-        Hook::Silent => "",
+        Hook::Recording => records_declaration(2),
+        Hook::Silent => String::new(),
     };
     format!(
         "{COPY_WGSL}\n// ---- Trace hook ----\n{records}{}",

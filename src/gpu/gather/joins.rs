@@ -83,7 +83,8 @@ pub fn join_dispatch(
             )));
         }
     }
-    if join_takes_split_rows(bytes, parts, windows) {
+    let modes = parts.iter().map(|p| (p.binding, part_mode(bytes, p)));
+    if join_takes_split_rows(windows.len(), modes) {
         return Ok(aligned_rows(bytes, parts, windows[0], tuning));
     }
     // The units from the one holding the first segment's row-0 byte to the one holding the
@@ -201,6 +202,12 @@ fn aligned_rows(
         params,
         table: Table::Split(entries),
     }
+}
+
+/// How part `p`'s bytes align: its columns, rows and source offset, in rows of `bytes`.
+fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
+    let o = &bytes.outputs[p.position];
+    Mode::of(o.offset | o.row_bytes | p.src | bytes.stride)
 }
 
 /// Loop turns one unit of a concat of `parts` may take, on average over a lane's steps (see

@@ -4,7 +4,6 @@
 //! Pure.
 
 use super::abi::{Channels, Entry, EntryPoint, Mode, ProgramKey, Segment, UNIT_BYTES};
-use super::joins::JoinPart;
 use super::modes::GatherMode;
 use crate::plan::bytes::{ByteRows, RowKind};
 
@@ -14,11 +13,10 @@ use crate::plan::bytes::{ByteRows, RowKind};
 pub(super) const MIN_LANES_ROW: u64 = 64;
 
 /// The one choice of what runs a split's dispatch of `entries` in `mode`. Where the entries
-/// are [`Channels`] ([`channels_of`]): the channels, in `mode`'s lane
-/// mapping. Else, on
-/// CPU adapters and on GPUs where the dispatch covers a split with short rows
-/// ([`short_rows`]): the rows, each lane a run. Else, on GPUs, the rows in lanes, which need
-/// every unaligned entry's rows at least [`MIN_LANES_ROW`] long (the runs take the others).
+/// are [`Channels`] ([`channels_of`]): the channels, in `mode`'s lane mapping. Else, on CPU
+/// adapters and on GPUs where the dispatch covers a split with short rows ([`short_rows`]):
+/// the rows, each lane a run. Else, on GPUs, the rows in lanes, which need every unaligned
+/// entry's rows at least [`MIN_LANES_ROW`] long (the runs take the others).
 pub(super) fn split_program(
     bytes: Option<&ByteRows>,
     entries: &[Entry],
@@ -50,7 +48,7 @@ fn short_rows(bytes: &ByteRows) -> bool {
 /// The channels `entries` are in `mode`, if they are ([`Channels::of`], [`for_mode`]): the
 /// parts of rows in column order, each from the first byte of its destination unit, its rows
 /// back to back there, the rows' first byte a whole vec4 of the input.
-pub(super) fn channels_of(entries: &[Entry], mode: GatherMode) -> Option<Channels> {
+fn channels_of(entries: &[Entry], mode: GatherMode) -> Option<Channels> {
     let first = entries.first()?;
     let (width, stride) = (first.row_bytes as u64, first.src_stride as u64);
     let side_by_side = entries.iter().zip(0..).all(|(e, k)| {
@@ -76,30 +74,23 @@ fn for_mode(c: Channels, mode: GatherMode) -> bool {
 /// bytes from unit 0 of its output, in `mode`, if they are ([`Channels::of`],
 /// [`for_mode`]): its parts side by side from the rows' first byte, in binding 0, each
 /// part's rows from a whole vec4 on.
-pub(super) fn join_channels_of(
-    stride: u64,
-    segments: &[Segment],
-    mode: GatherMode,
-) -> Option<Channels> {
+fn join_channels_of(stride: u64, segments: &[Segment], mode: GatherMode) -> Option<Channels> {
     let [s] = segments else { return None };
     let aligned = (s.src_offset as u64 | s.part_step as u64).is_multiple_of(UNIT_BYTES);
     let fits = (s.first_byte, s.binding) == (0, 0) && aligned;
     Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|&c| fits && for_mode(c, mode))
 }
 
-/// Whether a concat's `parts` (from input windows of `windows`) take a split's table: every
-/// part aligned to 16 bytes (its rows, columns and source offset) and read through one
-/// binding, so each unit is one vec4 copied, as a split's aligned rows are (the H200's splits
-/// of aligned rows at 0.94 to 0.99 of the copy kernel, its join at 0.51 to 0.65).
-pub(super) fn join_takes_split_rows(bytes: &ByteRows, parts: &[JoinPart], windows: &[u64]) -> bool {
-    let aligned = |p: &JoinPart| p.binding == 0 && part_mode(bytes, p) == Mode::Vec4;
-    windows.len() == 1 && !parts.is_empty() && parts.iter().all(aligned)
-}
-
-/// How part `p`'s bytes align: its columns, rows and source offset, in rows of `bytes`.
-fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
-    let o = &bytes.outputs[p.position];
-    Mode::of(o.offset | o.row_bytes | p.src | bytes.stride)
+/// Whether a concat's parts, each its input binding and how its bytes align, read from
+/// `windows` input windows, take a split's table: every part aligned to 16 bytes (its rows,
+/// columns and source offset) and read through one binding, so each unit is one vec4 copied,
+/// as a split's aligned rows are (the H200's splits of aligned rows at 0.94 to 0.99 of the
+/// copy kernel, its join at 0.51 to 0.65).
+pub(super) fn join_takes_split_rows(
+    windows: usize,
+    mut parts: impl ExactSizeIterator<Item = (u32, Mode)>,
+) -> bool {
+    windows == 1 && parts.len() > 0 && parts.all(|part| part == (0, Mode::Vec4))
 }
 
 /// The program of a concat's join of `segments` into rows of `stride` bytes, in `mode`: the

@@ -35,12 +35,10 @@ pub struct GatherPipeline {
     trace: Option<wgpu::Buffer>,
     /// Its bindings, in order ([`slots`]): what the layout and every bind group follow.
     slots: Vec<Slot>,
-    /// Input bindings: 1, or more in the multi-input build.
-    src_bindings: u32,
-    /// Output bindings: 1, or more in the multi-output build.
-    dst_bindings: u32,
-    /// Bindings of each output buffer: 2 (units and tail), or 1 in the words-only build.
-    dst_views: u32,
+    /// Input buffers it binds (1, or more in the multi-input build) and output buffers (1, or
+    /// more in the multi-output build).
+    inputs: InputBindings,
+    outputs: OutputBindings,
     /// The build of a node through views in this direction binds its parts' windows (a
     /// split's outputs, a concat's inputs) at dynamic offsets, which move without a new bind
     /// group; `None`: every window is bound where it lies.
@@ -52,18 +50,17 @@ pub struct GatherPipeline {
     stand_ins: [wgpu::Buffer; 2],
 }
 
-/// Storage buffers the shader binds per stage: the table, the input as words and as vec4s,
-/// the output's units and tail. A device that allows fewer runs the words-only build.
-pub const STORAGE_BINDINGS: u32 = 5;
-
 impl GatherPipeline {
     /// Compiles the shader on `device`: the words-only build ([`OutputBindings::WordsOnly`])
-    /// where the device allows fewer than [`STORAGE_BINDINGS`] storage buffers per shader
-    /// stage, else the one that binds each output window's units and tail
+    /// where the device allows fewer storage buffers per shader stage than the other binds
+    /// ([`slots`]: the table, the input as words and as vec4s, the output's units and tail),
+    /// else the one that binds each output window's units and tail
     /// ([`OutputBindings::UnitsAndTail`]), in ranges that do not overlap, as WebGPU asks. A
     /// device error becomes [`SplitError::Device`](crate::SplitError::Device).
     pub async fn new(device: &wgpu::Device) -> Result<Self> {
-        let words_only = device.limits().max_storage_buffers_per_shader_stage < STORAGE_BINDINGS;
+        let units_and_tail = slots(InputBindings::One, OutputBindings::UnitsAndTail, false);
+        let words_only =
+            (device.limits().max_storage_buffers_per_shader_stage as usize) < units_and_tail.len();
         let (source, outputs) = if words_only {
             let outputs = OutputBindings::WordsOnly;
             let words = gather_source(InputBindings::One, outputs, Hook::Silent)?;
@@ -134,7 +131,7 @@ impl GatherPipeline {
 
     /// Whether this pipeline binds each output once, as words (the words-only build).
     pub fn words_only(&self) -> bool {
-        self.dst_views == 1
+        self.outputs == OutputBindings::WordsOnly
     }
 
     fn build(
@@ -145,8 +142,7 @@ impl GatherPipeline {
         outputs: OutputBindings,
         moving: Option<Direction>,
     ) -> Self {
-        let src_bindings = inputs.count();
-        let (dst_bindings, dst_views) = outputs.count_and_views();
+        let (dst_bindings, _) = outputs.count_and_views();
         let module = gather_module(device, source);
         // The moving side's windows take dynamic offsets.
         let moving_slot = |slot: Slot| match moving {
@@ -197,9 +193,8 @@ impl GatherPipeline {
             #[cfg(feature = "bench")]
             trace: None,
             slots,
-            src_bindings,
-            dst_bindings,
-            dst_views,
+            inputs,
+            outputs,
             moving,
             offset_align,
             stand_ins: [stand_in(UNIT_BYTES), stand_in(stand_in_slots)],

@@ -1,116 +1,9 @@
-//! The builds' bindings: the one order every build binds them in ([`Slot`], [`slots`]),
-//! from which the WGSL declarations, the pipeline's layout and each dispatch's bind group are
-//! made, and the input and output bindings' access functions ([`InputBindings`],
-//! [`OutputBindings`]) the shader loads and stores through, as pieces of WGSL.
+//! The builds' input and output bindings ([`InputBindings`], [`OutputBindings`]), each with
+//! the access functions the shader loads and stores through, as pieces of WGSL; where each
+//! binding lies is [`super::slots()`]'s.
 
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::abi::{DST_BINDING_SHIFT, MAX_DST_BINDINGS, MAX_SRC_BINDINGS, UNIT_BYTES};
-
-/// One storage binding of group 0. Every build binds them in the order [`slots`] gives, and
-/// everything that names a binding is made from that list: the WGSL declarations
-/// ([`declarations`]), the pipeline's bind group layout and each dispatch's bind group
-/// (`gather::pipeline`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
-    /// The dispatch's table (`table`).
-    Table,
-    /// Input binding `j` as words (`src`, or `src{j}` in the multi-input build).
-    InputWords(u32),
-    /// Input binding `j` as vec4s, the same window (`src4`, or `src4_{j}`).
-    InputVec4s(u32),
-    /// Output binding `j`'s units (`dst`, or `dst{j}` in the multi-output build).
-    OutputUnits(u32),
-    /// Output binding `j`'s tail, the window's bytes past its units (`dst_tail`, or
-    /// `dst_tail{j}`).
-    OutputTail(u32),
-    /// The one output window as words (`dst_words`, the words-only build).
-    OutputWords,
-    /// The trace build's records (`trace_out`).
-    Trace,
-}
-
-impl Slot {
-    /// Whether the shader writes it.
-    pub fn writable(self) -> bool {
-        !matches!(
-            self,
-            Slot::Table | Slot::InputWords(_) | Slot::InputVec4s(_)
-        )
-    }
-
-    /// Whether it binds an input window, or an output window.
-    pub fn input(self) -> bool {
-        matches!(self, Slot::InputWords(_) | Slot::InputVec4s(_))
-    }
-
-    /// Whether it binds an output window.
-    pub fn output(self) -> bool {
-        matches!(
-            self,
-            Slot::OutputUnits(_) | Slot::OutputTail(_) | Slot::OutputWords
-        )
-    }
-
-    /// Its WGSL declaration at `binding`, named as the access functions of `inputs` and
-    /// `outputs` reach it.
-    fn declaration(self, binding: u32, inputs: InputBindings, outputs: OutputBindings) -> String {
-        let one_input = inputs == InputBindings::One;
-        let one_output = outputs == OutputBindings::UnitsAndTail;
-        let (name, ty) = match self {
-            Slot::Table => ("table".into(), "u32"),
-            Slot::InputWords(_) if one_input => ("src".into(), "u32"),
-            Slot::InputWords(j) => (format!("src{j}"), "u32"),
-            Slot::InputVec4s(_) if one_input => ("src4".into(), "vec4<u32>"),
-            Slot::InputVec4s(j) => (format!("src4_{j}"), "vec4<u32>"),
-            Slot::OutputUnits(_) if one_output => ("dst".into(), "vec4<u32>"),
-            Slot::OutputUnits(j) => (format!("dst{j}"), "vec4<u32>"),
-            Slot::OutputTail(_) if one_output => ("dst_tail".into(), "u32"),
-            Slot::OutputTail(j) => (format!("dst_tail{j}"), "u32"),
-            Slot::OutputWords => ("dst_words".into(), "u32"),
-            Slot::Trace => ("trace_out".into(), "vec4<u32>"),
-        };
-        let access = if self.writable() {
-            "read_write"
-        } else {
-            "read"
-        };
-        declare(&name, binding, access, ty)
-    }
-}
-
-/// Every binding of a build, in binding order: the table; each input as words, then each as
-/// vec4s; each output window's units, then each one's tail (or the one output as words);
-/// the trace build's records last.
-pub fn slots(inputs: InputBindings, outputs: OutputBindings, traced: bool) -> Vec<Slot> {
-    let n = inputs.count();
-    let mut slots = vec![Slot::Table];
-    slots.extend((0..n).map(Slot::InputWords));
-    slots.extend((0..n).map(Slot::InputVec4s));
-    match outputs {
-        OutputBindings::WordsOnly => slots.push(Slot::OutputWords),
-        _ => {
-            let (m, _) = outputs.count_and_views();
-            slots.extend((0..m).map(Slot::OutputUnits));
-            slots.extend((0..m).map(Slot::OutputTail));
-        }
-    }
-    if traced {
-        slots.push(Slot::Trace);
-    }
-    slots
-}
-
-/// The WGSL declarations of `slots` (the build of `inputs` and `outputs`), at their places.
-pub(super) fn declarations(
-    slots: &[Slot],
-    inputs: InputBindings,
-    outputs: OutputBindings,
-) -> String {
-    (0..)
-        .zip(slots)
-        .map(|(binding, slot)| slot.declaration(binding, inputs, outputs))
-        .collect()
-}
 
 /// How a build binds the inputs, from binding 1 of group 0: each as words, then each as vec4s
 /// (the same window twice). Each comes with the three functions the shader loads input words
@@ -391,11 +284,6 @@ fn cases(n: u32, access: &str) -> String {
             )
         })
         .collect()
-}
-
-/// A storage declaration at `binding` of group 0.
-fn declare(name: &str, binding: u32, access: &str, ty: &str) -> String {
-    format!("@group(0) @binding({binding}) var<storage, {access}> {name}: array<{ty}>;\n")
 }
 
 /// The inputs' access functions.

@@ -169,11 +169,12 @@ impl GatherPipeline {
         outputs: Windows<'_>,
     ) -> Result<Vec<BoundDispatch>> {
         let (reads, writes) = (inputs.count(), outputs.count());
-        if (reads, writes) != (self.src_bindings, self.dst_bindings) {
+        let bindings = (self.inputs.count(), self.outputs.count_and_views().0);
+        if (reads, writes) != bindings {
             return Err(SplitError::Device(format!(
                 "{reads} input and {writes} output windows for a build with {} input and {} \
                  output bindings",
-                self.src_bindings, self.dst_bindings
+                bindings.0, bindings.1
             )));
         }
         let limits = device.limits();
