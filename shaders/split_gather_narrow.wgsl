@@ -117,27 +117,28 @@ fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<fu
 
 // ---- Channels: rows of equal parts shorter than a unit, split or joined ----
 //
-// Rows of CHANNEL_STRIDE bytes, parts of CHANNEL_WIDTH bytes side by side (0: no such
-// pipeline; the host's `Channels`: 3 or 4 parts of 1, 2 or 4 bytes). Each lane step takes a
-// group of 16 rows, CHANNEL_STRIDE whole units on either side: it loads the group's aligned
-// vec4s (a split's from its input rows, a concat's CHANNEL_WIDTH from each part), then
-// stores its units, every byte picked from a place the two constants fix, so the driver
-// folds the picking into shifts of registers (the same picking at places read from the
-// table ran at a third of the rate on llvmpipe, docs/performance.md). The group's 16 loads
-// and 16 units are written out, not looped over: those past the constants fold away with
+// Rows of CHANNEL_STRIDE bytes, CHANNEL_PARTS parts of CHANNEL_WIDTH bytes side by side (0:
+// no such pipeline; the host's `Channels`: 3 or 4 parts of 1, 2 or 4 bytes). Each lane step
+// takes a group of CHANNEL_ROWS rows, one unit of each part and CHANNEL_PARTS units of the
+// rows: it loads the group's aligned vec4s (a split's from its input rows, a concat's one
+// from each part), then stores its units, every byte picked from a place the constants fix,
+// so the driver folds the picking into shifts of registers (the same picking at places read
+// from the table ran at a third of the rate on llvmpipe, docs/performance.md). The group's
+// loads and units are written out, not looped over: those past the constants fold away with
 // their guards. A lane takes its groups in a run (LANES_IN_RUNS) or, consecutive lanes
 // consecutive groups, in turn (`lane_span`).
 override CHANNEL_STRIDE: u32 = 0u;
 override CHANNEL_WIDTH: u32 = 1u;
-// CHANNEL_STRIDE as a divisor: 1 in the pipelines without channels, whose code folds away.
+override CHANNEL_ROWS: u32 = 16u / CHANNEL_WIDTH;
+// The parts, and CHANNEL_STRIDE, as divisors: 1 in the pipelines without channels, whose
+// code folds away.
+override CHANNEL_PARTS: u32 = max(CHANNEL_STRIDE / CHANNEL_WIDTH, 1u);
 override CHANNEL_ROW: u32 = max(CHANNEL_STRIDE, 1u);
 
-// The group's vec4 `i` into its words: unit i % CHANNEL_WIDTH of part i / CHANNEL_WIDTH, whose
-// units lie from vec4 `at` of the input on, `step` vec4s from one part to the next (a split's
-// rows: CHANNEL_WIDTH, so the group's vec4s follow one another).
-fn channel_load(w: ptr<function, array<u32, 64>>, at: u32, step: u32, i: u32) {
-    if (i < CHANNEL_STRIDE) {
-        let v = load_vec4(at + (i / CHANNEL_WIDTH) * step + i % CHANNEL_WIDTH);
+// The group's vec4 `i` (one a part) into its words: vec4 `at + i * step` of the input.
+fn channel_load(w: ptr<function, array<u32, 16>>, at: u32, step: u32, i: u32) {
+    if (i < CHANNEL_PARTS) {
+        let v = load_vec4(at + i * step);
         (*w)[4u * i] = v.x;
         (*w)[4u * i + 1u] = v.y;
         (*w)[4u * i + 2u] = v.z;
@@ -145,124 +146,128 @@ fn channel_load(w: ptr<function, array<u32, 64>>, at: u32, step: u32, i: u32) {
     }
 }
 
-// The group's CHANNEL_STRIDE vec4s (`channel_load`), written out.
-fn channel_group(w: ptr<function, array<u32, 64>>, at: u32, step: u32) {
+// The group's vec4s (`channel_load`), written out: a split's rows follow one another
+// (`step` 1), a concat's parts lie `step` vec4s apart.
+fn channel_group(w: ptr<function, array<u32, 16>>, at: u32, step: u32) {
     channel_load(w, at, step, 0u); channel_load(w, at, step, 1u); channel_load(w, at, step, 2u); channel_load(w, at, step, 3u);
-    channel_load(w, at, step, 4u); channel_load(w, at, step, 5u); channel_load(w, at, step, 6u); channel_load(w, at, step, 7u);
-    channel_load(w, at, step, 8u); channel_load(w, at, step, 9u); channel_load(w, at, step, 10u); channel_load(w, at, step, 11u);
-    channel_load(w, at, step, 12u); channel_load(w, at, step, 13u); channel_load(w, at, step, 14u); channel_load(w, at, step, 15u);
 }
 
 // The byte of the group's words that byte `j` of its unit `t` takes: a split's unit t is
-// unit t % CHANNEL_WIDTH of part t / CHANNEL_WIDTH, from the group's rows; a concat's is
-// unit t of the group's rows, from the parts' units in turn.
+// part t's, from the group's rows; a concat's is unit t of the group's rows, from the parts'
+// units.
 fn channel_place(t: u32, j: u32, join: bool) -> u32 {
     if (join) {
         let o = 16u * t + j;
         let col = o % CHANNEL_ROW;
-        return 16u * CHANNEL_WIDTH * (col / CHANNEL_WIDTH) + (o / CHANNEL_ROW) * CHANNEL_WIDTH + col % CHANNEL_WIDTH;
+        return 16u * (col / CHANNEL_WIDTH) + (o / CHANNEL_ROW) * CHANNEL_WIDTH + col % CHANNEL_WIDTH;
     }
-    let o = 16u * (t % CHANNEL_WIDTH) + j;
-    return (o / CHANNEL_WIDTH) * CHANNEL_STRIDE + (t / CHANNEL_WIDTH) * CHANNEL_WIDTH + o % CHANNEL_WIDTH;
+    return (j / CHANNEL_WIDTH) * CHANNEL_STRIDE + t * CHANNEL_WIDTH + j % CHANNEL_WIDTH;
 }
 
 // Byte `j` of the group's unit `t`, in its place in the unit's word.
-fn channel_byte(w: ptr<function, array<u32, 64>>, t: u32, j: u32, join: bool) -> u32 {
+fn channel_byte(w: ptr<function, array<u32, 16>>, t: u32, j: u32, join: bool) -> u32 {
     let q = channel_place(t, j, join);
     return (((*w)[q >> 2u] >> ((q & 3u) * 8u)) & 0xffu) << ((j & 3u) * 8u);
 }
 
-fn channel_word(w: ptr<function, array<u32, 64>>, t: u32, k: u32, join: bool) -> u32 {
+fn channel_word(w: ptr<function, array<u32, 16>>, t: u32, k: u32, join: bool) -> u32 {
+    // Parts of whole words: the word as it is.
+    if (CHANNEL_WIDTH == 4u) {
+        return (*w)[channel_place(t, 4u * k, join) >> 2u];
+    }
     return channel_byte(w, t, 4u * k, join) | channel_byte(w, t, 4u * k + 1u, join) | channel_byte(w, t, 4u * k + 2u, join) | channel_byte(w, t, 4u * k + 3u, join);
 }
 
-fn channel_unit(w: ptr<function, array<u32, 64>>, t: u32, join: bool) -> vec4<u32> {
+fn channel_unit(w: ptr<function, array<u32, 16>>, t: u32, join: bool) -> vec4<u32> {
     return vec4<u32>(channel_word(w, t, 0u, join), channel_word(w, t, 1u, join), channel_word(w, t, 2u, join), channel_word(w, t, 3u, join));
 }
 
-// The group's unit `t` into its part's unit of group `g`; `dsts` holds each part's first.
-fn channel_store(w: ptr<function, array<u32, 64>>, dsts: ptr<function, array<u32, 16>>, g: u32, t: u32) {
-    if (t < CHANNEL_STRIDE) {
-        store_unit_fast((*dsts)[t / CHANNEL_WIDTH] + g * CHANNEL_WIDTH + t % CHANNEL_WIDTH, channel_unit(w, t, false));
+// The group's unit `t` into unit `g` of part t, whose first `dsts` holds.
+fn channel_store(w: ptr<function, array<u32, 16>>, dsts: ptr<function, array<u32, 4>>, g: u32, t: u32) {
+    if (t < CHANNEL_PARTS) {
+        store_unit_fast((*dsts)[t] + g, channel_unit(w, t, false));
     }
 }
 
 // Part `k`'s entry: its first unit into `dsts`, and `whole` lowered to the groups whose units
 // it holds whole below its binding's `units_end` (those store with no choice of binding).
-fn channel_part(dsts: ptr<function, array<u32, 16>>, whole: ptr<function, u32>, k: u32) {
-    if (k < CHANNEL_STRIDE / CHANNEL_WIDTH) {
+fn channel_part(dsts: ptr<function, array<u32, 4>>, whole: ptr<function, u32>, k: u32) {
+    if (k < CHANNEL_PARTS) {
         let e = read_entry(k);
         (*dsts)[k] = e.dst_unit;
-        let units = min(units_below(e, units_end(e.dst_unit)), e.out_bytes / 16u);
-        *whole = min(*whole, units / CHANNEL_WIDTH);
+        *whole = min(*whole, min(units_below(e, units_end(e.dst_unit)), e.out_bytes / 16u));
     }
 }
 
-// The lane's groups, from entry 0's first source byte (a whole vec4) on. Groups past a part's
-// whole units below its `units_end` (the last group where rows are not a multiple of 16, and
-// a binding's last units) go unit by unit (`copy_unit`).
+// A split's channels (`main_rows`): the lane's groups, from entry 0's first source byte (a
+// whole vec4) on. Groups past a part's whole units below its `units_end` (the last group
+// where rows are not a multiple of 16 bytes, and a binding's last units) go unit by unit
+// (`copy_unit`).
 fn channels(block: u32, lane: u32) {
     let p = read_params();
-    var dsts: array<u32, 16>;
+    var dsts: array<u32, 4>;
     var whole = 0xffffffffu;
     channel_part(&dsts, &whole, 0u); channel_part(&dsts, &whole, 1u); channel_part(&dsts, &whole, 2u); channel_part(&dsts, &whole, 3u);
-    channel_part(&dsts, &whole, 4u); channel_part(&dsts, &whole, 5u); channel_part(&dsts, &whole, 6u); channel_part(&dsts, &whole, 7u);
-    channel_part(&dsts, &whole, 8u); channel_part(&dsts, &whole, 9u); channel_part(&dsts, &whole, 10u); channel_part(&dsts, &whole, 11u);
-    channel_part(&dsts, &whole, 12u); channel_part(&dsts, &whole, 13u); channel_part(&dsts, &whole, 14u); channel_part(&dsts, &whole, 15u);
     let e0 = read_entry(0u);
-    let span = lane_span(p, block, lane, (e0.out_bytes / CHANNEL_WIDTH + 15u) / 16u);
+    let span = lane_span(p, block, lane, (e0.out_bytes + 15u) / 16u);
     let src = e0.src_offset / 16u;
     var g = span.x;
     for (; g < min(whole, span.y); g += span.z) {
-        var w: array<u32, 64>;
-        channel_group(&w, src + g * CHANNEL_STRIDE, CHANNEL_WIDTH);
+        var w: array<u32, 16>;
+        channel_group(&w, src + g * CHANNEL_PARTS, 1u);
         channel_store(&w, &dsts, g, 0u); channel_store(&w, &dsts, g, 1u); channel_store(&w, &dsts, g, 2u); channel_store(&w, &dsts, g, 3u);
-        channel_store(&w, &dsts, g, 4u); channel_store(&w, &dsts, g, 5u); channel_store(&w, &dsts, g, 6u); channel_store(&w, &dsts, g, 7u);
-        channel_store(&w, &dsts, g, 8u); channel_store(&w, &dsts, g, 9u); channel_store(&w, &dsts, g, 10u); channel_store(&w, &dsts, g, 11u);
-        channel_store(&w, &dsts, g, 12u); channel_store(&w, &dsts, g, 13u); channel_store(&w, &dsts, g, 14u); channel_store(&w, &dsts, g, 15u);
     }
     for (; g < span.y; g += span.z) {
-        for (var k = 0u; k < CHANNEL_STRIDE / CHANNEL_WIDTH; k++) {
-            let e = read_entry(k);
-            let last = min((g + 1u) * CHANNEL_WIDTH, (e.out_bytes + 15u) / 16u);
-            for (var u = g * CHANNEL_WIDTH; u < last; u++) {
-                copy_unit(e, u, false);
-            }
+        for (var k = 0u; k < CHANNEL_PARTS; k++) {
+            copy_unit(read_entry(k), g, false);
         }
     }
 }
 
-// The concat's group's unit `t`: output unit t of group `g`.
-fn join_channel_store(w: ptr<function, array<u32, 64>>, g: u32, t: u32) {
-    if (t < CHANNEL_STRIDE) {
-        store_unit_fast(g * CHANNEL_STRIDE + t, channel_unit(w, t, true));
+// The group's unit `t` into the output's unit `d + t` (`d`: the group's first).
+fn join_channel_store(w: ptr<function, array<u32, 16>>, d: u32, t: u32) {
+    if (t < CHANNEL_PARTS) {
+        store_unit_fast(d + t, channel_unit(w, t, true));
     }
 }
 
-// A concat's channels (`main_join`): the dispatch's one segment in binding 0, every part's
-// rows from a whole vec4 on, the output's from unit 0. The lane's groups past the output's
-// whole units below its `units_end` (the last group where rows are not a multiple of 16,
-// the binding's last units) go unit by unit (`join_unit`).
+// Rows of parts side by side (`main_join`): a concat's channels, or a part of a split written
+// channels-last through its view (its planes are the parts). The dispatch's one segment, in
+// binding 0, holds every part's rows from a whole vec4 on; the output's rows lie from unit
+// `first_unit` on, `end_byte` bytes. The lane's groups past the output's whole units below
+// its binding's `units_end` (the last group where rows are not a multiple of 16 bytes, a
+// binding's last units) load and store unit by unit, each part's vec4s past the input's end
+// as zeros and the output's last unit merged (`store_unit_n`).
 fn join_channels(block: u32, lane: u32) {
     let p = read_params();
-    let h = Join(read_join_header(), p.num_entries + 1u);
+    let h = read_join_header();
     let s = read_segment(1u);
-    let span = lane_span(p, block, lane, (h.header.end_byte / CHANNEL_ROW + 15u) / 16u);
-    let whole = min(units_end(0u), h.header.end_byte / 16u) / CHANNEL_ROW;
+    let o = h.first_unit;
+    let span = lane_span(p, block, lane, (h.end_byte / CHANNEL_ROW + CHANNEL_ROWS - 1u) / CHANNEL_ROWS);
+    let whole = min(units_end(o) - o, h.end_byte / 16u) / CHANNEL_PARTS;
+    let src = s.src_offset / 16u;
+    let step = s.part_step / 16u;
     var g = span.x;
     for (; g < min(whole, span.y); g += span.z) {
-        var w: array<u32, 64>;
-        channel_group(&w, s.src_offset / 16u + g * CHANNEL_WIDTH, s.part_step / 16u);
-        join_channel_store(&w, g, 0u); join_channel_store(&w, g, 1u); join_channel_store(&w, g, 2u); join_channel_store(&w, g, 3u);
-        join_channel_store(&w, g, 4u); join_channel_store(&w, g, 5u); join_channel_store(&w, g, 6u); join_channel_store(&w, g, 7u);
-        join_channel_store(&w, g, 8u); join_channel_store(&w, g, 9u); join_channel_store(&w, g, 10u); join_channel_store(&w, g, 11u);
-        join_channel_store(&w, g, 12u); join_channel_store(&w, g, 13u); join_channel_store(&w, g, 14u); join_channel_store(&w, g, 15u);
+        var w: array<u32, 16>;
+        channel_group(&w, src + g, step);
+        let d = o + g * CHANNEL_PARTS;
+        join_channel_store(&w, d, 0u); join_channel_store(&w, d, 1u); join_channel_store(&w, d, 2u); join_channel_store(&w, d, 3u);
     }
-    var k = 0u;
-    var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
     for (; g < span.y; g += span.z) {
-        for (var u = g * CHANNEL_STRIDE; u < min((g + 1u) * CHANNEL_STRIDE, h.header.units); u++) {
-            join_unit(h, u, &k, &seg);
+        var w: array<u32, 16>;
+        for (var i = 0u; i < CHANNEL_PARTS; i++) {
+            let v = load_vec4_edge(src + g + i * step);
+            w[4u * i] = v.x;
+            w[4u * i + 1u] = v.y;
+            w[4u * i + 2u] = v.z;
+            w[4u * i + 3u] = v.w;
+        }
+        for (var t = 0u; t < CHANNEL_PARTS; t++) {
+            let b = (g * CHANNEL_PARTS + t) * 16u;
+            if (b < h.end_byte) {
+                store_unit_n(o + g * CHANNEL_PARTS + t, channel_unit(&w, t, true), h.end_byte - b);
+            }
         }
     }
 }

@@ -35,11 +35,19 @@ pub enum Layout {
     },
     /// The heads `[B, H, S, D]` read as `[B, S, H, D]` ([`Attention::merge_heads`]).
     MergeHeads(Attention),
+    /// Each part written with its axes permuted (numpy's transpose; `run --transpose`), in a
+    /// buffer of its own: `[0, 2, 3, 1]` writes an image's channels channels-last.
+    Transposed(&'static [usize]),
 }
 
 impl Layout {
-    /// The parts' views and their regions' bytes; `None` for [`Layout::Packed`].
-    pub fn views(&self, es: usize) -> Result<Option<(Vec<PartView>, Vec<usize>)>> {
+    /// The parts' views of `plan`'s parts and their regions' bytes; `None` for
+    /// [`Layout::Packed`].
+    pub fn views(
+        &self,
+        plan: &SplitPlan,
+        es: usize,
+    ) -> Result<Option<(Vec<PartView>, Vec<usize>)>> {
         Ok(match *self {
             Layout::Packed => None,
             Layout::Qkv {
@@ -58,6 +66,20 @@ impl Layout {
                     vec![view],
                     vec![a.batch * a.q_heads * a.seq * a.head_dim * es],
                 ))
+            }
+            Layout::Transposed(perm) => {
+                let (mut views, mut sizes) = (Vec::new(), Vec::new());
+                for shape in plan.part_shapes() {
+                    let stored: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+                    views.push(PartView::within(
+                        &shape,
+                        &stored,
+                        perm,
+                        &vec![0; shape.len()],
+                    )?);
+                    sizes.push(shape.iter().product::<usize>() * es);
+                }
+                Some((views, sizes))
             }
         })
     }
@@ -80,10 +102,11 @@ impl ViewBuffers {
     pub(super) fn new(
         gpu: &GpuSplitter,
         layout: Layout,
+        plan: &SplitPlan,
         dtype: DType,
         fill: impl Fn(usize, usize) -> Vec<u8>,
     ) -> Result<Option<Self>> {
-        let Some((views, sizes)) = layout.views(dtype.size())? else {
+        let Some((views, sizes)) = layout.views(plan, dtype.size())? else {
             return Ok(None);
         };
         let initial: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(k, &n)| fill(k, n)).collect();
@@ -202,7 +225,7 @@ impl Unfused {
             })
         };
         match layout {
-            Layout::Packed => return Ok(None),
+            Layout::Packed | Layout::Transposed(_) => return Ok(None),
             Layout::Qkv {
                 layer: a,
                 cache_len,

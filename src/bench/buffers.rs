@@ -58,7 +58,7 @@ impl CaseBuffers {
             )
         })?;
         let fill = |k: usize, n: usize| (0..n).map(|i| (i * 131 + k * 7919 + 7) as u8).collect();
-        let views = ViewBuffers::new(gpu, case.layout, case.dtype, fill)?;
+        let views = ViewBuffers::new(gpu, case.layout, &plan, case.dtype, fill)?;
         let host = match (&views, case.concat) {
             // A concat through views reads its inputs from their buffers: the whole tensor
             // is what the reference makes of them.

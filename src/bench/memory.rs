@@ -27,7 +27,7 @@ pub fn memory_report(gpu: &GpuSplitter, case: &Case) -> Result<MemoryReport> {
     let sampling = Sampling::default();
     let plan = case.plan()?;
     let gpu = gpu_settings(gpu);
-    let split = match (case.layout.views(case.dtype.size())?, case.concat) {
+    let split = match (case.layout.views(&plan, case.dtype.size())?, case.concat) {
         (Some((views, sizes)), concat) => {
             trace_views(&gpu, &plan, case.dtype, &views, &sizes, concat, sampling)?
         }

@@ -162,6 +162,18 @@ pub fn standard_suite() -> Vec<Case> {
             1,
             &[1365, 1365, 1365],
         ),
+        // An image's 8 channels split in two, into packed parts and each part written
+        // channels-last.
+        case("channels", DType::F32, &[1, 8, 1024, 1024], split(1, 2)),
+        Case {
+            layout: Layout::Transposed(&[0, 2, 3, 1]),
+            ..case(
+                "channels_last",
+                DType::F32,
+                &[1, 8, 1024, 1024],
+                split(1, 2),
+            )
+        },
         qkv("qkv_heads", layer(2048, 32, 32), 2048, 0),
         qkv("gqa_prefill", layer(2048, 32, 8), 4096, 1024),
         qkv("decode_step", layer(1, 32, 8), 4096, 4095),

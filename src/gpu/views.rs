@@ -12,8 +12,8 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::{
-    binding_bytes, table_room, view_dispatches, view_entries, window_limit, Dispatch, Windows,
-    UNIT_BYTES,
+    binding_bytes, table_room, view_channels, view_dispatches, view_entries, window_limit,
+    Dispatch, Windows, UNIT_BYTES,
 };
 use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
@@ -292,7 +292,12 @@ impl GpuSplitter {
         group: &[BufferWindow<'_, '_>],
         whole_bytes: u64,
     ) -> Result<Vec<Dispatch>> {
+        let (src, dst) = match direction {
+            Direction::Split => (whole_bytes, 0),
+            Direction::Concat => (group[0].size, whole_bytes),
+        };
         let mut entries = Vec::new();
+        let mut channels = Vec::new();
         let room = table_room(&self.limits);
         for (j, window) in group.iter().enumerate() {
             for v in &window.parts {
@@ -301,6 +306,15 @@ impl GpuSplitter {
                     Direction::Split => (0, local, (j as u64) << DST_BINDING_SHIFT),
                     Direction::Concat => (local, 0, 0),
                 };
+                // A part written channels-last: its planes joined, a dispatch of its own.
+                let bases = (src_base, dst_base, unit_base);
+                if let Some(d) = (direction == Direction::Split)
+                    .then(|| view_channels(&v.runs, bases, (src, dst), self.gather_tuning))
+                    .flatten()
+                {
+                    channels.push(d);
+                    continue;
+                }
                 // The batch's parts share its tables: each takes what the ones before left.
                 let left = room.saturating_sub(entries.len() as u64);
                 entries.extend(view_entries(
@@ -308,11 +322,9 @@ impl GpuSplitter {
                 )?);
             }
         }
-        let (src, dst) = match direction {
-            Direction::Split => (whole_bytes, 0),
-            Direction::Concat => (group[0].size, whole_bytes),
-        };
-        Ok(view_dispatches(entries, src, dst, self.gather_tuning))
+        let mut dispatches = view_dispatches(entries, src, dst, self.gather_tuning);
+        dispatches.extend(channels);
+        Ok(dispatches)
     }
 }
 

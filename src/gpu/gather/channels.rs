@@ -1,15 +1,13 @@
 //! The channels ([`Channels`]): which dispatches of a split or a concat take them, and how
 //! their lanes take groups of rows. Pure.
 
-use super::abi::{Channels, Entry, Params, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
+use super::abi::{Channels, Entry, Params, RUNS_WORKGROUP_SIZE, UNIT_BYTES, WORKGROUP_SIZE};
 use super::modes::{GatherMode, GatherTuning};
 use super::runs::{max_steps, run_units};
 
-/// Rows a group holds: 16 rows of `stride` bytes are `stride` whole units.
-const GROUP_ROWS: u64 = 16;
-
-/// How the lanes of the channels of `rows` rows take their groups of rows, in `tuning`'s
-/// mapping (in runs on CPU adapters): the dispatch's header, its entries still to count.
+/// How the lanes of channels `c` of `rows` rows take their groups of rows (a unit of each
+/// part: `16 / c.width` rows), in `tuning`'s mapping (in runs on CPU adapters): the
+/// dispatch's header, its entries still to count.
 ///
 /// - CPU adapters: each lane a run of consecutive groups, at most half its loop turns (the
 ///   groups past the whole units below a binding's end, at most 17 a lane, take up to 20
@@ -19,8 +17,8 @@ const GROUP_ROWS: u64 = 16;
 ///   fill it up to `max_steps_per_lane`, as the H200's kernel for RGB planes did (each lane
 ///   the bytes of a few whole pixels, constant shifts: 1.46 TB/s, against 0.16 for the
 ///   product's tiles then).
-pub(super) fn channel_lanes(rows: u64, tuning: GatherTuning) -> Params {
-    let groups = rows.div_ceil(GROUP_ROWS);
+pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Params {
+    let groups = rows.div_ceil(UNIT_BYTES / c.width as u64);
     let most = max_steps(tuning.max_steps_per_lane, 2);
     let runs = tuning.mode == GatherMode::Cpu;
     let (steps, lanes, blocks) = if runs {
@@ -46,7 +44,7 @@ pub(super) fn channel_params(c: Channels, entries: &mut [Entry], tuning: GatherT
     entries.iter_mut().for_each(|e| e.block_start = 0);
     Params {
         num_entries: entries.len() as u32,
-        ..channel_lanes(rows, tuning)
+        ..channel_lanes(c, rows, tuning)
     }
 }
 

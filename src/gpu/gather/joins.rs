@@ -114,8 +114,8 @@ pub fn join_dispatch(
     // A lane's steps (units, or the channels' groups of rows), and the blocks that take
     // them.
     let (steps, blocks) = match program.channels {
-        Some(_) => {
-            let p = channel_lanes(bytes.rows, tuning);
+        Some(c) => {
+            let p = channel_lanes(c, bytes.rows, tuning);
             (p.steps_per_lane as u64, p.num_blocks as u64)
         }
         None => {

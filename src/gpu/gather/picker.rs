@@ -71,14 +71,27 @@ fn for_mode(c: Channels, mode: GatherMode) -> bool {
 }
 
 /// The channels of a concat's dispatch whose `segments` are one, into rows of `stride`
-/// bytes from unit 0 of its output, in `mode`, if they are ([`Channels::of`],
-/// [`for_mode`]): its parts side by side from the rows' first byte, in binding 0, each
-/// part's rows from a whole vec4 on.
-fn join_channels_of(stride: u64, segments: &[Segment], mode: GatherMode) -> Option<Channels> {
+/// bytes from its output's first unit, if they are ([`Channels::of`]): its parts side by side
+/// from the rows' first byte, in binding 0, each part's rows from a whole vec4 on.
+fn join_channels_of(stride: u64, segments: &[Segment]) -> Option<Channels> {
     let [s] = segments else { return None };
     let aligned = (s.src_offset as u64 | s.part_step as u64).is_multiple_of(UNIT_BYTES);
     let fits = (s.first_byte, s.binding) == (0, 0) && aligned;
-    Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|&c| fits && for_mode(c, mode))
+    Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|_| fits)
+}
+
+/// The program of a part written through its view as rows of `segment`'s parts side by side
+/// (a channels-last part joined from its planes, `view_entries::view_channels`), if they are
+/// channels ([`join_channels_of`]): on every device, in `mode`'s lane mapping, as the view's
+/// other program moves such parts an element an entry (1/40 of the packed split on lavapipe
+/// and GL, `docs/performance.md`).
+pub(super) fn view_program(stride: u64, segment: &Segment, mode: GatherMode) -> Option<ProgramKey> {
+    let channels = join_channels_of(stride, std::slice::from_ref(segment))?;
+    Some(ProgramKey {
+        entry: EntryPoint::Join,
+        lanes_in_runs: mode == GatherMode::Cpu,
+        channels: Some(channels),
+    })
 }
 
 /// Whether a concat's parts, each its input binding and how its bytes align, read from
@@ -95,7 +108,8 @@ pub(super) fn join_takes_split_rows(
 
 /// The program of a concat's join of `segments` into rows of `stride` bytes, in `mode`: the
 /// channels where `whole` (the dispatch writes the whole output from one binding) and the
-/// segment is channels ([`join_channels_of`]), in `mode`'s lane mapping; else the join's
+/// segment is channels ([`join_channels_of`]) that `mode` takes ([`for_mode`]), in `mode`'s
+/// lane mapping; else the join's
 /// runs, on every device (on the H200 they ran every concat case at least as fast as 256
 /// lanes taking units in turn).
 pub(super) fn join_program(
@@ -104,7 +118,7 @@ pub(super) fn join_program(
     whole: bool,
     mode: GatherMode,
 ) -> ProgramKey {
-    let channels = join_channels_of(stride, segments, mode).filter(|_| whole);
+    let channels = join_channels_of(stride, segments).filter(|&c| whole && for_mode(c, mode));
     ProgramKey {
         entry: EntryPoint::Join,
         lanes_in_runs: channels.is_none() || mode == GatherMode::Cpu,

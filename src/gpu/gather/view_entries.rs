@@ -9,11 +9,19 @@
 //! ends inside a unit merges its last bytes into it; entries that share such a unit go to
 //! different dispatches, recorded one after the other ([`dispatch_of`]), so no two lanes of
 //! a dispatch write one word.
+//!
+//! A part written channels-last (`[1, C, H, W]` into `[1, H, W, C]`, one element a run) is
+//! rather its planes joined into rows of `C` elements, where those are channels: one dispatch
+//! of the join's channels ([`view_channels`]), not an entry per pixel.
 
-use super::abi::{Entry, Mode, Table, HEADER_BYTES, UNIT_BYTES};
+use super::abi::{
+    Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, HEADER_BYTES, UNIT_BYTES,
+};
 use super::blocks::split_table;
+use super::channels::channel_lanes;
 use super::dispatches::Dispatch;
 use super::modes::GatherTuning;
+use super::picker::view_program;
 use crate::error::{Result, SplitError};
 use crate::plan::views::{Level, Runs};
 use std::collections::HashMap;
@@ -132,6 +140,75 @@ pub fn view_entries(
     Ok(entries.collect())
 }
 
+/// The dispatch of a split's part whose view writes its planes' elements side by side
+/// (`runs` of one element from `C` planes, their elements back to back in the source, each
+/// pixel's `C` back to back in the destination: `[1, C, H, W]` written as `[1, H, W, C]`):
+/// the planes joined into rows as a concat's channels are (one segment of `C` parts, read
+/// from input byte `src_base` on, written from output byte `dst_base` on, `unit_base` added
+/// to its first unit), over windows of `src_size` and `dst_size` bytes. `None` where the
+/// rows are not [`Channels`](super::abi::Channels) or a plane or the destination does not
+/// start on a unit.
+pub fn view_channels(
+    runs: &Runs,
+    (src_base, dst_base, unit_base): (u64, u64, u64),
+    (src_size, dst_size): (u64, u64),
+    tuning: GatherTuning,
+) -> Option<Dispatch> {
+    let levels: Vec<Level> = runs
+        .levels
+        .iter()
+        .copied()
+        .filter(|l| l.extent > 1)
+        .collect();
+    let [pixels, planes] = levels[..] else {
+        return None;
+    };
+    let width = runs.run_bytes;
+    let stride = planes.extent * width;
+    let (src, dst) = (runs.src + src_base, runs.dst + dst_base);
+    let side_by_side =
+        (pixels.src_step, pixels.dst_step, planes.dst_step) == (width, stride, width);
+    let aligned = (src | dst | planes.src_step).is_multiple_of(UNIT_BYTES);
+    let bytes = pixels.extent * stride;
+    let fits = (src + planes.extent * planes.src_step).max(dst + bytes) <= u32::MAX as u64;
+    if !(side_by_side && aligned && fits) {
+        return None;
+    }
+    let segment = Segment {
+        first_byte: 0,
+        row_bytes: width as u32,
+        src_offset: src as u32,
+        binding: 0,
+        count: planes.extent as u32,
+        part_step: planes.src_step as u32,
+    };
+    let program = view_program(stride, &segment, tuning.mode)?;
+    let header = JoinHeader {
+        first_unit: (unit_base + dst / UNIT_BYTES) as u32,
+        units: bytes.div_ceil(UNIT_BYTES) as u32,
+        row_bytes: stride as u32,
+        end_byte: bytes as u32,
+        band_units: 0,
+        band_first: 0,
+        band_width: 0,
+    };
+    Some(Dispatch {
+        program,
+        src_offset: 0,
+        src_size,
+        dst_offset: 0,
+        dst_size,
+        params: Params {
+            num_entries: 1,
+            ..channel_lanes(program.channels?, pixels.extent, tuning)
+        },
+        table: Table::Join(JoinTable {
+            header,
+            segments: vec![segment],
+        }),
+    })
+}
+
 /// The dispatch of each of `entries`, numbered from 0: entries that write one unit (one
 /// starting inside a unit where another ends) take different dispatches; the others the
 /// first. At most 16 entries can share a unit, so at most 16 dispatches.
@@ -201,153 +278,4 @@ fn view_dispatch(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::views::{part_runs, Access};
-    use crate::{ops, IntTensor, PartView};
-
-    /// The room of WebGPU's default binding.
-    const ROOM: u64 = 3_355_442;
-
-    /// The entries of output `i` of a split of [1, 4, 48, D] f16 on axis 2 into 32, 8 and 8
-    /// heads (Q, K, V), written through `view`.
-    fn heads(d: usize, i: usize, view: &PartView) -> Result<Vec<Entry>> {
-        let lengths = IntTensor::vector(vec![32, 8, 8]);
-        let plan = ops::variadic_split(&[1, 4, 48, d], &IntTensor::scalar(2), &lengths).unwrap();
-        view_entries(
-            "output",
-            &part_runs(&plan, i, view, 2, Access::Write).unwrap(),
-            0,
-            0,
-            0,
-            ROOM,
-        )
-    }
-
-    #[test]
-    fn a_view_past_its_tables_room_is_refused_by_name() {
-        // [41, 41, 41, 41] f16 written with its axes reversed: the destination's rows are
-        // the first axis, one element a run, in 41^3 = 68,921 blocks. WebGPU's default
-        // binding holds them; a table with room for one block fewer refuses them.
-        let plan = ops::split(&[41; 4], &IntTensor::scalar(0), 1).unwrap();
-        let transposed = PartView {
-            offset: 0,
-            strides: vec![1, 41, 41 * 41, 41 * 41 * 41],
-        };
-        let runs = part_runs(&plan, 0, &transposed, 2, Access::Write).unwrap();
-        assert_eq!(
-            view_entries("output 0", &runs, 0, 0, 0, ROOM)
-                .unwrap()
-                .len(),
-            68_921
-        );
-        let m = view_entries("output 0", &runs, 0, 0, 0, 68_920)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            m.contains(
-                "output 0: its view lowers to 68921 blocks of runs, past the 68920 its \
-                 dispatch's table has room for in one storage binding (the device's \
-                 max_storage_buffer_binding_size; 40 bytes a block)"
-            ),
-            "{m}"
-        );
-    }
-
-    #[test]
-    fn a_table_takes_its_header_then_40_bytes_a_block() {
-        // 128 MiB, WebGPU's default binding.
-        assert_eq!(ROOM, ((128 << 20) - HEADER_BYTES) / 40);
-        let tiny = wgpu::Limits {
-            max_storage_buffer_binding_size: HEADER_BYTES - 1,
-            ..wgpu::Limits::default()
-        };
-        assert_eq!(table_room(&tiny), 0);
-    }
-
-    #[test]
-    fn aligned_rows_take_the_level_of_most_runs() {
-        // Q [1, 4, 32, 128] as [1, 32, 4, 128]: a head's 4 rows lie back to back, but the
-        // 32 heads of a position are the level of most runs: an entry a position, its 32
-        // rows a head apart in the destination and back to back in the source.
-        let q =
-            PartView::within(&[1, 4, 32, 128], &[1, 32, 4, 128], &[0, 2, 1, 3], &[0; 4]).unwrap();
-        let entries = heads(128, 0, &q).unwrap();
-        assert_eq!(entries.len(), 4);
-        let e = entries[3];
-        assert_eq!(
-            (e.dst_unit, e.out_bytes, e.row_bytes),
-            (3 * 256 / 16, 32 * 256, 256)
-        );
-        assert_eq!(
-            (e.src_offset, e.src_stride, e.dst_stride),
-            (3 * 48 * 256, 256, 4 * 256)
-        );
-        assert!(entries.iter().all(Entry::is_vec4));
-        assert_eq!(dispatch_of(&entries), [0; 4]);
-        // Heads of 127 elements, not in units: an entry a head, whose rows lie back to back.
-        // Head 1's 4 rows of 254 bytes start at byte 1,016, 8 bytes into unit 63, where head
-        // 0 ends; its unit 0 starts a row back, at column 246.
-        let q =
-            PartView::within(&[1, 4, 32, 127], &[1, 32, 4, 127], &[0, 2, 1, 3], &[0; 4]).unwrap();
-        let entries = heads(127, 0, &q).unwrap();
-        let e = entries[1];
-        assert_eq!(
-            (e.dst_unit, e.skip, e.first_byte, e.out_bytes),
-            (63, 8, 246, 8 + 1016)
-        );
-        assert_eq!(e.src_offset, (254u32).wrapping_sub(48 * 254));
-        assert_eq!((entries[0].skip, entries[2].skip), (0, 0));
-        // Head 0 ends inside unit 63, head 1 starts there: the odd heads take a second
-        // dispatch (head 2 starts on a unit; head 3 inside the unit where head 2 ends).
-        let of = dispatch_of(&entries);
-        assert_eq!(of[..4], [0, 1, 0, 1]);
-        assert_eq!(*of.iter().max().unwrap(), 1);
-    }
-
-    #[test]
-    fn rows_apart_take_vec4s_and_unaligned_ones_an_entry_each() {
-        // K [1, 4, 8, 8] f16 into [1, 4, 8, 16]: rows of 16 bytes, 32 apart: vec4s.
-        let k = PartView::within(&[1, 4, 8, 8], &[1, 4, 8, 16], &[0, 1, 2, 3], &[0; 4]).unwrap();
-        let lengths = IntTensor::vector(vec![32, 8, 8]);
-        let plan = ops::variadic_split(&[1, 4, 48, 8], &IntTensor::scalar(2), &lengths).unwrap();
-        let entries = view_entries(
-            "k",
-            &part_runs(&plan, 1, &k, 2, Access::Write).unwrap(),
-            0,
-            0,
-            0,
-            ROOM,
-        )
-        .unwrap();
-        assert_eq!(entries.len(), 4);
-        let e = entries[1];
-        assert_eq!(
-            (e.out_bytes, e.row_bytes, e.dst_stride, e.src_stride),
-            (8 * 16, 16, 32, 16)
-        );
-        assert_eq!((e.dst_unit, e.src_offset), (256 / 16, 768 + 32 * 16));
-        assert!(entries.iter().all(Entry::is_vec4));
-        // At element 4 of each row (byte 8): the rows start inside units.
-        let k =
-            PartView::within(&[1, 4, 8, 8], &[1, 4, 8, 16], &[0, 1, 2, 3], &[0, 0, 0, 4]).unwrap();
-        let runs = part_runs(&plan, 1, &k, 2, Access::Write).unwrap();
-        let entries = view_entries("k", &runs, 0, 0, 0, ROOM).unwrap();
-        assert_eq!(entries.len(), 32);
-        assert!(entries
-            .iter()
-            .all(|e| (e.skip, e.first_byte, e.out_bytes) == (8, 8, 24)));
-        // Each row owns the unit it starts in and the one it ends in: one dispatch.
-        assert_eq!(dispatch_of(&entries), [0; 32]);
-        // Moved 8 bytes on, every run starts on a unit: rows apart again, unless the source
-        // is not in units either.
-        assert_eq!(view_entries("k", &runs, 0, 8, 0, ROOM).unwrap().len(), 4);
-        let entries = view_entries("k", &runs, 4, 8, 1 << 27, ROOM).unwrap();
-        assert_eq!(entries.len(), 32);
-        assert_eq!(entries[1].dst_unit, (1 << 27) + 3);
-        assert_eq!(
-            (entries[1].out_bytes, entries[1].mode),
-            (16, Mode::Word as u32)
-        );
-    }
-}
+mod view_entries_tests;
