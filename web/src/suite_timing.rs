@@ -69,7 +69,7 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
         // The parts in one region, or through their views in a buffer each.
         let viewed = case
             .layout
-            .views(case.dtype.size())
+            .views(&plan, case.dtype.size())
             .map_err(|e| e.to_string())?;
         let parts: Vec<wgpu::Buffer> = match &viewed {
             Some((_, sizes)) => sizes
