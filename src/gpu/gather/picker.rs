@@ -1,6 +1,7 @@
 //! What each dispatch runs: the one choice of its program ([`ProgramKey`], also its
 //! pipeline's cache key), for a split's entries ([`split_program`]; a view's parts and a
-//! concat's aligned parts take a split's table) and for a concat's join ([`join_program`]).
+//! concat's aligned parts take a split's table) and for a concat's join ([`join_program`];
+//! a split's part written channels-last is its planes joined).
 //! Pure.
 
 use super::abi::{Channels, Entry, EntryPoint, Mode, ProgramKey, Segment, UNIT_BYTES};
@@ -62,10 +63,10 @@ fn channels_of(entries: &[Entry], mode: GatherMode) -> Option<Channels> {
         .filter(|&c| side_by_side && aligned && for_mode(c, mode))
 }
 
-/// Whether `mode` takes channels `c`: GPUs every one; CPU adapters those of parts that are not
-/// whole words, as the runs move parts of 4 bytes a word at a time faster there (`tiny_runs`
-/// as channels: 0.84 to 0.93 of the copy kernel on lavapipe, against 0.97 to 0.99 in the
-/// runs; 0.73 against about 1.0 on SwiftShader, the browser's adapter).
+/// Whether a split in `mode` takes channels `c`: GPUs every one; CPU adapters those of parts
+/// that are not whole words, as a split's runs move parts of 4 bytes a word at a time faster
+/// there (`tiny_runs` as channels: 3.7 GB/s on lavapipe and GL, 4.3 to 4.6 in the runs; 0.73
+/// against about 1.0 of the copy kernel on SwiftShader, the browser's adapter).
 fn for_mode(c: Channels, mode: GatherMode) -> bool {
     mode == GatherMode::Gpu || !c.width.is_multiple_of(4)
 }
@@ -80,20 +81,6 @@ fn join_channels_of(stride: u64, segments: &[Segment]) -> Option<Channels> {
     Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|_| fits)
 }
 
-/// The program of a part written through its view as rows of `segment`'s parts side by side
-/// (a channels-last part joined from its planes, `view_entries::view_channels`), if they are
-/// channels ([`join_channels_of`]): on every device, in `mode`'s lane mapping, as the view's
-/// other program moves such parts an element an entry (1/40 of the packed split on lavapipe
-/// and GL, `docs/performance.md`).
-pub(super) fn view_program(stride: u64, segment: &Segment, mode: GatherMode) -> Option<ProgramKey> {
-    let channels = join_channels_of(stride, std::slice::from_ref(segment))?;
-    Some(ProgramKey {
-        entry: EntryPoint::Join,
-        lanes_in_runs: mode == GatherMode::Cpu,
-        channels: Some(channels),
-    })
-}
-
 /// Whether a concat's parts, each its input binding and how its bytes align, read from
 /// `windows` input windows, take a split's table: every part aligned to 16 bytes (its rows,
 /// columns and source offset) and read through one binding, so each unit is one vec4 copied,
@@ -106,19 +93,20 @@ pub(super) fn join_takes_split_rows(
     windows == 1 && parts.len() > 0 && parts.all(|part| part == (0, Mode::Vec4))
 }
 
-/// The program of a concat's join of `segments` into rows of `stride` bytes, in `mode`: the
-/// channels where `whole` (the dispatch writes the whole output from one binding) and the
-/// segment is channels ([`join_channels_of`]) that `mode` takes ([`for_mode`]), in `mode`'s
-/// lane mapping; else the join's
-/// runs, on every device (on the H200 they ran every concat case at least as fast as 256
-/// lanes taking units in turn).
+/// The program of a concat's join of `segments` into rows of `stride` bytes (or of a split's
+/// part written channels-last, its planes the segment's parts: `view_channels`), in `mode`:
+/// the channels where `whole` (the dispatch writes the whole output from one binding) and the
+/// segment is channels ([`join_channels_of`]), on every device, in `mode`'s lane mapping
+/// (`concat_tiny_runs` at 0.96 of the copy kernel on lavapipe in them, 0.2 in the join's
+/// runs); else the join's runs, on every device (on the H200 they ran every concat case at
+/// least as fast as 256 lanes taking units in turn).
 pub(super) fn join_program(
     stride: u64,
     segments: &[Segment],
     whole: bool,
     mode: GatherMode,
 ) -> ProgramKey {
-    let channels = join_channels_of(stride, segments).filter(|&c| whole && for_mode(c, mode));
+    let channels = join_channels_of(stride, segments).filter(|_| whole);
     ProgramKey {
         entry: EntryPoint::Join,
         lanes_in_runs: channels.is_none() || mode == GatherMode::Cpu,

@@ -21,7 +21,7 @@ use super::blocks::split_table;
 use super::channels::channel_lanes;
 use super::dispatches::Dispatch;
 use super::modes::GatherTuning;
-use super::picker::view_program;
+use super::picker::join_program;
 use crate::error::{Result, SplitError};
 use crate::plan::views::{Level, Runs};
 use std::collections::HashMap;
@@ -182,7 +182,7 @@ pub fn view_channels(
         count: planes.extent as u32,
         part_step: planes.src_step as u32,
     };
-    let program = view_program(stride, &segment, tuning.mode)?;
+    let program = join_program(stride, std::slice::from_ref(&segment), true, tuning.mode);
     let header = JoinHeader {
         first_unit: (unit_base + dst / UNIT_BYTES) as u32,
         units: bytes.div_ceil(UNIT_BYTES) as u32,
