@@ -105,8 +105,10 @@ fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<fu
             var src = s.src_offset + j * s.part_step + row * s.row_bytes + t;
             var col = t;
             var part = j;
+            // Parts of whole words from whole words: a word at a time.
+            let words = (s.row_bytes | s.src_offset | s.part_step) % 4u == 0u;
             for (; u < min(end, h.header.end_byte / 16u); u++) {
-                store_unit(u, walk_unit(walk, &src, &col, &part, false));
+                store_unit(u, walk_unit(walk, &src, &col, &part, words));
             }
         }
     }
