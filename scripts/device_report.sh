@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
 # Tests and measures this project on a machine's Vulkan adapter from the binaries
-# `scripts/pack_binaries.sh` packed: every test (the GL adapter's left out), then the bench RUNS
-# times (3 by default) per lane mapping and on the routes the device picks, 20 splits per
-# submission, in device time where the adapter has timestamps; then the memory trace once, a
-# step of its own under a time limit (a driver's compiler may take long over a trace build).
-# Writes logs and JSON reports into OUT_DIR, one line per step to OUT_DIR/steps.txt,
-# and OUT_DIR/summary.md (scripts/bench_summary.py: a section for docs/performance.md, with
-# PyTorch's rates beside ours when TORCH names its torch.json), which it prints at the end.
-# On an H200 it should take about 5 minutes: the tests about 95 s, each bench run about 25 s.
-# BENCH_ARGS adds bench options (`--quick`, `--cases=...`) to every bench run.
+# `scripts/pack_binaries.sh` packed, the steps in the order of what they show: the bench once
+# on the gather in the GPU lane mapping (20 splits per submission, device time where the
+# adapter has timestamps), every test (the GL adapter's left out), the other gather runs, the
+# routes the device picks (RUNS times each, 3 by default), the CPU lane mapping once, then the
+# memory trace (a driver's compiler may take long over a trace build). A step that would start
+# past DEADLINE seconds (480 by default) is skipped and said so, so that a call under a time
+# limit still brings back what ran. Writes logs and JSON reports into OUT_DIR, one line per
+# step to OUT_DIR/steps.txt, and OUT_DIR/summary.md after every step
+# (scripts/bench_summary.py: a section for docs/performance.md, with PyTorch's rates beside
+# ours when TORCH names its torch.json), which it prints at the end. BENCH_ARGS adds bench
+# options (`--quick`, `--cases=...`) to every bench run.
 #
-# Usage: [BENCH_ARGS=...] [TORCH=torch.json] scripts/device_report.sh BINARIES.tar.xz OUT_DIR [RUNS]
+# Usage: [BENCH_ARGS=...] [TORCH=torch.json] [DEADLINE=s] scripts/device_report.sh BINARIES.tar.xz OUT_DIR [RUNS]
+#
+# On a lent GPU (the device tool: a 10-minute command, 15 minutes of device time in all, at
+# most 8 files back), pack here, then run in one call, carrying the pack and the Vulkan loader
+# (`.gl`, /work/.library/device/README.md), and bring the reports back as one file:
+#   scripts/pack_binaries.sh target/pack/binaries.tar.xz
+#   carry [".gl", "target/pack"], timeout_s 600:
+#   for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig;
+#   TORCH=../shared/gpu/h200-2026-11-27/torch.json scripts/device_report.sh \
+#     target/pack/binaries.tar.xz /tmp/report; tar -cJf $OUT/report.tar.xz -C /tmp/report .;
+#   cp /tmp/report/summary.md $OUT/
 set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 BINARIES.tar.xz OUT_DIR [RUNS]" >&2; exit 2; }
 pack=$(realpath "$1")
@@ -31,18 +43,24 @@ if [ ! -e "$command_path" ]; then
 fi
 steps="$out/steps.txt"
 : > "$steps"
+deadline=${DEADLINE:-480}
+summarize() {
+  python3 scripts/bench_summary.py "$out" ${torch:+"$torch"} > "$out/summary.md" 2>/dev/null
+}
 step() {
   local name=$1
   shift
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "$name: skipped at $SECONDS s (DEADLINE $deadline s)" | tee -a "$steps"
+    return
+  fi
   local start=$SECONDS
   "$@" > "$out/$name.log" 2>&1
   echo "$name: exit $? in $((SECONDS - start)) s" | tee -a "$steps"
+  summarize
 }
 
 "$bin/wgpu-split" info > "$out/info.txt" 2>&1
-for t in "$bin"/tests/*; do
-  step "test.$(basename "$t")" "$t" --skip ::gl
-done
 bench() {
   local name=$1
   shift
@@ -50,17 +68,25 @@ bench() {
   step "$name" "$bin/wgpu-split" bench --backend=vulkan --batch=20 \
     --json="$out/$name.json" "$@" ${BENCH_ARGS:-}
 }
-for r in $(seq 1 "$runs"); do
+bench bench.gather.gpu.1 --route=gather --gather-mode=gpu
+for t in "$bin"/tests/*; do
+  step "test.$(basename "$t")" "$t" --skip ::gl
+done
+for r in $(seq 2 "$runs"); do
   bench "bench.gather.gpu.$r" --route=gather --gather-mode=gpu
-  bench "bench.gather.cpu.$r" --route=gather --gather-mode=cpu
+done
+for r in $(seq 1 "$runs"); do
   bench "bench.auto.$r" --route=auto
 done
+bench bench.gather.cpu.1 --route=gather --gather-mode=cpu
 # The traced figures: the gather as a GPU runs it, each case once, timed briefly (`--quick`,
-# given once).
+# given once), within what the deadline leaves.
 memory_args=${BENCH_ARGS:-}
+limit=$((deadline + 60 - SECONDS))
 # shellcheck disable=SC2086 # BENCH_ARGS holds several options
-step memory timeout 240 "$bin/wgpu-split" bench --backend=vulkan --quick --route=gather \
-  --gather-mode=gpu --memory --json="$out/memory.json" ${memory_args//--quick/}
+step memory timeout $((limit < 240 ? (limit > 1 ? limit : 1) : 240)) "$bin/wgpu-split" bench \
+  --backend=vulkan --quick --route=gather --gather-mode=gpu --memory --json="$out/memory.json" \
+  ${memory_args//--quick/}
 echo "$(grep -c "exit 0 " "$steps") of $(wc -l < "$steps") steps passed in $SECONDS s" | tee -a "$steps"
-python3 scripts/bench_summary.py "$out" ${torch:+"$torch"} > "$out/summary.md"
+summarize
 cat "$out/summary.md"
