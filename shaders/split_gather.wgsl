@@ -311,7 +311,7 @@ fn rows_vec4_block(block: u32, lane: u32) {
 // Entry point `main_rows`, entries of any mode: the channels, the runs, or the shifted
 // lanes.
 fn rows_block(block: u32, lane: u32) {
-    if (CHANNEL_STRIDE > 0u) {
+    if (CHANNEL_WIDTH > 0u) {
         channels(block, lane);
     } else if (LANES_IN_RUNS) {
         runs(block, lane, false);

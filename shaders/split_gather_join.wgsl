@@ -13,7 +13,7 @@ struct Join {
 
 // Entry point `main_join`: the channels, or each lane a run of units.
 fn join_block(block: u32, lane: u32) {
-    if (CHANNEL_STRIDE > 0u) {
+    if (CHANNEL_WIDTH > 0u) {
         join_channels(block, lane);
     } else {
         join_runs_block(block, lane);

@@ -119,27 +119,26 @@ fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<fu
 
 // ---- Channels: rows of equal parts shorter than a unit, split or joined ----
 //
-// Rows of CHANNEL_STRIDE bytes, CHANNEL_PARTS parts of CHANNEL_WIDTH bytes side by side (0:
-// no such pipeline; the host's `Channels`: 3 or 4 parts of 1, 2 or 4 bytes). Each lane step
-// takes a group of CHANNEL_ROWS rows, one unit of each part and CHANNEL_PARTS units of the
-// rows: it loads the group's aligned vec4s (a split's from its input rows, a concat's one
-// from each part), then stores its units, every byte picked from a place the constants fix,
-// so the driver folds the picking into shifts of registers (the same picking at places read
-// from the table ran at a third of the rate on llvmpipe, docs/performance.md). The group's
-// loads and units are written out, not looped over: those past the constants fold away with
-// their guards. A lane takes its groups in a run (LANES_IN_RUNS) or, consecutive lanes
+// Rows of 2, 3 or 4 parts of CHANNEL_WIDTH bytes side by side (0: no such pipeline; the
+// host's `Channels`: parts of 1, 2 or 4 bytes). The dispatch's count of parts (a split's
+// entries, a concat's segment's parts) picks one of three bodies, in each of which it is a
+// constant, `c`. Each lane step takes a group of CHANNEL_ROWS rows, one unit of each part and
+// `c` units of the rows: it loads the group's aligned vec4s (a split's from its input rows, a
+// concat's one from each part), then stores its units, every byte picked from a place the
+// constants fix, so the driver folds the picking into shifts of registers (the same picking
+// at places read from the table ran at a third of the rate on llvmpipe, docs/performance.md).
+// The group's loads and units are written out, not looped over: those past `c` fold away
+// with their guards. A lane takes its groups in a run (LANES_IN_RUNS) or, consecutive lanes
 // consecutive groups, in turn (`lane_span`).
-override CHANNEL_STRIDE: u32 = 0u;
-override CHANNEL_WIDTH: u32 = 1u;
-override CHANNEL_ROWS: u32 = 16u / CHANNEL_WIDTH;
-// The parts, and CHANNEL_STRIDE, as divisors: 1 in the pipelines without channels, whose
-// code folds away.
-override CHANNEL_PARTS: u32 = max(CHANNEL_STRIDE / CHANNEL_WIDTH, 1u);
-override CHANNEL_ROW: u32 = max(CHANNEL_STRIDE, 1u);
+override CHANNEL_WIDTH: u32 = 0u;
+// CHANNEL_WIDTH as a divisor: 1 in the pipelines without channels, whose code folds away.
+override CHANNEL_UNIT: u32 = max(CHANNEL_WIDTH, 1u);
+override CHANNEL_ROWS: u32 = 16u / CHANNEL_UNIT;
 
-// The group's vec4 `i` (one a part) into its words: vec4 `at + i * step` of the input.
-fn channel_load(w: ptr<function, array<u32, 16>>, at: u32, step: u32, i: u32) {
-    if (i < CHANNEL_PARTS) {
+// The group's vec4 `i` (one a part, `c` of them) into its words: vec4 `at + i * step` of the
+// input.
+fn channel_load(w: ptr<function, array<u32, 16>>, at: u32, step: u32, i: u32, c: u32) {
+    if (i < c) {
         let v = load_vec4(at + i * step);
         (*w)[4u * i] = v.x;
         (*w)[4u * i + 1u] = v.y;
@@ -150,125 +149,146 @@ fn channel_load(w: ptr<function, array<u32, 16>>, at: u32, step: u32, i: u32) {
 
 // The group's vec4s (`channel_load`), written out: a split's rows follow one another
 // (`step` 1), a concat's parts lie `step` vec4s apart.
-fn channel_group(w: ptr<function, array<u32, 16>>, at: u32, step: u32) {
-    channel_load(w, at, step, 0u); channel_load(w, at, step, 1u); channel_load(w, at, step, 2u); channel_load(w, at, step, 3u);
+fn channel_group(w: ptr<function, array<u32, 16>>, at: u32, step: u32, c: u32) {
+    channel_load(w, at, step, 0u, c); channel_load(w, at, step, 1u, c); channel_load(w, at, step, 2u, c); channel_load(w, at, step, 3u, c);
 }
 
-// The byte of the group's words that byte `j` of its unit `t` takes: a split's unit t is
-// part t's, from the group's rows; a concat's is unit t of the group's rows, from the parts'
-// units.
-fn channel_place(t: u32, j: u32, join: bool) -> u32 {
+// The byte of the group's words that byte `j` of its unit `t` takes, in rows of `c` parts: a
+// split's unit t is part t's, from the group's rows; a concat's is unit t of the group's rows,
+// from the parts' units.
+fn channel_place(c: u32, t: u32, j: u32, join: bool) -> u32 {
+    let stride = c * CHANNEL_UNIT;
     if (join) {
         let o = 16u * t + j;
-        let col = o % CHANNEL_ROW;
-        return 16u * (col / CHANNEL_WIDTH) + (o / CHANNEL_ROW) * CHANNEL_WIDTH + col % CHANNEL_WIDTH;
+        let col = o % stride;
+        return 16u * (col / CHANNEL_UNIT) + (o / stride) * CHANNEL_UNIT + col % CHANNEL_UNIT;
     }
-    return (j / CHANNEL_WIDTH) * CHANNEL_STRIDE + t * CHANNEL_WIDTH + j % CHANNEL_WIDTH;
+    return (j / CHANNEL_UNIT) * stride + t * CHANNEL_UNIT + j % CHANNEL_UNIT;
 }
 
 // Byte `j` of the group's unit `t`, in its place in the unit's word.
-fn channel_byte(w: ptr<function, array<u32, 16>>, t: u32, j: u32, join: bool) -> u32 {
-    let q = channel_place(t, j, join);
+fn channel_byte(w: ptr<function, array<u32, 16>>, c: u32, t: u32, j: u32, join: bool) -> u32 {
+    let q = channel_place(c, t, j, join);
     return (((*w)[q >> 2u] >> ((q & 3u) * 8u)) & 0xffu) << ((j & 3u) * 8u);
 }
 
-fn channel_word(w: ptr<function, array<u32, 16>>, t: u32, k: u32, join: bool) -> u32 {
+fn channel_word(w: ptr<function, array<u32, 16>>, c: u32, t: u32, k: u32, join: bool) -> u32 {
     // Parts of whole words: the word as it is.
     if (CHANNEL_WIDTH == 4u) {
-        return (*w)[channel_place(t, 4u * k, join) >> 2u];
+        return (*w)[channel_place(c, t, 4u * k, join) >> 2u];
     }
-    return channel_byte(w, t, 4u * k, join) | channel_byte(w, t, 4u * k + 1u, join) | channel_byte(w, t, 4u * k + 2u, join) | channel_byte(w, t, 4u * k + 3u, join);
+    return channel_byte(w, c, t, 4u * k, join) | channel_byte(w, c, t, 4u * k + 1u, join) | channel_byte(w, c, t, 4u * k + 2u, join) | channel_byte(w, c, t, 4u * k + 3u, join);
 }
 
-fn channel_unit(w: ptr<function, array<u32, 16>>, t: u32, join: bool) -> vec4<u32> {
-    return vec4<u32>(channel_word(w, t, 0u, join), channel_word(w, t, 1u, join), channel_word(w, t, 2u, join), channel_word(w, t, 3u, join));
+fn channel_unit(w: ptr<function, array<u32, 16>>, c: u32, t: u32, join: bool) -> vec4<u32> {
+    return vec4<u32>(channel_word(w, c, t, 0u, join), channel_word(w, c, t, 1u, join), channel_word(w, c, t, 2u, join), channel_word(w, c, t, 3u, join));
 }
 
 // The group's unit `t` into unit `g` of part t, whose first `dsts` holds.
-fn channel_store(w: ptr<function, array<u32, 16>>, dsts: ptr<function, array<u32, 4>>, g: u32, t: u32) {
-    if (t < CHANNEL_PARTS) {
-        store_unit_fast((*dsts)[t] + g, channel_unit(w, t, false));
+fn channel_store(w: ptr<function, array<u32, 16>>, dsts: ptr<function, array<u32, 4>>, g: u32, t: u32, c: u32) {
+    if (t < c) {
+        store_unit_fast((*dsts)[t] + g, channel_unit(w, c, t, false));
     }
 }
 
 // Part `k`'s entry: its first unit into `dsts`, and `whole` lowered to the groups whose units
 // it holds whole below its binding's `units_end` (those store with no choice of binding).
-fn channel_part(dsts: ptr<function, array<u32, 4>>, whole: ptr<function, u32>, k: u32) {
-    if (k < CHANNEL_PARTS) {
+fn channel_part(dsts: ptr<function, array<u32, 4>>, whole: ptr<function, u32>, k: u32, c: u32) {
+    if (k < c) {
         let e = read_entry(k);
         (*dsts)[k] = e.dst_unit;
         *whole = min(*whole, min(units_below(e, units_end(e.dst_unit)), e.out_bytes / 16u));
     }
 }
 
-// A split's channels (`main_rows`): the lane's groups, from entry 0's first source byte (a
+// A split's channels (`main_rows`), the body of its count of parts.
+fn channels(block: u32, lane: u32) {
+    let p = read_params();
+    switch (p.num_entries) {
+        case 2u: { channels_of(p, block, lane, 2u); }
+        case 3u: { channels_of(p, block, lane, 3u); }
+        default: { channels_of(p, block, lane, 4u); }
+    }
+}
+
+// A split's channels of `c` parts: the lane's groups, from entry 0's first source byte (a
 // whole vec4) on. Groups past a part's whole units below its `units_end` (the last group
 // where rows are not a multiple of 16 bytes, and a binding's last units) go unit by unit
 // (`copy_unit`).
-fn channels(block: u32, lane: u32) {
-    let p = read_params();
+fn channels_of(p: Params, block: u32, lane: u32, c: u32) {
     var dsts: array<u32, 4>;
     var whole = 0xffffffffu;
-    channel_part(&dsts, &whole, 0u); channel_part(&dsts, &whole, 1u); channel_part(&dsts, &whole, 2u); channel_part(&dsts, &whole, 3u);
+    channel_part(&dsts, &whole, 0u, c); channel_part(&dsts, &whole, 1u, c); channel_part(&dsts, &whole, 2u, c); channel_part(&dsts, &whole, 3u, c);
     let e0 = read_entry(0u);
     let span = lane_span(p, block, lane, (e0.out_bytes + 15u) / 16u);
     let src = e0.src_offset / 16u;
     var g = span.x;
     for (; g < min(whole, span.y); g += span.z) {
         var w: array<u32, 16>;
-        channel_group(&w, src + g * CHANNEL_PARTS, 1u);
-        channel_store(&w, &dsts, g, 0u); channel_store(&w, &dsts, g, 1u); channel_store(&w, &dsts, g, 2u); channel_store(&w, &dsts, g, 3u);
+        channel_group(&w, src + g * c, 1u, c);
+        channel_store(&w, &dsts, g, 0u, c); channel_store(&w, &dsts, g, 1u, c); channel_store(&w, &dsts, g, 2u, c); channel_store(&w, &dsts, g, 3u, c);
     }
     for (; g < span.y; g += span.z) {
-        for (var k = 0u; k < CHANNEL_PARTS; k++) {
+        for (var k = 0u; k < c; k++) {
             copy_unit(read_entry(k), g, false);
         }
     }
 }
 
 // The group's unit `t` into the output's unit `d + t` (`d`: the group's first).
-fn join_channel_store(w: ptr<function, array<u32, 16>>, d: u32, t: u32) {
-    if (t < CHANNEL_PARTS) {
-        store_unit_fast(d + t, channel_unit(w, t, true));
+fn join_channel_store(w: ptr<function, array<u32, 16>>, d: u32, t: u32, c: u32) {
+    if (t < c) {
+        store_unit_fast(d + t, channel_unit(w, c, t, true));
     }
 }
 
 // Rows of parts side by side (`main_join`): a concat's channels, or a part of a split written
-// channels-last through its view (its planes are the parts). The dispatch's one segment, in
-// binding 0, holds every part's rows from a whole vec4 on; the output's rows lie from unit
-// `first_unit` on, `end_byte` bytes. The lane's groups past the output's whole units below
-// its binding's `units_end` (the last group where rows are not a multiple of 16 bytes, a
-// binding's last units) load and store unit by unit, each part's vec4s past the input's end
-// as zeros and the output's last unit merged (`store_unit_n`).
+// channels-last through its view (its planes are the parts); the body of the segment's count
+// of parts.
 fn join_channels(block: u32, lane: u32) {
     let p = read_params();
     let h = read_join_header();
     let s = read_segment(1u);
+    switch (s.count) {
+        case 2u: { join_channels_of(p, h, s, block, lane, 2u); }
+        case 3u: { join_channels_of(p, h, s, block, lane, 3u); }
+        default: { join_channels_of(p, h, s, block, lane, 4u); }
+    }
+}
+
+// Rows of `c` parts side by side: the dispatch's one segment, in binding 0, holds every part's
+// rows from a whole vec4 on; the output's rows lie from unit `first_unit` on, `end_byte`
+// bytes. The lane's groups past the output's whole units below its binding's `units_end`
+// (the last group where rows are not a multiple of 16 bytes, a binding's last units) load
+// and store unit by unit, each part's vec4s past the input's end as zeros and the output's
+// last unit merged (`store_unit_n`).
+fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32, c: u32) {
     let o = h.first_unit;
-    let span = lane_span(p, block, lane, (h.end_byte / CHANNEL_ROW + CHANNEL_ROWS - 1u) / CHANNEL_ROWS);
-    let whole = min(units_end(o) - o, h.end_byte / 16u) / CHANNEL_PARTS;
+    let rows = h.end_byte / (c * CHANNEL_UNIT);
+    let span = lane_span(p, block, lane, (rows + CHANNEL_ROWS - 1u) / CHANNEL_ROWS);
+    let whole = min(units_end(o) - o, h.end_byte / 16u) / c;
     let src = s.src_offset / 16u;
     let step = s.part_step / 16u;
     var g = span.x;
     for (; g < min(whole, span.y); g += span.z) {
         var w: array<u32, 16>;
-        channel_group(&w, src + g, step);
-        let d = o + g * CHANNEL_PARTS;
-        join_channel_store(&w, d, 0u); join_channel_store(&w, d, 1u); join_channel_store(&w, d, 2u); join_channel_store(&w, d, 3u);
+        channel_group(&w, src + g, step, c);
+        let d = o + g * c;
+        join_channel_store(&w, d, 0u, c); join_channel_store(&w, d, 1u, c); join_channel_store(&w, d, 2u, c); join_channel_store(&w, d, 3u, c);
     }
     for (; g < span.y; g += span.z) {
         var w: array<u32, 16>;
-        for (var i = 0u; i < CHANNEL_PARTS; i++) {
+        for (var i = 0u; i < c; i++) {
             let v = load_vec4_edge(src + g + i * step);
             w[4u * i] = v.x;
             w[4u * i + 1u] = v.y;
             w[4u * i + 2u] = v.z;
             w[4u * i + 3u] = v.w;
         }
-        for (var t = 0u; t < CHANNEL_PARTS; t++) {
-            let b = (g * CHANNEL_PARTS + t) * 16u;
+        for (var t = 0u; t < c; t++) {
+            let b = (g * c + t) * 16u;
             if (b < h.end_byte) {
-                store_unit_n(o + g * CHANNEL_PARTS + t, channel_unit(&w, t, true), h.end_byte - b);
+                store_unit_n(o + g * c + t, channel_unit(&w, c, t, true), h.end_byte - b);
             }
         }
     }

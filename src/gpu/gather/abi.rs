@@ -204,7 +204,7 @@ impl EntryPoint {
 
 /// What one dispatch runs, and the key of its compiled pipeline: the entry point, the lane
 /// mapping and the channels, which the shader takes as its override constants
-/// (`LANES_IN_RUNS`, `WORKGROUP_SIZE`, `CHANNEL_STRIDE`, `CHANNEL_WIDTH`). The planner picks
+/// (`LANES_IN_RUNS`, `WORKGROUP_SIZE`, `CHANNEL_WIDTH`). The planner picks
 /// it with the dispatch's table (`gather::picker`, the one place that chooses), and nothing
 /// derives it later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -220,63 +220,45 @@ pub struct ProgramKey {
 }
 
 impl std::fmt::Display for ProgramKey {
-    /// The entry point, the lane mapping and the channels: `main_rows runs 3x1`.
+    /// The entry point, the lane mapping and the channels: `main_rows runs channels w1`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mapping = if self.lanes_in_runs { "runs" } else { "lanes" };
         write!(f, "{} {mapping}", self.entry.name())?;
         match self.channels {
-            Some(c) => write!(f, " {}x{}", c.stride, c.width),
+            Some(c) => write!(f, " channels w{}", c.width),
             None => Ok(()),
         }
     }
 }
 
-/// Rows of `stride` bytes as 3 or 4 equal parts of `width` bytes side by side, 1, 2 or 4
-/// bytes each (an image's RGB or RGBA pixels of u8, f16 or f32: [`Channels::ALL`]), split or
-/// concatenated a group of 16 rows at a time: `stride` units on either side. Fixed per
-/// pipeline, so that the place of every byte in the group is a constant the driver folds
-/// into shifts (`channels` and `join_channels` in `shaders/split_gather_narrow.wgsl`).
+/// Rows of 2, 3 or 4 equal parts of `width` bytes side by side, 1, 2 or 4 bytes each (an
+/// image's RGB or RGBA pixels of u8, f16 or f32, a complex number's parts: [`Channels::ALL`]),
+/// split or concatenated a unit of each part at a time (`16 / width` rows). The width is
+/// fixed per pipeline and the dispatch's parts pick one of three bodies, each for its count
+/// of parts, so that the place of every byte in the group is a constant the driver folds into
+/// shifts (`channels` and `join_channels` in `shaders/split_gather_narrow.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Channels {
-    pub stride: u8,
     pub width: u8,
 }
 
 impl Channels {
-    /// Every channels program, in the order of their keys: 3 or 4 parts of 1, 2 or 4 bytes.
-    pub const ALL: [Channels; 6] = [
-        Channels {
-            stride: 3,
-            width: 1,
-        },
-        Channels {
-            stride: 4,
-            width: 1,
-        },
-        Channels {
-            stride: 6,
-            width: 2,
-        },
-        Channels {
-            stride: 8,
-            width: 2,
-        },
-        Channels {
-            stride: 12,
-            width: 4,
-        },
-        Channels {
-            stride: 16,
-            width: 4,
-        },
+    /// Every channels program, in the order of their keys: parts of 1, 2 or 4 bytes.
+    pub const ALL: [Channels; 3] = [
+        Channels { width: 1 },
+        Channels { width: 2 },
+        Channels { width: 4 },
     ];
+
+    /// The parts a row may have: 2, 3 or 4.
+    pub const PARTS: std::ops::RangeInclusive<u64> = 2..=4;
 
     /// Rows of `stride` bytes as `parts` parts of `width`, if they are channels.
     pub fn of(stride: u64, width: u64, parts: u64) -> Option<Channels> {
         Channels::ALL
             .into_iter()
-            .find(|c| (c.stride as u64, c.width as u64) == (stride, width))
-            .filter(|_| width * parts == stride)
+            .find(|c| c.width as u64 == width)
+            .filter(|_| Channels::PARTS.contains(&parts) && width * parts == stride)
     }
 
     /// Its place in [`Channels::ALL`].
@@ -327,12 +309,11 @@ impl ProgramKey {
     }
 
     /// The shader's override constants for this program.
-    pub fn constants(self) -> [(&'static str, f64); 4] {
-        let (stride, width) = self.channels.map_or((0, 1), |c| (c.stride, c.width));
+    pub fn constants(self) -> [(&'static str, f64); 3] {
+        let width = self.channels.map_or(0, |c| c.width);
         [
             ("LANES_IN_RUNS", f64::from(u8::from(self.lanes_in_runs))),
             ("WORKGROUP_SIZE", self.workgroup_size() as f64),
-            ("CHANNEL_STRIDE", f64::from(stride)),
             ("CHANNEL_WIDTH", f64::from(width)),
         ]
     }

@@ -312,10 +312,13 @@ mod tests {
         );
         assert_eq!(
             split(&[1 << 22, 4], 1, vec![1; 4], DType::F32),
-            "main_rows lanes 16x4"
+            "main_rows lanes channels w4"
         );
         let rgb = [4, 1080, 1920, 3];
-        assert_eq!(split(&rgb, 3, vec![1; 3], DType::U8), "main_rows lanes 3x1");
+        assert_eq!(
+            split(&rgb, 3, vec![1; 3], DType::U8),
+            "main_rows lanes channels w1"
+        );
         // Concats of aligned parts: the split's lanes; the others: the join's runs.
         assert_eq!(
             concat(&[1, 32, 4096, 128], 2, vec![4095, 1], DType::F16),
@@ -335,7 +338,7 @@ mod tests {
         );
         assert_eq!(
             concat(&rgb, 3, vec![1; 3], DType::U8),
-            "main_join lanes 3x1"
+            "main_join lanes channels w1"
         );
         assert_eq!(concat(&[16384, 4095], 1, odd, DType::U8), "main_join runs");
     }

@@ -213,8 +213,7 @@ fn aligned_rows_take_the_vec4_program_and_every_key_its_own_place() {
         [
             ("LANES_IN_RUNS", 1.0),
             ("WORKGROUP_SIZE", 64.0),
-            ("CHANNEL_STRIDE", 0.0),
-            ("CHANNEL_WIDTH", 1.0)
+            ("CHANNEL_WIDTH", 0.0)
         ]
     );
 }

@@ -116,7 +116,10 @@ fn channels_last_parts_join_their_planes() {
             max_steps_per_lane: 4,
         };
         let d = view_channels(&runs, (0, 256, 1 << 27), sizes, tuning).unwrap();
-        assert_eq!(d.program.to_string(), format!("main_join {mapping} 16x4"));
+        assert_eq!(
+            d.program.to_string(),
+            format!("main_join {mapping} channels w4")
+        );
         let plane = 64 * 64 * 4;
         let Table::Join(j) = &d.table else {
             panic!("{d:?}")
