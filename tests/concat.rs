@@ -189,8 +189,8 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
     }
 }
 
-/// Equal parts of rows of up to 16 bytes, which CPU adapters join as channels where parts
-/// are not whole words: every row length and every part width that divides it, with row
+/// Equal parts of rows of up to 16 bytes, which join as channels where they are 2, 3 or 4
+/// parts of 1, 2 or 4 bytes: every row length and every part width that divides it, with row
 /// counts around a group of 16 rows (the last group part full, the output ending mid-unit),
 /// in runs of three groups and of many; and parts of f16 and i16 elements.
 fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {

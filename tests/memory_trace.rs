@@ -129,8 +129,9 @@ fn narrow_parts_bring_in_a_copys_lines(gpu: &'static GpuSplitter) {
     // RGB planes: the channels, consecutive lanes taking consecutive groups of 16 pixels (48
     // bytes). A warp brings in a copy's lines, each once, and stores consecutive units; each
     // of its loads touches half of each sector (lanes 48 bytes apart, 16 bytes each), the
-    // group's other loads the rest. (tiny_runs' channels, 16 loads a group, take the same
-    // path; SwiftShader runs out of memory compiling their trace build.)
+    // group's other loads the rest. (tiny_runs' channels, a unit of each of 4 parts a group,
+    // take the same path; SwiftShader ran out of memory compiling their trace build when
+    // groups were 16 rows.)
     let plan = ops::split(&[65536, 3], &IntTensor::scalar(1), 3).unwrap();
     let accesses = trace_split(&gpu_settings(gpu), &plan, DType::U8, Sampling::default()).unwrap();
     for warp in [32, 64] {

@@ -191,94 +191,6 @@ fn attention_heads_and_caches_at_a_position(gpu: &'static GpuSplitter) {
     }
 }
 
-/// An image's channels split and written channels-last ([1, C, H, W] into [1, H, W, C]
-/// each), in every lane mapping: each part its planes joined into pixels (RGB and RGBA of u8,
-/// f16 and f32), in buffers of their own or both in one, parts whose last units lie in a
-/// binding's tail, and planes off a unit, which take an entry a pixel; then read back through
-/// the same views by the concat.
-fn channels_last_parts_of_any_pixels(gpu: &'static GpuSplitter) {
-    let cases: [(DType, [usize; 4]); 6] = [
-        (DType::F32, [1, 8, 4, 37]),
-        (DType::F32, [1, 6, 16, 16]),
-        (DType::F16, [1, 8, 8, 9]),
-        (DType::F16, [1, 6, 4, 28]),
-        (DType::U8, [1, 6, 16, 37]),
-        // Planes of 5 x 7 f32, off a unit.
-        (DType::F32, [1, 6, 5, 7]),
-    ];
-    let mappings = common::lane_mappings(gpu);
-    for (n, &(dtype, shape)) in cases.iter().enumerate() {
-        let plan = ops::split(&shape, &IntTensor::scalar(1), 2).unwrap();
-        let input = tensor(dtype, &shape, n);
-        let part = plan.part_shape(0);
-        let stored = [1, shape[2], shape[3], part[1]];
-        let view = PartView::within(&part, &stored, &[0, 2, 3, 1], &[0; 4]).unwrap();
-        let bytes = part.iter().product::<usize>() * dtype.size();
-        let views = [view.clone(), view];
-        // Output 1 after output 0 in its buffer, at the next multiple of 256 bytes.
-        let after = bytes.next_multiple_of(256);
-        let layouts = [
-            (vec![(0, 0), (1, 0)], vec![bytes + 48, bytes + 48]),
-            (vec![(0, 0), (0, after as u64)], vec![after + bytes + 48]),
-        ];
-        for (m, (places, sizes)) in layouts.iter().enumerate() {
-            let (mapping, gpu) = &mappings[(n + m) % mappings.len()];
-            let what = format!("{dtype:?} {shape:?} channels-last, places {places:?} ({mapping})");
-            let buffers = check_split(gpu, &what, &input, &plan, &views, places, sizes);
-            check_concat_back(gpu, &what, &input, &plan, &views, &buffers, places);
-        }
-    }
-}
-
-/// An image's channels written channels-last, each part joined from its planes in one
-/// dispatch whatever its pixels, and read back by the concat; the same parts written into
-/// pixels of four elements, one left as it was, take an entry a pixel: 65,536 and more
-/// blocks in one table, refused by name past a binding's room.
-fn channels_last_parts_of_many_pixels(gpu: &'static GpuSplitter) {
-    let shape = [1, 6, 260, 256];
-    let plan = ops::split(&shape, &IntTensor::scalar(1), 2).unwrap();
-    let input = tensor(DType::F32, &shape, 3);
-    let part = plan.part_shape(0);
-    let perm = [0, 2, 3, 1];
-    let view = PartView::within(&part, &[1, 260, 256, 3], &perm, &[0; 4]).unwrap();
-    let bytes = 260 * 256 * 4 * 4 + 64;
-    let views = [view.clone(), view];
-    let what = "[1, 6, 260, 256] f32 into two channels-last parts";
-    let places = [(0, 0), (1, 0)];
-    let sizes = [bytes, bytes];
-    let buffers = check_split(gpu, what, &input, &plan, &views, &places, &sizes);
-    check_concat_back(gpu, what, &input, &plan, &views, &buffers, &places);
-    // On a device whose storage binding of 4 MiB holds one part's table of pixels but not
-    // both, the channels-last parts still pass; the pixels of four elements are refused, the
-    // part lowered second (either: the buffers go in the order of their handles) with the
-    // room the first left.
-    let limited = common::with_limits(gpu, |l| wgpu::Limits {
-        max_storage_buffer_binding_size: 4 << 20,
-        ..l
-    });
-    check_split(&limited, what, &input, &plan, &views, &places, &sizes);
-    let four = PartView::within(&part, &[1, 260, 256, 4], &perm, &[0; 4]).unwrap();
-    let views = [four.clone(), four];
-    let whole = buffer(&limited, input.bytes());
-    let zeros = vec![0; bytes];
-    let parts = [buffer(&limited, &zeros), buffer(&limited, &zeros)];
-    let regions = common::regions_at(&parts, &places);
-    let mut encoder = limited.device().create_command_encoder(&Default::default());
-    let outputs = Outputs::Views(&regions, &views);
-    let m = limited
-        .encode(&mut encoder, &plan, DType::F32, (&whole).into(), outputs)
-        .map(|_| ())
-        .unwrap_err()
-        .to_string();
-    let rule = "its view lowers to 66560 blocks of runs, past the 38297 its dispatch's table";
-    assert!(
-        ["output 0: ", "output 1: "]
-            .iter()
-            .any(|part| m.contains(&format!("{part}{rule}"))),
-        "{m}"
-    );
-}
-
 fn source_rows_of_any_alignment_land_back_to_back(gpu: &'static GpuSplitter) {
     // f32 [3, 5, 9] split on axis 2 at 4 and 5: output 0's rows of 16 bytes lie 36 bytes
     // apart in the input; stored as [5, 3, 4], each block of 3 rows is back to back. Output
@@ -514,8 +426,6 @@ per_backend!(
     heads_of_odd_bytes_interleave_in_one_buffer,
     views_on_devices_of_wgpu_limits,
     source_rows_of_any_alignment_land_back_to_back,
-    channels_last_parts_of_any_pixels,
-    channels_last_parts_of_many_pixels,
     a_concat_reads_transposed_heads,
     a_prepared_decode_step_moves_through_the_caches,
     misuse_is_refused_by_name,
