@@ -192,12 +192,16 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
 /// Equal parts of rows of up to 16 bytes, which join as channels where they are 2, 3 or 4
 /// parts of 1, 2 or 4 bytes: every row length and every part width that divides it, with row
 /// counts around a group of 16 rows (the last group part full, the output ending mid-unit),
-/// in runs of three groups and of many; and parts of f16 and i16 elements.
+/// in runs of three groups and of many, and in lanes; and parts of f16 and i16 elements.
 fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
-    for steps in [3, 2048] {
+    for (mode, steps) in [
+        (GatherMode::Cpu, 3),
+        (GatherMode::Cpu, 2048),
+        (GatherMode::Gpu, 4),
+    ] {
         let gpu = gpu.clone().with_options(SplitOptions {
             route: RouteChoice::Gather,
-            gather_mode: Some(GatherMode::Cpu),
+            gather_mode: Some(mode),
             max_steps_per_lane: Some(steps),
             ..gpu.options()
         });
@@ -206,7 +210,7 @@ fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
                 for rows in [15, 16, 17, 333] {
                     let plan = ops::concat(&vec![[rows, width]; stride / width], 1).unwrap();
                     common::run_verified(&gpu, &plan, &parts(&plan, DType::U8)).unwrap_or_else(
-                        |e| panic!("x{steps} {rows} rows of {stride} in parts of {width}: {e}"),
+                        |e| panic!("{mode:?} x{steps} {rows} rows of {stride} in parts of {width}: {e}"),
                     );
                 }
             }

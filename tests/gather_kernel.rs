@@ -196,23 +196,28 @@ fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
     check_lengths(&longest, DType::U8, &[1 << 20, 35], 14, vec![1, 17, 17]);
 }
 
-/// Equal parts of rows of up to 16 bytes, which CPU adapters take as channels where parts
-/// are not whole words: every row length and every part width that divides it, with row
-/// counts around a group of 16 rows (the last group part full, the parts ending mid-unit),
-/// in runs of three groups and of many; and parts of i16 and f16 elements.
+/// Equal parts of rows of up to 16 bytes, which take the channels where they are 2, 3 or 4
+/// parts of 1, 2 or 4 bytes (CPU adapters: parts not of whole words): every row length and
+/// every part width that divides it, with row counts around a group of 16 rows (the last
+/// group part full, the parts ending mid-unit), in runs of three groups and of many, and in
+/// lanes; and parts of i16 and f16 elements.
 fn equal_parts_of_short_rows(gpu: &'static GpuSplitter) {
-    let variants: Vec<(String, GpuSplitter)> = [3, 2048]
-        .into_iter()
-        .map(|units| {
-            let variant = gpu.clone().with_options(SplitOptions {
-                route: RouteChoice::Gather,
-                gather_mode: Some(GatherMode::Cpu),
-                max_steps_per_lane: Some(units),
-                ..gpu.options()
-            });
-            (format!("{} Cpu x{units}", common::name(gpu)), variant)
-        })
-        .collect();
+    let variants: Vec<(String, GpuSplitter)> = [
+        (GatherMode::Cpu, 3),
+        (GatherMode::Cpu, 2048),
+        (GatherMode::Gpu, 4),
+    ]
+    .into_iter()
+    .map(|(mode, units)| {
+        let variant = gpu.clone().with_options(SplitOptions {
+            route: RouteChoice::Gather,
+            gather_mode: Some(mode),
+            max_steps_per_lane: Some(units),
+            ..gpu.options()
+        });
+        (format!("{} {mode:?} x{units}", common::name(gpu)), variant)
+    })
+    .collect();
     for stride in 2..=16usize {
         for width in (1..stride).filter(|w| stride % w == 0) {
             for rows in [15, 16, 17, 333] {
