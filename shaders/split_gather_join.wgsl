@@ -2,8 +2,9 @@
 //
 // Lanes own units of the output, so no two lanes write one word whatever the inputs' byte
 // offsets. The table (src/gpu/gather/joins.rs), after the header: the dispatch's
-// `JoinHeader`, then its `Params.num_entries` segments in column order. Each lane takes a run
-// of units (`join_runs_block`) and finds their segments in the table.
+// `JoinHeader`, then its `Params.num_entries` segments in column order. Each lane takes its
+// units, a run of them or in turn as the lane mapping says (`join_runs_block`), and finds
+// their segments in the table.
 
 // The header, and the end of the segments (`segments_end`, past the last one's number).
 struct Join {
@@ -11,7 +12,7 @@ struct Join {
     segments_end: u32,
 }
 
-// Entry point `main_join`: the channels, or each lane a run of units.
+// Entry point `main_join`: the channels, or each lane its units.
 fn join_block(block: u32, lane: u32) {
     if (CHANNEL_WIDTH > 0u) {
         join_channels(block, lane);

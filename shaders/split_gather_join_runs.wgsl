@@ -1,22 +1,28 @@
-// ---- The join in runs: main_join (shaders/split_gather_join.wgsl) ----
+// ---- The join's units: main_join (shaders/split_gather_join.wgsl) ----
 
-// The join: each lane a run of `steps_per_lane` units, each segment found in the table. No
-// barrier and no segments kept in workgroup memory: on the H200 these runs ran every concat
-// case at least as fast as 256 lanes sharing segments in workgroup memory, and on a CPU
-// adapter such a barrier costs each dispatch more than the lookups it saves
-// (`docs/performance.md`).
+// The join: each lane `steps_per_lane` units, a run of them (LANES_IN_RUNS: CPU adapters) or,
+// consecutive lanes consecutive units, in turn (GPUs: a warp stores whole sectors, as the
+// split's lanes do), each unit's segment found in the table. No barrier and no segments
+// kept in workgroup memory: on the H200 the runs ran every concat case at least as fast as
+// 256 lanes sharing segments in workgroup memory, and on a CPU adapter such a barrier costs
+// each dispatch more than the lookups it saves (`docs/performance.md`).
 fn join_runs_block(block: u32, lane: u32) {
     let p = read_params();
     if (block >= p.num_blocks) {
         return;
     }
     let h = Join(read_join_header(), p.num_entries + 1u);
-    let first = (block * WORKGROUP_SIZE + lane) * p.steps_per_lane;
-    let end = min(first + p.steps_per_lane, h.header.units);
-    if (first < end) {
-        var k = 0u;
-        var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
-        join_lane(h, first, end, &k, &seg);
+    let span = lane_span(p, block, lane, h.header.units);
+    var k = 0u;
+    var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
+    if (LANES_IN_RUNS) {
+        if (span.x < span.y) {
+            join_lane(h, span.x, span.y, &k, &seg);
+        }
+    } else {
+        for (var v = span.x; v < span.y; v += span.z) {
+            join_lane(h, v, v + 1u, &k, &seg);
+        }
     }
 }
 

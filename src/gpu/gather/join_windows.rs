@@ -319,7 +319,7 @@ mod tests {
             split(&rgb, 3, vec![1; 3], DType::U8),
             "main_rows lanes channels w1"
         );
-        // Concats of aligned parts: the split's lanes; the others: the join's runs.
+        // Concats of aligned parts: the split's lanes; the others: the join, in lanes too.
         assert_eq!(
             concat(&[1, 32, 4096, 128], 2, vec![4095, 1], DType::F16),
             vec4_lanes
@@ -340,7 +340,7 @@ mod tests {
             concat(&rgb, 3, vec![1; 3], DType::U8),
             "main_join lanes channels w1"
         );
-        assert_eq!(concat(&[16384, 4095], 1, odd, DType::U8), "main_join runs");
+        assert_eq!(concat(&[16384, 4095], 1, odd, DType::U8), "main_join lanes");
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! [`ByteRows`], whose "input" is the concat's output); each part (a concat input) is a
 //! column band of those rows, a segment, and its rows lie back to back in the source. The
 //! table ([`JoinTable`]) holds the dispatch's [`JoinHeader`] and its [`Segment`]s in column
-//! order; each lane takes a run of output units and searches the table for their segments,
-//! on every device. Parts aligned to 16 bytes in one binding take the split's rows instead
+//! order; each lane takes output units (a run of them on CPU adapters, in turn with its
+//! neighbours on GPUs) and searches the table for their segments. Parts aligned to 16 bytes in one binding take the split's rows instead
 //! ([`aligned_rows`]): a direct map from a block to its part.
 //!
 //! A dispatch whose parts are a narrow band of the output's columns ([`Band`]) numbers only
@@ -14,7 +14,7 @@
 
 use super::abi::{
     binding_bytes, Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, RUNS_WORKGROUP_SIZE,
-    UNIT_BYTES,
+    UNIT_BYTES, WORKGROUP_SIZE,
 };
 use super::blocks::split_table;
 use super::channels::channel_lanes;
@@ -104,9 +104,9 @@ pub fn join_dispatch(
     let band = Band::of(bytes, first, end - (bytes.rows - 1) * bytes.stride)
         .filter(|b| b.units(bytes) < flat_units);
     let units = band.map_or(flat_units, |b| b.units(bytes));
-    // 64-lane workgroups without a barrier (`join_runs_block`), each lane a run of units,
-    // spread as a split's runs are, on every device: on the H200 the runs ran every concat
-    // case at least as fast as 256 lanes taking units in turn (`concat_rgb` 5 times as fast).
+    // Workgroups without a barrier (`join_runs_block`): on CPU adapters each lane a run of
+    // units, spread as a split's runs are; on GPUs consecutive lanes take consecutive units,
+    // a block's lanes as many each as fill it up to `max_steps_per_lane`.
     let longest = max_steps(tuning.max_steps_per_lane, unit_turns(bytes, parts));
     let segments = segments(bytes, parts);
     let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
@@ -118,9 +118,16 @@ pub fn join_dispatch(
             let p = channel_lanes(c, bytes.rows, tuning);
             (p.steps_per_lane as u64, p.num_blocks as u64)
         }
-        None => {
+        None if program.lanes_in_runs => {
             let steps = run_units(units, longest);
             (steps, units.div_ceil(steps).div_ceil(RUNS_WORKGROUP_SIZE))
+        }
+        None => {
+            // A unit a step: the loops a run's units share (`join_runs_block`, `join_lane`,
+            // `join_run` and its callees' outer loops) turn again for each, up to 6 turns.
+            let longest = max_steps(tuning.max_steps_per_lane, unit_turns(bytes, parts) + 6);
+            let steps = units.div_ceil(WORKGROUP_SIZE).clamp(1, longest);
+            (steps, units.div_ceil(steps * WORKGROUP_SIZE))
         }
     };
     let header = JoinHeader {

@@ -96,10 +96,12 @@ pub(super) fn join_takes_split_rows(
 /// The program of a concat's join of `segments` into rows of `stride` bytes (or of a split's
 /// part written channels-last, its planes the segment's parts: `view_channels`), in `mode`:
 /// the channels where `whole` (the dispatch writes the whole output from one binding) and the
-/// segment is channels ([`join_channels_of`]), on every device, in `mode`'s lane mapping
-/// (`concat_tiny_runs` at 0.96 of the copy kernel on lavapipe in them, 0.2 in the join's
-/// runs); else the join's runs, on every device (on the H200 they ran every concat case at
-/// least as fast as 256 lanes taking units in turn).
+/// segment is channels ([`join_channels_of`]), on every device (`concat_tiny_runs` at 0.96
+/// of the copy kernel on lavapipe in them, 0.2 in the join's units); else the join's units.
+/// Either in `mode`'s lane mapping: on GPUs consecutive lanes take consecutive units, each
+/// funnel-shifted from its part's aligned vec4s as the split's shifted lanes do (0.91 to
+/// 0.93 of the copy kernel on an H100; the H200's join in lanes ran slower than in runs
+/// while it staged segments in workgroup memory, 0.23 against 0.32 for `concat_bytes_odd`).
 pub(super) fn join_program(
     stride: u64,
     segments: &[Segment],
@@ -109,7 +111,7 @@ pub(super) fn join_program(
     let channels = join_channels_of(stride, segments).filter(|_| whole);
     ProgramKey {
         entry: EntryPoint::Join,
-        lanes_in_runs: channels.is_none() || mode == GatherMode::Cpu,
+        lanes_in_runs: mode == GatherMode::Cpu,
         channels,
     }
 }

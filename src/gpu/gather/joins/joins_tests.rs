@@ -57,9 +57,10 @@ fn segments_follow_the_columns_and_the_header_the_output() {
         .collect();
     assert_eq!(cols, vec![(0, 24, 0), (24, 8, 48)]);
     assert_eq!((d.params.num_blocks, d.params.num_entries), (1, 2));
+    // On a GPU, lanes in turn.
     assert_eq!(
         (d.program.entry, d.program.lanes_in_runs),
-        (EntryPoint::Join, true)
+        (EntryPoint::Join, false)
     );
     // One part alone (columns 24 .. 32): the unit of its band in each row, 2 rather than
     // the 3 from its first byte's to its last byte's.
