@@ -20,9 +20,11 @@
 #   scripts/pack_binaries.sh target/pack/binaries.tar.xz
 #   carry [".gl", "target/pack"], timeout_s 600:
 #   for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig;
-#   TORCH=../shared/gpu/h200-2026-11-27/torch.json scripts/device_report.sh \
-#     target/pack/binaries.tar.xz /tmp/report; tar -cJf $OUT/report.tar.xz -C /tmp/report .;
-#   cp /tmp/report/summary.md $OUT/
+#   scripts/device_report.sh target/pack/binaries.tar.xz /tmp/report;
+#   tar -cJf $OUT/report.tar.xz -C /tmp/report .; cp /tmp/report/summary.md $OUT/
+# then here, with PyTorch's rates beside ours (../shared is not carried):
+#   mkdir -p target/report && tar -xJf FILES_AT/report.tar.xz -C target/report
+#   python3 scripts/bench_summary.py target/report ../shared/gpu/h200-2026-11-27/torch.json
 set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 BINARIES.tar.xz OUT_DIR [RUNS]" >&2; exit 2; }
 pack=$(realpath "$1")
