@@ -26,14 +26,14 @@
 //   shorter than a unit are gathered word by word (rows of one or two words) or byte by byte.
 // - The lanes (GPUs, rows of 64 bytes or more): entries get whole blocks (numbered by
 //   `block_start`), and every lane finds its block's entry (the same words of the table for
-//   the whole block, so every later branch is uniform). Step by step, consecutive lanes write consecutive units, so a warp's stores cover
-//   whole sectors. Aligned rows load one vec4 a unit, coalesced the same way; unaligned rows
+//   the whole block, so every later branch is uniform). Step by step, consecutive lanes
+//   write consecutive units, so a warp's stores cover whole sectors. Aligned rows load one vec4 a unit, coalesced the same way; unaligned rows
 //   funnel-shift each unit from the two aligned vec4s its bytes span, which neighbouring lanes
 //   share, and a unit that crosses a row end merges two such loads.
 // - The join (a concat, the split read the other way): the destination is one tensor,
 //   viewed as rows whose column bands are the parts ("segments"), and the source holds each
-//   part's rows. Lanes own output units, each lane a run of them, on every device. A unit inside one part moves as one aligned or
-//   funnel-shifted vec4; one that several parts share takes each part's bytes in it, which
+//   part's rows. Lanes own output units, a run of them each or in turn, as the lane mapping
+//   says. A unit inside one part moves as one aligned or funnel-shifted vec4; one that several parts share takes each part's bytes in it, which
 //   lie back to back in the part's source, with one 16-byte load. A dispatch may write only
 //   some parts (inputs in several buffers take a dispatch per buffer): a unit's bytes of other
 //   parts keep their values.
@@ -304,7 +304,7 @@ fn rows_vec4_block(block: u32, lane: u32) {
     if (LANES_IN_RUNS) {
         runs(block, lane, true);
     } else {
-        lanes_vec4_block(block, lane);
+        lanes(block, lane, true);
     }
 }
 
@@ -316,25 +316,21 @@ fn rows_block(block: u32, lane: u32) {
     } else if (LANES_IN_RUNS) {
         runs(block, lane, false);
     } else {
-        lanes_block(block, lane);
+        lanes(block, lane, false);
     }
 }
 
-// The lanes (every entry MODE_VEC4).
-fn lanes_vec4_block(block: u32, lane: u32) {
+// The lanes: the block's entry, then its units; `vec4_only` (every entry MODE_VEC4, a
+// constant of the entry point) lets the driver drop the shifted rows' code.
+fn lanes(block: u32, lane: u32, vec4_only: bool) {
     let p = read_params();
     if (block < p.num_blocks) {
         let e = read_entry(find_entry(p, block));
-        copy_lanes_vec4(p, e, block - e.block_start, lane);
-    }
-}
-
-// The lanes, unaligned rows shifted.
-fn lanes_block(block: u32, lane: u32) {
-    let p = read_params();
-    if (block < p.num_blocks) {
-        let e = read_entry(find_entry(p, block));
-        copy_lanes_shifted(p, e, block - e.block_start, lane);
+        if (vec4_only) {
+            copy_lanes_vec4(p, e, block - e.block_start, lane);
+        } else {
+            copy_lanes_shifted(p, e, block - e.block_start, lane);
+        }
     }
 }
 

@@ -136,10 +136,15 @@ override CHANNEL_UNIT: u32 = max(CHANNEL_WIDTH, 1u);
 override CHANNEL_ROWS: u32 = 16u / CHANNEL_UNIT;
 
 // The group's vec4 `i` (one a part, `c` of them) into its words: vec4 `at + i * step` of the
-// input.
-fn channel_load(w: ptr<function, array<u32, 16>>, at: u32, step: u32, i: u32, c: u32) {
+// input, or with `edge` (a group past the whole units) that vec4's words that exist and zeros.
+fn channel_load(w: ptr<function, array<u32, 16>>, at: u32, step: u32, i: u32, c: u32, edge: bool) {
     if (i < c) {
-        let v = load_vec4(at + i * step);
+        var v: vec4<u32>;
+        if (edge) {
+            v = load_vec4_edge(at + i * step);
+        } else {
+            v = load_vec4(at + i * step);
+        }
         (*w)[4u * i] = v.x;
         (*w)[4u * i + 1u] = v.y;
         (*w)[4u * i + 2u] = v.z;
@@ -149,8 +154,8 @@ fn channel_load(w: ptr<function, array<u32, 16>>, at: u32, step: u32, i: u32, c:
 
 // The group's vec4s (`channel_load`), written out: a split's rows follow one another
 // (`step` 1), a concat's parts lie `step` vec4s apart.
-fn channel_group(w: ptr<function, array<u32, 16>>, at: u32, step: u32, c: u32) {
-    channel_load(w, at, step, 0u, c); channel_load(w, at, step, 1u, c); channel_load(w, at, step, 2u, c); channel_load(w, at, step, 3u, c);
+fn channel_group(w: ptr<function, array<u32, 16>>, at: u32, step: u32, c: u32, edge: bool) {
+    channel_load(w, at, step, 0u, c, edge); channel_load(w, at, step, 1u, c, edge); channel_load(w, at, step, 2u, c, edge); channel_load(w, at, step, 3u, c, edge);
 }
 
 // The byte of the group's words that byte `j` of its unit `t` takes, in rows of `c` parts: a
@@ -225,7 +230,7 @@ fn channels_of(p: Params, block: u32, lane: u32, c: u32) {
     var g = span.x;
     for (; g < min(whole, span.y); g += span.z) {
         var w: array<u32, 16>;
-        channel_group(&w, src + g * c, 1u, c);
+        channel_group(&w, src + g * c, 1u, c, false);
         channel_store(&w, &dsts, g, 0u, c); channel_store(&w, &dsts, g, 1u, c); channel_store(&w, &dsts, g, 2u, c); channel_store(&w, &dsts, g, 3u, c);
     }
     for (; g < span.y; g += span.z) {
@@ -272,19 +277,13 @@ fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32,
     var g = span.x;
     for (; g < min(whole, span.y); g += span.z) {
         var w: array<u32, 16>;
-        channel_group(&w, src + g, step, c);
+        channel_group(&w, src + g, step, c, false);
         let d = o + g * c;
         join_channel_store(&w, d, 0u, c); join_channel_store(&w, d, 1u, c); join_channel_store(&w, d, 2u, c); join_channel_store(&w, d, 3u, c);
     }
     for (; g < span.y; g += span.z) {
         var w: array<u32, 16>;
-        for (var i = 0u; i < c; i++) {
-            let v = load_vec4_edge(src + g + i * step);
-            w[4u * i] = v.x;
-            w[4u * i + 1u] = v.y;
-            w[4u * i + 2u] = v.z;
-            w[4u * i + 3u] = v.w;
-        }
+        channel_group(&w, src + g, step, c, true);
         for (var t = 0u; t < c; t++) {
             let b = (g * c + t) * 16u;
             if (b < h.end_byte) {

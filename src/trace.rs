@@ -20,7 +20,7 @@ use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 use crate::gpu::gather::abi::binding_bytes;
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
 use crate::gpu::gather::pipeline::{GatherPipeline, Windows};
-use crate::gpu::gather::{grid, table_room, view_channels, view_dispatches, view_entries};
+use crate::gpu::gather::{grid, lower_view, table_room, view_dispatches, Lowered};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::planner::{choose_concat, Regions, Route};
 use crate::gpu::splitter::gather_defaults;
@@ -140,18 +140,13 @@ pub fn trace_views(
         let part = binding_bytes(size as u64);
         let (src, dst) = if concat { (part, whole) } else { (whole, part) };
         let tuning = gpu.caps().gather;
-        // As `GpuSplitter::prepare` takes them: a part written channels-last joined from its
-        // planes, the others in entries.
-        let channels = (!concat)
-            .then(|| view_channels(&runs, (0, 0, 0), (src, dst), tuning))
-            .flatten();
-        let dispatches = match channels {
-            Some(d) => vec![d],
-            None => {
-                let entries = view_entries(&format!("part {k}"), &runs, 0, 0, 0, room)?;
-                view_dispatches(entries, src, dst, tuning)
-            }
-        };
+        // As `GpuSplitter::prepare` lowers it.
+        let name = format!("part {k}");
+        let dispatches =
+            match lower_view(&name, &runs, !concat, (0, 0, 0), (src, dst), room, tuning)? {
+                Lowered::Dispatch(d) => vec![d],
+                Lowered::Entries(entries) => view_dispatches(entries, src, dst, tuning),
+            };
         // Workgroups numbered on from the parts before.
         let first = accesses.iter().map(|a| a.workgroup + 1).max().unwrap_or(0);
         let traced = trace_dispatches(gpu, &dispatches, src, dst, sampling)?;

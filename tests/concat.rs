@@ -163,22 +163,17 @@ fn stacks_and_appends(gpu: &'static GpuSplitter) {
 /// at most a unit (else one part per segment there): all give the reference's bytes, at every
 /// alignment of the parts' rows, with lanes' runs of 3 units starting at any column.
 fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
-    for (mode, steps) in [
+    let mappings = [
         (GatherMode::Gpu, 4),
         (GatherMode::Cpu, 3),
         (GatherMode::Cpu, 2048),
-    ] {
-        let gpu = gpu.clone().with_options(SplitOptions {
-            route: RouteChoice::Gather,
-            gather_mode: Some(mode),
-            max_steps_per_lane: Some(steps),
-            ..gpu.options()
-        });
+    ];
+    for (name, gpu) in common::gather_mappings(gpu, &mappings) {
         // Rows of 3 to 16 bytes in 1 to 4 equal parts: units start at every column.
         for (width, count) in [(1, 3), (5, 3), (2, 7), (3, 5), (4, 4), (16, 1), (7, 2)] {
             let plan = ops::concat(&vec![[301, width]; count], 1).unwrap();
             common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
-                .unwrap_or_else(|e| panic!("{mode:?} x{steps} {width} x {count}: {e}"));
+                .unwrap_or_else(|e| panic!("{name} {width} x {count}: {e}"));
         }
         let plan = ops::concat(&[[8, 64]; 64], 1).unwrap();
         common::run_verified(&gpu, &plan, &parts(&plan, DType::F32)).unwrap();
@@ -194,23 +189,18 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
 /// counts around a group of 16 rows (the last group part full, the output ending mid-unit),
 /// in runs of three groups and of many, and in lanes; and parts of f16 and i16 elements.
 fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
-    for (mode, steps) in [
+    let mappings = [
         (GatherMode::Cpu, 3),
         (GatherMode::Cpu, 2048),
         (GatherMode::Gpu, 4),
-    ] {
-        let gpu = gpu.clone().with_options(SplitOptions {
-            route: RouteChoice::Gather,
-            gather_mode: Some(mode),
-            max_steps_per_lane: Some(steps),
-            ..gpu.options()
-        });
+    ];
+    for (name, gpu) in common::gather_mappings(gpu, &mappings) {
         for stride in 2..=16usize {
             for width in (1..stride).filter(|w| stride % w == 0) {
                 for rows in [15, 16, 17, 333] {
                     let plan = ops::concat(&vec![[rows, width]; stride / width], 1).unwrap();
                     common::run_verified(&gpu, &plan, &parts(&plan, DType::U8)).unwrap_or_else(
-                        |e| panic!("{mode:?} x{steps} {rows} rows of {stride} in parts of {width}: {e}"),
+                        |e| panic!("{name} {rows} rows of {stride} in parts of {width}: {e}"),
                     );
                 }
             }
@@ -259,18 +249,13 @@ fn unaligned_parts_at_every_offset(gpu: &'static GpuSplitter) {
 /// invocation after 65,535 turns in all, so the host keeps each lane's steps within that:
 /// every byte arrives, in both mappings, at the most steps per lane the CPU adapters take.
 fn narrow_parts_in_long_runs(gpu: &'static GpuSplitter) {
-    for mode in [GatherMode::Cpu, GatherMode::Gpu] {
-        let gpu = gpu.clone().with_options(SplitOptions {
-            route: RouteChoice::Gather,
-            gather_mode: Some(mode),
-            max_steps_per_lane: Some(2048),
-            ..gpu.options()
-        });
+    let mappings = [(GatherMode::Cpu, 2048), (GatherMode::Gpu, 2048)];
+    for (name, gpu) in common::gather_mappings(gpu, &mappings) {
         for widths in [vec![1, 1, 1], vec![1, 2, 1, 3]] {
             let shapes: Vec<[usize; 2]> = widths.iter().map(|&w| [1 << 20, w]).collect();
             let plan = ops::concat(&shapes, 1).unwrap();
             common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
-                .unwrap_or_else(|e| panic!("{mode:?} {widths:?}: {e}"));
+                .unwrap_or_else(|e| panic!("{name} {widths:?}: {e}"));
         }
     }
 }

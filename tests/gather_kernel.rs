@@ -169,30 +169,14 @@ fn word_rows_scattered_by_input(gpu: &'static GpuSplitter) {
 /// lane's steps (and each block's tiles) within that: every byte arrives, in both mappings,
 /// at twice the most steps per lane the CPU adapters take.
 fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
-    let variants: Vec<(String, GpuSplitter)> = [GatherMode::Cpu, GatherMode::Gpu]
-        .into_iter()
-        .map(|mode| {
-            let variant = gpu.clone().with_options(SplitOptions {
-                route: RouteChoice::Gather,
-                gather_mode: Some(mode),
-                max_steps_per_lane: Some(4096),
-                ..gpu.options()
-            });
-            (format!("{} {mode:?} x4096", common::name(gpu)), variant)
-        })
-        .collect();
+    let variants =
+        common::gather_mappings(gpu, &[(GatherMode::Cpu, 4096), (GatherMode::Gpu, 4096)]);
     check_lengths(&variants, DType::U8, &[1 << 21, 3], 12, vec![1, 1, 1]);
     check_lengths(&variants, DType::U8, &[1 << 21, 7], 13, vec![3, 4]);
     // Unaligned rows of 17 bytes in runs as long as their loop turns allow (3 a unit: asked
     // for 30,000 units, 17,920 a lane here; at 35,840 a lane, 1 turn a unit as the host's
     // count, llvmpipe drops units), nearly every unit crossing a row end.
-    let longest = gpu.clone().with_options(SplitOptions {
-        route: RouteChoice::Gather,
-        gather_mode: Some(GatherMode::Cpu),
-        max_steps_per_lane: Some(30_000),
-        ..gpu.options()
-    });
-    let longest = [(format!("{} Cpu x30000", common::name(gpu)), longest)];
+    let longest = common::gather_mappings(gpu, &[(GatherMode::Cpu, 30_000)]);
     check_lengths(&longest, DType::U8, &[1 << 20, 35], 14, vec![1, 17, 17]);
 }
 
@@ -202,22 +186,12 @@ fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
 /// group part full, the parts ending mid-unit), in runs of three groups and of many, and in
 /// lanes; and parts of i16 and f16 elements.
 fn equal_parts_of_short_rows(gpu: &'static GpuSplitter) {
-    let variants: Vec<(String, GpuSplitter)> = [
+    let mappings = [
         (GatherMode::Cpu, 3),
         (GatherMode::Cpu, 2048),
         (GatherMode::Gpu, 4),
-    ]
-    .into_iter()
-    .map(|(mode, units)| {
-        let variant = gpu.clone().with_options(SplitOptions {
-            route: RouteChoice::Gather,
-            gather_mode: Some(mode),
-            max_steps_per_lane: Some(units),
-            ..gpu.options()
-        });
-        (format!("{} {mode:?} x{units}", common::name(gpu)), variant)
-    })
-    .collect();
+    ];
+    let variants = common::gather_mappings(gpu, &mappings);
     for stride in 2..=16usize {
         for width in (1..stride).filter(|w| stride % w == 0) {
             for rows in [15, 16, 17, 333] {

@@ -3,7 +3,7 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, DeviceChoice};
 use crate::gpu::gather::abi::MAX_SRC_BINDINGS;
-use crate::gpu::gather::builds::{slots, InputBindings, OutputBindings};
+use crate::gpu::gather::builds::{fits_stage, single_output, InputBindings, OutputBindings};
 use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
@@ -71,14 +71,10 @@ impl RegionsPerDispatch {
     /// `n` is under 5 the gather binds its single output once, as words only: then outputs
     /// are 1 and inputs `(n - 2) / 2`, at least 1.
     pub fn for_limits(limits: &wgpu::Limits) -> Self {
-        // The most buffers whose build's bindings ([`slots`]) the stage holds.
-        let buffers = limits.max_storage_buffers_per_shader_stage as usize;
-        let fits = |inputs, outputs| slots(inputs, outputs, false).len() <= buffers;
+        // The most buffers whose build's bindings the stage holds.
+        let fits = |inputs, outputs| fits_stage(limits, inputs, outputs);
         let most = |max: u32, build: &dyn Fn(u32) -> bool| (2..=max).rev().find(|&n| build(n));
-        let single = match fits(InputBindings::One, OutputBindings::UnitsAndTail) {
-            true => OutputBindings::UnitsAndTail,
-            false => OutputBindings::WordsOnly,
-        };
+        let single = single_output(limits);
         let outputs = match single {
             OutputBindings::UnitsAndTail => most(MAX_DST_BINDINGS, &|m| {
                 fits(InputBindings::One, OutputBindings::Multi(m))
@@ -159,8 +155,8 @@ impl GpuSplitter {
         let limits = device.limits();
         let gather_tuning = gather_defaults(info.device_type);
         let gather = GatherPipeline::new(&device).await?;
-        // The gather compiled its words-only build on the same rule (the bindings its builds
-        // take, `slots`), which `for_limits` follows.
+        // The gather compiled its single-output build by the rule `for_limits` follows
+        // (`builds::single_output`).
         let allowed = RegionsPerDispatch::for_limits(&limits);
         Ok(Self {
             device,

@@ -1,7 +1,7 @@
 //! Parts through views on the GPU ([`Outputs::Views`](crate::Outputs::Views),
 //! [`Inputs::Views`](crate::Inputs::Views)): each part's view checked against its region,
-//! lowered to runs ([`crate::plan::views`]) and cut into the split table's entries
-//! ([`view_entries`]); a split's outputs in one dispatch for as many buffers as the
+//! lowered to runs ([`crate::plan::views`]) and cut into the split table's entries, or a split's
+//! part written channels-last into a dispatch of its own ([`lower_view`]); a split's outputs in one dispatch for as many buffers as the
 //! multi-output build binds, a concat's inputs in one dispatch per buffer; each part buffer's
 //! window bound at a dynamic offset, which a prepared node moves
 //! ([`Prepared::encode_with_views`]).
@@ -12,8 +12,8 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::{
-    binding_bytes, table_room, view_channels, view_dispatches, view_entries, window_limit,
-    Dispatch, Windows, UNIT_BYTES,
+    binding_bytes, lower_view, table_room, view_dispatches, window_limit, Dispatch, Lowered,
+    Windows, UNIT_BYTES,
 };
 use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
@@ -306,20 +306,15 @@ impl GpuSplitter {
                     Direction::Split => (0, local, (j as u64) << DST_BINDING_SHIFT),
                     Direction::Concat => (local, 0, 0),
                 };
-                // A part written channels-last: its planes joined, a dispatch of its own.
-                let bases = (src_base, dst_base, unit_base);
-                if let Some(d) = (direction == Direction::Split)
-                    .then(|| view_channels(&v.runs, bases, (src, dst), self.gather_tuning))
-                    .flatten()
-                {
-                    channels.push(d);
-                    continue;
-                }
                 // The batch's parts share its tables: each takes what the ones before left.
                 let left = room.saturating_sub(entries.len() as u64);
-                entries.extend(view_entries(
-                    &v.name, &v.runs, src_base, dst_base, unit_base, left,
-                )?);
+                let split = direction == Direction::Split;
+                let bases = (src_base, dst_base, unit_base);
+                let tuning = self.gather_tuning;
+                match lower_view(&v.name, &v.runs, split, bases, (src, dst), left, tuning)? {
+                    Lowered::Dispatch(d) => channels.push(d),
+                    Lowered::Entries(e) => entries.extend(e),
+                }
             }
         }
         let mut dispatches = view_dispatches(entries, src, dst, self.gather_tuning);

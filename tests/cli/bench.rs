@@ -136,11 +136,15 @@ fn bench_writes_the_report_fields(backend: &str) {
         (case["dispatches"].as_u64(), case["buffer_copies"].as_u64()),
         (Some(1), Some(0))
     );
-    // The one dispatch's program: the runs on a CPU adapter, the channels of 16-byte rows of
-    // 4-byte parts on a GPU.
-    let program = case["programs"][0].as_str().unwrap_or("");
-    assert!(
-        ["main_rows runs", "main_rows lanes 16x4"].contains(&program),
+    // The one dispatch's program, by the adapter's mode: the runs on a CPU adapter, the
+    // channels of 4-byte parts in lanes on a GPU.
+    let program = match v["gather_mode"].as_str() {
+        Some("cpu") => "main_rows runs",
+        _ => "main_rows lanes channels w4",
+    };
+    assert_eq!(
+        case["programs"][0].as_str(),
+        Some(program),
         "{}",
         case["programs"]
     );

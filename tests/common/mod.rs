@@ -51,30 +51,40 @@ pub fn with_limits(
 }
 
 /// `gpu` with the gather alone in each lane mapping: a run per lane (of 128 units, and of 3,
-/// so runs start inside entries), and consecutive lanes (the lanes and staged rows GPUs take)
-/// at 4 and 1 steps per lane; each named after the adapter and the mapping.
+/// so runs start inside entries), and consecutive lanes (the lanes GPUs take) at 4 and 1
+/// steps per lane; each named after the adapter and the mapping.
 pub fn lane_mappings(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
-    use wgpu_split::{GatherMode, RouteChoice, SplitOptions};
-    let gather = gpu.clone().with_options(SplitOptions {
-        route: RouteChoice::Gather,
-        ..gpu.options()
-    });
-    [
-        (GatherMode::Cpu, 128),
-        (GatherMode::Cpu, 3),
-        (GatherMode::Gpu, 4),
-        (GatherMode::Gpu, 1),
-    ]
-    .into_iter()
-    .map(|(mode, units)| {
-        let variant = gather.clone().with_options(SplitOptions {
-            gather_mode: Some(mode),
-            max_steps_per_lane: Some(units),
-            ..gather.options()
-        });
-        (format!("{} {mode:?} x{units}", name(gpu)), variant)
-    })
-    .collect()
+    use wgpu_split::GatherMode;
+    gather_mappings(
+        gpu,
+        &[
+            (GatherMode::Cpu, 128),
+            (GatherMode::Cpu, 3),
+            (GatherMode::Gpu, 4),
+            (GatherMode::Gpu, 1),
+        ],
+    )
+}
+
+/// `gpu` with the gather alone in each of `mappings` (a lane mapping and the most steps per
+/// lane), each named after the adapter, the mapping and the steps (`vulkan Cpu x3`).
+pub fn gather_mappings(
+    gpu: &GpuSplitter,
+    mappings: &[(wgpu_split::GatherMode, u32)],
+) -> Vec<(String, GpuSplitter)> {
+    use wgpu_split::{RouteChoice, SplitOptions};
+    mappings
+        .iter()
+        .map(|&(mode, units)| {
+            let variant = gpu.clone().with_options(SplitOptions {
+                route: RouteChoice::Gather,
+                gather_mode: Some(mode),
+                max_steps_per_lane: Some(units),
+                ..gpu.options()
+            });
+            (format!("{} {mode:?} x{units}", name(gpu)), variant)
+        })
+        .collect()
 }
 
 /// The cases a random GPU sweep runs where `WGPU_SPLIT_GPU_CASES` asks for a long run; None

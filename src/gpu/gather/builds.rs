@@ -17,7 +17,7 @@ pub use bindings::{tail_start, InputBindings, OutputBindings};
 use slot::declarations;
 #[cfg(feature = "bench")]
 use slot::records_declaration;
-pub use slot::{slots, Slot};
+pub use slot::{fits_stage, single_output, slots, Slot};
 use std::sync::OnceLock;
 
 mod bindings;

@@ -1,9 +1,9 @@
 //! The channels ([`Channels`]): which dispatches of a split or a concat take them, and how
 //! their lanes take groups of rows. Pure.
 
-use super::abi::{Channels, Entry, Params, RUNS_WORKGROUP_SIZE, UNIT_BYTES, WORKGROUP_SIZE};
+use super::abi::{Channels, Entry, Params, UNIT_BYTES};
 use super::modes::{GatherMode, GatherTuning};
-use super::runs::{max_steps, run_units};
+use super::runs::{lane_steps, max_steps};
 
 /// How the lanes of channels `c` of `rows` rows take their groups of rows (a unit of each
 /// part: `16 / c.width` rows), in `tuning`'s mapping (in runs on CPU adapters): the
@@ -19,16 +19,9 @@ use super::runs::{max_steps, run_units};
 ///   product's tiles then).
 pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Params {
     let groups = rows.div_ceil(UNIT_BYTES / c.width as u64);
-    let most = max_steps(tuning.max_steps_per_lane, 2);
     let runs = tuning.mode == GatherMode::Cpu;
-    let (steps, lanes, blocks) = if runs {
-        let steps = run_units(groups, most);
-        let lanes = groups.div_ceil(steps);
-        (steps, lanes, lanes.div_ceil(RUNS_WORKGROUP_SIZE))
-    } else {
-        let steps = groups.div_ceil(WORKGROUP_SIZE).clamp(1, most);
-        (steps, 0, groups.div_ceil(steps * WORKGROUP_SIZE))
-    };
+    let (steps, blocks) = lane_steps(groups, max_steps(tuning.max_steps_per_lane, 2), runs);
+    let lanes = if runs { groups.div_ceil(steps) } else { 0 };
     Params {
         num_blocks: blocks as u32,
         num_entries: 0,

@@ -13,15 +13,14 @@
 //! that band's units, row by row, not every unit from its first part's first byte on.
 
 use super::abi::{
-    binding_bytes, Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, RUNS_WORKGROUP_SIZE,
-    UNIT_BYTES, WORKGROUP_SIZE,
+    binding_bytes, Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, UNIT_BYTES,
 };
 use super::blocks::split_table;
 use super::channels::channel_lanes;
 use super::dispatches::Dispatch;
 use super::modes::GatherTuning;
 use super::picker::{join_program, join_takes_split_rows};
-use super::runs::{max_steps, run_units};
+use super::runs::{lane_steps, max_steps};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
@@ -104,10 +103,6 @@ pub fn join_dispatch(
     let band = Band::of(bytes, first, end - (bytes.rows - 1) * bytes.stride)
         .filter(|b| b.units(bytes) < flat_units);
     let units = band.map_or(flat_units, |b| b.units(bytes));
-    // Workgroups without a barrier (`join_runs_block`): on CPU adapters each lane a run of
-    // units, spread as a split's runs are; on GPUs consecutive lanes take consecutive units,
-    // a block's lanes as many each as fill it up to `max_steps_per_lane`.
-    let longest = max_steps(tuning.max_steps_per_lane, unit_turns(bytes, parts));
     let segments = segments(bytes, parts);
     let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
     let program = join_program(bytes.stride, &segments, whole, tuning.mode);
@@ -118,16 +113,15 @@ pub fn join_dispatch(
             let p = channel_lanes(c, bytes.rows, tuning);
             (p.steps_per_lane as u64, p.num_blocks as u64)
         }
-        None if program.lanes_in_runs => {
-            let steps = run_units(units, longest);
-            (steps, units.div_ceil(steps).div_ceil(RUNS_WORKGROUP_SIZE))
-        }
+        // Workgroups without a barrier (`join_runs_block`): on CPU adapters each lane a run
+        // of units, spread as a split's runs are; on GPUs consecutive lanes take consecutive
+        // units, a unit a step, so the loops a run's units share (`join_runs_block`,
+        // `join_lane`, `join_run` and its callees' outer loops) turn again for each: up to 6
+        // turns more a unit.
         None => {
-            // A unit a step: the loops a run's units share (`join_runs_block`, `join_lane`,
-            // `join_run` and its callees' outer loops) turn again for each, up to 6 turns.
-            let longest = max_steps(tuning.max_steps_per_lane, unit_turns(bytes, parts) + 6);
-            let steps = units.div_ceil(WORKGROUP_SIZE).clamp(1, longest);
-            (steps, units.div_ceil(steps * WORKGROUP_SIZE))
+            let runs = program.lanes_in_runs;
+            let turns = unit_turns(bytes, parts) + if runs { 0 } else { 6 };
+            lane_steps(units, max_steps(tuning.max_steps_per_lane, turns), runs)
         }
     };
     let header = JoinHeader {

@@ -3,7 +3,9 @@
 //! dispatches to the caller's buffers and records them.
 
 use super::abi::{ProgramKey, UNIT_BYTES};
-use super::builds::{gather_source, slots, Hook, InputBindings, OutputBindings, Slot};
+use super::builds::{
+    gather_source, single_output, slots, Hook, InputBindings, OutputBindings, Slot,
+};
 #[cfg(feature = "bench")]
 use super::dispatches::Dispatch;
 use crate::error::Result;
@@ -58,18 +60,12 @@ impl GatherPipeline {
     /// ([`OutputBindings::UnitsAndTail`]), in ranges that do not overlap, as WebGPU asks. A
     /// device error becomes [`SplitError::Device`](crate::SplitError::Device).
     pub async fn new(device: &wgpu::Device) -> Result<Self> {
-        let units_and_tail = slots(InputBindings::One, OutputBindings::UnitsAndTail, false);
-        let words_only =
-            (device.limits().max_storage_buffers_per_shader_stage as usize) < units_and_tail.len();
-        let (source, outputs) = if words_only {
-            let outputs = OutputBindings::WordsOnly;
-            let words = gather_source(InputBindings::One, outputs, Hook::Silent)?;
-            (std::borrow::Cow::Owned(words), outputs)
-        } else {
-            (
-                std::borrow::Cow::Borrowed(super::builds::shader_source()),
-                OutputBindings::UnitsAndTail,
-            )
+        let outputs = single_output(&device.limits());
+        let source = match outputs {
+            OutputBindings::UnitsAndTail => {
+                std::borrow::Cow::Borrowed(super::builds::shader_source())
+            }
+            _ => std::borrow::Cow::Owned(gather_source(InputBindings::One, outputs, Hook::Silent)?),
         };
         scoped_async(device, "compiling the split pipeline", || {
             Self::build(device, &source, false, InputBindings::One, outputs, None)
@@ -144,12 +140,6 @@ impl GatherPipeline {
     ) -> Self {
         let (dst_bindings, _) = outputs.count_and_views();
         let module = gather_module(device, source);
-        // The moving side's windows take dynamic offsets.
-        let moving_slot = |slot: Slot| match moving {
-            Some(Direction::Concat) => slot.input(),
-            Some(Direction::Split) => slot.output(),
-            None => false,
-        };
         let slots = slots(inputs, outputs, traced);
         let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..)
             .zip(&slots)
@@ -160,7 +150,7 @@ impl GatherPipeline {
                     ty: wgpu::BufferBindingType::Storage {
                         read_only: !slot.writable(),
                     },
-                    has_dynamic_offset: moving_slot(slot),
+                    has_dynamic_offset: moves(moving, slot),
                     min_binding_size: None,
                 },
                 count: None,
@@ -238,6 +228,16 @@ impl GatherPipeline {
             .bind(device, dispatches, tables, inputs, outputs)
             .await?;
         record_bound(device, encoder, &bound).await
+    }
+}
+
+/// Whether `slot` takes a dynamic offset in a build that moves the windows of `moving`'s
+/// parts (a node through views: a split's outputs, a concat's inputs).
+fn moves(moving: Option<Direction>, slot: Slot) -> bool {
+    match moving {
+        Some(Direction::Concat) => slot.input(),
+        Some(Direction::Split) => slot.output(),
+        None => false,
     }
 }
 

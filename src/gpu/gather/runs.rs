@@ -1,7 +1,7 @@
 //! A lane's run where each lane writes a run of units (CPU adapters): how far a split or a
 //! concat spreads over a dispatch's lanes, and how long llvmpipe lets one lane run. Pure.
 
-use super::abi::RUNS_WORKGROUP_SIZE;
+use super::abi::{RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
 
 /// Lanes a small split or concat is spread over when each lane writes a run of units
 /// ([`GatherMode::Cpu`](super::modes::GatherMode::Cpu)): one full workgroup and a second half
@@ -38,6 +38,21 @@ pub const MIN_RUN_UNITS: u64 = 16;
 /// units would never be written. The host keeps each lane's steps within this, with room for
 /// the turns outside them, on every device: on a GPU it shortens only runs no GPU takes.
 const LANE_TURNS: u64 = 60_000;
+
+/// How `count` steps spread over a dispatch's lanes, at most `most` a lane: in runs (CPU
+/// adapters: [`run_units`] a lane, workgroups of [`RUNS_WORKGROUP_SIZE`]) or in turn (GPUs:
+/// consecutive lanes on consecutive steps, workgroups of [`WORKGROUP_SIZE`], each lane as
+/// many as fill its block); the steps per lane and the blocks. The shader's `lane_span` walks
+/// them back.
+pub(super) fn lane_steps(count: u64, most: u64, runs: bool) -> (u64, u64) {
+    if runs {
+        let steps = run_units(count, most);
+        (steps, count.div_ceil(steps).div_ceil(RUNS_WORKGROUP_SIZE))
+    } else {
+        let steps = count.div_ceil(WORKGROUP_SIZE).clamp(1, most.max(1));
+        (steps, count.div_ceil(steps * WORKGROUP_SIZE))
+    }
+}
 
 /// The most steps per lane, at most `max_steps` and at least 1, whose loop turns stay within
 /// [`LANE_TURNS`] when one step may take `turns` of them.

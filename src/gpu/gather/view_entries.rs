@@ -53,7 +53,7 @@ enum Rows {
 /// every destination unit (the multi-output build's binding bits); a
 /// [`SplitError::TooLarge`] naming `part` past `room` entries (what its dispatch's table has
 /// left, [`table_room`]).
-pub fn view_entries(
+fn view_entries(
     part: &str,
     runs: &Runs,
     src_base: u64,
@@ -140,6 +140,38 @@ pub fn view_entries(
     Ok(entries.collect())
 }
 
+/// What a part through a view lowers to.
+pub enum Lowered {
+    /// A dispatch of its own: a split's part written channels-last ([`view_channels`]).
+    Dispatch(Dispatch),
+    /// Entries of its batch's table ([`view_entries`]), which [`view_dispatches`] cuts into
+    /// dispatches with the other parts'.
+    Entries(Vec<Entry>),
+}
+
+/// Part `part` (its name in messages) through a view, as its `runs`, in a `split` or a
+/// concat: its source bytes from byte `bases.0` of the input window, its destination bytes
+/// from byte `bases.1` of the output window, `bases.2` added to every destination unit, over
+/// windows of `sizes` bytes; entries within the `room` its batch's table has left.
+pub fn lower_view(
+    part: &str,
+    runs: &Runs,
+    split: bool,
+    bases: (u64, u64, u64),
+    sizes: (u64, u64),
+    room: u64,
+    tuning: GatherTuning,
+) -> Result<Lowered> {
+    if let Some(d) = split
+        .then(|| view_channels(runs, bases, sizes, tuning))
+        .flatten()
+    {
+        return Ok(Lowered::Dispatch(d));
+    }
+    let (src_base, dst_base, unit_base) = bases;
+    view_entries(part, runs, src_base, dst_base, unit_base, room).map(Lowered::Entries)
+}
+
 /// The dispatch of a split's part whose view writes its planes' elements side by side
 /// (`runs` of one element from `C` planes, their elements back to back in the source, each
 /// pixel's `C` back to back in the destination: `[1, C, H, W]` written as `[1, H, W, C]`):
@@ -148,7 +180,7 @@ pub fn view_entries(
 /// to its first unit), over windows of `src_size` and `dst_size` bytes. `None` where the
 /// rows are not [`Channels`](super::abi::Channels) or a plane or the destination does not
 /// start on a unit.
-pub fn view_channels(
+fn view_channels(
     runs: &Runs,
     (src_base, dst_base, unit_base): (u64, u64, u64),
     (src_size, dst_size): (u64, u64),
@@ -183,6 +215,7 @@ pub fn view_channels(
         part_step: planes.src_step as u32,
     };
     let program = join_program(stride, std::slice::from_ref(&segment), true, tuning.mode);
+    let channels = program.channels?;
     let header = JoinHeader {
         first_unit: (unit_base + dst / UNIT_BYTES) as u32,
         units: bytes.div_ceil(UNIT_BYTES) as u32,
@@ -200,7 +233,7 @@ pub fn view_channels(
         dst_size,
         params: Params {
             num_entries: 1,
-            ..channel_lanes(program.channels?, pixels.extent, tuning)
+            ..channel_lanes(channels, pixels.extent, tuning)
         },
         table: Table::Join(JoinTable {
             header,

@@ -35,7 +35,7 @@ impl Slot {
         )
     }
 
-    /// Whether it binds an input window, or an output window.
+    /// Whether it binds an input window.
     pub fn input(self) -> bool {
         matches!(self, Slot::InputWords(_) | Slot::InputVec4s(_))
     }
@@ -95,6 +95,21 @@ pub fn slots(inputs: InputBindings, outputs: OutputBindings, traced: bool) -> Ve
         slots.push(Slot::Trace);
     }
     slots
+}
+
+/// Whether a shader stage of `limits` holds every binding of the build of `inputs` and
+/// `outputs` (the trace's aside).
+pub fn fits_stage(limits: &wgpu::Limits, inputs: InputBindings, outputs: OutputBindings) -> bool {
+    slots(inputs, outputs, false).len() <= limits.max_storage_buffers_per_shader_stage as usize
+}
+
+/// The single-output build a device of `limits` takes: each output window's units and tail,
+/// where its stage holds them with one input; else the window once, as words.
+pub fn single_output(limits: &wgpu::Limits) -> OutputBindings {
+    match fits_stage(limits, InputBindings::One, OutputBindings::UnitsAndTail) {
+        true => OutputBindings::UnitsAndTail,
+        false => OutputBindings::WordsOnly,
+    }
 }
 
 /// The WGSL declarations of `slots` (the build of `inputs` and `outputs`), at their places.

@@ -6,7 +6,6 @@
 use super::GatherPipeline;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::scoped_async;
-use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::{ProgramKey, UNIT_BYTES};
 use crate::gpu::gather::blocks::grid;
 use crate::gpu::gather::builds::{tail_start, Slot};
@@ -209,9 +208,6 @@ impl GatherPipeline {
     ) -> (wgpu::BindGroup, Vec<u32>, Vec<Option<usize>>) {
         let [read_stand_in, write_stand_in] = &self.stand_ins;
         let align = self.offset_align;
-        let moves_inputs = self.moving == Some(Direction::Concat);
-        let moves_outputs = self.moving == Some(Direction::Split);
-        let moving = |moves: bool, k: usize| moves.then_some((k, align));
         let src = inputs.bound(dispatch.src_offset, dispatch.src_size);
         let dst = outputs.bound(dispatch.dst_offset, dispatch.dst_size);
         // An empty units or tail binding takes its own slot of the writable stand-in, so no
@@ -220,47 +216,46 @@ impl GatherPipeline {
         let slot = |k: usize| window(write_stand_in, k as u64 * step, UNIT_BYTES);
         let mut resources = Resources::default();
         for &s in &self.slots {
+            // The windows of the side the build moves take dynamic offsets, window `k`'s.
+            let moves = super::moves(self.moving, s);
+            let moving = |k: u32| moves.then_some((k as usize, align));
             match s {
                 Slot::Table => resources.list.push(table.as_entire_binding()),
                 // Each input binding's words and vec4s view the same window
                 // (`abi::binding_bytes`; read-only views may share a range).
                 Slot::InputWords(k) => {
                     let (b, offset, size) = src[k as usize];
-                    resources.window(b, offset, size, moving(moves_inputs, k as usize));
+                    resources.window(b, offset, size, moving(k));
                 }
                 // A vec4 view of less than one vec4 binds the stand-in (WebGPU binds no array
                 // of vec4s shorter than one); the shader never reads it: such a window holds
                 // no whole vec4.
                 Slot::InputVec4s(k) => match src[k as usize] {
                     (_, _, size) if size < UNIT_BYTES => {
-                        resources.stand_in(read_stand_in.as_entire_binding(), moves_inputs)
+                        resources.stand_in(read_stand_in.as_entire_binding(), moves)
                     }
-                    (b, offset, size) => {
-                        resources.window(b, offset, size, moving(moves_inputs, k as usize))
-                    }
+                    (b, offset, size) => resources.window(b, offset, size, moving(k)),
                 },
                 // Each output window as its units, then as its tail (writable views may not
                 // share a range).
                 Slot::OutputUnits(k) => {
                     let (b, at, size) = dst[k as usize];
                     match tail_start(size, align) {
-                        0 => resources.stand_in(slot(k as usize), moves_outputs),
-                        units => resources.window(b, at, units, moving(moves_outputs, k as usize)),
+                        0 => resources.stand_in(slot(k as usize), moves),
+                        units => resources.window(b, at, units, moving(k)),
                     }
                 }
                 Slot::OutputTail(k) => {
                     let (b, at, size) = dst[k as usize];
                     let units = tail_start(size, align);
                     match size - units {
-                        0 => resources.stand_in(slot(dst.len() + k as usize), moves_outputs),
-                        tail => {
-                            resources.window(b, at + units, tail, moving(moves_outputs, k as usize))
-                        }
+                        0 => resources.stand_in(slot(dst.len() + k as usize), moves),
+                        tail => resources.window(b, at + units, tail, moving(k)),
                     }
                 }
                 Slot::OutputWords => {
                     let (b, offset, size) = dst[0];
-                    resources.window(b, offset, size, moving(moves_outputs, 0));
+                    resources.window(b, offset, size, moving(0));
                 }
                 #[cfg(feature = "bench")]
                 Slot::Trace => resources
