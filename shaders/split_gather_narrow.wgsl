@@ -271,7 +271,9 @@ fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32,
     let o = h.first_unit;
     let rows = h.end_byte / (c * CHANNEL_UNIT);
     let span = lane_span(p, block, lane, (rows + CHANNEL_ROWS - 1u) / CHANNEL_ROWS);
-    let whole = min(units_end(o) - o, h.end_byte / 16u) / c;
+    // None where the output starts past its binding's units (a small window, all tail).
+    let bound = units_end(o);
+    let whole = select(0u, min(bound - o, h.end_byte / 16u) / c, bound > o);
     let src = s.src_offset / 16u;
     let step = s.part_step / 16u;
     var g = span.x;

@@ -12,8 +12,8 @@ use wgpu_split::{ops, DType, GpuSplitter, IntTensor, Outputs, PartView};
 
 /// An image's channels split and written channels-last ([1, C, H, W] into [1, H, W, C]
 /// each), in every lane mapping: each part its planes joined into pixels (RGB and RGBA of u8,
-/// f16 and f32, pairs of f32 and u8), in buffers of their own or both in one, parts whose last units lie in a
-/// binding's tail, and planes off a unit, which take an entry a pixel; then read back through
+/// f16 and f32, pairs of f32 and u8), in buffers of their own or both in one, parts whose last
+/// units lie in a binding's tail or that lie in it whole, and planes off a unit, which take an entry a pixel; then read back through
 /// the same views by the concat.
 fn channels_last_parts_of_any_pixels(gpu: &'static GpuSplitter) {
     let cases: [(DType, [usize; 4]); 8] = [
@@ -28,6 +28,12 @@ fn channels_last_parts_of_any_pixels(gpu: &'static GpuSplitter) {
         (DType::F32, [1, 6, 5, 7]),
     ];
     let mappings = common::lane_mappings(gpu);
+    // WebGPU's storage offset alignment, 256 bytes: a window under it is all tail.
+    let webgpu = common::with_limits(gpu, |l| wgpu::Limits {
+        min_storage_buffer_offset_alignment: 256,
+        ..l
+    });
+    let webgpu_mappings = common::lane_mappings(&webgpu);
     for (n, &(dtype, shape)) in cases.iter().enumerate() {
         let plan = ops::split(&shape, &IntTensor::scalar(1), 2).unwrap();
         let input = tensor(dtype, &shape, n);
@@ -35,16 +41,31 @@ fn channels_last_parts_of_any_pixels(gpu: &'static GpuSplitter) {
         let stored = [1, shape[2], shape[3], part[1]];
         let view = PartView::within(&part, &stored, &[0, 2, 3, 1], &[0; 4]).unwrap();
         let bytes = part.iter().product::<usize>() * dtype.size();
-        let views = [view.clone(), view];
+        // Moved a unit into its buffer, on a device of WebGPU's alignment: a small part's
+        // window is all tail, its first unit past the window's units.
+        let moved = PartView {
+            offset: (16 / dtype.size()) as u64,
+            ..view.clone()
+        };
         // Output 1 after output 0 in its buffer, at the next multiple of 256 bytes.
         let after = bytes.next_multiple_of(256);
         let layouts = [
-            (vec![(0, 0), (1, 0)], vec![bytes + 48, bytes + 48]),
-            (vec![(0, 0), (0, after as u64)], vec![after + bytes + 48]),
+            (vec![(0, 0), (1, 0)], vec![bytes + 48, bytes + 48], &view),
+            (
+                vec![(0, 0), (0, after as u64)],
+                vec![after + bytes + 48],
+                &view,
+            ),
+            (vec![(0, 0), (1, 0)], vec![bytes + 64, bytes + 64], &moved),
         ];
-        for (m, (places, sizes)) in layouts.iter().enumerate() {
+        for (m, (places, sizes, view)) in layouts.iter().enumerate() {
+            let views = [(*view).clone(), (*view).clone()];
+            let mappings = if m == 2 { &webgpu_mappings } else { &mappings };
             let (mapping, gpu) = &mappings[(n + m) % mappings.len()];
-            let what = format!("{dtype:?} {shape:?} channels-last, places {places:?} ({mapping})");
+            let what = format!(
+                "{dtype:?} {shape:?} channels-last at {}, places {places:?} ({mapping})",
+                view.offset
+            );
             let buffers = check_split(gpu, &what, &input, &plan, &views, places, sizes);
             check_concat_back(gpu, &what, &input, &plan, &views, &buffers, places);
         }
