@@ -5,18 +5,21 @@
 # adapter has timestamps), every test (the GL adapter's left out), the other gather runs, the
 # routes the device picks (RUNS times each, 3 by default), the CPU lane mapping once, then the
 # memory trace (a driver's compiler may take long over a trace build). A step that would start
-# past DEADLINE seconds (480 by default) is skipped and said so, so that a call under a time
+# past DEADLINE seconds (400 by default) is skipped and said so, and a step is stopped after
+# STEP_LIMIT seconds (150 by default; exit 124 in steps.txt), so that a call under a time
 # limit still brings back what ran. Writes logs and JSON reports into OUT_DIR, one line per
 # step to OUT_DIR/steps.txt, and OUT_DIR/summary.md after every step
 # (scripts/bench_summary.py: a section for docs/performance.md, with PyTorch's rates beside
 # ours when TORCH names its torch.json), which it prints at the end. BENCH_ARGS adds bench
 # options (`--quick`, `--cases=...`) to every bench run.
 #
-# Usage: [BENCH_ARGS=...] [TORCH=torch.json] [DEADLINE=s] scripts/device_report.sh BINARIES.tar.xz OUT_DIR [RUNS]
+# Usage: [BENCH_ARGS=...] [TORCH=torch.json] [DEADLINE=s] [STEP_LIMIT=s] scripts/device_report.sh BINARIES.tar.xz OUT_DIR [RUNS]
 #
 # On a lent GPU (the device tool: a 10-minute command, 15 minutes of device time in all, at
 # most 8 files back), pack here, then run in one call, carrying the pack and the Vulkan loader
-# (`.gl`, /work/.library/device/README.md), and bring the reports back as one file:
+# (`.gl`, /work/.library/device/README.md), and bring the reports back as one file (on the
+# H200: the machine's start about 40 s, a bench run 50 s, every test 100 s; the last step
+# starts by DEADLINE and ends by STEP_LIMIT after it, so the tar below runs inside 600 s):
 #   scripts/pack_binaries.sh target/pack/binaries.tar.xz
 #   carry [".gl", "target/pack"], timeout_s 600:
 #   for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig;
@@ -45,7 +48,7 @@ if [ ! -e "$command_path" ]; then
 fi
 steps="$out/steps.txt"
 : > "$steps"
-deadline=${DEADLINE:-480}
+deadline=${DEADLINE:-400}
 summarize() {
   python3 scripts/bench_summary.py "$out" ${torch:+"$torch"} > "$out/summary.md" 2>/dev/null
 }
@@ -57,7 +60,8 @@ step() {
     return
   fi
   local start=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
+  # A step that hangs (a driver's deadlock hung a test binary once) ends at STEP_LIMIT.
+  timeout "${STEP_LIMIT:-150}" "$@" > "$out/$name.log" 2>&1
   echo "$name: exit $? in $((SECONDS - start)) s" | tee -a "$steps"
   summarize
 }

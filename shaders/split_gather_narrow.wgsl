@@ -129,8 +129,11 @@ fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<fu
 // at places read from the table ran at a third of the rate on llvmpipe, docs/performance.md).
 // The group's loads and units are written out, not looped over: those past `c` fold away
 // with their guards. A lane takes its groups in a run (LANES_IN_RUNS) or, consecutive lanes
-// consecutive groups, in turn (`lane_span`).
+// consecutive groups, in turn (`lane_span`); but a concat's stores go unit by unit on GPUs,
+// consecutive lanes consecutive units (`join_channel_unit`).
 override CHANNEL_WIDTH: u32 = 0u;
+// The words (`join_words`): a concat's parts of whole words, any count of them.
+override CHANNEL_WORDS: bool = false;
 // CHANNEL_WIDTH as a divisor: 1 in the pipelines without channels, whose code folds away.
 override CHANNEL_UNIT: u32 = max(CHANNEL_WIDTH, 1u);
 override CHANNEL_ROWS: u32 = 16u / CHANNEL_UNIT;
@@ -247,6 +250,32 @@ fn join_channel_store(w: ptr<function, array<u32, 16>>, d: u32, t: u32, c: u32) 
     }
 }
 
+// Unit `u` of the whole groups into output unit `d`, on GPUs, where a warp's stores then cover
+// whole sectors (a lane storing its group's `c` units, a warp's stores `16 * c` bytes apart,
+// ran at half the copy kernel's rate on the H200; docs/performance.md): parts of a word load
+// its four words, word q row q / c of part q % c; narrower parts load the unit's group and
+// pick the unit's place by a switch, each case's places constants.
+fn join_channel_unit(src: u32, step: u32, d: u32, u: u32, c: u32) {
+    var v: vec4<u32>;
+    if (CHANNEL_WIDTH == 4u) {
+        let q = 4u * u;
+        let a = 4u * src;
+        let st = 4u * step;
+        v = vec4<u32>(load_word(a + q % c * st + q / c), load_word(a + (q + 1u) % c * st + (q + 1u) / c), load_word(a + (q + 2u) % c * st + (q + 2u) / c), load_word(a + (q + 3u) % c * st + (q + 3u) / c));
+    } else {
+        let g = u / c;
+        var w: array<u32, 16>;
+        channel_group(&w, src + g, step, c, false);
+        switch (u - g * c) {
+            case 0u: { v = channel_unit(&w, c, 0u, true); }
+            case 1u: { v = channel_unit(&w, c, 1u, true); }
+            case 2u: { v = channel_unit(&w, c, 2u, true); }
+            default: { v = channel_unit(&w, c, 3u, true); }
+        }
+    }
+    store_unit_fast(d, v);
+}
+
 // Rows of parts side by side (`main_join`): a concat's channels, or a part of a split written
 // channels-last through its view (its planes are the parts); the body of the segment's count
 // of parts.
@@ -254,6 +283,10 @@ fn join_channels(block: u32, lane: u32) {
     let p = read_params();
     let h = read_join_header();
     let s = read_segment(1u);
+    if (CHANNEL_WORDS) {
+        join_words(p, h, s, block, lane);
+        return;
+    }
     switch (s.count) {
         case 2u: { join_channels_of(p, h, s, block, lane, 2u); }
         case 3u: { join_channels_of(p, h, s, block, lane, 3u); }
@@ -263,7 +296,8 @@ fn join_channels(block: u32, lane: u32) {
 
 // Rows of `c` parts side by side: the dispatch's one segment, in binding 0, holds every part's
 // rows from a whole vec4 on; the output's rows lie from unit `first_unit` on, `end_byte`
-// bytes. The lane's groups past the output's whole units below its binding's `units_end`
+// bytes. In runs (CPU adapters) a lane stores its groups' units; on GPUs a block's whole
+// groups go unit by unit (`join_channel_unit`). The lane's groups past the output's whole units below its binding's `units_end`
 // (the last group where rows are not a multiple of 16 bytes, a binding's last units) load
 // and store unit by unit, each part's vec4s past the input's end as zeros and the output's
 // last unit merged (`store_unit_n`).
@@ -276,12 +310,25 @@ fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32,
     let whole = select(0u, min(bound - o, h.end_byte / 16u) / c, bound > o);
     let src = s.src_offset / 16u;
     let step = s.part_step / 16u;
+    let end_whole = min(whole, span.y);
     var g = span.x;
-    for (; g < min(whole, span.y); g += span.z) {
-        var w: array<u32, 16>;
-        channel_group(&w, src + g, step, c, false);
-        let d = o + g * c;
-        join_channel_store(&w, d, 0u, c); join_channel_store(&w, d, 1u, c); join_channel_store(&w, d, 2u, c); join_channel_store(&w, d, 3u, c);
+    if (LANES_IN_RUNS) {
+        for (; g < end_whole; g++) {
+            var w: array<u32, 16>;
+            channel_group(&w, src + g, step, c, false);
+            let d = o + g * c;
+            join_channel_store(&w, d, 0u, c); join_channel_store(&w, d, 1u, c); join_channel_store(&w, d, 2u, c); join_channel_store(&w, d, 3u, c);
+        }
+    } else {
+        // The block's whole groups as output units, consecutive lanes consecutive units; then
+        // the lane's first group past them.
+        let base = span.x - lane;
+        for (var u = base * c + lane; u < end_whole * c; u += WORKGROUP_SIZE) {
+            join_channel_unit(src, step, o + u, u, c);
+        }
+        if (g < end_whole) {
+            g += (end_whole - g + span.z - 1u) / span.z * span.z;
+        }
     }
     for (; g < span.y; g += span.z) {
         var w: array<u32, 16>;
@@ -293,6 +340,81 @@ fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32,
             }
         }
     }
+}
+
+// Parts of whole words side by side (`main_join` with CHANNEL_WORDS): `c` parts of `pw` words
+// (1 to 4) each, any count of them (more than 4 parts, or parts wider than a word, or parts
+// on whole words but not vec4s); output word q is word q % pw of row (q / pw) / c
+// of part (q / pw) % c. The lane's units (a run of them, or on GPUs one a step, consecutive
+// lanes consecutive units) load their words one by one, each from its part; past the first
+// word's place, each next one's follows without a division. Units past the output's whole
+// ones below its binding's `units_end` store through `store_unit_n`.
+fn join_words(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32) {
+    let o = h.first_unit;
+    let span = lane_span(p, block, lane, (h.end_byte + 15u) / 16u);
+    let bound = units_end(o);
+    let whole = select(0u, min(bound - o, h.end_byte / 16u), bound > o);
+    if (LANES_IN_RUNS) {
+        words_run(h, s, span.x, span.y, whole);
+    } else {
+        for (var u = span.x; u < span.y; u += span.z) {
+            words_run(h, s, u, u + 1u, whole);
+        }
+    }
+}
+
+// The output's units `first .. end` (see `join_words`).
+fn words_run(h: JoinHeader, s: Segment, first: u32, end: u32, whole: u32) {
+    let pw = max(s.row_bytes / 4u, 1u);
+    let c = max(s.count, 1u);
+    let words = h.end_byte / 4u;
+    // Word 4 * first's place: word k of row `row` of part `part`.
+    let e = 4u * first / pw;
+    var k = 4u * first - e * pw;
+    var row = e / c;
+    var part = e - row * c;
+    var at = WordAt(s.src_offset / 4u, s.part_step / 4u, pw, c, k, part, row);
+    for (var u = first; u < end; u++) {
+        let q = 4u * u;
+        let v = vec4<u32>(next_word(&at, q < words), next_word(&at, q + 1u < words), next_word(&at, q + 2u < words), next_word(&at, q + 3u < words));
+        if (u < whole) {
+            store_unit_fast(h.first_unit + u, v);
+        } else {
+            store_unit_n(h.first_unit + u, v, h.end_byte - 16u * u);
+        }
+    }
+}
+
+// Where `join_words` reads: the segment's source words from `src` on, parts `step` words
+// apart, `pw` words a part's row, `c` parts; the next word's place (word `k` of row `row` of
+// part `part`).
+struct WordAt {
+    src: u32,
+    step: u32,
+    pw: u32,
+    c: u32,
+    k: u32,
+    part: u32,
+    row: u32,
+}
+
+// The word at `at` (zero where `exists` is false: past the output's end), and `at` moved on
+// to the next word's place.
+fn next_word(at: ptr<function, WordAt>, exists: bool) -> u32 {
+    var x = 0u;
+    if (exists) {
+        x = load_word((*at).src + (*at).part * (*at).step + (*at).row * (*at).pw + (*at).k);
+    }
+    (*at).k += 1u;
+    if ((*at).k == (*at).pw) {
+        (*at).k = 0u;
+        (*at).part += 1u;
+        if ((*at).part == (*at).c) {
+            (*at).part = 0u;
+            (*at).row += 1u;
+        }
+    }
+    return x;
 }
 
 // The steps of `count` a lane takes: (first, end, step). LANES_IN_RUNS: a run of

@@ -12,11 +12,13 @@ use wgpu_split::{ops, DType, GpuSplitter, IntTensor, Outputs, PartView};
 
 /// An image's channels split and written channels-last ([1, C, H, W] into [1, H, W, C]
 /// each), in every lane mapping: each part its planes joined into pixels (RGB and RGBA of u8,
-/// f16 and f32, pairs of f32 and u8), in buffers of their own or both in one, parts whose last
-/// units lie in a binding's tail or that lie in it whole, and planes off a unit, which take an entry a pixel; then read back through
-/// the same views by the concat.
+/// f16 and f32, pairs of f32 and u8; the words: 5 and 8 channels of 4 bytes, 3 of f64, pairs
+/// of complex64, and planes off a unit but on words), in buffers of their own or both in one,
+/// parts whose last units lie in a binding's tail or that lie in it whole, and pixels that
+/// are neither (8 channels of f16, planes of f16 off a word), which take an entry a pixel;
+/// then read back through the same views by the concat.
 fn channels_last_parts_of_any_pixels(gpu: &'static GpuSplitter) {
-    let cases: [(DType, [usize; 4]); 8] = [
+    let cases: [(DType, [usize; 4]); 14] = [
         (DType::F32, [1, 8, 4, 37]),
         (DType::F32, [1, 4, 8, 6]),
         (DType::U8, [1, 4, 16, 3]),
@@ -26,6 +28,12 @@ fn channels_last_parts_of_any_pixels(gpu: &'static GpuSplitter) {
         (DType::U8, [1, 6, 16, 37]),
         // Planes of 5 x 7 f32, off a unit.
         (DType::F32, [1, 6, 5, 7]),
+        (DType::F32, [1, 10, 4, 9]),
+        (DType::U32, [1, 16, 2, 8]),
+        (DType::F64, [1, 6, 3, 5]),
+        (DType::Complex64, [1, 4, 4, 4]),
+        (DType::F16, [1, 16, 4, 4]),
+        (DType::F16, [1, 6, 5, 7]),
     ];
     let mappings = common::lane_mappings(gpu);
     // WebGPU's storage offset alignment, 256 bytes: a window under it is all tail.

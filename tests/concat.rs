@@ -212,6 +212,38 @@ fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
     }
 }
 
+/// Equal parts of whole words side by side, which join as the words where they are more
+/// than 4 or wider than a word, or lie off a vec4: f32 columns (5, 8 and 17 of them), f64
+/// and complex128 columns, parts of 3 f32, at row counts that end the output mid-unit or on
+/// a unit; in runs of three units and of many, and in lanes.
+fn equal_parts_of_whole_words(gpu: &'static GpuSplitter) {
+    let mappings = [
+        (GatherMode::Cpu, 3),
+        (GatherMode::Cpu, 2048),
+        (GatherMode::Gpu, 4),
+    ];
+    let cases = [
+        (DType::F32, 1, 5),
+        (DType::F32, 1, 8),
+        (DType::F32, 1, 17),
+        (DType::F32, 3, 2),
+        (DType::F32, 1, 3),
+        (DType::F64, 1, 3),
+        (DType::Complex128, 1, 3),
+        (DType::I32, 2, 7),
+    ];
+    for (name, gpu) in common::gather_mappings(gpu, &mappings) {
+        for (dtype, width, count) in cases {
+            for rows in [1, 3, 4, 5, 333, 1024] {
+                let plan = ops::concat(&vec![[rows, width]; count], 1).unwrap();
+                common::run_verified(&gpu, &plan, &parts(&plan, dtype)).unwrap_or_else(|e| {
+                    panic!("{name} {rows} rows of {count} {dtype:?} x {width}: {e}")
+                });
+            }
+        }
+    }
+}
+
 /// Unaligned parts in every lane mapping and in the device's own runs: u8 parts of `m` bytes,
 /// then `r` (at every residue mod 16 and across a unit's worth of widths), then 3, so units
 /// cross from part to part and from row to row at every column; wide parts only, whose units
@@ -403,6 +435,7 @@ fn past_one_binding_in_windows(gpu: &'static GpuSplitter) {
 }
 
 per_backend!(
+    equal_parts_of_whole_words,
     round_trips_every_split,
     floats_move_as_bits,
     many_inputs_in_one_region_take_one_dispatch,

@@ -185,9 +185,25 @@ fn check_outputs_streamed(input: &Path, plan: &SplitPlan, dir: &Path) {
 
 /// A 300 MiB f32 input, split on an inner axis and on axis 0 into 3: the outputs are
 /// bit-exact, the split ran in several windows, and the command's peak resident memory stays
-/// under 200 MiB, two thirds of the input alone (reading the whole file took twice the input).
+/// within 64 MiB, a fifth of the input (reading the whole file took twice the input), of what
+/// the same command takes for a 192-byte input: the driver's own memory, which differs from
+/// device to device (about 100 MiB on lavapipe, 210 MiB on an NVIDIA H200).
 fn a_300_mib_input_streams_in_bounded_memory(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
+    let backend_arg = format!("--backend={backend}");
+    let tiny = dir.path().join("tiny.npy");
+    write_npy(&tiny, DType::F32, &[3, 2, 8], false);
+    let args = [
+        backend_arg.as_str(),
+        "--op",
+        "split",
+        "--axis=0",
+        "--num-splits=3",
+    ];
+    let base = split_file(&tiny, &dir.path().join("tiny_out"), &args, None);
+    assert_eq!(base.code, 0, "{backend} tiny input: {}", base.stderr);
+    // Above 10 MiB, so the figure is the command's own and not a zero from a failed read.
+    assert!(base.peak_rss > 10 * MIB, "{}", base.peak_rss);
     let input = dir.path().join("in.npy");
     let shape = [3, 200, 131072];
     write_npy(&input, DType::F32, &shape, false);
@@ -205,7 +221,6 @@ fn a_300_mib_input_streams_in_bounded_memory(backend: &str) {
         ),
     ];
     for (args, axis, lengths) in cases {
-        let backend_arg = format!("--backend={backend}");
         let mut full = vec![backend_arg.as_str(), "--json"];
         full.extend(args.iter());
         let run = split_file(&input, &out, &full, None);
@@ -222,11 +237,11 @@ fn a_300_mib_input_streams_in_bounded_memory(backend: &str) {
         }
         let plan = SplitPlan::from_lengths(&shape, axis, &lengths, true).unwrap();
         check_outputs_streamed(&input, &plan, &out);
-        // Above 10 MiB, so the figure is the command's own and not a zero from a failed read.
         assert!(
-            (10 * MIB..200 * MIB).contains(&run.peak_rss),
-            "{backend} {args:?}: peak resident memory {} bytes",
-            run.peak_rss
+            run.peak_rss < base.peak_rss + 64 * MIB,
+            "{backend} {args:?}: peak resident memory {} bytes, {} with a 192-byte input",
+            run.peak_rss,
+            base.peak_rss
         );
     }
 }

@@ -142,8 +142,8 @@ pub fn standard_suite() -> Vec<Case> {
             variadic(1, &[341, 341, 341]),
         ),
         // The concat cases: a KV cache's append of one token, YOLOv8's C2f block, a sequence
-        // of 4,096 rows, heads64, the RGB planes and tiny_runs read back, and u8 rows at odd
-        // offsets.
+        // of 4,096 rows, heads64, the RGB planes and tiny_runs read back, eight f32 columns
+        // side by side, and u8 rows at odd offsets.
         concat(
             "concat_kv_append",
             DType::F16,
@@ -156,6 +156,7 @@ pub fn standard_suite() -> Vec<Case> {
         concat("concat_heads64", DType::F32, &[512, 4096], 1, &[64; 64]),
         concat("concat_rgb", DType::U8, &[4, 1080, 1920, 3], 3, &[1, 1, 1]),
         concat("concat_tiny_runs", DType::F32, &[4194304, 4], 1, &[1; 4]),
+        concat("concat_columns", DType::F32, &[2097152, 8], 1, &[1; 8]),
         concat(
             "concat_bytes_odd",
             DType::U8,

@@ -31,6 +31,29 @@ pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Par
     }
 }
 
+/// How the lanes of a join's channels `c` of `rows` rows of `row_bytes` take their steps: a
+/// group a step ([`channel_lanes`]), but in the words ([`Channels::WORDS`]) a unit a step, each lane a run of them on CPU adapters, consecutive lanes consecutive units
+/// on GPUs.
+pub(super) fn join_lanes(c: Channels, rows: u64, row_bytes: u64, tuning: GatherTuning) -> Params {
+    if !c.words {
+        return channel_lanes(c, rows, tuning);
+    }
+    let units = (rows * row_bytes).div_ceil(UNIT_BYTES);
+    let runs = tuning.mode == GatherMode::Cpu;
+    let (steps, blocks) = lane_steps(units, max_steps(tuning.max_steps_per_lane, 2), runs);
+    Params {
+        num_blocks: blocks as u32,
+        num_entries: 0,
+        steps_per_lane: steps as u32,
+        num_lanes: if runs {
+            units.div_ceil(steps) as u32
+        } else {
+            0
+        },
+        interleaved: 0,
+    }
+}
+
 /// The header of the channels' dispatch of a split's `entries`.
 pub(super) fn channel_params(c: Channels, entries: &mut [Entry], tuning: GatherTuning) -> Params {
     let rows = entries[0].out_bytes as u64 / c.width as u64;

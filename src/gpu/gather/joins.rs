@@ -16,7 +16,7 @@ use super::abi::{
     binding_bytes, Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, UNIT_BYTES,
 };
 use super::blocks::split_table;
-use super::channels::channel_lanes;
+use super::channels::join_lanes;
 use super::dispatches::Dispatch;
 use super::modes::GatherTuning;
 use super::picker::{join_program, join_takes_split_rows};
@@ -103,14 +103,23 @@ pub fn join_dispatch(
     let band = Band::of(bytes, first, end - (bytes.rows - 1) * bytes.stride)
         .filter(|b| b.units(bytes) < flat_units);
     let units = band.map_or(flat_units, |b| b.units(bytes));
-    let segments = segments(bytes, parts);
     let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
-    let program = join_program(bytes.stride, &segments, whole, tuning.mode);
+    // Parts side by side make one segment in short rows, and in longer ones where they take
+    // the channels (the words); the join's units take one part a segment there.
+    let mut segments = self::segments(bytes, parts, bytes.stride <= UNIT_BYTES);
+    let mut program = join_program(bytes.stride, &segments, whole, tuning.mode);
+    if program.channels.is_none() && bytes.stride > UNIT_BYTES {
+        let merged = self::segments(bytes, parts, true);
+        let words = join_program(bytes.stride, &merged, whole, tuning.mode);
+        if words.channels.is_some() {
+            (segments, program) = (merged, words);
+        }
+    }
     // A lane's steps (units, or the channels' groups of rows), and the blocks that take
     // them.
     let (steps, blocks) = match program.channels {
         Some(c) => {
-            let p = channel_lanes(c, bytes.rows, tuning);
+            let p = join_lanes(c, bytes.rows, bytes.stride, tuning);
             (p.steps_per_lane as u64, p.num_blocks as u64)
         }
         // Workgroups without a barrier (`join_runs_block`): on CPU adapters each lane a run
@@ -230,15 +239,14 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart]) -> u64 {
     2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES)
 }
 
-/// The segments of `parts` (in column order): one per part, but where output rows are at most
-/// a unit long, one per run of parts that lie side by side in the output's rows, with equal
+/// The segments of `parts` (in column order): one per part, but with `merge` (where output
+/// rows are at most a unit long, or the parts take the words), one per run of parts that lie side by side in the output's rows, with equal
 /// rows, in one binding, each the same number of bytes after the one before in the source
 /// (equal inputs packed in one buffer, such as RGB planes), whose every unit walks its
 /// segments' parts in turn with no division (`join_narrow`). Elsewhere finding a column's
 /// part by division cost the runs more than the table reads it saves
 /// (`docs/performance.md`).
-fn segments(bytes: &ByteRows, parts: &[JoinPart]) -> Vec<Segment> {
-    let merge = bytes.stride <= UNIT_BYTES;
+fn segments(bytes: &ByteRows, parts: &[JoinPart], merge: bool) -> Vec<Segment> {
     let mut segments: Vec<Segment> = Vec::with_capacity(parts.len());
     let mut last: Option<&JoinPart> = None;
     for p in parts {

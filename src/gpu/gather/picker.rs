@@ -72,13 +72,17 @@ fn for_mode(c: Channels, mode: GatherMode) -> bool {
 }
 
 /// The channels of a concat's dispatch whose `segments` are one, into rows of `stride`
-/// bytes from its output's first unit, if they are ([`Channels::of`]): its parts side by side
-/// from the rows' first byte, in binding 0, each part's rows from a whole vec4 on.
+/// bytes from its output's first unit, if they are: its parts side by side from the rows'
+/// first byte, in binding 0; the channels ([`Channels::of`]) where each part's rows start on
+/// a whole vec4, else the words ([`Channels::words`]) where they start on a whole word.
 fn join_channels_of(stride: u64, segments: &[Segment]) -> Option<Channels> {
     let [s] = segments else { return None };
-    let aligned = (s.src_offset as u64 | s.part_step as u64).is_multiple_of(UNIT_BYTES);
-    let fits = (s.first_byte, s.binding) == (0, 0) && aligned;
-    Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|_| fits)
+    let (width, parts) = (s.row_bytes as u64, s.count as u64);
+    let fits = (s.first_byte, s.binding) == (0, 0);
+    let from = (s.src_offset as u64 | s.part_step as u64) % UNIT_BYTES;
+    let channels = Channels::of(stride, width, parts).filter(|_| from == 0);
+    let words = || Channels::words(stride, width, parts).filter(|_| from.is_multiple_of(4));
+    channels.or_else(words).filter(|_| fits)
 }
 
 /// Whether a concat's parts, each its input binding and how its bytes align, read from

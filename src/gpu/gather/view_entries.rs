@@ -18,7 +18,7 @@ use super::abi::{
     Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, HEADER_BYTES, UNIT_BYTES,
 };
 use super::blocks::split_table;
-use super::channels::channel_lanes;
+use super::channels::join_lanes;
 use super::dispatches::Dispatch;
 use super::modes::GatherTuning;
 use super::picker::join_program;
@@ -178,8 +178,8 @@ pub fn lower_view(
 /// the planes joined into rows as a concat's channels are (one segment of `C` parts, read
 /// from input byte `src_base` on, written from output byte `dst_base` on, `unit_base` added
 /// to its first unit), over windows of `src_size` and `dst_size` bytes. `None` where the
-/// rows are not [`Channels`](super::abi::Channels) or a plane or the destination does not
-/// start on a unit.
+/// rows are not [`Channels`](super::abi::Channels) (the planes not on the units or words the
+/// channels need) or the destination does not start on a unit.
 fn view_channels(
     runs: &Runs,
     (src_base, dst_base, unit_base): (u64, u64, u64),
@@ -200,7 +200,8 @@ fn view_channels(
     let (src, dst) = (runs.src + src_base, runs.dst + dst_base);
     let side_by_side =
         (pixels.src_step, pixels.dst_step, planes.dst_step) == (width, stride, width);
-    let aligned = (src | dst | planes.src_step).is_multiple_of(UNIT_BYTES);
+    // The planes' alignment is the picker's to judge (`join_program`).
+    let aligned = dst.is_multiple_of(UNIT_BYTES);
     let bytes = pixels.extent * stride;
     let fits = (src + planes.extent * planes.src_step).max(dst + bytes) <= u32::MAX as u64;
     if !(side_by_side && aligned && fits) {
@@ -233,7 +234,7 @@ fn view_channels(
         dst_size,
         params: Params {
             num_entries: 1,
-            ..channel_lanes(channels, pixels.extent, tuning)
+            ..join_lanes(channels, pixels.extent, stride, tuning)
         },
         table: Table::Join(JoinTable {
             header,

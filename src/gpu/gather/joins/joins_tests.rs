@@ -4,6 +4,7 @@ use super::*;
 use crate::gpu::gather::abi::EntryPoint;
 use crate::gpu::splitter::gather_defaults;
 use crate::ops;
+use crate::GatherMode;
 
 fn gpu() -> GatherTuning {
     gather_defaults(wgpu::DeviceType::DiscreteGpu)
@@ -190,6 +191,56 @@ fn parts_of_short_rows_side_by_side_take_one_segment() {
     let (bytes, parts) = packed_concat(&[[512, 63]; 64], 2);
     let d = join_dispatch(&bytes, &parts, &[64 * 64512], gpu(), 1 << 27).unwrap();
     assert_eq!(table(&d).segments.len(), 64);
+}
+
+#[test]
+fn parts_of_whole_words_side_by_side_take_the_words() {
+    use crate::gpu::gather::abi::Channels;
+    let cpu = GatherTuning {
+        mode: GatherMode::Cpu,
+        ..gpu()
+    };
+    // Eight f32 columns, three f64 columns, two parts of 3 f32 (12 bytes), three rows of 5
+    // f32 parts (their rows on words, not vec4s): one segment of all the parts, the words, a
+    // unit a step in either mapping.
+    for (shapes, size, count) in [
+        (vec![[301, 1]; 8], 4, 8),
+        (vec![[301, 1]; 3], 8, 3),
+        (vec![[5, 3]; 2], 4, 2),
+        (vec![[3, 1]; 5], 4, 5),
+    ] {
+        let (bytes, parts) = packed_concat(&shapes, size);
+        let window = bytes.input_bytes();
+        for tuning in [gpu(), cpu] {
+            let d = join_dispatch(&bytes, &parts, &[window], tuning, 1 << 27).unwrap();
+            assert_eq!(d.program.channels, Some(Channels::WORDS), "{shapes:?}");
+            let segments = &table(&d).segments;
+            assert_eq!(
+                (segments.len(), segments[0].count),
+                (1, count),
+                "{shapes:?}"
+            );
+            let units = window.div_ceil(16);
+            let lanes = d.program.workgroup_size();
+            let steps = d.params.num_blocks as u64 * d.params.steps_per_lane as u64 * lanes;
+            assert!(steps >= units, "{shapes:?}: {d:?}");
+        }
+    }
+    // Parts whose rows are not on whole words, or of 4 parts of 4 bytes on vec4s (the
+    // channels), or wider than a unit, or not all equal: no words.
+    for (shapes, size, channels) in [
+        (vec![[301, 3]; 8], 1, None),
+        (vec![[300, 1]; 4], 4, Channels::of(16, 4, 4)),
+        (vec![[301, 5]; 3], 4, None),
+        (vec![[301, 1], [301, 2]], 4, None),
+    ] {
+        let (bytes, parts) = packed_concat(&shapes, size);
+        let d = join_dispatch(&bytes, &parts, &[bytes.input_bytes()], gpu(), 1 << 27).unwrap();
+        assert_eq!(d.program.channels, channels, "{shapes:?}");
+        if channels.is_none() && bytes.stride > 16 {
+            assert_eq!(table(&d).segments.len(), shapes.len(), "{shapes:?}");
+        }
+    }
 }
 
 /// Each part packed after the one before in one source window.

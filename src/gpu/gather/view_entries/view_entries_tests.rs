@@ -1,4 +1,5 @@
 use super::*;
+use crate::gpu::gather::abi::Channels;
 use crate::gpu::gather::modes::GatherMode;
 use crate::plan::views::{part_runs, Access};
 use crate::{ops, IntTensor, PartView};
@@ -147,15 +148,26 @@ fn channels_last_parts_join_their_planes() {
     };
     // Written 8 bytes into a unit: an entry a pixel.
     assert!(view_channels(&runs, (0, 8, 0), sizes, tuning).is_none());
-    // Planes of 63 x 63 f32 lie off a unit; rows of 8 channels are not channels.
+    // Planes of 63 x 63 lie off a unit, rows of 8 channels are more than 4: the words for
+    // f32 (on words), an entry a pixel for f16 (planes off a word, parts of half a word).
     let odd = ops::split(&[1, 8, 63, 63], &IntTensor::scalar(1), 2).unwrap();
-    let view = PartView::within(&[1, 4, 63, 63], &[1, 63, 63, 4], &[0, 2, 3, 1], &[0; 4]);
-    let runs = part_runs(&odd, 1, &view.unwrap(), 4, Access::Write).unwrap();
-    assert!(view_channels(&runs, (0, 0, 0), sizes, tuning).is_none());
     let whole = ops::split(&[1, 8, 64, 64], &IntTensor::scalar(1), 1).unwrap();
-    let view = PartView::within(&[1, 8, 64, 64], &[1, 64, 64, 8], &[0, 2, 3, 1], &[0; 4]);
-    let runs = part_runs(&whole, 0, &view.unwrap(), 4, Access::Write).unwrap();
-    assert!(view_channels(&runs, (0, 0, 0), sizes, tuning).is_none());
+    let odd_view = PartView::within(&[1, 4, 63, 63], &[1, 63, 63, 4], &[0, 2, 3, 1], &[0; 4]);
+    let whole_view = PartView::within(&[1, 8, 64, 64], &[1, 64, 64, 8], &[0, 2, 3, 1], &[0; 4]);
+    for (plan, part, view) in [
+        (&odd, 1, odd_view.unwrap()),
+        (&whole, 0, whole_view.unwrap()),
+    ] {
+        for (size, channels) in [(4, Some(Channels::WORDS)), (2, None)] {
+            let runs = part_runs(plan, part, &view, size, Access::Write).unwrap();
+            let d = view_channels(&runs, (0, 0, 0), sizes, tuning);
+            assert_eq!(
+                d.and_then(|d| d.program.channels),
+                channels,
+                "{view:?} {size}"
+            );
+        }
+    }
 }
 
 #[test]
