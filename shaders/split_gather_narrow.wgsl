@@ -297,9 +297,9 @@ fn join_channels(block: u32, lane: u32) {
 // Rows of `c` parts side by side: the dispatch's one segment, in binding 0, holds every part's
 // rows from a whole vec4 on; the output's rows lie from unit `first_unit` on, `end_byte`
 // bytes. In runs (CPU adapters) a lane stores its groups' units; on GPUs a block's whole
-// groups go unit by unit (`join_channel_unit`). The lane's groups past the output's whole units below its binding's `units_end`
-// (the last group where rows are not a multiple of 16 bytes, a binding's last units) load
-// and store unit by unit, each part's vec4s past the input's end as zeros and the output's
+// groups go unit by unit (`join_channel_unit`). The lane's groups past the output's whole
+// units below its binding's `units_end` (the last group where rows are not a multiple of 16
+// bytes, a binding's last units) load and store unit by unit, each part's vec4s past the input's end as zeros and the output's
 // last unit merged (`store_unit_n`).
 fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32, c: u32) {
     let o = h.first_unit;
@@ -370,10 +370,8 @@ fn words_run(h: JoinHeader, s: Segment, first: u32, end: u32, whole: u32) {
     let words = h.end_byte / 4u;
     // Word 4 * first's place: word k of row `row` of part `part`.
     let e = 4u * first / pw;
-    var k = 4u * first - e * pw;
-    var row = e / c;
-    var part = e - row * c;
-    var at = WordAt(s.src_offset / 4u, s.part_step / 4u, pw, c, k, part, row);
+    let row = e / c;
+    var at = WordAt(s.src_offset / 4u, s.part_step / 4u, pw, c, 4u * first - e * pw, e - row * c, row);
     for (var u = first; u < end; u++) {
         let q = 4u * u;
         let v = vec4<u32>(next_word(&at, q < words), next_word(&at, q + 1u < words), next_word(&at, q + 2u < words), next_word(&at, q + 3u < words));
