@@ -299,8 +299,8 @@ fn join_channels(block: u32, lane: u32) {
 // bytes. In runs (CPU adapters) a lane stores its groups' units; on GPUs a block's whole
 // groups go unit by unit (`join_channel_unit`). The lane's groups past the output's whole
 // units below its binding's `units_end` (the last group where rows are not a multiple of 16
-// bytes, a binding's last units) load and store unit by unit, each part's vec4s past the input's end as zeros and the output's
-// last unit merged (`store_unit_n`).
+// bytes, a binding's last units) load and store unit by unit, each part's vec4s past the
+// input's end as zeros and the output's last unit merged (`store_unit_n`).
 fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32, c: u32) {
     let o = h.first_unit;
     let rows = h.end_byte / (c * CHANNEL_UNIT);

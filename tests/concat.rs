@@ -403,6 +403,9 @@ fn past_one_binding_in_windows(gpu: &'static GpuSplitter) {
             1,
             DType::U8,
         ),
+        // Three f64 columns, each past one binding: the join's units (the words take only an
+        // output read from one binding).
+        (vec![vec![9000, 1]; 3], 1, DType::F64),
     ];
     for (shapes, axis, dtype) in cases {
         let plan = ops::concat(&shapes, axis).unwrap();

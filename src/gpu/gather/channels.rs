@@ -32,8 +32,8 @@ pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Par
 }
 
 /// How the lanes of a join's channels `c` of `rows` rows of `row_bytes` take their steps: a
-/// group a step ([`channel_lanes`]), but in the words ([`Channels::WORDS`]) a unit a step, each lane a run of them on CPU adapters, consecutive lanes consecutive units
-/// on GPUs.
+/// group a step ([`channel_lanes`]), but in the words ([`Channels::WORDS`]) a unit a step,
+/// each lane a run of them on CPU adapters, consecutive lanes consecutive units on GPUs.
 pub(super) fn join_lanes(c: Channels, rows: u64, row_bytes: u64, tuning: GatherTuning) -> Params {
     if !c.words {
         return channel_lanes(c, rows, tuning);

@@ -240,10 +240,11 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart]) -> u64 {
 }
 
 /// The segments of `parts` (in column order): one per part, but with `merge` (where output
-/// rows are at most a unit long, or the parts take the words), one per run of parts that lie side by side in the output's rows, with equal
-/// rows, in one binding, each the same number of bytes after the one before in the source
-/// (equal inputs packed in one buffer, such as RGB planes), whose every unit walks its
-/// segments' parts in turn with no division (`join_narrow`). Elsewhere finding a column's
+/// rows are at most a unit long, or the parts take the words), one per run of parts that lie
+/// side by side in the output's rows, with equal rows, in one binding, each the same number
+/// of bytes after the one before in the source (equal inputs packed in one buffer, such as
+/// RGB planes), whose every unit walks its segments' parts in turn with no division
+/// (`join_narrow`). Elsewhere finding a column's
 /// part by division cost the runs more than the table reads it saves
 /// (`docs/performance.md`).
 fn segments(bytes: &ByteRows, parts: &[JoinPart], merge: bool) -> Vec<Segment> {
