@@ -1,7 +1,7 @@
-//! The contract between the host and the gather shader: the table's structs, the modes,
-//! schedules and entry points, the workgroup size and the unit size. The Rust side here is
-//! checked against the WGSL as naga parses it (the tests below), so the two cannot drift apart
-//! silently.
+//! The contract between the host and the gather shader: the table's structs, the modes, the
+//! programs (`program`: entry points, channels, keys), the workgroup size and the unit size.
+//! The Rust side here is checked against the WGSL as naga parses it (the tests below), so the
+//! two cannot drift apart silently.
 
 /// `shaders/split_gather_table.wgsl`: the table and its readers, one per record type.
 pub const TABLE_WGSL: &str = include_str!("../../../shaders/split_gather_table.wgsl");
@@ -163,214 +163,6 @@ pub struct Segment {
     pub part_step: u32,
 }
 
-/// The shader's entry points, each stamped from one body ([`super::builds`]). Aligned rows
-/// take one of their own, without the other modes' code and workgroup memory: a GPU sizes
-/// registers and workgroup memory for the whole entry point, and a CPU adapter runs every
-/// branch of it masked in each SIMD group, so code a dispatch never takes costs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EntryPoint {
-    /// `main_rows_vec4`: a split whose entries are all [`Mode::Vec4`]: each lane a run of
-    /// units, or lanes in turn, one vec4 a unit.
-    RowsVec4 = 0,
-    /// `main_rows`: a split whose entries are of any [`Mode`]: each lane a run of units, or
-    /// lanes in turn with unaligned rows funnel-shifted (rows of 64 bytes or more).
-    Rows = 1,
-    /// `main_join`: a concat ([`super::joins`]), either lane mapping.
-    Join = 2,
-}
-
-impl EntryPoint {
-    /// Every entry point, in the order of their values.
-    pub const ALL: [EntryPoint; 3] = [EntryPoint::RowsVec4, EntryPoint::Rows, EntryPoint::Join];
-
-    /// The entry point's name in the shader.
-    pub fn name(self) -> &'static str {
-        match self {
-            EntryPoint::RowsVec4 => "main_rows_vec4",
-            EntryPoint::Rows => "main_rows",
-            EntryPoint::Join => "main_join",
-        }
-    }
-
-    /// What its stamped body calls.
-    pub fn block_function(self) -> &'static str {
-        match self {
-            EntryPoint::RowsVec4 => "rows_vec4_block",
-            EntryPoint::Rows => "rows_block",
-            EntryPoint::Join => "join_block",
-        }
-    }
-}
-
-/// What one dispatch runs, and the key of its compiled pipeline: the entry point, the lane
-/// mapping and the channels, which the shader takes as its override constants
-/// (`LANES_IN_RUNS`, `WORKGROUP_SIZE`, `CHANNEL_WIDTH`). The planner picks
-/// it with the dispatch's table (`gather::picker`, the one place that chooses), and nothing
-/// derives it later.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ProgramKey {
-    pub entry: EntryPoint,
-    /// Each lane a run of units, [`RUNS_WORKGROUP_SIZE`] lanes (CPU adapters; on GPUs short
-    /// rows not of whole words and a concat's parts not of whole units); else consecutive
-    /// lanes take consecutive units, [`WORKGROUP_SIZE`] lanes.
-    pub lanes_in_runs: bool,
-    /// The runs of a split into equal parts of rows shorter than a unit, or of a concat of
-    /// them.
-    pub channels: Option<Channels>,
-}
-
-impl std::fmt::Display for ProgramKey {
-    /// The entry point, the lane mapping and the channels: `main_rows runs channels w1`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mapping = if self.lanes_in_runs { "runs" } else { "lanes" };
-        write!(f, "{} {mapping}", self.entry.name())?;
-        match self.channels {
-            Some(c) if c.words => write!(f, " words"),
-            Some(c) => write!(f, " channels w{}", c.width),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Rows of 2, 3 or 4 equal parts of `width` bytes side by side, 1, 2 or 4 bytes each (an
-/// image's RGB or RGBA pixels of u8, f16 or f32, a complex number's parts: [`Channels::ALL`]),
-/// split or concatenated a unit of each part at a time (`16 / width` rows). The width is
-/// fixed per pipeline and the dispatch's parts pick one of three bodies, each for its count
-/// of parts, so that the place of every byte in the group is a constant the driver folds into
-/// shifts (`channels` and `join_channels` in `shaders/split_gather_narrow.wgsl`). Or, a
-/// concat's only, the words ([`Channels::WORDS`]): parts of whole words, any count of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Channels {
-    pub width: u8,
-    /// The words (`join_words` in the shader): each output word loaded from its part.
-    pub words: bool,
-}
-
-impl Channels {
-    /// A concat's parts of whole words, 4 to 16 bytes each, any count of them side by side
-    /// ([`Channels::words`]).
-    pub const WORDS: Channels = Channels {
-        width: 4,
-        words: true,
-    };
-
-    /// Every channels program, in the order of their keys: parts of 1, 2 or 4 bytes, then
-    /// the words.
-    pub const ALL: [Channels; 4] = [
-        Channels {
-            width: 1,
-            words: false,
-        },
-        Channels {
-            width: 2,
-            words: false,
-        },
-        Channels {
-            width: 4,
-            words: false,
-        },
-        Channels::WORDS,
-    ];
-
-    /// The parts a row may have: 2, 3 or 4.
-    pub const PARTS: std::ops::RangeInclusive<u64> = 2..=4;
-
-    /// Rows of `stride` bytes as `parts` parts of `width`, if they are channels.
-    pub fn of(stride: u64, width: u64, parts: u64) -> Option<Channels> {
-        Channels::ALL
-            .into_iter()
-            .find(|c| c.width as u64 == width && !c.words)
-            .filter(|_| Channels::PARTS.contains(&parts) && width * parts == stride)
-    }
-
-    /// A concat's rows of `stride` bytes as `parts` parts of whole words, `width` of 4 to 16
-    /// bytes, if they are the words: more than 4 parts, or parts wider than a word (fewer
-    /// parts of 4 bytes take the channels, [`Channels::of`]).
-    pub fn words(stride: u64, width: u64, parts: u64) -> Option<Channels> {
-        let words = width.is_multiple_of(4) && (4..=16).contains(&width);
-        (words && parts >= 2 && width * parts == stride).then_some(Channels::WORDS)
-    }
-
-    #[cfg(test)]
-    /// The output units a lane's step takes in a join of `parts` parts: a unit in the words,
-    /// a group (a unit of each part) in the others.
-    pub fn join_step_units(self, parts: u64) -> u64 {
-        if self.words {
-            1
-        } else {
-            parts
-        }
-    }
-
-    /// Its place in [`Channels::ALL`].
-    fn place(self) -> usize {
-        Channels::ALL.iter().position(|&c| c == self).unwrap_or(0)
-    }
-}
-
-impl ProgramKey {
-    /// Every key, in the order of [`ProgramKey::index`]: each entry point in either mapping,
-    /// then the channels of a split's rows and of a join, in either mapping.
-    pub const COUNT: usize = 2 * EntryPoint::ALL.len() + 4 * Channels::ALL.len();
-
-    /// The program of a split's rows (`main_rows_vec4` where every entry is aligned, else
-    /// `main_rows`) in either lane mapping.
-    pub fn rows(entries: &[Entry], lanes_in_runs: bool) -> ProgramKey {
-        let entry = if entries.iter().all(Entry::is_vec4) {
-            EntryPoint::RowsVec4
-        } else {
-            EntryPoint::Rows
-        };
-        ProgramKey {
-            entry,
-            lanes_in_runs,
-            channels: None,
-        }
-    }
-
-    /// Its place among the [`ProgramKey::COUNT`] keys.
-    pub fn index(self) -> usize {
-        match self.channels {
-            None => 2 * self.entry as usize + usize::from(self.lanes_in_runs),
-            Some(c) => {
-                let join = usize::from(self.entry == EntryPoint::Join);
-                let program = 2 * join + usize::from(self.lanes_in_runs);
-                2 * EntryPoint::ALL.len() + Channels::ALL.len() * program + c.place()
-            }
-        }
-    }
-
-    /// Lanes per workgroup.
-    pub fn workgroup_size(self) -> u64 {
-        if self.lanes_in_runs {
-            RUNS_WORKGROUP_SIZE
-        } else {
-            WORKGROUP_SIZE
-        }
-    }
-
-    /// The shader's override constants for this program.
-    pub fn constants(self) -> [(&'static str, f64); 4] {
-        let width = self.channels.map_or(0, |c| c.width);
-        let words = self.channels.is_some_and(|c| c.words);
-        [
-            ("CHANNEL_WORDS", f64::from(u8::from(words))),
-            ("LANES_IN_RUNS", f64::from(u8::from(self.lanes_in_runs))),
-            ("WORKGROUP_SIZE", self.workgroup_size() as f64),
-            ("CHANNEL_WIDTH", f64::from(width)),
-        ]
-    }
-
-    /// A label for its pipeline.
-    pub fn label(self) -> &'static str {
-        match (self.channels, self.lanes_in_runs) {
-            (Some(_), _) => "split_gather channels",
-            (None, true) => "split_gather runs",
-            (None, false) => "split_gather lanes",
-        }
-    }
-}
-
 /// How the shader reads an entry's words (`MODE_*` in the shader).
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -458,6 +250,9 @@ pub const MAX_DST_BINDINGS: u32 = 1 << (32 - DST_BINDING_SHIFT);
 /// several buffers; each segment names its binding in a field of its own). As many as the
 /// multi-output build's outputs: devices allow fewer still.
 pub const MAX_SRC_BINDINGS: u32 = MAX_DST_BINDINGS;
+
+mod program;
+pub use program::{Channels, EntryPoint, ProgramKey};
 
 #[cfg(test)]
 mod abi_tests;
