@@ -27,14 +27,16 @@
 // - The lanes (GPUs, rows of 64 bytes or more): entries get whole blocks (numbered by
 //   `block_start`), and every lane finds its block's entry (the same words of the table for
 //   the whole block, so every later branch is uniform). Step by step, consecutive lanes
-//   write consecutive units, so a warp's stores cover whole sectors. Aligned rows load one vec4 a unit, coalesced the same way; unaligned rows
-//   funnel-shift each unit from the two aligned vec4s its bytes span, which neighbouring lanes
-//   share, and a unit that crosses a row end merges two such loads.
+//   write consecutive units, so a warp's stores cover whole sectors. Aligned rows load one
+//   vec4 a unit, coalesced the same way; unaligned rows funnel-shift each unit from the two
+//   aligned vec4s its bytes span, which neighbouring lanes share, and a unit that crosses a
+//   row end merges two such loads.
 // - The join (a concat, the split read the other way): the destination is one tensor,
 //   viewed as rows whose column bands are the parts ("segments"), and the source holds each
 //   part's rows. Lanes own output units, a run of them each or in turn, as the lane mapping
-//   says. A unit inside one part moves as one aligned or funnel-shifted vec4; one that several parts share takes each part's bytes in it, which
-//   lie back to back in the part's source, with one 16-byte load. A dispatch may write only
+//   says. A unit inside one part moves as one aligned or funnel-shifted vec4; one that
+//   several parts share takes each part's bytes in it, which lie back to back in the part's
+//   source, with one 16-byte load. A dispatch may write only
 //   some parts (inputs in several buffers take a dispatch per buffer): a unit's bytes of other
 //   parts keep their values.
 //

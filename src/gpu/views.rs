@@ -1,10 +1,10 @@
 //! Parts through views on the GPU ([`Outputs::Views`](crate::Outputs::Views),
 //! [`Inputs::Views`](crate::Inputs::Views)): each part's view checked against its region,
-//! lowered to runs ([`crate::plan::views`]) and cut into the split table's entries, or a split's
-//! part written channels-last into a dispatch of its own ([`lower_view`]); a split's outputs in one dispatch for as many buffers as the
-//! multi-output build binds, a concat's inputs in one dispatch per buffer; each part buffer's
-//! window bound at a dynamic offset, which a prepared node moves
-//! ([`Prepared::encode_with_views`]).
+//! lowered to runs ([`crate::plan::views`]) and cut into the split table's entries, or a
+//! split's part written channels-last into a dispatch of its own ([`lower_view`]); a split's
+//! outputs in one dispatch for as many buffers as the multi-output build binds, a concat's
+//! inputs in one dispatch per buffer; each part buffer's window bound at a dynamic offset,
+//! which a prepared node moves ([`Prepared::encode_with_views`]).
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device;

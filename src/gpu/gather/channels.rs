@@ -18,10 +18,15 @@ use super::runs::{lane_steps, max_steps};
 ///   the bytes of a few whole pixels, constant shifts: 1.46 TB/s, against 0.16 for the
 ///   product's tiles then).
 pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Params {
-    let groups = rows.div_ceil(UNIT_BYTES / c.width as u64);
+    step_lanes(rows.div_ceil(UNIT_BYTES / c.width as u64), tuning)
+}
+
+/// How a dispatch's lanes take `count` steps in `tuning`'s mapping, each step a few loop turns
+/// ([`lane_steps`]): the dispatch's header, its entries still to count.
+fn step_lanes(count: u64, tuning: GatherTuning) -> Params {
     let runs = tuning.mode == GatherMode::Cpu;
-    let (steps, blocks) = lane_steps(groups, max_steps(tuning.max_steps_per_lane, 2), runs);
-    let lanes = if runs { groups.div_ceil(steps) } else { 0 };
+    let (steps, blocks) = lane_steps(count, max_steps(tuning.max_steps_per_lane, 2), runs);
+    let lanes = if runs { count.div_ceil(steps) } else { 0 };
     Params {
         num_blocks: blocks as u32,
         num_entries: 0,
@@ -35,22 +40,9 @@ pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Par
 /// group a step ([`channel_lanes`]), but in the words ([`Channels::WORDS`]) a unit a step,
 /// each lane a run of them on CPU adapters, consecutive lanes consecutive units on GPUs.
 pub(super) fn join_lanes(c: Channels, rows: u64, row_bytes: u64, tuning: GatherTuning) -> Params {
-    if !c.words {
-        return channel_lanes(c, rows, tuning);
-    }
-    let units = (rows * row_bytes).div_ceil(UNIT_BYTES);
-    let runs = tuning.mode == GatherMode::Cpu;
-    let (steps, blocks) = lane_steps(units, max_steps(tuning.max_steps_per_lane, 2), runs);
-    Params {
-        num_blocks: blocks as u32,
-        num_entries: 0,
-        steps_per_lane: steps as u32,
-        num_lanes: if runs {
-            units.div_ceil(steps) as u32
-        } else {
-            0
-        },
-        interleaved: 0,
+    match c.words {
+        true => step_lanes((rows * row_bytes).div_ceil(UNIT_BYTES), tuning),
+        false => channel_lanes(c, rows, tuning),
     }
 }
 

@@ -6,8 +6,9 @@
 //! column band of those rows, a segment, and its rows lie back to back in the source. The
 //! table ([`JoinTable`]) holds the dispatch's [`JoinHeader`] and its [`Segment`]s in column
 //! order; each lane takes output units (a run of them on CPU adapters, in turn with its
-//! neighbours on GPUs) and searches the table for their segments. Parts aligned to 16 bytes in one binding take the split's rows instead
-//! ([`aligned_rows`]): a direct map from a block to its part.
+//! neighbours on GPUs) and searches the table for their segments. Parts aligned to 16 bytes
+//! in one binding take the split's rows instead ([`aligned_rows`]): a direct map from a block
+//! to its part.
 //!
 //! A dispatch whose parts are a narrow band of the output's columns ([`Band`]) numbers only
 //! that band's units, row by row, not every unit from its first part's first byte on.
@@ -108,7 +109,8 @@ pub fn join_dispatch(
     // the channels (the words); the join's units take one part a segment there.
     let mut segments = self::segments(bytes, parts, bytes.stride <= UNIT_BYTES);
     let mut program = join_program(bytes.stride, &segments, whole, tuning.mode);
-    if program.channels.is_none() && bytes.stride > UNIT_BYTES {
+    // (The channels take only a whole output from one binding.)
+    if whole && program.channels.is_none() && bytes.stride > UNIT_BYTES {
         let merged = self::segments(bytes, parts, true);
         let words = join_program(bytes.stride, &merged, whole, tuning.mode);
         if words.channels.is_some() {
@@ -244,9 +246,8 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart]) -> u64 {
 /// side by side in the output's rows, with equal rows, in one binding, each the same number
 /// of bytes after the one before in the source (equal inputs packed in one buffer, such as
 /// RGB planes), whose every unit walks its segments' parts in turn with no division
-/// (`join_narrow`). Elsewhere finding a column's
-/// part by division cost the runs more than the table reads it saves
-/// (`docs/performance.md`).
+/// (`join_narrow`). Elsewhere finding a column's part by division cost the runs more than the
+/// table reads it saves (`docs/performance.md`).
 fn segments(bytes: &ByteRows, parts: &[JoinPart], merge: bool) -> Vec<Segment> {
     let mut segments: Vec<Segment> = Vec::with_capacity(parts.len());
     let mut last: Option<&JoinPart> = None;

@@ -10,11 +10,12 @@ use super::{Entry, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
 /// branch of it masked in each SIMD group, so code a dispatch never takes costs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryPoint {
-    /// `main_rows_vec4`: a split whose entries are all [`Mode::Vec4`](super::Mode::Vec4): each lane a run of
-    /// units, or lanes in turn, one vec4 a unit.
+    /// `main_rows_vec4`: a split whose entries are all [`Mode::Vec4`](super::Mode::Vec4):
+    /// each lane a run of units, or lanes in turn, one vec4 a unit.
     RowsVec4 = 0,
-    /// `main_rows`: a split whose entries are of any [`Mode`](super::Mode): each lane a run of units, or
-    /// lanes in turn with unaligned rows funnel-shifted (rows of 64 bytes or more).
+    /// `main_rows`: a split whose entries are of any [`Mode`](super::Mode): each lane a run
+    /// of units, or lanes in turn with unaligned rows funnel-shifted (rows of 64 bytes or
+    /// more).
     Rows = 1,
     /// `main_join`: a concat ([`super::super::joins`]), either lane mapping.
     Join = 2,
