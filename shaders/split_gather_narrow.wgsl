@@ -347,8 +347,9 @@ fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32,
 // on whole words but not vec4s); output word q is word q % pw of row (q / pw) / c
 // of part (q / pw) % c. The lane's units (a run of them, or on GPUs one a step, consecutive
 // lanes consecutive units) load their words one by one, each from its part; past the first
-// word's place, each next one's follows without a division. Units past the output's whole
-// ones below its binding's `units_end` store through `store_unit_n`.
+// word's place, each next one's address is stepped on with one add (`next_word`): computed
+// from its part and row, the words ran at a third of the rate on lavapipe. Units past the
+// output's whole ones below its binding's `units_end` store through `store_unit_n`.
 fn join_words(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32) {
     let o = h.first_unit;
     let span = lane_span(p, block, lane, (h.end_byte + 15u) / 16u);
@@ -363,55 +364,58 @@ fn join_words(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32) {
     }
 }
 
-// The output's units `first .. end` (see `join_words`).
+// The output's units `first .. end` (see `join_words`): the whole ones below `whole` with
+// no guard, then the rest, their words past the output's end left zero.
 fn words_run(h: JoinHeader, s: Segment, first: u32, end: u32, whole: u32) {
     let pw = max(s.row_bytes / 4u, 1u);
     let c = max(s.count, 1u);
-    let words = h.end_byte / 4u;
+    let step = s.part_step / 4u;
     // Word 4 * first's place: word k of row `row` of part `part`.
     let e = 4u * first / pw;
     let row = e / c;
-    var at = WordAt(s.src_offset / 4u, s.part_step / 4u, pw, c, 4u * first - e * pw, e - row * c, row);
-    for (var u = first; u < end; u++) {
+    let k = 4u * first - e * pw;
+    let part = e - row * c;
+    // From a part row's last word to the next part's (`to_part`) or to the next row's first
+    // part (`to_row`); u32 arithmetic wraps.
+    let to_part = step + 1u - pw;
+    let to_row = 1u - (c - 1u) * step;
+    var at = WordAt(s.src_offset / 4u + part * step + row * pw + k, pw, c, to_part, to_row, k, part);
+    var u = first;
+    for (; u < min(end, whole); u++) {
+        store_unit_fast(h.first_unit + u, vec4<u32>(next_word(&at), next_word(&at), next_word(&at), next_word(&at)));
+    }
+    let words = h.end_byte / 4u;
+    for (; u < end; u++) {
         let q = 4u * u;
-        let v = vec4<u32>(next_word(&at, q < words), next_word(&at, q + 1u < words), next_word(&at, q + 2u < words), next_word(&at, q + 3u < words));
-        if (u < whole) {
-            store_unit_fast(h.first_unit + u, v);
-        } else {
-            store_unit_n(h.first_unit + u, v, h.end_byte - 16u * u);
-        }
+        var v = vec4<u32>(0u);
+        if (q < words) { v.x = next_word(&at); }
+        if (q + 1u < words) { v.y = next_word(&at); }
+        if (q + 2u < words) { v.z = next_word(&at); }
+        if (q + 3u < words) { v.w = next_word(&at); }
+        store_unit_n(h.first_unit + u, v, h.end_byte - 16u * u);
     }
 }
 
-// Where `join_words` reads: the segment's source words from `src` on, parts `step` words
-// apart, `pw` words a part's row, `c` parts; the next word's place (word `k` of row `row` of
-// part `part`).
+// Where `join_words` reads next: source word `a`, word `k` of its part's row, part `part` of
+// `c`, `pw` words a part's row; the steps from a part's row's end (`to_part`, `to_row`).
 struct WordAt {
-    src: u32,
-    step: u32,
+    a: u32,
     pw: u32,
     c: u32,
+    to_part: u32,
+    to_row: u32,
     k: u32,
     part: u32,
-    row: u32,
 }
 
-// The word at `at` (zero where `exists` is false: past the output's end), and `at` moved on
-// to the next word's place.
-fn next_word(at: ptr<function, WordAt>, exists: bool) -> u32 {
-    var x = 0u;
-    if (exists) {
-        x = load_word((*at).src + (*at).part * (*at).step + (*at).row * (*at).pw + (*at).k);
-    }
-    (*at).k += 1u;
-    if ((*at).k == (*at).pw) {
-        (*at).k = 0u;
-        (*at).part += 1u;
-        if ((*at).part == (*at).c) {
-            (*at).part = 0u;
-            (*at).row += 1u;
-        }
-    }
+// The word at `at`, and `at` moved on to the next word's place, without a multiplication.
+fn next_word(at: ptr<function, WordAt>) -> u32 {
+    let x = load_word((*at).a);
+    let part_end = (*at).k + 1u == (*at).pw;
+    let row_end = part_end && (*at).part + 1u == (*at).c;
+    (*at).a += select(select(1u, (*at).to_part, part_end), (*at).to_row, row_end);
+    (*at).k = select((*at).k + 1u, 0u, part_end);
+    (*at).part = select(select((*at).part, (*at).part + 1u, part_end), 0u, row_end);
     return x;
 }
 

@@ -21,11 +21,16 @@ pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Par
     step_lanes(rows.div_ceil(UNIT_BYTES / c.width as u64), tuning)
 }
 
-/// How a dispatch's lanes take `count` steps in `tuning`'s mapping, each step a few loop turns
-/// ([`lane_steps`]): the dispatch's header, its entries still to count.
+/// How a dispatch's lanes take `count` steps in `tuning`'s mapping ([`lane_steps`]): the
+/// dispatch's header, its entries still to count. A step's loop turns, as llvmpipe counts them
+/// (every test of a loop's condition, the last one too): in runs, a group or a unit of the
+/// lane's one loop and the few units past it; in turn, up to 4 units of a group or a unit
+/// through loops of its own (the words' unit: 4 turns, measured on lavapipe, where a lane
+/// of the GPU mapping forced to 60,000 steps lost every unit past its 16,384th step).
 fn step_lanes(count: u64, tuning: GatherTuning) -> Params {
     let runs = tuning.mode == GatherMode::Cpu;
-    let (steps, blocks) = lane_steps(count, max_steps(tuning.max_steps_per_lane, 2), runs);
+    let turns = if runs { 2 } else { 8 };
+    let (steps, blocks) = lane_steps(count, max_steps(tuning.max_steps_per_lane, turns), runs);
     let lanes = if runs { count.div_ceil(steps) } else { 0 };
     Params {
         num_blocks: blocks as u32,

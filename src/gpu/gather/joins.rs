@@ -126,12 +126,10 @@ pub fn join_dispatch(
         }
         // Workgroups without a barrier (`join_runs_block`): on CPU adapters each lane a run
         // of units, spread as a split's runs are; on GPUs consecutive lanes take consecutive
-        // units, a unit a step, so the loops a run's units share (`join_runs_block`,
-        // `join_lane`, `join_run` and its callees' outer loops) turn again for each: up to 6
-        // turns more a unit.
+        // units, a unit a step.
         None => {
             let runs = program.lanes_in_runs;
-            let turns = unit_turns(bytes, parts) + if runs { 0 } else { 6 };
+            let turns = unit_turns(bytes, parts, runs);
             lane_steps(units, max_steps(tuning.max_steps_per_lane, turns), runs)
         }
     };
@@ -225,10 +223,14 @@ fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
 /// Loop turns one unit of a concat of `parts` may take, on average over a lane's steps (see
 /// `blocks::max_steps`). A unit assembled part by part (`join_unit`) visits up to 16 / w + 4
 /// parts of at least w bytes, moves at most 16 runs of bytes, searches for its first part twice
-/// (up to log2(segments) + 2 turns each), then stores its words; a lane assembles only the
-/// units that cross a part's end, at most one in w / 32, and moves the others in one turn
-/// each.
-fn unit_turns(bytes: &ByteRows, parts: &[JoinPart]) -> u64 {
+/// (up to log2(segments) + 2 turns each), then stores its words. In runs (`runs`) a lane
+/// assembles only the units that cross a part's end, at most one in w / 32, and moves the
+/// others in one turn each. A unit a step (lanes in turn), any step may be one assembled, and
+/// the loops around it (`join_runs_block`, `join_lane`, `join_run`, `join_runs_from`) test
+/// their conditions again for each: `concat_bytes_odd` in the GPU mapping forced to 60,000
+/// steps a lane lost every unit past a lane's 2,024th step on lavapipe (32 turns a step, where
+/// this counted 8).
+fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], runs: bool) -> u64 {
     let narrowest = parts
         .iter()
         .map(|p| bytes.outputs[p.position].row_bytes)
@@ -238,7 +240,10 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart]) -> u64 {
     let search = 2 + u64::from(usize::BITS - parts.len().leading_zeros());
     let visits = (UNIT_BYTES / narrowest + 4).min(parts.len() as u64 + 2);
     let assembled = visits + UNIT_BYTES + 2 * search + 6;
-    2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES)
+    match runs {
+        true => 2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES),
+        false => assembled + 12,
+    }
 }
 
 /// The segments of `parts` (in column order): one per part, but with `merge` (where output

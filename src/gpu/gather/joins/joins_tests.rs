@@ -243,6 +243,29 @@ fn parts_of_whole_words_side_by_side_take_the_words() {
     }
 }
 
+#[test]
+fn forced_long_lanes_stay_within_llvmpipe_turns() {
+    // The GPU mapping forced to 60,000 steps a lane (a test's, or a user's, on llvmpipe): a
+    // step of the words or of the join's channels takes up to 8 loop turns there, so at most
+    // 7,500 steps (the words lost every unit past a lane's 16,384th step at 60,000, the
+    // join's units of `concat_bytes_odd` past the 2,024th).
+    let forced = GatherTuning {
+        max_steps_per_lane: 60_000,
+        ..gpu()
+    };
+    for (shapes, size) in [(vec![[1 << 24, 1]; 8], 4), (vec![[1 << 24, 1]; 4], 4)] {
+        let (bytes, parts) = packed_concat(&shapes, size);
+        let d = join_dispatch(&bytes, &parts, &[bytes.input_bytes()], forced, 1 << 31).unwrap();
+        assert!(d.program.channels.is_some(), "{shapes:?}: {d:?}");
+        assert_eq!(d.params.steps_per_lane, 7_500, "{shapes:?}");
+    }
+    // The join's units (`concat_bytes_odd`): 32 turns a step on lavapipe.
+    let (bytes, parts) = packed_concat(&[[16384, 1365]; 3], 1);
+    let d = join_dispatch(&bytes, &parts, &[bytes.input_bytes()], forced, 1 << 31).unwrap();
+    assert_eq!(d.program.channels, None);
+    assert!(d.params.steps_per_lane * 32 <= 60_000, "{d:?}");
+}
+
 /// Each part packed after the one before in one source window.
 fn packed(bytes: &ByteRows) -> Vec<JoinPart> {
     let mut src = 0;
