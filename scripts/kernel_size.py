@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""#62's size targets, counted the same way every time:
+
+- the product's WGSL, in code lines (neither blank nor only a comment): the gather's shader
+  files and the WGSL pieces Rust assembles into its builds (string constants of
+  `src/gpu/gather/builds*`); the bench's own kernels are not the product's;
+- `src/gpu` in lines without tests: every `.rs` file but the test modules (a file a
+  `#[cfg(..test..)]` declaration names, and a `#[cfg(test)] mod .. {` block to its file's end).
+
+    python3 scripts/kernel_size.py        (from the repository root)"""
+import pathlib
+import re
+
+root = pathlib.Path(__file__).resolve().parent.parent
+
+
+def code_lines(text):
+    return [l for l in text.splitlines() if l.strip() and not l.strip().startswith("//")]
+
+
+shaders = sorted((root / "shaders").glob("split_gather*.wgsl"))
+wgsl = {str(p.relative_to(root)): len(code_lines(p.read_text())) for p in shaders}
+for p in sorted((root / "src/gpu/gather").glob("builds*/**/*.rs")) + [root / "src/gpu/gather/builds.rs"]:
+    pieces = re.findall(r'const [A-Z_0-9]+: &str = "(.*?)";', p.read_text(), re.S)
+    if pieces:
+        wgsl[f"{p.relative_to(root)} (strings)"] = sum(len(code_lines(s)) for s in pieces)
+
+gpu = sorted((root / "src/gpu").rglob("*.rs"))
+test_files = set()
+for p in gpu:
+    text = p.read_text()
+    for name in re.findall(r"#\[cfg\([^\]]*\btest\b[^\]]*\)\]\s*(?:pub(?:\([a-z]+\))? )?mod (\w+);", text):
+        stem = p.parent / (p.stem if p.name != "mod.rs" else "")
+        test_files |= {stem / f"{name}.rs", p.parent / f"{name}.rs", stem / name / "mod.rs"}
+lines = {}
+for p in gpu:
+    if p in test_files or any(t in p.parents for t in (f.with_suffix("") for f in test_files)):
+        continue
+    text = p.read_text().splitlines()
+    end = next((i for i, l in enumerate(text)
+                if l.strip() == "#[cfg(test)]" and i + 1 < len(text)
+                and re.match(r"\s*(pub(\([a-z]+\))? )?mod \w+ \{", text[i + 1])), len(text))
+    lines[str(p.relative_to(root))] = end
+
+print(f"WGSL code lines: {sum(wgsl.values())} (target 700)")
+for name, n in sorted(wgsl.items(), key=lambda kv: -kv[1]):
+    print(f"  {n:5}  {name}")
+print(f"src/gpu lines without tests: {sum(lines.values())} in {len(lines)} files (target 5,000)")
+for name, n in sorted(lines.items(), key=lambda kv: -kv[1])[:12]:
+    print(f"  {n:5}  {name}")
