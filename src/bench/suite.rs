@@ -133,6 +133,8 @@ pub fn standard_suite() -> Vec<Case> {
             },
         ),
         case("tiny_runs", DType::F32, &[4194304, 4], split(1, 4)),
+        // Eight f32 feature columns split apart (`concat_columns` read the other way).
+        case("columns", DType::F32, &[2097152, 8], split(1, 8)),
         // Four 1080p RGB frames into their planes: rows of one byte.
         case("rgb_planes", DType::U8, &[4, 1080, 1920, 3], split(3, 3)),
         case(
