@@ -21,6 +21,13 @@ fn join_block(block: u32, lane: u32) {
     }
 }
 
+// Whether every unit visits every part from the first: rows of up to a unit, or one segment
+// of several parts (in longer rows the host merges parts into one only where they are the
+// whole row, each narrower than a unit: `join_narrow` walks them).
+fn join_short(h: Join) -> bool {
+    return h.header.row_bytes <= 16u || (h.segments_end == 2u && read_segment(1u).count > 1u);
+}
+
 // Points `k` and `seg` at the last segment whose first column is at or before `c` (k = 0
 // where there is none), starting from the segment they hold.
 fn join_segment(h: Join, c: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
@@ -85,7 +92,7 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
     // Whether the unit may hold bytes of the next row's parts: it passes the row's end (in a
     // band, the band's first byte in the next row).
     let wraps = end - 1u >= (row0 + 1u) * r + h.header.band_first;
-    let short = r <= 16u;
+    let short = join_short(h);
     let limit = h.segments_end;
     var kk = 0u;
     var s = Segment(0u, 0u, 0u, 0u, 0u, 0u);

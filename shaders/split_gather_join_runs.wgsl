@@ -55,8 +55,9 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
 // (`join_unit`). The general unit stays out of the runs' loop: a CPU adapter runs every
 // branch of a loop's body for its whole SIMD group, masked, at every turn.
 fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
-    // Rows of up to a unit: no unit lies inside one part's row.
-    if (h.header.row_bytes <= 16u) {
+    // Rows of up to a unit, or one segment (parts narrower than a unit, the whole row): no
+    // unit lies inside one part's row.
+    if (join_short(h)) {
         join_narrow(h, first, end, k, seg);
         return;
     }

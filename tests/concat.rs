@@ -160,8 +160,9 @@ fn stacks_and_appends(gpu: &'static GpuSplitter) {
 
 /// Equal parts side by side (attention heads merged back, a sequence of equal rows) take one
 /// segment of many parts in the GPU's mapping, and in the CPU adapters' where output rows are
-/// at most a unit (else one part per segment there): all give the reference's bytes, at every
-/// alignment of the parts' rows, with lanes' runs of 3 units starting at any column.
+/// at most a unit or the parts, each narrower than a unit, are the whole row (else one part
+/// per segment there): all give the reference's bytes, at every alignment of the parts'
+/// rows, with lanes' runs of 3 units starting at any column.
 fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
     let mappings = [
         (GatherMode::Gpu, 4),
@@ -175,6 +176,14 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
             common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
                 .unwrap_or_else(|e| panic!("{name} {width} x {count}: {e}"));
         }
+        // Longer rows of parts narrower than a unit: rows of 17 to 48 bytes.
+        for (width, count) in [(7, 5), (6, 3), (15, 3), (1, 40), (9, 2), (1, 17), (13, 3)] {
+            let plan = ops::concat(&vec![[301, width]; count], 1).unwrap();
+            common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
+                .unwrap_or_else(|e| panic!("{name} {width} x {count}: {e}"));
+        }
+        let plan = ops::concat(&[[777, 3]; 7], 1).unwrap();
+        common::run_verified(&gpu, &plan, &parts(&plan, DType::F16)).unwrap();
         let plan = ops::concat(&[[8, 64]; 64], 1).unwrap();
         common::run_verified(&gpu, &plan, &parts(&plan, DType::F32)).unwrap();
         let plan = ops::concat(&[[5, 7]; 9], 1).unwrap();

@@ -106,14 +106,19 @@ pub fn join_dispatch(
     let units = band.map_or(flat_units, |b| b.units(bytes));
     let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
     // Parts side by side make one segment in short rows, and in longer ones where they take
-    // the channels (the words); the join's units take one part a segment there.
+    // the channels (the words) or, each narrower than a unit, are the whole row (the walk of
+    // `join_narrow`); the join's units take one part a segment there.
     let mut segments = self::segments(bytes, parts, bytes.stride <= UNIT_BYTES);
     let mut program = join_program(bytes.stride, &segments, whole, tuning.mode);
     // (The channels take only a whole output from one binding.)
     if whole && program.channels.is_none() && bytes.stride > UNIT_BYTES {
         let merged = self::segments(bytes, parts, true);
         let words = join_program(bytes.stride, &merged, whole, tuning.mode);
-        if words.channels.is_some() {
+        let walk = match merged[..] {
+            [s] => (s.first_byte, s.binding) == (0, 0) && (s.row_bytes as u64) < UNIT_BYTES,
+            _ => false,
+        };
+        if words.channels.is_some() || walk {
             (segments, program) = (merged, words);
         }
     }

@@ -227,19 +227,21 @@ fn parts_of_whole_words_side_by_side_take_the_words() {
         }
     }
     // Parts whose rows are not on whole words, or of 4 parts of 4 bytes on vec4s (the
-    // channels), or wider than a unit, or not all equal: no words.
-    for (shapes, size, channels) in [
-        (vec![[301, 3]; 8], 1, None),
-        (vec![[300, 1]; 4], 4, Channels::of(16, 4, 4)),
-        (vec![[301, 5]; 3], 4, None),
-        (vec![[301, 1], [301, 2]], 4, None),
+    // channels), or wider than a unit, or not all equal: no words. Equal parts narrower than
+    // a unit that are the whole row make one segment (`join_narrow`'s walk); the others take
+    // one segment a part.
+    for (shapes, size, channels, segments) in [
+        (vec![[301, 3]; 8], 1, None, 1),
+        (vec![[300, 1]; 4], 4, Channels::of(16, 4, 4), 1),
+        (vec![[301, 5]; 3], 4, None, 3),
+        (vec![[301, 1], [301, 2]], 4, None, 2),
+        (vec![[301, 7]; 5], 1, None, 1),
+        (vec![[301, 7], [301, 7], [301, 6]], 1, None, 3),
     ] {
         let (bytes, parts) = packed_concat(&shapes, size);
         let d = join_dispatch(&bytes, &parts, &[bytes.input_bytes()], gpu(), 1 << 27).unwrap();
         assert_eq!(d.program.channels, channels, "{shapes:?}");
-        if channels.is_none() && bytes.stride > 16 {
-            assert_eq!(table(&d).segments.len(), shapes.len(), "{shapes:?}");
-        }
+        assert_eq!(table(&d).segments.len(), segments, "{shapes:?}");
     }
 }
 
