@@ -252,7 +252,8 @@ fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], runs: bool) -> u64 {
 }
 
 /// The segments of `parts` (in column order): one per part, but with `merge` (where output
-/// rows are at most a unit long, or the parts take the words), one per run of parts that lie
+/// rows are at most a unit long, or the parts take the words, or they are narrower than a
+/// unit and make the whole row: `join_dispatch`), one per run of parts that lie
 /// side by side in the output's rows, with equal rows, in one binding, each the same number
 /// of bytes after the one before in the source (equal inputs packed in one buffer, such as
 /// RGB planes), whose every unit walks its segments' parts in turn with no division
