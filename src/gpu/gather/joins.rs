@@ -20,7 +20,7 @@ use super::blocks::split_table;
 use super::channels::join_lanes;
 use super::dispatches::Dispatch;
 use super::modes::GatherTuning;
-use super::picker::{join_program, join_takes_split_rows};
+use super::picker::{join_program, join_takes_split_rows, join_walks};
 use super::runs::{lane_steps, max_steps};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
@@ -114,11 +114,7 @@ pub fn join_dispatch(
     if whole && program.channels.is_none() && bytes.stride > UNIT_BYTES {
         let merged = self::segments(bytes, parts, true);
         let words = join_program(bytes.stride, &merged, whole, tuning.mode);
-        let walk = match merged[..] {
-            [s] => (s.first_byte, s.binding) == (0, 0) && (s.row_bytes as u64) < UNIT_BYTES,
-            _ => false,
-        };
-        if words.channels.is_some() || walk {
+        if words.channels.is_some() || join_walks(&merged) {
             (segments, program) = (merged, words);
         }
     }
