@@ -6,10 +6,12 @@
 // units, a run of them or in turn as the lane mapping says (`join_runs_block`), and finds
 // their segments in the table.
 
-// The header, and the end of the segments (`segments_end`, past the last one's number).
+// The header, the end of the segments (`segments_end`, past the last one's number), and
+// whether every unit visits every part from the first (`short`, `join_of`).
 struct Join {
     header: JoinHeader,
     segments_end: u32,
+    short: bool,
 }
 
 // Entry point `main_join`: the channels, or each lane its units.
@@ -21,11 +23,15 @@ fn join_block(block: u32, lane: u32) {
     }
 }
 
-// Whether every unit visits every part from the first: rows of up to a unit, or one segment
-// of several parts (in longer rows the host merges parts into one only where they are the
-// whole row, each narrower than a unit: `join_narrow` walks them).
-fn join_short(h: Join) -> bool {
-    return h.header.row_bytes <= 16u || (h.segments_end == 2u && read_segment(1u).count > 1u);
+// The dispatch's join, read once a lane. Every unit visits every part from the first
+// (`short`) in rows of up to a unit, and in one segment of several parts (in longer rows the
+// host merges parts into one only where they are the whole row, each narrower than a unit:
+// `join_narrow` walks them).
+fn join_of(p: Params) -> Join {
+    let h = read_join_header();
+    let end = p.num_entries + 1u;
+    let short = h.row_bytes <= 16u || (end == 2u && read_segment(1u).count > 1u);
+    return Join(h, end, short);
 }
 
 // Points `k` and `seg` at the last segment whose first column is at or before `c` (k = 0
@@ -92,7 +98,7 @@ fn join_unit(h: Join, unit: u32, k: ptr<function, u32>, seg: ptr<function, Segme
     // Whether the unit may hold bytes of the next row's parts: it passes the row's end (in a
     // band, the band's first byte in the next row).
     let wraps = end - 1u >= (row0 + 1u) * r + h.header.band_first;
-    let short = join_short(h);
+    let short = h.short;
     let limit = h.segments_end;
     var kk = 0u;
     var s = Segment(0u, 0u, 0u, 0u, 0u, 0u);

@@ -11,7 +11,7 @@ fn join_runs_block(block: u32, lane: u32) {
     if (block >= p.num_blocks) {
         return;
     }
-    let h = Join(read_join_header(), p.num_entries + 1u);
+    let h = join_of(p);
     let span = lane_span(p, block, lane, h.header.units);
     var k = 0u;
     var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
@@ -57,7 +57,7 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
 fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     // Rows of up to a unit, or one segment (parts narrower than a unit, the whole row): no
     // unit lies inside one part's row.
-    if (join_short(h)) {
+    if (h.short) {
         join_narrow(h, first, end, k, seg);
         return;
     }

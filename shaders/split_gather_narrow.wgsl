@@ -88,7 +88,7 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
 }
 
 // A concat's units `first .. end` of one lane where every unit visits every part
-// (`join_short`: output rows of at most a unit, or one segment of narrow parts). Where
+// (`Join.short`: output rows of at most a unit, or one segment of narrow parts). Where
 // one segment in binding 0 covers the rows (equal parts packed in one buffer, such as RGB
 // planes), its whole units are gathered straight from the parts; the others are assembled
 // part by part (`join_unit`).

@@ -9,26 +9,26 @@ mod common;
 use common::concat::parts;
 use wgpu_split::{ops, DType, GatherMode, GpuSplitter};
 
+/// The lane mappings every test here runs: lanes in turn (GPUs), and runs of three units (so
+/// runs start at any column) and of many (CPU adapters).
+const MAPPINGS: [(GatherMode, u32); 3] = [
+    (GatherMode::Gpu, 4),
+    (GatherMode::Cpu, 3),
+    (GatherMode::Cpu, 2048),
+];
+
 /// Equal parts side by side (attention heads merged back, a sequence of equal rows) take one
 /// segment of many parts in the GPU's mapping, and in the CPU adapters' where output rows are
 /// at most a unit or the parts, each narrower than a unit, are the whole row (else one part
 /// per segment there): all give the reference's bytes, at every alignment of the parts'
 /// rows, with lanes' runs of 3 units starting at any column.
 fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
-    let mappings = [
-        (GatherMode::Gpu, 4),
-        (GatherMode::Cpu, 3),
-        (GatherMode::Cpu, 2048),
-    ];
-    for (name, gpu) in common::gather_mappings(gpu, &mappings) {
-        // Rows of 3 to 16 bytes in 1 to 4 equal parts: units start at every column.
-        for (width, count) in [(1, 3), (5, 3), (2, 7), (3, 5), (4, 4), (16, 1), (7, 2)] {
-            let plan = ops::concat(&vec![[301, width]; count], 1).unwrap();
-            common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
-                .unwrap_or_else(|e| panic!("{name} {width} x {count}: {e}"));
-        }
-        // Longer rows of parts narrower than a unit: rows of 17 to 48 bytes.
-        for (width, count) in [(7, 5), (6, 3), (15, 3), (1, 40), (9, 2), (1, 17), (13, 3)] {
+    for (name, gpu) in common::gather_mappings(gpu, &MAPPINGS) {
+        // Rows of 3 to 16 bytes in 1 to 4 equal parts (units start at every column), then
+        // longer rows of parts narrower than a unit (rows of 17 to 48 bytes).
+        let short = [(1, 3), (5, 3), (2, 7), (3, 5), (4, 4), (16, 1), (7, 2)];
+        let long = [(7, 5), (6, 3), (15, 3), (1, 40), (9, 2), (1, 17), (13, 3)];
+        for (width, count) in short.into_iter().chain(long) {
             let plan = ops::concat(&vec![[301, width]; count], 1).unwrap();
             common::run_verified(&gpu, &plan, &parts(&plan, DType::U8))
                 .unwrap_or_else(|e| panic!("{name} {width} x {count}: {e}"));
@@ -49,12 +49,7 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
 /// counts around a group of 16 rows (the last group part full, the output ending mid-unit),
 /// in runs of three groups and of many, and in lanes; and parts of f16 and i16 elements.
 fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
-    let mappings = [
-        (GatherMode::Cpu, 3),
-        (GatherMode::Cpu, 2048),
-        (GatherMode::Gpu, 4),
-    ];
-    for (name, gpu) in common::gather_mappings(gpu, &mappings) {
+    for (name, gpu) in common::gather_mappings(gpu, &MAPPINGS) {
         for stride in 2..=16usize {
             for width in (1..stride).filter(|w| stride % w == 0) {
                 for rows in [15, 16, 17, 333] {
@@ -77,11 +72,6 @@ fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
 /// and complex128 columns, parts of 3 f32, at row counts that end the output mid-unit or on
 /// a unit; in runs of three units and of many, and in lanes.
 fn equal_parts_of_whole_words(gpu: &'static GpuSplitter) {
-    let mappings = [
-        (GatherMode::Cpu, 3),
-        (GatherMode::Cpu, 2048),
-        (GatherMode::Gpu, 4),
-    ];
     let cases = [
         (DType::F32, 1, 5),
         (DType::F32, 1, 8),
@@ -92,7 +82,7 @@ fn equal_parts_of_whole_words(gpu: &'static GpuSplitter) {
         (DType::Complex128, 1, 3),
         (DType::I32, 2, 7),
     ];
-    for (name, gpu) in common::gather_mappings(gpu, &mappings) {
+    for (name, gpu) in common::gather_mappings(gpu, &MAPPINGS) {
         for (dtype, width, count) in cases {
             for rows in [1, 3, 4, 5, 333, 1024] {
                 let plan = ops::concat(&vec![[rows, width]; count], 1).unwrap();

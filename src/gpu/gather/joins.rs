@@ -113,9 +113,9 @@ pub fn join_dispatch(
     // (The channels take only a whole output from one binding.)
     if whole && program.channels.is_none() && bytes.stride > UNIT_BYTES {
         let merged = self::segments(bytes, parts, true);
-        let words = join_program(bytes.stride, &merged, whole, tuning.mode);
-        if words.channels.is_some() || join_walks(&merged) {
-            (segments, program) = (merged, words);
+        let merged_program = join_program(bytes.stride, &merged, whole, tuning.mode);
+        if merged_program.channels.is_some() || join_walks(&merged) {
+            (segments, program) = (merged, merged_program);
         }
     }
     // A lane's steps (units, or the channels' groups of rows), and the blocks that take

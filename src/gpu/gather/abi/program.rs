@@ -133,7 +133,7 @@ impl Channels {
         (words && parts >= 2 && width * parts == stride).then_some(Channels::WORDS)
     }
 
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     /// The output units a lane's step takes in a join of `parts` parts: a unit in the words,
     /// a group (a unit of each part) in the others.
     pub fn join_step_units(self, parts: u64) -> u64 {
