@@ -6,12 +6,15 @@
 // units, a run of them or in turn as the lane mapping says (`join_runs_block`), and finds
 // their segments in the table.
 
-// The header, the end of the segments (`segments_end`, past the last one's number), and
-// whether every unit visits every part from the first (`short`, `join_of`).
+// The header, the end of the segments (`segments_end`, past the last one's number), whether
+// every unit visits every part from the first (`short`), and whether the units are walked
+// from the one segment `one` (`walked`, `join_walk`), read once a lane (`join_of`).
 struct Join {
     header: JoinHeader,
     segments_end: u32,
     short: bool,
+    walked: bool,
+    one: Segment,
 }
 
 // Entry point `main_join`: the channels, or each lane its units.
@@ -24,14 +27,19 @@ fn join_block(block: u32, lane: u32) {
 }
 
 // The dispatch's join, read once a lane. Every unit visits every part from the first
-// (`short`) in rows of up to a unit, and in one segment of several parts (in longer rows the
-// host merges parts into one only where they are the whole row, each narrower than a unit:
-// `join_narrow` walks them).
+// (`short`) in rows of up to a unit, and in one segment of several parts; one segment in
+// binding 0 that is the whole row is walked (the host merges parts into one in longer rows
+// only where that is so: equal parts each narrower than a unit or of whole words).
 fn join_of(p: Params) -> Join {
     let h = read_join_header();
     let end = p.num_entries + 1u;
-    let short = h.row_bytes <= 16u || (end == 2u && read_segment(1u).count > 1u);
-    return Join(h, end, short);
+    var one = Segment(0u, 0u, 0u, 0u, 0u, 0u);
+    if (end == 2u) {
+        one = read_segment(1u);
+    }
+    let short = h.row_bytes <= 16u || one.count > 1u;
+    let walked = end == 2u && one.binding == 0u && one.first_byte == 0u && one.count * one.row_bytes == h.row_bytes;
+    return Join(h, end, short, walked, one);
 }
 
 // Points `k` and `seg` at the last segment whose first column is at or before `c` (k = 0

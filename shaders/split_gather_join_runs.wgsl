@@ -1,8 +1,9 @@
 // ---- The join's units: main_join (shaders/split_gather_join.wgsl) ----
 
-// The join: each lane `steps_per_lane` units, a run of them (LANES_IN_RUNS: CPU adapters) or,
-// consecutive lanes consecutive units, in turn (GPUs: a warp stores whole sectors, as the
-// split's lanes do), each unit's segment found in the table. No barrier and no segments
+// The join: each lane `steps_per_lane` units, a run of them (LANES_IN_RUNS: CPU adapters,
+// `join_lane`) or, consecutive lanes consecutive units, in turn (GPUs: a warp stores whole
+// sectors, as the split's lanes do; `join_lane_unit`), each unit's segment found in the table
+// (the lane's last one kept); walked where the join is (`join_walk`). No barrier and no segments
 // kept in workgroup memory: on the H200 the runs ran every concat case at least as fast as
 // 256 lanes sharing segments in workgroup memory, and on a CPU adapter such a barrier costs
 // each dispatch more than the lookups it saves (`docs/performance.md`).
@@ -16,18 +17,81 @@ fn join_runs_block(block: u32, lane: u32) {
     var k = 0u;
     var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);
     if (LANES_IN_RUNS) {
-        if (span.x < span.y) {
+        // (A walked join has no band: its units from the header's first on.)
+        if (h.walked) {
+            join_walk(h, h.header.first_unit + span.x, h.header.first_unit + span.y);
+        } else if (span.x < span.y) {
             join_lane(h, span.x, span.y, &k, &seg);
         }
     } else {
         for (var v = span.x; v < span.y; v += span.z) {
-            join_lane(h, v, v + 1u, &k, &seg);
+            let u = join_unit_at(h, v);
+            if (h.walked) {
+                join_walk(h, u, u + 1u);
+            } else if (u != NO_UNIT) {
+                join_lane_unit(h, u, &k, &seg);
+            }
         }
     }
 }
 
-// The dispatch's units `first .. end` of one lane, as runs of consecutive
-// output units: one run, or one per row of a band.
+const NO_UNIT = 0xffffffffu;
+
+// The output unit of the dispatch's unit `v`: from the header's first unit on, or in a band
+// (`band_units` a row) the row's band's; NO_UNIT where that lies past its row's band.
+fn join_unit_at(h: Join, v: u32) -> u32 {
+    if (h.header.band_units == 0u) {
+        return h.header.first_unit + v;
+    }
+    let row = v / h.header.band_units;
+    let start = row * h.header.row_bytes + h.header.band_first;
+    let u = start / 16u + v - row * h.header.band_units;
+    return select(NO_UNIT, u, u * 16u < start + h.header.band_width);
+}
+
+// Output unit `u` in lanes (GPUs), straight-line: inside one part's row, one 16-byte load of
+// its source shifted into place (as the split's shifted lanes do: 0.79 to 0.82 of the copy
+// kernel on the H200, where the join's units through the runs' loops ran at 0.55); crossing
+// from a part into the next that begins there, one load of each merged (`join_crossing`);
+// else assembled part by part (`join_unit`).
+fn join_lane_unit(h: Join, u: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+    let b = u * 16u;
+    if (!h.short && b + 16u <= h.header.end_byte) {
+        let row = b / h.header.row_bytes;
+        let c = b - row * h.header.row_bytes;
+        join_segment(h, c, k, seg);
+        let e = *seg;
+        // The part's row's bytes from the unit's first on.
+        let n = e.first_byte + e.row_bytes - c;
+        var v = load_bytes16(e.binding, row * e.row_bytes + e.src_offset + (c - e.first_byte));
+        if (*k > 0u && c < e.first_byte + e.row_bytes && (n >= 16u || join_crossing(h, *k, e, row, n, &v))) {
+            store_unit(u, v);
+            return;
+        }
+    }
+    join_unit(h, u, k, seg);
+}
+
+// A whole unit whose first `n` bytes (1 to 15) end row `row` of segment `k` (`e`), its 16
+// bytes from there in `v`: the rest merged in, where the next part begins there and holds it
+// (the next segment, or the row's first where this one ends the row). False where not.
+fn join_crossing(h: Join, k: u32, e: Segment, row: u32, n: u32, v: ptr<function, vec4<u32>>) -> bool {
+    let seg_end = e.first_byte + e.row_bytes;
+    let wraps = k + 1u >= h.segments_end;
+    let next = read_segment(select(k + 1u, 1u, wraps));
+    let next_row = select(row, row + 1u, wraps);
+    if (next.first_byte != select(seg_end, 0u, wraps) || (wraps && seg_end != h.header.row_bytes) || next.row_bytes < 16u - n) {
+        return false;
+    }
+    // The next part's bytes are shifted into place rather than loaded from `n` bytes before
+    // them (as the split's `run_shifted` does): its source may begin its binding.
+    let y = load_bytes16(next.binding, next_row * next.row_bytes + next.src_offset);
+    *v = merge_bytes(*v, funnel(vec4<u32>(0u), y, 16u - n), n);
+    return true;
+}
+
+// The dispatch's units `first .. end` of one lane in runs, as runs of consecutive output
+// units: one run, or one per row of a band (`join_unit_at` numbers them alike).
 fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
     var v = first;
     while (v < end) {
@@ -50,21 +114,18 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
     }
 }
 
-// Units `first .. end` of one lane: runs and the units between them
-// (`join_runs_from`) as far as they go, and each unit they leave assembled part by part
-// (`join_unit`). The general unit stays out of the runs' loop: a CPU adapter runs every
-// branch of a loop's body for its whole SIMD group, masked, at every turn.
+// Units `first .. end` of one lane: runs and the units between them (`join_runs_from`) as
+// far as they go, and each unit they leave assembled part by part (`join_unit`), every unit
+// so where it visits every part (`short`). The general unit stays out of the runs' loop: a
+// CPU adapter runs every branch of a loop's body for its whole SIMD group, masked, at every
+// turn.
 fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
-    // Rows of up to a unit, or one segment (parts narrower than a unit, the whole row): no
-    // unit lies inside one part's row.
-    if (h.short) {
-        join_narrow(h, first, end, k, seg);
-        return;
-    }
     let bound = units_end(first);
     var u = first;
     while (u < end) {
-        u = join_runs_from(h, u, end, bound, k, seg);
+        if (!h.short) {
+            u = join_runs_from(h, u, end, bound, k, seg);
+        }
         if (u < end) {
             join_unit(h, u, k, seg);
             u += 1u;
@@ -116,20 +177,12 @@ fn join_runs_from(h: Join, first: u32, end: u32, bound: u32, k: ptr<function, u3
         if (u >= end || u >= bound || u * 16u + 16u > h.header.end_byte) {
             return u;
         }
-        // The crossing unit's first `n` bytes end the part's row.
-        let n = seg_end - cu;
-        // The next part: the next segment, or the row's first where this one ends the row.
-        let wraps = *k + 1u >= h.segments_end;
-        let next = read_segment(select(*k + 1u, 1u, wraps));
-        let next_row = select(row, row + 1u, wraps);
-        if (next.first_byte != select(seg_end, 0u, wraps) || (wraps && seg_end != r) || next.row_bytes < 16u - n) {
+        // The crossing unit: its first `seg_end - cu` bytes end the part's row.
+        var v = load_bytes16(e.binding, s + count * 16u);
+        if (!join_crossing(h, *k, e, row, seg_end - cu, &v)) {
             return u;
         }
-        // The next part's bytes are shifted into place rather than loaded from `n` bytes before
-        // them (as the split's `run_shifted` does): its source may begin its binding.
-        let x = load_bytes16(e.binding, s + count * 16u);
-        let y = load_bytes16(next.binding, next_row * next.row_bytes + next.src_offset);
-        store_unit_fast(u, merge_bytes(x, funnel(vec4<u32>(0u), y, 16u - n), n));
+        store_unit_fast(u, v);
         u += 1u;
     }
     return u;

@@ -8,55 +8,74 @@
 // `src_stride` apart; a concat's segment is `count` parts side by side, each part's rows back
 // to back in its source, `part_step` bytes from one part to the next.
 
-// What a cursor walks, in input binding 0: the part's bytes a row, the parts a row, the
-// source bytes from one part's row to the next part's, and the gap in the source after a
-// row's last part. (Binding 0 alone: 16 loads a unit through a binding chosen at run time
-// made SwiftShader's compile of the multi-input build hang in Chromium.)
+// A cursor over parts side by side in input binding 0, in steps of a word (parts of whole
+// words from whole words) or a byte, every field counted in those steps: source step `at`,
+// column `col` of part `part`'s row, parts `width` steps wide, `parts` of them a row, and the
+// moves from a part's row's last step to the next part's (`to_part`) or to the next row's
+// first part (`to_row`); u32 arithmetic wraps. (Binding 0 alone: 16 loads a unit through a
+// binding chosen at run time made SwiftShader's compile of the multi-input build hang in
+// Chromium.)
 struct Walk {
+    at: u32,
+    col: u32,
+    part: u32,
     width: u32,
     parts: u32,
-    part_step: u32,
-    row_gap: u32,
+    to_part: u32,
+    to_row: u32,
 }
 
-// The next `n` bytes (1, or 4 where rows and offsets are whole words) from the cursor: source
-// byte `*s`, its column `*col` in its part's row, its part `*part`; the cursor steps past
-// them. In the low bits.
-fn walk_bytes(w: Walk, s: ptr<function, u32>, col: ptr<function, u32>, part: ptr<function, u32>, n: u32) -> u32 {
-    let at = *s;
-    var x = load_word(at >> 2u);
-    if (n == 1u) {
-        x = (x >> ((at & 3u) * 8u)) & 0xffu;
+// The cursor at source byte `at`, column `col` of part `part`, over `parts` parts of `width`
+// bytes, `part_step` source bytes from one part to the next and `row_gap` bytes after a
+// row's last part; a word a step where `words` (every argument then a multiple of 4).
+fn walk_from(at: u32, col: u32, part: u32, width: u32, parts: u32, part_step: u32, row_gap: u32, words: bool) -> Walk {
+    // Bytes into steps by a shift: a division by a value the shader computes costs a GPU
+    // tens of instructions.
+    let sh = select(0u, 2u, words);
+    let step = part_step >> sh;
+    let w = width >> sh;
+    return Walk(at >> sh, col >> sh, part, w, parts, 1u + step - w, 1u + (row_gap >> sh) - (parts - 1u) * step);
+}
+
+// The next word (`words`, a constant at each call) or byte from the cursor, in the low bits;
+// the cursor steps past it with one add, its move chosen by selects (no division, no
+// multiplication).
+fn walk_step(w: ptr<function, Walk>, words: bool) -> u32 {
+    let at = (*w).at;
+    var x: u32;
+    if (words) {
+        x = load_word(at);
+    } else {
+        x = (load_word(at >> 2u) >> ((at & 3u) * 8u)) & 0xffu;
     }
-    let part_end = *col + n == w.width;
-    let row_end = part_end && *part + 1u == w.parts;
-    let next_part = at + n + w.part_step - w.width;
-    let next_row = at + n + w.row_gap - (w.parts - 1u) * w.part_step;
-    *s = select(select(at + n, next_part, part_end), next_row, row_end);
-    *col = select(*col + n, 0u, part_end);
-    *part = select(select(*part, *part + 1u, part_end), 0u, row_end);
+    let part_end = (*w).col + 1u == (*w).width;
+    let row_end = part_end && (*w).part + 1u == (*w).parts;
+    (*w).at += select(select(1u, (*w).to_part, part_end), (*w).to_row, row_end);
+    (*w).col = select((*w).col + 1u, 0u, part_end);
+    (*w).part = select(select((*w).part, (*w).part + 1u, part_end), 0u, row_end);
     return x;
 }
 
-// The next word from the cursor: one source word where rows and offsets are whole words
-// (`words`), else four bytes.
-fn walk_word(w: Walk, s: ptr<function, u32>, col: ptr<function, u32>, part: ptr<function, u32>, words: bool) -> u32 {
+// The next word from the cursor: one source word where `words`, else four bytes. `words` is
+// a constant at each call: the loops that take units are written once a word and once a byte,
+// as a CPU adapter runs both sides of a branch inside a loop for its whole SIMD group.
+fn walk_word(w: ptr<function, Walk>, words: bool) -> u32 {
     if (words) {
-        return walk_bytes(w, s, col, part, 4u);
+        return walk_step(w, true);
     }
-    let b0 = walk_bytes(w, s, col, part, 1u);
-    let b1 = walk_bytes(w, s, col, part, 1u);
-    let b2 = walk_bytes(w, s, col, part, 1u);
-    let b3 = walk_bytes(w, s, col, part, 1u);
+    let b0 = walk_step(w, false);
+    let b1 = walk_step(w, false);
+    let b2 = walk_step(w, false);
+    let b3 = walk_step(w, false);
     return b0 | (b1 << 8u) | (b2 << 16u) | (b3 << 24u);
 }
 
 // The next unit from the cursor.
-fn walk_unit(w: Walk, s: ptr<function, u32>, col: ptr<function, u32>, part: ptr<function, u32>, words: bool) -> vec4<u32> {
-    let w0 = walk_word(w, s, col, part, words);
-    let w1 = walk_word(w, s, col, part, words);
-    let w2 = walk_word(w, s, col, part, words);
-    let w3 = walk_word(w, s, col, part, words);
+fn walk_unit(w: ptr<function, Walk>, words: bool) -> vec4<u32> {
+    let w0 = walk_word(w, words);
+    let w1 = walk_word(w, words);
+    let w2 = walk_word(w, words);
+    let w3 = walk_word(w, words);
     return vec4<u32>(w0, w1, w2, w3);
 }
 
@@ -77,44 +96,58 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
             w += next;
         }
     } else {
-        let walk = Walk(e.row_bytes, 1u, 0u, e.src_stride - e.row_bytes);
-        var s = at.src;
-        var col = at.col;
-        var part = 0u;
+        let words = e.mode == MODE_WORD;
+        var walk = walk_from(at.src, at.col, 0u, e.row_bytes, 1u, 0u, e.src_stride - e.row_bytes, words);
         for (; u < end_unit; u++) {
-            put_unit(e.dst_unit + u, walk_unit(walk, &s, &col, &part, e.mode == MODE_WORD), to);
+            put_unit(e.dst_unit + u, walk_unit(&walk, words), to);
         }
     }
 }
 
-// A concat's units `first .. end` of one lane where every unit visits every part
-// (`Join.short`: output rows of at most a unit, or one segment of narrow parts). Where
-// one segment in binding 0 covers the rows (equal parts packed in one buffer, such as RGB
-// planes), its whole units are gathered straight from the parts; the others are assembled
-// part by part (`join_unit`).
-fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
+// A concat's units `first .. end` of one lane where the dispatch's one segment, in binding 0,
+// is the whole row (`Join.walked`: equal parts packed in one buffer, such as eight f32
+// columns or RGB planes, each narrower than a unit or of whole words): each unit's bytes
+// walked straight from the parts (`Walk`), a word at a time where the parts are of whole
+// words from whole words, else a byte. The rows start at the header's `first_unit` (a
+// concat's output at unit 0, a split's part written channels-last where its window puts it).
+// The whole units below the output binding's `units_end` store with no choice of binding; the
+// rest store through `store_unit_n`, only the output's bytes walked (stepped on from word to
+// word, the words ran `concat_columns` at three times the rate on lavapipe of each word's
+// place computed from its part and row: docs/performance.md).
+fn join_walk(h: Join, first: u32, end: u32) {
+    let s = h.one;
+    let o = h.header.first_unit;
     let r = h.header.row_bytes;
+    let b = (first - o) * 16u;
+    let row = b / r;
+    let j = (b - row * r) / s.row_bytes;
+    let t = b - row * r - j * s.row_bytes;
+    let words = (s.row_bytes | s.src_offset | s.part_step) % 4u == 0u;
+    var w = walk_from(s.src_offset + j * s.part_step + row * s.row_bytes + t, t, j, s.row_bytes, s.count, s.part_step, 0u, words);
+    let whole = min(min(end, units_end(first)), o + h.header.end_byte / 16u);
     var u = first;
-    if (h.segments_end == 2u) {
-        let s = read_segment(1u);
-        if (s.binding == 0u && s.first_byte == 0u && s.count * s.row_bytes == r) {
-            let b = first * 16u;
-            let row = b / r;
-            let j = (b - row * r) / s.row_bytes;
-            let t = b - row * r - j * s.row_bytes;
-            let walk = Walk(s.row_bytes, s.count, s.part_step, 0u);
-            var src = s.src_offset + j * s.part_step + row * s.row_bytes + t;
-            var col = t;
-            var part = j;
-            // Parts of whole words from whole words: a word at a time.
-            let words = (s.row_bytes | s.src_offset | s.part_step) % 4u == 0u;
-            for (; u < min(end, h.header.end_byte / 16u); u++) {
-                store_unit(u, walk_unit(walk, &src, &col, &part, words));
-            }
+    if (words) {
+        for (; u < whole; u++) {
+            store_unit_fast(u, walk_unit(&w, true));
+        }
+    } else {
+        for (; u < whole; u++) {
+            store_unit_fast(u, walk_unit(&w, false));
         }
     }
     for (; u < end; u++) {
-        join_unit(h, u, k, seg);
+        let n = h.header.end_byte - (u - o) * 16u;
+        var v = vec4<u32>(0u);
+        if (words) {
+            for (var i = 0u; i < min(n, 16u) / 4u; i++) {
+                v[i] = walk_step(&w, true);
+            }
+        } else {
+            for (var i = 0u; i < min(n, 16u); i++) {
+                v[i / 4u] |= walk_step(&w, false) << ((i % 4u) * 8u);
+            }
+        }
+        store_unit_n(u, v, n);
     }
 }
 
@@ -133,8 +166,6 @@ fn join_narrow(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<fu
 // consecutive groups, in turn (`lane_span`); but a concat's stores go unit by unit on GPUs,
 // consecutive lanes consecutive units (`join_channel_unit`).
 override CHANNEL_WIDTH: u32 = 0u;
-// The words (`join_words`): a concat's parts of whole words, any count of them.
-override CHANNEL_WORDS: bool = false;
 // CHANNEL_WIDTH as a divisor: 1 in the pipelines without channels, whose code folds away.
 override CHANNEL_UNIT: u32 = max(CHANNEL_WIDTH, 1u);
 override CHANNEL_ROWS: u32 = 16u / CHANNEL_UNIT;
@@ -284,10 +315,6 @@ fn join_channels(block: u32, lane: u32) {
     let p = read_params();
     let h = read_join_header();
     let s = read_segment(1u);
-    if (CHANNEL_WORDS) {
-        join_words(p, h, s, block, lane);
-        return;
-    }
     switch (s.count) {
         case 2u: { join_channels_of(p, h, s, block, lane, 2u); }
         case 3u: { join_channels_of(p, h, s, block, lane, 3u); }
@@ -341,83 +368,6 @@ fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32,
             }
         }
     }
-}
-
-// Parts of whole words side by side (`main_join` with CHANNEL_WORDS): `c` parts of `pw` words
-// (1 to 4) each, any count of them (more than 4 parts, or parts wider than a word, or parts
-// on whole words but not vec4s); output word q is word q % pw of row (q / pw) / c
-// of part (q / pw) % c. The lane's units (a run of them, or on GPUs one a step, consecutive
-// lanes consecutive units) load their words one by one, each from its part; past the first
-// word's place, each next one's address is stepped on with one add (`next_word`): computed
-// from its part and row, the words ran at a third of the rate on lavapipe. Units past the
-// output's whole ones below its binding's `units_end` store through `store_unit_n`.
-fn join_words(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32) {
-    let o = h.first_unit;
-    let span = lane_span(p, block, lane, (h.end_byte + 15u) / 16u);
-    let bound = units_end(o);
-    let whole = select(0u, min(bound - o, h.end_byte / 16u), bound > o);
-    if (LANES_IN_RUNS) {
-        words_run(h, s, span.x, span.y, whole);
-    } else {
-        for (var u = span.x; u < span.y; u += span.z) {
-            words_run(h, s, u, u + 1u, whole);
-        }
-    }
-}
-
-// The output's units `first .. end` (see `join_words`): the whole ones below `whole` with
-// no guard, then the rest, their words past the output's end left zero.
-fn words_run(h: JoinHeader, s: Segment, first: u32, end: u32, whole: u32) {
-    let pw = max(s.row_bytes / 4u, 1u);
-    let c = max(s.count, 1u);
-    let step = s.part_step / 4u;
-    // Word 4 * first's place: word k of row `row` of part `part`.
-    let e = 4u * first / pw;
-    let row = e / c;
-    let k = 4u * first - e * pw;
-    let part = e - row * c;
-    // From a part row's last word to the next part's (`to_part`) or to the next row's first
-    // part (`to_row`); u32 arithmetic wraps.
-    let to_part = step + 1u - pw;
-    let to_row = 1u - (c - 1u) * step;
-    var at = WordAt(s.src_offset / 4u + part * step + row * pw + k, pw, c, to_part, to_row, k, part);
-    var u = first;
-    for (; u < min(end, whole); u++) {
-        store_unit_fast(h.first_unit + u, vec4<u32>(next_word(&at), next_word(&at), next_word(&at), next_word(&at)));
-    }
-    let words = h.end_byte / 4u;
-    for (; u < end; u++) {
-        let q = 4u * u;
-        var v = vec4<u32>(0u);
-        if (q < words) { v.x = next_word(&at); }
-        if (q + 1u < words) { v.y = next_word(&at); }
-        if (q + 2u < words) { v.z = next_word(&at); }
-        if (q + 3u < words) { v.w = next_word(&at); }
-        store_unit_n(h.first_unit + u, v, h.end_byte - 16u * u);
-    }
-}
-
-// Where `join_words` reads next: source word `a`, word `k` of its part's row, part `part` of
-// `c`, `pw` words a part's row; the steps from a part's row's end (`to_part`, `to_row`).
-struct WordAt {
-    a: u32,
-    pw: u32,
-    c: u32,
-    to_part: u32,
-    to_row: u32,
-    k: u32,
-    part: u32,
-}
-
-// The word at `at`, and `at` moved on to the next word's place, without a multiplication.
-fn next_word(at: ptr<function, WordAt>) -> u32 {
-    let x = load_word((*at).a);
-    let part_end = (*at).k + 1u == (*at).pw;
-    let row_end = part_end && (*at).part + 1u == (*at).c;
-    (*at).a += select(select(1u, (*at).to_part, part_end), (*at).to_row, row_end);
-    (*at).k = select((*at).k + 1u, 0u, part_end);
-    (*at).part = select(select((*at).part, (*at).part + 1u, part_end), 0u, row_end);
-    return x;
 }
 
 // The steps of `count` a lane takes: (first, end, step). LANES_IN_RUNS: a run of

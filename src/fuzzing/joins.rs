@@ -59,10 +59,10 @@ fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart
     }
     let numbered = h.units as u64;
     // A lane's step is a unit, or the channels' group of rows: a unit of each part.
-    let step_units = d
-        .program
-        .channels
-        .map_or(1, |c| c.join_step_units(segments[0].count as u64));
+    let step_units = match d.program.channels {
+        Some(_) => segments[0].count as u64,
+        None => 1,
+    };
     let block_units = p.steps_per_lane as u64 * lanes * step_units;
     assert!(p.num_blocks as u64 * block_units >= numbered, "{input:?}");
     let unit = |v: u64| numbered_unit(h, bytes.stride, v);

@@ -21,12 +21,12 @@ pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Par
     step_lanes(rows.div_ceil(UNIT_BYTES / c.width as u64), tuning)
 }
 
-/// How a dispatch's lanes take `count` steps in `tuning`'s mapping ([`lane_steps`]): the
+/// How a dispatch's lanes take `count` groups in `tuning`'s mapping ([`lane_steps`]): the
 /// dispatch's header, its entries still to count. A step's loop turns, as llvmpipe counts them
-/// (every test of a loop's condition, the last one too): in runs, a group or a unit of the
-/// lane's one loop and the few units past it; in turn, up to 4 units of a group or a unit
-/// through loops of its own (the words' unit: 4 turns, measured on lavapipe, where a lane
-/// of the GPU mapping forced to 60,000 steps lost every unit past its 16,384th step).
+/// (every test of a loop's condition, the last one too): in runs, a group of the lane's one
+/// loop and the few units past it; in turn, up to 4 units of a group through loops of their
+/// own (a unit a step of 4 words took 4 turns on lavapipe, where a lane of the GPU mapping
+/// forced to 60,000 steps lost every unit past its 16,384th step).
 fn step_lanes(count: u64, tuning: GatherTuning) -> Params {
     let runs = tuning.mode == GatherMode::Cpu;
     let turns = if runs { 2 } else { 8 };
@@ -38,16 +38,6 @@ fn step_lanes(count: u64, tuning: GatherTuning) -> Params {
         steps_per_lane: steps as u32,
         num_lanes: lanes as u32,
         interleaved: 0,
-    }
-}
-
-/// How the lanes of a join's channels `c` of `rows` rows of `row_bytes` take their steps: a
-/// group a step ([`channel_lanes`]), but in the words ([`Channels::WORDS`]) a unit a step,
-/// each lane a run of them on CPU adapters, consecutive lanes consecutive units on GPUs.
-pub(super) fn join_lanes(c: Channels, rows: u64, row_bytes: u64, tuning: GatherTuning) -> Params {
-    match c.words {
-        true => step_lanes((rows * row_bytes).div_ceil(UNIT_BYTES), tuning),
-        false => channel_lanes(c, rows, tuning),
     }
 }
 

@@ -17,9 +17,9 @@ use super::abi::{
     binding_bytes, Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, UNIT_BYTES,
 };
 use super::blocks::split_table;
-use super::channels::join_lanes;
+use super::channels::channel_lanes;
 use super::dispatches::Dispatch;
-use super::modes::GatherTuning;
+use super::modes::{GatherMode, GatherTuning};
 use super::picker::{join_program, join_takes_split_rows, join_walks};
 use super::runs::{lane_steps, max_steps};
 use crate::error::{Result, SplitError};
@@ -106,8 +106,8 @@ pub fn join_dispatch(
     let units = band.map_or(flat_units, |b| b.units(bytes));
     let whole = band.is_none() && first_unit == 0 && windows.len() == 1;
     // Parts side by side make one segment in short rows, and in longer ones where they take
-    // the channels (the words) or, each narrower than a unit, are the whole row (the walk of
-    // `join_narrow`); the join's units take one part a segment there.
+    // the channels or are walked ([`join_walks`]); the join's units take one part a segment
+    // there.
     let mut segments = self::segments(bytes, parts, bytes.stride <= UNIT_BYTES);
     let mut program = join_program(bytes.stride, &segments, whole, tuning.mode);
     // (The channels take only a whole output from one binding.)
@@ -122,16 +122,16 @@ pub fn join_dispatch(
     // them.
     let (steps, blocks) = match program.channels {
         Some(c) => {
-            let p = join_lanes(c, bytes.rows, bytes.stride, tuning);
+            let p = channel_lanes(c, bytes.rows, tuning);
             (p.steps_per_lane as u64, p.num_blocks as u64)
         }
         // Workgroups without a barrier (`join_runs_block`): on CPU adapters each lane a run
         // of units, spread as a split's runs are; on GPUs consecutive lanes take consecutive
         // units, a unit a step.
         None => {
-            let runs = program.lanes_in_runs;
-            let turns = unit_turns(bytes, parts, runs);
-            lane_steps(units, max_steps(tuning.max_steps_per_lane, turns), runs)
+            let narrowest = parts.iter().map(|p| bytes.outputs[p.position].row_bytes);
+            let walked = walked(bytes.stride, &segments);
+            unit_steps(units, narrowest.min(), parts.len(), walked, tuning)
         }
     };
     let header = JoinHeader {
@@ -221,40 +221,56 @@ fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
     Mode::of(o.offset | o.row_bytes | p.src | bytes.stride)
 }
 
-/// Loop turns one unit of a concat of `parts` may take, on average over a lane's steps (see
-/// `blocks::max_steps`). A unit assembled part by part (`join_unit`) visits up to 16 / w + 4
-/// parts of at least w bytes, moves at most 16 runs of bytes, searches for its first part twice
-/// (up to log2(segments) + 2 turns each), then stores its words. In runs (`runs`) a lane
-/// assembles only the units that cross a part's end, at most one in w / 32, and moves the
-/// others in one turn each. A unit a step (lanes in turn), any step may be one assembled, and
-/// the loops around it (`join_runs_block`, `join_lane`, `join_run`, `join_runs_from`) test
-/// their conditions again for each: `concat_bytes_odd` in the GPU mapping forced to 60,000
-/// steps a lane lost every unit past a lane's 2,024th step on lavapipe (32 turns a step, where
-/// this counted 8).
-fn unit_turns(bytes: &ByteRows, parts: &[JoinPart], runs: bool) -> u64 {
-    let narrowest = parts
-        .iter()
-        .map(|p| bytes.outputs[p.position].row_bytes)
-        .min()
-        .unwrap_or(UNIT_BYTES)
-        .max(1);
-    let search = 2 + u64::from(usize::BITS - parts.len().leading_zeros());
-    let visits = (UNIT_BYTES / narrowest + 4).min(parts.len() as u64 + 2);
+/// Whether the shader walks a join of `segments` into rows of `stride` bytes (`Join.walked`):
+/// one segment in binding 0 that is the whole row.
+fn walked(stride: u64, segments: &[Segment]) -> bool {
+    let [s] = segments else { return false };
+    (s.first_byte, s.binding) == (0, 0) && s.count as u64 * s.row_bytes as u64 == stride
+}
+
+/// A lane's steps and the blocks that take `units` of a concat of `parts` parts, the
+/// narrowest `narrowest` bytes wide, `walked` or not, in `tuning`'s mapping ([`lane_steps`]),
+/// within the loop turns a unit may take, on average over a lane's steps (see
+/// `blocks::max_steps`). A walked unit takes one turn in runs and up to 8 a step in turn, as
+/// the channels' groups do (the output's last units, up to 16 turns each, are few). A unit
+/// assembled part by part (`join_unit`) visits up to 16 / w + 4 parts of at least w bytes,
+/// moves at most 16 runs of bytes, searches for its first part twice (up to log2(segments) +
+/// 2 turns each), then stores its words. In runs a lane assembles only the units that cross a
+/// part's end, at most one in w / 32, and moves the others in one turn each. A unit a step
+/// (lanes in turn), any
+/// step may be one assembled, and the loops around it (`join_runs_block`, `join_lane`,
+/// `join_run`, `join_runs_from`) test their conditions again for each: `concat_bytes_odd` in
+/// the GPU mapping forced to 60,000 steps a lane lost every unit past a lane's 2,024th step on
+/// lavapipe (32 turns a step, where this counted 8).
+pub(super) fn unit_steps(
+    units: u64,
+    narrowest: Option<u64>,
+    parts: usize,
+    walked: bool,
+    tuning: GatherTuning,
+) -> (u64, u64) {
+    let narrowest = narrowest.unwrap_or(UNIT_BYTES).max(1);
+    let search = 2 + u64::from(usize::BITS - parts.leading_zeros());
+    let visits = (UNIT_BYTES / narrowest + 4).min(parts as u64 + 2);
     let assembled = visits + UNIT_BYTES + 2 * search + 6;
-    match runs {
-        true => 2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES),
-        false => assembled + 12,
-    }
+    let runs = tuning.mode == GatherMode::Cpu;
+    let turns = match (walked, runs) {
+        (true, true) => 2,
+        (true, false) => 8,
+        (false, true) => 2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES),
+        (false, false) => assembled + 12,
+    };
+    lane_steps(units, max_steps(tuning.max_steps_per_lane, turns), runs)
 }
 
 /// The segments of `parts` (in column order): one per part, but with `merge` (where output
-/// rows are at most a unit long, or the parts take the words, or they are narrower than a
-/// unit and make the whole row: `join_dispatch`), one per run of parts that lie
-/// side by side in the output's rows, with equal rows, in one binding, each the same number
-/// of bytes after the one before in the source (equal inputs packed in one buffer, such as
-/// RGB planes), whose every unit walks its segments' parts in turn with no division
-/// (`join_narrow`). Elsewhere finding a column's part by division cost the runs more than the
-/// table reads it saves (`docs/performance.md`).
+/// rows are at most a unit long, or the parts take the channels or are walked:
+/// `join_dispatch`), one per run of parts that lie side by side in the output's rows, with
+/// equal rows, in one binding, each the same number of bytes after the one before in the
+/// source (equal inputs packed in one buffer, such as RGB planes), whose every unit visits
+/// its segments' parts in turn with no division (`join_unit`, `join_walk`). Elsewhere finding
+/// a column's part by division cost the runs more than the table reads it saves
+/// (`docs/performance.md`).
 fn segments(bytes: &ByteRows, parts: &[JoinPart], merge: bool) -> Vec<Segment> {
     let mut segments: Vec<Segment> = Vec::with_capacity(parts.len());
     let mut last: Option<&JoinPart> = None;

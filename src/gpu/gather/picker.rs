@@ -73,26 +73,27 @@ fn for_mode(c: Channels, mode: GatherMode) -> bool {
 }
 
 /// The channels of a concat's dispatch whose `segments` are one, into rows of `stride`
-/// bytes from its output's first unit, if they are: its parts side by side from the rows'
-/// first byte, in binding 0; the channels ([`Channels::of`]) where each part's rows start on
-/// a whole vec4, else the words ([`Channels::words`]) where they start on a whole word.
+/// bytes from its output's first unit, if they are ([`Channels::of`]): its parts side by
+/// side from the rows' first byte, in binding 0, each part's rows from a whole vec4.
 fn join_channels_of(stride: u64, segments: &[Segment]) -> Option<Channels> {
     let [s] = segments else { return None };
-    let (width, parts) = (s.row_bytes as u64, s.count as u64);
     let fits = (s.first_byte, s.binding) == (0, 0);
     let from = (s.src_offset as u64 | s.part_step as u64) % UNIT_BYTES;
-    let channels = Channels::of(stride, width, parts).filter(|_| from == 0);
-    let words = || Channels::words(stride, width, parts).filter(|_| from.is_multiple_of(4));
-    channels.or_else(words).filter(|_| fits)
+    Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|_| fits && from == 0)
 }
 
 /// Whether a concat's `segments`, merged where parts lie side by side (in rows longer than a
-/// unit), take `join_narrow`'s walk: one segment of parts each narrower than a unit from the
-/// rows' first byte in binding 0, so the whole row and no unit inside one part (five 7-byte
-/// parts on lavapipe: 0.04 of the copy kernel in the join's units, 0.20 walked).
+/// unit), are walked (`join_walk`): one segment of parts from the rows' first byte in binding
+/// 0, so the whole row, each part narrower than a unit, or of whole words up to a unit read
+/// from whole words (eight f32 columns, f64 or complex columns). In the join's units such
+/// parts ran at a twentieth of the walk's rate on lavapipe (five 7-byte parts: 0.04 of the copy
+/// kernel, 0.20 walked; `concat_columns` 0.20 GB/s, 0.6 of the copy kernel walked a word at a
+/// time).
 pub(super) fn join_walks(segments: &[Segment]) -> bool {
     let [s] = segments else { return false };
-    (s.first_byte, s.binding) == (0, 0) && (s.row_bytes as u64) < UNIT_BYTES
+    let words = (s.row_bytes | s.src_offset | s.part_step).is_multiple_of(4);
+    let narrow = (s.row_bytes as u64) < UNIT_BYTES || (words && s.row_bytes as u64 == UNIT_BYTES);
+    (s.first_byte, s.binding) == (0, 0) && s.count > 1 && narrow
 }
 
 /// Whether a concat's parts, each its input binding and how its bytes align, read from

@@ -21,10 +21,7 @@ type Constants = naga::back::PipelineConstants;
 /// The gather's override constants in each lane mapping (those of each
 /// [`ProgramKey`](crate::gpu::gather::abi::ProgramKey)).
 fn gather_constants() -> Vec<Constants> {
-    let channels = Some(crate::gpu::gather::abi::Channels {
-        width: 1,
-        words: false,
-    });
+    let channels = Some(crate::gpu::gather::abi::Channels { width: 1 });
     [(false, None), (true, None), (true, channels)]
         .into_iter()
         .map(|(lanes_in_runs, channels)| {

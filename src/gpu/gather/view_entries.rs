@@ -11,17 +11,18 @@
 //! a dispatch write one word.
 //!
 //! A part written channels-last (`[1, C, H, W]` into `[1, H, W, C]`, one element a run) is
-//! rather its planes joined into rows of `C` elements, where those are channels: one dispatch
-//! of the join's channels ([`view_channels`]), not an entry per pixel.
+//! rather its planes joined into rows of `C` elements: one dispatch of the join's channels,
+//! or of the join's units walked ([`view_channels`]), not an entry per pixel.
 
 use super::abi::{
     Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, HEADER_BYTES, UNIT_BYTES,
 };
 use super::blocks::split_table;
-use super::channels::join_lanes;
+use super::channels::channel_lanes;
 use super::dispatches::Dispatch;
+use super::joins::unit_steps;
 use super::modes::GatherTuning;
-use super::picker::join_program;
+use super::picker::{join_program, join_walks};
 use crate::error::{Result, SplitError};
 use crate::plan::views::{Level, Runs};
 use std::collections::HashMap;
@@ -177,9 +178,10 @@ pub fn lower_view(
 /// pixel's `C` back to back in the destination: `[1, C, H, W]` written as `[1, H, W, C]`):
 /// the planes joined into rows as a concat's channels are (one segment of `C` parts, read
 /// from input byte `src_base` on, written from output byte `dst_base` on, `unit_base` added
-/// to its first unit), over windows of `src_size` and `dst_size` bytes. `None` where the
-/// rows are not [`Channels`](super::abi::Channels) (the planes not on the units or words the
-/// channels need) or the destination does not start on a unit.
+/// to its first unit), over windows of `src_size` and `dst_size` bytes: the channels where
+/// they are ([`Channels`](super::abi::Channels)), else walked (`join_walks`: more than 4
+/// planes, or planes off a unit). `None` where the pixels are not side by side or the
+/// destination does not start on a unit.
 fn view_channels(
     runs: &Runs,
     (src_base, dst_base, unit_base): (u64, u64, u64),
@@ -215,8 +217,24 @@ fn view_channels(
         count: planes.extent as u32,
         part_step: planes.src_step as u32,
     };
-    let program = join_program(stride, std::slice::from_ref(&segment), true, tuning.mode);
-    let channels = program.channels?;
+    let segments = std::slice::from_ref(&segment);
+    let program = join_program(stride, segments, true, tuning.mode);
+    let params = match program.channels {
+        Some(c) => channel_lanes(c, pixels.extent, tuning),
+        None if join_walks(segments) => {
+            let units = bytes.div_ceil(UNIT_BYTES);
+            let (steps, blocks) =
+                unit_steps(units, Some(width), segment.count as usize, true, tuning);
+            Params {
+                num_blocks: blocks as u32,
+                num_entries: 1,
+                steps_per_lane: steps as u32,
+                num_lanes: 0,
+                interleaved: 0,
+            }
+        }
+        None => return None,
+    };
     let header = JoinHeader {
         first_unit: (unit_base + dst / UNIT_BYTES) as u32,
         units: bytes.div_ceil(UNIT_BYTES) as u32,
@@ -234,7 +252,7 @@ fn view_channels(
         dst_size,
         params: Params {
             num_entries: 1,
-            ..join_lanes(channels, pixels.extent, stride, tuning)
+            ..params
         },
         table: Table::Join(JoinTable {
             header,

@@ -211,7 +211,6 @@ fn aligned_rows_take_the_vec4_program_and_every_key_its_own_place() {
     assert_eq!(
         ProgramKey::rows(&[vec4], true).constants(),
         [
-            ("CHANNEL_WORDS", 0.0),
             ("LANES_IN_RUNS", 1.0),
             ("WORKGROUP_SIZE", 64.0),
             ("CHANNEL_WIDTH", 0.0)

@@ -1,6 +1,6 @@
-//! The program a dispatch runs: the shader's entry points ([`EntryPoint`]), the channels and
-//! the words ([`Channels`]) and the key that names a pipeline ([`ProgramKey`]: also the
-//! pipeline cache's key), with the override constants each key sets.
+//! The program a dispatch runs: the shader's entry points ([`EntryPoint`]), the channels
+//! ([`Channels`]) and the key that names a pipeline ([`ProgramKey`]: also the pipeline cache's
+//! key), with the override constants each key sets.
 
 use super::{Entry, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
 
@@ -67,7 +67,6 @@ impl std::fmt::Display for ProgramKey {
         let mapping = if self.lanes_in_runs { "runs" } else { "lanes" };
         write!(f, "{} {mapping}", self.entry.name())?;
         match self.channels {
-            Some(c) if c.words => write!(f, " words"),
             Some(c) => write!(f, " channels w{}", c.width),
             None => Ok(()),
         }
@@ -79,39 +78,18 @@ impl std::fmt::Display for ProgramKey {
 /// split or concatenated a unit of each part at a time (`16 / width` rows). The width is
 /// fixed per pipeline and the dispatch's parts pick one of three bodies, each for its count
 /// of parts, so that the place of every byte in the group is a constant the driver folds into
-/// shifts (`channels` and `join_channels` in `shaders/split_gather_narrow.wgsl`). Or, a
-/// concat's only, the words ([`Channels::WORDS`]): parts of whole words, any count of them.
+/// shifts (`channels` and `join_channels` in `shaders/split_gather_narrow.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Channels {
     pub width: u8,
-    /// The words (`join_words` in the shader): each output word loaded from its part.
-    pub words: bool,
 }
 
 impl Channels {
-    /// A concat's parts of whole words, 4 to 16 bytes each, any count of them side by side
-    /// ([`Channels::words`]).
-    pub const WORDS: Channels = Channels {
-        width: 4,
-        words: true,
-    };
-
-    /// Every channels program, in the order of their keys: parts of 1, 2 or 4 bytes, then
-    /// the words.
-    pub const ALL: [Channels; 4] = [
-        Channels {
-            width: 1,
-            words: false,
-        },
-        Channels {
-            width: 2,
-            words: false,
-        },
-        Channels {
-            width: 4,
-            words: false,
-        },
-        Channels::WORDS,
+    /// Every channels program, in the order of their keys: parts of 1, 2 or 4 bytes.
+    pub const ALL: [Channels; 3] = [
+        Channels { width: 1 },
+        Channels { width: 2 },
+        Channels { width: 4 },
     ];
 
     /// The parts a row may have: 2, 3 or 4.
@@ -121,27 +99,8 @@ impl Channels {
     pub fn of(stride: u64, width: u64, parts: u64) -> Option<Channels> {
         Channels::ALL
             .into_iter()
-            .find(|c| c.width as u64 == width && !c.words)
+            .find(|c| c.width as u64 == width)
             .filter(|_| Channels::PARTS.contains(&parts) && width * parts == stride)
-    }
-
-    /// A concat's rows of `stride` bytes as `parts` parts of whole words, `width` of 4 to 16
-    /// bytes, if they are the words: more than 4 parts, or parts wider than a word (fewer
-    /// parts of 4 bytes take the channels, [`Channels::of`]).
-    pub fn words(stride: u64, width: u64, parts: u64) -> Option<Channels> {
-        let words = width.is_multiple_of(4) && (4..=16).contains(&width);
-        (words && parts >= 2 && width * parts == stride).then_some(Channels::WORDS)
-    }
-
-    #[cfg(any(test, feature = "fuzzing"))]
-    /// The output units a lane's step takes in a join of `parts` parts: a unit in the words,
-    /// a group (a unit of each part) in the others.
-    pub fn join_step_units(self, parts: u64) -> u64 {
-        if self.words {
-            1
-        } else {
-            parts
-        }
     }
 
     /// Its place in [`Channels::ALL`].
@@ -192,11 +151,9 @@ impl ProgramKey {
     }
 
     /// The shader's override constants for this program.
-    pub fn constants(self) -> [(&'static str, f64); 4] {
+    pub fn constants(self) -> [(&'static str, f64); 3] {
         let width = self.channels.map_or(0, |c| c.width);
-        let words = self.channels.is_some_and(|c| c.words);
         [
-            ("CHANNEL_WORDS", f64::from(u8::from(words))),
             ("LANES_IN_RUNS", f64::from(u8::from(self.lanes_in_runs))),
             ("WORKGROUP_SIZE", self.workgroup_size() as f64),
             ("CHANNEL_WIDTH", f64::from(width)),

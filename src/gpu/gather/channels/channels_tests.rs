@@ -18,12 +18,7 @@ fn split(shape: &[usize], lengths: Vec<i64>, dtype: DType, max_units: u64) -> (P
 #[test]
 fn equal_parts_of_short_rows_are_channels() {
     let channels = |shape: &[usize], lengths, dtype| split(shape, lengths, dtype, 2048).0.channels;
-    let of = |width| {
-        Some(Channels {
-            width,
-            words: false,
-        })
-    };
+    let of = |width| Some(Channels { width });
     // RGB and RGBA planes of u8 and f16, pairs of u8; f32 ones and pairs of f16 (parts of 4
     // bytes) on GPUs only.
     assert_eq!(channels(&[64, 48, 3], vec![1; 3], DType::U8), of(1));

@@ -194,15 +194,15 @@ fn parts_of_short_rows_side_by_side_take_one_segment() {
 }
 
 #[test]
-fn parts_of_whole_words_side_by_side_take_the_words() {
+fn parts_of_whole_words_side_by_side_are_walked() {
     use crate::gpu::gather::abi::Channels;
     let cpu = GatherTuning {
         mode: GatherMode::Cpu,
         ..gpu()
     };
     // Eight f32 columns, three f64 columns, two parts of 3 f32 (12 bytes), three rows of 5
-    // f32 parts (their rows on words, not vec4s): one segment of all the parts, the words, a
-    // unit a step in either mapping.
+    // f32 parts (their rows on words, not vec4s): one segment of all the parts, walked
+    // (`join_walks`), a unit a step in either mapping.
     for (shapes, size, count) in [
         (vec![[301, 1]; 8], 4, 8),
         (vec![[301, 1]; 3], 8, 3),
@@ -213,8 +213,9 @@ fn parts_of_whole_words_side_by_side_take_the_words() {
         let window = bytes.input_bytes();
         for tuning in [gpu(), cpu] {
             let d = join_dispatch(&bytes, &parts, &[window], tuning, 1 << 27).unwrap();
-            assert_eq!(d.program.channels, Some(Channels::WORDS), "{shapes:?}");
+            assert_eq!(d.program.channels, None, "{shapes:?}");
             let segments = &table(&d).segments;
+            assert!(join_walks(segments), "{shapes:?}");
             assert_eq!(
                 (segments.len(), segments[0].count),
                 (1, count),
@@ -226,10 +227,9 @@ fn parts_of_whole_words_side_by_side_take_the_words() {
             assert!(steps >= units, "{shapes:?}: {d:?}");
         }
     }
-    // Parts whose rows are not on whole words, or of 4 parts of 4 bytes on vec4s (the
-    // channels), or wider than a unit, or not all equal: no words. Equal parts narrower than
-    // a unit that are the whole row make one segment (`join_narrow`'s walk); the others take
-    // one segment a part.
+    // Parts of 4 bytes on vec4s (the channels), or wider than a unit, or not all equal: not
+    // walked. Equal parts narrower than a unit that are the whole row make one segment
+    // walked a byte at a time (rows not on whole words); the others take one segment a part.
     for (shapes, size, channels, segments) in [
         (vec![[301, 3]; 8], 1, None, 1),
         (vec![[300, 1]; 4], 4, Channels::of(16, 4, 4), 1),
@@ -248,24 +248,25 @@ fn parts_of_whole_words_side_by_side_take_the_words() {
 #[test]
 fn forced_long_lanes_stay_within_llvmpipe_turns() {
     // The GPU mapping forced to 60,000 steps a lane (a test's, or a user's, on llvmpipe): a
-    // step of the words or of the join's channels takes up to 8 loop turns there, so at most
-    // 7,500 steps (the words lost every unit past a lane's 16,384th step at 60,000, the
-    // join's units of `concat_bytes_odd` past the 2,024th).
+    // step of the join's channels or of a walked join takes up to 8 loop turns there, so at
+    // most 7,500 steps; a step of the join's units up to 32 (a unit a step of 4 words lost
+    // every unit past a lane's 16,384th step at 60,000, the join's units of
+    // `concat_bytes_odd` past the 2,024th).
     let forced = GatherTuning {
         max_steps_per_lane: 60_000,
         ..gpu()
     };
-    for (shapes, size) in [(vec![[1 << 24, 1]; 8], 4), (vec![[1 << 24, 1]; 4], 4)] {
+    // Four columns (the channels), eight (walked), `concat_bytes_odd` (the join's units).
+    for (shapes, size, channels, steps) in [
+        (vec![[1 << 24, 1]; 4], 4, true, 7_500),
+        (vec![[1 << 24, 1]; 8], 4, false, 7_500),
+        (vec![[16384, 1365]; 3], 1, false, 60_000 / 32),
+    ] {
         let (bytes, parts) = packed_concat(&shapes, size);
         let d = join_dispatch(&bytes, &parts, &[bytes.input_bytes()], forced, 1 << 31).unwrap();
-        assert!(d.program.channels.is_some(), "{shapes:?}: {d:?}");
-        assert_eq!(d.params.steps_per_lane, 7_500, "{shapes:?}");
+        assert_eq!(d.program.channels.is_some(), channels, "{shapes:?}");
+        assert!(d.params.steps_per_lane <= steps, "{shapes:?}: {d:?}");
     }
-    // The join's units (`concat_bytes_odd`): 32 turns a step on lavapipe.
-    let (bytes, parts) = packed_concat(&[[16384, 1365]; 3], 1);
-    let d = join_dispatch(&bytes, &parts, &[bytes.input_bytes()], forced, 1 << 31).unwrap();
-    assert_eq!(d.program.channels, None);
-    assert!(d.params.steps_per_lane * 32 <= 60_000, "{d:?}");
 }
 
 /// Each part packed after the one before in one source window.

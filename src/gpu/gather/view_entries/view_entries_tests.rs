@@ -1,5 +1,4 @@
 use super::*;
-use crate::gpu::gather::abi::Channels;
 use crate::gpu::gather::modes::GatherMode;
 use crate::plan::views::{part_runs, Access};
 use crate::{ops, IntTensor, PartView};
@@ -148,23 +147,28 @@ fn channels_last_parts_join_their_planes() {
     };
     // Written 8 bytes into a unit: an entry a pixel.
     assert!(view_channels(&runs, (0, 8, 0), sizes, tuning).is_none());
-    // Planes of 63 x 63 lie off a unit, rows of 8 channels are more than 4: the words for
-    // f32 (on words), an entry a pixel for f16 (planes off a word, parts of half a word).
+    // Planes of 63 x 63 lie off a unit (4 channels), rows of 8 are more than 4: the planes joined
+    // and walked (`join_walk`: a word at a time for f32 on words, a byte at a time for f16
+    // off a word), one segment of all the planes, not an entry a pixel.
     let odd = ops::split(&[1, 8, 63, 63], &IntTensor::scalar(1), 2).unwrap();
     let whole = ops::split(&[1, 8, 64, 64], &IntTensor::scalar(1), 1).unwrap();
     let odd_view = PartView::within(&[1, 4, 63, 63], &[1, 63, 63, 4], &[0, 2, 3, 1], &[0; 4]);
     let whole_view = PartView::within(&[1, 8, 64, 64], &[1, 64, 64, 8], &[0, 2, 3, 1], &[0; 4]);
-    for (plan, part, view) in [
-        (&odd, 1, odd_view.unwrap()),
-        (&whole, 0, whole_view.unwrap()),
+    for (plan, part, view, planes) in [
+        (&odd, 1, odd_view.unwrap(), 4),
+        (&whole, 0, whole_view.unwrap(), 8),
     ] {
-        for (size, channels) in [(4, Some(Channels::WORDS)), (2, None)] {
+        for size in [4, 2] {
             let runs = part_runs(plan, part, &view, size, Access::Write).unwrap();
-            let d = view_channels(&runs, (0, 0, 0), sizes, tuning);
+            let d = view_channels(&runs, (0, 0, 0), sizes, tuning).unwrap();
+            assert_eq!(d.program.channels, None, "{view:?} {size}");
+            let Table::Join(JoinTable { segments, .. }) = &d.table else {
+                panic!("{view:?} {size}: {d:?}");
+            };
+            assert_eq!(segments.len(), 1, "{view:?} {size}");
             assert_eq!(
-                d.and_then(|d| d.program.channels),
-                channels,
-                "{view:?} {size}"
+                (segments[0].count, segments[0].row_bytes),
+                (planes, size as u32)
             );
         }
     }
