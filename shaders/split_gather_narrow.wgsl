@@ -1,12 +1,13 @@
-// ---- Rows shorter than a unit, in runs ----
+// ---- Rows shorter than a unit: the walk and the channels ----
 //
-// A unit of such rows spans several of them, so the runs (`copy_units` for a split,
-// `join_run` for a concat) gather each whole unit straight from its rows, a word or a byte at
-// a time, with a cursor stepped from byte to byte: no division, and no inner loop (llvmpipe
-// counts every loop turn against a lane's budget, and a division by a value the shader reads
-// is a scalar division per lane on a CPU adapter). A split's entry is one part a row, its rows
-// `src_stride` apart; a concat's segment is `count` parts side by side, each part's rows back
-// to back in its source, `part_step` bytes from one part to the next.
+// A unit of such rows spans several of them, so a split's runs (`copy_units`) and a concat's
+// walked units (`join_walk`, in runs or a unit a step) gather each whole unit straight from
+// its rows, a word or a byte at a time, with a cursor stepped from one to the next: no
+// division, and no inner loop (llvmpipe counts every loop turn against a lane's budget, and a
+// division by a value the shader reads is a scalar division per lane on a CPU adapter). A
+// split's entry is one part a row, its rows `src_stride` apart; a concat's segment is `count`
+// parts side by side, each part's rows back to back in its source, `part_step` bytes from one
+// part to the next.
 
 // A cursor over parts side by side in input binding 0, in steps of a word (parts of whole
 // words from whole words) or a byte, every field counted in those steps: source step `at`,
