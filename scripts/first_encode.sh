@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --example engine
 out=$(mktemp -d)
+trap 'rm -r "$out"' EXIT
 export WGPU_BACKEND="${WGPU_BACKEND:-vulkan}"
 valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$out/callgrind.out" \
     "--toggle-collect=wgpu_split::gpu::prepared::<impl wgpu_split::gpu::splitter::GpuSplitter>::encode" \
@@ -40,4 +41,3 @@ if listing == "--list":
     for f, n in sorted(named):
         print(f"src/{f}: {n}")
 PY
-rm -r "$out"

@@ -61,12 +61,14 @@ fn join_lane_unit(h: Join, u: u32, k: ptr<function, u32>, seg: ptr<function, Seg
         let c = b - row * h.header.row_bytes;
         join_segment(h, c, k, seg);
         let e = *seg;
-        // The part's row's bytes from the unit's first on.
-        let n = e.first_byte + e.row_bytes - c;
-        var v = load_bytes16(e.binding, row * e.row_bytes + e.src_offset + (c - e.first_byte));
-        if (*k > 0u && c < e.first_byte + e.row_bytes && (n >= 16u || join_crossing(h, *k, e, row, n, &v))) {
-            store_unit(u, v);
-            return;
+        if (*k > 0u && c < e.first_byte + e.row_bytes) {
+            // The part's row's bytes from the unit's first on.
+            let n = e.first_byte + e.row_bytes - c;
+            var v = load_bytes16(e.binding, row * e.row_bytes + e.src_offset + (c - e.first_byte));
+            if (n >= 16u || join_crossing(h, *k, e, row, n, &v)) {
+                store_unit(u, v);
+                return;
+            }
         }
     }
     join_unit(h, u, k, seg);

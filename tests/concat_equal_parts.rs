@@ -1,7 +1,7 @@
 //! Equal parts side by side joined on each adapter, byte for byte against the CPU reference:
 //! parts in one segment (short rows, and parts narrower than a unit over the whole row), the
-//! channels (2 to 4 parts of 1, 2 or 4 bytes) and the words (parts of whole words), in every
-//! lane mapping.
+//! channels (2 to 4 parts of 1, 2 or 4 bytes) and parts of whole words (walked a word at a
+//! time), in every lane mapping.
 
 #[macro_use]
 mod common;
@@ -67,7 +67,7 @@ fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
     }
 }
 
-/// Equal parts of whole words side by side, which join as the words where they are more
+/// Equal parts of whole words side by side, walked a word at a time where they are more
 /// than 4 or wider than a word, or lie off a vec4: f32 columns (5, 8 and 17 of them), f64
 /// and complex128 columns, parts of 3 f32, at row counts that end the output mid-unit or on
 /// a unit; in runs of three units and of many, and in lanes.

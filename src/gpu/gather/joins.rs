@@ -20,7 +20,7 @@ use super::blocks::split_table;
 use super::channels::channel_lanes;
 use super::dispatches::Dispatch;
 use super::modes::{GatherMode, GatherTuning};
-use super::picker::{join_program, join_takes_split_rows, join_walks};
+use super::picker::{join_program, join_takes_split_rows, join_walks, walked};
 use super::runs::{lane_steps, max_steps};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
@@ -114,7 +114,7 @@ pub fn join_dispatch(
     if whole && program.channels.is_none() && bytes.stride > UNIT_BYTES {
         let merged = self::segments(bytes, parts, true);
         let merged_program = join_program(bytes.stride, &merged, whole, tuning.mode);
-        if merged_program.channels.is_some() || join_walks(&merged) {
+        if merged_program.channels.is_some() || join_walks(bytes.stride, &merged) {
             (segments, program) = (merged, merged_program);
         }
     }
@@ -221,13 +221,6 @@ fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
     Mode::of(o.offset | o.row_bytes | p.src | bytes.stride)
 }
 
-/// Whether the shader walks a join of `segments` into rows of `stride` bytes (`Join.walked`):
-/// one segment in binding 0 that is the whole row.
-fn walked(stride: u64, segments: &[Segment]) -> bool {
-    let [s] = segments else { return false };
-    (s.first_byte, s.binding) == (0, 0) && s.count as u64 * s.row_bytes as u64 == stride
-}
-
 /// A lane's steps and the blocks that take `units` of a concat of `parts` parts, the
 /// narrowest `narrowest` bytes wide, `walked` or not, in `tuning`'s mapping ([`lane_steps`]),
 /// within the loop turns a unit may take, on average over a lane's steps (see
@@ -237,11 +230,9 @@ fn walked(stride: u64, segments: &[Segment]) -> bool {
 /// moves at most 16 runs of bytes, searches for its first part twice (up to log2(segments) +
 /// 2 turns each), then stores its words. In runs a lane assembles only the units that cross a
 /// part's end, at most one in w / 32, and moves the others in one turn each. A unit a step
-/// (lanes in turn), any
-/// step may be one assembled, and the loops around it (`join_runs_block`, `join_lane`,
-/// `join_run`, `join_runs_from`) test their conditions again for each: `concat_bytes_odd` in
-/// the GPU mapping forced to 60,000 steps a lane lost every unit past a lane's 2,024th step on
-/// lavapipe (32 turns a step, where this counted 8).
+/// (lanes in turn) may be one assembled, and the loop around it tests its condition again for
+/// each: `concat_bytes_odd` in the GPU mapping forced to 60,000 steps a lane lost every unit
+/// past a lane's 2,024th step on lavapipe (32 turns a step, where this counted 8).
 pub(super) fn unit_steps(
     units: u64,
     narrowest: Option<u64>,

@@ -82,18 +82,25 @@ fn join_channels_of(stride: u64, segments: &[Segment]) -> Option<Channels> {
     Channels::of(stride, s.row_bytes as u64, s.count as u64).filter(|_| fits && from == 0)
 }
 
-/// Whether a concat's `segments`, merged where parts lie side by side (in rows longer than a
-/// unit), are walked (`join_walk`): one segment of parts from the rows' first byte in binding
-/// 0, so the whole row, each part narrower than a unit, or of whole words up to a unit read
+/// Whether a concat's `segments` into rows of `stride` bytes, merged where parts lie side by
+/// side (in rows longer than a unit), are walked (`join_walk`): one segment of parts that is
+/// the whole row ([`walked`]), each part narrower than a unit, or of whole words up to a unit read
 /// from whole words (eight f32 columns, f64 or complex columns). In the join's units such
 /// parts ran at a fifth to a seventeenth of the walk's rate on lavapipe (five 7-byte parts:
 /// 0.04 of the copy kernel, 0.20 walked; `concat_columns`: 0.20 GB/s, 3.3 walked a word at a
 /// time).
-pub(super) fn join_walks(segments: &[Segment]) -> bool {
+pub(super) fn join_walks(stride: u64, segments: &[Segment]) -> bool {
     let [s] = segments else { return false };
     let words = (s.row_bytes | s.src_offset | s.part_step).is_multiple_of(4);
     let narrow = (s.row_bytes as u64) < UNIT_BYTES || (words && s.row_bytes as u64 == UNIT_BYTES);
-    (s.first_byte, s.binding) == (0, 0) && s.count > 1 && narrow
+    walked(stride, segments) && s.count > 1 && narrow
+}
+
+/// Whether the shader walks a join of `segments` into rows of `stride` bytes (`Join.walked`,
+/// whatever the parts' widths): one segment in binding 0 that is the whole row.
+pub(super) fn walked(stride: u64, segments: &[Segment]) -> bool {
+    let [s] = segments else { return false };
+    (s.first_byte, s.binding) == (0, 0) && s.count as u64 * s.row_bytes as u64 == stride
 }
 
 /// Whether a concat's parts, each its input binding and how its bytes align, read from

@@ -219,25 +219,21 @@ fn view_channels(
     };
     let segments = std::slice::from_ref(&segment);
     let program = join_program(stride, segments, true, tuning.mode);
-    let params = match program.channels {
-        Some(c) => channel_lanes(c, pixels.extent, tuning),
-        None if join_walks(segments) => {
-            let units = bytes.div_ceil(UNIT_BYTES);
-            let (steps, blocks) =
-                unit_steps(units, Some(width), segment.count as usize, true, tuning);
-            Params {
-                num_blocks: blocks as u32,
-                num_entries: 1,
-                steps_per_lane: steps as u32,
-                num_lanes: 0,
-                interleaved: 0,
-            }
+    let units = bytes.div_ceil(UNIT_BYTES);
+    // A lane's steps and the blocks that take them, as a concat's join counts them.
+    let (steps, blocks) = match program.channels {
+        Some(c) => {
+            let p = channel_lanes(c, pixels.extent, tuning);
+            (p.steps_per_lane as u64, p.num_blocks as u64)
+        }
+        None if join_walks(stride, segments) => {
+            unit_steps(units, Some(width), segment.count as usize, true, tuning)
         }
         None => return None,
     };
     let header = JoinHeader {
         first_unit: (unit_base + dst / UNIT_BYTES) as u32,
-        units: bytes.div_ceil(UNIT_BYTES) as u32,
+        units: units as u32,
         row_bytes: stride as u32,
         end_byte: bytes as u32,
         band_units: 0,
@@ -251,8 +247,11 @@ fn view_channels(
         dst_offset: 0,
         dst_size,
         params: Params {
+            num_blocks: blocks as u32,
             num_entries: 1,
-            ..params
+            steps_per_lane: steps as u32,
+            num_lanes: 0,
+            interleaved: 0,
         },
         table: Table::Join(JoinTable {
             header,

@@ -215,7 +215,7 @@ fn parts_of_whole_words_side_by_side_are_walked() {
             let d = join_dispatch(&bytes, &parts, &[window], tuning, 1 << 27).unwrap();
             assert_eq!(d.program.channels, None, "{shapes:?}");
             let segments = &table(&d).segments;
-            assert!(join_walks(segments), "{shapes:?}");
+            assert!(join_walks(bytes.stride, segments), "{shapes:?}");
             assert_eq!(
                 (segments.len(), segments[0].count),
                 (1, count),
