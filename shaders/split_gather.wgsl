@@ -236,50 +236,14 @@ fn units_below(e: Entry, bound: u32) -> u32 {
     return min((row * e.row_bytes + col - e.first_byte + 15u) / 16u, total);
 }
 
-// The byte at source offset `s`, in the low 8 bits.
-fn src_byte(s: u32) -> u32 {
-    return (load_word(s >> 2u) >> ((s & 3u) * 8u)) & 0xffu;
-}
-
 // Unit 0 of an entry that starts `skip` bytes into it (rows back to back in the
-// destination): its bytes of the entry, byte by byte from the entry's first on; the
-// others keep their values.
+// destination): its bytes of the entry, walked from the entry's first on; the others keep
+// their values.
 fn store_first_unit(e: Entry) {
     let n = min(16u, e.out_bytes);
-    let at = place(e, e.first_byte + e.skip);
-    var s = at.src;
-    var col = at.col;
-    var v = vec4<u32>(0u);
-    for (var j = e.skip; j < n; j++) {
-        v[j / 4u] |= src_byte(s) << (8u * (j % 4u));
-        s += 1u;
-        col += 1u;
-        if (col == e.row_bytes) {
-            col = 0u;
-            s += e.src_stride - e.row_bytes;
-        }
-    }
-    store_masked(e.dst_unit, v, byte_mask(e.skip, n - e.skip));
-}
-
-// The output word at entry byte `b` (row `row`, column `col`), read from global memory
-// byte by byte: for words that cross a row end or the end of the output.
-fn global_word_bytes(e: Entry, b: u32, row: u32, col: u32) -> u32 {
-    let end_byte = e.first_byte + e.out_bytes;
-    var word = 0u;
-    var r = row;
-    var c = col;
-    for (var j = 0u; j < 4u; j++) {
-        if (b + j < end_byte) {
-            word |= src_byte(r * e.src_stride + e.src_offset + c) << (8u * j);
-        }
-        c += 1u;
-        if (c == e.row_bytes) {
-            c = 0u;
-            r += 1u;
-        }
-    }
-    return word;
+    var w = walk_entry(e, place(e, e.first_byte + e.skip), false);
+    let v = walk_bytes(&w, n - e.skip, false);
+    store_masked(e.dst_unit, funnel(vec4<u32>(0u), v, 16u - e.skip), byte_mask(e.skip, n - e.skip));
 }
 
 // ---- The schedules' blocks ----

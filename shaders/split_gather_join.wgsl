@@ -17,12 +17,17 @@ struct Join {
     one: Segment,
 }
 
-// Entry point `main_join`: the channels, or each lane its units.
+// Entry point `main_join`: the block's join (`join_repeat`), then the channels, or each lane
+// its units.
 fn join_block(block: u32, lane: u32) {
+    if (block >= read_params().num_blocks) {
+        return;
+    }
+    let b = join_repeat(block);
     if (CHANNEL_WIDTH > 0u) {
-        join_channels(block, lane);
+        join_channels(b, lane);
     } else {
-        join_runs_block(block, lane);
+        join_runs_block(b, lane);
     }
 }
 

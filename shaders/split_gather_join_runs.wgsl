@@ -9,9 +9,6 @@
 // each dispatch more than the lookups it saves (`docs/performance.md`).
 fn join_runs_block(block: u32, lane: u32) {
     let p = read_params();
-    if (block >= p.num_blocks) {
-        return;
-    }
     let h = join_of(p);
     let span = lane_span(p, block, lane, h.header.units);
     var k = 0u;

@@ -80,6 +80,27 @@ fn walk_unit(w: ptr<function, Walk>, words: bool) -> vec4<u32> {
     return vec4<u32>(w0, w1, w2, w3);
 }
 
+// The next `n` (at most 16) bytes from the cursor, as a unit's first bytes (the rest zeros):
+// a word a step where `words`, else a byte. For a unit's few bytes at an edge.
+fn walk_bytes(w: ptr<function, Walk>, n: u32, words: bool) -> vec4<u32> {
+    var v = vec4<u32>(0u);
+    if (words) {
+        for (var i = 0u; i < n / 4u; i++) {
+            v[i] = walk_step(w, true);
+        }
+    } else {
+        for (var i = 0u; i < n; i++) {
+            v[i / 4u] |= walk_step(w, false) << ((i % 4u) * 8u);
+        }
+    }
+    return v;
+}
+
+// A cursor over entry `e`'s rows (one part a row, `src_stride` apart) from place `at` on.
+fn walk_entry(e: Entry, at: Place, words: bool) -> Walk {
+    return walk_from(at.src, at.col, 0u, e.row_bytes, 1u, 0u, e.src_stride - e.row_bytes, words);
+}
+
 // A split's whole units `first_unit .. end_unit` of entry `e`, whose rows are shorter than a
 // unit, from place `at` on. Rows of one or two words: a unit holds whole rows where it starts
 // at a row's start, so its words lie at the same offsets from its first word in every unit.
@@ -98,7 +119,7 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
         }
     } else {
         let words = e.mode == MODE_WORD;
-        var walk = walk_from(at.src, at.col, 0u, e.row_bytes, 1u, 0u, e.src_stride - e.row_bytes, words);
+        var walk = walk_entry(e, at, words);
         for (; u < end_unit; u++) {
             put_unit(e.dst_unit + u, walk_unit(&walk, words), to);
         }
@@ -137,18 +158,8 @@ fn join_walk(h: Join, first: u32, end: u32) {
         }
     }
     for (; u < end; u++) {
-        let n = h.header.end_byte - (u - o) * 16u;
-        var v = vec4<u32>(0u);
-        if (words) {
-            for (var i = 0u; i < min(n, 16u) / 4u; i++) {
-                v[i] = walk_step(&w, true);
-            }
-        } else {
-            for (var i = 0u; i < min(n, 16u); i++) {
-                v[i / 4u] |= walk_step(&w, false) << ((i % 4u) * 8u);
-            }
-        }
-        store_unit_n(u, v, n);
+        let n = min(h.header.end_byte - (u - o) * 16u, 16u);
+        store_unit_n(u, walk_bytes(&w, n, words), n);
     }
 }
 

@@ -44,7 +44,7 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     }
 }
 
-// Unit `u` of entry `e`, its words read byte by byte where rows are not of whole vec4s:
+// Unit `u` of entry `e`, its bytes walked one by one where rows are not of whole vec4s:
 // the few units past a binding's `units_end`, and the entry's partial last unit. One call of
 // `store_unit`, which chooses the binding and its side, keeps the build's pipelines quick to
 // compile: a CPU adapter runs every arm of that choice.
@@ -55,12 +55,9 @@ fn copy_unit(e: Entry, u: u32, vec4_only: bool) {
         store_unit(e.dst_unit + at.dst / 16u, load_vec4(at.src / 16u));
         return;
     }
-    var v = vec4<u32>(0u);
-    for (var k = 0u; k < 4u; k++) {
-        let w = place(e, b + 4u * k);
-        v[k] = global_word_bytes(e, b + 4u * k, w.row, w.col);
-    }
-    store_unit_n(e.dst_unit + u, v, unit_bytes(e, b));
+    let n = unit_bytes(e, b);
+    var w = walk_entry(e, at, false);
+    store_unit_n(e.dst_unit + u, walk_bytes(&w, n, false), n);
 }
 
 // `put_unit`'s `to` for units below `units_end` in their own binding (`store_unit_fast`).

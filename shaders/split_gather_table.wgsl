@@ -98,7 +98,11 @@ fn read_entry(i: u32) -> Entry {
 // columns (one buffer's inputs among several) numbers only the band's units: `band_units`
 // per row (0: every unit from `first_unit` on), from the unit of row `r`'s byte
 // `band_first`; those past the row's `band_width` bytes are not written. No unit holds two
-// rows' bands (the host leaves at least 16 bytes between them).
+// rows' bands (the host leaves at least 16 bytes between them). A dispatch of one join
+// repeated (equal parts of a split written channels-last, a batch's images) takes
+// `repeat_blocks` blocks a join: the blocks of join `j` read `j * repeat_src` bytes and write
+// `j * repeat_units` units further on (`join_repeat`); one join's `repeat_blocks` is at least
+// its blocks.
 struct JoinHeader {
     first_unit: u32,
     units: u32,
@@ -107,6 +111,9 @@ struct JoinHeader {
     band_units: u32,
     band_first: u32,
     band_width: u32,
+    repeat_blocks: u32,
+    repeat_src: u32,
+    repeat_units: u32,
 }
 
 // One segment: `count` parts side by side (equal inputs, such as attention heads, take one
@@ -125,20 +132,36 @@ struct Segment {
 }
 
 // Words of the concat's records.
-const JOIN_HEADER_WORDS: u32 = 7u;
+const JOIN_HEADER_WORDS: u32 = 10u;
 const SEGMENT_WORDS: u32 = 6u;
 
 // Where the join's header and its segments start in the table, in words.
 const JOIN_HEADER_AT: u32 = HEADER_BYTES / 4u;
 const SEGMENTS_AT: u32 = JOIN_HEADER_AT + JOIN_HEADER_WORDS;
 
+// The block's join in a dispatch of one join repeated: its first unit and its segments'
+// sources moved to it (`read_join_header` and `read_segment` add the shifts); the block
+// within its join.
+var<private> join_unit_shift: u32;
+var<private> join_src_shift: u32;
+
+fn join_repeat(block: u32) -> u32 {
+    let h = read_join_header();
+    let j = block / h.repeat_blocks;
+    join_unit_shift = j * h.repeat_units;
+    join_src_shift = j * h.repeat_src;
+    return block - j * h.repeat_blocks;
+}
+
 fn read_join_header() -> JoinHeader {
     let w = JOIN_HEADER_AT;
     trace(TRACE_TABLE, 4u * w, 4u * JOIN_HEADER_WORDS);
-    return JoinHeader(
+    var h = JoinHeader(
         table[w], table[w + 1u], table[w + 2u], table[w + 3u],
-        table[w + 4u], table[w + 5u], table[w + 6u]
+        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u], table[w + 9u]
     );
+    h.first_unit += join_unit_shift;
+    return h;
 }
 
 // Segment `k`'s first word in the table.
@@ -149,7 +172,7 @@ fn segment_at(k: u32) -> u32 {
 fn read_segment(k: u32) -> Segment {
     let w = segment_at(k);
     trace(TRACE_TABLE, 4u * w, 4u * SEGMENT_WORDS);
-    return Segment(table[w], table[w + 1u], table[w + 2u], table[w + 3u], table[w + 4u], table[w + 5u]);
+    return Segment(table[w], table[w + 1u], table[w + 2u] + join_src_shift, table[w + 3u], table[w + 4u], table[w + 5u]);
 }
 
 fn read_segment_first_byte(k: u32) -> u32 {

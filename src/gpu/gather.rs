@@ -41,4 +41,4 @@ pub use joins::Band;
 pub use joins::{join_dispatch, join_parts, JoinPart};
 pub use modes::GatherMode;
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Windows};
-pub use view_entries::{lower_view, table_room, view_dispatches, Lowered};
+pub use view_entries::{lower_view, repeat_joins, table_room, view_dispatches, Lowered};

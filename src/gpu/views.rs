@@ -12,8 +12,8 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::{
-    binding_bytes, lower_view, table_room, view_dispatches, window_limit, Dispatch, Lowered,
-    Windows, UNIT_BYTES,
+    binding_bytes, lower_view, repeat_joins, table_room, view_dispatches, window_limit, Dispatch,
+    Lowered, Windows, UNIT_BYTES,
 };
 use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
@@ -244,20 +244,28 @@ impl GpuSplitter {
         })
     }
 
-    /// The parts of each buffer and the window that binds them, in buffer order.
+    /// The parts of each buffer and the window that binds them, the buffers in the order of
+    /// their first parts (so equal parts in buffers of their own lie a binding apart in
+    /// turn, and their joins take one dispatch: `repeat_joins`).
     fn buffer_windows<'a, 'p>(
         &self,
         viewed: &'p [Viewed<'a>],
     ) -> Result<Vec<BufferWindow<'a, 'p>>> {
         // A buffer compares by wgpu's resource id, which never changes.
         #[allow(clippy::mutable_key_type)]
-        let mut groups: BTreeMap<&wgpu::Buffer, Vec<&'p Viewed<'a>>> = BTreeMap::new();
+        let mut index: BTreeMap<&wgpu::Buffer, usize> = BTreeMap::new();
+        let mut groups: Vec<Vec<&'p Viewed<'a>>> = Vec::new();
         for v in viewed {
-            groups.entry(v.region.buffer).or_default().push(v);
+            let next = groups.len();
+            let g = *index.entry(v.region.buffer).or_insert(next);
+            if g == next {
+                groups.push(Vec::new());
+            }
+            groups[g].push(v);
         }
         let (align, limit) = (self.offset_align(), window_limit(&self.limits));
         groups
-            .into_values()
+            .into_iter()
             .map(|parts| {
                 let start = parts.iter().map(|v| v.start).min().unwrap_or(0) / align * align;
                 let end = parts.iter().map(|v| v.end).max().unwrap_or(0);
@@ -318,7 +326,7 @@ impl GpuSplitter {
             }
         }
         let mut dispatches = view_dispatches(entries, src, dst, self.gather_tuning);
-        dispatches.extend(channels);
+        dispatches.extend(repeat_joins(channels));
         Ok(dispatches)
     }
 }

@@ -79,8 +79,8 @@ impl Table {
     /// The first record of this table, with `params`, whose divisors the trusted module may
     /// not take without guards (docs/design.md, "Trusted modules"), named; `None` where every
     /// entry's rows and destination stride are non-zero and entries are taken in turn only
-    /// where there are some, or a concat's rows and every segment's part rows are non-zero
-    /// and each segment has a part.
+    /// where there are some, or a concat's rows, blocks a join and every segment's part rows
+    /// are non-zero and each segment has a part.
     pub fn untrusted(&self, params: &Params) -> Option<String> {
         match self {
             Table::Split(_) if params.interleaved != 0 && params.num_entries == 0 => {
@@ -90,7 +90,7 @@ impl Table {
                 .iter()
                 .position(|e| e.row_bytes == 0 || e.dst_stride < e.row_bytes)
                 .map(|i| format!("entry {i}: {:?}", entries[i])),
-            Table::Join(j) if j.header.row_bytes == 0 => {
+            Table::Join(j) if j.header.row_bytes == 0 || j.header.repeat_blocks == 0 => {
                 Some(format!("the header: {:?}", j.header))
             }
             Table::Join(j) => j
@@ -141,6 +141,12 @@ pub struct JoinHeader {
     pub band_first: u32,
     /// The band's bytes per row.
     pub band_width: u32,
+    /// Blocks of each join in a dispatch of one join repeated (at least the dispatch's
+    /// blocks where it holds one join): join `j` reads `j * repeat_src` bytes and writes `j *
+    /// repeat_units` units further on than the first (`repeat_joins`, `view_channels`).
+    pub repeat_blocks: u32,
+    pub repeat_src: u32,
+    pub repeat_units: u32,
 }
 
 /// One segment of a concat (`Segment` in the shader): `count` parts side by side in the

@@ -142,6 +142,9 @@ pub fn join_dispatch(
         band_units: band.map_or(0, |b| b.units_per_row) as u32,
         band_first: band.map_or(0, |b| b.first) as u32,
         band_width: band.map_or(0, |b| b.width) as u32,
+        repeat_blocks: blocks.max(1) as u32,
+        repeat_src: 0,
+        repeat_units: 0,
     };
     Ok(Dispatch {
         program,

@@ -194,19 +194,30 @@ fn view_channels(
         .copied()
         .filter(|l| l.extent > 1)
         .collect();
-    let [pixels, planes] = levels[..] else {
-        return None;
+    // Images of a batch ([N, C, H, W]) joined each as its own, one dispatch's joins.
+    let (images, pixels, planes) = match levels[..] {
+        [pixels, planes] => (None, pixels, planes),
+        [images, pixels, planes] => (Some(images), pixels, planes),
+        _ => return None,
     };
     let width = runs.run_bytes;
     let stride = planes.extent * width;
     let (src, dst) = (runs.src + src_base, runs.dst + dst_base);
     let side_by_side =
         (pixels.src_step, pixels.dst_step, planes.dst_step) == (width, stride, width);
-    // The planes' alignment is the picker's to judge (`join_program`).
-    let aligned = dst.is_multiple_of(UNIT_BYTES);
     let bytes = pixels.extent * stride;
-    let fits = (src + planes.extent * planes.src_step).max(dst + bytes) <= u32::MAX as u64;
-    if !(side_by_side && aligned && fits) {
+    // The planes' alignment is the picker's to judge (`join_program`); each image's pixels
+    // start on a unit, past the image before.
+    let image = images.unwrap_or(Level {
+        extent: 1,
+        src_step: 0,
+        dst_step: bytes.next_multiple_of(UNIT_BYTES),
+    });
+    let aligned = dst.is_multiple_of(UNIT_BYTES) && image.dst_step.is_multiple_of(UNIT_BYTES);
+    let last = image.extent - 1;
+    let src_end = src + last * image.src_step + planes.extent * planes.src_step;
+    let fits = src_end.max(dst + last * image.dst_step + bytes) <= u32::MAX as u64;
+    if !(side_by_side && aligned && image.dst_step >= bytes && fits) {
         return None;
     }
     let segment = Segment {
@@ -239,7 +250,11 @@ fn view_channels(
         band_units: 0,
         band_first: 0,
         band_width: 0,
+        repeat_blocks: blocks.max(1) as u32,
+        repeat_src: images.map_or(0, |i| i.src_step) as u32,
+        repeat_units: images.map_or(0, |i| i.dst_step / UNIT_BYTES) as u32,
     };
+    let num_blocks = u32::try_from(blocks * image.extent).ok()?;
     Some(Dispatch {
         program,
         src_offset: 0,
@@ -247,7 +262,7 @@ fn view_channels(
         dst_offset: 0,
         dst_size,
         params: Params {
-            num_blocks: blocks as u32,
+            num_blocks,
             num_entries: 1,
             steps_per_lane: steps as u32,
             num_lanes: 0,
@@ -258,6 +273,85 @@ fn view_channels(
             segments: vec![segment],
         }),
     })
+}
+
+/// `dispatches` (parts written channels-last, a join each: [`view_channels`]) with each run
+/// of equal joins one dispatch of repeated joins, its blocks mapped to their join
+/// (`join_repeat` in the shader): the same program, windows, lanes and table but for the
+/// first unit and the source, which step by the same amounts from each join to the next (a
+/// split into equal parts written channels-last). On the H200 each dispatch cost about 7
+/// microseconds, most of the gap of two such parts of 16 MB (`channels_last`, 0.61 of the
+/// copy kernel, where one dispatch of the same program over 64 MB ran at 0.84:
+/// docs/performance.md).
+pub fn repeat_joins(dispatches: Vec<Dispatch>) -> Vec<Dispatch> {
+    let mut out: Vec<Dispatch> = Vec::new();
+    for d in dispatches {
+        let merged = out.last().and_then(|joins| repeated(joins, &d));
+        if merged.is_some() {
+            out.pop();
+        }
+        out.push(merged.unwrap_or(d));
+    }
+    out
+}
+
+/// `joins`, one join or several repeated, with `next` after them, where `next` is one join,
+/// the first moved on by the repeat's steps (by any step from one join) to units of its own.
+fn repeated(joins: &Dispatch, next: &Dispatch) -> Option<Dispatch> {
+    let (Table::Join(a), Table::Join(b)) = (&joins.table, &next.table) else {
+        return None;
+    };
+    let ([sa], [sb]) = (&a.segments[..], &b.segments[..]) else {
+        return None;
+    };
+    let count = |d: &Dispatch, h: &JoinHeader| (d.params.num_blocks / h.repeat_blocks).max(1);
+    let (ha, hb) = (a.header, b.header);
+    let blocks = next.params.num_blocks;
+    if blocks == 0 || hb.repeat_blocks == 0 || ha.repeat_blocks == 0 || count(next, &hb) != 1 {
+        return None;
+    }
+    let n = count(joins, &ha);
+    let steps = match n {
+        1 => (
+            sb.src_offset.wrapping_sub(sa.src_offset),
+            hb.first_unit.wrapping_sub(ha.first_unit),
+        ),
+        _ => (ha.repeat_src, ha.repeat_units),
+    };
+    // `n` joins as `next` repeated from the first join's place would be (a single join has
+    // no steps).
+    let of = |n: u32, (repeat_src, repeat_units): (u32, u32)| -> Option<Dispatch> {
+        let header = JoinHeader {
+            first_unit: ha.first_unit,
+            repeat_src,
+            repeat_units,
+            ..hb
+        };
+        let segment = Segment {
+            src_offset: sa.src_offset,
+            ..*sb
+        };
+        Some(Dispatch {
+            params: Params {
+                num_blocks: blocks.checked_mul(n)?,
+                ..next.params
+            },
+            table: Table::Join(JoinTable {
+                header,
+                segments: vec![segment],
+            }),
+            ..next.clone()
+        })
+    };
+    let moved = sb.src_offset == sa.src_offset.wrapping_add(n.wrapping_mul(steps.0))
+        && hb.first_unit == ha.first_unit.wrapping_add(n.wrapping_mul(steps.1));
+    // Each join's units apart from the next's.
+    let apart = steps.1.min(steps.1.wrapping_neg()) >= hb.units;
+    let before = if n == 1 { (0, 0) } else { steps };
+    if !(moved && apart && of(n, before).as_ref() == Some(joins)) {
+        return None;
+    }
+    of(n + 1, steps)
 }
 
 /// The dispatch of each of `entries`, numbered from 0: entries that write one unit (one

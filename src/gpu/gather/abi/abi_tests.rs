@@ -68,7 +68,7 @@ fn the_table_records_match_the_shader_structs() {
         (
             "JoinHeader",
             fields!(JoinHeader; first_unit, units, row_bytes, end_byte, band_units, band_first,
-                band_width),
+                band_width, repeat_blocks, repeat_src, repeat_units),
             size_of::<JoinHeader>(),
             "JOIN_HEADER_WORDS",
         ),

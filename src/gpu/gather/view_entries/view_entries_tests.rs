@@ -175,6 +175,59 @@ fn channels_last_parts_join_their_planes() {
 }
 
 #[test]
+fn equal_joins_at_equal_steps_take_one_dispatch() {
+    // [1, 12, 8, 8] f32 into three parts of 4 channels, each written [1, 8, 8, 4] (the
+    // channels: 16 groups, one block each): part k's planes from input byte k x 1 KiB on.
+    let plan = ops::split(&[1, 12, 8, 8], &IntTensor::scalar(1), 3).unwrap();
+    let view = PartView::within(&[1, 4, 8, 8], &[1, 8, 8, 4], &[0, 2, 3, 1], &[0; 4]).unwrap();
+    let tuning = GatherTuning {
+        mode: GatherMode::Gpu,
+        max_steps_per_lane: 4,
+    };
+    let join = |k: usize, dst: u64, binding: u64| {
+        let runs = part_runs(&plan, k, &view, 4, Access::Write).unwrap();
+        view_channels(&runs, (0, dst, binding << 27), (48 << 10, 0), tuning).unwrap()
+    };
+    let one = join(0, 0, 0);
+    let blocks = one.params.num_blocks;
+    // In buffers of their own (output bindings 0 to 2), or 1 KiB apart in one: one dispatch,
+    // join k 1 KiB further on in the input and 1 << 27 units (a binding) or 64 units on.
+    for (dst, binding, units) in [(0, 1, 1 << 27), (1024, 0, 64)] {
+        let d = repeat_joins(
+            (0..3)
+                .map(|k| join(k, k as u64 * dst, k as u64 * binding))
+                .collect(),
+        );
+        let [d] = &d[..] else { panic!("{d:?}") };
+        let Table::Join(j) = &d.table else {
+            panic!("{d:?}")
+        };
+        let h = j.header;
+        assert_eq!(
+            (h.first_unit, h.repeat_blocks, h.repeat_src, h.repeat_units),
+            (0, blocks, 1 << 10, units)
+        );
+        assert_eq!(
+            (d.params.num_blocks, j.segments[0].src_offset),
+            (3 * blocks, 0)
+        );
+        assert_eq!(d.table.bytes().len(), one.table.bytes().len());
+    }
+    // A third part at another step, or of other planes, goes on in a dispatch of its own.
+    let apart = repeat_joins(vec![join(0, 0, 0), join(1, 1024, 0), join(2, 4096, 0)]);
+    assert_eq!(apart.len(), 2);
+    assert_eq!(apart[1], join(2, 4096, 0));
+    let rgb = ops::split(&[1, 9, 8, 8], &IntTensor::scalar(1), 3).unwrap();
+    let view = PartView::within(&[1, 3, 8, 8], &[1, 8, 8, 3], &[0, 2, 3, 1], &[0; 4]).unwrap();
+    let runs = part_runs(&rgb, 2, &view, 4, Access::Write).unwrap();
+    let other = view_channels(&runs, (0, 2048, 0), (48 << 10, 0), tuning);
+    assert_eq!(
+        repeat_joins(vec![join(0, 0, 0), join(1, 1024, 0), other.unwrap()]).len(),
+        2
+    );
+}
+
+#[test]
 fn rows_apart_take_vec4s_and_unaligned_ones_an_entry_each() {
     // K [1, 4, 8, 8] f16 into [1, 4, 8, 16]: rows of 16 bytes, 32 apart: vec4s.
     let k = PartView::within(&[1, 4, 8, 8], &[1, 4, 8, 16], &[0, 1, 2, 3], &[0; 4]).unwrap();
