@@ -178,6 +178,12 @@ pub fn standard_suite() -> Vec<Case> {
                 split(1, 2),
             )
         },
+        // A batch of 16 RGB images written channels-last ([N, C, H, W] as [N, H, W, C]): one
+        // join repeated, an image a join.
+        Case {
+            layout: Layout::Transposed(&[0, 2, 3, 1]),
+            ..case("images_last", DType::F32, &[16, 3, 512, 512], split(1, 1))
+        },
         qkv("qkv_heads", layer(2048, 32, 32), 2048, 0),
         qkv("gqa_prefill", layer(2048, 32, 8), 4096, 1024),
         qkv("decode_step", layer(1, 32, 8), 4096, 4095),
