@@ -7,8 +7,11 @@
 #[macro_use]
 mod common;
 
-use common::views::{buffer, check_concat_back, check_split, tensor};
-use wgpu_split::{ops, DType, GpuSplitter, HostTensor, IntTensor, Outputs, PartView, SplitPlan};
+use common::views::{buffer, check_concat_back, check_split, pattern, read_all, tensor};
+use wgpu_split::{
+    ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs, PartView,
+    SplitPlan,
+};
 
 /// An image's channels split and written channels-last ([1, C, H, W] into [1, H, W, C]
 /// each), in every lane mapping: each part its planes joined into pixels (RGB and RGBA of u8,
@@ -204,6 +207,63 @@ fn batches_of_images_channels_last(gpu: &'static GpuSplitter) {
     }
 }
 
+/// A prepared split into three equal channels-last parts, each in a buffer of its own (one
+/// dispatch of their joins repeated where the device binds the three together), recorded
+/// again with each part moved on by a shift of its own (`Prepared::encode_with_views`: each
+/// buffer's window at a new dynamic offset, the repeated join's table as it was): every
+/// buffer as the CPU reference writes the same moves.
+fn a_prepared_node_moves_its_repeated_joins(gpu: &'static GpuSplitter) {
+    let plan = ops::split(&[1, 12, 4, 8], &IntTensor::scalar(1), 3).unwrap();
+    let view = PartView::within(&[1, 4, 4, 8], &[1, 4, 8, 4], &[0, 2, 3, 1], &[0; 4]).unwrap();
+    // Each buffer holds four places of a part's 512 bytes.
+    let mut want: Vec<Vec<u8>> = (0..3).map(|k| pattern(4 * 512, 30 + k)).collect();
+    let parts: Vec<wgpu::Buffer> = want.iter().map(|b| buffer(gpu, b)).collect();
+    let regions: Vec<BufferRegion<'_>> = parts.iter().map(Into::into).collect();
+    let input = buffer(gpu, &[0; 12 * 32 * 4]);
+    let first = vec![view.clone(); 3];
+    let to = Outputs::Views(&regions, &first);
+    let node = gpu.prepare(&plan, DType::F32, (&input).into(), to).unwrap();
+    let dynamic = gpu
+        .device()
+        .limits()
+        .max_dynamic_storage_buffers_per_pipeline_layout;
+    let bound = gpu.options().output_bindings.unwrap().min(dynamic / 2);
+    for (p, places) in [[0, 0, 0], [1, 0, 3], [3, 2, 1], [2, 2, 2]]
+        .iter()
+        .enumerate()
+    {
+        let token = tensor(DType::F32, plan.whole_shape(), 40 + p);
+        gpu.queue().write_buffer(&input, 0, token.bytes());
+        let views: Vec<PartView> = places
+            .iter()
+            .map(|&place| PartView {
+                offset: place * 128,
+                ..view.clone()
+            })
+            .collect();
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        let encoded = node.encode_with_views(&mut encoder, &views).unwrap();
+        assert_eq!(
+            encoded.dispatches,
+            3u32.div_ceil(bound),
+            "{}",
+            common::name(gpu)
+        );
+        gpu.queue().submit([encoder.finish()]);
+        reference::split_into_views(&token, &plan, &views, &mut want).unwrap();
+    }
+    let encoder = gpu.device().create_command_encoder(&Default::default());
+    let got = read_all(gpu, encoder, &parts);
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            &g[..w.len()],
+            w.as_slice(),
+            "{}: part {k}",
+            common::name(gpu)
+        );
+    }
+}
+
 /// `check_split`, then `check_concat_back`: the dispatches the split takes.
 fn split_and_back(
     gpu: &GpuSplitter,
@@ -230,4 +290,5 @@ per_backend!(
     channels_last_parts_of_many_pixels,
     equal_channels_last_parts_take_one_dispatch,
     batches_of_images_channels_last,
+    a_prepared_node_moves_its_repeated_joins,
 );
