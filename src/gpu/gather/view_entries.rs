@@ -12,7 +12,9 @@
 //!
 //! A part written channels-last (`[1, C, H, W]` into `[1, H, W, C]`, one element a run) is
 //! rather its planes joined into rows of `C` elements: one dispatch of the join's channels,
-//! or of the join's units walked ([`view_channels`]), not an entry per pixel.
+//! or of the join's units walked ([`view_channels`]), not an entry per pixel; a batch's
+//! images, and equal parts as far each from the one before ([`repeat_joins`]), are that join
+//! repeated in one dispatch.
 
 use super::abi::{
     Entry, JoinHeader, JoinTable, Mode, Params, Segment, Table, HEADER_BYTES, UNIT_BYTES,
@@ -180,8 +182,9 @@ pub fn lower_view(
 /// from input byte `src_base` on, written from output byte `dst_base` on, `unit_base` added
 /// to its first unit), over windows of `src_size` and `dst_size` bytes: the channels where
 /// they are ([`Channels`](super::abi::Channels)), else walked (`join_walks`: more than 4
-/// planes, or planes off a unit). `None` where the pixels are not side by side or the
-/// destination does not start on a unit.
+/// planes, or planes off a unit). A batch's images (`[N, C, H, W]` as `[N, H, W, C]`) are
+/// the join repeated, an image a join (the header's `repeat_*`). `None` where the pixels are
+/// not side by side or the destination (each image's) does not start on a unit.
 fn view_channels(
     runs: &Runs,
     (src_base, dst_base, unit_base): (u64, u64, u64),
