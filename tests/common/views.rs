@@ -53,6 +53,25 @@ pub fn read_all(
         .collect()
 }
 
+/// Asserts that each of `buffers`, read back now, begins with `want`'s bytes for it.
+pub fn assert_buffers_hold(
+    gpu: &GpuSplitter,
+    what: &str,
+    buffers: &[wgpu::Buffer],
+    want: &[Vec<u8>],
+) {
+    let encoder = gpu.device().create_command_encoder(&Default::default());
+    let got = read_all(gpu, encoder, buffers);
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(
+            &g[..w.len()],
+            w.as_slice(),
+            "{what} on {}: buffer {k}",
+            super::name(gpu)
+        );
+    }
+}
+
 /// What the buffers hold after output `i` of `plan` is written through `views[i]` at byte
 /// `places[i].1` of buffer `places[i].0` (the reference, part by part: parts in one buffer
 /// write disjoint bytes, so each part's changes merge into its buffer).
