@@ -7,7 +7,9 @@
 #[macro_use]
 mod common;
 
-use common::views::{assert_buffers_hold, buffer, check_concat_back, check_split, pattern, tensor};
+use common::views::{
+    assert_buffers_hold, buffer, check_concat_back, check_split, pattern, tensor, Rng,
+};
 use wgpu_split::{
     ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs, PartView,
     SplitPlan,
@@ -207,6 +209,51 @@ fn batches_of_images_channels_last(gpu: &'static GpuSplitter) {
     }
 }
 
+/// Random batches of images split on channels into equal parts, each written channels-last
+/// (`[N, C, H, W]` into `[N, H, W, C]`): any dtype, 1 to 8 channels a part, images on a unit
+/// or off it (an entry a pixel then), parts in buffers of their own or one after the other in
+/// one, in every lane mapping; read back by the concat.
+fn random_batches_of_images_channels_last(gpu: &'static GpuSplitter) {
+    let mut rng = Rng(45);
+    let mappings = common::lane_mappings(gpu);
+    let dtypes = [
+        DType::U8,
+        DType::F16,
+        DType::F32,
+        DType::F64,
+        DType::Complex64,
+    ];
+    for case in 0..common::long_run_cases().unwrap_or(24) as usize {
+        let dtype = dtypes[rng.below(dtypes.len())];
+        let parts = 1 + rng.below(3);
+        let channels = 1 + rng.below(8);
+        let shape = [
+            2 + rng.below(3),
+            parts * channels,
+            1 + rng.below(9),
+            1 + rng.below(17),
+        ];
+        let plan = ops::split(&shape, &IntTensor::scalar(1), parts as i64).unwrap();
+        let input = tensor(dtype, &shape, 60 + case);
+        let part = plan.part_shape(0);
+        let stored = [shape[0], shape[2], shape[3], channels];
+        let view = PartView::within(&part, &stored, &[0, 2, 3, 1], &[0; 4]).unwrap();
+        let views = vec![view; parts];
+        let bytes = part.iter().product::<usize>() * dtype.size();
+        let (places, sizes): (Vec<(usize, u64)>, Vec<usize>) = match case % 2 {
+            0 => ((0..parts).map(|k| (k, 0)).collect(), vec![bytes; parts]),
+            _ => {
+                let step = bytes.next_multiple_of(256);
+                let places = (0..parts).map(|k| (0, (k * step) as u64)).collect();
+                (places, vec![parts * step])
+            }
+        };
+        let (mapping, gpu) = &mappings[case % mappings.len()];
+        let what = format!("{dtype:?} {shape:?} in {parts} channels-last parts ({mapping})");
+        split_and_back(gpu, &what, &input, &plan, &views, &places, &sizes);
+    }
+}
+
 /// A prepared split into three equal channels-last parts, each in a buffer of its own (one
 /// dispatch of their joins repeated where the device binds the three together), recorded
 /// again with each part moved on by a shift of its own (`Prepared::encode_with_views`: each
@@ -281,5 +328,6 @@ per_backend!(
     channels_last_parts_of_many_pixels,
     equal_channels_last_parts_take_one_dispatch,
     batches_of_images_channels_last,
+    random_batches_of_images_channels_last,
     a_prepared_node_moves_its_repeated_joins,
 );
