@@ -20,14 +20,15 @@ struct Join {
 // Entry point `main_join`: the block's join (`join_repeat`), then the channels, or each lane
 // its units.
 fn join_block(block: u32, lane: u32) {
-    if (block >= read_params().num_blocks) {
+    let p = read_params();
+    if (block >= p.num_blocks) {
         return;
     }
     let b = join_repeat(block);
     if (CHANNEL_WIDTH > 0u) {
-        join_channels(b, lane);
+        join_channels(p, b, lane);
     } else {
-        join_runs_block(b, lane);
+        join_runs_block(p, b, lane);
     }
 }
 

@@ -157,11 +157,7 @@ fn equal_channels_last_parts_take_one_dispatch(gpu: &'static GpuSplitter) {
         ];
         for (m, (places, sizes, dispatches)) in layouts.into_iter().enumerate() {
             let (mapping, gpu) = &mappings[(n + m) % mappings.len()];
-            let dynamic = gpu
-                .device()
-                .limits()
-                .max_dynamic_storage_buffers_per_pipeline_layout;
-            let bound = gpu.options().output_bindings.unwrap().min(dynamic / 2);
+            let bound = buffers_a_dispatch(gpu);
             let dispatches = if dispatches == 0 {
                 3u32.div_ceil(bound)
             } else {
@@ -270,11 +266,7 @@ fn a_prepared_node_moves_its_repeated_joins(gpu: &'static GpuSplitter) {
     let first = vec![view.clone(); 3];
     let to = Outputs::Views(&regions, &first);
     let node = gpu.prepare(&plan, DType::F32, (&input).into(), to).unwrap();
-    let dynamic = gpu
-        .device()
-        .limits()
-        .max_dynamic_storage_buffers_per_pipeline_layout;
-    let bound = gpu.options().output_bindings.unwrap().min(dynamic / 2);
+    let bound = buffers_a_dispatch(gpu);
     for (p, places) in [[0, 0, 0], [1, 0, 3], [3, 2, 1], [2, 2, 2]]
         .iter()
         .enumerate()
@@ -300,6 +292,16 @@ fn a_prepared_node_moves_its_repeated_joins(gpu: &'static GpuSplitter) {
         reference::split_into_views(&token, &plan, &views, &mut want).unwrap();
     }
     assert_buffers_hold(gpu, "three parts moved", &parts, &want);
+}
+
+/// The part buffers one dispatch of a split through views writes on `gpu`: as many as its
+/// multi-output build binds, each taking two dynamic storage buffers.
+fn buffers_a_dispatch(gpu: &GpuSplitter) -> u32 {
+    let dynamic = gpu
+        .device()
+        .limits()
+        .max_dynamic_storage_buffers_per_pipeline_layout;
+    gpu.options().output_bindings.unwrap().min(dynamic / 2)
 }
 
 /// `check_split`, then `check_concat_back`: the dispatches the split takes.
