@@ -76,12 +76,12 @@ impl RegionsPerDispatch {
         let most = |max: u32, build: &dyn Fn(u32) -> bool| (2..=max).rev().find(|&n| build(n));
         let single = single_output(limits);
         let outputs = match single {
-            OutputBindings::UnitsAndTail => most(MAX_DST_BINDINGS, &|m| {
-                fits(InputBindings::One, OutputBindings::Multi(m))
+            OutputBindings::Units(_) => most(MAX_DST_BINDINGS, &|m| {
+                fits(InputBindings::ONE, OutputBindings::Units(m))
             }),
-            _ => None,
+            OutputBindings::WordsOnly => None,
         };
-        let inputs = most(MAX_SRC_BINDINGS, &|n| fits(InputBindings::Multi(n), single));
+        let inputs = most(MAX_SRC_BINDINGS, &|n| fits(InputBindings(n), single));
         Self {
             outputs: outputs.unwrap_or(1),
             inputs: inputs.unwrap_or(1),
@@ -223,7 +223,7 @@ impl GpuSplitter {
 
     /// The multi-output build with `bindings` output bindings, compiled on first use.
     pub(super) async fn multi_output_pipeline(&self, bindings: u32) -> Result<GatherPipeline> {
-        self.build_with(InputBindings::One, OutputBindings::Multi(bindings), None)
+        self.build_with(InputBindings::ONE, OutputBindings::Units(bindings), None)
             .await
     }
 
@@ -231,7 +231,7 @@ impl GpuSplitter {
     /// output, compiled on first use.
     pub(super) async fn multi_input_pipeline(&self, bindings: u32) -> Result<GatherPipeline> {
         let outputs = self.gather.single_output();
-        self.build_with(InputBindings::Multi(bindings), outputs, None)
+        self.build_with(InputBindings(bindings), outputs, None)
             .await
     }
 

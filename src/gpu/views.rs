@@ -102,10 +102,10 @@ impl GpuSplitter {
                 group.iter().map(|w| (w.region, w.size)).collect();
             let outputs = match group.len() {
                 1 => self.gather.single_output(),
-                n => OutputBindings::Multi(n as u32),
+                n => OutputBindings::Units(n as u32),
             };
             let pipeline = self
-                .build_with(InputBindings::One, outputs, Some(direction))
+                .build_with(InputBindings::ONE, outputs, Some(direction))
                 .await?;
             let (reads, writes) =
                 direction.in_order(Windows::Region(&whole), Windows::PerBinding(&bound_windows));

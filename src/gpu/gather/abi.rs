@@ -33,7 +33,7 @@ pub const WORKGROUP_SIZE: u64 = 256;
 /// adapter's threads, while each lane writes a long run.
 pub const RUNS_WORKGROUP_SIZE: u64 = 64;
 
-/// Bytes one invocation writes per step: one `vec4<u32>` of the `dst` binding (an output's last
+/// Bytes one invocation writes per step: one `vec4<u32>` of a `dst{j}` binding (an output's last
 /// unit may be partial). Outputs start on multiples of it, so no two invocations write the
 /// same word.
 pub const UNIT_BYTES: u64 = 16;
@@ -243,7 +243,7 @@ pub fn window_limit(limits: &wgpu::Limits) -> u64 {
 }
 
 /// A dispatch over several output buffers (the multi-output build,
-/// [`super::builds::OutputBindings::Multi`]) keeps the output binding of an entry in the bits of
+/// [`super::builds::OutputBindings::Units`]) keeps the output binding of an entry in the bits of
 /// `dst_unit` from this one up: a window is at most [`MAX_WINDOW`] bytes, 2^27 units, so the
 /// unit within the binding fits below it.
 pub const DST_BINDING_SHIFT: u32 = 27;

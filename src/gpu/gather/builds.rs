@@ -107,7 +107,7 @@ pub fn gather_source(inputs: InputBindings, outputs: OutputBindings, hook: Hook)
     let slots = slots(inputs, outputs, hook == Hook::Recording);
     let mut source = format!(
         "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n",
-        declarations(&slots, inputs, outputs),
+        declarations(&slots),
         inputs_piece(inputs)?,
         outputs_piece(outputs)?,
         hook_piece(hook)
@@ -121,17 +121,13 @@ pub fn gather_source(inputs: InputBindings, outputs: OutputBindings, hook: Hook)
     Ok(source)
 }
 
-/// The build that splits into one output buffer ([`OutputBindings::UnitsAndTail`], [`Hook::Silent`]),
-/// made once per process.
+/// The build that splits one input buffer into one output buffer ([`InputBindings::ONE`],
+/// [`OutputBindings::Units`] of 1, [`Hook::Silent`]), made once per process.
 pub fn shader_source() -> &'static str {
     static SOURCE: OnceLock<String> = OnceLock::new();
     SOURCE.get_or_init(|| {
-        gather_source(
-            InputBindings::One,
-            OutputBindings::UnitsAndTail,
-            Hook::Silent,
-        )
-        .expect("the plain build takes no count")
+        gather_source(InputBindings::ONE, OutputBindings::Units(1), Hook::Silent)
+            .expect("one input and one output binding are in range")
     })
 }
 

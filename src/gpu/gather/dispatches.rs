@@ -147,7 +147,7 @@ fn whole_table(bytes: &ByteRows, layout: &PartLayout, tuning: GatherTuning) -> S
     split_table(Some(bytes), entries, tuning)
 }
 
-/// One dispatch of the multi-output build ([`super::builds::OutputBindings::Multi`]): output
+/// One dispatch of the multi-output build ([`super::builds::OutputBindings::Units`]): output
 /// `o` of `bytes` goes to output binding `bindings[o]`, at `layout.ranges[o].offset` within
 /// that binding's window. Each binding's window and the input must fit `window_limit`;
 /// `dst_offset` and `dst_size` are 0, as each binding has a window of its own.

@@ -56,26 +56,24 @@ impl GatherPipeline {
     /// Compiles the shader on `device`: the words-only build ([`OutputBindings::WordsOnly`])
     /// where the device allows fewer storage buffers per shader stage than the other binds
     /// ([`slots`]: the table, the input as words and as vec4s, the output's units and tail),
-    /// else the one that binds each output window's units and tail
-    /// ([`OutputBindings::UnitsAndTail`]), in ranges that do not overlap, as WebGPU asks. A
+    /// else the one that binds the output window's units and tail
+    /// ([`OutputBindings::Units`] of 1), in ranges that do not overlap, as WebGPU asks. A
     /// device error becomes [`SplitError::Device`](crate::SplitError::Device).
     pub async fn new(device: &wgpu::Device) -> Result<Self> {
         let outputs = single_output(&device.limits());
         let source = match outputs {
-            OutputBindings::UnitsAndTail => {
-                std::borrow::Cow::Borrowed(super::builds::shader_source())
-            }
-            _ => std::borrow::Cow::Owned(gather_source(InputBindings::One, outputs, Hook::Silent)?),
+            OutputBindings::Units(1) => std::borrow::Cow::Borrowed(super::builds::shader_source()),
+            _ => std::borrow::Cow::Owned(gather_source(InputBindings::ONE, outputs, Hook::Silent)?),
         };
         scoped_async(device, "compiling the split pipeline", || {
-            Self::build(device, &source, false, InputBindings::One, outputs, None)
+            Self::build(device, &source, false, InputBindings::ONE, outputs, None)
         })
         .await
     }
 
-    /// Compiles the build with `inputs` and `outputs`: the multi-output build
-    /// ([`OutputBindings::Multi`]), whose dispatch writes into several buffers, or the
-    /// multi-input one ([`InputBindings::Multi`]), whose join reads from several; `moving`:
+    /// Compiles the build with `inputs` and `outputs`: one whose dispatch writes into several
+    /// buffers ([`OutputBindings::Units`]), or whose join reads from several
+    /// ([`InputBindings`]); `moving`:
     /// the build of a node through views in that direction, whose parts' windows are bound at
     /// dynamic offsets ([`BoundDispatch::moved_offsets`]).
     pub async fn with_bindings(
@@ -94,13 +92,13 @@ impl GatherPipeline {
     }
 
     /// The build a multi-input join takes with this pipeline's outputs:
-    /// [`OutputBindings::UnitsAndTail`], or [`OutputBindings::WordsOnly`] where this one binds
+    /// [`OutputBindings::Units`] of 1, or [`OutputBindings::WordsOnly`] where this one binds
     /// each output once.
     pub fn single_output(&self) -> OutputBindings {
         if self.words_only() {
             OutputBindings::WordsOnly
         } else {
-            OutputBindings::UnitsAndTail
+            OutputBindings::Units(1)
         }
     }
 
@@ -109,7 +107,7 @@ impl GatherPipeline {
     /// [`GatherPipeline::with_trace`] gives it. For the memory trace (`bench` feature).
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
-        let (inputs, outputs) = (InputBindings::One, OutputBindings::UnitsAndTail);
+        let (inputs, outputs) = (InputBindings::ONE, OutputBindings::Units(1));
         let source = gather_source(inputs, outputs, Hook::Recording)?;
         scoped(device, "compiling the traced split pipeline", || {
             Self::build(device, &source, true, inputs, outputs, None)

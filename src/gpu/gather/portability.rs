@@ -125,17 +125,17 @@ fn gather_entries() -> Vec<&'static str> {
 fn split_shader_compiles_for_every_backend() {
     use crate::gpu::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
     use crate::gpu::gather::builds::{gather_source, Hook, InputBindings, OutputBindings};
-    let one = InputBindings::One;
-    let many = InputBindings::Multi(MAX_SRC_BINDINGS);
+    let one = InputBindings::ONE;
+    let many = InputBindings(MAX_SRC_BINDINGS);
     // Every build: the outputs bound each way (the multi-output build at its most bindings),
     // the multi-input build with each single output, and the trace build, whose hook records.
     for (inputs, outputs, hook) in [
-        (one, OutputBindings::UnitsAndTail, Hook::Silent),
+        (one, OutputBindings::Units(1), Hook::Silent),
         (one, OutputBindings::WordsOnly, Hook::Silent),
-        (one, OutputBindings::Multi(MAX_DST_BINDINGS), Hook::Silent),
-        (many, OutputBindings::UnitsAndTail, Hook::Silent),
+        (one, OutputBindings::Units(MAX_DST_BINDINGS), Hook::Silent),
+        (many, OutputBindings::Units(1), Hook::Silent),
         (many, OutputBindings::WordsOnly, Hook::Silent),
-        (one, OutputBindings::UnitsAndTail, Hook::Recording),
+        (one, OutputBindings::Units(1), Hook::Recording),
     ] {
         let source = gather_source(inputs, outputs, hook).unwrap();
         let name = format!("split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?})");

@@ -245,7 +245,7 @@ fn routes_tables_and_builds_share_one_bound(choice: BackendChoice) {
         caps: caps(),
     };
     cache.keep_route(&key, kept(&layout));
-    let build = (InputBindings::One, OutputBindings::Multi(2), None);
+    let build = (InputBindings::ONE, OutputBindings::Units(2), None);
     let pipeline = pollster::block_on(GatherPipeline::with_bindings(
         &device, build.0, build.1, build.2,
     ))
@@ -254,7 +254,7 @@ fn routes_tables_and_builds_share_one_bound(choice: BackendChoice) {
     assert!(cache.route(&key).is_some());
     assert!(cache.build(&build).is_some());
     assert!(cache
-        .build(&(InputBindings::One, OutputBindings::Multi(3), None))
+        .build(&(InputBindings::ONE, OutputBindings::Units(3), None))
         .is_none());
     // The build used last: the route is the least recently used when the tables come.
     for tag in 0..(MAX_ENTRIES - 1) as u8 {

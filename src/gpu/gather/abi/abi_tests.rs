@@ -99,12 +99,7 @@ fn no_build_has_workgroup_memory() {
     // barrier (the GPU evidence: docs/performance.md): every build, the trace build
     // included.
     use super::super::builds::{gather_source, Hook, InputBindings, OutputBindings};
-    let trace = gather_source(
-        InputBindings::Multi(2),
-        OutputBindings::Multi(2),
-        Hook::Recording,
-    )
-    .unwrap();
+    let trace = gather_source(InputBindings(2), OutputBindings::Units(2), Hook::Recording).unwrap();
     let trace = naga::front::wgsl::parse_str(&trace).expect("the trace build parses");
     for build in [module(), trace] {
         let shared: Vec<_> = build
@@ -153,12 +148,12 @@ fn modes_workgroup_size_and_units_match_the_shader() {
     for e in &module.entry_points {
         assert!(e.workgroup_size_overrides.is_some(), "{}", e.name);
     }
-    // `dst` is an array of vec4<u32>: one unit per element.
+    // `dst0` is an array of vec4<u32>: one unit per element.
     let dst = module
         .global_variables
         .iter()
-        .find(|(_, v)| v.name.as_deref() == Some("dst"))
-        .expect("dst binding")
+        .find(|(_, v)| v.name.as_deref() == Some("dst0"))
+        .expect("dst0 binding")
         .1;
     let TypeInner::Array { stride, .. } = module.types[dst.ty].inner else {
         panic!("dst is an array");

@@ -55,12 +55,12 @@ fn each_build_binds_its_outputs() {
     let units_and_tail = module(shader_source());
     assert_eq!(
         outputs(&units_and_tail),
-        [("dst".to_string(), 3), ("dst_tail".to_string(), 4)]
+        [("dst0".to_string(), 3), ("dst_tail0".to_string(), 4)]
     );
     for bindings in [1, 2, MAX_DST_BINDINGS] {
         let source = gather_source(
-            InputBindings::One,
-            OutputBindings::Multi(bindings),
+            InputBindings::ONE,
+            OutputBindings::Units(bindings),
             Hook::Silent,
         )
         .unwrap();
@@ -69,7 +69,7 @@ fn each_build_binds_its_outputs() {
         let want: Vec<(String, u32)> = units.chain(tails).collect();
         assert_eq!(outputs(&module(&source)), want);
     }
-    let words = gather_source(InputBindings::One, OutputBindings::WordsOnly, Hook::Silent).unwrap();
+    let words = gather_source(InputBindings::ONE, OutputBindings::WordsOnly, Hook::Silent).unwrap();
     let words = module(&words);
     assert_eq!(outputs(&words), [("dst_words".to_string(), 3)]);
     let storage = words
@@ -79,7 +79,7 @@ fn each_build_binds_its_outputs() {
         .count();
     assert_eq!(storage, 4, "the words build fits downlevel devices");
     for bad in [0, MAX_DST_BINDINGS + 1] {
-        let err = gather_source(InputBindings::One, OutputBindings::Multi(bad), Hook::Silent)
+        let err = gather_source(InputBindings::ONE, OutputBindings::Units(bad), Hook::Silent)
             .unwrap_err();
         assert!(err.to_string().contains(&bad.to_string()), "{err}");
     }
@@ -88,8 +88,8 @@ fn each_build_binds_its_outputs() {
 #[test]
 fn the_recording_hook_adds_its_buffer_at_its_binding() {
     let source = gather_source(
-        InputBindings::One,
-        OutputBindings::UnitsAndTail,
+        InputBindings::ONE,
+        OutputBindings::Units(1),
         Hook::Recording,
     )
     .unwrap();
@@ -112,15 +112,15 @@ fn each_build_binds_its_inputs_before_its_outputs() {
     let one = module(shader_source());
     assert_eq!(
         bound(&one, "src"),
-        [("src".to_string(), 1), ("src4".to_string(), 2)]
+        [("src0".to_string(), 1), ("src4_0".to_string(), 2)]
     );
     for (n, outputs_kind) in [
-        (1, OutputBindings::UnitsAndTail),
-        (3, OutputBindings::UnitsAndTail),
-        (MAX_SRC_BINDINGS, OutputBindings::UnitsAndTail),
+        (1, OutputBindings::Units(1)),
+        (3, OutputBindings::Units(1)),
+        (MAX_SRC_BINDINGS, OutputBindings::Units(1)),
         (3, OutputBindings::WordsOnly),
     ] {
-        let source = gather_source(InputBindings::Multi(n), outputs_kind, Hook::Silent).unwrap();
+        let source = gather_source(InputBindings(n), outputs_kind, Hook::Silent).unwrap();
         let built = module(&source);
         let words = (0..n).map(|j| (format!("src{j}"), 1 + j));
         let vec4s = (0..n).map(|j| (format!("src4_{j}"), 1 + n + j));
@@ -137,12 +137,8 @@ fn each_build_binds_its_inputs_before_its_outputs() {
         assert_eq!(storage, 1 + 2 * n + outputs_kind.count_and_views().1);
     }
     for bad in [0, MAX_SRC_BINDINGS + 1] {
-        let err = gather_source(
-            InputBindings::Multi(bad),
-            OutputBindings::UnitsAndTail,
-            Hook::Silent,
-        )
-        .unwrap_err();
+        let err =
+            gather_source(InputBindings(bad), OutputBindings::Units(1), Hook::Silent).unwrap_err();
         assert!(err.to_string().contains(&bad.to_string()), "{err}");
     }
 }
@@ -152,20 +148,12 @@ fn every_build_declares_its_slots_and_nothing_else() {
     // The declarations come from the one list of slots: as many storage variables, at
     // bindings 0 .. n, read-only exactly where the slot is not written.
     for (inputs, outputs, hook) in [
+        (InputBindings::ONE, OutputBindings::Units(1), Hook::Silent),
+        (InputBindings::ONE, OutputBindings::WordsOnly, Hook::Silent),
+        (InputBindings(3), OutputBindings::Units(1), Hook::Silent),
         (
-            InputBindings::One,
-            OutputBindings::UnitsAndTail,
-            Hook::Silent,
-        ),
-        (InputBindings::One, OutputBindings::WordsOnly, Hook::Silent),
-        (
-            InputBindings::Multi(3),
-            OutputBindings::UnitsAndTail,
-            Hook::Silent,
-        ),
-        (
-            InputBindings::One,
-            OutputBindings::Multi(4),
+            InputBindings::ONE,
+            OutputBindings::Units(4),
             Hook::Recording,
         ),
     ] {

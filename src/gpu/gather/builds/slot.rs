@@ -11,14 +11,13 @@ use super::bindings::{InputBindings, OutputBindings};
 pub enum Slot {
     /// The dispatch's table (`table`).
     Table,
-    /// Input binding `j` as words (`src`, or `src{j}` in the multi-input build).
+    /// Input binding `j` as words (`src{j}`).
     InputWords(u32),
-    /// Input binding `j` as vec4s, the same window (`src4`, or `src4_{j}`).
+    /// Input binding `j` as vec4s, the same window (`src4_{j}`).
     InputVec4s(u32),
-    /// Output binding `j`'s units (`dst`, or `dst{j}` in the multi-output build).
+    /// Output binding `j`'s units (`dst{j}`).
     OutputUnits(u32),
-    /// Output binding `j`'s tail, the window's bytes past its units (`dst_tail`, or
-    /// `dst_tail{j}`).
+    /// Output binding `j`'s tail, the window's bytes past its units (`dst_tail{j}`).
     OutputTail(u32),
     /// The one output window as words (`dst_words`, the words-only build).
     OutputWords,
@@ -48,20 +47,13 @@ impl Slot {
         )
     }
 
-    /// Its WGSL declaration at `binding`, named as the access functions of `inputs` and
-    /// `outputs` reach it.
-    fn declaration(self, binding: u32, inputs: InputBindings, outputs: OutputBindings) -> String {
-        let one_input = inputs == InputBindings::One;
-        let one_output = outputs == OutputBindings::UnitsAndTail;
+    /// Its WGSL declaration at `binding`, named as the access functions reach it.
+    fn declaration(self, binding: u32) -> String {
         let (name, ty) = match self {
             Slot::Table => ("table".into(), "u32"),
-            Slot::InputWords(_) if one_input => ("src".into(), "u32"),
             Slot::InputWords(j) => (format!("src{j}"), "u32"),
-            Slot::InputVec4s(_) if one_input => ("src4".into(), "vec4<u32>"),
             Slot::InputVec4s(j) => (format!("src4_{j}"), "vec4<u32>"),
-            Slot::OutputUnits(_) if one_output => ("dst".into(), "vec4<u32>"),
             Slot::OutputUnits(j) => (format!("dst{j}"), "vec4<u32>"),
-            Slot::OutputTail(_) if one_output => ("dst_tail".into(), "u32"),
             Slot::OutputTail(j) => (format!("dst_tail{j}"), "u32"),
             Slot::OutputWords => ("dst_words".into(), "u32"),
             Slot::Trace => return records_declaration(binding),
@@ -85,8 +77,7 @@ pub fn slots(inputs: InputBindings, outputs: OutputBindings, traced: bool) -> Ve
     slots.extend((0..n).map(Slot::InputVec4s));
     match outputs {
         OutputBindings::WordsOnly => slots.push(Slot::OutputWords),
-        _ => {
-            let (m, _) = outputs.count_and_views();
+        OutputBindings::Units(m) => {
             slots.extend((0..m).map(Slot::OutputUnits));
             slots.extend((0..m).map(Slot::OutputTail));
         }
@@ -106,21 +97,17 @@ pub fn fits_stage(limits: &wgpu::Limits, inputs: InputBindings, outputs: OutputB
 /// The single-output build a device of `limits` takes: each output window's units and tail,
 /// where its stage holds them with one input; else the window once, as words.
 pub fn single_output(limits: &wgpu::Limits) -> OutputBindings {
-    match fits_stage(limits, InputBindings::One, OutputBindings::UnitsAndTail) {
-        true => OutputBindings::UnitsAndTail,
+    match fits_stage(limits, InputBindings::ONE, OutputBindings::Units(1)) {
+        true => OutputBindings::Units(1),
         false => OutputBindings::WordsOnly,
     }
 }
 
-/// The WGSL declarations of `slots` (the build of `inputs` and `outputs`), at their places.
-pub(super) fn declarations(
-    slots: &[Slot],
-    inputs: InputBindings,
-    outputs: OutputBindings,
-) -> String {
+/// The WGSL declarations of `slots`, at their places.
+pub(super) fn declarations(slots: &[Slot]) -> String {
     (0..)
         .zip(slots)
-        .map(|(binding, slot)| slot.declaration(binding, inputs, outputs))
+        .map(|(binding, slot)| slot.declaration(binding))
         .collect()
 }
 
