@@ -127,25 +127,11 @@ fn load_vec4_edge_in(b: u32, i: u32) -> vec4<u32> {
 // once). The runs' loops stop at `units_end` and store so, and take the rest unit by unit
 // (`copy_unit`, `join_unit`): a CPU adapter runs both sides of a choice in every SIMD group.
 
-// Unit `i`, of whose bytes only the first `n` (1 to 16) belong to the output: a whole unit
-// at once, else its bytes of the output (`store_masked`). The other bytes of its last word
-// are another tensor's (or padding), which no lane of this dispatch writes.
+// Unit `i`, of whose bytes only the first `n` belong to the output (at least 1; 16 or more:
+// all): its bytes of the output (`store_masked`, a whole unit at once). The other bytes of
+// its last word are another tensor's (or padding), which no lane of this dispatch writes.
 fn store_unit_n(i: u32, v: vec4<u32>, n: u32) {
-    if (n >= 16u) {
-        store_unit(i, v);
-        return;
-    }
     store_masked(i, v, byte_mask(0u, n));
-}
-
-// Word `j` of unit `i`, of whose bytes only those `m` marks belong to the output: the whole
-// word, or those bytes merged into the word as it is, or none.
-fn store_word_masked(i: u32, j: u32, x: u32, m: u32) {
-    if (m == 0xffffffffu) {
-        store_word(i, j, x);
-    } else if (m != 0u) {
-        store_word(i, j, (x & m) | (load_dst_word(i, j) & ~m));
-    }
 }
 
 // ---- Word assembly ----
@@ -199,7 +185,12 @@ fn store_masked(i: u32, v: vec4<u32>, covered: vec4<u32>) {
     let words = array<u32, 4>(v.x, v.y, v.z, v.w);
     let masks = array<u32, 4>(covered.x, covered.y, covered.z, covered.w);
     for (var j = 0u; j < 4u; j++) {
-        store_word_masked(i, j, words[j], masks[j]);
+        let m = masks[j];
+        if (m == 0xffffffffu) {
+            store_word(i, j, words[j]);
+        } else if (m != 0u) {
+            store_word(i, j, (words[j] & m) | (load_dst_word(i, j) & ~m));
+        }
     }
 }
 

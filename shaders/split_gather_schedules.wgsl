@@ -162,17 +162,10 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32, to:
 
 // ---- The lanes ----
 
-// The block's units of entry `e`: [base, end).
-fn lanes_span(p: Params, e: Entry, local_block: u32) -> vec2<u32> {
-    let base = local_block * p.steps_per_lane * WORKGROUP_SIZE;
-    let end = base + p.steps_per_lane * WORKGROUP_SIZE;
-    return vec2<u32>(base, min((e.out_bytes + 15u) / 16u, end));
-}
-
 // Aligned rows: one vec4 per lane and step.
 fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
-    let span = lanes_span(p, e, local_block);
-    for (var u = span.x + lane; u < span.y; u += WORKGROUP_SIZE) {
+    let span = lane_span(p, local_block, lane, (e.out_bytes + 15u) / 16u);
+    for (var u = span.x; u < span.y; u += span.z) {
         let at = place(e, e.first_byte + u * 16u);
         store_unit(e.dst_unit + at.dst / 16u, load_vec4(at.src / 16u));
     }
@@ -200,14 +193,14 @@ fn copy_lanes_shifted(p: Params, e: Entry, local_block: u32, lane: u32) {
         copy_lanes_vec4(p, e, local_block, lane);
         return;
     }
-    let span = lanes_span(p, e, local_block);
-    var u = span.x + lane;
+    let span = lane_span(p, local_block, lane, (e.out_bytes + 15u) / 16u);
+    var u = span.x;
     // An entry that starts inside its first unit: that unit is written byte by byte.
     if (u == 0u && e.skip > 0u) {
         store_first_unit(e);
-        u += WORKGROUP_SIZE;
+        u += span.z;
     }
-    for (; u < span.y; u += WORKGROUP_SIZE) {
+    for (; u < span.y; u += span.z) {
         let b = e.first_byte + u * 16u;
         let at = place(e, b);
         var x = load_bytes16(0u, at.src);
