@@ -17,27 +17,32 @@ struct Join {
     one: Segment,
 }
 
-// Entry point `main_join`: the block's join (`join_repeat`), then the channels, or each lane
-// its units.
+// Entry point `main_join`: the block's join, then the channels, or each lane its units. In a
+// dispatch of one join repeated, the block's join is one division away (`repeat_blocks`
+// blocks a join, PyTorch's direct map from a block to its part): the join's first unit and
+// its segments' sources move to it, and the block is numbered within it.
 fn join_block(block: u32, lane: u32) {
     let p = read_params();
     if (block >= p.num_blocks) {
         return;
     }
-    let b = join_repeat(block);
+    var h = read_join_header();
+    let j = block / h.repeat_blocks;
+    h.first_unit += j * h.repeat_units;
+    join_src_shift = j * h.repeat_src;
+    let b = block - j * h.repeat_blocks;
     if (CHANNEL_WIDTH > 0u) {
-        join_channels(p, b, lane);
+        join_channels(p, h, b, lane);
     } else {
-        join_runs_block(p, b, lane);
+        join_runs_block(p, h, b, lane);
     }
 }
 
-// The dispatch's join, read once a lane. Every unit visits every part from the first
+// The dispatch's join with header `h`, read once a lane. Every unit visits every part from the first
 // (`short`) in rows of up to a unit, and in one segment of several parts; one segment in
 // binding 0 that is the whole row is walked (the host merges parts into one in longer rows
 // only where that is so: equal parts each narrower than a unit or of whole words).
-fn join_of(p: Params) -> Join {
-    let h = read_join_header();
+fn join_of(p: Params, h: JoinHeader) -> Join {
     let end = p.num_entries + 1u;
     var one = Segment(0u, 0u, 0u, 0u, 0u, 0u);
     if (end == 2u) {

@@ -7,8 +7,8 @@
 // kept in workgroup memory: on the H200 the runs ran every concat case at least as fast as
 // 256 lanes sharing segments in workgroup memory, and on a CPU adapter such a barrier costs
 // each dispatch more than the lookups it saves (`docs/performance.md`).
-fn join_runs_block(p: Params, block: u32, lane: u32) {
-    let h = join_of(p);
+fn join_runs_block(p: Params, header: JoinHeader, block: u32, lane: u32) {
+    let h = join_of(p, header);
     let span = lane_span(p, block, lane, h.header.units);
     var k = 0u;
     var seg = Segment(0u, 0u, 0u, 0u, 0u, 0u);

@@ -323,8 +323,7 @@ fn join_channel_unit(src: u32, step: u32, d: u32, u: u32, c: u32) {
 // Rows of parts side by side (`main_join`): a concat's channels, or a part of a split written
 // channels-last through its view (its planes are the parts); the body of the segment's count
 // of parts.
-fn join_channels(p: Params, block: u32, lane: u32) {
-    let h = read_join_header();
+fn join_channels(p: Params, h: JoinHeader, block: u32, lane: u32) {
     let s = read_segment(1u);
     switch (s.count) {
         case 2u: { join_channels_of(p, h, s, block, lane, 2u); }

@@ -101,7 +101,7 @@ fn read_entry(i: u32) -> Entry {
 // rows' bands (the host leaves at least 16 bytes between them). A dispatch of one join
 // repeated (equal parts of a split written channels-last, a batch's images) takes
 // `repeat_blocks` blocks a join: the blocks of join `j` read `j * repeat_src` bytes and write
-// `j * repeat_units` units further on (`join_repeat`); one join's `repeat_blocks` is at least
+// `j * repeat_units` units further on (`join_block`); one join's `repeat_blocks` is at least
 // its blocks.
 struct JoinHeader {
     first_unit: u32,
@@ -139,29 +139,17 @@ const SEGMENT_WORDS: u32 = 6u;
 const JOIN_HEADER_AT: u32 = HEADER_BYTES / 4u;
 const SEGMENTS_AT: u32 = JOIN_HEADER_AT + JOIN_HEADER_WORDS;
 
-// The block's join in a dispatch of one join repeated: its first unit and its segments'
-// sources moved to it (`read_join_header` and `read_segment` add the shifts); the block
-// within its join.
-var<private> join_unit_shift: u32;
+// The segments' sources moved to the block's join in a dispatch of one join repeated
+// (`join_block` sets it, `read_segment` adds it).
 var<private> join_src_shift: u32;
-
-fn join_repeat(block: u32) -> u32 {
-    let h = read_join_header();
-    let j = block / h.repeat_blocks;
-    join_unit_shift = j * h.repeat_units;
-    join_src_shift = j * h.repeat_src;
-    return block - j * h.repeat_blocks;
-}
 
 fn read_join_header() -> JoinHeader {
     let w = JOIN_HEADER_AT;
     trace(TRACE_TABLE, 4u * w, 4u * JOIN_HEADER_WORDS);
-    var h = JoinHeader(
+    return JoinHeader(
         table[w], table[w + 1u], table[w + 2u], table[w + 3u],
         table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u], table[w + 9u]
     );
-    h.first_unit += join_unit_shift;
-    return h;
 }
 
 // Segment `k`'s first word in the table.

@@ -280,7 +280,7 @@ fn view_channels(
 
 /// `dispatches` (parts written channels-last, a join each: [`view_channels`]) with each run
 /// of equal joins one dispatch of repeated joins, its blocks mapped to their join
-/// (`join_repeat` in the shader): the same program, windows, lanes and table but for the
+/// (`join_block` in the shader): the same program, windows, lanes and table but for the
 /// first unit and the source, which step by the same amounts from each join to the next (a
 /// split into equal parts written channels-last). On the H200 each dispatch cost about 7
 /// microseconds, most of the gap of two such parts of 16 MB (`channels_last`, 0.61 of the
