@@ -18,7 +18,6 @@ use slot::declarations;
 #[cfg(feature = "bench")]
 use slot::records_declaration;
 pub use slot::{fits_stage, single_output, slots, Slot};
-use std::sync::OnceLock;
 
 mod bindings;
 mod slot;
@@ -122,9 +121,11 @@ pub fn gather_source(inputs: InputBindings, outputs: OutputBindings, hook: Hook)
 }
 
 /// The build that splits one input buffer into one output buffer ([`InputBindings::ONE`],
-/// [`OutputBindings::Units`] of 1, [`Hook::Silent`]), made once per process.
+/// [`OutputBindings::Units`] of 1, [`Hook::Silent`]), made once per test binary: what the
+/// tests of the shader's text parse.
+#[cfg(test)]
 pub fn shader_source() -> &'static str {
-    static SOURCE: OnceLock<String> = OnceLock::new();
+    static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SOURCE.get_or_init(|| {
         gather_source(InputBindings::ONE, OutputBindings::Units(1), Hook::Silent)
             .expect("one input and one output binding are in range")

@@ -61,14 +61,7 @@ impl GatherPipeline {
     /// device error becomes [`SplitError::Device`](crate::SplitError::Device).
     pub async fn new(device: &wgpu::Device) -> Result<Self> {
         let outputs = single_output(&device.limits());
-        let source = match outputs {
-            OutputBindings::Units(1) => std::borrow::Cow::Borrowed(super::builds::shader_source()),
-            _ => std::borrow::Cow::Owned(gather_source(InputBindings::ONE, outputs, Hook::Silent)?),
-        };
-        scoped_async(device, "compiling the split pipeline", || {
-            Self::build(device, &source, false, InputBindings::ONE, outputs, None)
-        })
-        .await
+        Self::with_bindings(device, InputBindings::ONE, outputs, None).await
     }
 
     /// Compiles the build with `inputs` and `outputs`: one whose dispatch writes into several
