@@ -128,9 +128,14 @@ fn load_vec4_edge_in(b: u32, i: u32) -> vec4<u32> {
 // (`copy_unit`, `join_unit`): a CPU adapter runs both sides of a choice in every SIMD group.
 
 // Unit `i`, of whose bytes only the first `n` belong to the output (at least 1; 16 or more:
-// all): its bytes of the output (`store_masked`, a whole unit at once). The other bytes of
-// its last word are another tensor's (or padding), which no lane of this dispatch writes.
+// all): a whole unit at once, else its bytes of the output (`store_masked`). The other bytes
+// of its last word are another tensor's (or padding), which no lane of this dispatch writes.
+// Whole units take no mask: the shifted lanes store every unit through here (on a GPU).
 fn store_unit_n(i: u32, v: vec4<u32>, n: u32) {
+    if (n >= 16u) {
+        store_unit(i, v);
+        return;
+    }
     store_masked(i, v, byte_mask(0u, n));
 }
 
