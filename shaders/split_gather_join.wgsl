@@ -38,10 +38,10 @@ fn join_block(block: u32, lane: u32) {
     }
 }
 
-// The dispatch's join with header `h`, read once a lane. Every unit visits every part from the first
-// (`short`) in rows of up to a unit, and in one segment of several parts; one segment in
-// binding 0 that is the whole row is walked (the host merges parts into one in longer rows
-// only where that is so: equal parts each narrower than a unit or of whole words).
+// The dispatch's join, its header `h`, read once a lane. Every unit visits every part from
+// the first (`short`) in rows of up to a unit, and in one segment of several parts; one
+// segment in binding 0 that is the whole row is walked (the host merges parts into one in
+// longer rows only where that is so: equal parts each narrower than a unit or of whole words).
 fn join_of(p: Params, h: JoinHeader) -> Join {
     let end = p.num_entries + 1u;
     var one = Segment(0u, 0u, 0u, 0u, 0u, 0u);

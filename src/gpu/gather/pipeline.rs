@@ -76,8 +76,10 @@ impl GatherPipeline {
         moving: Option<Direction>,
     ) -> Result<Self> {
         let source = gather_source(inputs, outputs, Hook::Silent)?;
-        let what =
-            format!("compiling the split pipeline with {inputs:?} inputs and {outputs:?} outputs");
+        let what = format!(
+            "compiling the split pipeline (input buffers: {}, outputs: {outputs:?})",
+            inputs.count()
+        );
         scoped_async(device, &what, || {
             Self::build(device, &source, false, inputs, outputs, moving)
         })
