@@ -114,14 +114,14 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
         let next = select(2u * step, 4u * step, one);
         var w = at.src >> 2u;
         for (; u < end_unit; u++) {
-            put_unit(e.dst_unit + u, vec4<u32>(load_word(w + o.x), load_word(w + o.y), load_word(w + o.z), load_word(w + o.w)), to);
+            store_unit_fast_in(to, e.dst_unit + u, vec4<u32>(load_word(w + o.x), load_word(w + o.y), load_word(w + o.z), load_word(w + o.w)));
             w += next;
         }
     } else {
         let words = e.mode == MODE_WORD;
         var walk = walk_entry(e, at, words);
         for (; u < end_unit; u++) {
-            put_unit(e.dst_unit + u, walk_unit(&walk, words), to);
+            store_unit_fast_in(to, e.dst_unit + u, walk_unit(&walk, words));
         }
     }
 }

@@ -60,21 +60,10 @@ fn copy_unit(e: Entry, u: u32, vec4_only: bool) {
     store_unit_n(e.dst_unit + u, walk_bytes(&w, n, false), n);
 }
 
-// `put_unit`'s `to` for units below `units_end` in their own binding (`store_unit_fast`).
-const ITS_BINDING = 0xffffffffu;
-
-// Unit `i` into output binding `to`'s units (`store_unit_fast_in`), or as ITS_BINDING says.
-// `to` is a constant at every call (`copy_units_fast` passes each binding's own), so the
-// driver keeps one store: a CPU adapter runs every side of a choice in each SIMD group.
-fn put_unit(i: u32, v: vec4<u32>, to: u32) {
-    if (to == ITS_BINDING) {
-        store_unit_fast(i, v);
-    } else {
-        store_unit_fast_in(to, i, v);
-    }
-}
-
-// Units `first_unit .. end_unit` of entry `e`, stored through `put_unit(.., to)`.
+// Units `first_unit .. end_unit` of entry `e`, stored into output binding `to`'s units
+// (`store_unit_fast_in`). `to` is a constant in the vec4 entry point's runs
+// (`copy_units_fast` passes each binding's own from an arm of its switch), so the driver
+// keeps one store there: a CPU adapter runs every arm of a choice in each SIMD group.
 fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, to: u32) {
     if (first_unit >= end_unit) {
         return;
@@ -103,7 +92,7 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
     let dst_gap4 = (e.dst_stride - e.row_bytes) / 16u;
     var left = row_units - at.col / 16u;
     for (var u = first_unit; u < end_unit; u++) {
-        put_unit(d4, load_vec4(s4), to);
+        store_unit_fast_in(to, d4, load_vec4(s4));
         s4 += 1u;
         d4 += 1u;
         left -= 1u;
@@ -134,12 +123,12 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32, to:
             let last = count - 1u;
             for (var k = 0u; k < last; k++) {
                 let hi = load_vec4(a + k + 1u);
-                put_unit(e.dst_unit + u + k, funnel(lo, hi, sh), to);
+                store_unit_fast_in(to, e.dst_unit + u + k, funnel(lo, hi, sh));
                 lo = hi;
             }
             // The segment's last unit: its second vec4, alone, may reach past the input's last
             // whole vec4 (every earlier one holds bytes of the next unit).
-            put_unit(e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh), to);
+            store_unit_fast_in(to, e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh));
             u += count;
             s += count * 16u;
             col += count * 16u;
@@ -152,7 +141,7 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32, to:
             // next, whose first byte is `next`.
             let k = e.row_bytes - col;
             let next = s + k + row_gap;
-            put_unit(e.dst_unit + u, merge_bytes(load_bytes16(0u, s), load_bytes16(0u, next - k), k), to);
+            store_unit_fast_in(to, e.dst_unit + u, merge_bytes(load_bytes16(0u, s), load_bytes16(0u, next - k), k));
             u += 1u;
             s = next + 16u - k;
             col = 16u - k;

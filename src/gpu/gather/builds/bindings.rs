@@ -88,9 +88,10 @@ fn input_words(b: u32) -> u32 {
 /// [`OutputBindings::Units`]' access functions: unit `i` of binding `j` (its top bits,
 /// [`DST_BINDING_SHIFT`]) lies in `dst{j}` below `units_bound`, the units the window binds
 /// there (an even number, [`tail_start`], or none where the host bound the one-unit
-/// stand-in), else in `dst_tail{j}`; each `{..._arms}` reaches one binding ([`on_binding`]). `copy_units_fast`, in the vec4 entry point, stores a run's units into its
-/// binding with the binding a constant, so that a CPU adapter, which runs every arm of a
-/// switch with a mask, takes one per run, not per unit.
+/// stand-in), else in `dst_tail{j}`; each `{..._arms}` reaches one binding ([`on_binding`]).
+/// `copy_units_fast`, in the vec4 entry point, stores a run's units into its binding with the
+/// binding a constant, so that a CPU adapter, which runs every arm of a switch with a mask,
+/// takes one per run, not per unit; elsewhere a run passes its entry's binding.
 const UNITS_OUTPUTS: &str = "
 fn store_unit(i: u32, v: vec4<u32>) {
     trace(TRACE_DST, i * 16u, 16u);
@@ -125,7 +126,7 @@ fn store_unit_fast_in(b: u32, i: u32, v: vec4<u32>) {
 fn copy_units_fast(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
     if (vec4_only) {
 {copy_fast_arms}    } else {
-        copy_units(e, first_unit, end_unit, false, ITS_BINDING);
+        copy_units(e, first_unit, end_unit, false, e.dst_unit >> {shift}u);
     }
 }
 
@@ -167,7 +168,7 @@ fn store_unit_fast_in(b: u32, i: u32, v: vec4<u32>) {
 }
 
 fn copy_units_fast(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
-    copy_units(e, first_unit, end_unit, vec4_only, ITS_BINDING);
+    copy_units(e, first_unit, end_unit, vec4_only, 0u);
 }
 ";
 
