@@ -214,10 +214,15 @@ fn place(e: Entry, b: u32) -> Place {
     return Place(row, col, row * e.src_stride + e.src_offset + col, row * e.dst_stride + col - e.first_byte);
 }
 
+// Entry `e`'s units, the last one partial where its bytes end inside it.
+fn entry_units(e: Entry) -> u32 {
+    return (e.out_bytes + 15u) / 16u;
+}
+
 // The first of entry `e`'s units whose destination unit is at or past `bound` (all of them
 // where none is).
 fn units_below(e: Entry, bound: u32) -> u32 {
-    let total = (e.out_bytes + 15u) / 16u;
+    let total = entry_units(e);
     let last = place(e, e.first_byte + e.out_bytes - 1u);
     if (bound > e.dst_unit + last.dst / 16u) {
         return total;

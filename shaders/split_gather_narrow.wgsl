@@ -272,7 +272,7 @@ fn channels_of(p: Params, block: u32, lane: u32, c: u32) {
     var whole = 0xffffffffu;
     channel_part(&dsts, &whole, 0u, c); channel_part(&dsts, &whole, 1u, c); channel_part(&dsts, &whole, 2u, c); channel_part(&dsts, &whole, 3u, c);
     let e0 = read_entry(0u);
-    let span = lane_span(p, block, lane, (e0.out_bytes + 15u) / 16u);
+    let span = lane_span(p, block, lane, entry_units(e0));
     let src = e0.src_offset / 16u;
     var g = span.x;
     for (; g < min(whole, span.y); g += span.z) {

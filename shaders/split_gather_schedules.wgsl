@@ -23,7 +23,7 @@ fn runs(block: u32, lane: u32, vec4_only: bool) {
 // The `local_lane`-th run of entry `e`; `vec4_only` (a constant of the entry point) when every
 // entry is MODE_VEC4.
 fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
-    let total_units = (e.out_bytes + 15u) / 16u;
+    let total_units = entry_units(e);
     var first_unit = local_lane * p.steps_per_lane;
     let end_unit = min(first_unit + p.steps_per_lane, total_units);
     if (first_unit >= end_unit) {
@@ -153,7 +153,7 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32, to:
 
 // Aligned rows: one vec4 per lane and step.
 fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
-    let span = lane_span(p, local_block, lane, (e.out_bytes + 15u) / 16u);
+    let span = lane_span(p, local_block, lane, entry_units(e));
     for (var u = span.x; u < span.y; u += span.z) {
         let at = place(e, e.first_byte + u * 16u);
         store_unit(e.dst_unit + at.dst / 16u, load_vec4(at.src / 16u));
@@ -182,7 +182,7 @@ fn copy_lanes_shifted(p: Params, e: Entry, local_block: u32, lane: u32) {
         copy_lanes_vec4(p, e, local_block, lane);
         return;
     }
-    let span = lane_span(p, local_block, lane, (e.out_bytes + 15u) / 16u);
+    let span = lane_span(p, local_block, lane, entry_units(e));
     var u = span.x;
     // An entry that starts inside its first unit: that unit is written byte by byte.
     if (u == 0u && e.skip > 0u) {

@@ -10,10 +10,7 @@ mod common;
 use common::views::{
     assert_buffers_hold, buffer, check_concat_back, check_split, pattern, tensor, Rng,
 };
-use wgpu_split::{
-    ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs, PartView,
-    SplitPlan,
-};
+use wgpu_split::{ops, reference, BufferRegion, DType, GpuSplitter, IntTensor, Outputs, PartView};
 
 /// An image's channels split and written channels-last ([1, C, H, W] into [1, H, W, C]
 /// each), in every lane mapping: each part its planes joined into pixels (RGB and RGBA of u8,
@@ -79,7 +76,7 @@ fn channels_last_parts_of_any_pixels(gpu: &'static GpuSplitter) {
                 "{dtype:?} {shape:?} channels-last at {}, places {places:?} ({mapping})",
                 view.offset
             );
-            let buffers = check_split(gpu, &what, &input, &plan, &views, places, sizes);
+            let (buffers, _) = check_split(gpu, &what, &input, &plan, &views, places, sizes);
             check_concat_back(gpu, &what, &input, &plan, &views, &buffers, places);
         }
     }
@@ -101,7 +98,7 @@ fn channels_last_parts_of_many_pixels(gpu: &'static GpuSplitter) {
     let what = "[1, 6, 260, 256] f32 into two channels-last parts";
     let places = [(0, 0), (1, 0)];
     let sizes = [bytes, bytes];
-    let buffers = check_split(gpu, what, &input, &plan, &views, &places, &sizes);
+    let (buffers, _) = check_split(gpu, what, &input, &plan, &views, &places, &sizes);
     check_concat_back(gpu, what, &input, &plan, &views, &buffers, &places);
     // On a device whose storage binding of 4 MiB holds one part's table of pixels but not
     // both, the channels-last parts still pass; the pixels of four elements are refused, the
@@ -166,7 +163,8 @@ fn equal_channels_last_parts_take_one_dispatch(gpu: &'static GpuSplitter) {
             let places: Vec<(usize, u64)> = places.iter().map(|&(b, o)| (b, o as u64)).collect();
             let what =
                 format!("{dtype:?} {shape:?} in 3 channels-last parts at {places:?} ({mapping})");
-            let split = split_and_back(gpu, &what, &input, &plan, &views, &places, &sizes);
+            let (buffers, split) = check_split(gpu, &what, &input, &plan, &views, &places, &sizes);
+            check_concat_back(gpu, &what, &input, &plan, &views, &buffers, &places);
             assert_eq!(split, dispatches, "{what}");
         }
     }
@@ -199,7 +197,8 @@ fn batches_of_images_channels_last(gpu: &'static GpuSplitter) {
         for (m, (places, sizes)) in layouts.into_iter().enumerate() {
             let (mapping, gpu) = &mappings[(n + m) % mappings.len()];
             let what = format!("{dtype:?} {shape:?} channels-last at {places:?} ({mapping})");
-            let split = split_and_back(gpu, &what, &input, &plan, &views, &places, &sizes);
+            let (buffers, split) = check_split(gpu, &what, &input, &plan, &views, &places, &sizes);
+            check_concat_back(gpu, &what, &input, &plan, &views, &buffers, &places);
             assert_eq!(split, 2, "{what}");
         }
     }
@@ -246,7 +245,8 @@ fn random_batches_of_images_channels_last(gpu: &'static GpuSplitter) {
         };
         let (mapping, gpu) = &mappings[case % mappings.len()];
         let what = format!("{dtype:?} {shape:?} in {parts} channels-last parts ({mapping})");
-        split_and_back(gpu, &what, &input, &plan, &views, &places, &sizes);
+        let (buffers, _) = check_split(gpu, &what, &input, &plan, &views, &places, &sizes);
+        check_concat_back(gpu, &what, &input, &plan, &views, &buffers, &places);
     }
 }
 
@@ -302,27 +302,6 @@ fn buffers_a_dispatch(gpu: &GpuSplitter) -> u32 {
         .limits()
         .max_dynamic_storage_buffers_per_pipeline_layout;
     gpu.options().output_bindings.unwrap().min(dynamic / 2)
-}
-
-/// `check_split`, then `check_concat_back`: the dispatches the split takes.
-fn split_and_back(
-    gpu: &GpuSplitter,
-    what: &str,
-    input: &HostTensor,
-    plan: &SplitPlan,
-    views: &[PartView],
-    places: &[(usize, u64)],
-    sizes: &[usize],
-) -> u32 {
-    let buffers = check_split(gpu, what, input, plan, views, places, sizes);
-    check_concat_back(gpu, what, input, plan, views, &buffers, places);
-    let whole = buffer(gpu, input.bytes());
-    let regions = common::regions_at(&buffers, places);
-    let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    let outputs = Outputs::Views(&regions, views);
-    gpu.encode(&mut encoder, plan, input.dtype(), (&whole).into(), outputs)
-        .unwrap_or_else(|e| panic!("{what}: {e}"))
-        .dispatches
 }
 
 per_backend!(

@@ -101,7 +101,7 @@ pub fn expected(
 
 /// Splits `input` as `plan` says through `views` into buffers of the sizes `sizes`
 /// (filled with a guard pattern), output `i` at `places[i]`; compares every buffer whole.
-/// Returns the buffers.
+/// Returns the buffers and the dispatches the split recorded.
 pub fn check_split(
     gpu: &GpuSplitter,
     what: &str,
@@ -110,7 +110,7 @@ pub fn check_split(
     views: &[PartView],
     places: &[(usize, u64)],
     sizes: &[usize],
-) -> Vec<wgpu::Buffer> {
+) -> (Vec<wgpu::Buffer>, u32) {
     let initial: Vec<Vec<u8>> = sizes
         .iter()
         .enumerate()
@@ -121,8 +121,10 @@ pub fn check_split(
     let regions = super::regions_at(&buffers, places);
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     let outputs = Outputs::Views(&regions, views);
-    gpu.encode(&mut encoder, plan, input.dtype(), (&in_buf).into(), outputs)
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let dispatches = gpu
+        .encode(&mut encoder, plan, input.dtype(), (&in_buf).into(), outputs)
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .dispatches;
     let got = read_all(gpu, encoder, &buffers);
     let want = expected(input, plan, views, places, &initial);
     for (b, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -135,7 +137,7 @@ pub fn check_split(
             );
         }
     }
-    buffers
+    (buffers, dispatches)
 }
 
 /// Concatenates the parts `check_split` wrote into `buffers` (output `i` at `places[i]`)
