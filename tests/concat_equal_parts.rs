@@ -1,6 +1,6 @@
 //! Equal parts side by side joined on each adapter, byte for byte against the CPU reference:
 //! parts in one segment (short rows, and parts narrower than a unit over the whole row), the
-//! channels (2 to 4 parts of 1, 2 or 4 bytes) and parts of whole words (walked a word at a
+//! channels (2 to 8 parts of 1, 2 or 4 bytes) and parts of whole words (walked a word at a
 //! time), in every lane mapping.
 
 #[macro_use]
@@ -44,7 +44,7 @@ fn equal_parts_in_one_segment(gpu: &'static GpuSplitter) {
     }
 }
 
-/// Equal parts of rows of up to 16 bytes, which join as channels where they are 2, 3 or 4
+/// Equal parts of rows of up to 16 bytes, which join as channels where they are 2 to 8
 /// parts of 1, 2 or 4 bytes: every row length and every part width that divides it, with row
 /// counts around a group of 16 rows (the last group part full, the output ending mid-unit),
 /// in runs of three groups and of many, and in lanes; and parts of f16 and i16 elements.
@@ -67,14 +67,18 @@ fn equal_short_parts_as_channels(gpu: &'static GpuSplitter) {
     }
 }
 
-/// Equal parts of whole words side by side, walked a word at a time where they are more
-/// than 4 or wider than a word, or lie off a vec4: f32 columns (5, 8 and 17 of them), f64
-/// and complex128 columns, parts of 3 f32, at row counts that end the output mid-unit or on
-/// a unit; in runs of three units and of many, and in lanes.
+/// Equal parts of whole words side by side, the wide channels where they are 5 to 8 words
+/// (f32 columns, 5 and 8 of them) and walked a word at a time where they are more than 8 or
+/// wider than a word, or lie off a vec4: 17 f32 columns, f64 and complex128 columns, parts of
+/// 3 f32, at row counts that end the output mid-unit or on a unit; in runs of three units and
+/// of many, and in lanes.
 fn equal_parts_of_whole_words(gpu: &'static GpuSplitter) {
     let cases = [
         (DType::F32, 1, 5),
+        (DType::F32, 1, 6),
+        (DType::F32, 1, 7),
         (DType::F32, 1, 8),
+        (DType::F32, 1, 9),
         (DType::F32, 1, 17),
         (DType::F32, 3, 2),
         (DType::F32, 1, 3),

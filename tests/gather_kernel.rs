@@ -180,11 +180,11 @@ fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
     check_lengths(&longest, DType::U8, &[1 << 20, 35], 14, vec![1, 17, 17]);
 }
 
-/// Equal parts of rows of up to 16 bytes, which take the channels where they are 2, 3 or 4
+/// Equal parts of rows of up to 16 bytes, which take the channels where they are 2 to 8
 /// parts of 1, 2 or 4 bytes (CPU adapters: parts not of whole words): every row length and
 /// every part width that divides it, with row counts around a group of 16 rows (the last
 /// group part full, the parts ending mid-unit), in runs of three groups and of many, and in
-/// lanes; and parts of i16 and f16 elements.
+/// lanes; 5 to 9 parts of 4 bytes; and parts of i16 and f16 elements.
 fn equal_parts_of_short_rows(gpu: &'static GpuSplitter) {
     let mappings = [
         (GatherMode::Cpu, 3),
@@ -198,6 +198,12 @@ fn equal_parts_of_short_rows(gpu: &'static GpuSplitter) {
                 let lengths = vec![width as i64; stride / width];
                 check_lengths(&variants, DType::U8, &[rows, stride], stride as u8, lengths);
             }
+        }
+    }
+    for count in 5..=9usize {
+        for rows in [3, 4, 5, 333] {
+            let lengths = vec![1; count];
+            check_lengths(&variants, DType::F32, &[rows, count], count as u8, lengths);
         }
     }
     check_parts(&variants, DType::F16, &[1001, 3], 21, 3);

@@ -13,9 +13,13 @@ pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl")
 /// `shaders/split_gather_schedules.wgsl`: the schedules' code.
 pub const SCHEDULES_WGSL: &str = include_str!("../../../shaders/split_gather_schedules.wgsl");
 
-/// `shaders/split_gather_narrow.wgsl`: rows shorter than a unit, in runs (a split's and a
-/// concat's).
+/// `shaders/split_gather_narrow.wgsl`: rows shorter than a unit walked (a split's and a
+/// concat's), and the lanes' spans.
 pub const NARROW_WGSL: &str = include_str!("../../../shaders/split_gather_narrow.wgsl");
+
+/// `shaders/split_gather_channels.wgsl`: the channels, split and joined, in the builds that
+/// hold their bodies.
+pub const CHANNELS_WGSL: &str = include_str!("../../../shaders/split_gather_channels.wgsl");
 
 /// `shaders/split_gather_join.wgsl`: the concat's program ([`EntryPoint::Join`]).
 pub const JOIN_WGSL: &str = include_str!("../../../shaders/split_gather_join.wgsl");

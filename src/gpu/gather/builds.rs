@@ -1,7 +1,8 @@
 //! The shader's builds, each assembled from named pieces (WGSL has no include): the shader's
 //! files, the input bindings ([`InputBindings`]) and the output bindings ([`OutputBindings`])
-//! with their access functions, the trace hook ([`Hook`]), and the entry points stamped from
-//! one body. Nothing is made by editing another build's text.
+//! with their access functions, the trace hook ([`Hook`]), the channels' bodies
+//! ([`Bodies`]), and the entry points stamped from one body. Nothing is made by editing
+//! another build's text.
 //!
 //! Group 0 binds, in the one order [`slots()`] gives (and every declaration, layout and bind
 //! group is made from): the table (binding 0), each input as words, each input as vec4s, each
@@ -9,7 +10,8 @@
 //! input that is the table at 0, the input at 1 and 2 and the outputs from 3.
 
 use super::abi::{
-    EntryPoint, GATHER_WGSL, JOIN_RUNS_WGSL, JOIN_WGSL, NARROW_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
+    Channels, EntryPoint, ProgramKey, CHANNELS_WGSL, GATHER_WGSL, JOIN_RUNS_WGSL, JOIN_WGSL,
+    NARROW_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
 };
 use crate::error::Result;
 use bindings::{inputs_piece, outputs_piece};
@@ -31,6 +33,84 @@ pub enum Hook {
     /// [`RECORDING_HOOK`]): the memory trace's builds (`bench` feature).
     #[cfg_attr(not(feature = "bench"), allow(dead_code))]
     Recording,
+}
+
+/// Which of the channels' bodies a build holds (`shaders/split_gather_channels.wgsl`). A
+/// pipeline's compiler takes everything its entry point reaches, the branches its override
+/// constants leave dead included, and a CPU adapter's takes seconds over the channels' bodies:
+/// so the programs without channels take a build without them (`channels` and
+/// `join_channels` empty), and the channels of 2 to 4 parts one without those of 5 to 8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bodies {
+    None = 0,
+    Narrow = 1,
+    Wide = 2,
+}
+
+impl Bodies {
+    /// Every build's bodies, in the order of their values.
+    pub const ALL: [Bodies; 3] = [Bodies::None, Bodies::Narrow, Bodies::Wide];
+
+    /// The bodies `key` runs.
+    pub fn of(key: ProgramKey) -> Bodies {
+        match key.channels {
+            None => Bodies::None,
+            Some(Channels { wide: false, .. }) => Bodies::Narrow,
+            Some(Channels { wide: true, .. }) => Bodies::Wide,
+        }
+    }
+}
+
+/// [`Bodies::None`]: the channels' entries, empty.
+const NO_CHANNELS: &str = "
+fn channels(block: u32, lane: u32) {}
+fn join_channels(p: Params, h: JoinHeader, block: u32, lane: u32) {}
+";
+
+/// The bodies' dispatchers after `shaders/split_gather_channels.wgsl`: a `switch` on the
+/// dispatch's count of parts with a case per count of the build's band (`{split}`, `{join}`:
+/// the last is the default), each calling the body with its count a constant.
+const BODIES: &str = "
+fn channel_bodies(p: Params, block: u32, lane: u32) -> vec3<u32> {
+    var left: vec3<u32>;
+    switch (p.num_entries) {
+{split}    }
+    return left;
+}
+
+fn join_channel_bodies(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32) -> vec3<u32> {
+    var left: vec3<u32>;
+    switch (s.count) {
+{join}    }
+    return left;
+}
+";
+
+/// The channels' piece of a build with `bodies`.
+fn channels_piece(bodies: Bodies) -> String {
+    let parts = match bodies {
+        Bodies::None => return NO_CHANNELS.into(),
+        Bodies::Narrow => Channels::NARROW,
+        Bodies::Wide => Channels::WIDE,
+    };
+    let last = *parts.end();
+    let cases = |body: &str| -> String {
+        parts
+            .clone()
+            .map(|c| {
+                let label = if c == last {
+                    "default".into()
+                } else {
+                    format!("case {c}u")
+                };
+                format!("        {label}: {{ left = {body}, {c}u); }}\n")
+            })
+            .collect()
+    };
+    let dispatchers = BODIES
+        .replace("{split}", &cases("channels_of(p, block, lane"))
+        .replace("{join}", &cases("join_channels_of(p, h, s, block, lane"));
+    format!("{CHANNELS_WGSL}\n{dispatchers}")
 }
 
 /// The one body every entry point is stamped from: `{name}` is the entry point's name,
@@ -97,19 +177,25 @@ fn hook_piece(hook: Hook) -> String {
     }
 }
 
-/// The gather shader with `inputs`, `outputs` and `hook`: `shaders/split_gather_table.wgsl`,
-/// `split_gather.wgsl`, the inputs' and the outputs' pieces, the hook,
-/// `shaders/split_gather_schedules.wgsl`, `split_gather_narrow.wgsl`,
-/// `split_gather_join.wgsl` and `split_gather_join_runs.wgsl`, then one entry point per
-/// [`EntryPoint`], stamped from [`ENTRY_POINT`].
-pub fn gather_source(inputs: InputBindings, outputs: OutputBindings, hook: Hook) -> Result<String> {
+/// The gather shader with `inputs`, `outputs`, `hook` and `bodies`:
+/// `shaders/split_gather_table.wgsl`, `split_gather.wgsl`, the inputs' and the outputs'
+/// pieces, the hook, `shaders/split_gather_schedules.wgsl`, `split_gather_narrow.wgsl`, the
+/// channels' piece, `split_gather_join.wgsl` and `split_gather_join_runs.wgsl`, then one
+/// entry point per [`EntryPoint`], stamped from [`ENTRY_POINT`].
+pub fn gather_source(
+    inputs: InputBindings,
+    outputs: OutputBindings,
+    hook: Hook,
+    bodies: Bodies,
+) -> Result<String> {
     let slots = slots(inputs, outputs, hook == Hook::Recording);
     let mut source = format!(
-        "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n",
+        "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n// ---- Channels: {bodies:?} ----\n{}\n{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n",
         declarations(&slots),
         inputs_piece(inputs)?,
         outputs_piece(outputs)?,
-        hook_piece(hook)
+        hook_piece(hook),
+        channels_piece(bodies)
     );
     for entry in EntryPoint::ALL {
         let block = entry.block_function();
@@ -120,14 +206,25 @@ pub fn gather_source(inputs: InputBindings, outputs: OutputBindings, hook: Hook)
     Ok(source)
 }
 
+/// [`gather_source`] with each of [`Bodies::ALL`], in their order.
+pub fn gather_sources(
+    inputs: InputBindings,
+    outputs: OutputBindings,
+    hook: Hook,
+) -> Result<[String; 3]> {
+    let [none, narrow, wide] = Bodies::ALL.map(|b| gather_source(inputs, outputs, hook, b));
+    Ok([none?, narrow?, wide?])
+}
+
 /// The build that splits one input buffer into one output buffer ([`InputBindings::ONE`],
-/// [`OutputBindings::Units`] of 1, [`Hook::Silent`]), made once per test binary: what the
-/// tests of the shader's text parse.
+/// [`OutputBindings::Units`] of 1, [`Hook::Silent`], [`Bodies::Narrow`]), made once per test
+/// binary: what the tests of the shader's text parse.
 #[cfg(test)]
 pub fn shader_source() -> &'static str {
     static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SOURCE.get_or_init(|| {
-        gather_source(InputBindings::ONE, OutputBindings::Units(1), Hook::Silent)
+        let (inputs, outputs) = (InputBindings::ONE, OutputBindings::Units(1));
+        gather_source(inputs, outputs, Hook::Silent, Bodies::Narrow)
             .expect("one input and one output binding are in range")
     })
 }

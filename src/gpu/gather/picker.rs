@@ -85,10 +85,10 @@ fn join_channels_of(stride: u64, segments: &[Segment]) -> Option<Channels> {
 /// Whether a concat's `segments` into rows of `stride` bytes, merged where parts lie side by
 /// side (in rows longer than a unit), are walked (`join_walk`): one segment of parts that is
 /// the whole row ([`walked`]), each part narrower than a unit, or of whole words up to a unit read
-/// from whole words (eight f32 columns, f64 or complex columns). In the join's units such
-/// parts ran at a fifth to a seventeenth of the walk's rate on lavapipe (five 7-byte parts:
-/// 0.04 of the copy kernel, 0.20 walked; `concat_columns`: 0.20 GB/s, 3.3 walked a word at a
-/// time).
+/// from whole words (sixteen f32 columns, f64 or complex columns; up to eight f32 columns are
+/// channels). In the join's units such parts ran at a fifth to a seventeenth of the walk's
+/// rate on lavapipe (five 7-byte parts: 0.04 of the copy kernel, 0.20 walked; eight f32
+/// columns: 0.20 GB/s, 3.3 walked a word at a time).
 pub(super) fn join_walks(stride: u64, segments: &[Segment]) -> bool {
     let [s] = segments else { return false };
     let words = (s.row_bytes | s.src_offset | s.part_step).is_multiple_of(4);

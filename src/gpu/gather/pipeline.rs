@@ -4,7 +4,7 @@
 
 use super::abi::{ProgramKey, UNIT_BYTES};
 use super::builds::{
-    gather_source, single_output, slots, Hook, InputBindings, OutputBindings, Slot,
+    gather_sources, single_output, slots, Bodies, Hook, InputBindings, OutputBindings, Slot,
 };
 #[cfg(feature = "bench")]
 use super::dispatches::Dispatch;
@@ -20,11 +20,15 @@ mod binding;
 pub(crate) use binding::record_unscoped;
 pub use binding::{record_bound, BoundDispatch, Windows};
 
-/// The gather shader compiled for one device, with its bind group layout; each entry point's
-/// pipeline is made the first time a dispatch needs it.
+/// The gather shader compiled for one device, with its bind group layout; each program's
+/// pipeline, and the module of its channels' bodies ([`Bodies`]), is made the first time a
+/// dispatch needs it.
 #[derive(Debug, Clone)]
 pub struct GatherPipeline {
-    module: wgpu::ShaderModule,
+    /// The build's source with each [`Bodies`], and its module, made on first use (the one
+    /// without channels at once, so that the build's errors come from its construction).
+    sources: Arc<[String; 3]>,
+    modules: Arc<[OnceLock<wgpu::ShaderModule>; 3]>,
     bind_group_layout: wgpu::BindGroupLayout,
     layout: wgpu::PipelineLayout,
     /// One pipeline per program ([`ProgramKey::index`]), made on first use and shared by
@@ -75,13 +79,13 @@ impl GatherPipeline {
         outputs: OutputBindings,
         moving: Option<Direction>,
     ) -> Result<Self> {
-        let source = gather_source(inputs, outputs, Hook::Silent)?;
+        let sources = gather_sources(inputs, outputs, Hook::Silent)?;
         let what = format!(
             "compiling the split pipeline (input buffers: {}, outputs: {outputs:?})",
             inputs.count()
         );
         scoped_async(device, &what, || {
-            Self::build(device, &source, false, inputs, outputs, moving)
+            Self::build(device, sources, false, inputs, outputs, moving)
         })
         .await
     }
@@ -103,9 +107,9 @@ impl GatherPipeline {
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
         let (inputs, outputs) = (InputBindings::ONE, OutputBindings::Units(1));
-        let source = gather_source(inputs, outputs, Hook::Recording)?;
+        let sources = gather_sources(inputs, outputs, Hook::Recording)?;
         scoped(device, "compiling the traced split pipeline", || {
-            Self::build(device, &source, true, inputs, outputs, None)
+            Self::build(device, sources, true, inputs, outputs, None)
         })
     }
 
@@ -125,14 +129,16 @@ impl GatherPipeline {
 
     fn build(
         device: &wgpu::Device,
-        source: &str,
+        sources: [String; 3],
         traced: bool,
         inputs: InputBindings,
         outputs: OutputBindings,
         moving: Option<Direction>,
     ) -> Self {
         let (dst_bindings, _) = outputs.count_and_views();
-        let module = gather_module(device, source);
+        let modules: [OnceLock<wgpu::ShaderModule>; 3] = Default::default();
+        let none = Bodies::None as usize;
+        let _ = modules[none].set(gather_module(device, &sources[none]));
         let slots = slots(inputs, outputs, traced);
         let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..)
             .zip(&slots)
@@ -169,7 +175,8 @@ impl GatherPipeline {
         };
         let stand_in_slots = 2 * dst_bindings as u64 * offset_align.max(UNIT_BYTES);
         Self {
-            module,
+            sources: Arc::new(sources),
+            modules: Arc::new(modules),
             bind_group_layout,
             layout,
             pipelines: Arc::new(std::array::from_fn(|_| OnceLock::new())),
@@ -188,10 +195,13 @@ impl GatherPipeline {
     /// error scope.
     fn pipeline(&self, device: &wgpu::Device, key: ProgramKey) -> wgpu::ComputePipeline {
         let made = self.pipelines[key.index()].get_or_init(|| {
+            let bodies = Bodies::of(key) as usize;
+            let module =
+                self.modules[bodies].get_or_init(|| gather_module(device, &self.sources[bodies]));
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(key.label()),
                 layout: Some(&self.layout),
-                module: &self.module,
+                module,
                 entry_point: Some(key.entry.name()),
                 // The shader has no workgroup memory to zero.
                 compilation_options: wgpu::PipelineCompilationOptions {

@@ -21,8 +21,9 @@ type Constants = naga::back::PipelineConstants;
 /// The gather's override constants in each lane mapping (those of each
 /// [`ProgramKey`](crate::gpu::gather::abi::ProgramKey)).
 fn gather_constants() -> Vec<Constants> {
-    let channels = Some(crate::gpu::gather::abi::Channels { width: 1 });
-    [(false, None), (true, None), (true, channels)]
+    let channels = crate::gpu::gather::abi::Channels::of(3, 1, 3);
+    let wide = crate::gpu::gather::abi::Channels::of(32, 4, 8);
+    [(false, None), (true, None), (true, channels), (false, wide)]
         .into_iter()
         .map(|(lanes_in_runs, channels)| {
             let key = crate::gpu::gather::abi::ProgramKey {
@@ -124,21 +125,29 @@ fn gather_entries() -> Vec<&'static str> {
 #[test]
 fn split_shader_compiles_for_every_backend() {
     use crate::gpu::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
-    use crate::gpu::gather::builds::{gather_source, Hook, InputBindings, OutputBindings};
+    use crate::gpu::gather::builds::{gather_source, Bodies, Hook, InputBindings, OutputBindings};
     let one = InputBindings::ONE;
     let many = InputBindings(MAX_SRC_BINDINGS);
     // Every build: the outputs bound each way (the multi-output build at its most bindings),
-    // the multi-input build with each single output, and the trace build, whose hook records.
-    for (inputs, outputs, hook) in [
-        (one, OutputBindings::Units(1), Hook::Silent),
-        (one, OutputBindings::WordsOnly, Hook::Silent),
-        (one, OutputBindings::Units(MAX_DST_BINDINGS), Hook::Silent),
-        (many, OutputBindings::Units(1), Hook::Silent),
-        (many, OutputBindings::WordsOnly, Hook::Silent),
-        (one, OutputBindings::Units(1), Hook::Recording),
+    // the multi-input build with each single output, and the trace build, whose hook records;
+    // each of the channels' bodies.
+    for (inputs, outputs, hook, bodies) in [
+        (one, OutputBindings::Units(1), Hook::Silent, Bodies::None),
+        (one, OutputBindings::Units(1), Hook::Silent, Bodies::Narrow),
+        (one, OutputBindings::Units(1), Hook::Silent, Bodies::Wide),
+        (one, OutputBindings::WordsOnly, Hook::Silent, Bodies::Narrow),
+        (
+            one,
+            OutputBindings::Units(MAX_DST_BINDINGS),
+            Hook::Silent,
+            Bodies::Wide,
+        ),
+        (many, OutputBindings::Units(1), Hook::Silent, Bodies::Narrow),
+        (many, OutputBindings::WordsOnly, Hook::Silent, Bodies::None),
+        (one, OutputBindings::Units(1), Hook::Recording, Bodies::Wide),
     ] {
-        let source = gather_source(inputs, outputs, hook).unwrap();
-        let name = format!("split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?})");
+        let source = gather_source(inputs, outputs, hook, bodies).unwrap();
+        let name = format!("split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?}, {bodies:?})");
         translate_everywhere(&name, &source, &gather_entries(), &gather_constants());
     }
 }

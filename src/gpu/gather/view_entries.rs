@@ -181,7 +181,7 @@ pub fn lower_view(
 /// the planes joined into rows as a concat's channels are (one segment of `C` parts, read
 /// from input byte `src_base` on, written from output byte `dst_base` on, `unit_base` added
 /// to its first unit), over windows of `src_size` and `dst_size` bytes: the channels where
-/// they are ([`Channels`](super::abi::Channels)), else walked (`join_walks`: more than 4
+/// they are ([`Channels`](super::abi::Channels)), else walked (`join_walks`: more than 8
 /// planes, or planes off a unit). A batch's images (`[N, C, H, W]` as `[N, H, W, C]`) are
 /// the join repeated, an image a join (the header's `repeat_*`). `None` where the pixels are
 /// not side by side or the destination (each image's) does not start on a unit.

@@ -98,8 +98,9 @@ fn no_build_has_workgroup_memory() {
     // No program stages bytes or hands values over through workgroup memory, so none has a
     // barrier (the GPU evidence: docs/performance.md): every build, the trace build
     // included.
-    use super::super::builds::{gather_source, Hook, InputBindings, OutputBindings};
-    let trace = gather_source(InputBindings(2), OutputBindings::Units(2), Hook::Recording).unwrap();
+    use super::super::builds::{gather_source, Bodies, Hook, InputBindings, OutputBindings};
+    let (inputs, outputs) = (InputBindings(2), OutputBindings::Units(2));
+    let trace = gather_source(inputs, outputs, Hook::Recording, Bodies::Wide).unwrap();
     let trace = naga::front::wgsl::parse_str(&trace).expect("the trace build parses");
     for build in [module(), trace] {
         let shared: Vec<_> = build
@@ -211,4 +212,18 @@ fn aligned_rows_take_the_vec4_program_and_every_key_its_own_place() {
             ("CHANNEL_WIDTH", 0.0)
         ]
     );
+    let wide = ProgramKey {
+        entry: EntryPoint::Join,
+        lanes_in_runs: false,
+        channels: Channels::of(32, 4, 8),
+    };
+    assert_eq!(
+        wide.constants(),
+        [
+            ("LANES_IN_RUNS", 0.0),
+            ("WORKGROUP_SIZE", 256.0),
+            ("CHANNEL_WIDTH", 4.0)
+        ]
+    );
+    assert_eq!(wide.to_string(), "main_join lanes channels w4 wide");
 }

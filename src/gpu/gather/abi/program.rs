@@ -46,7 +46,8 @@ impl EntryPoint {
 
 /// What one dispatch runs, and the key of its compiled pipeline: the entry point, the lane
 /// mapping and the channels, which the shader takes as its override constants
-/// (`LANES_IN_RUNS`, `WORKGROUP_SIZE`, `CHANNEL_WIDTH`). The planner picks
+/// (`LANES_IN_RUNS`, `WORKGROUP_SIZE`, `CHANNEL_WIDTH`) in a build with its channels' bodies
+/// (`builds::Bodies`). The planner picks
 /// it with the dispatch's table (`gather::picker`, the one place that chooses), and nothing
 /// derives it later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,45 +63,63 @@ pub struct ProgramKey {
 }
 
 impl std::fmt::Display for ProgramKey {
-    /// The entry point, the lane mapping and the channels: `main_rows runs channels w1`.
+    /// The entry point, the lane mapping and the channels: `main_rows runs channels w1`,
+    /// `main_join lanes channels w4 wide`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mapping = if self.lanes_in_runs { "runs" } else { "lanes" };
         write!(f, "{} {mapping}", self.entry.name())?;
         match self.channels {
-            Some(c) => write!(f, " channels w{}", c.width),
+            Some(c) => {
+                let band = if c.wide { " wide" } else { "" };
+                write!(f, " channels w{}{band}", c.width)
+            }
             None => Ok(()),
         }
     }
 }
 
-/// Rows of 2, 3 or 4 equal parts of `width` bytes side by side, 1, 2 or 4 bytes each (an
-/// image's RGB or RGBA pixels of u8, f16 or f32, a complex number's parts: [`Channels::ALL`]),
-/// split or concatenated a unit of each part at a time (`16 / width` rows). The width is
-/// fixed per pipeline and the dispatch's parts pick one of three bodies, each for its count
-/// of parts, so that the place of every byte in the group is a constant the driver folds into
-/// shifts (`channels` and `join_channels` in `shaders/split_gather_narrow.wgsl`).
+/// Rows of 2 to 8 equal parts of `width` bytes side by side, 1, 2 or 4 bytes each (an image's
+/// RGB or RGBA pixels of u8, f16 or f32, a complex number's parts, eight feature columns:
+/// [`Channels::ALL`]), split or concatenated a unit of each part at a time (`16 / width`
+/// rows). The width (an override constant) and the band of counts ([`Channels::NARROW`], or
+/// `wide`: [`Channels::WIDE`], a build of its own) are fixed per pipeline and the dispatch's
+/// parts pick one body of the band, each for its count of parts, so that the place of every
+/// byte in the group is a constant the driver folds into shifts (`channels` and
+/// `join_channels` in `shaders/split_gather_channels.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Channels {
     pub width: u8,
+    /// 5 to 8 parts (else 2 to 4).
+    pub wide: bool,
 }
 
 impl Channels {
-    /// Every channels program, in the order of their keys: parts of 1, 2 or 4 bytes.
-    pub const ALL: [Channels; 3] = [
-        Channels { width: 1 },
-        Channels { width: 2 },
-        Channels { width: 4 },
+    /// Every channels program, in the order of their keys: parts of 1, 2 or 4 bytes, 2 to 4
+    /// of them, then 5 to 8.
+    pub const ALL: [Channels; 6] = [
+        Channels::new(1, false),
+        Channels::new(2, false),
+        Channels::new(4, false),
+        Channels::new(1, true),
+        Channels::new(2, true),
+        Channels::new(4, true),
     ];
 
-    /// The parts a row may have: 2, 3 or 4.
-    pub const PARTS: std::ops::RangeInclusive<u64> = 2..=4;
+    /// The parts a row may have in the narrow channels' pipelines, and in the wide ones.
+    pub const NARROW: std::ops::RangeInclusive<u64> = 2..=4;
+    pub const WIDE: std::ops::RangeInclusive<u64> = 5..=8;
+
+    const fn new(width: u8, wide: bool) -> Channels {
+        Channels { width, wide }
+    }
 
     /// Rows of `stride` bytes as `parts` parts of `width`, if they are channels.
     pub fn of(stride: u64, width: u64, parts: u64) -> Option<Channels> {
+        let wide = Channels::WIDE.contains(&parts);
         Channels::ALL
             .into_iter()
-            .find(|c| c.width as u64 == width)
-            .filter(|_| Channels::PARTS.contains(&parts) && width * parts == stride)
+            .find(|c| (c.width as u64, c.wide) == (width, wide))
+            .filter(|_| (wide || Channels::NARROW.contains(&parts)) && width * parts == stride)
     }
 
     /// Its place in [`Channels::ALL`].

@@ -76,7 +76,7 @@ fn short_rows_take_the_channels_or_the_runs_on_gpus() {
     let p = program(&[1 << 22, 4], vec![1; 4], DType::F32);
     assert_eq!(
         (p.entry, p.lanes_in_runs, p.channels),
-        (EntryPoint::Rows, false, Some(Channels { width: 4 }))
+        (EntryPoint::Rows, false, Channels::of(16, 4, 4))
     );
     // Unequal short rows, of words or of bytes: the runs.
     for (shape, lengths, dtype) in [

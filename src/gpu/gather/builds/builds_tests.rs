@@ -62,6 +62,7 @@ fn each_build_binds_its_outputs() {
             InputBindings::ONE,
             OutputBindings::Units(bindings),
             Hook::Silent,
+            Bodies::Narrow,
         )
         .unwrap();
         let units = (0..bindings).map(|j| (format!("dst{j}"), 3 + j));
@@ -69,7 +70,13 @@ fn each_build_binds_its_outputs() {
         let want: Vec<(String, u32)> = units.chain(tails).collect();
         assert_eq!(outputs(&module(&source)), want);
     }
-    let words = gather_source(InputBindings::ONE, OutputBindings::WordsOnly, Hook::Silent).unwrap();
+    let words = gather_source(
+        InputBindings::ONE,
+        OutputBindings::WordsOnly,
+        Hook::Silent,
+        Bodies::None,
+    )
+    .unwrap();
     let words = module(&words);
     assert_eq!(outputs(&words), [("dst_words".to_string(), 3)]);
     let storage = words
@@ -79,8 +86,13 @@ fn each_build_binds_its_outputs() {
         .count();
     assert_eq!(storage, 4, "the words build fits downlevel devices");
     for bad in [0, MAX_DST_BINDINGS + 1] {
-        let err = gather_source(InputBindings::ONE, OutputBindings::Units(bad), Hook::Silent)
-            .unwrap_err();
+        let err = gather_source(
+            InputBindings::ONE,
+            OutputBindings::Units(bad),
+            Hook::Silent,
+            Bodies::None,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains(&bad.to_string()), "{err}");
     }
 }
@@ -91,6 +103,7 @@ fn the_recording_hook_adds_its_buffer_at_its_binding() {
         InputBindings::ONE,
         OutputBindings::Units(1),
         Hook::Recording,
+        Bodies::None,
     )
     .unwrap();
     let traced = module(&source);
@@ -120,7 +133,8 @@ fn each_build_binds_its_inputs_before_its_outputs() {
         (MAX_SRC_BINDINGS, OutputBindings::Units(1)),
         (3, OutputBindings::WordsOnly),
     ] {
-        let source = gather_source(InputBindings(n), outputs_kind, Hook::Silent).unwrap();
+        let source =
+            gather_source(InputBindings(n), outputs_kind, Hook::Silent, Bodies::Wide).unwrap();
         let built = module(&source);
         let words = (0..n).map(|j| (format!("src{j}"), 1 + j));
         let vec4s = (0..n).map(|j| (format!("src4_{j}"), 1 + n + j));
@@ -137,8 +151,13 @@ fn each_build_binds_its_inputs_before_its_outputs() {
         assert_eq!(storage, 1 + 2 * n + outputs_kind.count_and_views().1);
     }
     for bad in [0, MAX_SRC_BINDINGS + 1] {
-        let err =
-            gather_source(InputBindings(bad), OutputBindings::Units(1), Hook::Silent).unwrap_err();
+        let err = gather_source(
+            InputBindings(bad),
+            OutputBindings::Units(1),
+            Hook::Silent,
+            Bodies::None,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains(&bad.to_string()), "{err}");
     }
 }
@@ -158,7 +177,7 @@ fn every_build_declares_its_slots_and_nothing_else() {
         ),
     ] {
         let want = slots(inputs, outputs, hook == Hook::Recording);
-        let built = module(&gather_source(inputs, outputs, hook).unwrap());
+        let built = module(&gather_source(inputs, outputs, hook, Bodies::Narrow).unwrap());
         let mut got: Vec<(u32, bool)> = built
             .global_variables
             .iter()
@@ -173,5 +192,52 @@ fn every_build_declares_its_slots_and_nothing_else() {
         got.sort();
         let want: Vec<(u32, bool)> = (0..).zip(want.iter().map(|s| s.writable())).collect();
         assert_eq!(got, want, "{inputs:?} {outputs:?} {hook:?}");
+    }
+}
+
+#[test]
+fn each_build_holds_its_channels_bodies() {
+    // The build without channels holds none of their functions; the narrow and the wide
+    // ones a body for each count of parts of their band, the last the default.
+    let (one, units) = (InputBindings::ONE, OutputBindings::Units(1));
+    let functions = |bodies| {
+        let built = module(&gather_source(one, units, Hook::Silent, bodies).unwrap());
+        let names: Vec<String> = built
+            .functions
+            .iter()
+            .filter_map(|(_, f)| f.name.clone())
+            .collect();
+        (
+            gather_source(one, units, Hook::Silent, bodies).unwrap(),
+            names,
+        )
+    };
+    let (none, names) = functions(Bodies::None);
+    assert!(names.iter().any(|n| n == "join_channels"));
+    assert!(!names
+        .iter()
+        .any(|n| n.starts_with("channel_") || n.ends_with("channels_of")));
+    assert!(!none.contains("CHANNEL_ROWS"));
+    for (bodies, cases, default) in [
+        (Bodies::Narrow, &[2, 3][..], 4),
+        (Bodies::Wide, &[5, 6, 7][..], 8),
+    ] {
+        let (source, names) = functions(bodies);
+        assert!(names.iter().any(|n| n == "join_channels_of"), "{bodies:?}");
+        for c in cases {
+            assert!(source.contains(&format!(
+                "case {c}u: {{ left = channels_of(p, block, lane, {c}u); }}"
+            )));
+            assert!(source.contains(&format!(
+                "case {c}u: {{ left = join_channels_of(p, h, s, block, lane, {c}u); }}"
+            )));
+        }
+        assert!(source.contains(&format!(
+            "default: {{ left = channels_of(p, block, lane, {default}u); }}"
+        )));
+        assert!(
+            !source.contains(&format!("case {default}u: {{ left")),
+            "{bodies:?}"
+        );
     }
 }

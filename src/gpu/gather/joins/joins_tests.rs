@@ -256,10 +256,12 @@ fn forced_long_lanes_stay_within_llvmpipe_turns() {
         max_steps_per_lane: 60_000,
         ..gpu()
     };
-    // Four columns (the channels), eight (walked), `concat_bytes_odd` (the join's units).
+    // Four and eight columns (the channels), nine (walked), `concat_bytes_odd` (the join's
+    // units).
     for (shapes, size, channels, steps) in [
         (vec![[1 << 24, 1]; 4], 4, true, 7_500),
-        (vec![[1 << 24, 1]; 8], 4, false, 7_500),
+        (vec![[1 << 24, 1]; 8], 4, true, 7_500),
+        (vec![[1 << 24, 1]; 9], 4, false, 7_500),
         (vec![[16384, 1365]; 3], 1, false, 60_000 / 32),
     ] {
         let (bytes, parts) = packed_concat(&shapes, size);

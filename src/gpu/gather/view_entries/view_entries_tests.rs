@@ -148,16 +148,22 @@ fn channels_last_parts_join_their_planes() {
     };
     // Written 8 bytes into a unit: an entry a pixel.
     assert!(view_channels(&runs, (0, 8, 0), sizes, tuning).is_none());
-    // Planes of 63 x 63 lie off a unit (4 channels), rows of 8 are more than 4: the planes joined
+    // Eight planes: the wide channels.
+    let eight = ops::split(&[1, 8, 64, 64], &IntTensor::scalar(1), 1).unwrap();
+    let view = PartView::within(&[1, 8, 64, 64], &[1, 64, 64, 8], &[0, 2, 3, 1], &[0; 4]);
+    let eight_runs = part_runs(&eight, 0, &view.unwrap(), 4, Access::Write).unwrap();
+    let d = view_channels(&eight_runs, (0, 0, 0), sizes, tuning).unwrap();
+    assert_eq!(d.program.to_string(), "main_join runs channels w4 wide");
+    // Planes of 63 x 63 lie off a unit (4 channels), rows of 10 are more than 8: the planes joined
     // and walked (`join_walk`: a word at a time for f32 on words, a byte at a time for f16
     // off a word), one segment of all the planes, not an entry a pixel.
     let odd = ops::split(&[1, 8, 63, 63], &IntTensor::scalar(1), 2).unwrap();
-    let whole = ops::split(&[1, 8, 64, 64], &IntTensor::scalar(1), 1).unwrap();
+    let whole = ops::split(&[1, 10, 64, 64], &IntTensor::scalar(1), 1).unwrap();
     let odd_view = PartView::within(&[1, 4, 63, 63], &[1, 63, 63, 4], &[0, 2, 3, 1], &[0; 4]);
-    let whole_view = PartView::within(&[1, 8, 64, 64], &[1, 64, 64, 8], &[0, 2, 3, 1], &[0; 4]);
+    let whole_view = PartView::within(&[1, 10, 64, 64], &[1, 64, 64, 10], &[0, 2, 3, 1], &[0; 4]);
     for (plan, part, view, planes) in [
         (&odd, 1, odd_view.unwrap(), 4),
-        (&whole, 0, whole_view.unwrap(), 8),
+        (&whole, 0, whole_view.unwrap(), 10),
     ] {
         for size in [4, 2] {
             let runs = part_runs(plan, part, &view, size, Access::Write).unwrap();
