@@ -164,6 +164,9 @@ fn join_channels(p: Params, h: JoinHeader, block: u32, lane: u32) {
     // The lane's groups past the output's whole units below its binding's `units_end` (the
     // last group where rows are not a multiple of 16 bytes, a binding's last units), walked
     // (`join_walk`: the segment is the whole row): in runs at once, in turn a group a step.
+    if (left.x >= left.y) {
+        return;
+    }
     let last = h.first_unit + (h.end_byte + 15u) / 16u;
     let walk = join_of(p, h);
     let groups = select(1u, left.y - left.x, LANES_IN_RUNS);

@@ -201,16 +201,14 @@ fn each_build_holds_its_channels_bodies() {
     // ones a body for each count of parts of their band, the last the default.
     let (one, units) = (InputBindings::ONE, OutputBindings::Units(1));
     let functions = |bodies| {
-        let built = module(&gather_source(one, units, Hook::Silent, bodies).unwrap());
+        let source = gather_source(one, units, Hook::Silent, bodies).unwrap();
+        let built = module(&source);
         let names: Vec<String> = built
             .functions
             .iter()
             .filter_map(|(_, f)| f.name.clone())
             .collect();
-        (
-            gather_source(one, units, Hook::Silent, bodies).unwrap(),
-            names,
-        )
+        (source, names)
     };
     let (none, names) = functions(Bodies::None);
     assert!(names.iter().any(|n| n == "join_channels"));
