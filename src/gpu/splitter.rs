@@ -103,7 +103,8 @@ pub struct SplitOptions {
     /// trace use it to run the GPU kernel on a CPU adapter.
     pub gather_mode: Option<GatherMode>,
     /// The most steps one gather lane takes in its workgroup (at least 1): in each, it writes
-    /// one 16-byte unit of an output, loads one of the input, or stages one tile of rows.
+    /// one 16-byte unit of an output (or, in the channels, one group of rows: a unit of each
+    /// part).
     pub max_steps_per_lane: Option<u32>,
     /// The most output buffers one gather dispatch of [`Outputs::Regions`](crate::Outputs)
     /// writes, within what the device allows (its storage buffers per shader stage, less the
