@@ -1,4 +1,4 @@
-//! The gather route: one compute dispatch of the gather shader ([`builds::gather_source`]) for
+//! The gather route: one compute dispatch of the gather shader ([`builds::GatherSource`]) for
 //! every output (several only past one binding).
 //!
 //! - [`abi`]: the table's structs, modes, schedules, entry points and sizes, checked against the

@@ -7,7 +7,7 @@
 pub const TABLE_WGSL: &str = include_str!("../../../shaders/split_gather_table.wgsl");
 
 /// `shaders/split_gather.wgsl`: the access functions and the word assembly.
-/// [`super::builds::gather_source`] assembles the builds from it.
+/// [`super::builds::GatherSource`] assembles the builds from it.
 pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl");
 
 /// `shaders/split_gather_schedules.wgsl`: the schedules' code.

@@ -48,9 +48,6 @@ pub enum Bodies {
 }
 
 impl Bodies {
-    /// Every build's bodies, in the order of their values.
-    pub const ALL: [Bodies; 3] = [Bodies::None, Bodies::Narrow, Bodies::Wide];
-
     /// The bodies `key` runs.
     pub fn of(key: ProgramKey) -> Bodies {
         match key.channels {
@@ -177,43 +174,58 @@ fn hook_piece(hook: Hook) -> String {
     }
 }
 
-/// The gather shader with `inputs`, `outputs`, `hook` and `bodies`:
+/// The gather shader with `inputs`, `outputs` and `hook`, around its channels' piece:
 /// `shaders/split_gather_table.wgsl`, `split_gather.wgsl`, the inputs' and the outputs'
-/// pieces, the hook, `shaders/split_gather_schedules.wgsl`, `split_gather_narrow.wgsl`, the
-/// channels' piece, `split_gather_join.wgsl` and `split_gather_join_runs.wgsl`, then one
-/// entry point per [`EntryPoint`], stamped from [`ENTRY_POINT`].
+/// pieces, the hook, `shaders/split_gather_schedules.wgsl`, `split_gather_narrow.wgsl`, then
+/// (after the channels' piece) `split_gather_join.wgsl` and `split_gather_join_runs.wgsl` and
+/// one entry point per [`EntryPoint`], stamped from [`ENTRY_POINT`]. Assembled once; each
+/// build with its [`Bodies`] is [`GatherSource::with`].
+#[derive(Debug)]
+pub struct GatherSource {
+    head: String,
+    tail: String,
+}
+
+impl GatherSource {
+    pub fn new(inputs: InputBindings, outputs: OutputBindings, hook: Hook) -> Result<Self> {
+        let slots = slots(inputs, outputs, hook == Hook::Recording);
+        let head = format!(
+            "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n",
+            declarations(&slots),
+            inputs_piece(inputs)?,
+            outputs_piece(outputs)?,
+            hook_piece(hook),
+        );
+        let mut tail = format!("{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n");
+        for entry in EntryPoint::ALL {
+            let block = entry.block_function();
+            tail += &ENTRY_POINT
+                .replace("{name}", entry.name())
+                .replace("{block}", block);
+        }
+        Ok(GatherSource { head, tail })
+    }
+
+    /// The build with `bodies`.
+    pub fn with(&self, bodies: Bodies) -> String {
+        let channels = channels_piece(bodies);
+        format!(
+            "{}// ---- Channels: {bodies:?} ----\n{channels}\n{}",
+            self.head, self.tail
+        )
+    }
+}
+
+/// The build with `inputs`, `outputs`, `hook` and `bodies` ([`GatherSource`]), as the tests
+/// of the shader's text take it.
+#[cfg(test)]
 pub fn gather_source(
     inputs: InputBindings,
     outputs: OutputBindings,
     hook: Hook,
     bodies: Bodies,
 ) -> Result<String> {
-    let slots = slots(inputs, outputs, hook == Hook::Recording);
-    let mut source = format!(
-        "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n// ---- Channels: {bodies:?} ----\n{}\n{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n",
-        declarations(&slots),
-        inputs_piece(inputs)?,
-        outputs_piece(outputs)?,
-        hook_piece(hook),
-        channels_piece(bodies)
-    );
-    for entry in EntryPoint::ALL {
-        let block = entry.block_function();
-        source += &ENTRY_POINT
-            .replace("{name}", entry.name())
-            .replace("{block}", block);
-    }
-    Ok(source)
-}
-
-/// [`gather_source`] with each of [`Bodies::ALL`], in their order.
-pub fn gather_sources(
-    inputs: InputBindings,
-    outputs: OutputBindings,
-    hook: Hook,
-) -> Result<[String; 3]> {
-    let [none, narrow, wide] = Bodies::ALL.map(|b| gather_source(inputs, outputs, hook, b));
-    Ok([none?, narrow?, wide?])
+    Ok(GatherSource::new(inputs, outputs, hook)?.with(bodies))
 }
 
 /// The build that splits one input buffer into one output buffer ([`InputBindings::ONE`],

@@ -4,7 +4,7 @@
 
 use super::abi::{ProgramKey, UNIT_BYTES};
 use super::builds::{
-    gather_sources, single_output, slots, Bodies, Hook, InputBindings, OutputBindings, Slot,
+    single_output, slots, Bodies, GatherSource, Hook, InputBindings, OutputBindings, Slot,
 };
 #[cfg(feature = "bench")]
 use super::dispatches::Dispatch;
@@ -25,9 +25,9 @@ pub use binding::{record_bound, BoundDispatch, Windows};
 /// dispatch needs it.
 #[derive(Debug, Clone)]
 pub struct GatherPipeline {
-    /// The build's source with each [`Bodies`], and its module, made on first use (the one
+    /// The build's source, and its module with each [`Bodies`], made on first use (the one
     /// without channels at once, so that the build's errors come from its construction).
-    sources: Arc<[String; 3]>,
+    source: Arc<GatherSource>,
     modules: Arc<[OnceLock<wgpu::ShaderModule>; 3]>,
     bind_group_layout: wgpu::BindGroupLayout,
     layout: wgpu::PipelineLayout,
@@ -79,13 +79,13 @@ impl GatherPipeline {
         outputs: OutputBindings,
         moving: Option<Direction>,
     ) -> Result<Self> {
-        let sources = gather_sources(inputs, outputs, Hook::Silent)?;
+        let source = GatherSource::new(inputs, outputs, Hook::Silent)?;
         let what = format!(
             "compiling the split pipeline (input buffers: {}, outputs: {outputs:?})",
             inputs.count()
         );
         scoped_async(device, &what, || {
-            Self::build(device, sources, false, inputs, outputs, moving)
+            Self::build(device, source, false, inputs, outputs, moving)
         })
         .await
     }
@@ -107,9 +107,9 @@ impl GatherPipeline {
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
         let (inputs, outputs) = (InputBindings::ONE, OutputBindings::Units(1));
-        let sources = gather_sources(inputs, outputs, Hook::Recording)?;
+        let source = GatherSource::new(inputs, outputs, Hook::Recording)?;
         scoped(device, "compiling the traced split pipeline", || {
-            Self::build(device, sources, true, inputs, outputs, None)
+            Self::build(device, source, true, inputs, outputs, None)
         })
     }
 
@@ -129,7 +129,7 @@ impl GatherPipeline {
 
     fn build(
         device: &wgpu::Device,
-        sources: [String; 3],
+        source: GatherSource,
         traced: bool,
         inputs: InputBindings,
         outputs: OutputBindings,
@@ -138,7 +138,7 @@ impl GatherPipeline {
         let (dst_bindings, _) = outputs.count_and_views();
         let modules: [OnceLock<wgpu::ShaderModule>; 3] = Default::default();
         let none = Bodies::None as usize;
-        let _ = modules[none].set(gather_module(device, &sources[none]));
+        let _ = modules[none].set(gather_module(device, &source.with(Bodies::None)));
         let slots = slots(inputs, outputs, traced);
         let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..)
             .zip(&slots)
@@ -175,7 +175,7 @@ impl GatherPipeline {
         };
         let stand_in_slots = 2 * dst_bindings as u64 * offset_align.max(UNIT_BYTES);
         Self {
-            sources: Arc::new(sources),
+            source: Arc::new(source),
             modules: Arc::new(modules),
             bind_group_layout,
             layout,
@@ -195,9 +195,9 @@ impl GatherPipeline {
     /// error scope.
     fn pipeline(&self, device: &wgpu::Device, key: ProgramKey) -> wgpu::ComputePipeline {
         let made = self.pipelines[key.index()].get_or_init(|| {
-            let bodies = Bodies::of(key) as usize;
-            let module =
-                self.modules[bodies].get_or_init(|| gather_module(device, &self.sources[bodies]));
+            let bodies = Bodies::of(key);
+            let module = self.modules[bodies as usize]
+                .get_or_init(|| gather_module(device, &self.source.with(bodies)));
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(key.label()),
                 layout: Some(&self.layout),

@@ -233,6 +233,9 @@ fn each_build_holds_its_channels_bodies() {
         assert!(source.contains(&format!(
             "default: {{ left = channels_of(p, block, lane, {default}u); }}"
         )));
+        assert!(source.contains(&format!(
+            "default: {{ left = join_channels_of(p, h, s, block, lane, {default}u); }}"
+        )));
         assert!(
             !source.contains(&format!("case {default}u: {{ left")),
             "{bodies:?}"
