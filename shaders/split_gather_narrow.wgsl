@@ -27,15 +27,17 @@ struct Walk {
 }
 
 // The cursor at source byte `at`, column `col` of part `part`, over `parts` parts of `width`
-// bytes, `part_step` source bytes from one part to the next and `row_gap` bytes after a
-// row's last part; a word a step where `words` (every argument then a multiple of 4).
-fn walk_from(at: u32, col: u32, part: u32, width: u32, parts: u32, part_step: u32, row_gap: u32, words: bool) -> Walk {
+// bytes, `part_step` source bytes from one part to the next and `row_step` from a row's
+// first part to the next row's; a word a step where `words` (every argument then a multiple
+// of 4). Each move is a difference of steps, so one that goes back (a read view whose rows
+// overlap or repeat: `row_step` below `width`) wraps in u32 as it should.
+fn walk_from(at: u32, col: u32, part: u32, width: u32, parts: u32, part_step: u32, row_step: u32, words: bool) -> Walk {
     // Bytes into steps by a shift: a division by a value the shader computes costs a GPU
     // tens of instructions.
     let sh = select(0u, 2u, words);
     let step = part_step >> sh;
     let w = width >> sh;
-    return Walk(at >> sh, col >> sh, part, w, parts, 1u + step - w, 1u + (row_gap >> sh) - (parts - 1u) * step);
+    return Walk(at >> sh, col >> sh, part, w, parts, 1u + step - w, 1u + (row_step >> sh) - w - (parts - 1u) * step);
 }
 
 // The next word (`words`, a constant at each call) or byte from the cursor, in the low bits;
@@ -98,7 +100,7 @@ fn walk_bytes(w: ptr<function, Walk>, n: u32, words: bool) -> vec4<u32> {
 
 // A cursor over entry `e`'s rows (one part a row, `src_stride` apart) from place `at` on.
 fn walk_entry(e: Entry, at: Place, words: bool) -> Walk {
-    return walk_from(at.src, at.col, 0u, e.row_bytes, 1u, 0u, e.src_stride - e.row_bytes, words);
+    return walk_from(at.src, at.col, 0u, e.row_bytes, 1u, 0u, e.src_stride, words);
 }
 
 // A split's whole units `first_unit .. end_unit` of entry `e`, whose rows are shorter than a
@@ -146,7 +148,7 @@ fn join_walk(h: Join, first: u32, end: u32) {
     let j = (b - row * r) / s.row_bytes;
     let t = b - row * r - j * s.row_bytes;
     let words = (s.row_bytes | s.src_offset | s.part_step) % 4u == 0u;
-    var w = walk_from(s.src_offset + j * s.part_step + row * s.row_bytes + t, t, j, s.row_bytes, s.count, s.part_step, 0u, words);
+    var w = walk_from(s.src_offset + j * s.part_step + row * s.row_bytes + t, t, j, s.row_bytes, s.count, s.part_step, s.row_bytes, words);
     let whole = min(min(end, units_end(first)), o + h.header.end_byte / 16u);
     var u = first;
     if (words) {

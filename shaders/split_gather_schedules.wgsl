@@ -88,7 +88,7 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
     var s4 = at.src / 16u;
     var d4 = e.dst_unit + at.dst / 16u;
     let row_units = e.row_bytes / 16u;
-    let src_gap4 = (e.src_stride - e.row_bytes) / 16u;
+    let src_gap4 = e.src_stride / 16u - row_units;
     let dst_gap4 = (e.dst_stride - e.row_bytes) / 16u;
     var left = row_units - at.col / 16u;
     for (var u = first_unit; u < end_unit; u++) {
@@ -141,7 +141,7 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32, to:
             // next, whose first byte is `next`.
             let k = e.row_bytes - col;
             let next = s + k + row_gap;
-            store_unit_fast_in(to, e.dst_unit + u, merge_bytes(load_bytes16(0u, s), load_bytes16(0u, next - k), k));
+            store_unit_fast_in(to, e.dst_unit + u, merge_bytes(load_bytes16(0u, s), load_bytes16_at(next, k), k));
             u += 1u;
             s = next + 16u - k;
             col = 16u - k;
@@ -163,6 +163,14 @@ fn copy_lanes_vec4(p: Params, e: Entry, local_block: u32, lane: u32) {
 // Bytes of entry `e`'s output in the unit from entry byte `b` on: 16, or fewer in its last.
 fn unit_bytes(e: Entry, b: u32) -> u32 {
     return min(16u, e.first_byte + e.out_bytes - b);
+}
+
+// Bytes k .. 16 of a unit (k from 1 to 15) from input byte `next` on, bytes 0 .. k zeros:
+// the next row's bytes of a unit that crosses a row end. Loaded from `next`, not from
+// `next - k`, which lies before the input's first byte where a read view's next row starts
+// among its first k bytes (rows that repeat or overlap).
+fn load_bytes16_at(next: u32, k: u32) -> vec4<u32> {
+    return funnel(vec4<u32>(0u), load_bytes16(0u, next), 16u - k);
 }
 
 // Bytes 0 .. k of `a`, then bytes k .. 16 of `b`.
@@ -199,7 +207,7 @@ fn copy_lanes_shifted(p: Params, e: Entry, local_block: u32, lane: u32) {
         if (k < n) {
             // Byte j >= k of the unit is byte j - k of the next row.
             let next = (at.row + 1u) * e.src_stride + e.src_offset;
-            x = merge_bytes(x, load_bytes16(0u, next - k), k);
+            x = merge_bytes(x, load_bytes16_at(next, k), k);
         }
         store_unit_n(e.dst_unit + u, x, n);
     }

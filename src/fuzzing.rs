@@ -1,21 +1,26 @@
-//! The planner's invariants, checked on arbitrary inputs by the fuzz target (`fuzz/`, with the
-//! `fuzzing` feature) and by a proptest among the unit tests (`fuzzing/proptests.rs`). Not in the
+//! The planner's invariants, checked on arbitrary inputs by the fuzz targets (`fuzz/`, with the
+//! `fuzzing` feature) and by proptests among the unit tests (`fuzzing/proptests.rs`). Not in the
 //! library's default build.
 //!
 //! [`check_planner`] feeds one input to an operator and, when the operator accepts it, checks
 //! that the plan tiles the axis and that the output layout stays inside its region; then
 //! (`routes`) that every route (buffer copies, gather dispatches, and what
 //! [`planner::choose`] picks) keeps inside its buffers and writes every output byte exactly once,
-//! from the right input byte. It panics on a broken invariant; an operator must never panic,
-//! whatever the input.
+//! from the right input byte, and that every table passes the gate of the trusted module.
+//! [`check_views`] does the same for parts through views ([`ViewCase`]). Source addresses
+//! come from the shader's own u32 arithmetic (`shader`), never from exact sums. It panics on
+//! a broken invariant; an operator must never panic, whatever the input.
 
 mod input;
 mod joins;
 #[cfg(test)]
 mod proptests;
 mod routes;
+mod shader;
+mod views;
 
 pub use input::PlannerInput;
+pub use views::{check_views, ViewCase};
 
 use crate::gpu::gather::abi::binding_bytes;
 use crate::gpu::gather::dispatches::{plan_dispatches, GatherTuning};

@@ -2,8 +2,11 @@
 //! write, byte by byte, past one binding ([`check_join_windows`]).
 
 use super::input::PlannerInput;
+use super::routes::check_rows;
+use super::shader;
 use crate::gpu::gather::abi::{EntryPoint, JoinHeader, JoinTable, Segment, Table};
 use crate::gpu::gather::dispatches::GatherTuning;
+use crate::gpu::gather::gate;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
@@ -36,6 +39,9 @@ pub(super) fn check_join(
 /// [`check_join`] of one dispatch of `parts`; the checks walk every unit, so outputs up to
 /// 16 MiB.
 fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart], d: &Dispatch) {
+    if let Err(refusal) = gate::check(d) {
+        panic!("{input:?}: {d:?}: {refusal}");
+    }
     if bytes.input_bytes() > 1 << 24 {
         return;
     }
@@ -165,6 +171,9 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
     );
     assert_eq!(d.src_offset % align, 0, "{input:?}");
     assert_eq!(d.dst_offset % align, 0, "{input:?}");
+    if let Err(refusal) = gate::check(d) {
+        panic!("{input:?}: {d:?}: {refusal}");
+    }
     let Table::Join(JoinTable {
         header: h,
         segments,
@@ -188,7 +197,10 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
             if c - first >= w {
                 continue;
             }
-            let s = src + row * w + (c - first);
+            // As the shader sums it: u32 that wraps.
+            let s = (src as u32)
+                .wrapping_add((row * w) as u32)
+                .wrapping_add((c - first) as u32) as u64;
             assert!(s < d.src_size && b < d.dst_size, "{input:?}: {d:?}");
             let slot = &mut written[(d.dst_offset + b) as usize];
             assert_eq!(
@@ -227,10 +239,12 @@ fn check_aligned_rows(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart]
 /// `16 * dst_unit + r * dst_stride + c`.
 fn run_aligned_rows(input: &PlannerInput, d: &Dispatch, written: &mut [u64]) {
     for e in d.entries() {
-        for b in 0..e.out_bytes as u64 {
-            let (r, c) = (b / e.row_bytes as u64, b % e.row_bytes as u64);
-            let s = e.src_offset as u64 + r * e.src_stride as u64 + c;
-            let t = 16 * e.dst_unit as u64 + r * e.dst_stride as u64 + c;
+        check_rows(input, e, d.src_size);
+        for b in 0..e.out_bytes {
+            // As the shader finds it: u32 sums that wrap.
+            let at = shader::place(e, e.first_byte + b);
+            let s = at.src as u64;
+            let t = 16 * e.dst_unit as u64 + at.dst as u64;
             assert!(s < d.src_size && t < d.dst_size, "{input:?}: {d:?}");
             let slot = &mut written[(d.dst_offset + t) as usize];
             assert_eq!(*slot, u64::MAX, "{input:?}: output byte twice");
@@ -249,7 +263,10 @@ fn expand(segments: &[Segment]) -> Vec<(u64, u64, u64)> {
                 (
                     e.first_byte as u64 + j * e.row_bytes as u64,
                     e.row_bytes as u64,
-                    e.src_offset as u64 + j * e.part_step as u64,
+                    // The shader's u32 sum.
+                    e.src_offset
+                        .wrapping_add((j as u32).wrapping_mul(e.part_step))
+                        as u64,
                 )
             })
         })

@@ -3,6 +3,7 @@
 //! thousand cases of each; set `WGPU_SPLIT_FUZZ_CASES` for a long run. The coverage-guided run
 //! of the planner lives in `fuzz/`.
 
+use super::views::{check_views, ViewCase};
 use super::{check_planner, PlannerInput};
 use proptest::prelude::*;
 
@@ -72,6 +73,11 @@ proptest! {
     #[test]
     fn planner_keeps_its_invariants(input in input()) {
         check_planner(&input);
+    }
+
+    #[test]
+    fn views_lower_to_the_bytes_they_name(seed in any::<u64>()) {
+        check_views(&ViewCase::random(seed));
     }
 }
 

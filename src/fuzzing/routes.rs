@@ -2,8 +2,10 @@
 //! every output byte is written exactly once, from the input byte the plan says.
 
 use super::input::PlannerInput;
-use crate::gpu::gather::abi::{binding_bytes, Table, DST_BINDING_SHIFT, MAX_WINDOW};
+use super::shader;
+use crate::gpu::gather::abi::{binding_bytes, Entry, Table, DST_BINDING_SHIFT, MAX_WINDOW};
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
+use crate::gpu::gather::gate;
 use crate::gpu::placement::PartLayout;
 use crate::gpu::planner::{BufferCopy, DeviceCaps, Regions, Route};
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
@@ -156,7 +158,10 @@ impl RouteCheck<'_> {
                 d.src_size <= window && d.dst_size <= window,
                 "{input:?} {d:?}"
             );
-            assert_eq!(d.entries().len() as u32, d.params.num_entries);
+            // Every table passes the gate of the trusted module.
+            if let Err(refusal) = gate::check(d) {
+                panic!("{input:?}: {d:?}: {refusal}");
+            }
             // The channels: lanes in whole workgroups, whose steps take every group of rows (a
             // unit of each part).
             if let (Some(_), Some(e)) = (d.program.channels, d.entries().first()) {
@@ -171,21 +176,13 @@ impl RouteCheck<'_> {
                 assert_eq!(e.dst_stride, e.row_bytes, "{input:?} {e:?}");
                 let dst = d.dst_offset + e.dst_unit as u64 * 16;
                 let out = e.out_bytes as u64;
-                // The shader's wrapping u32 offset is read back as signed (windows are at most
-                // 2 GiB); its byte `b` of the entry comes from window byte `source(b)`.
-                let source = |b: u64| {
-                    let row = (b / e.row_bytes as u64) as i128;
-                    row * e.src_stride as i128
-                        + e.src_offset as i32 as i128
-                        + (b % e.row_bytes as u64) as i128
-                };
-                let (first, last) = (e.first_byte as u64, e.first_byte as u64 + out - 1);
-                assert!(
-                    source(first) >= 0 && source(last) < d.src_size as i128,
-                    "{input:?}"
-                );
+                // Byte `b` of the entry comes from window byte `source(b)`, as the shader's
+                // wrapping u32 sums find it, every row's start as each loop steps to it.
+                check_rows(input, e, d.src_size);
+                let source = |b: u64| shader::place(e, b as u32).src as u64;
+                let first = e.first_byte as u64;
                 // Windows are relative to the input region.
-                let at = |b| d.src_offset as i128 + source(b);
+                let at = |b| d.src_offset + source(b);
                 // An entry may cover several outputs that lie back to back: walk them.
                 let mut done = 0;
                 while done < out {
@@ -195,12 +192,8 @@ impl RouteCheck<'_> {
                     // The shader writes no byte past an output (`store_unit_n`).
                     coverage.write(dst + done, useful);
                     let (f, l) = (first + done, first + done + useful - 1);
-                    assert_eq!(at(f), self.source(0, o, b0) as i128, "{input:?} {d:?}");
-                    assert_eq!(
-                        at(l),
-                        self.source(0, o, b0 + useful - 1) as i128,
-                        "{input:?}"
-                    );
+                    assert_eq!(at(f), self.source(0, o, b0), "{input:?} {d:?}");
+                    assert_eq!(at(l), self.source(0, o, b0 + useful - 1), "{input:?}");
                     done += useful;
                 }
             }
@@ -257,6 +250,51 @@ impl RouteCheck<'_> {
                 self.buffer_copies(copies, regions)
             }
             Route::Gather(d) => self.dispatches(d, caps.window_limit),
+        }
+    }
+}
+
+/// Rows an entry's row steps are checked for at most (the first ones; the rest step alike).
+const CHECKED_ROWS: u64 = 4096;
+
+/// Each row of entry `e` (up to [`CHECKED_ROWS`]) reads, by `place`, its bytes of the entry
+/// (from its first byte past `skip` to its end) inside the window of `src_size` bytes, and
+/// every loop of the shader steps from one row's start to the next's there
+/// ([`shader::next_row_sources`]): u32 sums that wrap, as the WGSL's.
+pub(super) fn check_rows(what: &impl std::fmt::Debug, e: &Entry, src_size: u64) {
+    let row = e.row_bytes as u64;
+    let (start, end) = (
+        e.first_byte as u64 + e.skip as u64,
+        e.first_byte as u64 + e.out_bytes as u64,
+    );
+    // The shader counts an entry's bytes in u32.
+    assert!(end <= u32::MAX as u64, "{what:?}: {e:?} ends past 2^32");
+    let rows = end.div_ceil(row).min(start / row + CHECKED_ROWS);
+    for r in start / row..rows {
+        let (a, b) = ((r * row).max(start), ((r + 1) * row).min(end));
+        let (s, last) = (
+            shader::place(e, a as u32).src,
+            shader::place(e, (b - 1) as u32).src,
+        );
+        assert!(
+            (s as u64) < src_size && (last as u64) < src_size,
+            "{what:?}: row {r} of {e:?} reads bytes {s} to {last} of a window of {src_size}"
+        );
+        if r + 1 < rows {
+            let next = shader::place(e, ((r + 1) * row) as u32).src;
+            let col = (a - r * row) as u32;
+            assert_eq!(
+                next,
+                s.wrapping_sub(col).wrapping_add(e.src_stride),
+                "{what:?}: {e:?}"
+            );
+            let steps = shader::next_row_sources(e, s, col);
+            for (form, (stepped, want)) in steps.into_iter().enumerate() {
+                assert_eq!(
+                    stepped, want,
+                    "{what:?}: {e:?}: row {r}'s step {form} to the next row"
+                );
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ mod blocks;
 pub(crate) mod builds;
 mod channels;
 pub(crate) mod dispatches;
+pub(crate) mod gate;
 mod join_windows;
 mod joins;
 mod modes;

@@ -80,31 +80,6 @@ pub enum Table {
 }
 
 impl Table {
-    /// The first record of this table, with `params`, whose divisors the trusted module may
-    /// not take without guards (docs/design.md, "Trusted modules"), named; `None` where every
-    /// entry's rows and destination stride are non-zero and entries are taken in turn only
-    /// where there are some, or a concat's rows, blocks a join and every segment's part rows
-    /// are non-zero and each segment has a part.
-    pub fn untrusted(&self, params: &Params) -> Option<String> {
-        match self {
-            Table::Split(_) if params.interleaved != 0 && params.num_entries == 0 => {
-                Some("entries taken in turn, with none".into())
-            }
-            Table::Split(entries) => entries
-                .iter()
-                .position(|e| e.row_bytes == 0 || e.dst_stride < e.row_bytes)
-                .map(|i| format!("entry {i}: {:?}", entries[i])),
-            Table::Join(j) if j.header.row_bytes == 0 || j.header.repeat_blocks == 0 => {
-                Some(format!("the header: {:?}", j.header))
-            }
-            Table::Join(j) => j
-                .segments
-                .iter()
-                .position(|s| s.row_bytes == 0 || s.count == 0)
-                .map(|i| format!("segment {i}: {:?}", j.segments[i])),
-        }
-    }
-
     /// The records' bytes, as the shader reads them after the header.
     pub fn bytes(&self) -> Vec<u8> {
         match self {

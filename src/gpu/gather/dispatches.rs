@@ -31,14 +31,14 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
-    /// The bytes of the shader's table: the header, then the records. A table that breaks
-    /// what the trusted module relies on ([`Table::untrusted`]) is refused: no dispatch runs
-    /// it.
+    /// The bytes of the shader's table: the header, then the records. A table that breaks a
+    /// precondition of the trusted module ([`super::gate`]) is refused: no dispatch runs it.
     pub fn table_bytes(&self) -> Result<Vec<u8>> {
-        if let Some(record) = self.table.untrusted(&self.params) {
+        if let Err(refusal) = super::gate::check(self) {
             return Err(SplitError::Device(format!(
-                "the gather's table breaks a rule its trusted module relies on (no zero row, \
-                 stride or part count; docs/design.md, \"Trusted modules\"): {record}"
+                "the gather's {} table breaks a precondition of its trusted module \
+                 (docs/design.md, \"Trusted modules\"): {refusal}",
+                self.program
             )));
         }
         let records = self.table.bytes();

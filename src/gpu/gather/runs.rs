@@ -37,7 +37,7 @@ pub const MIN_RUN_UNITS: u64 = 16;
 /// (`LP_MAX_TGSI_LOOP_ITERATIONS` in Mesa) and past it leaves every loop, so the lane's later
 /// units would never be written. The host keeps each lane's steps within this, with room for
 /// the turns outside them, on every device: on a GPU it shortens only runs no GPU takes.
-const LANE_TURNS: u64 = 60_000;
+pub(super) const LANE_TURNS: u64 = 60_000;
 
 /// How `count` steps spread over a dispatch's lanes, at most `most` a lane: in runs (CPU
 /// adapters: [`run_units`] a lane, workgroups of [`RUNS_WORKGROUP_SIZE`]) or in turn (GPUs:

@@ -232,7 +232,9 @@ fn view_channels(
         part_step: planes.src_step as u32,
     };
     let segments = std::slice::from_ref(&segment);
-    let program = join_program(stride, segments, true, tuning.mode);
+    // The channels load each join's planes as vec4s: the images' sources a whole vec4 apart.
+    let whole = images.is_none_or(|i| i.src_step.is_multiple_of(UNIT_BYTES));
+    let program = join_program(stride, segments, whole, tuning.mode);
     let units = bytes.div_ceil(UNIT_BYTES);
     // A lane's steps and the blocks that take them, as a concat's join counts them.
     let (steps, blocks) = match program.channels {

@@ -1,0 +1,216 @@
+//! One test per precondition: a table the planner made passes the gate; the same table
+//! broken in that one way is refused, naming the precondition, by the one way a table
+//! reaches a device (`Dispatch::table_bytes`).
+
+use super::*;
+use crate::error::SplitError;
+use crate::gpu::gather::abi::ProgramKey;
+use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
+use crate::gpu::gather::dispatches::GatherTuning;
+use crate::gpu::gather::{join_dispatch, join_parts};
+use crate::gpu::placement::PartLayout;
+use crate::plan::bytes::ByteRows;
+use crate::{ops, DType, GatherMode, IntTensor};
+
+/// A split's dispatch in `mode`: `[64, 12]` split into 3 on axis 1, of `dtype`.
+fn split(dtype: DType, mode: GatherMode) -> Dispatch {
+    let plan = ops::split(&[64, 12], &IntTensor::scalar(1), 3).unwrap();
+    dispatches(&plan, dtype, 16, mode, 4, BIG)
+        .unwrap()
+        .remove(0)
+}
+
+/// A split into unequal parts in `mode`: `[64, 12]` of u8 into 5, 3 and 4 on axis 1.
+fn unequal(mode: GatherMode) -> Dispatch {
+    let lengths = IntTensor::vector(vec![5, 3, 4]);
+    let plan = ops::variadic_split(&[64, 12], &IntTensor::scalar(1), &lengths).unwrap();
+    dispatches(&plan, DType::U8, 16, mode, 4, BIG)
+        .unwrap()
+        .remove(0)
+}
+
+/// A concat's join in `mode`: `[64, 12]` of u8 from 3 parts, or from 3 equal channels of
+/// bytes where `channels`.
+fn join(mode: GatherMode, channels: bool) -> Dispatch {
+    let (shape, parts) = if channels {
+        ([64, 3], 3)
+    } else {
+        ([64, 13], 1)
+    };
+    let plan = match parts {
+        3 => ops::split(&shape, &IntTensor::scalar(1), 3).unwrap(),
+        _ => ops::variadic_split(
+            &shape,
+            &IntTensor::scalar(1),
+            &IntTensor::vector(vec![5, 3, 5]),
+        )
+        .unwrap(),
+    };
+    let bytes = ByteRows::new(&plan, 1).unwrap();
+    let layout = PartLayout::packed(&plan, DType::U8).unwrap();
+    let tuning = GatherTuning {
+        mode,
+        max_steps_per_lane: 4,
+    };
+    let parts = join_parts(&bytes, &layout);
+    join_dispatch(&bytes, &parts, &[layout.total_bytes], tuning, BIG).unwrap()
+}
+
+/// A split's channels: `[64, 3]` of u8 into 3 on axis 1 (each row a pixel).
+fn channels() -> Dispatch {
+    let plan = ops::split(&[64, 3], &IntTensor::scalar(1), 3).unwrap();
+    let d = dispatches(&plan, DType::U8, 16, GatherMode::Gpu, 4, BIG)
+        .unwrap()
+        .remove(0);
+    assert!(d.program.channels.is_some(), "{d:?}");
+    d
+}
+
+fn entries(d: &mut Dispatch) -> &mut Vec<Entry> {
+    match &mut d.table {
+        Table::Split(e) => e,
+        Table::Join(_) => panic!("a split's table"),
+    }
+}
+
+fn joined(d: &mut Dispatch) -> &mut JoinTable {
+    match &mut d.table {
+        Table::Join(j) => j,
+        Table::Split(_) => panic!("a join's table"),
+    }
+}
+
+/// `d` passes; `d` broken by `breaks` is refused for `rule` alone, with its name in the error.
+fn refused(rule: Precondition, mut d: Dispatch, breaks: impl FnOnce(&mut Dispatch)) {
+    assert_eq!(check(&d), Ok(()), "{rule:?}: the planner's table: {d:?}");
+    assert!(d.table_bytes().is_ok());
+    breaks(&mut d);
+    match check(&d) {
+        Err(r) => assert_eq!(r.rule, rule, "{r}: {d:?}"),
+        Ok(()) => panic!("{rule:?} broken, yet the gate passes {d:?}"),
+    }
+    match d.table_bytes() {
+        Err(SplitError::Device(m)) => assert!(m.contains(rule.name()), "{m}"),
+        other => panic!("{rule:?}: {other:?}"),
+    }
+}
+
+/// Breaks `rule` in a table the planner made, as each test below does: every precondition has
+/// its test (a new one fails to compile here until it has).
+fn break_it(rule: Precondition) {
+    use Precondition as P;
+    let gpu = GatherMode::Gpu;
+    let cpu = GatherMode::Cpu;
+    match rule {
+        P::ProgramKind => refused(rule, split(DType::F32, gpu), |d| {
+            d.program = ProgramKey {
+                entry: EntryPoint::Join,
+                ..d.program
+            }
+        }),
+        P::RecordCount => refused(rule, join(gpu, false), |d| d.params.num_entries += 1),
+        P::StepBound => refused(rule, split(DType::U8, cpu), |d| {
+            d.params.steps_per_lane = LANE_TURNS as u32 + 1
+        }),
+        P::LaneSpan => refused(rule, split(DType::U8, cpu), |d| {
+            d.params.steps_per_lane = LANE_TURNS as u32;
+            d.params.num_lanes = 1 << 20;
+            let e = entries(d);
+            e.truncate(1);
+            d.params.num_entries = 1;
+        }),
+        P::EntryOrder => refused(rule, unequal(cpu), |d| {
+            let e = entries(d);
+            e[1].block_start = e[2].block_start + 1;
+        }),
+        P::Divisors => {
+            refused(rule, split(DType::F32, gpu), |d| {
+                entries(d)[1].row_bytes = 0
+            });
+            refused(rule, split(DType::F32, gpu), |d| {
+                entries(d)[2].dst_stride = 1
+            });
+            refused(rule, join(gpu, false), |d| {
+                joined(d).header.repeat_blocks = 0
+            });
+            refused(rule, join(cpu, false), |d| joined(d).segments[1].count = 0);
+            refused(rule, split(DType::U8, cpu), |d| {
+                d.params.interleaved = 1;
+                entries(d).clear();
+                d.params.num_entries = 0;
+            });
+        }
+        P::UnitRange => {
+            refused(rule, split(DType::F32, gpu), |d| {
+                entries(d)[0].dst_unit = (WINDOW_UNITS - 1) as u32
+            });
+            refused(rule, unequal(cpu), |d| entries(d)[2].out_bytes = 0);
+        }
+        P::Skip => refused(rule, unequal(cpu), |d| {
+            let e = &mut entries(d)[2];
+            e.skip = e.out_bytes.min(15);
+            e.out_bytes = e.skip;
+        }),
+        P::Mode => {
+            refused(rule, split(DType::U8, cpu), |d| entries(d)[0].mode = 3);
+            refused(rule, split(DType::U8, cpu), |d| {
+                entries(d)[0].mode = Mode::Vec4 as u32
+            });
+            refused(rule, unequal(cpu), |d| {
+                d.program.entry = EntryPoint::RowsVec4
+            });
+        }
+        P::ShiftedRows => refused(rule, split(DType::U8, cpu), |d| {
+            d.program.lanes_in_runs = false;
+            d.params.num_blocks = 3;
+            d.params.steps_per_lane = 1;
+            for (i, e) in entries(d).iter_mut().enumerate() {
+                e.block_start = i as u32;
+            }
+        }),
+        P::Channels => {
+            refused(rule, channels(), |d| {
+                entries(d).truncate(1);
+                d.params.num_entries = 1;
+            });
+            refused(rule, channels(), |d| entries(d)[1].src_offset += 1);
+            refused(rule, join(cpu, true), |d| {
+                joined(d).segments[0].count = 9;
+                joined(d).header.row_bytes = 9;
+            });
+            // A repeated join's next join off a vec4.
+            refused(rule, join(gpu, true), |d| joined(d).header.repeat_src = 440);
+        }
+        P::JoinLayout => {
+            refused(rule, join(gpu, false), |d| {
+                let s = &mut joined(d).segments;
+                s.swap(0, 1);
+            });
+            refused(rule, join(cpu, false), |d| {
+                joined(d).header.end_byte = u32::MAX
+            });
+        }
+    }
+}
+
+#[test]
+fn every_precondition_is_refused_when_broken() {
+    for rule in Precondition::ALL {
+        break_it(rule);
+    }
+}
+
+#[test]
+fn tables_of_every_kind_pass() {
+    for d in [
+        split(DType::F32, GatherMode::Gpu),
+        split(DType::U8, GatherMode::Gpu),
+        split(DType::U8, GatherMode::Cpu),
+        split(DType::Complex128, GatherMode::Cpu),
+        join(GatherMode::Gpu, false),
+        join(GatherMode::Cpu, true),
+        channels(),
+    ] {
+        assert_eq!(check(&d), Ok(()), "{d:?}");
+    }
+}
