@@ -13,22 +13,6 @@ use crate::plan::bytes::ByteRows;
 /// see [`number_blocks`]).
 const MAX_INTERLEAVED_VEC4_ROW: u64 = 1024;
 
-/// Loop turns one unit of a split's rows may take, on average over a lane's steps. Rows of
-/// 16 bytes or more: one a unit and one a row segment in runs (a unit that crosses a row end
-/// takes no loop), up to three counted. Shorter rows (`run_narrow`, no inner loop): one. An
-/// output's partial last unit is taken alone (`copy_unit`, up to 20), within the room
-/// `runs::LANE_TURNS` leaves.
-fn split_unit_turns(entries: &[Entry]) -> u64 {
-    let long_unaligned = entries
-        .iter()
-        .any(|e| !e.is_vec4() && e.row_bytes as u64 >= UNIT_BYTES);
-    if long_unaligned {
-        3
-    } else {
-        1
-    }
-}
-
 /// Units of an entry of `out_bytes`.
 pub(super) fn units(out_bytes: u64) -> u64 {
     out_bytes.div_ceil(UNIT_BYTES)
@@ -62,7 +46,7 @@ fn steps_per_lane(program: ProgramKey, entries: &[Entry], tuning: GatherTuning) 
         .iter()
         .map(|e| units(e.out_bytes as u64))
         .fold((0, 0), |(l, t), u| (l.max(u), t + u));
-    let longest = max_steps(tuning.max_steps_per_lane, split_unit_turns(entries));
+    let longest = max_steps(tuning.max_steps_per_lane);
     let steps = match program.entry {
         // Spread small splits: a CPU adapter runs workgroups on several threads.
         _ if program.lanes_in_runs => run_units(total, longest),

@@ -22,15 +22,10 @@ pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Par
 }
 
 /// How a dispatch's lanes take `count` groups in `tuning`'s mapping ([`lane_steps`]): the
-/// dispatch's header, its entries still to count. A step's loop turns, as llvmpipe counts them
-/// (every test of a loop's condition, the last one too): in runs, a group of the lane's one
-/// loop and the few units past it; in turn, up to 4 units of a group through loops of their
-/// own (a unit a step of 4 words took 4 turns on lavapipe, where a lane of the GPU mapping
-/// forced to 60,000 steps lost every unit past its 16,384th step).
+/// dispatch's header, its entries still to count.
 fn step_lanes(count: u64, tuning: GatherTuning) -> Params {
     let runs = tuning.mode == GatherMode::Cpu;
-    let turns = if runs { 2 } else { 8 };
-    let (steps, blocks) = lane_steps(count, max_steps(tuning.max_steps_per_lane, turns), runs);
+    let (steps, blocks) = lane_steps(count, max_steps(tuning.max_steps_per_lane), runs);
     let lanes = if runs { count.div_ceil(steps) } else { 0 };
     Params {
         num_blocks: blocks as u32,

@@ -9,7 +9,7 @@ use super::abi::{
     Channels, Entry, EntryPoint, JoinTable, Mode, Params, Table, MAX_WINDOW, UNIT_BYTES,
 };
 use super::dispatches::Dispatch;
-use super::runs::LANE_TURNS;
+use super::runs::MAX_LANE_STEPS;
 use std::fmt;
 
 /// Units a binding window holds at most (2 GiB of 16-byte units): a unit index of one
@@ -25,8 +25,8 @@ pub enum Precondition {
     ProgramKind,
     /// `Params::num_entries` counts the table's records, which the shader reads by index.
     RecordCount,
-    /// Steps per lane from 1 to `LANE_TURNS`: the lanes' loops stay within llvmpipe's loop
-    /// limit, and a lane's steps count in u32.
+    /// Steps per lane from 1 to `MAX_LANE_STEPS`: the lanes' loops stay within llvmpipe's
+    /// loop limit, and a lane's steps count in u32.
     StepBound,
     /// A lane's first step, `(block * workgroup + lane) * steps` within an entry (the rows)
     /// or the dispatch (the channels, a join), counts in u32 without wrapping.
@@ -83,7 +83,7 @@ impl Precondition {
         match self {
             Precondition::ProgramKind => "the program's kind of table",
             Precondition::RecordCount => "the count of records",
-            Precondition::StepBound => "steps per lane from 1 to LANE_TURNS",
+            Precondition::StepBound => "steps per lane from 1 to MAX_LANE_STEPS",
             Precondition::LaneSpan => "a lane's steps counted in u32",
             Precondition::EntryOrder => "entries sorted by block_start from 0",
             Precondition::Divisors => "no divisor zero",
@@ -162,7 +162,7 @@ pub fn check(d: &Dispatch) -> Result<(), Refusal> {
     )?;
     header(
         Precondition::StepBound,
-        !(1..=LANE_TURNS).contains(&(p.steps_per_lane as u64)),
+        !(1..=MAX_LANE_STEPS).contains(&(p.steps_per_lane as u64)),
         p,
     )?;
     let lanes = d.program.workgroup_size();

@@ -110,11 +110,11 @@ fn break_it(rule: Precondition) {
         }),
         P::RecordCount => refused(rule, join(gpu, false), |d| d.params.num_entries += 1),
         P::StepBound => refused(rule, split(DType::U8, cpu), |d| {
-            d.params.steps_per_lane = LANE_TURNS as u32 + 1
+            d.params.steps_per_lane = MAX_LANE_STEPS as u32 + 1
         }),
         P::LaneSpan => refused(rule, split(DType::U8, cpu), |d| {
-            d.params.steps_per_lane = LANE_TURNS as u32;
-            d.params.num_lanes = 1 << 20;
+            d.params.steps_per_lane = MAX_LANE_STEPS as u32;
+            d.params.num_lanes = 1 << 24;
             let e = entries(d);
             e.truncate(1);
             d.params.num_entries = 1;

@@ -257,10 +257,10 @@ mod tests {
             assert_eq!(d.len(), 1);
             (d[0].params.num_blocks, d[0].params.steps_per_lane)
         };
-        // C2f: 4 x f32 [1, 64, 80, 80], 409,600 units: runs of at most max_steps_per_lane,
-        // equal in every workgroup.
+        // C2f: 4 x f32 [1, 64, 80, 80], 409,600 units: runs of at most max_steps_per_lane
+        // (and MAX_LANE_STEPS, 468), equal in every workgroup.
         let c2f = [[1, 64, 80, 80]; 4];
-        assert_eq!(blocks(&c2f, 2048), (4, 1600));
+        assert_eq!(blocks(&c2f, 2048), (14, 458));
         assert_eq!(blocks(&c2f, 256), (25, 256));
         assert_eq!(blocks(&c2f, 250), (26, 247));
         // 4 x [1, 64, 10, 10], 6,400 units: spread over 96 lanes, 67 units each.

@@ -20,7 +20,7 @@ use super::blocks::split_table;
 use super::channels::channel_lanes;
 use super::dispatches::Dispatch;
 use super::modes::{GatherMode, GatherTuning};
-use super::picker::{join_program, join_takes_split_rows, join_walks, walked};
+use super::picker::{join_program, join_takes_split_rows, join_walks};
 use super::runs::{lane_steps, max_steps};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
@@ -128,11 +128,7 @@ pub fn join_dispatch(
         // Workgroups without a barrier (`join_runs_block`): on CPU adapters each lane a run
         // of units, spread as a split's runs are; on GPUs consecutive lanes take consecutive
         // units, a unit a step.
-        None => {
-            let narrowest = parts.iter().map(|p| bytes.outputs[p.position].row_bytes);
-            let walked = walked(bytes.stride, &segments);
-            unit_steps(units, narrowest.min(), parts.len(), walked, tuning)
-        }
+        None => unit_steps(units, tuning),
     };
     let header = JoinHeader {
         first_unit: first_unit as u32,
@@ -224,37 +220,12 @@ fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
     Mode::of(o.offset | o.row_bytes | p.src | bytes.stride)
 }
 
-/// A lane's steps and the blocks that take `units` of a concat of `parts` parts, the
-/// narrowest `narrowest` bytes wide, `walked` or not, in `tuning`'s mapping ([`lane_steps`]),
-/// within the loop turns a unit may take, on average over a lane's steps (see
-/// `blocks::max_steps`). A walked unit takes one turn in runs and up to 8 a step in turn, as
-/// the channels' groups do (the output's last units, up to 16 turns each, are few). A unit
-/// assembled part by part (`join_unit`) visits up to 16 / w + 4 parts of at least w bytes,
-/// moves at most 16 runs of bytes, searches for its first part twice (up to log2(segments) +
-/// 2 turns each), then stores its words. In runs a lane assembles only the units that cross a
-/// part's end, at most one in w / 32, and moves the others in one turn each. A unit a step
-/// (lanes in turn) may be one assembled, and the loop around it tests its condition again for
-/// each: `concat_bytes_odd` in the GPU mapping forced to 60,000 steps a lane lost every unit
-/// past a lane's 2,024th step on lavapipe (32 turns a step, where this counted 8).
-pub(super) fn unit_steps(
-    units: u64,
-    narrowest: Option<u64>,
-    parts: usize,
-    walked: bool,
-    tuning: GatherTuning,
-) -> (u64, u64) {
-    let narrowest = narrowest.unwrap_or(UNIT_BYTES).max(1);
-    let search = 2 + u64::from(usize::BITS - parts.leading_zeros());
-    let visits = (UNIT_BYTES / narrowest + 4).min(parts as u64 + 2);
-    let assembled = visits + UNIT_BYTES + 2 * search + 6;
+/// A lane's steps and the blocks that take `units` of a concat in `tuning`'s mapping
+/// ([`lane_steps`]): a run of units a lane on CPU adapters, spread as a split's runs are;
+/// consecutive lanes on consecutive units on GPUs.
+pub(super) fn unit_steps(units: u64, tuning: GatherTuning) -> (u64, u64) {
     let runs = tuning.mode == GatherMode::Cpu;
-    let turns = match (walked, runs) {
-        (true, true) => 2,
-        (true, false) => 8,
-        (false, true) => 2 + assembled * 2 * UNIT_BYTES / narrowest.max(2 * UNIT_BYTES),
-        (false, false) => assembled + 12,
-    };
-    lane_steps(units, max_steps(tuning.max_steps_per_lane, turns), runs)
+    lane_steps(units, max_steps(tuning.max_steps_per_lane), runs)
 }
 
 /// The segments of `parts` (in column order): one per part, but with `merge` (where output

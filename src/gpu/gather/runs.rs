@@ -37,7 +37,7 @@ pub const MIN_RUN_UNITS: u64 = 16;
 /// (`LP_MAX_TGSI_LOOP_ITERATIONS` in Mesa) and past it leaves every loop, so the lane's later
 /// units would never be written. The host keeps each lane's steps within this, with room for
 /// the turns outside them, on every device: on a GPU it shortens only runs no GPU takes.
-pub(super) const LANE_TURNS: u64 = 60_000;
+const LANE_TURNS: u64 = 60_000;
 
 /// How `count` steps spread over a dispatch's lanes, at most `most` a lane: in runs (CPU
 /// adapters: [`run_units`] a lane, workgroups of [`RUNS_WORKGROUP_SIZE`]) or in turn (GPUs:
@@ -54,8 +54,18 @@ pub(super) fn lane_steps(count: u64, most: u64, runs: bool) -> (u64, u64) {
     }
 }
 
-/// The most steps per lane, at most `max_steps` and at least 1, whose loop turns stay within
-/// [`LANE_TURNS`] when one step may take `turns` of them.
-pub(super) fn max_steps(max_steps: u64, turns: u64) -> u64 {
-    max_steps.min(LANE_TURNS / turns.max(1)).max(1)
+/// Loop turns one step of any program takes at most, as llvmpipe counts them (every test of
+/// a loop's condition): a concat's unit assembled part by part in turn (`join_unit`, up to 20
+/// parts visited, 16 runs of bytes moved, two searches of up to 23 turns, its stores and the
+/// step's own test: about 100) takes the most; a vec4, a shifted unit or a walked one a few.
+const STEP_TURNS: u64 = 128;
+
+/// The most steps one lane takes, whatever its program: [`LANE_TURNS`] over [`STEP_TURNS`].
+/// One bound in place of a model of each program's turns: it costs CPU adapters a tenth to a
+/// fifth on their longest runs (docs/performance.md), and a GPU takes 4 steps a lane.
+pub(super) const MAX_LANE_STEPS: u64 = LANE_TURNS / STEP_TURNS;
+
+/// The most steps per lane: `max_steps`, from 1 to [`MAX_LANE_STEPS`].
+pub(super) fn max_steps(max_steps: u64) -> u64 {
+    max_steps.clamp(1, MAX_LANE_STEPS)
 }

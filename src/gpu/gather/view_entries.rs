@@ -242,9 +242,7 @@ fn view_channels(
             let p = channel_lanes(c, pixels.extent, tuning);
             (p.steps_per_lane as u64, p.num_blocks as u64)
         }
-        None if join_walks(stride, segments) => {
-            unit_steps(units, Some(width), segment.count as usize, true, tuning)
-        }
+        None if join_walks(stride, segments) => unit_steps(units, tuning),
         None => return None,
     };
     let header = JoinHeader {

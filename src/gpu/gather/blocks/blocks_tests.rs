@@ -4,7 +4,7 @@ use super::*;
 use crate::gpu::gather::abi::{Channels, EntryPoint};
 use crate::gpu::gather::dispatches::plan_dispatches;
 use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
-use crate::gpu::gather::runs::MIN_RUN_UNITS;
+use crate::gpu::gather::runs::{MAX_LANE_STEPS, MIN_RUN_UNITS};
 use crate::gpu::gather::GatherMode;
 use crate::gpu::placement::PartLayout;
 use crate::{ops, DType, IntTensor};
@@ -113,13 +113,21 @@ fn unaligned_long_rows_take_the_shifted_lanes() {
 
 #[test]
 fn a_lanes_loop_turns_stay_within_llvmpipes_limit() {
-    // Asked for 30,000 units a lane: unaligned rows of 17 bytes take up to 3 turns a
-    // unit, so at most 20,000 units; 1-byte rows 24 apart (one turn a unit) and aligned
-    // rows take more (equal runs in full workgroups).
+    // Asked for 30,000 units a lane, every program takes at most MAX_LANE_STEPS (468): one
+    // bound for unaligned rows, rows of a byte and aligned rows alike.
     let runs_of = |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 30_000).steps_per_lane;
-    assert!(runs_of(&[1 << 22, 24], 24, DType::U8) > 20_000);
-    assert!(runs_of(&[1 << 22, 34], 2, DType::U8) <= 20_000);
-    assert!(runs_of(&[1 << 22, 64], 2, DType::F32) > 20_000);
+    assert_eq!(MAX_LANE_STEPS, 468);
+    for (shape, parts, dtype) in [
+        ([1 << 22, 24], 24, DType::U8),
+        ([1 << 22, 34], 2, DType::U8),
+        ([1 << 22, 64], 2, DType::F32),
+    ] {
+        let steps = runs_of(&shape, parts, dtype) as u64;
+        assert!(
+            steps <= MAX_LANE_STEPS && steps > MAX_LANE_STEPS - 8,
+            "{shape:?}: {steps}"
+        );
+    }
 }
 
 #[test]

@@ -64,8 +64,8 @@ fn equal_parts_of_short_rows_are_channels() {
 
 #[test]
 fn lanes_take_runs_of_groups_of_16_rows() {
-    // rgb_planes: 8,294,400 pixels, 518,400 groups; at most 2,048 a lane, so 4 full
-    // workgroups, in equal runs of 2,025.
+    // rgb_planes: 8,294,400 pixels, 518,400 groups; at most MAX_LANE_STEPS (468) a lane,
+    // so 18 full workgroups, in equal runs of 450.
     let (program, p) = split(&[4, 1080, 1920, 3], vec![1; 3], DType::U8, 2048);
     assert_eq!(
         (program.entry, program.lanes_in_runs),
@@ -73,7 +73,7 @@ fn lanes_take_runs_of_groups_of_16_rows() {
     );
     assert_eq!(
         (p.steps_per_lane, p.num_lanes, p.num_blocks),
-        (2025, 256, 4)
+        (450, 1152, 18)
     );
     assert_eq!(p.num_entries, 3);
     // 1,000 rows: 63 groups (the last of 8 rows), in runs of at least 16.
