@@ -37,22 +37,21 @@ pub(super) fn place(e: &Entry, b: u32) -> Place {
 /// byte as the entry's mode reads), beside `place`'s source of that byte in the same unit.
 /// Each pair must be equal: an index that wraps is another element of the binding, even
 /// where scaling it back to bytes would wrap again onto the right one.
-pub(super) fn next_row_sources(e: &Entry, s: u32, col: u32) -> Vec<(u32, u32)> {
+pub(super) fn next_row_sources(e: &Entry, s: u32, col: u32) -> [Option<(u32, u32)>; 3] {
     let next = s.wrapping_sub(col).wrapping_add(e.src_stride);
-    let mut forms = Vec::new();
-    if e.mode == Mode::Vec4 as u32 {
+    let vec4 = (e.mode == Mode::Vec4 as u32).then(|| {
         let row_units = e.row_bytes / 16;
         let gap4 = (e.src_stride / 16).wrapping_sub(row_units);
         let left = row_units - col / 16;
-        forms.push(((s / 16).wrapping_add(left).wrapping_add(gap4), next / 16));
-    }
+        ((s / 16).wrapping_add(left).wrapping_add(gap4), next / 16)
+    });
     let gap = e.src_stride.wrapping_sub(e.row_bytes);
-    forms.push((s.wrapping_add(e.row_bytes - col).wrapping_add(gap), next));
+    let bytes = (s.wrapping_add(e.row_bytes - col).wrapping_add(gap), next);
     let sh = if e.mode == Mode::Byte as u32 { 0 } else { 2 };
     let w = e.row_bytes >> sh;
     let to_row = 1u32.wrapping_add(e.src_stride >> sh).wrapping_sub(w);
     // The walk's last step of the row, then its move to the next row.
     let last = (s >> sh).wrapping_add(w - 1 - (col >> sh));
-    forms.push((last.wrapping_add(to_row), next >> sh));
-    forms
+    let walk = (last.wrapping_add(to_row), next >> sh);
+    [vec4, Some(bytes), Some(walk)]
 }

@@ -261,10 +261,10 @@ fn gather_module(device: &wgpu::Device, source: &str) -> wgpu::ShaderModule {
             ..wgpu::ShaderRuntimeChecks::checked()
         };
         // SAFETY: every loop of the gather ends and every divisor is non-zero (unsigned
-        // only, so no signed overflow), for every table the planner makes and every
+        // only, so no signed overflow), for every table that reaches a device and every
         // override constant a program key sets: docs/design.md, "Trusted modules", says why
-        // loop by loop and divisor by divisor, and the planner's fuzzers hold the tables to
-        // the invariants it names.
+        // loop by loop and divisor by divisor, and the gate (`gate::check`, in
+        // `Dispatch::table_bytes`) refuses any table that breaks a precondition of them.
         unsafe { device.create_shader_module_trusted(desc, checks) }
     }
     #[cfg(target_arch = "wasm32")]
