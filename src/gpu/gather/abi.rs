@@ -24,8 +24,8 @@ pub const CHANNELS_WGSL: &str = include_str!("../../../shaders/split_gather_chan
 /// `shaders/split_gather_join.wgsl`: the concat's program ([`EntryPoint::Join`]).
 pub const JOIN_WGSL: &str = include_str!("../../../shaders/split_gather_join.wgsl");
 
-/// `shaders/split_gather_join_runs.wgsl`: the concat's program on CPU adapters, each lane a
-/// run of units.
+/// `shaders/split_gather_join_runs.wgsl`: the join's units in either lane mapping (a run of
+/// units a lane on CPU adapters, consecutive lanes on consecutive units on GPUs).
 pub const JOIN_RUNS_WGSL: &str = include_str!("../../../shaders/split_gather_join_runs.wgsl");
 
 /// Invocations per workgroup where consecutive lanes take consecutive units (the shader's

@@ -11,8 +11,10 @@ pub enum GatherMode {
     Cpu,
     /// GPUs: consecutive lanes write consecutive units of a split's rows of 64 bytes or more
     /// (the lanes: one vec4 a unit where rows are aligned, funnel-shifted from two where they
-    /// are not) and take consecutive groups of the channels' rows; other short rows and a
-    /// concat's unaligned parts take the runs, at `max_steps_per_lane` units a lane. Chosen by the H200's figures (`docs/performance.md`).
+    /// are not), of a concat's join (each unit shifted from its part's vec4s, or assembled
+    /// where parts share it) and of the channels' groups of rows; a split's other short rows
+    /// take the runs, at `max_steps_per_lane` units a lane. Chosen by the H200's figures
+    /// (`docs/performance.md`).
     Gpu,
 }
 

@@ -5,9 +5,9 @@
 use super::{Entry, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
 
 /// The shader's entry points, each stamped from one body ([`super::super::builds`]). Aligned rows
-/// take one of their own, without the other modes' code and workgroup memory: a GPU sizes
-/// registers and workgroup memory for the whole entry point, and a CPU adapter runs every
-/// branch of it masked in each SIMD group, so code a dispatch never takes costs it.
+/// take one of their own, without the other modes' code: a GPU sizes registers for the whole
+/// entry point, and a CPU adapter runs every branch of it masked in each SIMD group, so code
+/// a dispatch never takes costs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryPoint {
     /// `main_rows_vec4`: a split whose entries are all [`Mode::Vec4`](super::Mode::Vec4):
