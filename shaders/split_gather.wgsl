@@ -76,6 +76,11 @@ var<private> trace_lane: u32;
 var<private> trace_block: u32;
 var<private> trace_seq: u32;
 
+// The output binding the lane writes (0 but in the multi-output build): its entry's
+// (`Entry.binding`) or its join's (`JoinHeader.binding`), set as the lane takes it; the
+// output access functions store into it.
+var<private> dst_binding: u32;
+
 // The build's input access functions, for input binding `b` (0 but in the joins of the
 // multi-input build): `load_word_in(b, w)` loads word `w`, `load_vec4_in(b, i)` vec4 `i`, and
 // `input_words(b)` gives the binding's length in words. The split's schedules read binding 0.
@@ -117,14 +122,14 @@ fn load_vec4_edge_in(b: u32, i: u32) -> vec4<u32> {
     return v;
 }
 
-// The build's output access functions: `store_unit(i, v)` stores unit `i`, `store_word(i, j,
-// x)` word `j` (0 to 3) of unit `i`, and `load_dst_word(i, j)` reads that word as it is (the
-// bytes around an output's last bytes). An output window is bound as units up to a multiple
-// of the offset alignment and as words past it (two ranges, as WebGPU asks), so each of them
-// chooses its binding; `units_end(i)` gives the first unit past unit `i`'s units binding, and
-// `store_unit_fast(i, v)` stores a unit below it with no choice to make (`store_unit_fast_in(b,
-// i, v)` into output binding `b`; `copy_units_fast` runs a split's run into its binding, picked
-// once). The runs' loops stop at `units_end` and store so, and take the rest unit by unit
+// The build's output access functions, of output binding `dst_binding`: `store_unit(i, v)`
+// stores unit `i`, `store_word(i, j, x)` word `j` (0 to 3) of unit `i`, and `load_dst_word(i,
+// j)` reads that word as it is (the bytes around an output's last bytes). An output window is
+// bound as units up to a multiple of the offset alignment and as words past it (two ranges,
+// as WebGPU asks), so each of them chooses its range; `units_end(b)` gives the first unit past
+// binding `b`'s units range, and `store_unit_fast(i, v)` stores a unit below it with no choice
+// to make (`store_unit_fast_in(b, i, v)` into output binding `b`; `copy_units_fast` runs a
+// split's run into its binding, picked once). The runs' loops stop at `units_end` and store so, and take the rest unit by unit
 // (`copy_unit`, `join_unit`): a CPU adapter runs both sides of a choice in every SIMD group.
 
 // Unit `i`, of whose bytes only the first `n` belong to the output (at least 1; 16 or more:
@@ -293,6 +298,7 @@ fn lanes(block: u32, lane: u32, vec4_only: bool) {
     let p = read_params();
     if (block < p.num_blocks) {
         let e = read_entry(find_entry(p, block));
+        dst_binding = e.binding;
         if (vec4_only) {
             copy_lanes_vec4(p, e, block - e.block_start, lane);
         } else {

@@ -68,20 +68,21 @@ fn channel_unit(w: ptr<function, array<u32, 32>>, c: u32, t: u32, join: bool) ->
     return vec4<u32>(channel_word(w, c, t, 0u, join), channel_word(w, c, t, 1u, join), channel_word(w, c, t, 2u, join), channel_word(w, c, t, 3u, join));
 }
 
-// The group's unit `t` into unit `g` of part t, whose first `dsts` holds.
-fn channel_store(w: ptr<function, array<u32, 32>>, dsts: ptr<function, array<u32, 8>>, g: u32, t: u32, c: u32) {
+// The group's unit `t` into unit `g` of part t, whose first unit and binding `dsts` holds.
+fn channel_store(w: ptr<function, array<u32, 32>>, dsts: ptr<function, array<vec2<u32>, 8>>, g: u32, t: u32, c: u32) {
     if (t < c) {
-        store_unit_fast((*dsts)[t] + g, channel_unit(w, c, t, false));
+        store_unit_fast_in((*dsts)[t].y, (*dsts)[t].x + g, channel_unit(w, c, t, false));
     }
 }
 
-// Part `k`'s entry: its first unit into `dsts`, and `whole` lowered to the groups whose units
-// it holds whole below its binding's `units_end` (those store with no choice of binding).
-fn channel_part(dsts: ptr<function, array<u32, 8>>, whole: ptr<function, u32>, k: u32, c: u32) {
+// Part `k`'s entry: its first unit and binding into `dsts`, and `whole` lowered to the groups
+// whose units it holds whole below its binding's `units_end` (those store with no choice of
+// range).
+fn channel_part(dsts: ptr<function, array<vec2<u32>, 8>>, whole: ptr<function, u32>, k: u32, c: u32) {
     if (k < c) {
         let e = read_entry(k);
-        (*dsts)[k] = e.dst_unit;
-        *whole = min(*whole, min(units_below(e, units_end(e.dst_unit)), e.out_bytes / 16u));
+        (*dsts)[k] = vec2<u32>(e.dst_unit, e.binding);
+        *whole = min(*whole, min(units_below(e, units_end(e.binding)), e.out_bytes / 16u));
     }
 }
 
@@ -95,7 +96,9 @@ fn channels(block: u32, lane: u32) {
     let left = channel_bodies(p, block, lane);
     for (var g = left.x; g < left.y; g += left.z) {
         for (var k = 0u; k < p.num_entries; k++) {
-            copy_unit(read_entry(k), g, false);
+            let e = read_entry(k);
+            dst_binding = e.binding;
+            copy_unit(e, g, false);
         }
     }
 }
@@ -103,7 +106,7 @@ fn channels(block: u32, lane: u32) {
 // A split's channels of `c` parts: the lane's whole groups, from entry 0's first source byte
 // (a whole vec4) on; the lane's groups left, as a span (first, end, step).
 fn channels_of(p: Params, block: u32, lane: u32, c: u32) -> vec3<u32> {
-    var dsts: array<u32, 8>;
+    var dsts: array<vec2<u32>, 8>;
     var whole = 0xffffffffu;
     channel_part(&dsts, &whole, 0u, c); channel_part(&dsts, &whole, 1u, c); channel_part(&dsts, &whole, 2u, c); channel_part(&dsts, &whole, 3u, c); channel_part(&dsts, &whole, 4u, c); channel_part(&dsts, &whole, 5u, c); channel_part(&dsts, &whole, 6u, c); channel_part(&dsts, &whole, 7u, c);
     let e0 = read_entry(0u);
@@ -186,7 +189,7 @@ fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32,
     let rows = h.end_byte / (c * CHANNEL_UNIT);
     let span = lane_span(p, block, lane, (rows + CHANNEL_ROWS - 1u) / CHANNEL_ROWS);
     // None where the output starts past its binding's units (a small window, all tail).
-    let bound = units_end(o);
+    let bound = units_end(dst_binding);
     let whole = select(0u, min(bound - o, h.end_byte / 16u) / c, bound > o);
     let src = s.src_offset / 16u;
     let step = s.part_step / 16u;

@@ -30,6 +30,7 @@ fn join_block(block: u32, lane: u32) {
     let j = block / h.repeat_blocks;
     h.first_unit += j * h.repeat_units;
     join_src_shift = j * h.repeat_src;
+    dst_binding = h.binding + j * h.repeat_binding;
     let b = block - j * h.repeat_blocks;
     if (CHANNEL_WIDTH > 0u) {
         join_channels(p, h, b, lane);

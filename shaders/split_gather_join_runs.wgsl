@@ -118,7 +118,7 @@ fn join_lane(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<func
 // CPU adapter runs every branch of a loop's body for its whole SIMD group, masked, at every
 // turn.
 fn join_run(h: Join, first: u32, end: u32, k: ptr<function, u32>, seg: ptr<function, Segment>) {
-    let bound = units_end(first);
+    let bound = units_end(dst_binding);
     var u = first;
     while (u < end) {
         if (!h.short) {

@@ -149,7 +149,7 @@ fn join_walk(h: Join, first: u32, end: u32) {
     let t = b - row * r - j * s.row_bytes;
     let words = (s.row_bytes | s.src_offset | s.part_step) % 4u == 0u;
     var w = walk_from(s.src_offset + j * s.part_step + row * s.row_bytes + t, t, j, s.row_bytes, s.count, s.part_step, s.row_bytes, words);
-    let whole = min(min(end, units_end(first)), o + h.header.end_byte / 16u);
+    let whole = min(min(end, units_end(dst_binding)), o + h.header.end_byte / 16u);
     var u = first;
     if (words) {
         for (; u < whole; u++) {

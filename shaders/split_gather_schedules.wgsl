@@ -13,9 +13,12 @@ fn runs(block: u32, lane: u32, vec4_only: bool) {
         return;
     }
     if (p.interleaved == 1u) {
-        copy_run(p, read_entry(g % p.num_entries), g / p.num_entries, vec4_only);
+        let e = read_entry(g % p.num_entries);
+        dst_binding = e.binding;
+        copy_run(p, e, g / p.num_entries, vec4_only);
     } else {
         let e = read_entry(find_entry(p, g));
+        dst_binding = e.binding;
         copy_run(p, e, g - e.block_start, vec4_only);
     }
 }
@@ -36,7 +39,7 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     // Whole units below the output binding's `units_end` store into that binding with no
     // choice to make (`copy_units_fast` picks it once for the run); the others (a window's
     // last units, at most 16, and the entry's partial last unit) after them, one at a time.
-    let below = min(units_below(e, units_end(e.dst_unit)), e.out_bytes / 16u);
+    let below = min(units_below(e, units_end(e.binding)), e.out_bytes / 16u);
     let fast_end = clamp(below, first_unit, end_unit);
     copy_units_fast(e, first_unit, fast_end, vec4_only);
     for (var u = fast_end; u < end_unit; u++) {

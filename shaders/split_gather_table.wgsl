@@ -62,6 +62,8 @@ struct Entry {
     // back by as many bytes so that unit 0 starts on a unit (`store_first_unit`). 0 for
     // every other entry, and for every MODE_VEC4 one.
     skip: u32,
+    // The output binding it writes (0 but in the multi-output build: `dst_binding`).
+    binding: u32,
 }
 
 fn read_params() -> Params {
@@ -70,7 +72,7 @@ fn read_params() -> Params {
 }
 
 // Words of an entry.
-const ENTRY_WORDS: u32 = 10u;
+const ENTRY_WORDS: u32 = 11u;
 
 // Entry `i`'s first word in the table.
 fn entry_at(i: u32) -> u32 {
@@ -87,7 +89,8 @@ fn read_entry(i: u32) -> Entry {
     trace(TRACE_TABLE, 4u * w, 4u * ENTRY_WORDS);
     return Entry(
         table[w], table[w + 1u], table[w + 2u], table[w + 3u],
-        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u], table[w + 9u]
+        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u], table[w + 9u],
+        table[w + 10u]
     );
 }
 
@@ -101,8 +104,8 @@ fn read_entry(i: u32) -> Entry {
 // rows' bands (the host leaves at least 16 bytes between them). A dispatch of one join
 // repeated (equal parts of a split written channels-last, a batch's images) takes
 // `repeat_blocks` blocks a join: the blocks of join `j` read `j * repeat_src` bytes and write
-// `j * repeat_units` units further on (`join_block`); one join's `repeat_blocks` is at least
-// its blocks.
+// `j * repeat_units` units further on, into output binding `binding + j * repeat_binding`
+// (`join_block`); one join's `repeat_blocks` is at least its blocks.
 struct JoinHeader {
     first_unit: u32,
     units: u32,
@@ -114,6 +117,8 @@ struct JoinHeader {
     repeat_blocks: u32,
     repeat_src: u32,
     repeat_units: u32,
+    binding: u32,
+    repeat_binding: u32,
 }
 
 // One segment: `count` parts side by side (equal inputs, such as attention heads, take one
@@ -132,7 +137,7 @@ struct Segment {
 }
 
 // Words of the concat's records.
-const JOIN_HEADER_WORDS: u32 = 10u;
+const JOIN_HEADER_WORDS: u32 = 12u;
 const SEGMENT_WORDS: u32 = 6u;
 
 // Where the join's header and its segments start in the table, in words.
@@ -148,7 +153,8 @@ fn read_join_header() -> JoinHeader {
     trace(TRACE_TABLE, 4u * w, 4u * JOIN_HEADER_WORDS);
     return JoinHeader(
         table[w], table[w + 1u], table[w + 2u], table[w + 3u],
-        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u], table[w + 9u]
+        table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u], table[w + 9u],
+        table[w + 10u], table[w + 11u]
     );
 }
 

@@ -122,7 +122,7 @@ fn channels_last_parts_of_many_pixels(gpu: &'static GpuSplitter) {
         .map(|_| ())
         .unwrap_err()
         .to_string();
-    let rule = "its view lowers to 66560 blocks of runs, past the 38297 its dispatch's table";
+    let rule = "its view lowers to 66560 blocks of runs, past the 28764 its dispatch's table";
     assert!(m.contains(&format!("output 1: {rule}")), "{m}");
 }
 

@@ -118,10 +118,10 @@ fn aligned_rows_trace_like_a_copy(gpu: &'static GpuSplitter) {
     });
     let accesses =
         trace_split(&gpu_settings(&gpu), &plan, DType::F32, Sampling::default()).unwrap();
-    // Each warp reads the header, the search's entries and its block's entry: 16.6 bytes per
-    // 512 it stores.
+    // Each warp reads the header, the search's entries and its block's entry (44 bytes, its
+    // binding among them): 17.6 bytes per 512 it stores.
     for f in copy_like_figures(&accesses) {
-        assert!(f.table_bytes_per_512 <= 17.0, "{f:?}");
+        assert!(f.table_bytes_per_512 <= 18.0, "{f:?}");
     }
 }
 
@@ -138,8 +138,8 @@ fn narrow_parts_bring_in_a_copys_lines(gpu: &'static GpuSplitter) {
         let f = figures(&accesses, warp);
         assert_eq!(f.load_lines_once_per_512, 4.0, "{f:?}");
         assert_eq!((f.load_efficiency, f.store_efficiency), (0.5, 1.0), "{f:?}");
-        // Each warp reads the header and the three parts' entries: 15 bytes per 512.
-        assert!(f.table_bytes_per_512 <= 15.0, "{f:?}");
+        // Each warp reads the header and the three parts' entries: 16.3 bytes per 512.
+        assert!(f.table_bytes_per_512 <= 17.0, "{f:?}");
     }
 }
 
@@ -200,11 +200,11 @@ fn concats_trace_like_a_copy(gpu: &'static GpuSplitter) {
         assert_eq!(words.len(), output_words, "{plan:?}");
         assert_eq!(stored, output_words, "{plan:?}: each word stored once");
         for f in copy_like_figures(&accesses) {
-            // Parts of one block (4 KiB, the last case): 84.
+            // Parts of one block (4 KiB, the last case): 92.
             let most = if plan.num_parts() == 64 && dtype == DType::F32 {
-                84.0
+                92.0
             } else {
-                17.0
+                18.5
             };
             assert!(f.table_bytes_per_512 <= most, "{plan:?} {f:?}");
         }
@@ -277,8 +277,8 @@ fn attention_views_trace_like_a_copy(gpu: &'static GpuSplitter) {
         }
         assert_eq!(words, viewed, "concat {concat}");
         for f in copy_like_figures(&accesses) {
-            // The merge's heads are 4 KiB each, a block's: 38 per 512.
-            let most = if concat { 38.0 } else { 17.0 };
+            // The merge's heads are 4 KiB each, a block's: 42 per 512.
+            let most = if concat { 42.0 } else { 18.0 };
             assert!(f.table_bytes_per_512 <= most, "concat {concat}: {f:?}");
         }
     }

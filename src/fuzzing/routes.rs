@@ -3,7 +3,7 @@
 
 use super::input::PlannerInput;
 use super::shader;
-use crate::gpu::gather::abi::{binding_bytes, Entry, Table, DST_BINDING_SHIFT, MAX_WINDOW};
+use crate::gpu::gather::abi::{binding_bytes, Entry, Table, MAX_WINDOW};
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
 use crate::gpu::gather::gate;
 use crate::gpu::placement::PartLayout;
@@ -227,13 +227,16 @@ impl RouteCheck<'_> {
         else {
             panic!("the multi-output dispatch of {:?} failed", self.input);
         };
-        let mask = (1u32 << DST_BINDING_SHIFT) - 1;
+        if let Err(refusal) = gate::check(&d) {
+            panic!("{:?}: {d:?}: {refusal}", self.input);
+        }
         let Table::Split(entries) = &mut d.table else {
             panic!("the multi-output dispatch of {:?} is a split's", self.input);
         };
+        // Each entry's binding as its window's place in the one output region.
         for e in entries {
-            let j = (e.dst_unit >> DST_BINDING_SHIFT) as usize;
-            e.dst_unit = (bases[j] / 16) as u32 + (e.dst_unit & mask);
+            e.dst_unit += (bases[e.binding as usize] / 16) as u32;
+            e.binding = 0;
         }
         d.dst_size = self.layout.total_bytes;
         self.dispatches(&[d], MAX_WINDOW);

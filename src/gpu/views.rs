@@ -9,7 +9,6 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::device;
 use crate::gpu::direction::Direction;
-use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::{
     binding_bytes, lower_view, repeat_joins, table_room, view_dispatches, window_limit, Dispatch,
@@ -311,7 +310,7 @@ impl GpuSplitter {
             for v in &window.parts {
                 let local = v.region.offset - window.region.offset;
                 let (src_base, dst_base, unit_base) = match direction {
-                    Direction::Split => (0, local, (j as u64) << DST_BINDING_SHIFT),
+                    Direction::Split => (0, local, j as u32),
                     Direction::Concat => (local, 0, 0),
                 };
                 // The batch's parts share its tables: each takes what the ones before left.

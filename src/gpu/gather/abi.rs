@@ -122,10 +122,14 @@ pub struct JoinHeader {
     pub band_width: u32,
     /// Blocks of each join in a dispatch of one join repeated (at least the dispatch's
     /// blocks where it holds one join): join `j` reads `j * repeat_src` bytes and writes `j *
-    /// repeat_units` units further on than the first (`repeat_joins`, `view_channels`).
+    /// repeat_units` units further on than the first, into output binding `binding + j *
+    /// repeat_binding` (`repeat_joins`, `view_channels`).
     pub repeat_blocks: u32,
     pub repeat_src: u32,
     pub repeat_units: u32,
+    /// The output binding the first join writes (0 but in the multi-output build).
+    pub binding: u32,
+    pub repeat_binding: u32,
 }
 
 /// One segment of a concat (`Segment` in the shader): `count` parts side by side in the
@@ -189,6 +193,8 @@ pub struct Entry {
     /// view's entry that starts inside a unit (its `first_byte` and `src_offset` moved back
     /// by as many bytes, so that unit 0 starts on a unit). 0 for every other entry.
     pub skip: u32,
+    /// The output binding it writes (0 but in the multi-output build).
+    pub binding: u32,
 }
 
 impl Mode {
@@ -221,15 +227,13 @@ pub fn window_limit(limits: &wgpu::Limits) -> u64 {
     limits.max_storage_buffer_binding_size.min(MAX_WINDOW)
 }
 
-/// A dispatch over several output buffers (the multi-output build,
-/// [`super::builds::OutputBindings::Units`]) keeps the output binding of an entry in the bits of
-/// `dst_unit` from this one up: a window is at most [`MAX_WINDOW`] bytes, 2^27 units, so the
-/// unit within the binding fits below it.
-pub const DST_BINDING_SHIFT: u32 = 27;
+/// Units one binding's window holds at most ([`MAX_WINDOW`] bytes): a record's units within
+/// its binding lie below it.
+pub const WINDOW_UNITS: u64 = MAX_WINDOW / UNIT_BYTES;
 
-/// Most output bindings one dispatch of the multi-output build takes: the bits of `dst_unit`
-/// above [`DST_BINDING_SHIFT`].
-pub const MAX_DST_BINDINGS: u32 = 1 << (32 - DST_BINDING_SHIFT);
+/// Most output bindings one dispatch of the multi-output build takes (each record names its
+/// own: `Entry::binding`, `JoinHeader::binding`); devices allow fewer.
+pub const MAX_DST_BINDINGS: u32 = 32;
 
 /// Most input bindings one dispatch of the multi-input build takes (a concat's inputs in
 /// several buffers; each segment names its binding in a field of its own). As many as the

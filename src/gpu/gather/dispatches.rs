@@ -1,7 +1,10 @@
 //! The gather's dispatches: each one a window of the input, a window of the output region,
 //! and a table. Pure arithmetic, tested without a device.
 
-use super::abi::{binding_bytes, Entry, Mode, Params, ProgramKey, Table, HEADER_BYTES, UNIT_BYTES};
+use super::abi::{
+    binding_bytes, Entry, Mode, Params, ProgramKey, Table, HEADER_BYTES, MAX_WINDOW, UNIT_BYTES,
+    WINDOW_UNITS,
+};
 use super::blocks::{split_table, SplitTable};
 pub use super::modes::GatherTuning;
 use crate::error::{Result, SplitError};
@@ -87,6 +90,7 @@ fn entry(stride: u64, o: &OutputRows, (b0, b1): (u64, u64), window: u64, dst_uni
         mode: mode as u32,
         dst_stride: o.row_bytes as u32,
         skip: 0,
+        binding: 0,
     }
 }
 
@@ -158,9 +162,9 @@ pub fn multi_output_dispatch(
     tuning: GatherTuning,
     window_limit: u64,
 ) -> Result<Dispatch> {
-    let limit = window_limit.min(super::abi::MAX_WINDOW);
-    // The binding rides in the top bits of every entry's first unit: at a virtual byte offset
-    // of binding << (DST_BINDING_SHIFT + 4), whose unit is binding << DST_BINDING_SHIFT.
+    let limit = window_limit.min(MAX_WINDOW);
+    // Planned as if the bindings' windows lay end to end, each MAX_WINDOW bytes, so no entry
+    // spans two; each entry's binding is then the window its first unit lies in.
     let mut placed = layout.clone();
     for o in &bytes.outputs {
         let range = &mut placed.ranges[o.output];
@@ -175,7 +179,7 @@ pub fn multi_output_dispatch(
                 super::abi::MAX_DST_BINDINGS
             )));
         }
-        range.offset += (binding as u64) << (super::abi::DST_BINDING_SHIFT + 4);
+        range.offset += binding as u64 * MAX_WINDOW;
     }
     if binding_bytes(bytes.input_bytes()) > limit {
         return Err(SplitError::TooLarge(format!(
@@ -183,7 +187,11 @@ pub fn multi_output_dispatch(
             bytes.input_bytes()
         )));
     }
-    let (program, params, entries) = whole_table(bytes, &placed, tuning);
+    let (program, params, mut entries) = whole_table(bytes, &placed, tuning);
+    for e in &mut entries {
+        e.binding = (e.dst_unit as u64 / WINDOW_UNITS) as u32;
+        e.dst_unit = (e.dst_unit as u64 % WINDOW_UNITS) as u32;
+    }
     Ok(Dispatch {
         program,
         src_offset: 0,

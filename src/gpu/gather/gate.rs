@@ -6,15 +6,12 @@
 //! modules", lists them with the shader code that relies on each). Pure.
 
 use super::abi::{
-    Channels, Entry, EntryPoint, JoinTable, Mode, Params, Table, MAX_WINDOW, UNIT_BYTES,
+    Channels, Entry, EntryPoint, JoinTable, Mode, Params, Table, MAX_DST_BINDINGS, MAX_WINDOW,
+    UNIT_BYTES, WINDOW_UNITS,
 };
 use super::dispatches::Dispatch;
 use super::runs::MAX_LANE_STEPS;
 use std::fmt;
-
-/// Units a binding window holds at most (2 GiB of 16-byte units): a unit index of one
-/// binding stays below it, its binding's bits above it.
-const WINDOW_UNITS: u64 = MAX_WINDOW / UNIT_BYTES;
 
 /// A precondition of the trusted module: what a table must keep for its program to run to
 /// its end and move the bytes it names.
@@ -38,8 +35,9 @@ pub enum Precondition {
     /// (`interleaved`, then 1 and every entry alike), a join's `row_bytes`, `repeat_blocks`
     /// and `band_units`' width, each segment's `row_bytes` and `count`.
     Divisors,
-    /// An entry writes at least a byte, its units inside its binding: the unit index below
-    /// the binding's bits (2^27 units of a 2 GiB window), so index plus bits stays in u32.
+    /// A record writes inside an output binding the build may have (`MAX_DST_BINDINGS`), an
+    /// entry at least a byte, its units below a window's 2^27 (2 GiB), so every unit index
+    /// and byte address stays in u32.
     UnitRange,
     /// An entry that starts inside a unit skips fewer than 16 bytes and fewer than it writes
     /// (`store_first_unit`'s byte loop counts `min(16, out_bytes) - skip`).
@@ -87,7 +85,7 @@ impl Precondition {
             Precondition::LaneSpan => "a lane's steps counted in u32",
             Precondition::EntryOrder => "entries sorted by block_start from 0",
             Precondition::Divisors => "no divisor zero",
-            Precondition::UnitRange => "an entry's units inside its binding",
+            Precondition::UnitRange => "a record's units inside its binding",
             Precondition::Skip => "a skip shorter than a unit and the entry",
             Precondition::Mode => "an entry's mode kept by its quantities",
             Precondition::ShiftedRows => "the shifted lanes' rows of a unit at least",
@@ -217,7 +215,9 @@ fn split(d: &Dispatch, p: Params, entries: &[Entry], block_steps: u64) -> Result
     })?;
     first(Precondition::UnitRange, "entry", entries, |_, e| {
         let units = (e.out_bytes as u64).div_ceil(UNIT_BYTES);
-        e.out_bytes == 0 || (e.dst_unit as u64 % WINDOW_UNITS) + units > WINDOW_UNITS
+        e.out_bytes == 0
+            || e.dst_unit as u64 + units > WINDOW_UNITS
+            || e.binding >= MAX_DST_BINDINGS
     })?;
     first(Precondition::Skip, "entry", entries, |_, e| {
         e.skip > 0 && (e.skip as u64 >= UNIT_BYTES || e.skip >= e.out_bytes)
@@ -297,6 +297,14 @@ fn joined(d: &Dispatch, p: Params, j: &JoinTable, block_steps: u64) -> Result<()
         };
         header(Precondition::Channels, !fits, (c, &j.segments))?;
     }
+    let joins = (p.num_blocks as u64).div_ceil(h.repeat_blocks as u64);
+    let last = |first: u32, step: u32| first as u64 + (joins - 1) * step as u64;
+    header(
+        Precondition::UnitRange,
+        last(h.binding, h.repeat_binding) >= MAX_DST_BINDINGS as u64
+            || last(h.first_unit, h.repeat_units) + h.units as u64 > WINDOW_UNITS,
+        h,
+    )?;
     let window = |x: u32| x as u64 > MAX_WINDOW;
     header(
         Precondition::JoinLayout,

@@ -141,6 +141,8 @@ pub fn join_dispatch(
         repeat_blocks: blocks.max(1) as u32,
         repeat_src: 0,
         repeat_units: 0,
+        binding: 0,
+        repeat_binding: 0,
     };
     Ok(Dispatch {
         program,
@@ -185,6 +187,7 @@ fn aligned_rows(
             mode: Mode::Vec4 as u32,
             dst_stride: bytes.stride as u32,
             skip: 0,
+            binding: 0,
         };
         // Parts of one row each that lie back to back in both buffers (a sequence's rows
         // packed in order) take one entry, as a split's outputs do, so that its blocks need

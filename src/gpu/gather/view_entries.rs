@@ -30,7 +30,7 @@ use crate::plan::views::{Level, Runs};
 use std::collections::HashMap;
 
 /// Entries a dispatch's table holds within one storage binding of `limits` (its header
-/// first, then 40 bytes an entry): how many blocks of runs the views of one dispatch may
+/// first, then 44 bytes an entry): how many blocks of runs the views of one dispatch may
 /// lower to.
 pub fn table_room(limits: &wgpu::Limits) -> u64 {
     let entry = std::mem::size_of::<Entry>() as u64;
@@ -52,8 +52,7 @@ enum Rows {
 }
 
 /// The entries that move `runs`, its source bytes from byte `src_base` of the input window
-/// and its destination bytes from byte `dst_base` of the output window, `unit_base` added to
-/// every destination unit (the multi-output build's binding bits); a
+/// and its destination bytes from byte `dst_base` of output binding `binding`'s window; a
 /// [`SplitError::TooLarge`] naming `part` past `room` entries (what its dispatch's table has
 /// left, [`table_room`]).
 fn view_entries(
@@ -61,7 +60,7 @@ fn view_entries(
     runs: &Runs,
     src_base: u64,
     dst_base: u64,
-    unit_base: u64,
+    binding: u32,
     room: u64,
 ) -> Result<Vec<Entry>> {
     let run = runs.run_bytes;
@@ -129,7 +128,7 @@ fn view_entries(
         Entry {
             // Numbered with the dispatch's other entries.
             block_start: 0,
-            dst_unit: (unit_base + d / UNIT_BYTES) as u32,
+            dst_unit: (d / UNIT_BYTES) as u32,
             first_byte: (back * run - skip) as u32,
             out_bytes: (skip + rows * run) as u32,
             row_bytes: run as u32,
@@ -138,6 +137,7 @@ fn view_entries(
             mode: mode as u32,
             dst_stride: dst_stride as u32,
             skip: skip as u32,
+            binding,
         }
     });
     Ok(entries.collect())
@@ -154,13 +154,13 @@ pub enum Lowered {
 
 /// Part `part` (its name in messages) through a view, as its `runs`, in a `split` or a
 /// concat: its source bytes from byte `bases.0` of the input window, its destination bytes
-/// from byte `bases.1` of the output window, `bases.2` added to every destination unit, over
-/// windows of `sizes` bytes; entries within the `room` its batch's table has left.
+/// from byte `bases.1` of the window of output binding `bases.2`, over windows of `sizes`
+/// bytes; entries within the `room` its batch's table has left.
 pub fn lower_view(
     part: &str,
     runs: &Runs,
     split: bool,
-    bases: (u64, u64, u64),
+    bases: (u64, u64, u32),
     sizes: (u64, u64),
     room: u64,
     tuning: GatherTuning,
@@ -171,23 +171,23 @@ pub fn lower_view(
     {
         return Ok(Lowered::Dispatch(d));
     }
-    let (src_base, dst_base, unit_base) = bases;
-    view_entries(part, runs, src_base, dst_base, unit_base, room).map(Lowered::Entries)
+    let (src_base, dst_base, binding) = bases;
+    view_entries(part, runs, src_base, dst_base, binding, room).map(Lowered::Entries)
 }
 
 /// The dispatch of a split's part whose view writes its planes' elements side by side
 /// (`runs` of one element from `C` planes, their elements back to back in the source, each
 /// pixel's `C` back to back in the destination: `[1, C, H, W]` written as `[1, H, W, C]`):
 /// the planes joined into rows as a concat's channels are (one segment of `C` parts, read
-/// from input byte `src_base` on, written from output byte `dst_base` on, `unit_base` added
-/// to its first unit), over windows of `src_size` and `dst_size` bytes: the channels where
+/// from input byte `src_base` on, written from byte `dst_base` on of output binding
+/// `binding`), over windows of `src_size` and `dst_size` bytes: the channels where
 /// they are ([`Channels`](super::abi::Channels)), else walked (`join_walks`: more than 8
 /// planes, or planes off a unit). A batch's images (`[N, C, H, W]` as `[N, H, W, C]`) are
 /// the join repeated, an image a join (the header's `repeat_*`). `None` where the pixels are
 /// not side by side or the destination (each image's) does not start on a unit.
 fn view_channels(
     runs: &Runs,
-    (src_base, dst_base, unit_base): (u64, u64, u64),
+    (src_base, dst_base, binding): (u64, u64, u32),
     (src_size, dst_size): (u64, u64),
     tuning: GatherTuning,
 ) -> Option<Dispatch> {
@@ -246,7 +246,7 @@ fn view_channels(
         None => return None,
     };
     let header = JoinHeader {
-        first_unit: (unit_base + dst / UNIT_BYTES) as u32,
+        first_unit: (dst / UNIT_BYTES) as u32,
         units: units as u32,
         row_bytes: stride as u32,
         end_byte: bytes as u32,
@@ -256,6 +256,8 @@ fn view_channels(
         repeat_blocks: blocks.max(1) as u32,
         repeat_src: images.map_or(0, |i| i.src_step) as u32,
         repeat_units: images.map_or(0, |i| i.dst_step / UNIT_BYTES) as u32,
+        binding,
+        repeat_binding: 0,
     };
     let num_blocks = u32::try_from(blocks * image.extent).ok()?;
     Some(Dispatch {
@@ -314,20 +316,24 @@ fn repeated(joins: &Dispatch, next: &Dispatch) -> Option<Dispatch> {
         return None;
     }
     let n = count(joins, &ha);
+    // The steps from one join to the next: source bytes, units, output bindings.
     let steps = match n {
         1 => (
             sb.src_offset.wrapping_sub(sa.src_offset),
             hb.first_unit.wrapping_sub(ha.first_unit),
+            hb.binding.wrapping_sub(ha.binding),
         ),
-        _ => (ha.repeat_src, ha.repeat_units),
+        _ => (ha.repeat_src, ha.repeat_units, ha.repeat_binding),
     };
     // `n` joins as `next` repeated from the first join's place would be (a single join has
     // no steps).
-    let of = |n: u32, (repeat_src, repeat_units): (u32, u32)| -> Option<Dispatch> {
+    let of = |n: u32, (repeat_src, repeat_units, repeat_binding): (u32, u32, u32)| {
         let header = JoinHeader {
             first_unit: ha.first_unit,
             repeat_src,
             repeat_units,
+            binding: ha.binding,
+            repeat_binding,
             ..hb
         };
         let segment = Segment {
@@ -347,10 +353,11 @@ fn repeated(joins: &Dispatch, next: &Dispatch) -> Option<Dispatch> {
         })
     };
     let moved = sb.src_offset == sa.src_offset.wrapping_add(n.wrapping_mul(steps.0))
-        && hb.first_unit == ha.first_unit.wrapping_add(n.wrapping_mul(steps.1));
-    // Each join's units apart from the next's.
-    let apart = steps.1.min(steps.1.wrapping_neg()) >= hb.units;
-    let before = if n == 1 { (0, 0) } else { steps };
+        && hb.first_unit == ha.first_unit.wrapping_add(n.wrapping_mul(steps.1))
+        && hb.binding == ha.binding.wrapping_add(n.wrapping_mul(steps.2));
+    // Each join's units apart from the next's: in bindings a step apart, or units apart.
+    let apart = steps.2 == 1 || (steps.2 == 0 && steps.1.min(steps.1.wrapping_neg()) >= hb.units);
+    let before = if n == 1 { (0, 0, 0) } else { steps };
     if !(moved && apart && of(n, before).as_ref() == Some(joins)) {
         return None;
     }
@@ -361,15 +368,16 @@ fn repeated(joins: &Dispatch, next: &Dispatch) -> Option<Dispatch> {
 /// starting inside a unit where another ends) take different dispatches; the others the
 /// first. At most 16 entries can share a unit, so at most 16 dispatches.
 fn dispatch_of(entries: &[Entry]) -> Vec<usize> {
-    let mut taken: HashMap<u32, Vec<usize>> = HashMap::new();
+    // Units by binding and place.
+    let mut taken: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
     entries
         .iter()
         .map(|e| {
             let units = (e.out_bytes as u64).div_ceil(UNIT_BYTES) as u32;
-            let first = (e.skip > 0).then_some(e.dst_unit);
+            let first = (e.skip > 0).then_some((e.binding, e.dst_unit));
             let partial = !(e.out_bytes as u64).is_multiple_of(UNIT_BYTES);
-            let last = partial.then_some(e.dst_unit + units - 1);
-            let edges: Vec<u32> = first.into_iter().chain(last).collect();
+            let last = partial.then_some((e.binding, e.dst_unit + units - 1));
+            let edges: Vec<(u32, u32)> = first.into_iter().chain(last).collect();
             let busy = |d: usize| {
                 edges
                     .iter()

@@ -61,14 +61,14 @@ fn the_table_records_match_the_shader_structs() {
         (
             "Entry",
             fields!(Entry; block_start, dst_unit, first_byte, out_bytes, row_bytes, src_stride,
-                src_offset, mode, dst_stride, skip),
+                src_offset, mode, dst_stride, skip, binding),
             size_of::<Entry>(),
             "ENTRY_WORDS",
         ),
         (
             "JoinHeader",
             fields!(JoinHeader; first_unit, units, row_bytes, end_byte, band_units, band_first,
-                band_width, repeat_blocks, repeat_src, repeat_units),
+                band_width, repeat_blocks, repeat_src, repeat_units, binding, repeat_binding),
             size_of::<JoinHeader>(),
             "JOIN_HEADER_WORDS",
         ),

@@ -3,7 +3,7 @@
 //! binding lies is [`super::slots()`]'s.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::gather::abi::{DST_BINDING_SHIFT, MAX_DST_BINDINGS, MAX_SRC_BINDINGS, UNIT_BYTES};
+use crate::gpu::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS, UNIT_BYTES};
 
 /// How a build binds the inputs, from binding 1 of group 0: this many input buffers (1 to
 /// [`MAX_SRC_BINDINGS`]), each as words (`src{j}` at binding 1 + j), then each as vec4s
@@ -26,7 +26,7 @@ impl InputBindings {
 
 /// How a build binds the outputs, after the inputs. The shader stores and loads output words
 /// through three functions: `store_unit(i, v)`, `store_word(i, j, x)` (word `j` of unit `i`)
-/// and `load_dst_word(i, j)`.
+/// and `load_dst_word(i, j)`, of output binding `dst_binding` (the lane's record's).
 ///
 /// An output window is bound in two ranges that do not overlap, so no browser refuses them:
 /// its units up to a multiple of [`tail_start`]'s alignment as vec4s (`dst{j}`: whole units in
@@ -35,8 +35,8 @@ impl InputBindings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutputBindings {
     /// This many output buffers (1 to [`MAX_DST_BINDINGS`]), each's units (`dst{j}`), then
-    /// each's tail (`dst_tail{j}`); an entry's buffer is the top bits of its unit
-    /// ([`DST_BINDING_SHIFT`]), so one dispatch writes outputs in several buffers.
+    /// each's tail (`dst_tail{j}`); a record names its buffer (`Entry::binding`,
+    /// `JoinHeader::binding`), so one dispatch writes outputs in several buffers.
     Units(u32),
     /// One output buffer, bound once as words, for devices that allow only 4 storage buffers
     /// per shader stage (`Limits::downlevel_defaults`): a whole unit is stored as its four
@@ -85,48 +85,45 @@ fn input_words(b: u32) -> u32 {
 }
 ";
 
-/// [`OutputBindings::Units`]' access functions: unit `i` of binding `j` (its top bits,
-/// [`DST_BINDING_SHIFT`]) lies in `dst{j}` below `units_bound`, the units the window binds
-/// there (an even number, [`tail_start`], or none where the host bound the one-unit
-/// stand-in), else in `dst_tail{j}`; each `{..._arms}` reaches one binding ([`on_binding`]).
+/// [`OutputBindings::Units`]' access functions: unit `i` of binding `j` (`dst_binding`, the
+/// lane's record's, or a function's `b`) lies in `dst{j}` below `units_bound`, the units the
+/// window binds there (an even number, [`tail_start`], or none where the host bound the
+/// one-unit stand-in), else in `dst_tail{j}`; each `{..._arms}` reaches one binding
+/// ([`on_binding`]).
 /// `copy_units_fast`, in the vec4 entry point, stores a run's units into its binding with the
 /// binding a constant, so that a CPU adapter, which runs every arm of a switch with a mask,
 /// takes one per run, not per unit; elsewhere a run passes its entry's binding.
 const UNITS_OUTPUTS: &str = "
-fn store_unit(i: u32, v: vec4<u32>) {
-    trace(TRACE_DST, i * 16u, 16u);
-    let unit = i & {mask}u;
+fn store_unit(unit: u32, v: vec4<u32>) {
+    trace(TRACE_DST, unit * 16u, 16u);
 {store_unit_arms}}
 
-fn store_word(i: u32, j: u32, x: u32) {
-    trace(TRACE_DST, i * 16u + j * 4u, 4u);
-    let unit = i & {mask}u;
+fn store_word(unit: u32, j: u32, x: u32) {
+    trace(TRACE_DST, unit * 16u + j * 4u, 4u);
 {store_word_arms}}
 
-fn load_dst_word(i: u32, j: u32) -> u32 {
+fn load_dst_word(unit: u32, j: u32) -> u32 {
     var x = 0u;
-    let unit = i & {mask}u;
 {load_word_arms}    return x;
 }
 
-fn units_end(i: u32) -> u32 {
+fn units_end(b: u32) -> u32 {
     var n = 0u;
-{units_end_arms}    return (i & ~{mask}u) + n;
+{units_end_arms}    return n;
 }
 
-fn store_unit_fast(i: u32, v: vec4<u32>) {
-    store_unit_fast_in(i >> {shift}u, i, v);
+fn store_unit_fast(unit: u32, v: vec4<u32>) {
+    store_unit_fast_in(dst_binding, unit, v);
 }
 
-fn store_unit_fast_in(b: u32, i: u32, v: vec4<u32>) {
-    trace(TRACE_DST, i * 16u, 16u);
-    let unit = i & {mask}u;
+fn store_unit_fast_in(b: u32, unit: u32, v: vec4<u32>) {
+    trace(TRACE_DST, unit * 16u, 16u);
 {store_fast_arms}}
 
 fn copy_units_fast(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
     if (vec4_only) {
 {copy_fast_arms}    } else {
-        copy_units(e, first_unit, end_unit, false, e.dst_unit >> {shift}u);
+        copy_units(e, first_unit, end_unit, false, e.binding);
     }
 }
 
@@ -155,7 +152,7 @@ fn load_dst_word(i: u32, j: u32) -> u32 {
     return dst_words[i * 4u + j];
 }
 
-fn units_end(i: u32) -> u32 {
+fn units_end(b: u32) -> u32 {
     return 0xffffffffu;
 }
 
@@ -225,14 +222,13 @@ pub(super) fn outputs_piece(outputs: OutputBindings) -> Result<String> {
     let load_word = format!(
         "{bound}; if (unit < n) {{ x = dst{{b}}[unit][j]; }} else {{ x = dst_tail{{b}}[(unit - n) * 4u + j]; }}"
     );
-    let unit_binding = format!("i >> {DST_BINDING_SHIFT}u");
-    let arms = |access: &str| on_binding(n, &unit_binding, access, "    ");
+    let arms = |access: &str| on_binding(n, "dst_binding", access, "    ");
     // Each arm passes its binding as a constant: the driver keeps one store in the vec4 entry
     // point's loop (`vec4_only`, a constant of the entry point; the others choose per unit: a
     // loop per binding of every mode would make their pipelines far longer to compile).
     let copy_fast = on_binding(
         n,
-        &format!("e.dst_unit >> {DST_BINDING_SHIFT}u"),
+        "e.binding",
         "copy_units(e, first_unit, end_unit, true, {b}u)",
         "        ",
     );
@@ -242,13 +238,11 @@ pub(super) fn outputs_piece(outputs: OutputBindings) -> Result<String> {
         .replace("{load_word_arms}", &arms(&load_word))
         .replace(
             "{units_end_arms}",
-            &arms("n = units_bound(arrayLength(&dst{b}))"),
+            &on_binding(n, "b", "n = units_bound(arrayLength(&dst{b}))", "    "),
         )
         .replace(
             "{store_fast_arms}",
             &on_binding(n, "b", "dst{b}[unit] = v", "    "),
         )
-        .replace("{copy_fast_arms}", &copy_fast)
-        .replace("{mask}", &format!("{:#x}", (1u32 << DST_BINDING_SHIFT) - 1))
-        .replace("{shift}", &DST_BINDING_SHIFT.to_string()))
+        .replace("{copy_fast_arms}", &copy_fast))
 }

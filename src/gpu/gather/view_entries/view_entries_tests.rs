@@ -1,5 +1,4 @@
 use super::*;
-use crate::gpu::gather::abi::DST_BINDING_SHIFT;
 use crate::gpu::gather::modes::GatherMode;
 use crate::plan::views::{part_runs, Access};
 use crate::{ops, IntTensor, PartView};
@@ -46,7 +45,7 @@ fn a_view_past_its_tables_room_is_refused_by_name() {
         m.contains(
             "output 0: its view lowers to 68921 blocks of runs, past the 68920 its \
              dispatch's table has room for in one storage binding (the device's \
-             max_storage_buffer_binding_size; 40 bytes a block)"
+             max_storage_buffer_binding_size; 44 bytes a block)"
         ),
         "{m}"
     );
@@ -116,7 +115,7 @@ fn channels_last_parts_join_their_planes() {
             mode,
             max_steps_per_lane: 4,
         };
-        let d = view_channels(&runs, (0, 256, 1 << DST_BINDING_SHIFT), sizes, tuning).unwrap();
+        let d = view_channels(&runs, (0, 256, 1), sizes, tuning).unwrap();
         assert_eq!(
             d.program.to_string(),
             format!("main_join {mapping} channels w4")
@@ -136,8 +135,8 @@ fn channels_last_parts_join_their_planes() {
         assert_eq!(j.segments, [s]);
         let h = j.header;
         assert_eq!(
-            (h.first_unit, h.row_bytes, h.end_byte),
-            ((1 << DST_BINDING_SHIFT) + 16, 16, 4 * plane)
+            (h.first_unit, h.binding, h.row_bytes, h.end_byte),
+            (16, 1, 16, 4 * plane)
         );
         let p = d.params;
         assert!(p.num_blocks * p.steps_per_lane * d.program.workgroup_size() as u32 >= 1024);
@@ -191,25 +190,18 @@ fn equal_joins_at_equal_steps_take_one_dispatch() {
         mode: GatherMode::Gpu,
         max_steps_per_lane: 4,
     };
-    let join = |k: usize, dst: u64, binding: u64| {
+    let join = |k: usize, dst: u64, binding: u32| {
         let runs = part_runs(&plan, k, &view, 4, Access::Write).unwrap();
-        view_channels(
-            &runs,
-            (0, dst, binding << DST_BINDING_SHIFT),
-            (48 << 10, 0),
-            tuning,
-        )
-        .unwrap()
+        view_channels(&runs, (0, dst, binding), (48 << 10, 0), tuning).unwrap()
     };
     let one = join(0, 0, 0);
     let blocks = one.params.num_blocks;
     // In buffers of their own (output bindings 0 to 2), or 1 KiB apart in one: one dispatch,
-    // join k 1 KiB further on in the input and a binding (1 << DST_BINDING_SHIFT units) or 64
-    // units on.
-    for (dst, binding, units) in [(0, 1, 1 << DST_BINDING_SHIFT), (1024, 0, 64)] {
+    // join k 1 KiB further on in the input and a binding or 64 units on.
+    for (dst, binding, units) in [(0, 1, 0), (1024, 0, 64)] {
         let d = repeat_joins(
             (0..3)
-                .map(|k| join(k, k as u64 * dst, k as u64 * binding))
+                .map(|k| join(k, k as u64 * dst, k as u32 * binding))
                 .collect(),
         );
         let [d] = &d[..] else { panic!("{d:?}") };
@@ -221,6 +213,7 @@ fn equal_joins_at_equal_steps_take_one_dispatch() {
             (h.first_unit, h.repeat_blocks, h.repeat_src, h.repeat_units),
             (0, blocks, 1 << 10, units)
         );
+        assert_eq!((h.binding, h.repeat_binding), (0, binding));
         assert_eq!(
             (d.params.num_blocks, j.segments[0].src_offset),
             (3 * blocks, 0)
@@ -277,9 +270,9 @@ fn rows_apart_take_vec4s_and_unaligned_ones_an_entry_each() {
     // Moved 8 bytes on, every run starts on a unit: rows apart again, unless the source
     // is not in units either.
     assert_eq!(view_entries("k", &runs, 0, 8, 0, ROOM).unwrap().len(), 4);
-    let entries = view_entries("k", &runs, 4, 8, 1 << DST_BINDING_SHIFT, ROOM).unwrap();
+    let entries = view_entries("k", &runs, 4, 8, 1, ROOM).unwrap();
     assert_eq!(entries.len(), 32);
-    assert_eq!(entries[1].dst_unit, (1 << DST_BINDING_SHIFT) + 3);
+    assert_eq!((entries[1].dst_unit, entries[1].binding), (3, 1));
     assert_eq!(
         (entries[1].out_bytes, entries[1].mode),
         (16, Mode::Word as u32)
