@@ -18,7 +18,7 @@
 //
 // - The runs (CPU adapters, where every invocation has a fixed cost, and GPUs' short rows
 //   not of whole words; `LANES_IN_RUNS` pipelines of the
-//   entry points `main_rows` and `main_rows_vec4`, no barrier and no workgroup memory): each
+//   entry point `main_rows`, no barrier and no workgroup memory): each
 //   lane writes a run of consecutive units of one entry, one per step, stepping along the
 //   rows, and finds its entry itself (entries get whole lanes, numbered by `block_start`;
 //   equal entries take lanes in turn), so small outputs share workgroups. Unaligned rows are
@@ -62,6 +62,11 @@
 // pipeline does not take is folded away with its constant.
 override LANES_IN_RUNS: bool = false;
 override WORKGROUP_SIZE: u32 = 256u;
+
+// Every entry of the dispatch MODE_VEC4 (aligned rows): a constant of the rows' pipeline, so
+// the driver drops the other modes' code, as a GPU sizes registers for all the code of a
+// pipeline and a CPU adapter runs every branch masked in each SIMD group.
+override VEC4_ONLY: bool = false;
 
 // No workgroup memory and no barrier: each lane reads what it needs of the table itself.
 
@@ -265,30 +270,17 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
 }
 
 // The host stamps every entry point from one body (`ENTRY_POINT` in
-// src/gpu/gather/builds.rs): `start`, then one of the block functions below. Aligned rows
-// and the others take entry points of their own, because a GPU sizes registers and workgroup
-// memory for the whole entry point and a CPU adapter runs every branch masked in each SIMD
-// group: code a dispatch never takes would cost it.
+// src/gpu/gather/builds.rs): `start`, then one of the block functions below.
 
-// Entry point `main_rows_vec4`, every entry MODE_VEC4: runs of vec4s (the runs), or the
-// lanes.
-fn rows_vec4_block(block: u32, lane: u32) {
-    if (LANES_IN_RUNS) {
-        runs(block, lane, true);
-    } else {
-        lanes(block, lane, true);
-    }
-}
-
-// Entry point `main_rows`, entries of any mode: the channels, the runs, or the shifted
-// lanes.
+// Entry point `main_rows`: the channels, the runs, or the lanes (of vec4s alone where
+// VEC4_ONLY, else shifted where rows are not aligned).
 fn rows_block(block: u32, lane: u32) {
     if (CHANNEL_WIDTH > 0u) {
         channels(block, lane);
     } else if (LANES_IN_RUNS) {
-        runs(block, lane, false);
+        runs(block, lane, VEC4_ONLY);
     } else {
-        lanes(block, lane, false);
+        lanes(block, lane, VEC4_ONLY);
     }
 }
 

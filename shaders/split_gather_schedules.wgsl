@@ -4,8 +4,8 @@
 
 // ---- The runs ----
 
-// The runs (`rows_block`, `rows_vec4_block` with LANES_IN_RUNS): the lane's entry, then
-// its run; `vec4_only` (every entry MODE_VEC4) lets the driver drop the other modes' code.
+// The runs (`rows_block` with LANES_IN_RUNS): the lane's entry, then its run; `vec4_only`
+// (VEC4_ONLY: every entry MODE_VEC4) lets the driver drop the other modes' code.
 fn runs(block: u32, lane: u32, vec4_only: bool) {
     let p = read_params();
     let g = block * WORKGROUP_SIZE + lane;

@@ -55,7 +55,7 @@ struct Entry {
     mode: u32,
     // Bytes between consecutive rows in `dst`: `row_bytes` (a split's output is one range),
     // or more where the rows land apart (a concat's part in its columns of the output rows;
-    // every entry then MODE_VEC4, and its dispatch takes `main_rows_vec4`).
+    // every entry then MODE_VEC4, and its pipeline VEC4_ONLY).
     dst_stride: u32,
     // Bytes of the entry's first unit before its first byte, left as they are: a view's
     // entry that starts inside a unit, whose `first_byte` and `src_offset` the host moves

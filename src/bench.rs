@@ -104,7 +104,7 @@ pub struct CaseResult {
     /// What the split recorded: gather dispatches and buffer copies.
     pub recorded: Recorded,
     /// The program of each gather dispatch of the prepared split, in order
-    /// (`main_rows_vec4 lanes`, `main_join runs`, `main_rows runs channels w1` for channels).
+    /// (`main_rows vec4 lanes`, `main_join runs`, `main_rows runs channels w1` for channels).
     pub programs: Vec<String>,
     /// Whether every output can be a view of the input (no bytes moved).
     pub zero_copy: bool,

@@ -128,7 +128,7 @@ fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
 
 fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
-    // The spec split (runs of aligned rows alone: `main_rows_vec4` with `LANES_IN_RUNS`): 3,840-byte rows, spread
+    // The spec split (runs of aligned rows alone: `main_rows` with `VEC4_ONLY` and `LANES_IN_RUNS`): 3,840-byte rows, spread
     // over the device's lanes, whose runs end mid-row. Then 16 equal outputs of 256-byte rows,
     // taking lanes in turn, each lane's run crossing many rows.
     check_parts(&variants, DType::F32, &[6, 12, 10, 24], 6, 3);

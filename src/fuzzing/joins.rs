@@ -215,7 +215,7 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
 }
 
 /// A concat's dispatch through the split's rows: only where every part is aligned and read
-/// through binding 0, in `main_rows_vec4`, its entries' rows a row of the output apart in the
+/// through binding 0, in `main_rows vec4`, its entries' rows a row of the output apart in the
 /// destination, writing the parts' bytes in all (which bytes: [`run_aligned_rows`]).
 fn check_aligned_rows(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart], d: &Dispatch) {
     assert_eq!(d.program.entry, EntryPoint::RowsVec4, "{input:?}");

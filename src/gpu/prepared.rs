@@ -118,7 +118,7 @@ impl PreparedParts {
 
     #[cfg(feature = "bench")]
     /// The programs of its gather dispatches, in order, as [`ProgramKey`](crate::gpu::gather::abi::ProgramKey) names them
-    /// (`main_rows_vec4 lanes`): what the bench reports each case runs.
+    /// (`main_rows vec4 lanes`): what the bench reports each case runs.
     pub(crate) fn programs(&self) -> Vec<String> {
         self.commands
             .iter()

@@ -187,7 +187,7 @@ pub struct Entry {
     pub mode: u32,
     /// Bytes between rows in the destination: `row_bytes` where the entry's output is one
     /// range (a split's), more where its rows land apart (a concat's part in its columns of
-    /// the output rows; every entry of such a dispatch [`Mode::Vec4`], in `main_rows_vec4`).
+    /// the output rows; every entry of such a dispatch [`Mode::Vec4`], in `main_rows vec4`).
     pub dst_stride: u32,
     /// Bytes of the entry's first unit before its first byte, which it leaves as they are: a
     /// view's entry that starts inside a unit (its `first_byte` and `src_offset` moved back

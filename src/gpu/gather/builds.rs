@@ -111,7 +111,7 @@ fn channels_piece(bodies: Bodies) -> String {
 }
 
 /// The one body every entry point is stamped from: `{name}` is the entry point's name,
-/// `{block}` its block function ([`EntryPoint::block_function`]), at the workgroup size the
+/// `{block}` its block function ([`EntryPoint::STAMPED`]), at the workgroup size the
 /// pipeline's override constant sets ([`super::abi::ProgramKey`]).
 const ENTRY_POINT: &str = "
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -197,10 +197,9 @@ impl GatherSource {
             hook_piece(hook),
         );
         let mut tail = format!("{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n");
-        for entry in EntryPoint::ALL {
-            let block = entry.block_function();
+        for (name, block) in EntryPoint::STAMPED {
             tail += &ENTRY_POINT
-                .replace("{name}", entry.name())
+                .replace("{name}", name)
                 .replace("{block}", block);
         }
         Ok(GatherSource { head, tail })

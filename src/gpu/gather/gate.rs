@@ -18,7 +18,7 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precondition {
     /// The table is of its program's kind: a split's entries for `main_rows` and
-    /// `main_rows_vec4`, a join's header and segments for `main_join`.
+    /// `main_rows` (with `VEC4_ONLY` or not), a join's header and segments for `main_join`.
     ProgramKind,
     /// `Params::num_entries` counts the table's records, which the shader reads by index.
     RecordCount,
@@ -44,7 +44,7 @@ pub enum Precondition {
     Skip,
     /// An entry's mode is one the shader knows and its quantities keep it: `MODE_VEC4`'s
     /// rows, strides, offsets and first byte multiples of 16, no skip; `MODE_WORD`'s of 4;
-    /// `main_rows_vec4` takes `MODE_VEC4` entries only.
+    /// `main_rows vec4` takes `MODE_VEC4` entries only.
     Mode,
     /// The shifted lanes (`main_rows` in lanes, no channels) take unaligned rows of at least
     /// a unit: a unit then spans at most two rows.

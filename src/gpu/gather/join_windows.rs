@@ -290,7 +290,7 @@ mod tests {
                     .unwrap();
             program(&joins(&plan, dtype, BIG).unwrap().1)
         };
-        let vec4_lanes = "main_rows_vec4 lanes";
+        let vec4_lanes = "main_rows vec4 lanes";
         assert_eq!(
             split(&[4, 512, 3072], 2, vec![1024; 3], DType::F32),
             vec4_lanes

@@ -162,7 +162,7 @@ pub fn join_dispatch(
 }
 
 /// The dispatch of `parts` that take a split's table ([`join_takes_split_rows`]), from an
-/// input window of `window` bytes: the split's aligned rows (`main_rows_vec4`: the lanes on
+/// input window of `window` bytes: the split's aligned rows (`main_rows vec4`: the lanes on
 /// GPUs, the runs on CPU adapters), one entry per part (or run of one-row parts back to back
 /// in both buffers) whose rows lie back to back in the source and `bytes.stride` apart in the
 /// output (`concat_heads64` on CPU adapters at about the copy kernel's rate, where the join's

@@ -117,8 +117,8 @@ fn translate_resolved(name: &str, module: &naga::Module, info: &ModuleInfo, entr
 
 /// Every entry point of the gather shader.
 fn gather_entries() -> Vec<&'static str> {
-    crate::gpu::gather::abi::EntryPoint::ALL
-        .map(|e| e.name())
+    crate::gpu::gather::abi::EntryPoint::STAMPED
+        .map(|(name, _)| name)
         .to_vec()
 }
 

@@ -132,7 +132,7 @@ fn modes_workgroup_size_and_units_match_the_shader() {
         .iter()
         .map(|e| e.name.as_str())
         .collect();
-    assert_eq!(names, EntryPoint::ALL.map(EntryPoint::name));
+    assert_eq!(names, EntryPoint::STAMPED.map(|(name, _)| name));
     // Every entry point's workgroup size is the override constant, whose default is the
     // lanes' size.
     let size = module
@@ -209,8 +209,13 @@ fn aligned_rows_take_the_vec4_program_and_every_key_its_own_place() {
         [
             ("LANES_IN_RUNS", 1.0),
             ("WORKGROUP_SIZE", 64.0),
-            ("CHANNEL_WIDTH", 0.0)
+            ("CHANNEL_WIDTH", 0.0),
+            ("VEC4_ONLY", 1.0)
         ]
+    );
+    assert_eq!(
+        ProgramKey::rows(&[vec4], true).to_string(),
+        "main_rows vec4 runs"
     );
     let wide = ProgramKey {
         entry: EntryPoint::Join,
@@ -222,7 +227,8 @@ fn aligned_rows_take_the_vec4_program_and_every_key_its_own_place() {
         [
             ("LANES_IN_RUNS", 0.0),
             ("WORKGROUP_SIZE", 256.0),
-            ("CHANNEL_WIDTH", 4.0)
+            ("CHANNEL_WIDTH", 4.0),
+            ("VEC4_ONLY", 0.0)
         ]
     );
     assert_eq!(wide.to_string(), "main_join lanes channels w4 wide");

@@ -4,14 +4,16 @@
 
 use super::{Entry, RUNS_WORKGROUP_SIZE, WORKGROUP_SIZE};
 
-/// The shader's entry points, each stamped from one body ([`super::super::builds`]). Aligned rows
-/// take one of their own, without the other modes' code: a GPU sizes registers for the whole
-/// entry point, and a CPU adapter runs every branch of it masked in each SIMD group, so code
-/// a dispatch never takes costs it.
+/// The shader's programs by what they run: a split's rows, aligned or not, and a concat's
+/// join. The rows are one entry point, `main_rows`, whose pipelines for aligned rows set its
+/// override constant `VEC4_ONLY`: the driver drops the other modes' code, as a GPU sizes
+/// registers for all of a pipeline's code and a CPU adapter runs every branch of it masked in
+/// each SIMD group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryPoint {
-    /// `main_rows_vec4`: a split whose entries are all [`Mode::Vec4`](super::Mode::Vec4):
-    /// each lane a run of units, or lanes in turn, one vec4 a unit.
+    /// `main_rows` with `VEC4_ONLY`: a split whose entries are all
+    /// [`Mode::Vec4`](super::Mode::Vec4): each lane a run of units, or lanes in turn, one
+    /// vec4 a unit.
     RowsVec4 = 0,
     /// `main_rows`: a split whose entries are of any [`Mode`](super::Mode): each lane a run
     /// of units, or lanes in turn with unaligned rows funnel-shifted (rows of 64 bytes or
@@ -22,24 +24,28 @@ pub enum EntryPoint {
 }
 
 impl EntryPoint {
-    /// Every entry point, in the order of their values.
+    /// Every program kind, in the order of their values.
     pub const ALL: [EntryPoint; 3] = [EntryPoint::RowsVec4, EntryPoint::Rows, EntryPoint::Join];
 
-    /// The entry point's name in the shader.
+    /// The shader's entry points, each stamped from one body ([`super::super::builds`]),
+    /// with the block function it calls.
+    pub const STAMPED: [(&'static str, &'static str); 2] =
+        [("main_rows", "rows_block"), ("main_join", "join_block")];
+
+    /// The name of its entry point in the shader.
     pub fn name(self) -> &'static str {
         match self {
-            EntryPoint::RowsVec4 => "main_rows_vec4",
-            EntryPoint::Rows => "main_rows",
+            EntryPoint::RowsVec4 | EntryPoint::Rows => "main_rows",
             EntryPoint::Join => "main_join",
         }
     }
 
-    /// What its stamped body calls.
-    pub fn block_function(self) -> &'static str {
+    /// Its name in messages and reports: the entry point's, `vec4` where aligned.
+    pub fn label(self) -> &'static str {
         match self {
-            EntryPoint::RowsVec4 => "rows_vec4_block",
-            EntryPoint::Rows => "rows_block",
-            EntryPoint::Join => "join_block",
+            EntryPoint::RowsVec4 => "main_rows vec4",
+            EntryPoint::Rows => "main_rows",
+            EntryPoint::Join => "main_join",
         }
     }
 }
@@ -67,7 +73,7 @@ impl std::fmt::Display for ProgramKey {
     /// `main_join lanes channels w4 wide`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mapping = if self.lanes_in_runs { "runs" } else { "lanes" };
-        write!(f, "{} {mapping}", self.entry.name())?;
+        write!(f, "{} {mapping}", self.entry.label())?;
         match self.channels {
             Some(c) => {
                 let band = if c.wide { " wide" } else { "" };
@@ -133,7 +139,7 @@ impl ProgramKey {
     /// then the channels of a split's rows and of a join, in either mapping.
     pub const COUNT: usize = 2 * EntryPoint::ALL.len() + 4 * Channels::ALL.len();
 
-    /// The program of a split's rows (`main_rows_vec4` where every entry is aligned, else
+    /// The program of a split's rows (`main_rows vec4`, `VEC4_ONLY`, where every entry is aligned, else
     /// `main_rows`) in either lane mapping.
     pub fn rows(entries: &[Entry], lanes_in_runs: bool) -> ProgramKey {
         let entry = if entries.iter().all(Entry::is_vec4) {
@@ -170,12 +176,14 @@ impl ProgramKey {
     }
 
     /// The shader's override constants for this program.
-    pub fn constants(self) -> [(&'static str, f64); 3] {
+    pub fn constants(self) -> [(&'static str, f64); 4] {
         let width = self.channels.map_or(0, |c| c.width);
+        let vec4_only = self.entry == EntryPoint::RowsVec4;
         [
             ("LANES_IN_RUNS", f64::from(u8::from(self.lanes_in_runs))),
             ("WORKGROUP_SIZE", self.workgroup_size() as f64),
             ("CHANNEL_WIDTH", f64::from(width)),
+            ("VEC4_ONLY", f64::from(u8::from(vec4_only))),
         ]
     }
 
