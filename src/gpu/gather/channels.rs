@@ -2,7 +2,8 @@
 //! their lanes take groups of rows. Pure.
 
 use super::abi::{Channels, Entry, Params, UNIT_BYTES};
-use super::modes::{GatherMode, GatherTuning};
+use super::modes::GatherTuning;
+use super::picker::lanes_in_runs;
 use super::runs::{lane_steps, max_steps};
 
 /// How the lanes of channels `c` of `rows` rows take their groups of rows (a unit of each
@@ -24,7 +25,7 @@ pub(super) fn channel_lanes(c: Channels, rows: u64, tuning: GatherTuning) -> Par
 /// How a dispatch's lanes take `count` groups in `tuning`'s mapping ([`lane_steps`]): the
 /// dispatch's header, its entries still to count.
 fn step_lanes(count: u64, tuning: GatherTuning) -> Params {
-    let runs = tuning.mode == GatherMode::Cpu;
+    let runs = lanes_in_runs(tuning.mode);
     let (steps, blocks) = lane_steps(count, max_steps(tuning.max_steps_per_lane), runs);
     let lanes = if runs { count.div_ceil(steps) } else { 0 };
     Params {

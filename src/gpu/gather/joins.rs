@@ -19,8 +19,8 @@ use super::abi::{
 use super::blocks::split_table;
 use super::channels::channel_lanes;
 use super::dispatches::Dispatch;
-use super::modes::{GatherMode, GatherTuning};
-use super::picker::{join_program, join_takes_split_rows, join_walks};
+use super::modes::GatherTuning;
+use super::picker::{join_program, join_takes_split_rows, join_walks, lanes_in_runs};
 use super::runs::{lane_steps, max_steps};
 use crate::error::{Result, SplitError};
 use crate::gpu::placement::PartLayout;
@@ -227,7 +227,7 @@ fn part_mode(bytes: &ByteRows, p: &JoinPart) -> Mode {
 /// ([`lane_steps`]): a run of units a lane on CPU adapters, spread as a split's runs are;
 /// consecutive lanes on consecutive units on GPUs.
 pub(super) fn unit_steps(units: u64, tuning: GatherTuning) -> (u64, u64) {
-    let runs = tuning.mode == GatherMode::Cpu;
+    let runs = lanes_in_runs(tuning.mode);
     lane_steps(units, max_steps(tuning.max_steps_per_lane), runs)
 }
 

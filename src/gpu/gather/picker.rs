@@ -14,43 +14,59 @@ use crate::plan::bytes::{ByteRows, RowKind};
 /// mostly row ends.
 pub(super) const MIN_LANES_ROW: u64 = 64;
 
+/// The one rule of a device's kind: whether its lanes each take a run of units (CPU
+/// adapters, where every invocation has a fixed cost) or consecutive lanes consecutive units
+/// (GPUs, so a warp touches memory as a plain copy does). Every program runs in either; the
+/// rules below that differ by device are named for the one they serve.
+pub(super) fn lanes_in_runs(mode: GatherMode) -> bool {
+    mode == GatherMode::Cpu
+}
+
+/// A rule a CPU adapter alone needs: its split's channels of whole-word parts take the runs,
+/// which move parts of 4 bytes a word at a time faster there (`tiny_runs` as channels: 3.7
+/// GB/s on lavapipe and GL, 4.3 to 4.6 in the runs; 0.73 against about 1.0 of the copy
+/// kernel on SwiftShader, the browser's adapter). GPUs take every channels program.
+fn cpu_word_channels_take_runs(c: Channels, mode: GatherMode) -> bool {
+    lanes_in_runs(mode) && c.width.is_multiple_of(4)
+}
+
 /// The one choice of what runs a split's dispatch of `entries` in `mode`. Where the entries
-/// are [`Channels`] ([`channels_of`]): the channels, in `mode`'s lane mapping. Else, on CPU
-/// adapters and on GPUs where the dispatch covers a split with short rows ([`short_rows`]):
-/// the rows, each lane a run. Else, on GPUs, the rows in lanes, which need every unaligned
-/// entry's rows at least [`MIN_LANES_ROW`] long (the runs take the others).
+/// are [`Channels`] ([`channels_of`]), but for [`cpu_word_channels_take_runs`]: the channels,
+/// in `mode`'s lane mapping. Else the rows: in the device's mapping ([`lanes_in_runs`]), but
+/// in runs on any device where the dispatch covers a split with short rows ([`short_rows`])
+/// or an unaligned entry's rows are shorter than [`MIN_LANES_ROW`] (the shifted lanes' units
+/// span at most two rows).
 pub(super) fn split_program(
     bytes: Option<&ByteRows>,
     entries: &[Entry],
     mode: GatherMode,
 ) -> ProgramKey {
-    if let Some(c) = channels_of(entries, mode) {
+    let channels = channels_of(entries).filter(|&c| !cpu_word_channels_take_runs(c, mode));
+    if let Some(c) = channels {
         // The channels branch of `main_rows`.
         return ProgramKey {
             entry: EntryPoint::Rows,
-            lanes_in_runs: mode == GatherMode::Cpu,
+            lanes_in_runs: lanes_in_runs(mode),
             channels: Some(c),
         };
     }
-    if mode == GatherMode::Cpu || bytes.is_some_and(short_rows) {
-        return ProgramKey::rows(entries, true);
-    }
-    let long_rows = entries
+    let short = entries
         .iter()
-        .all(|e| e.is_vec4() || e.row_bytes as u64 >= MIN_LANES_ROW);
-    ProgramKey::rows(entries, !long_rows)
+        .any(|e| !e.is_vec4() && (e.row_bytes as u64) < MIN_LANES_ROW);
+    let runs = lanes_in_runs(mode) || bytes.is_some_and(short_rows) || short;
+    ProgramKey::rows(entries, runs)
 }
 
-/// Whether a split takes the runs on a GPU: strided, with a row shorter than
+/// Whether a split takes the runs on any device: strided, with a row shorter than
 /// [`MIN_LANES_ROW`] bytes.
 fn short_rows(bytes: &ByteRows) -> bool {
     bytes.kind == RowKind::Strided && bytes.outputs.iter().any(|o| o.row_bytes < MIN_LANES_ROW)
 }
 
-/// The channels `entries` are in `mode`, if they are ([`Channels::of`], [`for_mode`]): the
-/// parts of rows in column order, each from the first byte of its destination unit, its rows
-/// back to back there, the rows' first byte a whole vec4 of the input.
-fn channels_of(entries: &[Entry], mode: GatherMode) -> Option<Channels> {
+/// The channels `entries` are, if they are ([`Channels::of`]): the parts of rows in column
+/// order, each from the first byte of its destination unit, its rows back to back there, the
+/// rows' first byte a whole vec4 of the input.
+fn channels_of(entries: &[Entry]) -> Option<Channels> {
     let first = entries.first()?;
     let (width, stride) = (first.row_bytes as u64, first.src_stride as u64);
     let side_by_side = entries.iter().zip(0..).all(|(e, k)| {
@@ -60,16 +76,7 @@ fn channels_of(entries: &[Entry], mode: GatherMode) -> Option<Channels> {
             && (e.dst_stride, e.first_byte, e.skip) == (e.row_bytes, 0, 0)
     });
     let aligned = (first.src_offset as u64).is_multiple_of(UNIT_BYTES);
-    Channels::of(stride, width, entries.len() as u64)
-        .filter(|&c| side_by_side && aligned && for_mode(c, mode))
-}
-
-/// Whether a split in `mode` takes channels `c`: GPUs every one; CPU adapters those of parts
-/// that are not whole words, as a split's runs move parts of 4 bytes a word at a time faster
-/// there (`tiny_runs` as channels: 3.7 GB/s on lavapipe and GL, 4.3 to 4.6 in the runs; 0.73
-/// against about 1.0 of the copy kernel on SwiftShader, the browser's adapter).
-fn for_mode(c: Channels, mode: GatherMode) -> bool {
-    mode == GatherMode::Gpu || !c.width.is_multiple_of(4)
+    Channels::of(stride, width, entries.len() as u64).filter(|_| side_by_side && aligned)
 }
 
 /// The channels of a concat's dispatch whose `segments` are one, into rows of `stride`
@@ -133,7 +140,7 @@ pub(super) fn join_program(
     let channels = join_channels_of(stride, segments).filter(|_| whole);
     ProgramKey {
         entry: EntryPoint::Join,
-        lanes_in_runs: mode == GatherMode::Cpu,
+        lanes_in_runs: lanes_in_runs(mode),
         channels,
     }
 }
