@@ -270,19 +270,12 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
 }
 
 // The host stamps every entry point from one body (`ENTRY_POINT` in
-// src/gpu/gather/builds.rs): `start`, then one of the block functions below.
-
-// Entry point `main_rows`: the channels, the runs, or the lanes (of vec4s alone where
-// VEC4_ONLY, else shifted where rows are not aligned).
-fn rows_block(block: u32, lane: u32) {
-    if (CHANNEL_WIDTH > 0u) {
-        channels(block, lane);
-    } else if (LANES_IN_RUNS) {
-        runs(block, lane, VEC4_ONLY);
-    } else {
-        lanes(block, lane, VEC4_ONLY);
-    }
-}
+// src/gpu/gather/builds.rs): `start`, then its block function, `rows_block` or `join_block`.
+// Each build's piece of the channels gives `rows_block` and `join_schedule`: in a build with
+// the channels' bodies, the channels alone; else the runs or the lanes (of vec4s alone where
+// VEC4_ONLY, else shifted where rows are not aligned) and the join's units. So no pipeline
+// holds the other's code, which a driver would translate before folding it away (it took a
+// third of the channels' pipelines' creation on lavapipe).
 
 // The lanes: the block's entry, then its units; `vec4_only` (every entry MODE_VEC4, a
 // constant of the entry point) lets the driver drop the shifted rows' code.

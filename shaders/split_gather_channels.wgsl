@@ -194,25 +194,35 @@ fn join_channels_of(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u32,
     let src = s.src_offset / 16u;
     let step = s.part_step / 16u;
     let end_whole = min(whole, span.y);
-    var g = span.x;
-    if (LANES_IN_RUNS) {
-        for (; g < end_whole; g++) {
-            var w: array<u32, 32>;
-            channel_group(&w, src + g, step, c);
-            let d = o + g * c;
-            join_channel_store(&w, d, 0u, c); join_channel_store(&w, d, 1u, c); join_channel_store(&w, d, 2u, c); join_channel_store(&w, d, 3u, c); join_channel_store(&w, d, 4u, c); join_channel_store(&w, d, 5u, c); join_channel_store(&w, d, 6u, c); join_channel_store(&w, d, 7u, c);
-        }
-    } else {
-        // The block's whole groups as output units, consecutive lanes consecutive units; then
-        // the lane's first group past them.
-        let base = span.x - lane;
-        for (var u = base * c + lane; u < end_whole * c; u += WORKGROUP_SIZE) {
-            join_channel_unit(src, step, o + u, u, c);
-        }
-        if (g < end_whole) {
-            g += (end_whole - g + span.z - 1u) / span.z * span.z;
-        }
-    }
+    let g = join_channel_whole(o, src, step, end_whole, span, lane, c);
     return vec3<u32>(g, span.y, span.z);
+}
+
+// The lane's whole groups of `span` below `end` (LANES_IN_RUNS: the build's
+// `join_channel_whole`), from the output's unit `o`, the parts' vec4 `src` on, `step` vec4s
+// apart: it stores their units; the lane's first group past them.
+fn join_channel_groups(o: u32, src: u32, step: u32, end: u32, span: vec3<u32>, c: u32) -> u32 {
+    var g = span.x;
+    for (; g < end; g++) {
+        var w: array<u32, 32>;
+        channel_group(&w, src + g, step, c);
+        let d = o + g * c;
+        join_channel_store(&w, d, 0u, c); join_channel_store(&w, d, 1u, c); join_channel_store(&w, d, 2u, c); join_channel_store(&w, d, 3u, c); join_channel_store(&w, d, 4u, c); join_channel_store(&w, d, 5u, c); join_channel_store(&w, d, 6u, c); join_channel_store(&w, d, 7u, c);
+    }
+    return g;
+}
+
+// `join_channel_groups` on GPUs (lanes in turn): the block's whole groups as output units,
+// consecutive lanes consecutive units; then the lane's first group past them.
+fn join_channel_lanes(o: u32, src: u32, step: u32, end: u32, span: vec3<u32>, lane: u32, c: u32) -> u32 {
+    var g = span.x;
+    let base = span.x - lane;
+    for (var u = base * c + lane; u < end * c; u += WORKGROUP_SIZE) {
+        join_channel_unit(src, step, o + u, u, c);
+    }
+    if (g < end) {
+        g += (end - g + span.z - 1u) / span.z * span.z;
+    }
+    return g;
 }
 

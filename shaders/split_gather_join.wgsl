@@ -17,10 +17,11 @@ struct Join {
     one: Segment,
 }
 
-// Entry point `main_join`: the block's join, then the channels, or each lane its units. In a
-// dispatch of one join repeated, the block's join is one division away (`repeat_blocks`
-// blocks a join, PyTorch's direct map from a block to its part): the join's first unit and
-// its segments' sources move to it, and the block is numbered within it.
+// Entry point `main_join`: the block's join, then its schedule (`join_schedule`, which the
+// build gives: the channels, or each lane its units). In a dispatch of one join repeated, the
+// block's join is one division away (`repeat_blocks` blocks a join, PyTorch's direct map
+// from a block to its part): the join's first unit and its segments' sources move to it, and
+// the block is numbered within it.
 fn join_block(block: u32, lane: u32) {
     let p = read_params();
     if (block >= p.num_blocks) {
@@ -31,12 +32,7 @@ fn join_block(block: u32, lane: u32) {
     h.first_unit += j * h.repeat_units;
     join_src_shift = j * h.repeat_src;
     dst_binding = h.binding + j * h.repeat_binding;
-    let b = block - j * h.repeat_blocks;
-    if (CHANNEL_WIDTH > 0u) {
-        join_channels(p, h, b, lane);
-    } else {
-        join_runs_block(p, h, b, lane);
-    }
+    join_schedule(p, h, block - j * h.repeat_blocks, lane);
 }
 
 // The dispatch's join, its header `h`, read once a lane. Every unit visits every part from

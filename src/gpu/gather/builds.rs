@@ -38,8 +38,10 @@ pub enum Hook {
 /// Which of the channels' bodies a build holds (`shaders/split_gather_channels.wgsl`). A
 /// pipeline's compiler takes everything its entry point reaches, the branches its override
 /// constants leave dead included, and a CPU adapter's takes seconds over the channels' bodies:
-/// so the programs without channels take a build without them (`channels` and
-/// `join_channels` empty), and the channels of 2 to 4 parts one without those of 5 to 8.
+/// so the programs without channels take a build without them, whose schedules are the runs,
+/// the lanes and the join's units; the channels' builds schedule the channels alone (no
+/// pipeline of theirs reaches the others' code); and the channels of 2 to 4 parts take one
+/// without those of 5 to 8.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bodies {
     None = 0,
@@ -58,16 +60,35 @@ impl Bodies {
     }
 }
 
-/// [`Bodies::None`]: the channels' entries, empty.
+/// [`Bodies::None`]'s schedules in each lane mapping: the rows' runs (`{rows}`: `runs`) or
+/// lanes (`lanes`), the join's units.
 const NO_CHANNELS: &str = "
-fn channels(block: u32, lane: u32) {}
-fn join_channels(p: Params, h: JoinHeader, block: u32, lane: u32) {}
+fn rows_block(block: u32, lane: u32) {
+    {rows}(block, lane, VEC4_ONLY);
+}
+
+fn join_schedule(p: Params, h: JoinHeader, block: u32, lane: u32) {
+    join_runs_block(p, h, block, lane);
+}
 ";
 
 /// The bodies' dispatchers after `shaders/split_gather_channels.wgsl`: a `switch` on the
 /// dispatch's count of parts with a case per count of the build's band (`{split}`, `{join}`:
-/// the last is the default), each calling the body with its count a constant.
+/// the last is the default), each calling the body with its count a constant; and the
+/// build's schedules, the channels alone.
 const BODIES: &str = "
+fn rows_block(block: u32, lane: u32) {
+    channels(block, lane);
+}
+
+fn join_schedule(p: Params, h: JoinHeader, block: u32, lane: u32) {
+    join_channels(p, h, block, lane);
+}
+
+fn join_channel_whole(o: u32, src: u32, step: u32, end: u32, span: vec3<u32>, lane: u32, c: u32) -> u32 {
+    return {join_whole};
+}
+
 fn channel_bodies(p: Params, block: u32, lane: u32) -> vec3<u32> {
     var left: vec3<u32>;
     switch (p.num_entries) {
@@ -83,10 +104,16 @@ fn join_channel_bodies(p: Params, h: JoinHeader, s: Segment, block: u32, lane: u
 }
 ";
 
-/// The channels' piece of a build with `bodies`.
-fn channels_piece(bodies: Bodies) -> String {
+/// The channels' piece of a build with `bodies`, its lanes each a run of units (`runs`) or
+/// consecutive lanes consecutive units: the schedules it holds.
+fn channels_piece(bodies: Bodies, runs: bool) -> String {
+    let rows = if runs { "runs" } else { "lanes" };
+    let join_whole = match runs {
+        true => "join_channel_groups(o, src, step, end, span, c)",
+        false => "join_channel_lanes(o, src, step, end, span, lane, c)",
+    };
     let parts = match bodies {
-        Bodies::None => return NO_CHANNELS.into(),
+        Bodies::None => return NO_CHANNELS.replace("{rows}", rows),
         Bodies::Narrow => Channels::NARROW,
         Bodies::Wide => Channels::WIDE,
     };
@@ -106,7 +133,8 @@ fn channels_piece(bodies: Bodies) -> String {
     };
     let dispatchers = BODIES
         .replace("{split}", &cases("channels_of(p, block, lane"))
-        .replace("{join}", &cases("join_channels_of(p, h, s, block, lane"));
+        .replace("{join}", &cases("join_channels_of(p, h, s, block, lane"))
+        .replace("{join_whole}", join_whole);
     format!("{CHANNELS_WGSL}\n{dispatchers}")
 }
 
@@ -205,18 +233,18 @@ impl GatherSource {
         Ok(GatherSource { head, tail })
     }
 
-    /// The build with `bodies`.
-    pub fn with(&self, bodies: Bodies) -> String {
-        let channels = channels_piece(bodies);
+    /// The build with `bodies`, in the lane mapping of runs (`runs`) or not.
+    pub fn with(&self, bodies: Bodies, runs: bool) -> String {
+        let channels = channels_piece(bodies, runs);
         format!(
-            "{}// ---- Channels: {bodies:?} ----\n{channels}\n{}",
+            "{}// ---- Schedules: {bodies:?}, runs {runs} ----\n{channels}\n{}",
             self.head, self.tail
         )
     }
 }
 
-/// The build with `inputs`, `outputs`, `hook` and `bodies` ([`GatherSource`]), as the tests
-/// of the shader's text take it.
+/// The build with `inputs`, `outputs`, `hook` and `bodies` ([`GatherSource`]) in lanes, as
+/// the tests of the shader's text take it (`GatherSource::with` gives either mapping).
 #[cfg(test)]
 pub fn gather_source(
     inputs: InputBindings,
@@ -224,7 +252,7 @@ pub fn gather_source(
     hook: Hook,
     bodies: Bodies,
 ) -> Result<String> {
-    Ok(GatherSource::new(inputs, outputs, hook)?.with(bodies))
+    Ok(GatherSource::new(inputs, outputs, hook)?.with(bodies, false))
 }
 
 /// The build that splits one input buffer into one output buffer ([`InputBindings::ONE`],

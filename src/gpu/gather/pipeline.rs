@@ -21,14 +21,15 @@ pub(crate) use binding::record_unscoped;
 pub use binding::{record_bound, BoundDispatch, Windows};
 
 /// The gather shader compiled for one device, with its bind group layout; each program's
-/// pipeline, and the module of its channels' bodies ([`Bodies`]), is made the first time a
-/// dispatch needs it.
+/// pipeline, and the module of its schedules (its channels' [`Bodies`] in its lane mapping),
+/// is made the first time a dispatch needs it.
 #[derive(Debug, Clone)]
 pub struct GatherPipeline {
-    /// The build's source, and its module with each [`Bodies`], made on first use (the one
-    /// without channels at once, so that the build's errors come from its construction).
+    /// The build's source, and its module with each [`Bodies`] in either lane mapping
+    /// ([`module_index`]), made on first use (the one without channels in lanes at once, so
+    /// that the build's errors come from its construction).
     source: Arc<GatherSource>,
-    modules: Arc<[OnceLock<wgpu::ShaderModule>; 3]>,
+    modules: Arc<[OnceLock<wgpu::ShaderModule>; 6]>,
     bind_group_layout: wgpu::BindGroupLayout,
     layout: wgpu::PipelineLayout,
     /// One pipeline per program ([`ProgramKey::index`]), made on first use and shared by
@@ -136,9 +137,9 @@ impl GatherPipeline {
         moving: Option<Direction>,
     ) -> Self {
         let (dst_bindings, _) = outputs.count_and_views();
-        let modules: [OnceLock<wgpu::ShaderModule>; 3] = Default::default();
-        let none = Bodies::None as usize;
-        let _ = modules[none].set(gather_module(device, &source.with(Bodies::None)));
+        let modules: [OnceLock<wgpu::ShaderModule>; 6] = Default::default();
+        let none = module_index(Bodies::None, false);
+        let _ = modules[none].set(gather_module(device, &source.with(Bodies::None, false)));
         let slots = slots(inputs, outputs, traced);
         let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..)
             .zip(&slots)
@@ -195,9 +196,9 @@ impl GatherPipeline {
     /// error scope.
     fn pipeline(&self, device: &wgpu::Device, key: ProgramKey) -> wgpu::ComputePipeline {
         let made = self.pipelines[key.index()].get_or_init(|| {
-            let bodies = Bodies::of(key);
-            let module = self.modules[bodies as usize]
-                .get_or_init(|| gather_module(device, &self.source.with(bodies)));
+            let (bodies, runs) = (Bodies::of(key), key.lanes_in_runs);
+            let module = self.modules[module_index(bodies, runs)]
+                .get_or_init(|| gather_module(device, &self.source.with(bodies, runs)));
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(key.label()),
                 layout: Some(&self.layout),
@@ -232,6 +233,11 @@ impl GatherPipeline {
             .await?;
         record_bound(device, encoder, &bound).await
     }
+}
+
+/// The place of the module with `bodies` in the lane mapping of runs (`runs`) or not.
+fn module_index(bodies: Bodies, runs: bool) -> usize {
+    2 * bodies as usize + usize::from(runs)
 }
 
 /// Whether `slot` takes a dynamic offset in a build that moves the windows of `moving`'s

@@ -18,12 +18,12 @@ fn parse(name: &str, source: &str) -> (naga::Module, ModuleInfo) {
 /// Override constants, by name.
 type Constants = naga::back::PipelineConstants;
 
-/// The gather's override constants in each lane mapping (those of each
-/// [`ProgramKey`](crate::gpu::gather::abi::ProgramKey)).
-fn gather_constants() -> Vec<Constants> {
+/// The gather's override constants of a build in the lane mapping of runs (`runs`) or not
+/// (those of each [`ProgramKey`](crate::gpu::gather::abi::ProgramKey) its pipelines take).
+fn gather_constants(runs: bool) -> Vec<Constants> {
     let channels = crate::gpu::gather::abi::Channels::of(3, 1, 3);
     let wide = crate::gpu::gather::abi::Channels::of(32, 4, 8);
-    [(false, None), (true, None), (true, channels), (false, wide)]
+    [(runs, None), (runs, channels), (runs, wide)]
         .into_iter()
         .map(|(lanes_in_runs, channels)| {
             let key = crate::gpu::gather::abi::ProgramKey {
@@ -125,7 +125,7 @@ fn gather_entries() -> Vec<&'static str> {
 #[test]
 fn split_shader_compiles_for_every_backend() {
     use crate::gpu::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
-    use crate::gpu::gather::builds::{gather_source, Bodies, Hook, InputBindings, OutputBindings};
+    use crate::gpu::gather::builds::{Bodies, GatherSource, Hook, InputBindings, OutputBindings};
     let one = InputBindings::ONE;
     let many = InputBindings(MAX_SRC_BINDINGS);
     // Every build: the outputs bound each way (the multi-output build at its most bindings),
@@ -146,9 +146,14 @@ fn split_shader_compiles_for_every_backend() {
         (many, OutputBindings::WordsOnly, Hook::Silent, Bodies::None),
         (one, OutputBindings::Units(1), Hook::Recording, Bodies::Wide),
     ] {
-        let source = gather_source(inputs, outputs, hook, bodies).unwrap();
-        let name = format!("split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?}, {bodies:?})");
-        translate_everywhere(&name, &source, &gather_entries(), &gather_constants());
+        for runs in [false, true] {
+            let source = GatherSource::new(inputs, outputs, hook).unwrap();
+            let source = source.with(bodies, runs);
+            let name = format!(
+                "split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?}, {bodies:?}, runs {runs})"
+            );
+            translate_everywhere(&name, &source, &gather_entries(), &gather_constants(runs));
+        }
     }
 }
 

@@ -210,8 +210,13 @@ fn each_build_holds_its_channels_bodies() {
             .collect();
         (source, names)
     };
+    // Each build's schedules: the channels alone, or the rows' runs or lanes and the join's
+    // units (the lanes here); no pipeline reaches the other's code.
     let (none, names) = functions(Bodies::None);
-    assert!(names.iter().any(|n| n == "join_channels"));
+    assert!(none.contains("lanes(block, lane, VEC4_ONLY);"));
+    assert!(!none.contains("runs(block, lane, VEC4_ONLY);"));
+    assert!(none.contains("join_runs_block(p, h, block, lane);"));
+    assert!(!names.iter().any(|n| n == "join_channels"));
     assert!(!names
         .iter()
         .any(|n| n.starts_with("channel_") || n.ends_with("channels_of")));
@@ -222,6 +227,10 @@ fn each_build_holds_its_channels_bodies() {
     ] {
         let (source, names) = functions(bodies);
         assert!(names.iter().any(|n| n == "join_channels_of"), "{bodies:?}");
+        assert!(source.contains("    channels(block, lane);"));
+        assert!(source.contains("return join_channel_lanes("));
+        assert!(!source.contains("runs(block, lane, VEC4_ONLY);"));
+        assert!(!source.contains("join_runs_block(p, h, block, lane);"));
         for c in cases {
             assert!(source.contains(&format!(
                 "case {c}u: {{ left = channels_of(p, block, lane, {c}u); }}"
