@@ -286,6 +286,8 @@ fn lanes(block: u32, lane: u32, vec4_only: bool) {
         dst_binding = e.binding;
         if (vec4_only) {
             copy_lanes_vec4(p, e, block - e.block_start, lane);
+        } else if (e.mode == MODE_INDEXED) {
+            indexed_units(e, lane_span(p, block - e.block_start, lane, entry_units(e)));
         } else {
             copy_lanes_shifted(p, e, block - e.block_start, lane);
         }

@@ -32,6 +32,10 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
     if (first_unit >= end_unit) {
         return;
     }
+    if (!vec4_only && e.mode == MODE_INDEXED) {
+        indexed_units(e, vec3<u32>(first_unit, end_unit, 1u));
+        return;
+    }
     if (!vec4_only && first_unit == 0u && e.skip > 0u) {
         store_first_unit(e);
         first_unit = 1u;

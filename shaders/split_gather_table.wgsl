@@ -31,6 +31,7 @@ const HEADER_BYTES: u32 = 20u;
 const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one vec4 per unit
 const MODE_WORD: u32 = 1u; // multiples of 4: every output word is one source word
 const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from bytes
+const MODE_INDEXED: u32 = 3u; // rows picked by indices (`IndexRows`, the indexed build)
 
 // A split's record: one output's part in one dispatch.
 struct Entry {
@@ -92,6 +93,26 @@ fn read_entry(i: u32) -> Entry {
         table[w + 4u], table[w + 5u], table[w + 6u], table[w + 7u], table[w + 8u], table[w + 9u],
         table[w + 10u]
     );
+}
+
+// An indexed dispatch's record after its one entry (MODE_INDEXED, rows back to back in the
+// output): the entry's output row `r` is row `index(r % count)` of its source's block
+// `r / count`, of `capacity` rows `src_stride` bytes apart from `src_offset` on; each index
+// `index_words` words (1: i32, 2: i64, low word first) in the build's `indices`; a negative
+// one counts from the end where `from_end` is 1, else it is out of range.
+struct IndexRows {
+    count: u32,
+    capacity: u32,
+    index_words: u32,
+    from_end: u32,
+}
+
+const INDEX_ROWS_WORDS: u32 = 4u;
+
+fn read_index_rows() -> IndexRows {
+    let w = entry_at(1u);
+    trace(TRACE_TABLE, 4u * w, 4u * INDEX_ROWS_WORDS);
+    return IndexRows(table[w], table[w + 1u], table[w + 2u], table[w + 3u]);
 }
 
 // ---- A concat's records (the join: shaders/split_gather_join.wgsl) ----

@@ -13,6 +13,7 @@ mod bench_command;
 mod concat;
 mod demo;
 mod exit;
+mod gather;
 mod info;
 mod outputs;
 mod plot;
@@ -47,6 +48,7 @@ pub fn main() -> CliResult {
         Some(args::Command::Info(a)) => info::run(&a),
         // The concats read several files into one output; the splits one file into several.
         Some(args::Command::Run(a)) if a.op.is_concat() => concat::run(&a),
+        Some(args::Command::Run(a)) if a.op == args::Op::Gather => gather::run(&a),
         Some(args::Command::Run(a)) => run::run(&a),
         Some(args::Command::Bench(a)) => bench_command::run(&a),
     }

@@ -26,6 +26,7 @@ pub(crate) mod plans;
 pub(crate) mod prepared;
 mod record;
 pub(crate) mod round_trip;
+mod rows;
 pub(crate) mod splitter;
 mod views;
 mod views_round_trip;
@@ -37,6 +38,7 @@ pub use parts::{Inputs, Outputs};
 pub use placement::{BufferRegion, PartLayout, PartRange};
 pub use plans::{Encoded, Plan};
 pub use prepared::Prepared;
+pub use rows::RowsBuffers;
 #[cfg(feature = "bench")]
 pub use splitter::SplitOptions;
 pub use splitter::{GpuSplitter, RegionsPerDispatch};

@@ -16,6 +16,13 @@
 //! | ONNX Concat-1/4/11/13 | [`onnx_concat`] |
 //! | ONNX ConcatFromSequence-11 | [`concat_from_sequence`] (`new_axis = 1` stacks) |
 //!
+//! Rows placed by indices that live on the device give a [`RowsPlan`](crate::RowsPlan):
+//!
+//! | operator | function | a negative index |
+//! | --- | --- | --- |
+//! | ONNX Gather-1/11/13 | [`gather()`] | counts from the end |
+//! | get rows (ggml `GET_ROWS`, PyTorch `index_select` on dim 0, `embedding`) | [`get_rows`] | is out of range |
+//!
 //! [`Attention`] gives an attention layer's split of packed QKV into Q and into KV caches at
 //! a position, and its merge of heads, as plans with views ([`PartView`](crate::PartView)).
 //!
@@ -31,6 +38,7 @@ mod inputs;
 mod onnx_split;
 #[cfg(any(test, feature = "bench", feature = "fuzzing"))]
 mod operator;
+mod rows;
 mod sequence;
 mod split;
 mod variadic;
@@ -43,6 +51,7 @@ pub(crate) use onnx_split::onnx_split_version;
 pub use onnx_split::{onnx_split, OnnxSplitParts};
 #[cfg(any(test, feature = "bench", feature = "fuzzing"))]
 pub use operator::Operator;
+pub use rows::{gather, get_rows};
 pub use sequence::split_to_sequence;
 pub use split::split;
 pub use variadic::variadic_split;

@@ -12,6 +12,10 @@ use crate::plan::views::{check_view, Access};
 use crate::plan::{ConcatPlan, PartView, SplitPlan};
 use crate::tensor::HostTensor;
 use crate::DType;
+mod rows;
+pub(crate) use rows::check_tensors as check_rows_tensors;
+pub use rows::gather_rows;
+
 use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder, Slice};
 
 /// Splits an ndarray array of any element type (numbers, strings, ...) as `plan` says.

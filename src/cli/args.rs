@@ -102,6 +102,10 @@ pub enum Op {
     /// ONNX ConcatFromSequence-11: joined along --axis (--new-axis=0), or stacked on a new
     /// axis there (--new-axis=1).
     ConcatFromSequence,
+    /// ONNX Gather-13: rows of the input on --axis (default 0) picked by --indices (i32 or
+    /// i64, any shape; a negative one counts from the end). An index out of range is an
+    /// error (exit 2) naming the first, and nothing is written.
+    Gather,
 }
 
 impl Op {
@@ -123,6 +127,9 @@ pub struct RunArgs {
     /// Directory for output_{i}.npy; created if missing, written only on success.
     #[arg(long)]
     pub out: PathBuf,
+    /// gather: the indices (.npy of i32 or i64, any shape).
+    #[arg(long)]
+    pub indices: Option<PathBuf>,
     /// Axis: an integer or a .npy holding a scalar or shape [1] integer tensor.
     #[arg(long, allow_hyphen_values = true)]
     pub axis: Option<String>,

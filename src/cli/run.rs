@@ -31,6 +31,7 @@ pub(super) fn op_name(op: Op) -> &'static str {
     match op {
         Op::Concat => "concat",
         Op::ConcatFromSequence => "concat-from-sequence",
+        Op::Gather => "gather",
         split => Operator::NAMES[split as usize],
     }
 }
@@ -73,6 +74,7 @@ pub(super) fn check_options(a: &RunArgs) -> CliResult<()> {
             ("num-outputs", a.num_outputs.is_some(), &[OnnxSplit]),
             ("opset", a.opset.is_some(), &[OnnxSplit, Concat]),
             ("new-axis", a.new_axis.is_some(), &[ConcatFromSequence]),
+            ("indices", a.indices.is_some(), &[Gather]),
             (
                 "transpose",
                 a.transpose.is_some(),
@@ -113,9 +115,9 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
                 keepdims,
             }
         }
-        Concat | ConcatFromSequence => {
+        Concat | ConcatFromSequence | Gather => {
             return Err(CliError::usage(format!(
-                "--op {} is a concat, not a split",
+                "--op {} is not a split",
                 op_name(a.op)
             )))
         }
@@ -332,7 +334,7 @@ mod tests {
             let clap_name = op.to_possible_value().map(|v| v.get_name().to_string());
             assert_eq!(clap_name.as_deref(), Some(op_name(*op)));
         }
-        // The split operators, then the two concat operators.
-        assert_eq!(Op::value_variants().len(), Operator::NAMES.len() + 2);
+        // The split operators, then the two concat operators and the gather.
+        assert_eq!(Op::value_variants().len(), Operator::NAMES.len() + 3);
     }
 }

@@ -232,6 +232,7 @@ pub fn check_views(case: &ViewCase) {
                 run_joins(case, d, j, &mut written);
                 continue;
             }
+            Table::Indexed(..) => panic!("{case:?}: a view's dispatch of indexed rows: {d:?}"),
         };
         for e in entries {
             check_rows(case, e, d.src_size);

@@ -20,6 +20,7 @@ pub(crate) mod builds;
 mod channels;
 pub(crate) mod dispatches;
 pub(crate) mod gate;
+mod indexed;
 mod join_windows;
 mod joins;
 mod modes;
@@ -36,10 +37,11 @@ pub use blocks::grid;
 pub use dispatches::{
     fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
 };
+pub use indexed::indexed_dispatch;
 pub use join_windows::plan_joins;
 #[cfg(any(test, feature = "fuzzing"))]
 pub use joins::Band;
 pub use joins::{join_dispatch, join_parts, JoinPart};
 pub use modes::GatherMode;
-pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Windows};
+pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, IndexWindows, Windows};
 pub use view_entries::{lower_view, repeat_joins, table_room, view_dispatches, Lowered};

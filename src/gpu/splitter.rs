@@ -72,7 +72,7 @@ impl RegionsPerDispatch {
     /// are 1 and inputs `(n - 2) / 2`, at least 1.
     pub fn for_limits(limits: &wgpu::Limits) -> Self {
         // The most buffers whose build's bindings the stage holds.
-        let fits = |inputs, outputs| fits_stage(limits, inputs, outputs);
+        let fits = |inputs, outputs| fits_stage(limits, inputs, outputs, false);
         let most = |max: u32, build: &dyn Fn(u32) -> bool| (2..=max).rev().find(|&n| build(n));
         let single = single_output(limits);
         let outputs = match single {
@@ -137,6 +137,8 @@ pub struct GpuSplitter {
     pub(crate) input_bindings: u32,
     /// Tells whether the device is lost; shared by clones and prepared splits.
     pub(crate) probe: Arc<device::LossProbe>,
+    /// The indexed build (rows placed by indices), compiled on first use; shared by clones.
+    pub(crate) indexed: Arc<std::sync::OnceLock<GatherPipeline>>,
 }
 
 impl GpuSplitter {
@@ -171,6 +173,7 @@ impl GpuSplitter {
             output_bindings: allowed.outputs,
             input_bindings: allowed.inputs,
             probe,
+            indexed: Arc::default(),
         })
     }
 

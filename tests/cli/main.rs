@@ -8,6 +8,7 @@ mod common;
 mod bench;
 mod concat;
 mod errors;
+mod gather;
 mod run;
 
 use std::path::Path;

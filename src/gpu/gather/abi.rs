@@ -21,6 +21,9 @@ pub const NARROW_WGSL: &str = include_str!("../../../shaders/split_gather_narrow
 /// hold their bodies.
 pub const CHANNELS_WGSL: &str = include_str!("../../../shaders/split_gather_channels.wgsl");
 
+/// `shaders/split_gather_indexed.wgsl`: rows placed by indices, in the indexed build.
+pub const INDEXED_WGSL: &str = include_str!("../../../shaders/split_gather_indexed.wgsl");
+
 /// `shaders/split_gather_join.wgsl`: the concat's program ([`EntryPoint::Join`]).
 pub const JOIN_WGSL: &str = include_str!("../../../shaders/split_gather_join.wgsl");
 
@@ -77,6 +80,9 @@ pub enum Table {
     Split(Vec<Entry>),
     /// A concat's table ([`super::joins`]).
     Join(JoinTable),
+    /// Rows placed by indices: one [`Mode::Indexed`] entry, then its [`IndexRows`]
+    /// (`Params::num_entries` 1; the indexed build).
+    Indexed(Entry, IndexRows),
 }
 
 impl Table {
@@ -87,6 +93,11 @@ impl Table {
             Table::Join(j) => {
                 let mut bytes = bytemuck::bytes_of(&j.header).to_vec();
                 bytes.extend_from_slice(bytemuck::cast_slice(&j.segments));
+                bytes
+            }
+            Table::Indexed(entry, rows) => {
+                let mut bytes = bytemuck::bytes_of(entry).to_vec();
+                bytes.extend_from_slice(bytemuck::bytes_of(rows));
                 bytes
             }
         }
@@ -162,6 +173,25 @@ pub enum Mode {
     Word = 1,
     /// Anything else: shifted or byte-assembled words.
     Byte = 2,
+    /// Rows picked by indices ([`IndexRows`]), of any width: each unit's bytes of each row
+    /// it meets, from that row's source.
+    Indexed = 3,
+}
+
+/// An indexed dispatch's record after its entry (`IndexRows` in the shader): the entry's
+/// output row `r` is row `index(r % count)` of its source's block `r / count`, each of
+/// `capacity` rows.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct IndexRows {
+    /// Indices, each picking a row of every block.
+    pub count: u32,
+    /// Rows of a block of the source (below 2^31 - 1).
+    pub capacity: u32,
+    /// Words of an index: 1 (i32) or 2 (i64).
+    pub index_words: u32,
+    /// 1: a negative index counts from the end; 0: it is out of range.
+    pub from_end: u32,
 }
 
 /// One row of the shader's table (`Entry` in the shader): one output's part in one dispatch.

@@ -4,7 +4,7 @@
 use super::abi::{Entry, Params, ProgramKey, RUNS_WORKGROUP_SIZE, UNIT_BYTES, WORKGROUP_SIZE};
 use super::channels::channel_params;
 use super::modes::GatherTuning;
-use super::picker::{split_program, MIN_LANES_ROW};
+use super::picker::{lanes_in_runs, split_program, MIN_LANES_ROW};
 use super::runs::{max_steps, run_units};
 use crate::error::{Result, SplitError};
 use crate::plan::bytes::ByteRows;
@@ -38,6 +38,20 @@ pub(super) fn split_table(
         }
     };
     (program, params, entries)
+}
+
+/// The dispatch of one [`Mode::Indexed`](super::abi::Mode::Indexed) entry: `main_rows` in
+/// the device's lane mapping ([`lanes_in_runs`]), its header, and the entry numbered.
+pub(super) fn indexed_table(entry: Entry, tuning: GatherTuning) -> (ProgramKey, Params, Entry) {
+    let program = ProgramKey {
+        entry: super::abi::EntryPoint::Rows,
+        lanes_in_runs: lanes_in_runs(tuning.mode),
+        channels: None,
+    };
+    let mut entries = [entry];
+    let steps = steps_per_lane(program, &entries, tuning);
+    let params = number_blocks(&mut entries, program, steps);
+    (program, params, entries[0])
 }
 
 /// Steps per lane for `entries` in the rows' `program`.

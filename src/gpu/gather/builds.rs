@@ -10,8 +10,8 @@
 //! input that is the table at 0, the input at 1 and 2 and the outputs from 3.
 
 use super::abi::{
-    Channels, EntryPoint, ProgramKey, CHANNELS_WGSL, GATHER_WGSL, JOIN_RUNS_WGSL, JOIN_WGSL,
-    NARROW_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
+    Channels, EntryPoint, ProgramKey, CHANNELS_WGSL, GATHER_WGSL, INDEXED_WGSL, JOIN_RUNS_WGSL,
+    JOIN_WGSL, NARROW_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
 };
 use crate::error::Result;
 use bindings::{inputs_piece, outputs_piece};
@@ -194,6 +194,12 @@ fn trace_skip(kind: u32) {
 #[cfg(feature = "bench")]
 const COPY_WGSL: &str = include_str!("../../../shaders/bench_copy_vec4.wgsl");
 
+/// The rows placed by indices in a build without them ([`Slot::Indices`], [`Slot::Status`]):
+/// none, as the gate sends no `MODE_INDEXED` entry to it.
+const NOT_INDEXED: &str = "
+fn indexed_units(e: Entry, span: vec3<u32>) {}
+";
+
 /// The hook's piece of a build.
 fn hook_piece(hook: Hook) -> String {
     match hook {
@@ -212,17 +218,28 @@ fn hook_piece(hook: Hook) -> String {
 pub struct GatherSource {
     head: String,
     tail: String,
+    /// Whether it holds the rows placed by indices.
+    pub indexed: bool,
 }
 
 impl GatherSource {
-    pub fn new(inputs: InputBindings, outputs: OutputBindings, hook: Hook) -> Result<Self> {
-        let slots = slots(inputs, outputs, hook == Hook::Recording);
+    /// The source with `inputs`, `outputs` and `hook`, and the rows placed by indices
+    /// (`shaders/split_gather_indexed.wgsl`, over [`Slot::Indices`] and [`Slot::Status`])
+    /// where `indexed`.
+    pub fn new(
+        inputs: InputBindings,
+        outputs: OutputBindings,
+        hook: Hook,
+        indexed: bool,
+    ) -> Result<Self> {
+        let slots = slots(inputs, outputs, indexed, hook == Hook::Recording);
         let head = format!(
-            "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n",
+            "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n// ---- Indexed rows: {indexed} ----\n{}\n",
             declarations(&slots),
             inputs_piece(inputs)?,
             outputs_piece(outputs)?,
             hook_piece(hook),
+            if indexed { INDEXED_WGSL } else { NOT_INDEXED },
         );
         let mut tail = format!("{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n");
         for (name, block) in EntryPoint::STAMPED {
@@ -230,7 +247,11 @@ impl GatherSource {
                 .replace("{name}", name)
                 .replace("{block}", block);
         }
-        Ok(GatherSource { head, tail })
+        Ok(GatherSource {
+            head,
+            tail,
+            indexed,
+        })
     }
 
     /// The build with `bodies`, in the lane mapping of runs (`runs`) or not.
@@ -252,7 +273,7 @@ pub fn gather_source(
     hook: Hook,
     bodies: Bodies,
 ) -> Result<String> {
-    Ok(GatherSource::new(inputs, outputs, hook)?.with(bodies, false))
+    Ok(GatherSource::new(inputs, outputs, hook, false)?.with(bodies, false))
 }
 
 /// The build that splits one input buffer into one output buffer ([`InputBindings::ONE`],

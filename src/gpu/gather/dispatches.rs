@@ -56,6 +56,7 @@ impl Dispatch {
     pub fn entries(&self) -> &[Entry] {
         match &self.table {
             Table::Split(entries) => entries,
+            Table::Indexed(entry, _) => std::slice::from_ref(entry),
             Table::Join(_) => &[],
         }
     }
@@ -302,7 +303,7 @@ impl Dispatch {
     pub fn join(&self) -> Option<&super::abi::JoinTable> {
         match &self.table {
             Table::Join(j) => Some(j),
-            Table::Split(_) => None,
+            Table::Split(_) | Table::Indexed(..) => None,
         }
     }
 }

@@ -6,11 +6,12 @@
 //! modules", lists them with the shader code that relies on each). Pure.
 
 use super::abi::{
-    Channels, Entry, EntryPoint, JoinTable, Mode, Params, Table, MAX_DST_BINDINGS, MAX_WINDOW,
-    UNIT_BYTES, WINDOW_UNITS,
+    Channels, Entry, EntryPoint, IndexRows, JoinTable, Mode, Params, Table, MAX_DST_BINDINGS,
+    MAX_WINDOW, UNIT_BYTES, WINDOW_UNITS,
 };
 use super::dispatches::Dispatch;
 use super::runs::MAX_LANE_STEPS;
+use crate::plan::MAX_GATHER_AXIS;
 use std::fmt;
 
 /// A precondition of the trusted module: what a table must keep for its program to run to
@@ -56,12 +57,18 @@ pub enum Precondition {
     /// A join's rows and output lie within a window, its segments in column order inside
     /// the row (`join_segment`'s binary search; the row loops' sums stay in u32).
     JoinLayout,
+    /// Rows placed by indices: one `MODE_INDEXED` entry of whole rows back to back in the
+    /// output, `count` indices of 1 or 2 words (their words counted in u32), a capacity
+    /// below 2^31 - 1 (`NO_ROW` is no row), and every source address of any index in range,
+    /// `src_offset + (block * capacity + row) * src_stride` and its row's bytes, within a
+    /// window (`indexed_unit`).
+    IndexedRows,
 }
 
 impl Precondition {
     /// Every precondition, in the order the gate checks them.
     #[cfg(test)]
-    pub const ALL: [Precondition; 12] = [
+    pub const ALL: [Precondition; 13] = [
         Precondition::ProgramKind,
         Precondition::RecordCount,
         Precondition::StepBound,
@@ -74,6 +81,7 @@ impl Precondition {
         Precondition::ShiftedRows,
         Precondition::Channels,
         Precondition::JoinLayout,
+        Precondition::IndexedRows,
     ];
 
     /// Its name in messages.
@@ -91,6 +99,7 @@ impl Precondition {
             Precondition::ShiftedRows => "the shifted lanes' rows of a unit at least",
             Precondition::Channels => "the channels' parts in their band, side by side",
             Precondition::JoinLayout => "a join's rows and segments in a window, in order",
+            Precondition::IndexedRows => "indexed rows' indices and addresses in range",
         }
     }
 }
@@ -147,10 +156,13 @@ pub fn check(d: &Dispatch) -> Result<(), Refusal> {
     let records = match &d.table {
         Table::Split(e) => e.len(),
         Table::Join(j) => j.segments.len(),
+        Table::Indexed(..) => 1,
     };
+    let indexed = matches!(d.table, Table::Indexed(..));
+    let rows = d.program.entry == EntryPoint::Rows && d.program.channels.is_none();
     header(
         Precondition::ProgramKind,
-        join != matches!(d.table, Table::Join(_)),
+        join != matches!(d.table, Table::Join(_)) || (indexed && !rows),
         (d.program, &d.table),
     )?;
     header(
@@ -169,7 +181,28 @@ pub fn check(d: &Dispatch) -> Result<(), Refusal> {
     match &d.table {
         Table::Split(entries) => split(d, p, entries, block_steps),
         Table::Join(j) => joined(d, p, j, block_steps),
+        Table::Indexed(e, x) => {
+            split(d, p, std::slice::from_ref(e), block_steps)?;
+            indexed_rows(e, x)
+        }
     }
+}
+
+/// [`check`] of rows placed by indices, past what [`split`] checks of their entry.
+fn indexed_rows(e: &Entry, x: &IndexRows) -> Result<(), Refusal> {
+    header(Precondition::Divisors, x.count == 0, x)?;
+    let rows = x.count as u64 * e.row_bytes as u64;
+    let outer = e.out_bytes as u64 / rows;
+    let reach = e.src_offset as u64 + outer * x.capacity as u64 * e.src_stride as u64;
+    let broken = !(1..=2).contains(&x.index_words)
+        || x.from_end > 1
+        || x.capacity as usize > MAX_GATHER_AXIS
+        || x.count as u64 * x.index_words as u64 > u32::MAX as u64
+        || (e.first_byte, e.skip, e.dst_stride) != (0, 0, e.row_bytes)
+        || e.src_stride < e.row_bytes
+        || !(e.out_bytes as u64).is_multiple_of(rows)
+        || reach > MAX_WINDOW;
+    header(Precondition::IndexedRows, broken, (e, x))
 }
 
 /// [`check`] of a split's entries.
@@ -223,18 +256,20 @@ fn split(d: &Dispatch, p: Params, entries: &[Entry], block_steps: u64) -> Result
         e.skip > 0 && (e.skip as u64 >= UNIT_BYTES || e.skip >= e.out_bytes)
     })?;
     let vec4_only = d.program.entry == EntryPoint::RowsVec4;
+    let indexed = matches!(d.table, Table::Indexed(..));
     first(Precondition::Mode, "entry", entries, |_, e| {
         let of = |all: u32, by: u32| all.is_multiple_of(by);
         let all = e.row_bytes | e.src_stride | e.src_offset | e.first_byte;
         match e.mode {
             m if m == Mode::Vec4 as u32 => !of(all | e.dst_stride, 16) || e.skip != 0,
             m if m == Mode::Word as u32 => vec4_only || !of(all | e.skip, 4),
-            m => vec4_only || m != Mode::Byte as u32,
+            m if m == Mode::Indexed as u32 => vec4_only || !indexed,
+            m => vec4_only || m != Mode::Byte as u32 || indexed,
         }
     })?;
     let shifted = !d.program.lanes_in_runs && d.program.channels.is_none();
     first(Precondition::ShiftedRows, "entry", entries, |_, e| {
-        shifted && !e.is_vec4() && (e.row_bytes as u64) < UNIT_BYTES
+        shifted && !e.is_vec4() && !indexed && (e.row_bytes as u64) < UNIT_BYTES
     })?;
     if let Some(c) = d.program.channels {
         let count = entries.len() as u64;

@@ -66,17 +66,37 @@ fn channels() -> Dispatch {
     d
 }
 
+/// Rows placed by indices in `mode`: `[2, 9, 5]` of u8 gathered on axis 1 by 4 i64 indices.
+fn indexed(mode: GatherMode) -> Dispatch {
+    let plan = ops::gather(&[2, 9, 5], &[4], 1).unwrap();
+    let rows = plan.rows(DType::U8).unwrap();
+    let tuning = GatherTuning {
+        mode,
+        max_steps_per_lane: 4,
+    };
+    crate::gpu::gather::indexed_dispatch(rows, 2, true, BIG, tuning)
+        .unwrap()
+        .unwrap()
+}
+
 fn entries(d: &mut Dispatch) -> &mut Vec<Entry> {
     match &mut d.table {
         Table::Split(e) => e,
-        Table::Join(_) => panic!("a split's table"),
+        _ => panic!("a split's table"),
     }
 }
 
 fn joined(d: &mut Dispatch) -> &mut JoinTable {
     match &mut d.table {
         Table::Join(j) => j,
-        Table::Split(_) => panic!("a join's table"),
+        _ => panic!("a join's table"),
+    }
+}
+
+fn index_rows(d: &mut Dispatch) -> (&mut Entry, &mut IndexRows) {
+    match &mut d.table {
+        Table::Indexed(e, x) => (e, x),
+        _ => panic!("an indexed table"),
     }
 }
 
@@ -102,12 +122,18 @@ fn break_it(rule: Precondition) {
     let gpu = GatherMode::Gpu;
     let cpu = GatherMode::Cpu;
     match rule {
-        P::ProgramKind => refused(rule, split(DType::F32, gpu), |d| {
-            d.program = ProgramKey {
-                entry: EntryPoint::Join,
-                ..d.program
-            }
-        }),
+        P::ProgramKind => {
+            refused(rule, split(DType::F32, gpu), |d| {
+                d.program = ProgramKey {
+                    entry: EntryPoint::Join,
+                    ..d.program
+                }
+            });
+            refused(rule, indexed(gpu), |d| {
+                d.program.channels = crate::gpu::gather::abi::Channels::of(3, 1, 3)
+            });
+            refused(rule, indexed(cpu), |d| d.program.entry = EntryPoint::Join);
+        }
         P::RecordCount => refused(rule, join(gpu, false), |d| d.params.num_entries += 1),
         P::StepBound => refused(rule, split(DType::U8, cpu), |d| {
             d.params.steps_per_lane = MAX_LANE_STEPS as u32 + 1
@@ -134,6 +160,7 @@ fn break_it(rule: Precondition) {
                 joined(d).header.repeat_blocks = 0
             });
             refused(rule, join(cpu, false), |d| joined(d).segments[1].count = 0);
+            refused(rule, indexed(cpu), |d| index_rows(d).1.count = 0);
             refused(rule, split(DType::U8, cpu), |d| {
                 d.params.interleaved = 1;
                 entries(d).clear();
@@ -152,12 +179,18 @@ fn break_it(rule: Precondition) {
             e.out_bytes = e.skip;
         }),
         P::Mode => {
-            refused(rule, split(DType::U8, cpu), |d| entries(d)[0].mode = 3);
+            refused(rule, split(DType::U8, cpu), |d| entries(d)[0].mode = 4);
             refused(rule, split(DType::U8, cpu), |d| {
                 entries(d)[0].mode = Mode::Vec4 as u32
             });
             refused(rule, unequal(cpu), |d| {
                 d.program.entry = EntryPoint::RowsVec4
+            });
+            refused(rule, split(DType::U8, gpu), |d| {
+                entries(d)[0].mode = Mode::Indexed as u32
+            });
+            refused(rule, indexed(gpu), |d| {
+                index_rows(d).0.mode = Mode::Byte as u32
             });
         }
         P::ShiftedRows => refused(rule, split(DType::U8, cpu), |d| {
@@ -190,6 +223,15 @@ fn break_it(rule: Precondition) {
                 joined(d).header.end_byte = u32::MAX
             });
         }
+        P::IndexedRows => {
+            refused(rule, indexed(gpu), |d| index_rows(d).1.index_words = 3);
+            refused(rule, indexed(cpu), |d| index_rows(d).1.from_end = 2);
+            refused(rule, indexed(gpu), |d| index_rows(d).1.capacity = 1 << 31);
+            // Any index in range reaches past the window.
+            refused(rule, indexed(cpu), |d| index_rows(d).1.capacity = 1 << 29);
+            refused(rule, indexed(gpu), |d| index_rows(d).0.first_byte = 1);
+            refused(rule, indexed(cpu), |d| index_rows(d).0.out_bytes -= 1);
+        }
     }
 }
 
@@ -210,6 +252,8 @@ fn tables_of_every_kind_pass() {
         join(GatherMode::Gpu, false),
         join(GatherMode::Cpu, true),
         channels(),
+        indexed(GatherMode::Gpu),
+        indexed(GatherMode::Cpu),
     ] {
         assert_eq!(check(&d), Ok(()), "{d:?}");
     }

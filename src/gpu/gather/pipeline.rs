@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 mod binding;
 
 pub(crate) use binding::record_unscoped;
-pub use binding::{record_bound, BoundDispatch, Windows};
+pub use binding::{record_bound, BoundDispatch, IndexWindows, Windows};
 
 /// The gather shader compiled for one device, with its bind group layout; each program's
 /// pipeline, and the module of its schedules (its channels' [`Bodies`] in its lane mapping),
@@ -55,6 +55,8 @@ pub struct GatherPipeline {
     /// Bound in place of empty views: a 16-byte buffer for an input's vec4s, and a slot per
     /// output binding's units or tail (one unit, read as none), no two sharing a range.
     stand_ins: [wgpu::Buffer; 2],
+    /// The indexed build's status where the caller keeps none.
+    status_stand_in: Option<wgpu::Buffer>,
 }
 
 impl GatherPipeline {
@@ -80,13 +82,35 @@ impl GatherPipeline {
         outputs: OutputBindings,
         moving: Option<Direction>,
     ) -> Result<Self> {
-        let source = GatherSource::new(inputs, outputs, Hook::Silent)?;
+        let source = GatherSource::new(inputs, outputs, Hook::Silent, false)?;
         let what = format!(
             "compiling the split pipeline (input buffers: {}, outputs: {outputs:?})",
             inputs.count()
         );
         scoped_async(device, &what, || {
             Self::build(device, source, false, inputs, outputs, moving)
+        })
+        .await
+    }
+
+    /// Compiles the indexed build: one input and this device's single output, with the
+    /// indices and the status ([`Slot::Indices`], [`Slot::Status`]) bound after them, for
+    /// rows placed by indices ([`GatherPipeline::bind_indexed`]). A device whose shader
+    /// stage holds fewer storage buffers is [`SplitError::TooLarge`](crate::SplitError).
+    pub async fn indexed(device: &wgpu::Device) -> Result<Self> {
+        let limits = device.limits();
+        let (inputs, outputs) = (InputBindings::ONE, single_output(&limits));
+        if !super::builds::fits_stage(&limits, inputs, outputs, true) {
+            return Err(crate::SplitError::TooLarge(format!(
+                "rows placed by indices bind {} storage buffers in a shader stage; this device \
+                 allows {}",
+                slots(inputs, outputs, true, false).len(),
+                limits.max_storage_buffers_per_shader_stage
+            )));
+        }
+        let source = GatherSource::new(inputs, outputs, Hook::Silent, true)?;
+        scoped_async(device, "compiling the indexed rows' pipeline", || {
+            Self::build(device, source, false, inputs, outputs, None)
         })
         .await
     }
@@ -108,7 +132,7 @@ impl GatherPipeline {
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
         let (inputs, outputs) = (InputBindings::ONE, OutputBindings::Units(1));
-        let source = GatherSource::new(inputs, outputs, Hook::Recording)?;
+        let source = GatherSource::new(inputs, outputs, Hook::Recording, false)?;
         scoped(device, "compiling the traced split pipeline", || {
             Self::build(device, source, true, inputs, outputs, None)
         })
@@ -140,7 +164,8 @@ impl GatherPipeline {
         let modules: [OnceLock<wgpu::ShaderModule>; 6] = Default::default();
         let none = module_index(Bodies::None, false);
         let _ = modules[none].set(gather_module(device, &source.with(Bodies::None, false)));
-        let slots = slots(inputs, outputs, traced);
+        let indexed = source.indexed;
+        let slots = slots(inputs, outputs, indexed, traced);
         let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..)
             .zip(&slots)
             .map(|(binding, &slot)| wgpu::BindGroupLayoutEntry {
@@ -189,6 +214,7 @@ impl GatherPipeline {
             moving,
             offset_align,
             stand_ins: [stand_in(UNIT_BYTES), stand_in(stand_in_slots)],
+            status_stand_in: indexed.then(|| stand_in(UNIT_BYTES)),
         }
     }
 

@@ -130,8 +130,11 @@ fn split_shader_compiles_for_every_backend() {
     let many = InputBindings(MAX_SRC_BINDINGS);
     // Every build: the outputs bound each way (the multi-output build at its most bindings),
     // the multi-input build with each single output, and the trace build, whose hook records;
-    // each of the channels' bodies.
-    for (inputs, outputs, hook, bodies) in [
+    // each of the channels' bodies; the indexed build (rows placed by indices) with each
+    // single output.
+    let indexed = [OutputBindings::Units(1), OutputBindings::WordsOnly]
+        .map(|outputs| (one, outputs, Hook::Silent, Bodies::None, true));
+    for (inputs, outputs, hook, bodies, indexed) in [
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::None),
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::Narrow),
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::Wide),
@@ -145,12 +148,17 @@ fn split_shader_compiles_for_every_backend() {
         (many, OutputBindings::Units(1), Hook::Silent, Bodies::Narrow),
         (many, OutputBindings::WordsOnly, Hook::Silent, Bodies::None),
         (one, OutputBindings::Units(1), Hook::Recording, Bodies::Wide),
-    ] {
+    ]
+    .map(|(i, o, h, b)| (i, o, h, b, false))
+    .into_iter()
+    .chain(indexed)
+    {
         for runs in [false, true] {
-            let source = GatherSource::new(inputs, outputs, hook).unwrap();
+            let source = GatherSource::new(inputs, outputs, hook, indexed).unwrap();
             let source = source.with(bodies, runs);
             let name = format!(
-                "split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?}, {bodies:?}, runs {runs})"
+                "split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?}, {bodies:?}, runs {runs}, \
+                 indexed {indexed})"
             );
             translate_everywhere(&name, &source, &gather_entries(), &gather_constants(runs));
         }

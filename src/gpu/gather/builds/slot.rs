@@ -21,6 +21,10 @@ pub enum Slot {
     OutputTail(u32),
     /// The one output window as words (`dst_words`, the words-only build).
     OutputWords,
+    /// The indexed build's indices, as words (`indices`).
+    Indices,
+    /// The indexed build's status of indices out of range (`status`, atomic words).
+    Status,
     /// The trace build's records (`trace_out`).
     Trace,
 }
@@ -30,7 +34,7 @@ impl Slot {
     pub fn writable(self) -> bool {
         !matches!(
             self,
-            Slot::Table | Slot::InputWords(_) | Slot::InputVec4s(_)
+            Slot::Table | Slot::InputWords(_) | Slot::InputVec4s(_) | Slot::Indices
         )
     }
 
@@ -56,6 +60,8 @@ impl Slot {
             Slot::OutputUnits(j) => (format!("dst{j}"), "vec4<u32>"),
             Slot::OutputTail(j) => (format!("dst_tail{j}"), "u32"),
             Slot::OutputWords => ("dst_words".into(), "u32"),
+            Slot::Indices => ("indices".into(), "u32"),
+            Slot::Status => ("status".into(), "atomic<u32>"),
             Slot::Trace => return records_declaration(binding),
         };
         let access = if self.writable() {
@@ -69,8 +75,13 @@ impl Slot {
 
 /// Every binding of a build, in binding order: the table; each input as words, then each as
 /// vec4s; each output window's units, then each one's tail (or the one output as words);
-/// the trace build's records last.
-pub fn slots(inputs: InputBindings, outputs: OutputBindings, traced: bool) -> Vec<Slot> {
+/// the indexed build's indices and status; the trace build's records last.
+pub fn slots(
+    inputs: InputBindings,
+    outputs: OutputBindings,
+    indexed: bool,
+    traced: bool,
+) -> Vec<Slot> {
     let n = inputs.count();
     let mut slots = vec![Slot::Table];
     slots.extend((0..n).map(Slot::InputWords));
@@ -82,6 +93,9 @@ pub fn slots(inputs: InputBindings, outputs: OutputBindings, traced: bool) -> Ve
             slots.extend((0..m).map(Slot::OutputTail));
         }
     }
+    if indexed {
+        slots.extend([Slot::Indices, Slot::Status]);
+    }
     if traced {
         slots.push(Slot::Trace);
     }
@@ -89,15 +103,21 @@ pub fn slots(inputs: InputBindings, outputs: OutputBindings, traced: bool) -> Ve
 }
 
 /// Whether a shader stage of `limits` holds every binding of the build of `inputs` and
-/// `outputs` (the trace's aside).
-pub fn fits_stage(limits: &wgpu::Limits, inputs: InputBindings, outputs: OutputBindings) -> bool {
-    slots(inputs, outputs, false).len() <= limits.max_storage_buffers_per_shader_stage as usize
+/// `outputs`, `indexed` or not (the trace's aside).
+pub fn fits_stage(
+    limits: &wgpu::Limits,
+    inputs: InputBindings,
+    outputs: OutputBindings,
+    indexed: bool,
+) -> bool {
+    slots(inputs, outputs, indexed, false).len()
+        <= limits.max_storage_buffers_per_shader_stage as usize
 }
 
 /// The single-output build a device of `limits` takes: each output window's units and tail,
 /// where its stage holds them with one input; else the window once, as words.
 pub fn single_output(limits: &wgpu::Limits) -> OutputBindings {
-    match fits_stage(limits, InputBindings::ONE, OutputBindings::Units(1)) {
+    match fits_stage(limits, InputBindings::ONE, OutputBindings::Units(1), false) {
         true => OutputBindings::Units(1),
         false => OutputBindings::WordsOnly,
     }

@@ -45,6 +45,14 @@ impl<'a> Windows<'a> {
     }
 }
 
+/// The indexed build's own windows: its indices (buffer, offset, bytes) and, where the
+/// caller keeps one, its status (buffer, offset; 8 bytes).
+#[derive(Debug, Clone, Copy)]
+pub struct IndexWindows<'a> {
+    pub indices: (&'a wgpu::Buffer, u64, u64),
+    pub status: Option<(&'a wgpu::Buffer, u64)>,
+}
+
 /// One gather dispatch bound to its buffers ([`GatherPipeline::bind`]): recorded by
 /// [`record_bound`], as often as wanted.
 #[derive(Debug, Clone)]
@@ -167,6 +175,41 @@ impl GatherPipeline {
         inputs: Windows<'_>,
         outputs: Windows<'_>,
     ) -> Result<Vec<BoundDispatch>> {
+        self.bind_with(device, dispatches, tables, inputs, outputs, None)
+            .await
+    }
+
+    /// [`GatherPipeline::bind`] of the indexed build's dispatches, with its indices and
+    /// status (`index`).
+    pub async fn bind_indexed(
+        &self,
+        device: &wgpu::Device,
+        dispatches: &[Dispatch],
+        tables: &[wgpu::Buffer],
+        inputs: Windows<'_>,
+        outputs: Windows<'_>,
+        index: IndexWindows<'_>,
+    ) -> Result<Vec<BoundDispatch>> {
+        self.bind_with(device, dispatches, tables, inputs, outputs, Some(index))
+            .await
+    }
+
+    async fn bind_with(
+        &self,
+        device: &wgpu::Device,
+        dispatches: &[Dispatch],
+        tables: &[wgpu::Buffer],
+        inputs: Windows<'_>,
+        outputs: Windows<'_>,
+        index: Option<IndexWindows<'_>>,
+    ) -> Result<Vec<BoundDispatch>> {
+        if index.is_some() != self.status_stand_in.is_some() {
+            return Err(SplitError::Device(format!(
+                "indices given: {}, to a build that binds them: {}",
+                index.is_some(),
+                self.status_stand_in.is_some()
+            )));
+        }
         let (reads, writes) = (inputs.count(), outputs.count());
         let bindings = (self.inputs.count(), self.outputs.count_and_views().0);
         if (reads, writes) != bindings {
@@ -179,7 +222,7 @@ impl GatherPipeline {
         let limits = device.limits();
         let bind = |(dispatch, table)| {
             let (bind_group, offsets, follows) =
-                self.bind_group(device, dispatch, table, inputs, outputs);
+                self.bind_group(device, dispatch, table, inputs, outputs, index);
             Ok(BoundDispatch {
                 program: dispatch.program,
                 pipeline: self.pipeline(device, dispatch.program),
@@ -205,6 +248,7 @@ impl GatherPipeline {
         table: &wgpu::Buffer,
         inputs: Windows<'_>,
         outputs: Windows<'_>,
+        index: Option<IndexWindows<'_>>,
     ) -> (wgpu::BindGroup, Vec<u32>, Vec<Option<usize>>) {
         let [read_stand_in, write_stand_in] = &self.stand_ins;
         let align = self.offset_align;
@@ -257,6 +301,17 @@ impl GatherPipeline {
                     let (b, offset, size) = dst[0];
                     resources.window(b, offset, size, moving(0));
                 }
+                Slot::Indices => {
+                    if let Some(i) = index {
+                        let (b, offset, size) = i.indices;
+                        resources.window(b, offset, size, None);
+                    }
+                }
+                Slot::Status => match (index.and_then(|i| i.status), &self.status_stand_in) {
+                    (Some((b, offset)), _) => resources.window(b, offset, 8, None),
+                    (None, Some(stand_in)) => resources.list.push(stand_in.as_entire_binding()),
+                    (None, None) => {}
+                },
                 #[cfg(feature = "bench")]
                 Slot::Trace => resources
                     .list

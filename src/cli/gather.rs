@@ -1,0 +1,112 @@
+//! `wgpu-split run --op gather`: ONNX Gather of a .npy file by a .npy of indices into
+//! `DIR/output_0.npy`, checked against the CPU reference. ONNX makes an index out of range an
+//! error: the status the shader records is read back, and the command names the first such
+//! index and writes nothing.
+
+use super::args::RunArgs;
+use super::exit::{CliError, CliResult};
+use super::outputs::OutputFiles;
+use super::progress::Progress;
+use super::run::{attribute_axis, check_options, check_out, ms, op_name, Engine};
+use serde_json::json;
+use std::process::ExitCode;
+use std::time::Instant;
+use wgpu_split::{npy, ops, reference, OutputSink, SplitError};
+
+/// Runs the gather: both files read whole (the indices decide which rows are read).
+pub fn run(a: &RunArgs) -> CliResult {
+    let t_total = Instant::now();
+    check_options(a)?;
+    check_out(a)?;
+    let [input] = a.input.as_slice() else {
+        return Err(CliError::usage("--op gather takes one --input"));
+    };
+    let indices_path = a
+        .indices
+        .as_ref()
+        .ok_or_else(|| CliError::usage("--op gather needs --indices"))?;
+    let choice = Engine::choice(a)?;
+    let data = npy::read(input)?;
+    let indices = npy::read(indices_path)?;
+    let plan = ops::gather(data.shape(), indices.shape(), attribute_axis(&a.axis)?)?;
+    let files = OutputFiles::new(&[plan.output_shape()], data.dtype())?;
+    files.check_room(&a.out)?;
+    let engine = Engine::open(choice)?;
+    let t = Instant::now();
+    let (rows, status) = match &engine {
+        Engine::Cpu => reference::gather_rows(&plan, &data, &indices)?,
+        Engine::Gpu(g) => {
+            let got = g.run_rows(&plan, &data, &indices)?;
+            if !a.no_verify {
+                plan.verify(&data, &indices, &got)?;
+            }
+            got
+        }
+    };
+    let gather_ms = ms(t);
+    if let Some(i) = status.first_bad {
+        let place = unflatten(i as usize, plan.indices_shape());
+        let value = index_value(&indices, i as usize);
+        return Err(CliError::usage(format!(
+            "indices{place:?} is {value}, out of range for axis {} of length {} (ONNX Gather \
+             takes [-{len}, {len}); {} of {} indices are out of range); nothing was written",
+            plan.axis(),
+            plan.data_shape()[plan.axis()],
+            status.bad_indices,
+            plan.index_count(),
+            len = plan.data_shape()[plan.axis()],
+        )));
+    }
+    let mut staged = files.stage(&a.out, Progress::new(false))?;
+    staged
+        .write(0, rows.bytes())
+        .map_err(|e| SplitError::File(format!("writing output_0.npy: {e}")))?;
+    staged.commit(&a.out)?;
+    let (adapter, backend) = engine.names();
+    let verified = matches!(engine, Engine::Gpu(_)) && !a.no_verify;
+    let file = a.out.join("output_0.npy");
+    if a.json {
+        let report = json!({
+            "op": op_name(a.op),
+            "adapter": adapter,
+            "backend": backend,
+            "input": {"shape": data.shape(), "dtype": data.dtype().name(), "file": input.display().to_string()},
+            "indices": {"shape": indices.shape(), "dtype": indices.dtype().name(), "file": indices_path.display().to_string()},
+            "outputs": [{"shape": plan.output_shape(), "file": file.display().to_string()}],
+            "verified": verified.then_some(true),
+            "timings_ms": {"gather": gather_ms, "total": ms(t_total)},
+        });
+        say!("{report}");
+    } else {
+        say!(
+            "gather of {:?} {} by {:?} on {adapter} ({backend}): {:?}",
+            data.shape(),
+            data.dtype(),
+            indices.shape(),
+            plan.output_shape()
+        );
+        match verified {
+            true => say!("verified: GPU result equals the CPU reference, byte for byte"),
+            false => say!("not verified against the CPU reference"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The place of flat index `i` in `shape`.
+fn unflatten(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut place = vec![0; shape.len()];
+    for (k, &d) in shape.iter().enumerate().rev() {
+        place[k] = i % d.max(1);
+        i /= d.max(1);
+    }
+    place
+}
+
+/// The value of index `i` (i32 or i64).
+fn index_value(indices: &wgpu_split::HostTensor, i: usize) -> i64 {
+    match indices.to_vec::<i64>() {
+        Ok(v) => v[i],
+        Err(_) => indices.to_vec::<i32>().map_or(0, |v| i64::from(v[i])),
+    }
+}

@@ -1,0 +1,194 @@
+//! [`RowsPlan`]: rows placed by indices that live on the device (ONNX Gather, get rows), and
+//! [`RowsStatus`], what the shader records of indices out of range. Pure shape arithmetic: the
+//! indices' values are never seen here.
+
+use crate::error::{Result, SplitError};
+use crate::tensor::element_count;
+use crate::DType;
+
+/// What a negative index means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NegativeIndex {
+    /// It counts from the end of the axis: `-1` is the last row (ONNX Gather).
+    FromEnd,
+    /// It is out of range, as an index at or past the axis length is (get rows, ggml's
+    /// `GET_ROWS`).
+    OutOfRange,
+}
+
+/// Rows of `data` on `axis` picked by `indices` of any shape (i32 or i64, in a device
+/// buffer): the output is `data.shape[..axis] ++ indices.shape ++ data.shape[axis + 1..]`, its
+/// row `(o, i)` row `indices[i]` of `data`'s block `o` ([`crate::ops::gather`],
+/// [`crate::ops::get_rows`]).
+///
+/// An index out of range (past the axis, below `-len` where negatives count from the end,
+/// any negative where they do not, an i64 whose high word is not its low word's sign) moves
+/// no byte: its rows of the output are zeros, and the status buffer counts it
+/// ([`RowsStatus`]). No index is clamped, wrapped or cut to 32 bits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowsPlan {
+    data_shape: Vec<usize>,
+    axis: usize,
+    indices_shape: Vec<usize>,
+    negative: NegativeIndex,
+}
+
+/// Most rows on a gathered axis: an index in range is below it, so every valid index is a
+/// non-negative i32, and a row index fits the shader's u32 words with room for the mark of
+/// one out of range.
+pub const MAX_GATHER_AXIS: usize = (1 << 31) - 1;
+
+impl RowsPlan {
+    /// Plans rows of `data_shape` on `axis` (in `[-rank, rank - 1]`) picked by indices of
+    /// `indices_shape` (rank 0 picks one row and drops the axis), negatives read as
+    /// `negative` says.
+    pub fn new(
+        data_shape: &[usize],
+        axis: i64,
+        indices_shape: &[usize],
+        negative: NegativeIndex,
+    ) -> Result<Self> {
+        let axis = crate::plan::normalize_axis(axis, data_shape.len())?;
+        if data_shape[axis] > MAX_GATHER_AXIS {
+            return Err(SplitError::TooLarge(format!(
+                "axis {axis} of data {data_shape:?} has {} rows; indexed rows take at most \
+                 {MAX_GATHER_AXIS} (2^31 - 1)",
+                data_shape[axis]
+            )));
+        }
+        element_count(data_shape)?;
+        element_count(indices_shape)?;
+        let plan = RowsPlan {
+            data_shape: data_shape.to_vec(),
+            axis,
+            indices_shape: indices_shape.to_vec(),
+            negative,
+        };
+        element_count(&plan.output_shape())?;
+        Ok(plan)
+    }
+
+    /// The data tensor's shape.
+    pub fn data_shape(&self) -> &[usize] {
+        &self.data_shape
+    }
+
+    /// The gathered axis, in `[0, rank)`.
+    pub fn axis(&self) -> usize {
+        self.axis
+    }
+
+    /// The indices' shape.
+    pub fn indices_shape(&self) -> &[usize] {
+        &self.indices_shape
+    }
+
+    /// What a negative index means.
+    pub fn negative(&self) -> NegativeIndex {
+        self.negative
+    }
+
+    /// The output's shape: `data[..axis] ++ indices ++ data[axis + 1..]`.
+    pub fn output_shape(&self) -> Vec<usize> {
+        let mut shape = self.data_shape[..self.axis].to_vec();
+        shape.extend_from_slice(&self.indices_shape);
+        shape.extend_from_slice(&self.data_shape[self.axis + 1..]);
+        shape
+    }
+
+    /// How many indices pick rows (the indices' elements).
+    pub fn index_count(&self) -> usize {
+        self.indices_shape.iter().product()
+    }
+
+    /// The rows of this plan for elements of `dtype`, in bytes.
+    pub(crate) fn rows(&self, dtype: DType) -> Result<GatherRows> {
+        let outer: usize = self.data_shape[..self.axis].iter().product();
+        let inner: usize = self.data_shape[self.axis + 1..].iter().product();
+        let row_bytes = (inner as u64)
+            .checked_mul(dtype.size() as u64)
+            .ok_or_else(|| SplitError::TooLarge(format!("rows of {inner} {dtype} elements")))?;
+        let rows = GatherRows {
+            outer: outer as u64,
+            capacity: self.data_shape[self.axis] as u64,
+            count: self.index_count() as u64,
+            row_bytes,
+        };
+        rows.output_bytes()?;
+        rows.data_bytes()?;
+        Ok(rows)
+    }
+}
+
+/// A plan's rows in bytes: `outer` blocks of `capacity` rows in the data, `outer` blocks of
+/// `count` rows in the output, each row `row_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GatherRows {
+    pub outer: u64,
+    pub capacity: u64,
+    pub count: u64,
+    pub row_bytes: u64,
+}
+
+impl GatherRows {
+    /// Bytes of the output.
+    pub fn output_bytes(&self) -> Result<u64> {
+        self.product(self.count, "output")
+    }
+
+    /// Bytes of the data.
+    pub fn data_bytes(&self) -> Result<u64> {
+        self.product(self.capacity, "data")
+    }
+
+    fn product(&self, rows: u64, what: &str) -> Result<u64> {
+        self.outer
+            .checked_mul(rows)
+            .and_then(|r| r.checked_mul(self.row_bytes))
+            .ok_or_else(|| {
+                SplitError::TooLarge(format!(
+                    "the {what}'s {} x {rows} rows of {} bytes overflow u64",
+                    self.outer, self.row_bytes
+                ))
+            })
+    }
+}
+
+/// What the shader recorded of the indices out of range ([`RowsPlan`]): how many there
+/// were, and the first of them (its place in the indices, flattened). Read from a status
+/// buffer of [`RowsStatus::BYTES`] ([`RowsStatus::from_bytes`]), which the caller zeroes
+/// before the dispatches it checks: each dispatch adds to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowsStatus {
+    /// Indices out of range.
+    pub bad_indices: u32,
+    /// The first of them, `None` where there is none.
+    pub first_bad: Option<u32>,
+}
+
+impl RowsStatus {
+    /// Bytes of a status buffer: two u32 words, the count and the first index's place
+    /// inverted (`!place`, so that zeroed words read as none and the smallest place wins an
+    /// atomic max).
+    pub const BYTES: u64 = 8;
+
+    /// The status in a status buffer's bytes (little-endian words); `None` where fewer than
+    /// [`RowsStatus::BYTES`] are given.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let word = |k: usize| {
+            Some(u32::from_le_bytes(
+                bytes.get(4 * k..4 * k + 4)?.try_into().ok()?,
+            ))
+        };
+        let (count, first) = (word(0)?, word(1)?);
+        Some(RowsStatus {
+            bad_indices: count,
+            first_bad: (count > 0).then_some(!first),
+        })
+    }
+
+    /// Whether every index was in range.
+    pub fn is_clean(&self) -> bool {
+        self.bad_indices == 0
+    }
+}

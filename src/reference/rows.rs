@@ -1,0 +1,120 @@
+//! Rows placed by indices, on the CPU: the rules of [`RowsPlan`] applied index by index,
+//! from the shapes alone (nothing shared with the GPU path's byte rows).
+
+use crate::error::{Result, SplitError};
+use crate::plan::{NegativeIndex, RowsPlan, RowsStatus};
+use crate::tensor::HostTensor;
+use crate::DType;
+
+/// The rows of `data` that `indices` (i32 or i64) pick, as `plan` says, and the status of
+/// the indices out of range (whose rows are zeros), as the GPU gives them.
+///
+/// ```
+/// use wgpu_split::{ops, reference, HostTensor};
+/// let data = HostTensor::from_slice(&[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
+/// let ids = HostTensor::from_slice(&[3], &[2i32, -1, 7])?;
+/// let (rows, status) = reference::gather_rows(&ops::gather(&[3, 2], &[3], 0)?, &data, &ids)?;
+/// assert_eq!(rows.bytes(), &[5, 6, 5, 6, 0, 0]); // -1 is the last row; 7 is out of range
+/// assert_eq!((status.bad_indices, status.first_bad), (1, Some(2)));
+/// # Ok::<(), wgpu_split::SplitError>(())
+/// ```
+pub fn gather_rows(
+    plan: &RowsPlan,
+    data: &HostTensor,
+    indices: &HostTensor,
+) -> Result<(HostTensor, RowsStatus)> {
+    check_tensors(plan, data, indices)?;
+    let shape = plan.data_shape();
+    let axis = plan.axis();
+    let outer: usize = shape[..axis].iter().product();
+    let len = shape[axis];
+    let row = shape[axis + 1..].iter().product::<usize>() * data.dtype().size();
+    let values = index_values(indices)?;
+    let mut out = vec![0u8; outer * values.len() * row];
+    let mut status = RowsStatus::default();
+    for (i, &v) in values.iter().enumerate() {
+        let picked = pick(v, len, plan.negative());
+        // An output of no bytes reads no index (the GPU runs no dispatch for it).
+        if picked.is_none() && outer * row > 0 {
+            status.bad_indices += 1;
+            status.first_bad.get_or_insert(i as u32);
+        }
+        let Some(r) = picked else { continue };
+        for o in 0..outer {
+            let from = (o * len + r) * row;
+            let to = (o * values.len() + i) * row;
+            out[to..to + row].copy_from_slice(&data.bytes()[from..from + row]);
+        }
+    }
+    Ok((
+        HostTensor::new(data.dtype(), plan.output_shape(), out)?,
+        status,
+    ))
+}
+
+/// The row index `v` names on an axis of `len` rows, or `None` out of range.
+fn pick(v: i64, len: usize, negative: NegativeIndex) -> Option<usize> {
+    let len = len as i64;
+    let v = match negative {
+        NegativeIndex::FromEnd if v < 0 => v.checked_add(len)?,
+        _ => v,
+    };
+    (0..len).contains(&v).then_some(v as usize)
+}
+
+/// Refuses tensors other than the plan's: data of its shape, indices i32 or i64 of theirs.
+pub(crate) fn check_tensors(
+    plan: &RowsPlan,
+    data: &HostTensor,
+    indices: &HostTensor,
+) -> Result<()> {
+    let mismatch = |what: &str, got: &[usize], want: &[usize]| {
+        Err(SplitError::DataMismatch(format!(
+            "{what} has shape {got:?}; the plan's is {want:?}"
+        )))
+    };
+    if data.shape() != plan.data_shape() {
+        return mismatch("data", data.shape(), plan.data_shape());
+    }
+    if indices.shape() != plan.indices_shape() {
+        return mismatch("indices", indices.shape(), plan.indices_shape());
+    }
+    index_values(indices).map(|_| ())
+}
+
+/// The indices' values, i32 or i64.
+fn index_values(indices: &HostTensor) -> Result<Vec<i64>> {
+    match indices.dtype() {
+        DType::I32 => Ok(indices
+            .to_vec::<i32>()?
+            .into_iter()
+            .map(i64::from)
+            .collect()),
+        DType::I64 => indices.to_vec::<i64>(),
+        other => Err(SplitError::DataMismatch(format!(
+            "indices of {other}: indices are i32 or i64"
+        ))),
+    }
+}
+
+impl RowsPlan {
+    /// Checks what [`GpuSplitter::run_rows`](crate::GpuSplitter::run_rows) gave for this plan,
+    /// `data` and `indices` against [`gather_rows`], byte for byte, and its status;
+    /// [`SplitError::Mismatch`] names the first difference.
+    pub fn verify(
+        &self,
+        data: &HostTensor,
+        indices: &HostTensor,
+        got: &(HostTensor, RowsStatus),
+    ) -> Result<()> {
+        let (want, status) = gather_rows(self, data, indices)?;
+        crate::verify::compare_outputs(std::slice::from_ref(&got.0), &[want])?;
+        if got.1 != status {
+            return Err(SplitError::Mismatch(format!(
+                "the status of the indices out of range is {:?}; the reference's is {status:?}",
+                got.1
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,342 @@
+//! Rows placed by indices on the device (ONNX Gather, get rows): every width, both index
+//! types and every rule of an index, byte for byte against the CPU reference, in each lane
+//! mapping; the status of the indices out of range; guard bytes around the output; regions
+//! that do not fit refused.
+
+#[macro_use]
+mod common;
+
+use wgpu_split::{
+    ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, RowsBuffers, RowsPlan,
+    RowsStatus, SplitError,
+};
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Indices of every kind for an axis of `len` rows: in range, the last, negatives from -1
+/// to -len and past it, the capacity and one past it, the extremes of i32, and (as i64)
+/// 2^32 + k, which must not land on row k, and a large negative.
+fn indices(rng: &mut Rng, count: usize, len: usize, wide: bool) -> Vec<i64> {
+    let len = len as i64;
+    let special = [
+        len,
+        len + 1,
+        -1,
+        -len,
+        -len - 1,
+        i32::MIN as i64,
+        i32::MAX as i64,
+        u32::MAX as i64,
+        (1i64 << 32) + 1,
+        i64::MIN,
+    ];
+    (0..count)
+        .map(|_| match rng.below(4) {
+            0 => special[rng.below(special.len() as u64) as usize],
+            _ => rng.below(len.max(1) as u64) as i64,
+        })
+        // i32 indices take the i32 value of each (2^32 + 1 is then 1, in range).
+        .map(|v| if wide { v } else { v as i32 as i64 })
+        .collect()
+}
+
+fn index_tensor(shape: &[usize], values: &[i64], wide: bool) -> HostTensor {
+    if wide {
+        HostTensor::from_slice(shape, values).unwrap()
+    } else {
+        let narrow: Vec<i32> = values.iter().map(|&v| v as i32).collect();
+        HostTensor::from_slice(shape, &narrow).unwrap()
+    }
+}
+
+/// Runs `plan` on `gpu` and checks output and status against the reference.
+fn check(gpu: &GpuSplitter, plan: &RowsPlan, data: &HostTensor, ids: &HostTensor, what: &str) {
+    let (want, want_status) = reference::gather_rows(plan, data, ids).unwrap();
+    let (got, status) = gpu
+        .run_rows(plan, data, ids)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(got.shape(), want.shape(), "{what}");
+    if let Some(i) = (0..want.bytes().len()).find(|&i| got.bytes()[i] != want.bytes()[i]) {
+        panic!("{what}: byte {i} of {} differs", want.bytes().len());
+    }
+    assert_eq!(status, want_status, "{what}");
+}
+
+/// Random plans: ranks 1 to 4, every axis, rows of 1 byte up (every dtype width), indices of
+/// rank 0 to 2, i32 and i64, each rule of a negative index; in each lane mapping.
+fn gathers_match_the_reference(gpu: &'static GpuSplitter) {
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let dtypes = [
+        DType::U8,
+        DType::F16,
+        DType::F32,
+        DType::F64,
+        DType::Complex128,
+    ];
+    let mappings = common::lane_mappings(gpu);
+    for case in 0..48 {
+        let rank = 1 + rng.below(4) as usize;
+        let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(9) as usize).collect();
+        let axis = rng.below(rank as u64) as usize;
+        let ids_rank = rng.below(3) as usize;
+        let ids_shape: Vec<usize> = (0..ids_rank).map(|_| 1 + rng.below(7) as usize).collect();
+        let dtype = dtypes[case % dtypes.len()];
+        let wide = case % 2 == 1;
+        let plan = match case % 3 {
+            0 if axis == 0 => ops::get_rows(&shape, &ids_shape).unwrap(),
+            _ => ops::gather(
+                &shape,
+                &ids_shape,
+                axis as i64 - rank as i64 * (case as i64 % 2),
+            )
+            .unwrap(),
+        };
+        let n = shape.iter().product::<usize>() * dtype.size();
+        let data = HostTensor::new(dtype, shape.clone(), rng.bytes(n)).unwrap();
+        let values = indices(&mut rng, plan.index_count(), shape[axis], wide);
+        let ids = index_tensor(&ids_shape, &values, wide);
+        let (_, mapped) = &mappings[case % mappings.len()];
+        let what =
+            format!("case {case}: {dtype} {shape:?} axis {axis} by {ids_shape:?} {values:?}");
+        check(mapped, &plan, &data, &ids, &what);
+    }
+}
+
+/// The shapes of an engine: an embedding's rows (f16, 4096 wide) by i32 ids; ONNX Gather on
+/// the last axis of u8 (rows of one byte); a 1-D gather; a block of a bigger tensor.
+fn engine_shapes_match_the_reference(gpu: &'static GpuSplitter) {
+    let mut rng = Rng(7);
+    let cases: [(&[usize], &[usize], i64, DType); 4] = [
+        (&[300, 4096], &[65], 0, DType::F16),
+        (&[37, 50], &[3, 11], -1, DType::U8),
+        (&[1000], &[257], 0, DType::I64),
+        (&[6, 129, 5], &[2, 2], 1, DType::BF16),
+    ];
+    for (shape, ids_shape, axis, dtype) in cases {
+        let plan = ops::gather(shape, ids_shape, axis).unwrap();
+        let n = shape.iter().product::<usize>() * dtype.size();
+        let data = HostTensor::new(dtype, shape.to_vec(), rng.bytes(n)).unwrap();
+        let len = shape[plan.axis()];
+        for wide in [false, true] {
+            let values = indices(&mut rng, plan.index_count(), len, wide);
+            let ids = index_tensor(ids_shape, &values, wide);
+            check(
+                gpu,
+                &plan,
+                &data,
+                &ids,
+                &format!("{shape:?} by {ids_shape:?}, i64 {wide}"),
+            );
+        }
+    }
+}
+
+/// i32 and i64 indices of the same values give the same bytes; an i64 of 2^32 + k lands
+/// nowhere, the i32 of it (k) on row k.
+fn i32_and_i64_indices_agree(gpu: &'static GpuSplitter) {
+    let data = HostTensor::from_slice(&[4, 3], &(0..12u8).collect::<Vec<_>>()).unwrap();
+    let plan = ops::get_rows(&[4, 3], &[4]).unwrap();
+    let narrow = HostTensor::from_slice(&[4], &[3i32, 0, 2, 1]).unwrap();
+    let wide = HostTensor::from_slice(&[4], &[3i64, 0, 2, 1]).unwrap();
+    let a = gpu.run_rows(&plan, &data, &narrow).unwrap();
+    let b = gpu.run_rows(&plan, &data, &wide).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.0.bytes(), &[9, 10, 11, 0, 1, 2, 6, 7, 8, 3, 4, 5]);
+    let far = HostTensor::from_slice(&[4], &[(1i64 << 32) + 1, 1, -1, 4]).unwrap();
+    let (rows, status) = gpu.run_rows(&plan, &data, &far).unwrap();
+    assert_eq!(rows.bytes(), &[0, 0, 0, 3, 4, 5, 0, 0, 0, 0, 0, 0]);
+    let want = RowsStatus {
+        bad_indices: 3,
+        first_bad: Some(0),
+    };
+    assert_eq!(status, want);
+}
+
+/// `encode_rows` into a region inside a bigger buffer writes the output's bytes alone: the
+/// guard bytes before and after it, and past its last partial word, keep their values; the
+/// status lands where the caller keeps it.
+fn encode_rows_keeps_guard_bytes(gpu: &'static GpuSplitter) {
+    use wgpu::util::DeviceExt;
+    use wgpu::BufferUsages as U;
+    let device = gpu.device();
+    let align = device.limits().min_storage_buffer_offset_alignment as u64;
+    let data = HostTensor::from_slice(&[5, 7], &(0..35u8).collect::<Vec<_>>()).unwrap();
+    let plan = ops::gather(&[5, 7], &[3], 0).unwrap();
+    let ids = [4i32, -2, 9];
+    let out_bytes = 21u64;
+    let guard = 0xa5u8;
+    let size = 3 * align;
+    let make = |bytes: &[u8], usage| {
+        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: bytes,
+            usage,
+        })
+    };
+    let data_buf = make(data.bytes(), U::STORAGE);
+    let id_buf = make(bytemuck::cast_slice(&ids), U::STORAGE);
+    let out = make(&vec![guard; size as usize], U::STORAGE | U::COPY_SRC);
+    let status_at = 2 * align;
+    let mut zeros = vec![guard; size as usize];
+    zeros[status_at as usize..status_at as usize + 8].fill(0);
+    let out2 = make(&zeros, U::STORAGE | U::COPY_SRC);
+    let buffers = RowsBuffers {
+        data: BufferRegion::from(&data_buf),
+        indices: BufferRegion::from(&id_buf),
+        index_type: DType::I32,
+        output: BufferRegion {
+            buffer: &out,
+            offset: align,
+        },
+        status: Some(BufferRegion {
+            buffer: &out2,
+            offset: status_at,
+        }),
+    };
+    let mut encoder = device.create_command_encoder(&Default::default());
+    gpu.encode_rows(&mut encoder, &plan, DType::U8, &buffers)
+        .unwrap();
+    gpu.queue().submit([encoder.finish()]);
+    let read = |b: &wgpu::Buffer| {
+        let back = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: U::MAP_READ | U::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut e = device.create_command_encoder(&Default::default());
+        e.copy_buffer_to_buffer(b, 0, &back, 0, size);
+        gpu.queue().submit([e.finish()]);
+        back.slice(..)
+            .map_async(wgpu::MapMode::Read, |r| r.unwrap());
+        device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+        let bytes = back.slice(..).get_mapped_range().unwrap().to_vec();
+        bytes
+    };
+    let got = read(&out);
+    let at = align as usize;
+    let want: Vec<u8> = (28..35).chain(21..28).chain([0; 7]).collect();
+    assert_eq!(&got[at..at + out_bytes as usize], &want[..]);
+    assert!(got[..at].iter().all(|&b| b == guard), "before the output");
+    assert!(
+        got[at + out_bytes as usize..].iter().all(|&b| b == guard),
+        "after the output"
+    );
+    let status = read(&out2);
+    let s = status_at as usize;
+    let want = RowsStatus {
+        bad_indices: 1,
+        first_bad: Some(2),
+    };
+    assert_eq!(RowsStatus::from_bytes(&status[s..s + 8]), Some(want));
+    assert!(status[..s]
+        .iter()
+        .chain(&status[s + 8..])
+        .all(|&b| b == guard));
+}
+
+/// Regions that do not fit are refused before anything is recorded, naming the rule.
+fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
+    use wgpu::BufferUsages as U;
+    let device = gpu.device();
+    let buffer = |size| {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: U::STORAGE,
+            mapped_at_creation: false,
+        })
+    };
+    let (data, ids, out) = (buffer(64), buffer(16), buffer(64));
+    let plan = ops::get_rows(&[4, 16], &[4]).unwrap();
+    let region = BufferRegion::from;
+    let base = RowsBuffers {
+        data: region(&data),
+        indices: region(&ids),
+        index_type: DType::I32,
+        output: region(&out),
+        status: None,
+    };
+    let refused = |b: RowsBuffers<'_>, plan: &RowsPlan| {
+        let mut encoder = device.create_command_encoder(&Default::default());
+        gpu.encode_rows(&mut encoder, plan, DType::U8, &b)
+            .unwrap_err()
+    };
+    let f32_ids = refused(
+        RowsBuffers {
+            index_type: DType::F32,
+            ..base
+        },
+        &plan,
+    );
+    assert!(
+        matches!(f32_ids, SplitError::DataMismatch(ref m) if m.contains("i32 or i64")),
+        "{f32_ids}"
+    );
+    let wide = refused(
+        RowsBuffers {
+            index_type: DType::I64,
+            ..base
+        },
+        &plan,
+    );
+    assert!(
+        matches!(wide, SplitError::BadBuffer(ref m) if m.contains("indices needs 32")),
+        "{wide}"
+    );
+    let same = refused(
+        RowsBuffers {
+            output: region(&data),
+            ..base
+        },
+        &plan,
+    );
+    assert!(
+        matches!(same, SplitError::BadBuffer(ref m) if m.contains("data's buffer")),
+        "{same}"
+    );
+    let overlap = RowsBuffers {
+        status: Some(BufferRegion {
+            buffer: &out,
+            offset: 0,
+        }),
+        ..base
+    };
+    let overlap = refused(overlap, &plan);
+    assert!(
+        matches!(overlap, SplitError::BadBuffer(ref m) if m.contains("overlaps")),
+        "{overlap}"
+    );
+    let big = ops::get_rows(&[4, 32], &[4]).unwrap();
+    let short = refused(base, &big);
+    assert!(
+        matches!(short, SplitError::BadBuffer(ref m) if m.contains("data needs 128")),
+        "{short}"
+    );
+}
+
+per_backend!(
+    gathers_match_the_reference,
+    engine_shapes_match_the_reference,
+    i32_and_i64_indices_agree,
+    encode_rows_keeps_guard_bytes,
+    bad_regions_are_refused,
+);
