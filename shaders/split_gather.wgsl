@@ -282,12 +282,13 @@ fn start(wg: vec3<u32>, num_wg: vec3<u32>, lane: u32) -> u32 {
 fn lanes(block: u32, lane: u32, vec4_only: bool) {
     let p = read_params();
     if (block < p.num_blocks) {
-        let e = read_entry(find_entry(p, block));
+        entry_index = find_entry(p, block);
+        let e = read_entry(entry_index);
         dst_binding = e.binding;
         if (vec4_only) {
             copy_lanes_vec4(p, e, block - e.block_start, lane);
-        } else if (e.mode == MODE_INDEXED) {
-            indexed_units(e, lane_span(p, block - e.block_start, lane, entry_units(e)));
+        } else if (e.mode >= MODE_INDEXED) {
+            indexed_units(p, e, block - e.block_start, lane);
         } else {
             copy_lanes_shifted(p, e, block - e.block_start, lane);
         }

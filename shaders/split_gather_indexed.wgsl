@@ -1,13 +1,16 @@
-// Rows placed by indices that live on the device (the indexed build: `indices` and
-// `status`, declared by the host with the other bindings). An index the host never sees is
-// checked here: one out of range moves no byte, its rows are zeros, and the status counts it
-// (`status[0]`) and keeps the first place (`status[1]`, inverted, so an atomic max keeps the
-// smallest and zeroed words read as none). No index is clamped, wrapped or cut to 32 bits.
+// Rows placed by indices that live on the device (the indexed build: `indices`, `status` and
+// `dst_atomic`, declared by the host with the other bindings). An index the host never sees
+// is checked here: one out of range moves no byte (a gather's rows of it are zeros), and the
+// status counts it (`status[0]`) and keeps the first place (`status[1]`, inverted, so an
+// atomic max keeps the smallest and zeroed words read as none). No index is clamped, wrapped
+// or cut to 32 bits.
 
-// Not a row: an index out of range (a row index is below 2^31 - 1, the host's bound).
+// Not a row: an index out of range (a row index is below 2^31 - 1, the host's bound), and
+// padding (-1 where the record says so).
 const NO_ROW: u32 = 0xffffffffu;
+const PADDING: u32 = 0xfffffffeu;
 
-// The row that index `i` names, or NO_ROW: an i64 in range has the high word its low
+// The row that index `i` names, NO_ROW or PADDING: an i64 in range has the high word its low
 // word's sign gives, an i32 has it by definition.
 fn indexed_row(x: IndexRows, i: u32) -> u32 {
     let lo = indices[i * x.index_words];
@@ -18,24 +21,50 @@ fn indexed_row(x: IndexRows, i: u32) -> u32 {
     if (hi == 0u && lo < x.capacity) {
         return lo;
     }
+    let negative = hi == 0xffffffffu && lo >= 0x80000000u;
+    if (negative && x.negative == 2u && lo == 0xffffffffu) {
+        return PADDING;
+    }
     // A negative index, `-back`, counts from the end where the record says so.
     let back = 0u - lo;
-    if (x.from_end == 1u && hi == 0xffffffffu && lo >= 0x80000000u && back <= x.capacity) {
+    if (negative && x.negative == 1u && back <= x.capacity) {
         return x.capacity - back;
     }
     return NO_ROW;
 }
 
-// Index `i` out of range, recorded once (by the unit that holds its first row's first byte).
+// Index `i` out of range, recorded once.
 fn record_bad_index(i: u32) {
     atomicAdd(&status[0], 1u);
     atomicMax(&status[1], ~i);
 }
 
-// Unit `u` of the indexed entry `e`: its bytes of each row it meets (rows of any width, one
-// byte up), each row's from its source row as `x` names it through one 16-byte load shifted
-// into place, zeros for an index out of range.
-fn indexed_unit(e: Entry, x: IndexRows, u: u32) {
+// The units of entry `e` (MODE_INDEXED or MODE_SCATTER) of the lane: `a`, `b` its entry's
+// block and its lane (lanes in turn), or 0 and its run (`LANES_IN_RUNS`), as `lane_span` takes
+// them.
+fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {
+    let x = read_index_rows(p, entry_index);
+    if (e.mode == MODE_SCATTER) {
+        let chunks = (e.row_bytes + 15u) / 16u;
+        let span = lane_span(p, a, b, x.count * x.heads * chunks);
+        for (var u = span.x; u < span.y; u += span.z) {
+            scatter_unit(e, x, u, chunks);
+        }
+    } else {
+        let span = lane_span(p, a, b, entry_units(e));
+        for (var u = span.x; u < span.y; u += span.z) {
+            gather_unit(e, x, u);
+        }
+    }
+}
+
+// ---- A gather: the output's units, each from the rows it meets ----
+
+// Unit `u` of the gather `e`: its bytes of each row it meets (rows of any width, one byte
+// up), each row's from its source row as `x` names it through one 16-byte load shifted into
+// place, zeros for an index out of range, which the unit that holds the first byte of its
+// row in the first block records.
+fn gather_unit(e: Entry, x: IndexRows, u: u32) {
     let b = u * 16u;
     let n = min(16u, e.out_bytes - b);
     var row = b / e.row_bytes;
@@ -47,13 +76,13 @@ fn indexed_unit(e: Entry, x: IndexRows, u: u32) {
         let block = row / x.count;
         let i = row - block * x.count;
         let r = indexed_row(x, i);
-        if (r != NO_ROW) {
+        if (r < PADDING) {
             var y = load_bytes16(0u, e.src_offset + (block * x.capacity + r) * e.src_stride + col);
             if (k > 0u) {
                 y = funnel(vec4<u32>(0u), y, 16u - k);
             }
             v |= y & byte_mask(k, take);
-        } else if (col == 0u && block == 0u) {
+        } else if (r == NO_ROW && col == 0u && block == 0u && x.counts == 1u) {
             record_bad_index(i);
         }
         k += take;
@@ -63,10 +92,67 @@ fn indexed_unit(e: Entry, x: IndexRows, u: u32) {
     store_unit_n(e.dst_unit + u, v, n);
 }
 
-// The units `span` (first, end, step) of the indexed entry `e`.
-fn indexed_units(e: Entry, span: vec3<u32>) {
-    let x = read_index_rows();
-    for (var u = span.x; u < span.y; u += span.z) {
-        indexed_unit(e, x, u);
+// ---- A scatter: each row's 16-byte chunks, placed where its index says ----
+
+// Chunk `u` of the scatter `e` (`chunks` a row): bytes `16 * k ..` of row `(t, h)`, to its
+// slot's place; a token whose index is out of range is recorded by its first chunk.
+fn scatter_unit(e: Entry, x: IndexRows, u: u32, chunks: u32) {
+    let row = u / chunks;
+    let k = u - row * chunks;
+    let t = row / x.heads;
+    let h = row - t * x.heads;
+    let s = indexed_row(x, t);
+    if (s == NO_ROW) {
+        if (k == 0u && h == 0u && x.counts == 1u) {
+            record_bad_index(t);
+        }
+        return;
+    }
+    if (s == PADDING) {
+        return;
+    }
+    let block = s / x.block_size;
+    let at = x.dst_offset + block * x.dst_block_stride + (s - block * x.block_size) * x.dst_slot_stride + h * x.dst_head_stride + k * 16u;
+    let src = e.src_offset + t * e.src_stride + h * x.src_head_step + k * 16u;
+    scatter_bytes(at, load_bytes16(0u, src), min(16u, e.row_bytes - k * 16u));
+}
+
+// The first `n` bytes of `v` stored from byte `at` of `dst_atomic` on: whole words as they
+// are, the words a row shares with its neighbours (rows not of whole words) merged by
+// compare-and-swap, so every other byte keeps its value whatever the order of the lanes.
+fn scatter_bytes(at: u32, v: vec4<u32>, n: u32) {
+    let d = at % 4u;
+    let r = d * 8u;
+    // The 20 bytes `d` zeros ++ v, as five words (a shift by 32 would wrap: d = 0 apart).
+    var z = array<u32, 5>(v.x, v.y, v.z, v.w, 0u);
+    if (d > 0u) {
+        z = array<u32, 5>(v.x << r, (v.x >> (32u - r)) | (v.y << r), (v.y >> (32u - r)) | (v.z << r), (v.z >> (32u - r)) | (v.w << r), v.w >> (32u - r));
+    }
+    let words = (d + n + 3u) / 4u;
+    for (var j = 0u; j < words; j++) {
+        let lo = clamp(d, 4u * j, 4u * j + 4u) - 4u * j;
+        let hi = clamp(d + n, 4u * j, 4u * j + 4u) - 4u * j;
+        let below_hi = select((1u << (hi * 8u)) - 1u, 0xffffffffu, hi >= 4u);
+        let below_lo = select((1u << (lo * 8u)) - 1u, 0xffffffffu, lo >= 4u);
+        store_merged(at / 4u + j, z[j], below_hi & ~below_lo);
+    }
+}
+
+// Word `w` of `dst_atomic` with the bytes `mask` marks from `x`. A partial word is swapped in
+// until no other lane changed it between the load and the swap: each failure is another
+// lane's success, so the loop ends.
+fn store_merged(w: u32, x: u32, mask: u32) {
+    trace(TRACE_DST, 4u * w, 4u);
+    if (mask == 0xffffffffu) {
+        atomicStore(&dst_atomic[w], x);
+        return;
+    }
+    var old = atomicLoad(&dst_atomic[w]);
+    loop {
+        let r = atomicCompareExchangeWeak(&dst_atomic[w], old, (old & ~mask) | (x & mask));
+        if (r.exchanged) {
+            break;
+        }
+        old = r.old_value;
     }
 }

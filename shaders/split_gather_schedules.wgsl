@@ -13,11 +13,13 @@ fn runs(block: u32, lane: u32, vec4_only: bool) {
         return;
     }
     if (p.interleaved == 1u) {
-        let e = read_entry(g % p.num_entries);
+        entry_index = g % p.num_entries;
+        let e = read_entry(entry_index);
         dst_binding = e.binding;
         copy_run(p, e, g / p.num_entries, vec4_only);
     } else {
-        let e = read_entry(find_entry(p, g));
+        entry_index = find_entry(p, g);
+        let e = read_entry(entry_index);
         dst_binding = e.binding;
         copy_run(p, e, g - e.block_start, vec4_only);
     }
@@ -26,14 +28,14 @@ fn runs(block: u32, lane: u32, vec4_only: bool) {
 // The `local_lane`-th run of entry `e`; `vec4_only` (a constant of the entry point) when every
 // entry is MODE_VEC4.
 fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
+    if (!vec4_only && e.mode >= MODE_INDEXED) {
+        indexed_units(p, e, 0u, local_lane);
+        return;
+    }
     let total_units = entry_units(e);
     var first_unit = local_lane * p.steps_per_lane;
     let end_unit = min(first_unit + p.steps_per_lane, total_units);
     if (first_unit >= end_unit) {
-        return;
-    }
-    if (!vec4_only && e.mode == MODE_INDEXED) {
-        indexed_units(e, vec3<u32>(first_unit, end_unit, 1u));
         return;
     }
     if (!vec4_only && first_unit == 0u && e.skip > 0u) {

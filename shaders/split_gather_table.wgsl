@@ -32,6 +32,7 @@ const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one v
 const MODE_WORD: u32 = 1u; // multiples of 4: every output word is one source word
 const MODE_BYTE: u32 = 2u; // anything else: words are shifted or assembled from bytes
 const MODE_INDEXED: u32 = 3u; // rows picked by indices (`IndexRows`, the indexed build)
+const MODE_SCATTER: u32 = 4u; // rows placed by indices (`IndexRows`, the indexed build)
 
 // A split's record: one output's part in one dispatch.
 struct Entry {
@@ -95,24 +96,46 @@ fn read_entry(i: u32) -> Entry {
     );
 }
 
-// An indexed dispatch's record after its one entry (MODE_INDEXED, rows back to back in the
-// output): the entry's output row `r` is row `index(r % count)` of its source's block
-// `r / count`, of `capacity` rows `src_stride` bytes apart from `src_offset` on; each index
-// `index_words` words (1: i32, 2: i64, low word first) in the build's `indices`; a negative
-// one counts from the end where `from_end` is 1, else it is out of range.
+// An indexed dispatch's records after its entries: one per entry, in entry order (zeros for
+// an entry of another mode). A MODE_INDEXED entry (a gather, rows back to back in the
+// output): its output row `r` is row `index(r % count)` of its source's block `r / count`, of
+// `capacity` rows `src_stride` bytes apart from `src_offset` on. A MODE_SCATTER entry (rows
+// placed in the destination, `dst_atomic`): `count` tokens of `heads` rows each, row `(t, h)`
+// read from `src_offset + t * src_stride + h * src_head_step` and written at `dst_offset +
+// (s / block_size) * dst_block_stride + (s % block_size) * dst_slot_stride + h *
+// dst_head_stride` for the slot `s = index(t)` below `capacity`. Each index `index_words`
+// words (1: i32, 2: i64, low word first) in the build's `indices`; a negative one is out of
+// range (`negative` 0), counts from the end (1), or is padding where it is -1, whose rows
+// are left as they are and not counted (2). The status counts the entry's indices out of
+// range where `counts` is 1 (one entry of those that read the same indices).
 struct IndexRows {
     count: u32,
     capacity: u32,
     index_words: u32,
-    from_end: u32,
+    negative: u32,
+    heads: u32,
+    src_head_step: u32,
+    dst_offset: u32,
+    block_size: u32,
+    dst_block_stride: u32,
+    dst_slot_stride: u32,
+    dst_head_stride: u32,
+    counts: u32,
 }
 
-const INDEX_ROWS_WORDS: u32 = 4u;
+const INDEX_ROWS_WORDS: u32 = 12u;
 
-fn read_index_rows() -> IndexRows {
-    let w = entry_at(1u);
+// The lane's entry's place in the table, set as it takes it (with `dst_binding`).
+var<private> entry_index: u32;
+
+// The record of entry `i` of a dispatch of `p.num_entries`.
+fn read_index_rows(p: Params, i: u32) -> IndexRows {
+    let w = entry_at(p.num_entries) + INDEX_ROWS_WORDS * i;
     trace(TRACE_TABLE, 4u * w, 4u * INDEX_ROWS_WORDS);
-    return IndexRows(table[w], table[w + 1u], table[w + 2u], table[w + 3u]);
+    return IndexRows(
+        table[w], table[w + 1u], table[w + 2u], table[w + 3u], table[w + 4u], table[w + 5u],
+        table[w + 6u], table[w + 7u], table[w + 8u], table[w + 9u], table[w + 10u], table[w + 11u]
+    );
 }
 
 // ---- A concat's records (the join: shaders/split_gather_join.wgsl) ----

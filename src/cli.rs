@@ -13,11 +13,11 @@ mod bench_command;
 mod concat;
 mod demo;
 mod exit;
-mod gather;
 mod info;
 mod outputs;
 mod plot;
 mod progress;
+mod rows;
 mod run;
 mod transpose;
 
@@ -48,7 +48,7 @@ pub fn main() -> CliResult {
         Some(args::Command::Info(a)) => info::run(&a),
         // The concats read several files into one output; the splits one file into several.
         Some(args::Command::Run(a)) if a.op.is_concat() => concat::run(&a),
-        Some(args::Command::Run(a)) if a.op == args::Op::Gather => gather::run(&a),
+        Some(args::Command::Run(a)) if a.op.moves_rows() => rows::run(&a),
         Some(args::Command::Run(a)) => run::run(&a),
         Some(args::Command::Bench(a)) => bench_command::run(&a),
     }

@@ -98,10 +98,11 @@ pub use dtype::DType;
 pub use error::{Result, SplitError};
 pub use gpu::{
     AdapterPick, BackendChoice, BufferRegion, DeviceChoice, Encoded, GpuSplitter, Inputs, Outputs,
-    PartLayout, PartRange, Plan, Prepared, RegionsPerDispatch, RowsBuffers,
+    PagedKvBuffers, PartLayout, PartRange, Plan, Prepared, RegionsPerDispatch, RowsBuffers,
 };
 pub use plan::{
-    ConcatPlan, NegativeIndex, PartView, RowsPlan, RowsStatus, SplitPlan, MAX_GATHER_AXIS,
+    CacheLayout, ConcatPlan, NegativeIndex, PagedKvPlan, PartView, RowsKind, RowsPlan, RowsStatus,
+    SplitPlan, MAX_GATHER_AXIS,
 };
 pub use stream::{OutputSink, StreamOptions, StreamReport};
 pub use tensor::{Element, HostTensor, IntTensor};

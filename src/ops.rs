@@ -22,6 +22,11 @@
 //! | --- | --- | --- |
 //! | ONNX Gather-1/11/13 | [`gather()`] | counts from the end |
 //! | get rows (ggml `GET_ROWS`, PyTorch `index_select` on dim 0, `embedding`) | [`get_rows`] | is out of range |
+//! | ONNX ScatterND-11/13/16/18, indices `[.., 1]`, no reduction | [`scatter_nd`] | counts from the end |
+//! | set rows (ggml `SET_ROWS`, PyTorch `index_copy_` on dim 0) | [`set_rows`] | is out of range |
+//!
+//! [`paged_kv_write`] gives a [`PagedKvPlan`](crate::PagedKvPlan): the fused QKV projection's
+//! queries out, its keys and values into a paged cache at each token's slot (-1: padding).
 //!
 //! [`Attention`] gives an attention layer's split of packed QKV into Q and into KV caches at
 //! a position, and its merge of heads, as plans with views ([`PartView`](crate::PartView)).
@@ -51,7 +56,7 @@ pub(crate) use onnx_split::onnx_split_version;
 pub use onnx_split::{onnx_split, OnnxSplitParts};
 #[cfg(any(test, feature = "bench", feature = "fuzzing"))]
 pub use operator::Operator;
-pub use rows::{gather, get_rows};
+pub use rows::{gather, get_rows, paged_kv_write, scatter_nd, set_rows};
 pub use sequence::split_to_sequence;
 pub use split::split;
 pub use variadic::variadic_split;

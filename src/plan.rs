@@ -12,14 +12,16 @@
 
 pub(crate) mod bytes;
 mod concat_plan;
+mod paged_plan;
 mod rows_plan;
 mod split_plan;
 pub(crate) mod views;
 pub(crate) mod windows;
 
 pub use concat_plan::ConcatPlan;
+pub use paged_plan::{CacheLayout, PagedKvPlan};
 pub(crate) use rows_plan::GatherRows;
-pub use rows_plan::{NegativeIndex, RowsPlan, RowsStatus, MAX_GATHER_AXIS};
+pub use rows_plan::{NegativeIndex, RowsKind, RowsPlan, RowsStatus, MAX_GATHER_AXIS};
 pub use split_plan::SplitPlan;
 pub(crate) use split_plan::{check_output_count, normalize_axis};
 pub use views::PartView;

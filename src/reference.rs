@@ -12,9 +12,12 @@ use crate::plan::views::{check_view, Access};
 use crate::plan::{ConcatPlan, PartView, SplitPlan};
 use crate::tensor::HostTensor;
 use crate::DType;
+mod paged;
 mod rows;
+pub(crate) use paged::check_tensors as check_paged_tensors;
+pub use paged::{paged_kv_write, PagedKvOutput};
 pub(crate) use rows::check_tensors as check_rows_tensors;
-pub use rows::gather_rows;
+pub use rows::{gather_rows, scatter_rows};
 
 use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder, Slice};
 

@@ -71,7 +71,7 @@ fn index_tensor(shape: &[usize], values: &[i64], wide: bool) -> HostTensor {
 fn check(gpu: &GpuSplitter, plan: &RowsPlan, data: &HostTensor, ids: &HostTensor, what: &str) {
     let (want, want_status) = reference::gather_rows(plan, data, ids).unwrap();
     let (got, status) = gpu
-        .run_rows(plan, data, ids)
+        .run_rows(plan, data, ids, None)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(got.shape(), want.shape(), "{what}");
     if let Some(i) = (0..want.bytes().len()).find(|&i| got.bytes()[i] != want.bytes()[i]) {
@@ -156,12 +156,12 @@ fn i32_and_i64_indices_agree(gpu: &'static GpuSplitter) {
     let plan = ops::get_rows(&[4, 3], &[4]).unwrap();
     let narrow = HostTensor::from_slice(&[4], &[3i32, 0, 2, 1]).unwrap();
     let wide = HostTensor::from_slice(&[4], &[3i64, 0, 2, 1]).unwrap();
-    let a = gpu.run_rows(&plan, &data, &narrow).unwrap();
-    let b = gpu.run_rows(&plan, &data, &wide).unwrap();
+    let a = gpu.run_rows(&plan, &data, &narrow, None).unwrap();
+    let b = gpu.run_rows(&plan, &data, &wide, None).unwrap();
     assert_eq!(a, b);
     assert_eq!(a.0.bytes(), &[9, 10, 11, 0, 1, 2, 6, 7, 8, 3, 4, 5]);
     let far = HostTensor::from_slice(&[4], &[(1i64 << 32) + 1, 1, -1, 4]).unwrap();
-    let (rows, status) = gpu.run_rows(&plan, &data, &far).unwrap();
+    let (rows, status) = gpu.run_rows(&plan, &data, &far, None).unwrap();
     assert_eq!(rows.bytes(), &[0, 0, 0, 3, 4, 5, 0, 0, 0, 0, 0, 0]);
     let want = RowsStatus {
         bad_indices: 3,
@@ -199,10 +199,10 @@ fn encode_rows_keeps_guard_bytes(gpu: &'static GpuSplitter) {
     zeros[status_at as usize..status_at as usize + 8].fill(0);
     let out2 = make(&zeros, U::STORAGE | U::COPY_SRC);
     let buffers = RowsBuffers {
-        data: BufferRegion::from(&data_buf),
+        source: BufferRegion::from(&data_buf),
         indices: BufferRegion::from(&id_buf),
         index_type: DType::I32,
-        output: BufferRegion {
+        target: BufferRegion {
             buffer: &out,
             offset: align,
         },
@@ -269,10 +269,10 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
     let plan = ops::get_rows(&[4, 16], &[4]).unwrap();
     let region = BufferRegion::from;
     let base = RowsBuffers {
-        data: region(&data),
+        source: region(&data),
         indices: region(&ids),
         index_type: DType::I32,
-        output: region(&out),
+        target: region(&out),
         status: None,
     };
     let refused = |b: RowsBuffers<'_>, plan: &RowsPlan| {
@@ -304,13 +304,13 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
     );
     let same = refused(
         RowsBuffers {
-            output: region(&data),
+            target: region(&data),
             ..base
         },
         &plan,
     );
     assert!(
-        matches!(same, SplitError::BadBuffer(ref m) if m.contains("data's buffer")),
+        matches!(same, SplitError::BadBuffer(ref m) if m.contains("source's buffer")),
         "{same}"
     );
     let overlap = RowsBuffers {
@@ -328,12 +328,139 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
     let big = ops::get_rows(&[4, 32], &[4]).unwrap();
     let short = refused(base, &big);
     assert!(
-        matches!(short, SplitError::BadBuffer(ref m) if m.contains("data needs 128")),
+        matches!(short, SplitError::BadBuffer(ref m) if m.contains("source needs 128")),
         "{short}"
     );
 }
 
+/// Runs the scatter `plan` on `gpu` and checks the data and the status against the reference.
+fn check_scatter(
+    gpu: &GpuSplitter,
+    plan: &RowsPlan,
+    data: &HostTensor,
+    ids: &HostTensor,
+    updates: &HostTensor,
+    what: &str,
+) {
+    let (want, want_status) = reference::scatter_rows(plan, data, ids, updates).unwrap();
+    let got = gpu
+        .run_rows(plan, data, ids, Some(updates))
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Some(i) = (0..want.bytes().len()).find(|&i| got.0.bytes()[i] != want.bytes()[i]) {
+        panic!("{what}: byte {i} of {} differs", want.bytes().len());
+    }
+    assert_eq!(got.1, want_status, "{what}");
+    plan.verify(data, ids, Some(updates), &got).unwrap();
+}
+
+/// Indices of every kind for `len` slots, `count` of them, no two naming one slot (negatives
+/// counting from the end where `from_end`): which update a slot named twice holds is
+/// unspecified.
+fn distinct(rng: &mut Rng, count: usize, len: usize, wide: bool, from_end: bool) -> Vec<i64> {
+    let mut used = std::collections::HashSet::new();
+    let slot = |v: i64| {
+        let v = if from_end && v < 0 { v + len as i64 } else { v };
+        (0..len as i64).contains(&v).then_some(v)
+    };
+    (0..count)
+        .map(|_| {
+            let v = indices(rng, 1, len, wide)[0];
+            match slot(v) {
+                Some(s) if !used.insert(s) => len as i64,
+                _ => v,
+            }
+        })
+        .collect()
+}
+
+/// Random scatters: rows of 1 byte up (a one-byte row shares its word with three others),
+/// every rule of an index, ScatterND's tuples and set rows' plain indices, i32 and i64; rows
+/// no index names keep their bytes; in each lane mapping.
+fn scatters_match_the_reference(gpu: &'static GpuSplitter) {
+    let mut rng = Rng(0xfeed_0000_0077);
+    let dtypes = [
+        DType::U8,
+        DType::F16,
+        DType::F32,
+        DType::BF16,
+        DType::Complex128,
+    ];
+    let mappings = common::lane_mappings(gpu);
+    for case in 0..48 {
+        let rank = 1 + rng.below(3) as usize;
+        let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(9) as usize).collect();
+        let count = rng.below(2 * shape[0] as u64 + 2) as usize;
+        let dtype = dtypes[case % dtypes.len()];
+        let wide = case % 2 == 0;
+        let onnx = case % 3 != 0;
+        let ids_shape = if onnx { vec![count, 1] } else { vec![count] };
+        let plan = match onnx {
+            true => {
+                let mut updates = vec![count];
+                updates.extend_from_slice(&shape[1..]);
+                ops::scatter_nd(&shape, &ids_shape, &updates).unwrap()
+            }
+            false => ops::set_rows(&shape, &ids_shape).unwrap(),
+        };
+        let n = shape.iter().product::<usize>() * dtype.size();
+        let data = HostTensor::new(dtype, shape.clone(), rng.bytes(n)).unwrap();
+        let u = plan.updates_shape();
+        let un = u.iter().product::<usize>() * dtype.size();
+        let updates = HostTensor::new(dtype, u, rng.bytes(un)).unwrap();
+        let values = distinct(&mut rng, count, shape[0], wide, onnx);
+        let ids = index_tensor(&ids_shape, &values, wide);
+        let (_, mapped) = &mappings[case % mappings.len()];
+        let what = format!("case {case}: {dtype} {shape:?} by {ids_shape:?} {values:?}");
+        check_scatter(mapped, &plan, &data, &ids, &updates, &what);
+    }
+}
+
+/// A scatter's rows of one byte and of three: neighbouring slots written by different lanes
+/// share words, and every byte lands; a row named twice holds one of its updates whole.
+fn narrow_rows_share_words_exactly(gpu: &'static GpuSplitter) {
+    let mut rng = Rng(99);
+    for (row, count) in [(1usize, 4096usize), (3, 2000), (2, 777)] {
+        let shape = [count + 5, row];
+        let plan = ops::set_rows(&shape, &[count]).unwrap();
+        let data =
+            HostTensor::new(DType::U8, shape.to_vec(), rng.bytes((count + 5) * row)).unwrap();
+        let updates = HostTensor::new(DType::U8, vec![count, row], rng.bytes(count * row)).unwrap();
+        // Every slot but five, in a shuffled order.
+        let mut slots: Vec<i32> = (0..(count + 5) as i32).collect();
+        for i in (1..slots.len()).rev() {
+            slots.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        slots.truncate(count);
+        let ids = HostTensor::from_slice(&[count], &slots).unwrap();
+        for (_, mapped) in common::lane_mappings(gpu) {
+            check_scatter(
+                &mapped,
+                &plan,
+                &data,
+                &ids,
+                &updates,
+                &format!("rows of {row}"),
+            );
+        }
+    }
+    // Duplicates: slot 1 named by updates 0 and 2; it holds one of them whole.
+    let plan = ops::set_rows(&[4, 4], &[3]).unwrap();
+    let data = HostTensor::from_slice(&[4, 4], &[0u8; 16]).unwrap();
+    let updates = HostTensor::from_slice(&[3, 4], &[1u8, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]).unwrap();
+    let ids = HostTensor::from_slice(&[3], &[1i64, 3, 1]).unwrap();
+    let (out, status) = gpu.run_rows(&plan, &data, &ids, Some(&updates)).unwrap();
+    assert!(status.is_clean());
+    let b = out.bytes();
+    assert!(b[4..8] == [1; 4] || b[4..8] == [3; 4], "{b:?}");
+    assert_eq!(
+        (&b[..4], &b[8..12], &b[12..]),
+        (&[0u8; 4][..], &[0u8; 4][..], &[2u8; 4][..])
+    );
+}
+
 per_backend!(
+    scatters_match_the_reference,
+    narrow_rows_share_words_exactly,
     gathers_match_the_reference,
     engine_shapes_match_the_reference,
     i32_and_i64_indices_agree,

@@ -106,12 +106,21 @@ pub enum Op {
     /// i64, any shape; a negative one counts from the end). An index out of range is an
     /// error (exit 2) naming the first, and nothing is written.
     Gather,
+    /// ONNX ScatterND-18 (reduction none) with --indices of shape [..., 1] (i32 or i64): the
+    /// rows of --updates placed into a copy of the input; an index out of range as for
+    /// gather.
+    ScatterNd,
 }
 
 impl Op {
     /// Whether this operator joins several inputs into one output.
     pub fn is_concat(self) -> bool {
         matches!(self, Op::Concat | Op::ConcatFromSequence)
+    }
+
+    /// Whether this operator moves rows placed by indices.
+    pub fn moves_rows(self) -> bool {
+        matches!(self, Op::Gather | Op::ScatterNd)
     }
 }
 
@@ -127,9 +136,12 @@ pub struct RunArgs {
     /// Directory for output_{i}.npy; created if missing, written only on success.
     #[arg(long)]
     pub out: PathBuf,
-    /// gather: the indices (.npy of i32 or i64, any shape).
+    /// gather, scatter-nd: the indices (.npy of i32 or i64).
     #[arg(long)]
     pub indices: Option<PathBuf>,
+    /// scatter-nd: the updates (.npy of the input's dtype).
+    #[arg(long)]
+    pub updates: Option<PathBuf>,
     /// Axis: an integer or a .npy holding a scalar or shape [1] integer tensor.
     #[arg(long, allow_hyphen_values = true)]
     pub axis: Option<String>,

@@ -32,6 +32,7 @@ pub(super) fn op_name(op: Op) -> &'static str {
         Op::Concat => "concat",
         Op::ConcatFromSequence => "concat-from-sequence",
         Op::Gather => "gather",
+        Op::ScatterNd => "scatter-nd",
         split => Operator::NAMES[split as usize],
     }
 }
@@ -74,7 +75,8 @@ pub(super) fn check_options(a: &RunArgs) -> CliResult<()> {
             ("num-outputs", a.num_outputs.is_some(), &[OnnxSplit]),
             ("opset", a.opset.is_some(), &[OnnxSplit, Concat]),
             ("new-axis", a.new_axis.is_some(), &[ConcatFromSequence]),
-            ("indices", a.indices.is_some(), &[Gather]),
+            ("indices", a.indices.is_some(), &[Gather, ScatterNd]),
+            ("updates", a.updates.is_some(), &[ScatterNd]),
             (
                 "transpose",
                 a.transpose.is_some(),
@@ -115,7 +117,7 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
                 keepdims,
             }
         }
-        Concat | ConcatFromSequence | Gather => {
+        Concat | ConcatFromSequence | Gather | ScatterNd => {
             return Err(CliError::usage(format!(
                 "--op {} is not a split",
                 op_name(a.op)
@@ -334,7 +336,7 @@ mod tests {
             let clap_name = op.to_possible_value().map(|v| v.get_name().to_string());
             assert_eq!(clap_name.as_deref(), Some(op_name(*op)));
         }
-        // The split operators, then the two concat operators and the gather.
-        assert_eq!(Op::value_variants().len(), Operator::NAMES.len() + 3);
+        // The split operators, then the two concat operators, the gather and the scatter.
+        assert_eq!(Op::value_variants().len(), Operator::NAMES.len() + 4);
     }
 }

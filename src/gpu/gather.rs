@@ -37,7 +37,7 @@ pub use blocks::grid;
 pub use dispatches::{
     fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
 };
-pub use indexed::indexed_dispatch;
+pub use indexed::{gather_dispatch, scatter_dispatch, IndexRule, ScatterJob, ScatterRows};
 pub use join_windows::plan_joins;
 #[cfg(any(test, feature = "fuzzing"))]
 pub use joins::Band;

@@ -6,13 +6,13 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, buffer_with, scoped_async};
 use crate::gpu::gather::{
-    binding_bytes, indexed_dispatch, record_bound, window_limit, GatherPipeline, IndexWindows,
-    Windows,
+    binding_bytes, gather_dispatch, record_bound, scatter_dispatch, window_limit, Dispatch,
+    GatherPipeline, IndexRule, IndexWindows, ScatterJob, ScatterRows, Windows,
 };
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::round_trip::{map_read, read_mapped};
 use crate::gpu::GpuSplitter;
-use crate::plan::{NegativeIndex, RowsPlan, RowsStatus};
+use crate::plan::{NegativeIndex, RowsKind, RowsPlan, RowsStatus};
 use crate::tensor::HostTensor;
 use crate::DType;
 
@@ -20,15 +20,16 @@ use crate::DType;
 /// starts at a multiple of the device's storage offset alignment.
 #[derive(Debug, Clone, Copy)]
 pub struct RowsBuffers<'a> {
-    /// The data tensor, its rows back to back.
-    pub data: BufferRegion<'a>,
+    /// What is read: a gather's data, a scatter's updates, rows back to back.
+    pub source: BufferRegion<'a>,
     /// The indices, `index_type` each, in the plan's order.
     pub indices: BufferRegion<'a>,
     /// [`DType::I32`] or [`DType::I64`].
     pub index_type: DType,
-    /// The output, written whole: the rows of indices out of range are zeros. In a buffer
-    /// other than the data's and the indices'.
-    pub output: BufferRegion<'a>,
+    /// What is written: a gather's output, written whole (the rows of indices out of range
+    /// are zeros); a scatter's data, its named rows written in place. In a buffer other than
+    /// the source's and the indices'.
+    pub target: BufferRegion<'a>,
     /// Where the shader counts the indices out of range ([`RowsStatus::BYTES`], read with
     /// [`RowsStatus::from_bytes`]): the caller zeroes it before the dispatches it checks,
     /// and reads it back when it chooses. `None`: nothing is recorded.
@@ -36,11 +37,12 @@ pub struct RowsBuffers<'a> {
 }
 
 impl GpuSplitter {
-    /// Records the rows `plan` places into `encoder`: `buffers.output` gets row `indices[i]`
-    /// of `buffers.data` for each index `i` (of every block before the axis), elements of
-    /// `dtype`, bit for bit; an index out of range writes zeros and is counted in the status.
-    /// Nothing is submitted, and nothing is read back. Regions that do not fit the plan, or
-    /// a plan past one binding of this device, are errors naming the rule and the numbers.
+    /// Records the rows `plan` places into `encoder`, elements of `dtype`, bit for bit: a
+    /// gather writes row `indices[i]` of the source (of every block before the axis) as the
+    /// target's row `i`; a scatter writes the source's row `i` (its updates) as the target's
+    /// row `indices[i]`. An index out of range moves nothing and is counted in the status.
+    /// Nothing is submitted, and nothing is read back. Regions that do not fit the plan, or a
+    /// plan past one binding of this device, are errors naming the rule and the numbers.
     ///
     /// ```no_run
     /// use wgpu_split::{ops, wgpu, BufferRegion, DType, GpuSplitter, RowsBuffers};
@@ -50,10 +52,10 @@ impl GpuSplitter {
     /// let mut encoder = gpu.device().create_command_encoder(&Default::default());
     /// encoder.clear_buffer(status, 0, None); // the status counts from zero
     /// let buffers = RowsBuffers {
-    ///     data: BufferRegion::from(table),
+    ///     source: BufferRegion::from(table),
     ///     indices: BufferRegion::from(ids),
     ///     index_type: DType::I32,
-    ///     output: BufferRegion::from(out),
+    ///     target: BufferRegion::from(out),
     ///     status: Some(BufferRegion::from(status)),
     /// };
     /// gpu.encode_rows(&mut encoder, &plan, DType::F16, &buffers)?;
@@ -82,64 +84,99 @@ impl GpuSplitter {
         buffers: &RowsBuffers<'_>,
     ) -> Result<()> {
         self.probe.check("encoding rows placed by indices")?;
+        let rule = index_rule(buffers.index_type, plan.negative())?;
         let rows = plan.rows(dtype)?;
-        let index_words = match buffers.index_type {
-            DType::I32 => 1,
-            DType::I64 => 2,
-            other => {
-                return Err(SplitError::DataMismatch(format!(
-                    "indices of {other}: indices are i32 or i64"
-                )))
+        let limit = window_limit(&self.limits);
+        let tuning = self.gather_tuning;
+        let index_bytes = rows.count * 4 * rule.words as u64;
+        let (dispatch, scatter) = match plan.kind() {
+            RowsKind::Gather => (gather_dispatch(rows, rule, limit, tuning)?, None),
+            RowsKind::Scatter => {
+                let data = rows.data_bytes()?;
+                let job = ScatterJob {
+                    tokens: rows.count,
+                    capacity: rows.capacity,
+                    rule,
+                    src_bytes: rows.output_bytes()?,
+                    dst_bytes: data,
+                    parts: vec![ScatterRows {
+                        src_offset: 0,
+                        src_stride: rows.row_bytes,
+                        src_head_step: 0,
+                        heads: 1,
+                        row_bytes: rows.row_bytes,
+                        dst_offset: 0,
+                        block_size: 1,
+                        dst_block_stride: rows.row_bytes,
+                        dst_slot_stride: 0,
+                        dst_head_stride: 0,
+                    }],
+                    copy: None,
+                };
+                let target = (
+                    buffers.target.buffer,
+                    buffers.target.offset,
+                    binding_bytes(data),
+                );
+                (scatter_dispatch(&job, limit, tuning)?, Some(target))
             }
         };
-        let from_end = plan.negative() == NegativeIndex::FromEnd;
-        let tuning = self.gather_tuning;
-        let limit = window_limit(&self.limits);
-        let Some(dispatch) = indexed_dispatch(rows, index_words, from_end, limit, tuning)? else {
+        let Some(dispatch) = dispatch else {
             return Ok(());
         };
-        let index_bytes = rows.count * 4 * index_words as u64;
-        check_regions(
-            buffers,
-            dispatch.src_size,
-            index_bytes,
-            dispatch.dst_size,
-            self.offset_align(),
-        )?;
+        let target_bytes = scatter.map_or(dispatch.dst_size, |t| t.2);
+        let sizes = [dispatch.src_size, index_bytes, target_bytes];
+        check_regions(buffers, sizes, self.offset_align())?;
+        let index = IndexWindows {
+            indices: (buffers.indices.buffer, buffers.indices.offset, index_bytes),
+            status: buffers.status.map(|s| (s.buffer, s.offset)),
+            scatter,
+        };
+        let windows = (&buffers.source, &buffers.target);
+        self.record_indexed(encoder, dispatch, windows, index).await
+    }
+
+    /// Records the indexed `dispatch` reading `windows.0` and writing `windows.1` (its `dst`:
+    /// a gather's output, a paged write's queries) and `index`'s windows.
+    pub(crate) async fn record_indexed(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        dispatch: Dispatch,
+        windows: (&BufferRegion<'_>, &BufferRegion<'_>),
+        index: IndexWindows<'_>,
+    ) -> Result<()> {
         let pipeline = self.indexed_pipeline().await?;
         let tables = self
             .kept
             .tables(&self.device, &[dispatch.table_bytes()?])
             .await?;
-        let index = IndexWindows {
-            indices: (buffers.indices.buffer, buffers.indices.offset, index_bytes),
-            status: buffers.status.map(|s| (s.buffer, s.offset)),
-        };
         let bound = pipeline
             .bind_indexed(
                 &self.device,
                 &[dispatch],
                 &tables,
-                Windows::Region(&buffers.data),
-                Windows::Region(&buffers.output),
+                Windows::Region(windows.0),
+                Windows::Region(windows.1),
                 index,
             )
             .await?;
         record_bound(&self.device, encoder, &bound).await
     }
 
-    /// Places the rows `plan` names of `data` by `indices` (i32 or i64) on the device and
-    /// reads back the output and the status of the indices out of range. Check the result
-    /// with [`crate::reference::gather_rows`].
+    /// Places the rows `plan` names on the device, from host tensors: a gather's of `data`
+    /// by `indices` (i32 or i64), a scatter's `updates` into `data` by `indices`; reads back
+    /// the output and the status of the indices out of range. [`RowsPlan::verify`] checks
+    /// the result.
     pub fn run_rows(
         &self,
         plan: &RowsPlan,
         data: &HostTensor,
         indices: &HostTensor,
+        updates: Option<&HostTensor>,
     ) -> Result<(HostTensor, RowsStatus)> {
         device::block_on(
             "GpuSplitter::run_rows",
-            self.run_rows_async(plan, data, indices),
+            self.run_rows_async(plan, data, indices, updates),
         )
     }
 
@@ -149,45 +186,51 @@ impl GpuSplitter {
         plan: &RowsPlan,
         data: &HostTensor,
         indices: &HostTensor,
+        updates: Option<&HostTensor>,
     ) -> Result<(HostTensor, RowsStatus)> {
-        crate::reference::check_rows_tensors(plan, data, indices)?;
+        crate::reference::check_rows_tensors(plan, data, indices, updates)?;
         let dtype = data.dtype();
-        let out_bytes = plan.rows(dtype)?.output_bytes()?;
+        // A gather reads the data and writes a new output; a scatter reads the updates and
+        // writes into the data, uploaded as the target.
+        let (source, first) = match updates {
+            Some(u) => (u.bytes(), data.bytes()),
+            None => (data.bytes(), &[][..]),
+        };
+        let out_bytes = match plan.kind() {
+            RowsKind::Gather => plan.rows(dtype)?.output_bytes()?,
+            RowsKind::Scatter => data.bytes().len() as u64,
+        };
         if out_bytes == 0 {
             let empty = HostTensor::new(dtype, plan.output_shape(), Vec::new())?;
             return Ok((empty, RowsStatus::default()));
         }
         use wgpu::BufferUsages as U;
-        let out_size = binding_bytes(out_bytes);
-        let status_at = out_size.next_multiple_of(self.offset_align());
-        let (data_buf, index_buf, out, readback) =
-            scoped_async(&self.device, "allocating the rows' buffers", || {
-                let made = |label, size, usage| {
-                    self.device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some(label),
-                        size,
-                        usage,
-                        mapped_at_creation: false,
-                    })
-                };
-                let data_buf = buffer_with(&self.device, "rows data", data.bytes(), U::STORAGE)?;
-                let index_buf =
-                    buffer_with(&self.device, "rows indices", indices.bytes(), U::STORAGE)?;
-                let out = made("rows output", status_at + 16, U::STORAGE | U::COPY_SRC);
-                let readback = made("rows readback", status_at + 16, U::MAP_READ | U::COPY_DST);
-                Ok::<_, SplitError>((data_buf, index_buf, out, readback))
-            })
-            .await??;
+        let status_at = binding_bytes(out_bytes).next_multiple_of(self.offset_align());
+        let size = status_at + 16;
+        let made = scoped_async(&self.device, "allocating the rows' buffers", || {
+            let mut target = first.to_vec();
+            target.resize(size as usize, 0);
+            let with = |label, bytes: &[u8], usage| buffer_with(&self.device, label, bytes, usage);
+            Ok::<_, SplitError>((
+                with("rows source", source, U::STORAGE)?,
+                with("rows indices", indices.bytes(), U::STORAGE)?,
+                with("rows target", &target, U::STORAGE | U::COPY_SRC)?,
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("rows readback"),
+                    size,
+                    usage: U::MAP_READ | U::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+            ))
+        });
+        let (source, index, target, readback) = made.await??;
         let buffers = RowsBuffers {
-            data: BufferRegion::from(&data_buf),
-            indices: BufferRegion::from(&index_buf),
+            source: BufferRegion::from(&source),
+            indices: BufferRegion::from(&index),
             index_type: indices.dtype(),
-            output: BufferRegion {
-                buffer: &out,
-                offset: 0,
-            },
+            target: BufferRegion::from(&target),
             status: Some(BufferRegion {
-                buffer: &out,
+                buffer: &target,
                 offset: status_at,
             }),
         };
@@ -195,7 +238,7 @@ impl GpuSplitter {
         self.encode_rows_async(&mut encoder, plan, dtype, &buffers)
             .await?;
         scoped_async(&self.device, "submitting the rows", || {
-            encoder.copy_buffer_to_buffer(&out, 0, &readback, 0, status_at + 16);
+            encoder.copy_buffer_to_buffer(&target, 0, &readback, 0, size);
             self.queue.submit([encoder.finish()]);
         })
         .await?;
@@ -203,12 +246,8 @@ impl GpuSplitter {
         read_mapped(&readback, |bytes| {
             let at = status_at as usize;
             let status = RowsStatus::from_bytes(&bytes[at..at + 8]).unwrap_or_default();
-            let rows = HostTensor::new(
-                dtype,
-                plan.output_shape(),
-                bytes[..out_bytes as usize].to_vec(),
-            )?;
-            Ok((rows, status))
+            let out = bytes[..out_bytes as usize].to_vec();
+            Ok((HostTensor::new(dtype, plan.output_shape(), out)?, status))
         })
     }
 
@@ -222,40 +261,49 @@ impl GpuSplitter {
     }
 }
 
-/// Checks each region of `buffers` against what the dispatch binds of it: the data's
-/// `data_bytes`, the indices' `index_bytes`, the output's `out_bytes`, the status's
-/// [`RowsStatus::BYTES`], each at a multiple of `align`; the output and the status in buffers
-/// other than those read, and apart from each other.
-fn check_regions(
-    b: &RowsBuffers<'_>,
-    data_bytes: u64,
-    index_bytes: u64,
-    out_bytes: u64,
-    align: u64,
-) -> Result<()> {
+/// How the shader reads indices of `index_type` under `negative`.
+pub(crate) fn index_rule(index_type: DType, negative: NegativeIndex) -> Result<IndexRule> {
+    let words = match index_type {
+        DType::I32 => 1,
+        DType::I64 => 2,
+        other => {
+            return Err(SplitError::DataMismatch(format!(
+                "indices of {other}: indices are i32 or i64"
+            )))
+        }
+    };
+    let negative = match negative {
+        NegativeIndex::OutOfRange => 0,
+        NegativeIndex::FromEnd => 1,
+        NegativeIndex::Padding => 2,
+    };
+    Ok(IndexRule { words, negative })
+}
+
+/// Checks each region of `b` against the bytes the dispatch binds of it (`sizes`: the
+/// source's, the indices', the target's) and the status's [`RowsStatus::BYTES`], each at a
+/// multiple of `align`; the target and the status in buffers other than those read, and
+/// apart from each other.
+fn check_regions(b: &RowsBuffers<'_>, sizes: [u64; 3], align: u64) -> Result<()> {
     let storage = wgpu::BufferUsages::STORAGE;
-    b.data.check(
-        "data",
-        data_bytes,
+    let [source, index, target] = sizes;
+    b.source.check(
+        "source",
+        source,
         "its rows, rounded up to 4",
         storage,
         align,
     )?;
-    b.indices.check(
-        "indices",
-        index_bytes,
-        "one index per place",
-        storage,
-        align,
-    )?;
-    b.output.check(
-        "output",
-        out_bytes,
+    b.indices
+        .check("indices", index, "one index per place", storage, align)?;
+    b.target.check(
+        "target",
+        target,
         "its rows, rounded up to 4",
         storage,
         align,
     )?;
-    let mut written = vec![("output", b.output, out_bytes)];
+    let mut written = vec![("target", b.target, target)];
     if let Some(s) = b.status {
         s.check(
             "status",
@@ -267,7 +315,7 @@ fn check_regions(
         written.push(("status", s, RowsStatus::BYTES));
     }
     for &(name, w, _) in &written {
-        for (read, r) in [("data", &b.data), ("indices", &b.indices)] {
+        for (read, r) in [("source", &b.source), ("indices", &b.indices)] {
             if w.buffer == r.buffer {
                 return Err(SplitError::BadBuffer(format!(
                     "the {name} region is in the {read}'s buffer; wgpu binds a buffer \
@@ -276,12 +324,12 @@ fn check_regions(
             }
         }
     }
-    if let [(_, o, o_size), (_, s, _)] = written[..] {
-        let apart = s.offset >= o.offset + o_size || o.offset >= s.offset + RowsStatus::BYTES;
-        if o.buffer == s.buffer && !apart {
+    if let [(_, t, t_size), (_, s, _)] = written[..] {
+        let apart = s.offset >= t.offset + t_size || t.offset >= s.offset + RowsStatus::BYTES;
+        if t.buffer == s.buffer && !apart {
             return Err(SplitError::BadBuffer(format!(
-                "the status region at {} overlaps the output's {} bytes at {}",
-                s.offset, o_size, o.offset
+                "the status region at {} overlaps the target's {} bytes at {}",
+                s.offset, t_size, t.offset
             )));
         }
     }

@@ -14,23 +14,40 @@ pub enum NegativeIndex {
     /// It is out of range, as an index at or past the axis length is (get rows, ggml's
     /// `GET_ROWS`).
     OutOfRange,
+    /// `-1` is padding: its rows are left as they are and not counted; any other negative is
+    /// out of range (a paged KV cache's slot mapping, vLLM's).
+    Padding,
 }
 
-/// Rows of `data` on `axis` picked by `indices` of any shape (i32 or i64, in a device
-/// buffer): the output is `data.shape[..axis] ++ indices.shape ++ data.shape[axis + 1..]`, its
-/// row `(o, i)` row `indices[i]` of `data`'s block `o` ([`crate::ops::gather`],
-/// [`crate::ops::get_rows`]).
+/// Which way rows placed by indices move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowsKind {
+    /// Rows picked from the data: the output row `(o, i)` is row `indices[i]` of the data's
+    /// block `o` ([`crate::ops::gather`], [`crate::ops::get_rows`]).
+    Gather,
+    /// Rows placed into the data, in place: row `i` of the updates goes to row `indices[i]`
+    /// ([`crate::ops::scatter_nd`], [`crate::ops::set_rows`]); the other rows keep their
+    /// bytes. Which of two updates a row named twice holds is unspecified; every other byte
+    /// is exact.
+    Scatter,
+}
+
+/// Rows of `data` on `axis` picked (a gather) or placed (a scatter, axis 0) by `indices` of
+/// any shape (i32 or i64, in a device buffer). A gather's output is `data.shape[..axis] ++
+/// indices.shape ++ data.shape[axis + 1..]`; a scatter's updates are `indices.shape` (less a
+/// last axis of 1, ONNX ScatterND's) `++ data.shape[1..]`, and its output is the data.
 ///
 /// An index out of range (past the axis, below `-len` where negatives count from the end,
 /// any negative where they do not, an i64 whose high word is not its low word's sign) moves
-/// no byte: its rows of the output are zeros, and the status buffer counts it
-/// ([`RowsStatus`]). No index is clamped, wrapped or cut to 32 bits.
+/// no byte (a gather's rows of it are zeros, a scatter leaves the data as it is), and the
+/// status buffer counts it ([`RowsStatus`]). No index is clamped, wrapped or cut to 32 bits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowsPlan {
     data_shape: Vec<usize>,
     axis: usize,
     indices_shape: Vec<usize>,
     negative: NegativeIndex,
+    kind: RowsKind,
 }
 
 /// Most rows on a gathered axis: an index in range is below it, so every valid index is a
@@ -42,11 +59,12 @@ impl RowsPlan {
     /// Plans rows of `data_shape` on `axis` (in `[-rank, rank - 1]`) picked by indices of
     /// `indices_shape` (rank 0 picks one row and drops the axis), negatives read as
     /// `negative` says.
-    pub fn new(
+    pub(crate) fn new(
         data_shape: &[usize],
         axis: i64,
         indices_shape: &[usize],
         negative: NegativeIndex,
+        kind: RowsKind,
     ) -> Result<Self> {
         let axis = crate::plan::normalize_axis(axis, data_shape.len())?;
         if data_shape[axis] > MAX_GATHER_AXIS {
@@ -63,8 +81,9 @@ impl RowsPlan {
             axis,
             indices_shape: indices_shape.to_vec(),
             negative,
+            kind,
         };
-        element_count(&plan.output_shape())?;
+        element_count(&plan.picked_shape())?;
         Ok(plan)
     }
 
@@ -88,10 +107,33 @@ impl RowsPlan {
         self.negative
     }
 
-    /// The output's shape: `data[..axis] ++ indices ++ data[axis + 1..]`.
+    /// Which way the rows move.
+    pub fn kind(&self) -> RowsKind {
+        self.kind
+    }
+
+    /// The output's shape: a gather's `data[..axis] ++ indices ++ data[axis + 1..]`, a
+    /// scatter's the data's.
     pub fn output_shape(&self) -> Vec<usize> {
+        match self.kind {
+            RowsKind::Gather => self.picked_shape(),
+            RowsKind::Scatter => self.data_shape.clone(),
+        }
+    }
+
+    /// A scatter's updates: `indices ++ data[1..]`, less the indices' last axis of 1 where
+    /// they have one (ONNX ScatterND's tuples of one index). A gather's output shape.
+    pub fn updates_shape(&self) -> Vec<usize> {
+        self.picked_shape()
+    }
+
+    /// The rows the indices pick, in the indices' shape (less a scatter's tuple axis).
+    fn picked_shape(&self) -> Vec<usize> {
         let mut shape = self.data_shape[..self.axis].to_vec();
-        shape.extend_from_slice(&self.indices_shape);
+        match (self.kind, self.indices_shape.split_last()) {
+            (RowsKind::Scatter, Some((1, places))) => shape.extend_from_slice(places),
+            _ => shape.extend_from_slice(&self.indices_shape),
+        }
         shape.extend_from_slice(&self.data_shape[self.axis + 1..]);
         shape
     }

@@ -2,7 +2,7 @@
 //! from the shapes alone (nothing shared with the GPU path's byte rows).
 
 use crate::error::{Result, SplitError};
-use crate::plan::{NegativeIndex, RowsPlan, RowsStatus};
+use crate::plan::{NegativeIndex, RowsKind, RowsPlan, RowsStatus};
 use crate::tensor::HostTensor;
 use crate::DType;
 
@@ -23,7 +23,7 @@ pub fn gather_rows(
     data: &HostTensor,
     indices: &HostTensor,
 ) -> Result<(HostTensor, RowsStatus)> {
-    check_tensors(plan, data, indices)?;
+    check_tensors(plan, data, indices, None)?;
     let shape = plan.data_shape();
     let axis = plan.axis();
     let outer: usize = shape[..axis].iter().product();
@@ -52,8 +52,53 @@ pub fn gather_rows(
     ))
 }
 
+/// The data with the rows of `updates` placed where `indices` (i32 or i64) say, as `plan`
+/// (a scatter) says, and the status of the indices out of range (whose updates are left
+/// out), as the GPU gives them.
+///
+/// ```
+/// use wgpu_split::{ops, reference, HostTensor};
+/// let data = HostTensor::from_slice(&[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
+/// let ids = HostTensor::from_slice(&[2, 1], &[-1i64, 5])?;
+/// let updates = HostTensor::from_slice(&[2, 2], &[7u8, 8, 9, 9])?;
+/// let plan = ops::scatter_nd(&[3, 2], &[2, 1], &[2, 2])?;
+/// let (out, status) = reference::scatter_rows(&plan, &data, &ids, &updates)?;
+/// assert_eq!(out.bytes(), &[1, 2, 3, 4, 7, 8]); // -1 is the last row; 5 is out of range
+/// assert_eq!((status.bad_indices, status.first_bad), (1, Some(1)));
+/// # Ok::<(), wgpu_split::SplitError>(())
+/// ```
+pub fn scatter_rows(
+    plan: &RowsPlan,
+    data: &HostTensor,
+    indices: &HostTensor,
+    updates: &HostTensor,
+) -> Result<(HostTensor, RowsStatus)> {
+    check_tensors(plan, data, indices, Some(updates))?;
+    let shape = plan.data_shape();
+    let len = shape[0];
+    let row = shape[1..].iter().product::<usize>() * data.dtype().size();
+    let mut out = data.bytes().to_vec();
+    let mut status = RowsStatus::default();
+    for (i, &v) in index_values(indices)?.iter().enumerate() {
+        match pick(v, len, plan.negative()) {
+            Some(r) => out[r * row..(r + 1) * row]
+                .copy_from_slice(&updates.bytes()[i * row..(i + 1) * row]),
+            // No update of no bytes reads its index (the GPU runs no chunk for it).
+            None if row > 0 => {
+                status.bad_indices += 1;
+                status.first_bad.get_or_insert(i as u32);
+            }
+            None => {}
+        }
+    }
+    Ok((HostTensor::new(data.dtype(), shape.to_vec(), out)?, status))
+}
+
 /// The row index `v` names on an axis of `len` rows, or `None` out of range.
 fn pick(v: i64, len: usize, negative: NegativeIndex) -> Option<usize> {
+    if negative == NegativeIndex::Padding && v == -1 {
+        return None;
+    }
     let len = len as i64;
     let v = match negative {
         NegativeIndex::FromEnd if v < 0 => v.checked_add(len)?,
@@ -62,11 +107,13 @@ fn pick(v: i64, len: usize, negative: NegativeIndex) -> Option<usize> {
     (0..len).contains(&v).then_some(v as usize)
 }
 
-/// Refuses tensors other than the plan's: data of its shape, indices i32 or i64 of theirs.
+/// Refuses tensors other than the plan's: data of its shape, indices i32 or i64 of theirs,
+/// and a scatter's updates (`Some` for a scatter alone) of theirs and the data's dtype.
 pub(crate) fn check_tensors(
     plan: &RowsPlan,
     data: &HostTensor,
     indices: &HostTensor,
+    updates: Option<&HostTensor>,
 ) -> Result<()> {
     let mismatch = |what: &str, got: &[usize], want: &[usize]| {
         Err(SplitError::DataMismatch(format!(
@@ -79,11 +126,32 @@ pub(crate) fn check_tensors(
     if indices.shape() != plan.indices_shape() {
         return mismatch("indices", indices.shape(), plan.indices_shape());
     }
+    match (plan.kind(), updates) {
+        (RowsKind::Gather, None) => {}
+        (RowsKind::Scatter, Some(u)) if u.shape() != plan.updates_shape() => {
+            return mismatch("updates", u.shape(), &plan.updates_shape())
+        }
+        (RowsKind::Scatter, Some(u)) if u.dtype() != data.dtype() => {
+            return Err(SplitError::DataMismatch(format!(
+                "updates of {} for data of {}: a scatter's updates are of the data's dtype",
+                u.dtype(),
+                data.dtype()
+            )))
+        }
+        (RowsKind::Scatter, Some(_)) => {}
+        (kind, _) => {
+            return Err(SplitError::DataMismatch(format!(
+                "a {kind:?} takes updates: {}; given: {}",
+                kind == RowsKind::Scatter,
+                updates.is_some()
+            )))
+        }
+    }
     index_values(indices).map(|_| ())
 }
 
 /// The indices' values, i32 or i64.
-fn index_values(indices: &HostTensor) -> Result<Vec<i64>> {
+pub(super) fn index_values(indices: &HostTensor) -> Result<Vec<i64>> {
     match indices.dtype() {
         DType::I32 => Ok(indices
             .to_vec::<i32>()?
@@ -99,15 +167,20 @@ fn index_values(indices: &HostTensor) -> Result<Vec<i64>> {
 
 impl RowsPlan {
     /// Checks what [`GpuSplitter::run_rows`](crate::GpuSplitter::run_rows) gave for this plan,
-    /// `data` and `indices` against [`gather_rows`], byte for byte, and its status;
-    /// [`SplitError::Mismatch`] names the first difference.
+    /// `data`, `indices` and a scatter's `updates` against [`gather_rows`] or
+    /// [`scatter_rows`], byte for byte, and its status; [`SplitError::Mismatch`] names the
+    /// first difference.
     pub fn verify(
         &self,
         data: &HostTensor,
         indices: &HostTensor,
+        updates: Option<&HostTensor>,
         got: &(HostTensor, RowsStatus),
     ) -> Result<()> {
-        let (want, status) = gather_rows(self, data, indices)?;
+        let (want, status) = match (self.kind(), updates) {
+            (RowsKind::Scatter, Some(u)) => scatter_rows(self, data, indices, u)?,
+            _ => gather_rows(self, data, indices)?,
+        };
         crate::verify::compare_outputs(std::slice::from_ref(&got.0), &[want])?;
         if got.1 != status {
             return Err(SplitError::Mismatch(format!(

@@ -80,9 +80,10 @@ pub enum Table {
     Split(Vec<Entry>),
     /// A concat's table ([`super::joins`]).
     Join(JoinTable),
-    /// Rows placed by indices: one [`Mode::Indexed`] entry, then its [`IndexRows`]
-    /// (`Params::num_entries` 1; the indexed build).
-    Indexed(Entry, IndexRows),
+    /// Rows placed by indices (the indexed build): entries of any mode, [`Mode::Indexed`]
+    /// (a gather) and [`Mode::Scatter`] among them, then one [`IndexRows`] per entry, in
+    /// entry order (zeros for the others).
+    Indexed(Vec<Entry>, Vec<IndexRows>),
 }
 
 impl Table {
@@ -95,9 +96,9 @@ impl Table {
                 bytes.extend_from_slice(bytemuck::cast_slice(&j.segments));
                 bytes
             }
-            Table::Indexed(entry, rows) => {
-                let mut bytes = bytemuck::bytes_of(entry).to_vec();
-                bytes.extend_from_slice(bytemuck::bytes_of(rows));
+            Table::Indexed(entries, index) => {
+                let mut bytes = bytemuck::cast_slice(entries).to_vec();
+                bytes.extend_from_slice(bytemuck::cast_slice(index));
                 bytes
             }
         }
@@ -173,31 +174,52 @@ pub enum Mode {
     Word = 1,
     /// Anything else: shifted or byte-assembled words.
     Byte = 2,
-    /// Rows picked by indices ([`IndexRows`]), of any width: each unit's bytes of each row
-    /// it meets, from that row's source.
+    /// Rows picked by indices ([`IndexRows`]), of any width: each output unit's bytes of
+    /// each row it meets, from that row's source (a gather).
     Indexed = 3,
+    /// Rows placed by indices ([`IndexRows`]), of any width: each row's 16-byte chunks
+    /// stored at the place its slot names, in `dst_atomic` (a scatter).
+    Scatter = 4,
 }
 
-/// An indexed dispatch's record after its entry (`IndexRows` in the shader): the entry's
-/// output row `r` is row `index(r % count)` of its source's block `r / count`, each of
-/// `capacity` rows.
+/// An indexed dispatch's record of one entry (`IndexRows` in the shader), after the entries,
+/// one per entry. A [`Mode::Indexed`] entry's output row `r` is row `index(r % count)` of its
+/// source's block `r / count`, each of `capacity` rows. A [`Mode::Scatter`] entry's row
+/// `(t, h)` (`count` tokens of `heads` rows) goes to `dst_offset + (s / block_size) *
+/// dst_block_stride + (s % block_size) * dst_slot_stride + h * dst_head_stride` for the slot
+/// `s = index(t)` below `capacity`, from `src_offset + t * src_stride + h * src_head_step`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct IndexRows {
-    /// Indices, each picking a row of every block.
+    /// Indices (a gather's per block, a scatter's tokens).
     pub count: u32,
-    /// Rows of a block of the source (below 2^31 - 1).
+    /// Rows (a gather's per block) or slots (a scatter's) an index may name: below 2^31 - 1.
     pub capacity: u32,
     /// Words of an index: 1 (i32) or 2 (i64).
     pub index_words: u32,
-    /// 1: a negative index counts from the end; 0: it is out of range.
-    pub from_end: u32,
+    /// What a negative index is: 0 out of range, 1 counted from the end, 2 padding where
+    /// it is -1 (else out of range).
+    pub negative: u32,
+    /// A scatter's rows per token (1 for a gather).
+    pub heads: u32,
+    /// A scatter's source bytes from one head's row to the next.
+    pub src_head_step: u32,
+    /// A scatter's destination: the first row's place in `dst_atomic`, and the steps from
+    /// one block of slots, one slot and one head to the next, in bytes.
+    pub dst_offset: u32,
+    pub block_size: u32,
+    pub dst_block_stride: u32,
+    pub dst_slot_stride: u32,
+    pub dst_head_stride: u32,
+    /// 1: the status counts this entry's indices out of range; 0: another entry of the
+    /// dispatch reading the same indices counts them (a paged write's values, its keys').
+    pub counts: u32,
 }
 
 /// One row of the shader's table (`Entry` in the shader): one output's part in one dispatch.
 /// Byte quantities.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Entry {
     /// The rows: this entry's first lane (lanes in runs) or first block (lanes in turn).
     pub block_start: u32,

@@ -40,18 +40,50 @@ pub(super) fn split_table(
     (program, params, entries)
 }
 
-/// The dispatch of one [`Mode::Indexed`](super::abi::Mode::Indexed) entry: `main_rows` in
-/// the device's lane mapping ([`lanes_in_runs`]), its header, and the entry numbered.
-pub(super) fn indexed_table(entry: Entry, tuning: GatherTuning) -> (ProgramKey, Params, Entry) {
+/// The program and header of an indexed dispatch (`gather::indexed`) whose `entries` take
+/// `work[i]` steps each (units, or a scatter's chunks), numbered here: `main_rows` in the
+/// device's lane mapping ([`lanes_in_runs`]), in runs on any device where a plain entry has
+/// unaligned rows shorter than [`MIN_LANES_ROW`] (as [`split_program`] rules).
+pub(super) fn indexed_table(
+    entries: &mut [Entry],
+    work: &[u64],
+    tuning: GatherTuning,
+) -> (ProgramKey, Params) {
+    use super::abi::Mode;
+    let short = |e: &Entry| {
+        e.mode < Mode::Indexed as u32 && !e.is_vec4() && (e.row_bytes as u64) < MIN_LANES_ROW
+    };
+    let runs = lanes_in_runs(tuning.mode) || entries.iter().any(short);
     let program = ProgramKey {
         entry: super::abi::EntryPoint::Rows,
-        lanes_in_runs: lanes_in_runs(tuning.mode),
+        lanes_in_runs: runs,
         channels: None,
     };
-    let mut entries = [entry];
-    let steps = steps_per_lane(program, &entries, tuning);
-    let params = number_blocks(&mut entries, program, steps);
-    (program, params, entries[0])
+    let longest = max_steps(tuning.max_steps_per_lane);
+    let (largest, total) = work.iter().fold((0, 0), |(l, t), &w| (l.max(w), t + w));
+    let steps = match runs {
+        true => run_units(total, longest),
+        false => largest.div_ceil(WORKGROUP_SIZE),
+    }
+    .clamp(1, longest);
+    let step = if runs { steps } else { steps * WORKGROUP_SIZE };
+    let mut next = 0u64;
+    for (e, &w) in entries.iter_mut().zip(work) {
+        e.block_start = next as u32;
+        next += w.div_ceil(step);
+    }
+    let (num_blocks, num_lanes) = match runs {
+        true => (next.div_ceil(RUNS_WORKGROUP_SIZE), next),
+        false => (next, 0),
+    };
+    let params = Params {
+        num_blocks: num_blocks as u32,
+        num_entries: entries.len() as u32,
+        steps_per_lane: steps as u32,
+        num_lanes: num_lanes as u32,
+        interleaved: 0,
+    };
+    (program, params)
 }
 
 /// Steps per lane for `entries` in the rows' `program`.

@@ -194,10 +194,10 @@ fn trace_skip(kind: u32) {
 #[cfg(feature = "bench")]
 const COPY_WGSL: &str = include_str!("../../../shaders/bench_copy_vec4.wgsl");
 
-/// The rows placed by indices in a build without them ([`Slot::Indices`], [`Slot::Status`]):
-/// none, as the gate sends no `MODE_INDEXED` entry to it.
+/// The rows placed by indices in a build without them ([`Slot::Indices`], [`Slot::Status`],
+/// [`Slot::OutputAtomic`]): none, as no indexed entry is bound to it (`GatherPipeline::bind`).
 const NOT_INDEXED: &str = "
-fn indexed_units(e: Entry, span: vec3<u32>) {}
+fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {}
 ";
 
 /// The hook's piece of a build.

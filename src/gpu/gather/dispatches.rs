@@ -56,7 +56,7 @@ impl Dispatch {
     pub fn entries(&self) -> &[Entry] {
         match &self.table {
             Table::Split(entries) => entries,
-            Table::Indexed(entry, _) => std::slice::from_ref(entry),
+            Table::Indexed(entries, _) => entries,
             Table::Join(_) => &[],
         }
     }

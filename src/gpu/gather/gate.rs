@@ -57,11 +57,12 @@ pub enum Precondition {
     /// A join's rows and output lie within a window, its segments in column order inside
     /// the row (`join_segment`'s binary search; the row loops' sums stay in u32).
     JoinLayout,
-    /// Rows placed by indices: one `MODE_INDEXED` entry of whole rows back to back in the
-    /// output, `count` indices of 1 or 2 words (their words counted in u32), a capacity
-    /// below 2^31 - 1 (`NO_ROW` is no row), and every source address of any index in range,
-    /// `src_offset + (block * capacity + row) * src_stride` and its row's bytes, within a
-    /// window (`indexed_unit`).
+    /// Rows placed by indices: a record per entry, no entries in turn; each index of 1 or 2
+    /// words (their words counted in u32), a known rule for negatives, a capacity below
+    /// 2^31 - 1 (`NO_ROW` and `PADDING` are no rows); a gather's rows whole and back to back
+    /// in the output, and a scatter's heads and block size at least 1, its chunks counted in
+    /// u32; every address of any index in range, source and destination, within a window
+    /// (`gather_unit`, `scatter_unit`).
     IndexedRows,
 }
 
@@ -156,7 +157,7 @@ pub fn check(d: &Dispatch) -> Result<(), Refusal> {
     let records = match &d.table {
         Table::Split(e) => e.len(),
         Table::Join(j) => j.segments.len(),
-        Table::Indexed(..) => 1,
+        Table::Indexed(e, _) => e.len(),
     };
     let indexed = matches!(d.table, Table::Indexed(..));
     let rows = d.program.entry == EntryPoint::Rows && d.program.channels.is_none();
@@ -181,28 +182,65 @@ pub fn check(d: &Dispatch) -> Result<(), Refusal> {
     match &d.table {
         Table::Split(entries) => split(d, p, entries, block_steps),
         Table::Join(j) => joined(d, p, j, block_steps),
-        Table::Indexed(e, x) => {
-            split(d, p, std::slice::from_ref(e), block_steps)?;
-            indexed_rows(e, x)
+        Table::Indexed(entries, index) => {
+            split(d, p, entries, block_steps)?;
+            header(
+                Precondition::IndexedRows,
+                index.len() != entries.len() || p.interleaved != 0,
+                (p, index.len()),
+            )?;
+            entries
+                .iter()
+                .zip(index)
+                .try_for_each(|(e, x)| indexed_rows(e, x))
         }
     }
 }
 
-/// [`check`] of rows placed by indices, past what [`split`] checks of their entry.
+/// [`check`] of an entry's record in a table of rows placed by indices, past what [`split`]
+/// checks of the entry.
 fn indexed_rows(e: &Entry, x: &IndexRows) -> Result<(), Refusal> {
-    header(Precondition::Divisors, x.count == 0, x)?;
-    let rows = x.count as u64 * e.row_bytes as u64;
-    let outer = e.out_bytes as u64 / rows;
-    let reach = e.src_offset as u64 + outer * x.capacity as u64 * e.src_stride as u64;
-    let broken = !(1..=2).contains(&x.index_words)
-        || x.from_end > 1
+    let gather = e.mode == Mode::Indexed as u32;
+    let scatter = e.mode == Mode::Scatter as u32;
+    if !gather && !scatter {
+        return Ok(());
+    }
+    header(
+        Precondition::Divisors,
+        x.count == 0 || x.heads == 0 || (scatter && x.block_size == 0),
+        x,
+    )?;
+    let rule = !(1..=2).contains(&x.index_words)
+        || x.negative > 2
+        || x.counts > 1
         || x.capacity as usize > MAX_GATHER_AXIS
-        || x.count as u64 * x.index_words as u64 > u32::MAX as u64
-        || (e.first_byte, e.skip, e.dst_stride) != (0, 0, e.row_bytes)
-        || e.src_stride < e.row_bytes
-        || !(e.out_bytes as u64).is_multiple_of(rows)
-        || reach > MAX_WINDOW;
-    header(Precondition::IndexedRows, broken, (e, x))
+        || x.count as u64 * x.index_words as u64 > u32::MAX as u64;
+    let w = |v: u32| v as u64;
+    let broken = if gather {
+        let rows = w(x.count) * w(e.row_bytes);
+        let outer = w(e.out_bytes) / rows;
+        let reach = w(e.src_offset) + outer * w(x.capacity) * w(e.src_stride);
+        (e.first_byte, e.skip, e.dst_stride, x.heads) != (0, 0, e.row_bytes, 1)
+            || e.src_stride < e.row_bytes
+            || !w(e.out_bytes).is_multiple_of(rows)
+            || reach > MAX_WINDOW
+    } else {
+        let chunks = w(e.row_bytes).div_ceil(UNIT_BYTES);
+        let last = w(x.capacity).max(1) - 1;
+        let src = w(e.src_offset)
+            + (w(x.count) - 1) * w(e.src_stride)
+            + (w(x.heads) - 1) * w(x.src_head_step)
+            + w(e.row_bytes);
+        let dst = w(x.dst_offset)
+            + last / w(x.block_size) * w(x.dst_block_stride)
+            + last.min(w(x.block_size) - 1) * w(x.dst_slot_stride)
+            + (w(x.heads) - 1) * w(x.dst_head_stride)
+            + w(e.row_bytes);
+        w(x.count) * w(x.heads) * chunks * UNIT_BYTES > MAX_WINDOW
+            || src > MAX_WINDOW
+            || dst > MAX_WINDOW
+    };
+    header(Precondition::IndexedRows, rule || broken, (e, x))
 }
 
 /// [`check`] of a split's entries.
@@ -263,13 +301,16 @@ fn split(d: &Dispatch, p: Params, entries: &[Entry], block_steps: u64) -> Result
         match e.mode {
             m if m == Mode::Vec4 as u32 => !of(all | e.dst_stride, 16) || e.skip != 0,
             m if m == Mode::Word as u32 => vec4_only || !of(all | e.skip, 4),
-            m if m == Mode::Indexed as u32 => vec4_only || !indexed,
-            m => vec4_only || m != Mode::Byte as u32 || indexed,
+            m if m == Mode::Indexed as u32 || m == Mode::Scatter as u32 => vec4_only || !indexed,
+            m => vec4_only || m != Mode::Byte as u32,
         }
     })?;
     let shifted = !d.program.lanes_in_runs && d.program.channels.is_none();
     first(Precondition::ShiftedRows, "entry", entries, |_, e| {
-        shifted && !e.is_vec4() && !indexed && (e.row_bytes as u64) < UNIT_BYTES
+        shifted
+            && e.mode < Mode::Indexed as u32
+            && !e.is_vec4()
+            && (e.row_bytes as u64) < UNIT_BYTES
     })?;
     if let Some(c) = d.program.channels {
         let count = entries.len() as u64;

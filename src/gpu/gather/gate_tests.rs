@@ -74,7 +74,47 @@ fn indexed(mode: GatherMode) -> Dispatch {
         mode,
         max_steps_per_lane: 4,
     };
-    crate::gpu::gather::indexed_dispatch(rows, 2, true, BIG, tuning)
+    let rule = crate::gpu::gather::IndexRule {
+        words: 2,
+        negative: 1,
+    };
+    crate::gpu::gather::gather_dispatch(rows, rule, BIG, tuning)
+        .unwrap()
+        .unwrap()
+}
+
+/// A scatter in `mode`: 6 tokens of 3 heads of 10 bytes each into 40 slots of blocks of 8.
+fn scattered(mode: GatherMode) -> Dispatch {
+    use crate::gpu::gather::{IndexRule, ScatterJob, ScatterRows};
+    let part = ScatterRows {
+        src_offset: 4,
+        src_stride: 64,
+        src_head_step: 12,
+        heads: 3,
+        row_bytes: 10,
+        dst_offset: 8,
+        block_size: 8,
+        dst_block_stride: 8 * 40,
+        dst_slot_stride: 40,
+        dst_head_stride: 12,
+    };
+    let job = ScatterJob {
+        tokens: 6,
+        capacity: 40,
+        rule: IndexRule {
+            words: 1,
+            negative: 2,
+        },
+        src_bytes: 6 * 64,
+        dst_bytes: 8 + 5 * 8 * 40,
+        parts: vec![part],
+        copy: None,
+    };
+    let tuning = GatherTuning {
+        mode,
+        max_steps_per_lane: 4,
+    };
+    crate::gpu::gather::scatter_dispatch(&job, BIG, tuning)
         .unwrap()
         .unwrap()
 }
@@ -95,7 +135,7 @@ fn joined(d: &mut Dispatch) -> &mut JoinTable {
 
 fn index_rows(d: &mut Dispatch) -> (&mut Entry, &mut IndexRows) {
     match &mut d.table {
-        Table::Indexed(e, x) => (e, x),
+        Table::Indexed(e, x) => (&mut e[0], &mut x[0]),
         _ => panic!("an indexed table"),
     }
 }
@@ -161,6 +201,8 @@ fn break_it(rule: Precondition) {
             });
             refused(rule, join(cpu, false), |d| joined(d).segments[1].count = 0);
             refused(rule, indexed(cpu), |d| index_rows(d).1.count = 0);
+            refused(rule, scattered(cpu), |d| index_rows(d).1.block_size = 0);
+            refused(rule, scattered(gpu), |d| index_rows(d).1.heads = 0);
             refused(rule, split(DType::U8, cpu), |d| {
                 d.params.interleaved = 1;
                 entries(d).clear();
@@ -190,7 +232,7 @@ fn break_it(rule: Precondition) {
                 entries(d)[0].mode = Mode::Indexed as u32
             });
             refused(rule, indexed(gpu), |d| {
-                index_rows(d).0.mode = Mode::Byte as u32
+                index_rows(d).0.mode = 5
             });
         }
         P::ShiftedRows => refused(rule, split(DType::U8, cpu), |d| {
@@ -225,12 +267,24 @@ fn break_it(rule: Precondition) {
         }
         P::IndexedRows => {
             refused(rule, indexed(gpu), |d| index_rows(d).1.index_words = 3);
-            refused(rule, indexed(cpu), |d| index_rows(d).1.from_end = 2);
+            refused(rule, indexed(cpu), |d| index_rows(d).1.negative = 3);
             refused(rule, indexed(gpu), |d| index_rows(d).1.capacity = 1 << 31);
             // Any index in range reaches past the window.
             refused(rule, indexed(cpu), |d| index_rows(d).1.capacity = 1 << 29);
             refused(rule, indexed(gpu), |d| index_rows(d).0.first_byte = 1);
             refused(rule, indexed(cpu), |d| index_rows(d).0.out_bytes -= 1);
+            // A scatter's last slot, or its last token's last head, past the window.
+            refused(rule, scattered(gpu), |d| {
+                index_rows(d).1.dst_block_stride = 1 << 29
+            });
+            refused(rule, scattered(cpu), |d| {
+                index_rows(d).1.src_head_step = 1 << 30
+            });
+            refused(rule, scattered(gpu), |d| {
+                if let Table::Indexed(_, x) = &mut d.table {
+                    x.pop();
+                }
+            });
         }
     }
 }
@@ -254,6 +308,8 @@ fn tables_of_every_kind_pass() {
         channels(),
         indexed(GatherMode::Gpu),
         indexed(GatherMode::Cpu),
+        scattered(GatherMode::Gpu),
+        scattered(GatherMode::Cpu),
     ] {
         assert_eq!(check(&d), Ok(()), "{d:?}");
     }

@@ -55,8 +55,9 @@ pub struct GatherPipeline {
     /// Bound in place of empty views: a 16-byte buffer for an input's vec4s, and a slot per
     /// output binding's units or tail (one unit, read as none), no two sharing a range.
     stand_ins: [wgpu::Buffer; 2],
-    /// The indexed build's status where the caller keeps none.
-    status_stand_in: Option<wgpu::Buffer>,
+    /// The indexed build's status where the caller keeps none, and its scatter's destination
+    /// where a dispatch scatters nothing.
+    indexed_stand_ins: Option<Arc<[wgpu::Buffer; 2]>>,
 }
 
 impl GatherPipeline {
@@ -94,8 +95,9 @@ impl GatherPipeline {
     }
 
     /// Compiles the indexed build: one input and this device's single output, with the
-    /// indices and the status ([`Slot::Indices`], [`Slot::Status`]) bound after them, for
-    /// rows placed by indices ([`GatherPipeline::bind_indexed`]). A device whose shader
+    /// indices, the status and the scatter's destination ([`Slot::Indices`], [`Slot::Status`],
+    /// [`Slot::OutputAtomic`]) bound after them, for rows placed by indices
+    /// ([`GatherPipeline::bind_indexed`]). A device whose shader
     /// stage holds fewer storage buffers is [`SplitError::TooLarge`](crate::SplitError).
     pub async fn indexed(device: &wgpu::Device) -> Result<Self> {
         let limits = device.limits();
@@ -214,7 +216,8 @@ impl GatherPipeline {
             moving,
             offset_align,
             stand_ins: [stand_in(UNIT_BYTES), stand_in(stand_in_slots)],
-            status_stand_in: indexed.then(|| stand_in(UNIT_BYTES)),
+            indexed_stand_ins: indexed
+                .then(|| Arc::new([stand_in(UNIT_BYTES), stand_in(UNIT_BYTES)])),
         }
     }
 

@@ -25,6 +25,8 @@ pub enum Slot {
     Indices,
     /// The indexed build's status of indices out of range (`status`, atomic words).
     Status,
+    /// The indexed build's destination of scattered rows, as atomic words (`dst_atomic`).
+    OutputAtomic,
     /// The trace build's records (`trace_out`).
     Trace,
 }
@@ -47,7 +49,7 @@ impl Slot {
     pub fn output(self) -> bool {
         matches!(
             self,
-            Slot::OutputUnits(_) | Slot::OutputTail(_) | Slot::OutputWords
+            Slot::OutputUnits(_) | Slot::OutputTail(_) | Slot::OutputWords | Slot::OutputAtomic
         )
     }
 
@@ -62,6 +64,7 @@ impl Slot {
             Slot::OutputWords => ("dst_words".into(), "u32"),
             Slot::Indices => ("indices".into(), "u32"),
             Slot::Status => ("status".into(), "atomic<u32>"),
+            Slot::OutputAtomic => ("dst_atomic".into(), "atomic<u32>"),
             Slot::Trace => return records_declaration(binding),
         };
         let access = if self.writable() {
@@ -94,7 +97,7 @@ pub fn slots(
         }
     }
     if indexed {
-        slots.extend([Slot::Indices, Slot::Status]);
+        slots.extend([Slot::Indices, Slot::Status, Slot::OutputAtomic]);
     }
     if traced {
         slots.push(Slot::Trace);

@@ -45,12 +45,14 @@ impl<'a> Windows<'a> {
     }
 }
 
-/// The indexed build's own windows: its indices (buffer, offset, bytes) and, where the
-/// caller keeps one, its status (buffer, offset; 8 bytes).
+/// The indexed build's own windows: its indices (buffer, offset, bytes); where the caller
+/// keeps one, its status (buffer, offset; 8 bytes); where the dispatch scatters, the
+/// destination (buffer, offset, bytes).
 #[derive(Debug, Clone, Copy)]
 pub struct IndexWindows<'a> {
     pub indices: (&'a wgpu::Buffer, u64, u64),
     pub status: Option<(&'a wgpu::Buffer, u64)>,
+    pub scatter: Option<(&'a wgpu::Buffer, u64, u64)>,
 }
 
 /// One gather dispatch bound to its buffers ([`GatherPipeline::bind`]): recorded by
@@ -203,11 +205,11 @@ impl GatherPipeline {
         outputs: Windows<'_>,
         index: Option<IndexWindows<'_>>,
     ) -> Result<Vec<BoundDispatch>> {
-        if index.is_some() != self.status_stand_in.is_some() {
+        if index.is_some() != self.indexed_stand_ins.is_some() {
             return Err(SplitError::Device(format!(
                 "indices given: {}, to a build that binds them: {}",
                 index.is_some(),
-                self.status_stand_in.is_some()
+                self.indexed_stand_ins.is_some()
             )));
         }
         let (reads, writes) = (inputs.count(), outputs.count());
@@ -307,11 +309,24 @@ impl GatherPipeline {
                         resources.window(b, offset, size, None);
                     }
                 }
-                Slot::Status => match (index.and_then(|i| i.status), &self.status_stand_in) {
+                Slot::Status => match (
+                    index.and_then(|i| i.status),
+                    self.indexed_stand_ins.as_deref(),
+                ) {
                     (Some((b, offset)), _) => resources.window(b, offset, 8, None),
-                    (None, Some(stand_in)) => resources.list.push(stand_in.as_entire_binding()),
+                    (None, Some([s, _])) => resources.list.push(s.as_entire_binding()),
                     (None, None) => {}
                 },
+                Slot::OutputAtomic => {
+                    match (
+                        index.and_then(|i| i.scatter),
+                        self.indexed_stand_ins.as_deref(),
+                    ) {
+                        (Some((b, offset, size)), _) => resources.window(b, offset, size, None),
+                        (None, Some([_, s])) => resources.list.push(s.as_entire_binding()),
+                        (None, None) => {}
+                    }
+                }
                 #[cfg(feature = "bench")]
                 Slot::Trace => resources
                     .list

@@ -1,9 +1,9 @@
-//! `wgpu-split run --op gather`: ONNX Gather of a .npy file by a .npy of indices into
-//! `DIR/output_0.npy`, checked against the CPU reference. ONNX makes an index out of range an
-//! error: the status the shader records is read back, and the command names the first such
-//! index and writes nothing.
+//! `wgpu-split run --op gather|scatter-nd`: ONNX Gather of a .npy file by a .npy of indices,
+//! or ONNX ScatterND of a .npy of updates into it, into `DIR/output_0.npy`, checked against
+//! the CPU reference. ONNX makes an index out of range an error: the status the shader
+//! records is read back, and the command names the first such index and writes nothing.
 
-use super::args::RunArgs;
+use super::args::{Op, RunArgs};
 use super::exit::{CliError, CliResult};
 use super::outputs::OutputFiles;
 use super::progress::Progress;
@@ -13,45 +13,63 @@ use std::process::ExitCode;
 use std::time::Instant;
 use wgpu_split::{npy, ops, reference, OutputSink, SplitError};
 
-/// Runs the gather: both files read whole (the indices decide which rows are read).
+/// Runs the gather or the scatter: the files read whole (the indices decide which rows
+/// move).
 pub fn run(a: &RunArgs) -> CliResult {
     let t_total = Instant::now();
     check_options(a)?;
     check_out(a)?;
+    let name = op_name(a.op);
     let [input] = a.input.as_slice() else {
-        return Err(CliError::usage("--op gather takes one --input"));
+        return Err(CliError::usage(format!("--op {name} takes one --input")));
     };
     let indices_path = a
         .indices
         .as_ref()
-        .ok_or_else(|| CliError::usage("--op gather needs --indices"))?;
+        .ok_or_else(|| CliError::usage(format!("--op {name} needs --indices")))?;
     let choice = Engine::choice(a)?;
     let data = npy::read(input)?;
     let indices = npy::read(indices_path)?;
-    let plan = ops::gather(data.shape(), indices.shape(), attribute_axis(&a.axis)?)?;
+    let updates = match (a.op, &a.updates) {
+        (Op::ScatterNd, Some(path)) => Some(npy::read(path)?),
+        (Op::ScatterNd, None) => return Err(CliError::usage("--op scatter-nd needs --updates")),
+        _ => None,
+    };
+    let plan = match &updates {
+        Some(u) => ops::scatter_nd(data.shape(), indices.shape(), u.shape())?,
+        None => ops::gather(data.shape(), indices.shape(), attribute_axis(&a.axis)?)?,
+    };
     let files = OutputFiles::new(&[plan.output_shape()], data.dtype())?;
     files.check_room(&a.out)?;
     let engine = Engine::open(choice)?;
     let t = Instant::now();
     let (rows, status) = match &engine {
-        Engine::Cpu => reference::gather_rows(&plan, &data, &indices)?,
+        Engine::Cpu => match &updates {
+            Some(u) => reference::scatter_rows(&plan, &data, &indices, u)?,
+            None => reference::gather_rows(&plan, &data, &indices)?,
+        },
         Engine::Gpu(g) => {
-            let got = g.run_rows(&plan, &data, &indices)?;
+            let got = g.run_rows(&plan, &data, &indices, updates.as_ref())?;
             if !a.no_verify {
-                plan.verify(&data, &indices, &got)?;
+                plan.verify(&data, &indices, updates.as_ref(), &got)?;
             }
             got
         }
     };
-    let gather_ms = ms(t);
+    let rows_ms = ms(t);
     if let Some(i) = status.first_bad {
         let place = unflatten(i as usize, plan.indices_shape());
         let value = index_value(&indices, i as usize);
         return Err(CliError::usage(format!(
-            "indices{place:?} is {value}, out of range for axis {} of length {} (ONNX Gather \
+            "indices{place:?} is {value}, out of range for axis {} of length {} (ONNX {} \
              takes [-{len}, {len}); {} of {} indices are out of range); nothing was written",
             plan.axis(),
             plan.data_shape()[plan.axis()],
+            if updates.is_some() {
+                "ScatterND"
+            } else {
+                "Gather"
+            },
             status.bad_indices,
             plan.index_count(),
             len = plan.data_shape()[plan.axis()],
@@ -74,12 +92,12 @@ pub fn run(a: &RunArgs) -> CliResult {
             "indices": {"shape": indices.shape(), "dtype": indices.dtype().name(), "file": indices_path.display().to_string()},
             "outputs": [{"shape": plan.output_shape(), "file": file.display().to_string()}],
             "verified": verified.then_some(true),
-            "timings_ms": {"gather": gather_ms, "total": ms(t_total)},
+            "timings_ms": {"rows": rows_ms, "total": ms(t_total)},
         });
         say!("{report}");
     } else {
         say!(
-            "gather of {:?} {} by {:?} on {adapter} ({backend}): {:?}",
+            "{name} of {:?} {} by {:?} on {adapter} ({backend}): {:?}",
             data.shape(),
             data.dtype(),
             indices.shape(),

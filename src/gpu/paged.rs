@@ -1,0 +1,331 @@
+//! A paged KV write from the fused QKV projection ([`PagedKvPlan`]), recorded into the
+//! caller's encoder ([`GpuSplitter::encode_paged_kv`]) or run on host tensors
+//! ([`GpuSplitter::run_paged_kv`]): the queries (a plain entry) and the keys and values (two
+//! scatter entries) of the rows' program, in one dispatch of the indexed build.
+
+use crate::error::{Result, SplitError};
+use crate::gpu::device::{self, buffer_with, scoped_async};
+use crate::gpu::gather::abi::{Entry, Mode};
+use crate::gpu::gather::{binding_bytes, scatter_dispatch, window_limit, IndexWindows};
+use crate::gpu::gather::{ScatterJob, ScatterRows};
+use crate::gpu::placement::BufferRegion;
+use crate::gpu::round_trip::{map_read, read_mapped};
+use crate::gpu::rows::index_rule;
+use crate::gpu::GpuSplitter;
+use crate::plan::{CacheLayout, NegativeIndex, PagedKvPlan, RowsStatus};
+use crate::reference::PagedKvOutput;
+use crate::tensor::HostTensor;
+use crate::DType;
+
+/// Where a paged KV write reads and writes ([`GpuSplitter::encode_paged_kv`]). Each region
+/// starts at a multiple of the device's storage offset alignment.
+#[derive(Debug, Clone, Copy)]
+pub struct PagedKvBuffers<'a> {
+    /// The fused projection, `[tokens, (q_heads + 2 * kv_heads) * head_dim]`.
+    pub qkv: BufferRegion<'a>,
+    /// The slot of each token, `index_type` each (-1: padding).
+    pub slots: BufferRegion<'a>,
+    /// [`DType::I32`] or [`DType::I64`].
+    pub index_type: DType,
+    /// The queries out, `[tokens, q_heads * head_dim]`.
+    pub queries: BufferRegion<'a>,
+    /// The key cache, in the plan's layout.
+    pub k_cache: BufferRegion<'a>,
+    /// The value cache: in the key cache's buffer (the indexed build binds one destination),
+    /// apart from it.
+    pub v_cache: BufferRegion<'a>,
+    /// Where the shader counts the slots out of range ([`RowsStatus::BYTES`]); the caller
+    /// zeroes it before the dispatches it checks. `None`: nothing is recorded.
+    pub status: Option<BufferRegion<'a>>,
+}
+
+impl GpuSplitter {
+    /// Records the paged write of `plan` into `encoder`, elements of `dtype`, in one
+    /// dispatch: the queries out, each token's keys and values into the caches at its slot.
+    /// A slot of -1 is padding (nothing moves, nothing is counted); another slot outside the
+    /// caches moves no key or value and is counted in the status. Nothing is submitted.
+    pub fn encode_paged_kv(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &PagedKvPlan,
+        dtype: DType,
+        buffers: &PagedKvBuffers<'_>,
+    ) -> Result<()> {
+        device::block_on(
+            "GpuSplitter::encode_paged_kv",
+            self.encode_paged_kv_async(encoder, plan, dtype, buffers),
+        )
+    }
+
+    /// [`GpuSplitter::encode_paged_kv`] for async callers, and the one for WebGPU.
+    pub async fn encode_paged_kv_async(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &PagedKvPlan,
+        dtype: DType,
+        buffers: &PagedKvBuffers<'_>,
+    ) -> Result<()> {
+        self.probe.check("encoding a paged KV write")?;
+        let plan = PagedKvPlan::new(*plan)?;
+        let rule = index_rule(buffers.index_type, NegativeIndex::Padding)?;
+        let b = buffers;
+        let es = dtype.size() as u64;
+        let (t, hq, hkv, d) = (
+            plan.tokens as u64,
+            plan.q_heads as u64,
+            plan.kv_heads as u64,
+            plan.head_dim as u64,
+        );
+        let token = (hq + 2 * hkv) * d * es;
+        let cache = plan.slots() as u64 * hkv * d * es;
+        let (q_row, row) = (hq * d * es, hkv * d * es);
+        let sizes = Sizes {
+            qkv: binding_bytes(t * token),
+            slots: t * 4 * rule.words as u64,
+            queries: binding_bytes(t * q_row),
+            cache,
+        };
+        let base = check_regions(b, &sizes, self.offset_align())?;
+        let (k_at, v_at) = (b.k_cache.offset - base, b.v_cache.offset - base);
+        let window = k_at.max(v_at) + cache;
+        let part = |src_offset: u64, dst_offset: u64| match plan.layout {
+            CacheLayout::Nhd => ScatterRows {
+                src_offset,
+                src_stride: token,
+                src_head_step: 0,
+                heads: 1,
+                row_bytes: row,
+                dst_offset,
+                block_size: plan.block_size as u64,
+                dst_block_stride: plan.block_size as u64 * row,
+                dst_slot_stride: row,
+                dst_head_stride: 0,
+            },
+            CacheLayout::Hnd => ScatterRows {
+                src_offset,
+                src_stride: token,
+                src_head_step: d * es,
+                heads: hkv,
+                row_bytes: d * es,
+                dst_offset,
+                block_size: plan.block_size as u64,
+                dst_block_stride: plan.block_size as u64 * row,
+                dst_slot_stride: d * es,
+                dst_head_stride: plan.block_size as u64 * d * es,
+            },
+        };
+        let queries = Entry {
+            out_bytes: (t * q_row) as u32,
+            row_bytes: q_row as u32,
+            src_stride: token as u32,
+            mode: Mode::of(q_row | token) as u32,
+            dst_stride: q_row as u32,
+            ..Entry::default()
+        };
+        let job = ScatterJob {
+            tokens: t,
+            capacity: plan.slots() as u64,
+            rule,
+            src_bytes: t * token,
+            dst_bytes: window,
+            parts: vec![part(q_row, k_at), part(q_row + row, v_at)],
+            copy: Some(queries),
+        };
+        let limit = window_limit(&self.limits);
+        let Some(dispatch) = scatter_dispatch(&job, limit, self.gather_tuning)? else {
+            return Ok(());
+        };
+        let index = IndexWindows {
+            indices: (b.slots.buffer, b.slots.offset, sizes.slots),
+            status: b.status.map(|s| (s.buffer, s.offset)),
+            scatter: Some((b.k_cache.buffer, base, binding_bytes(window))),
+        };
+        self.record_indexed(encoder, dispatch, (&b.qkv, &b.queries), index)
+            .await
+    }
+
+    /// Runs the paged write of `plan` on host tensors: uploads `qkv`, the `slots` (i32 or
+    /// i64) and both caches, and reads back the queries, the caches and the status. Check it
+    /// with [`crate::reference::paged_kv_write`].
+    pub fn run_paged_kv(
+        &self,
+        plan: &PagedKvPlan,
+        qkv: &HostTensor,
+        slots: &HostTensor,
+        k_cache: &HostTensor,
+        v_cache: &HostTensor,
+    ) -> Result<PagedKvOutput> {
+        device::block_on(
+            "GpuSplitter::run_paged_kv",
+            self.run_paged_kv_async(plan, qkv, slots, k_cache, v_cache),
+        )
+    }
+
+    /// [`GpuSplitter::run_paged_kv`] for async callers, and the one for WebGPU.
+    pub async fn run_paged_kv_async(
+        &self,
+        plan: &PagedKvPlan,
+        qkv: &HostTensor,
+        slots: &HostTensor,
+        k_cache: &HostTensor,
+        v_cache: &HostTensor,
+    ) -> Result<PagedKvOutput> {
+        crate::reference::check_paged_tensors(plan, qkv, slots, k_cache, v_cache)?;
+        use wgpu::BufferUsages as U;
+        let dtype = qkv.dtype();
+        let align = self.offset_align();
+        let q_bytes = (plan.tokens * plan.q_heads * plan.head_dim * dtype.size()) as u64;
+        let cache = k_cache.bytes().len() as u64;
+        // One target buffer: the queries, the key cache, the value cache, the status.
+        let k_at = binding_bytes(q_bytes).next_multiple_of(align);
+        let v_at = (k_at + binding_bytes(cache)).next_multiple_of(align);
+        let status_at = (v_at + binding_bytes(cache)).next_multiple_of(align);
+        let size = status_at + 16;
+        let mut target = vec![0u8; size as usize];
+        target[k_at as usize..][..cache as usize].copy_from_slice(k_cache.bytes());
+        target[v_at as usize..][..cache as usize].copy_from_slice(v_cache.bytes());
+        let made = scoped_async(&self.device, "allocating the paged write's buffers", || {
+            let with = |label, bytes: &[u8], usage| buffer_with(&self.device, label, bytes, usage);
+            Ok::<_, SplitError>((
+                with("paged qkv", qkv.bytes(), U::STORAGE)?,
+                with("paged slots", slots.bytes(), U::STORAGE)?,
+                with("paged caches", &target, U::STORAGE | U::COPY_SRC)?,
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("paged readback"),
+                    size: size + binding_bytes(q_bytes).max(16),
+                    usage: U::MAP_READ | U::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+            ))
+        });
+        let (qkv_buf, slot_buf, caches, readback) = made.await??;
+        let q_size = binding_bytes(q_bytes).max(16);
+        let queries = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("paged queries"),
+            size: q_size,
+            usage: U::STORAGE | U::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let region = |buffer, offset| BufferRegion { buffer, offset };
+        let buffers = PagedKvBuffers {
+            qkv: BufferRegion::from(&qkv_buf),
+            slots: BufferRegion::from(&slot_buf),
+            index_type: slots.dtype(),
+            queries: BufferRegion::from(&queries),
+            k_cache: region(&caches, k_at),
+            v_cache: region(&caches, v_at),
+            status: Some(region(&caches, status_at)),
+        };
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        self.encode_paged_kv_async(&mut encoder, plan, dtype, &buffers)
+            .await?;
+        scoped_async(&self.device, "submitting the paged write", || {
+            encoder.copy_buffer_to_buffer(&caches, 0, &readback, 0, size);
+            encoder.copy_buffer_to_buffer(&queries, 0, &readback, size, q_size);
+            self.queue.submit([encoder.finish()]);
+        })
+        .await?;
+        map_read(&self.device, &readback).await?;
+        read_mapped(&readback, |bytes| {
+            let part = |at: u64, n: u64| bytes[at as usize..(at + n) as usize].to_vec();
+            let at = status_at as usize;
+            Ok(PagedKvOutput {
+                queries: HostTensor::new(dtype, plan.q_shape(), part(size, q_bytes))?,
+                k_cache: HostTensor::new(dtype, plan.cache_shape(), part(k_at, cache))?,
+                v_cache: HostTensor::new(dtype, plan.cache_shape(), part(v_at, cache))?,
+                status: RowsStatus::from_bytes(&bytes[at..at + 8]).unwrap_or_default(),
+            })
+        })
+    }
+}
+
+/// The bytes a paged write binds of each region.
+struct Sizes {
+    qkv: u64,
+    slots: u64,
+    queries: u64,
+    cache: u64,
+}
+
+/// Checks each region of `b` against `sizes` and the storage offset alignment `align`, the
+/// caches in one buffer and apart, no region written in a buffer read, the regions written
+/// apart; returns where the caches' window starts (the lower cache's offset).
+fn check_regions(b: &PagedKvBuffers<'_>, sizes: &Sizes, align: u64) -> Result<u64> {
+    let storage = wgpu::BufferUsages::STORAGE;
+    b.qkv.check(
+        "qkv",
+        sizes.qkv,
+        "its tokens, rounded up to 4",
+        storage,
+        align,
+    )?;
+    b.slots
+        .check("slots", sizes.slots, "one slot per token", storage, align)?;
+    b.queries.check(
+        "queries",
+        sizes.queries,
+        "its tokens, rounded up to 4",
+        storage,
+        align,
+    )?;
+    b.k_cache
+        .check("k_cache", sizes.cache, "its slots", storage, align)?;
+    b.v_cache
+        .check("v_cache", sizes.cache, "its slots", storage, align)?;
+    if b.k_cache.buffer != b.v_cache.buffer {
+        return Err(SplitError::BadBuffer(
+            "the key and value caches are in two buffers; a paged write binds one destination \
+             (place both caches in one buffer, apart)"
+                .into(),
+        ));
+    }
+    let cache_end = |r: &BufferRegion| r.offset + sizes.cache;
+    let base = b.k_cache.offset.min(b.v_cache.offset);
+    let end = cache_end(&b.k_cache).max(cache_end(&b.v_cache));
+    let mut written = vec![
+        ("the caches", b.k_cache.buffer, base, end),
+        (
+            "queries",
+            b.queries.buffer,
+            b.queries.offset,
+            b.queries.offset + sizes.queries,
+        ),
+    ];
+    if let Some(s) = b.status {
+        s.check(
+            "status",
+            RowsStatus::BYTES,
+            "a count and a place",
+            storage,
+            align,
+        )?;
+        written.push(("status", s.buffer, s.offset, s.offset + RowsStatus::BYTES));
+    }
+    let apart =
+        |a: &BufferRegion, b: &BufferRegion| a.offset >= cache_end(b) || b.offset >= cache_end(a);
+    if !apart(&b.k_cache, &b.v_cache) {
+        return Err(SplitError::BadBuffer(format!(
+            "the key cache at {} and the value cache at {} overlap ({} bytes each)",
+            b.k_cache.offset, b.v_cache.offset, sizes.cache
+        )));
+    }
+    for (i, &(name, buffer, start, stop)) in written.iter().enumerate() {
+        for (read, r) in [("qkv", &b.qkv), ("slots", &b.slots)] {
+            if buffer == r.buffer {
+                return Err(SplitError::BadBuffer(format!(
+                    "{name} are in the {read}'s buffer; wgpu binds a buffer read-only or \
+                     writable in one dispatch"
+                )));
+            }
+        }
+        for &(other, o_buffer, o_start, o_stop) in &written[i + 1..] {
+            if buffer == o_buffer && start < o_stop && o_start < stop {
+                return Err(SplitError::BadBuffer(format!(
+                    "{name} (bytes {start} to {stop}) overlap {other} (bytes {o_start} to \
+                     {o_stop})"
+                )));
+            }
+        }
+    }
+    Ok(base)
+}

@@ -1,0 +1,106 @@
+//! [`PagedKvPlan`]: a paged KV cache written from the fused QKV projection, the queries
+//! written out beside it, in one dispatch. Pure shape arithmetic.
+
+use crate::error::{Result, SplitError};
+use crate::plan::MAX_GATHER_AXIS;
+
+/// How a paged cache lays out one block of slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheLayout {
+    /// `[blocks, block_size, kv_heads, head_dim]`: a slot's heads side by side (vLLM's
+    /// `reshape_and_cache_flash`, FlashInfer's NHD).
+    Nhd,
+    /// `[blocks, kv_heads, block_size, head_dim]`: a head's slots side by side (FlashInfer's
+    /// HND).
+    Hnd,
+}
+
+/// A paged KV write ([`crate::ops::paged_kv_write`]). The fused projection `qkv` holds a
+/// row per token: its queries, then its keys, then its values (`q_heads`, `kv_heads` and
+/// `kv_heads` heads of `head_dim`). The queries go out packed (`[tokens, q_heads *
+/// head_dim]`); the keys and values go to their caches of `blocks` blocks of `block_size`
+/// slots at `slot_mapping[t]`: slot `s` is block `s / block_size`, place `s % block_size`.
+/// A slot of -1 is padding: no byte of that token's keys and values moves, and it is not
+/// counted. Any other slot outside the caches is counted in the status and moves nothing
+/// (its queries still move).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PagedKvPlan {
+    pub(crate) tokens: usize,
+    pub(crate) q_heads: usize,
+    pub(crate) kv_heads: usize,
+    pub(crate) head_dim: usize,
+    pub(crate) blocks: usize,
+    pub(crate) block_size: usize,
+    pub(crate) layout: CacheLayout,
+}
+
+impl PagedKvPlan {
+    /// Checks the sizes: every count at least 1 but `tokens`, the slots (`blocks *
+    /// block_size`) at most [`MAX_GATHER_AXIS`].
+    pub(crate) fn new(plan: PagedKvPlan) -> Result<Self> {
+        let sizes = [
+            ("q_heads", plan.q_heads),
+            ("kv_heads", plan.kv_heads),
+            ("head_dim", plan.head_dim),
+            ("blocks", plan.blocks),
+            ("block_size", plan.block_size),
+        ];
+        for (what, n) in sizes {
+            if n == 0 {
+                return Err(SplitError::DataMismatch(format!(
+                    "a paged write's {what} is 0; it must be at least 1"
+                )));
+            }
+        }
+        let slots = plan.blocks.checked_mul(plan.block_size);
+        if slots.is_none_or(|s| s > MAX_GATHER_AXIS) {
+            return Err(SplitError::TooLarge(format!(
+                "{} blocks of {} slots; a paged cache takes at most {MAX_GATHER_AXIS} slots",
+                plan.blocks, plan.block_size
+            )));
+        }
+        let row = (plan.q_heads + 2 * plan.kv_heads).checked_mul(plan.head_dim);
+        let whole = row.and_then(|r| r.checked_mul(plan.tokens));
+        let cache = slots.and_then(|s| s.checked_mul(plan.kv_heads * plan.head_dim));
+        if whole.is_none() || cache.is_none() {
+            return Err(SplitError::TooLarge(format!("{plan:?} overflows a count")));
+        }
+        Ok(plan)
+    }
+
+    /// Tokens (the padded batch, fixed as CUDA graphs fix it; padding slots are -1).
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// The cache's layout.
+    pub fn layout(&self) -> CacheLayout {
+        self.layout
+    }
+
+    /// The slots of each cache.
+    pub fn slots(&self) -> usize {
+        self.blocks * self.block_size
+    }
+
+    /// The fused projection's shape: `[tokens, (q_heads + 2 * kv_heads) * head_dim]`.
+    pub fn qkv_shape(&self) -> Vec<usize> {
+        vec![
+            self.tokens,
+            (self.q_heads + 2 * self.kv_heads) * self.head_dim,
+        ]
+    }
+
+    /// The queries' shape: `[tokens, q_heads * head_dim]`.
+    pub fn q_shape(&self) -> Vec<usize> {
+        vec![self.tokens, self.q_heads * self.head_dim]
+    }
+
+    /// Each cache's shape, in its layout.
+    pub fn cache_shape(&self) -> Vec<usize> {
+        match self.layout {
+            CacheLayout::Nhd => vec![self.blocks, self.block_size, self.kv_heads, self.head_dim],
+            CacheLayout::Hnd => vec![self.blocks, self.kv_heads, self.block_size, self.head_dim],
+        }
+    }
+}

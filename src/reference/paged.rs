@@ -1,0 +1,106 @@
+//! A paged KV write on the CPU ([`PagedKvPlan`]), element by element from the layouts'
+//! definitions (nothing shared with the GPU path's records).
+
+use crate::error::{Result, SplitError};
+use crate::plan::{CacheLayout, PagedKvPlan, RowsStatus};
+use crate::tensor::HostTensor;
+
+/// What a paged write gives: the queries, both caches after the write, and the status of the
+/// slots out of range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PagedKvOutput {
+    /// `[tokens, q_heads * head_dim]`.
+    pub queries: HostTensor,
+    /// The key cache, in the plan's layout.
+    pub k_cache: HostTensor,
+    /// The value cache, in the plan's layout.
+    pub v_cache: HostTensor,
+    /// The slots out of range (padding, -1, is not counted).
+    pub status: RowsStatus,
+}
+
+/// The paged write of `plan` on the CPU: `qkv`'s queries out, its keys and values into
+/// copies of `k_cache` and `v_cache` at each token's slot of `slots` (i32 or i64, -1 padding).
+pub fn paged_kv_write(
+    plan: &PagedKvPlan,
+    qkv: &HostTensor,
+    slots: &HostTensor,
+    k_cache: &HostTensor,
+    v_cache: &HostTensor,
+) -> Result<PagedKvOutput> {
+    check_tensors(plan, qkv, slots, k_cache, v_cache)?;
+    let es = qkv.dtype().size();
+    let (hq, hkv, d, bs) = (plan.q_heads, plan.kv_heads, plan.head_dim, plan.block_size);
+    let token = (hq + 2 * hkv) * d;
+    let values = super::rows::index_values(slots)?;
+    let mut q = Vec::with_capacity(plan.tokens * hq * d * es);
+    let mut caches = [k_cache.bytes().to_vec(), v_cache.bytes().to_vec()];
+    let mut status = RowsStatus::default();
+    let src = qkv.bytes();
+    for (t, &s) in values.iter().enumerate() {
+        q.extend_from_slice(&src[t * token * es..(t * token + hq * d) * es]);
+        if s == -1 {
+            continue;
+        }
+        if !(0..plan.slots() as i64).contains(&s) {
+            status.bad_indices += 1;
+            status.first_bad.get_or_insert(t as u32);
+            continue;
+        }
+        let (block, place) = (s as usize / bs, s as usize % bs);
+        for (c, cache) in caches.iter_mut().enumerate() {
+            for h in 0..hkv {
+                // Element (block, place, h, 0) or (block, h, place, 0) of the cache.
+                let at = match plan.layout {
+                    CacheLayout::Nhd => ((block * bs + place) * hkv + h) * d,
+                    CacheLayout::Hnd => ((block * hkv + h) * bs + place) * d,
+                };
+                let from = t * token + (hq + c * hkv + h) * d;
+                cache[at * es..(at + d) * es].copy_from_slice(&src[from * es..(from + d) * es]);
+            }
+        }
+    }
+    let dtype = qkv.dtype();
+    let [k, v] = caches;
+    Ok(PagedKvOutput {
+        queries: HostTensor::new(dtype, plan.q_shape(), q)?,
+        k_cache: HostTensor::new(dtype, plan.cache_shape(), k)?,
+        v_cache: HostTensor::new(dtype, plan.cache_shape(), v)?,
+        status,
+    })
+}
+
+/// Refuses tensors other than the plan's: the fused projection and both caches of its shapes
+/// and one dtype, the slots i32 or i64 of shape `[tokens]`.
+pub(crate) fn check_tensors(
+    plan: &PagedKvPlan,
+    qkv: &HostTensor,
+    slots: &HostTensor,
+    k_cache: &HostTensor,
+    v_cache: &HostTensor,
+) -> Result<()> {
+    let want = [
+        ("qkv", qkv, plan.qkv_shape()),
+        ("slot_mapping", slots, vec![plan.tokens]),
+        ("k_cache", k_cache, plan.cache_shape()),
+        ("v_cache", v_cache, plan.cache_shape()),
+    ];
+    for (what, t, shape) in want {
+        if t.shape() != shape {
+            return Err(SplitError::DataMismatch(format!(
+                "{what} has shape {:?}; the plan's is {shape:?}",
+                t.shape()
+            )));
+        }
+    }
+    for (what, t) in [("k_cache", k_cache), ("v_cache", v_cache)] {
+        if t.dtype() != qkv.dtype() {
+            return Err(SplitError::DataMismatch(format!(
+                "{what} is {}, qkv {}: a paged write moves one dtype",
+                t.dtype(),
+                qkv.dtype()
+            )));
+        }
+    }
+    super::rows::index_values(slots).map(|_| ())
+}
