@@ -1,5 +1,7 @@
 // Rows placed by indices that live on the device (the indexed build: `indices`, `status` and
-// `dst_atomic`, declared by the host with the other bindings). An index the host never sees
+// `dst_scatter`, declared by the host with the other bindings, and `scatter_chunk`, which the
+// build gives: a vec4 a chunk, plain word stores, or compare-and-swap where rows share
+// words). An index the host never sees
 // is checked here: one out of range moves no byte (a gather's rows of it are zeros), and the
 // status counts it (`status[0]`) and keeps the first place (`status[1]`, inverted, so an
 // atomic max keeps the smallest and zeroed words read as none). No index is clamped, wrapped
@@ -45,11 +47,7 @@ fn record_bad_index(i: u32) {
 fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {
     let x = read_index_rows(p, entry_index);
     if (e.mode == MODE_SCATTER) {
-        let chunks = (e.row_bytes + 15u) / 16u;
-        let span = lane_span(p, a, b, x.count * x.heads * chunks);
-        for (var u = span.x; u < span.y; u += span.z) {
-            scatter_unit(e, x, u, chunks);
-        }
+        scatter_units(e, x, lane_span(p, a, b, x.count * x.heads * ((e.row_bytes + 15u) / 16u)));
     } else {
         let span = lane_span(p, a, b, entry_units(e));
         for (var u = span.x; u < span.y; u += span.z) {
@@ -94,34 +92,62 @@ fn gather_unit(e: Entry, x: IndexRows, u: u32) {
 
 // ---- A scatter: each row's 16-byte chunks, placed where its index says ----
 
-// Chunk `u` of the scatter `e` (`chunks` a row): bytes `16 * k ..` of row `(t, h)`, to its
-// slot's place; a token whose index is out of range is recorded by its first chunk.
-fn scatter_unit(e: Entry, x: IndexRows, u: u32, chunks: u32) {
-    let row = u / chunks;
-    let k = u - row * chunks;
-    let t = row / x.heads;
-    let h = row - t * x.heads;
-    let s = indexed_row(x, t);
-    if (s == NO_ROW) {
-        if (k == 0u && h == 0u && x.counts == 1u) {
+// The chunks `span` (first, end, step) of the scatter `e`: chunk `k` of row `(t, h)` is
+// bytes `16 * k ..` of that row, placed at its slot's row. The place moves along with the
+// chunks (a division only where a step passes a row: a CPU adapter's lane takes a run of
+// chunks, a GPU's lanes every 256th), and a token's slot is read once per token a lane meets;
+// a token whose index is out of range is recorded by its first chunk.
+fn scatter_units(e: Entry, x: IndexRows, span: vec3<u32>) {
+    let chunks = (e.row_bytes + 15u) / 16u;
+    var row = span.x / chunks;
+    var k = span.x - row * chunks;
+    var t = row / x.heads;
+    var h = row - t * x.heads;
+    var slot_of = 0xffffffffu;
+    var s = NO_ROW;
+    var base = 0u;
+    for (var u = span.x; u < span.y; u += span.z) {
+        if (slot_of != t) {
+            slot_of = t;
+            s = indexed_row(x, t);
+            let block = s / x.block_size;
+            base = x.dst_offset + block * x.dst_block_stride + (s - block * x.block_size) * x.dst_slot_stride;
+        }
+        if (s < PADDING) {
+            let at = base + h * x.dst_head_stride + k * 16u;
+            let src = e.src_offset + t * e.src_stride + h * x.src_head_step + k * 16u;
+            scatter_chunk(at, src, min(16u, e.row_bytes - k * 16u));
+        } else if (s == NO_ROW && k == 0u && h == 0u && x.counts == 1u) {
             record_bad_index(t);
         }
-        return;
+        // The next chunk of the lane: `span.z` on.
+        k += span.z;
+        if (k >= chunks) {
+            let rows = k / chunks;
+            k -= rows * chunks;
+            h += rows;
+            if (h >= x.heads) {
+                let tokens = h / x.heads;
+                t += tokens;
+                h -= tokens * x.heads;
+            }
+        }
     }
-    if (s == PADDING) {
-        return;
-    }
-    let block = s / x.block_size;
-    let at = x.dst_offset + block * x.dst_block_stride + (s - block * x.block_size) * x.dst_slot_stride + h * x.dst_head_stride + k * 16u;
-    let src = e.src_offset + t * e.src_stride + h * x.src_head_step + k * 16u;
-    scatter_bytes(at, load_bytes16(0u, src), min(16u, e.row_bytes - k * 16u));
 }
 
-// The first `n` bytes of `v` stored from byte `at` of `dst_atomic` on: whole words as they
-// are, the words a row shares with its neighbours (rows not of whole words) merged by
-// compare-and-swap, so every other byte keeps its value whatever the order of the lanes.
+// The first `n` bytes of `v` stored from byte `at` of `dst_scatter` on: a chunk of whole
+// words at a word as its four words, else each word it meets with the bytes it has there
+// (`store_merged`), so every other byte keeps its value whatever the order of the lanes.
 fn scatter_bytes(at: u32, v: vec4<u32>, n: u32) {
     let d = at % 4u;
+    if (d == 0u && n == 16u) {
+        let w = at / 4u;
+        store_merged(w, v.x, 0xffffffffu);
+        store_merged(w + 1u, v.y, 0xffffffffu);
+        store_merged(w + 2u, v.z, 0xffffffffu);
+        store_merged(w + 3u, v.w, 0xffffffffu);
+        return;
+    }
     let r = d * 8u;
     // The 20 bytes `d` zeros ++ v, as five words (a shift by 32 would wrap: d = 0 apart).
     var z = array<u32, 5>(v.x, v.y, v.z, v.w, 0u);
@@ -135,24 +161,5 @@ fn scatter_bytes(at: u32, v: vec4<u32>, n: u32) {
         let below_hi = select((1u << (hi * 8u)) - 1u, 0xffffffffu, hi >= 4u);
         let below_lo = select((1u << (lo * 8u)) - 1u, 0xffffffffu, lo >= 4u);
         store_merged(at / 4u + j, z[j], below_hi & ~below_lo);
-    }
-}
-
-// Word `w` of `dst_atomic` with the bytes `mask` marks from `x`. A partial word is swapped in
-// until no other lane changed it between the load and the swap: each failure is another
-// lane's success, so the loop ends.
-fn store_merged(w: u32, x: u32, mask: u32) {
-    trace(TRACE_DST, 4u * w, 4u);
-    if (mask == 0xffffffffu) {
-        atomicStore(&dst_atomic[w], x);
-        return;
-    }
-    var old = atomicLoad(&dst_atomic[w]);
-    loop {
-        let r = atomicCompareExchangeWeak(&dst_atomic[w], old, (old & ~mask) | (x & mask));
-        if (r.exchanged) {
-            break;
-        }
-        old = r.old_value;
     }
 }

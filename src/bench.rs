@@ -12,6 +12,7 @@
 mod attention;
 mod buffers;
 mod memory;
+mod rows;
 mod suite;
 mod timing;
 
@@ -19,6 +20,7 @@ pub use attention::Layout;
 use buffers::wait;
 pub use buffers::CaseBuffers;
 pub use memory::{memory_report, MemoryReport, WARPS};
+pub use rows::{rows_suite, RowsCase, RowsCaseKind, RowsResult};
 pub use suite::{standard_suite, Case};
 pub use timing::{gbps, median, Time};
 
@@ -31,8 +33,7 @@ pub use crate::tensor::byte_count;
 use timing::{time_interleaved, time_ms, DeviceClock};
 
 use crate::error::Result;
-use crate::gpu::device::{block_on, scoped};
-use crate::gpu::gather::grid;
+use crate::gpu::device::block_on;
 use crate::reference;
 use crate::GpuSplitter;
 
@@ -231,57 +232,12 @@ impl<'a> Bencher<'a> {
             false => (&buffers.input, &buffers.output),
             true => (&buffers.output, &buffers.input),
         };
-        let in_size = buffers.input.size();
-
-        let binding = |buffer| {
-            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer,
-                offset: 0,
-                size: std::num::NonZeroU64::new(in_size),
-            })
-        };
-        // Each copy kernel with its bind group and its grid.
-        let mut kernels = Vec::new();
-        for (units, pipeline) in &self.copy_kernels {
-            let bind_group = scoped(device, "binding the copy kernel", || {
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("bench copy"),
-                    layout: &pipeline.get_bind_group_layout(0),
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: binding(input),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: binding(output),
-                        },
-                    ],
-                })
-            })?;
-            let grid = grid(
-                &self.gpu.limits,
-                (in_size / 16).div_ceil(256 * *units as u64),
-            )?;
-            kernels.push((*units, pipeline, bind_group, grid));
-        }
+        let yardsticks = self.yardsticks(input, output, buffers.input.size())?;
         let copy = |kind: CopyKind| {
-            // The kernel of `kind`, found once, out of the timed closure.
-            let kernel = kernels.iter().find(|k| Some(k.0) == kind.units());
+            let yardsticks = &yardsticks;
             move || {
                 self.submit(|encoder| {
-                    for _ in 0..self.batch {
-                        match kernel {
-                            Some((_, pipeline, bind_group, (x, y))) => {
-                                let mut pass = encoder.begin_compute_pass(&Default::default());
-                                pass.set_pipeline(pipeline);
-                                pass.set_bind_group(0, bind_group, &[]);
-                                pass.dispatch_workgroups(*x, *y, 1);
-                            }
-                            None => encoder.copy_buffer_to_buffer(input, 0, output, 0, in_size),
-                        }
-                    }
-                    Ok(())
+                    (0..self.batch).try_for_each(|_| yardsticks.record(kind, encoder))
                 })
             }
         };

@@ -7,8 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 use wgpu_split::bench::{
-    gbps, median, memory_report, standard_suite, Bencher, Case, CaseResult, CopyKind, MemoryReport,
-    Time, WARPS,
+    gbps, median, memory_report, rows_suite, standard_suite, Bencher, Case, CaseResult, CopyKind,
+    MemoryReport, RowsCase, RowsResult, Time, WARPS,
 };
 use wgpu_split::trace::analysis::MemoryFigures;
 use wgpu_split::{GatherMode, GpuSplitter, RouteChoice, SplitOptions};
@@ -33,7 +33,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
     let gather_mode = gpu.options().gather_mode.unwrap_or(GatherMode::Gpu);
     let info = gpu.device().adapter_info();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?.with_batch(a.batch.into());
-    let suite = chosen_cases(&a.cases)?;
+    let (suite, rows_suite) = chosen_cases(&a.cases)?;
     let bar = ProgressBar::new(suite.len() as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -50,10 +50,25 @@ pub fn run(a: &BenchArgs) -> CliResult {
         results.push((result, memory));
         bar.inc(1);
     }
+    // A case of rows placed by indices binds its data whole: one past this device's binding
+    // is reported as such.
+    let (mut rows_results, mut rows_past) = (Vec::new(), Vec::new());
+    for case in &rows_suite {
+        bar.set_message(case.name);
+        match bencher.run_rows_case(case) {
+            Err(wgpu_split::SplitError::TooLarge(why)) => rows_past.push((case.name, why)),
+            result => rows_results.push(result?),
+        }
+    }
     bar.finish_and_clear();
     // Each case times empty round trips in turn with its split; the adapter's figure is the
     // median over the cases.
-    let roundtrip_ms = median(results.iter().map(|(r, _)| r.roundtrip_ms).collect());
+    let roundtrip_ms = median(
+        results
+            .iter()
+            .map(|(r, _)| r.roundtrip_ms)
+            .collect::<Vec<_>>(),
+    );
 
     say!(
         "adapter: {} ({:?}); route: {}; gather: {:?}; splits per submission: {}; empty submit + \
@@ -67,6 +82,10 @@ pub fn run(a: &BenchArgs) -> CliResult {
     );
     say!("{}", clock_line(bencher.device_time()));
     print_rates(&results);
+    print_rows(&rows_results);
+    for (name, why) in &rows_past {
+        say!("  {name:<18} not run on this device: {why}");
+    }
     say!();
     say!("programs (each gather dispatch's entry point, lane mapping and channels):");
     for (r, _) in &results {
@@ -108,6 +127,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
             "clock": clock_name(bencher.device_time()),
             "roundtrip_ms": roundtrip_ms,
             "cases": cases,
+            "rows_cases": rows_results.iter().map(rows_json).collect::<Vec<_>>(),
         });
         let text =
             serde_json::to_string_pretty(&report).map_err(|e| CliError::usage(e.to_string()))?;
@@ -135,24 +155,74 @@ fn check_writable(option: &str, path: &std::path::Path) -> CliResult<()> {
     Ok(())
 }
 
-/// The standard suite, or the named cases of it; an unknown name is a usage error.
-fn chosen_cases(names: &[String]) -> CliResult<Vec<Case>> {
-    let mut suite = standard_suite();
+/// The standard suite and the suite of rows placed by indices, or the named cases of them;
+/// an unknown name is a usage error.
+fn chosen_cases(names: &[String]) -> CliResult<(Vec<Case>, Vec<RowsCase>)> {
+    let (mut suite, mut rows) = (standard_suite(), rows_suite());
     if names.is_empty() {
-        return Ok(suite);
+        return Ok((suite, rows));
     }
-    if let Some(unknown) = names
-        .iter()
-        .find(|n| !suite.iter().any(|c| c.name == n.as_str()))
-    {
-        let all: Vec<&str> = suite.iter().map(|c| c.name).collect();
+    let known = |n: &str| suite.iter().any(|c| c.name == n) || rows.iter().any(|c| c.name == n);
+    if let Some(unknown) = names.iter().find(|n| !known(n)) {
+        let all: Vec<&str> = suite
+            .iter()
+            .map(|c| c.name)
+            .chain(rows.iter().map(|c| c.name))
+            .collect();
         return Err(CliError::usage(format!(
             "unknown case {unknown:?}; cases are {}",
             all.join(", ")
         )));
     }
     suite.retain(|c| names.iter().any(|n| n == c.name));
-    Ok(suite)
+    rows.retain(|c| names.iter().any(|n| n == c.name));
+    Ok((suite, rows))
+}
+
+/// The cases of rows placed by indices: each one's rate beside the fastest copy of its bytes.
+fn print_rows(results: &[RowsResult]) {
+    if results.is_empty() {
+        return;
+    }
+    say!();
+    say!("rows placed by indices (one dispatch each; the copies move the same bytes):");
+    say!(
+        "  {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}",
+        "case",
+        "MB",
+        "GB/s",
+        "copy GB/s",
+        "vs copy",
+        "vs kernel"
+    );
+    for r in results {
+        let best = r
+            .copies
+            .iter()
+            .map(|t| t.ms())
+            .fold(f64::INFINITY, f64::min);
+        say!(
+            "  {:<18} {:>9.2} {:>10.1} {:>10.1} {:>9.2} {:>10.2}",
+            r.name,
+            r.bytes as f64 / 1e6,
+            gbps(r.bytes as usize, r.ours.ms()),
+            gbps(r.bytes as usize, best),
+            r.over_best_copy(),
+            r.over_copy_kernel()
+        );
+    }
+}
+
+/// A case of rows placed by indices in the JSON report.
+fn rows_json(r: &RowsResult) -> Value {
+    json!({
+        "name": r.name,
+        "bytes": r.bytes,
+        "ms": r.ours.ms(),
+        "copies_ms": r.copies.iter().map(|t| t.ms()).collect::<Vec<_>>(),
+        "over_best_copy": r.over_best_copy(),
+        "over_copy_kernel": r.over_copy_kernel(),
+    })
 }
 
 /// What the rates and ratios are taken from, in the report.

@@ -34,6 +34,7 @@ mod view_entries;
 pub use abi::{binding_bytes, window_limit, MAX_DST_BINDINGS, UNIT_BYTES};
 #[cfg(feature = "bench")]
 pub use blocks::grid;
+pub use builds::ScatterStores;
 pub use dispatches::{
     fits_one_dispatch, multi_output_dispatch, plan_dispatches, Dispatch, GatherTuning,
 };

@@ -140,7 +140,8 @@ impl GpuSplitter {
             status: b.status.map(|s| (s.buffer, s.offset)),
             scatter: Some((b.k_cache.buffer, base, binding_bytes(window))),
         };
-        self.record_indexed(encoder, dispatch, (&b.qkv, &b.queries), index)
+        let stores = job.stores();
+        self.record_indexed(encoder, dispatch, stores, (&b.qkv, &b.queries), index)
             .await
     }
 

@@ -7,7 +7,7 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, buffer_with, scoped_async};
 use crate::gpu::gather::{
     binding_bytes, gather_dispatch, record_bound, scatter_dispatch, window_limit, Dispatch,
-    GatherPipeline, IndexRule, IndexWindows, ScatterJob, ScatterRows, Windows,
+    GatherPipeline, IndexRule, IndexWindows, ScatterJob, ScatterRows, ScatterStores, Windows,
 };
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::round_trip::{map_read, read_mapped};
@@ -89,8 +89,11 @@ impl GpuSplitter {
         let limit = window_limit(&self.limits);
         let tuning = self.gather_tuning;
         let index_bytes = rows.count * 4 * rule.words as u64;
-        let (dispatch, scatter) = match plan.kind() {
-            RowsKind::Gather => (gather_dispatch(rows, rule, limit, tuning)?, None),
+        let (dispatch, scatter, stores) = match plan.kind() {
+            RowsKind::Gather => {
+                let dispatch = gather_dispatch(rows, rule, limit, tuning)?;
+                (dispatch, None, ScatterStores::Words)
+            }
             RowsKind::Scatter => {
                 let data = rows.data_bytes()?;
                 let job = ScatterJob {
@@ -118,7 +121,8 @@ impl GpuSplitter {
                     buffers.target.offset,
                     binding_bytes(data),
                 );
-                (scatter_dispatch(&job, limit, tuning)?, Some(target))
+                let stores = job.stores();
+                (scatter_dispatch(&job, limit, tuning)?, Some(target), stores)
             }
         };
         let Some(dispatch) = dispatch else {
@@ -133,7 +137,8 @@ impl GpuSplitter {
             scatter,
         };
         let windows = (&buffers.source, &buffers.target);
-        self.record_indexed(encoder, dispatch, windows, index).await
+        self.record_indexed(encoder, dispatch, stores, windows, index)
+            .await
     }
 
     /// Records the indexed `dispatch` reading `windows.0` and writing `windows.1` (its `dst`:
@@ -142,10 +147,11 @@ impl GpuSplitter {
         &self,
         encoder: &mut wgpu::CommandEncoder,
         dispatch: Dispatch,
+        stores: ScatterStores,
         windows: (&BufferRegion<'_>, &BufferRegion<'_>),
         index: IndexWindows<'_>,
     ) -> Result<()> {
-        let pipeline = self.indexed_pipeline().await?;
+        let pipeline = self.indexed_pipeline(stores).await?;
         let tables = self
             .kept
             .tables(&self.device, &[dispatch.table_bytes()?])
@@ -251,13 +257,15 @@ impl GpuSplitter {
         })
     }
 
-    /// The indexed build, compiled on first use and shared by clones.
-    async fn indexed_pipeline(&self) -> Result<GatherPipeline> {
-        if let Some(p) = self.indexed.get() {
+    /// The indexed build whose scatter stores as `stores` says, compiled on first use and
+    /// shared by clones.
+    async fn indexed_pipeline(&self, stores: ScatterStores) -> Result<GatherPipeline> {
+        let cell = &self.indexed[stores as usize];
+        if let Some(p) = cell.get() {
             return Ok(p.clone());
         }
-        let made = GatherPipeline::indexed(&self.device).await?;
-        Ok(self.indexed.get_or_init(|| made).clone())
+        let made = GatherPipeline::indexed(&self.device, stores).await?;
+        Ok(cell.get_or_init(|| made).clone())
     }
 }
 

@@ -19,7 +19,7 @@ pub use bindings::{tail_start, InputBindings, OutputBindings};
 use slot::declarations;
 #[cfg(feature = "bench")]
 use slot::records_declaration;
-pub use slot::{fits_stage, single_output, slots, Slot};
+pub use slot::{fits_stage, single_output, slots, ScatterStores, Slot};
 
 mod bindings;
 mod slot;
@@ -200,6 +200,68 @@ const NOT_INDEXED: &str = "
 fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {}
 ";
 
+/// The indexed build's store of a scattered chunk (`scatter_chunk(at, src, n)`: `n` bytes
+/// from source byte `src` to byte `at` of `dst_scatter`): one vec4 ([`ScatterStores::Units`]),
+/// or its words through `store_merged(w, x, mask)`, word `w` with the bytes `mask` marks from
+/// `x`: plain ([`ScatterStores::Words`]: every mask whole, no word shared, a read-modify-write
+/// otherwise exact), or swapped in until no other lane changed the word between the load and
+/// the swap ([`ScatterStores::Shared`]: each failure is another lane's success, so the loop
+/// ends).
+fn scatter_store(stores: ScatterStores) -> &'static str {
+    match stores {
+        ScatterStores::Units => {
+            "
+fn scatter_chunk(at: u32, src: u32, n: u32) {
+    trace(TRACE_DST, at, 16u);
+    dst_scatter[at / 16u] = load_vec4(src / 16u);
+}
+
+// Not called: `scatter_chunk` above stores every chunk whole (`scatter_bytes` is not reached).
+fn store_merged(w: u32, x: u32, mask: u32) {}
+"
+        }
+        ScatterStores::Words => {
+            "
+fn scatter_chunk(at: u32, src: u32, n: u32) {
+    scatter_bytes(at, load_bytes16(0u, src), n);
+}
+
+fn store_merged(w: u32, x: u32, mask: u32) {
+    trace(TRACE_DST, 4u * w, 4u);
+    if (mask == 0xffffffffu) {
+        dst_scatter[w] = x;
+    } else {
+        dst_scatter[w] = (dst_scatter[w] & ~mask) | (x & mask);
+    }
+}
+"
+        }
+        ScatterStores::Shared => {
+            "
+fn scatter_chunk(at: u32, src: u32, n: u32) {
+    scatter_bytes(at, load_bytes16(0u, src), n);
+}
+
+fn store_merged(w: u32, x: u32, mask: u32) {
+    trace(TRACE_DST, 4u * w, 4u);
+    if (mask == 0xffffffffu) {
+        atomicStore(&dst_scatter[w], x);
+        return;
+    }
+    var old = atomicLoad(&dst_scatter[w]);
+    loop {
+        let r = atomicCompareExchangeWeak(&dst_scatter[w], old, (old & ~mask) | (x & mask));
+        if (r.exchanged) {
+            break;
+        }
+        old = r.old_value;
+    }
+}
+"
+        }
+    }
+}
+
 /// The hook's piece of a build.
 fn hook_piece(hook: Hook) -> String {
     match hook {
@@ -218,8 +280,8 @@ fn hook_piece(hook: Hook) -> String {
 pub struct GatherSource {
     head: String,
     tail: String,
-    /// Whether it holds the rows placed by indices.
-    pub indexed: bool,
+    /// Whether it holds the rows placed by indices, and how its scatter stores.
+    pub indexed: Option<ScatterStores>,
 }
 
 impl GatherSource {
@@ -230,16 +292,19 @@ impl GatherSource {
         inputs: InputBindings,
         outputs: OutputBindings,
         hook: Hook,
-        indexed: bool,
+        indexed: Option<ScatterStores>,
     ) -> Result<Self> {
         let slots = slots(inputs, outputs, indexed, hook == Hook::Recording);
         let head = format!(
-            "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n// ---- Indexed rows: {indexed} ----\n{}\n",
+            "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n// ---- Indexed rows: {indexed:?} ----\n{}\n",
             declarations(&slots),
             inputs_piece(inputs)?,
             outputs_piece(outputs)?,
             hook_piece(hook),
-            if indexed { INDEXED_WGSL } else { NOT_INDEXED },
+            match indexed {
+                Some(stores) => format!("{INDEXED_WGSL}\n{}", scatter_store(stores)),
+                None => NOT_INDEXED.into(),
+            },
         );
         let mut tail = format!("{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n");
         for (name, block) in EntryPoint::STAMPED {
@@ -273,7 +338,7 @@ pub fn gather_source(
     hook: Hook,
     bodies: Bodies,
 ) -> Result<String> {
-    Ok(GatherSource::new(inputs, outputs, hook, false)?.with(bodies, false))
+    Ok(GatherSource::new(inputs, outputs, hook, None)?.with(bodies, false))
 }
 
 /// The build that splits one input buffer into one output buffer ([`InputBindings::ONE`],

@@ -231,9 +231,7 @@ fn break_it(rule: Precondition) {
             refused(rule, split(DType::U8, gpu), |d| {
                 entries(d)[0].mode = Mode::Indexed as u32
             });
-            refused(rule, indexed(gpu), |d| {
-                index_rows(d).0.mode = 5
-            });
+            refused(rule, indexed(gpu), |d| index_rows(d).0.mode = 5);
         }
         P::ShiftedRows => refused(rule, split(DType::U8, cpu), |d| {
             d.program.lanes_in_runs = false;

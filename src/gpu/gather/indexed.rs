@@ -5,6 +5,7 @@
 
 use super::abi::{binding_bytes, Entry, IndexRows, Mode, Table, MAX_WINDOW};
 use super::blocks::{indexed_table, units};
+use super::builds::ScatterStores;
 use super::dispatches::Dispatch;
 use super::modes::GatherTuning;
 use crate::error::{Result, SplitError};
@@ -208,6 +209,28 @@ pub fn scatter_dispatch(
         params,
         table: Table::Indexed(entries, index),
     }))
+}
+
+impl ScatterJob {
+    /// How its scatter stores: a vec4 a chunk where every part's rows, sources and places
+    /// are of whole vec4s; plain word stores where its rows and places are of whole words
+    /// (no two rows share a word); else by compare-and-swap.
+    pub fn stores(&self) -> ScatterStores {
+        let all = |f: fn(&ScatterRows) -> u64, by: u64| {
+            self.parts.iter().all(|p| f(p).is_multiple_of(by))
+        };
+        let places = |p: &ScatterRows| {
+            p.row_bytes | p.dst_offset | p.dst_block_stride | p.dst_slot_stride | p.dst_head_stride
+        };
+        let sources = |p: &ScatterRows| p.src_offset | p.src_stride | p.src_head_step;
+        if all(places, 16) && all(sources, 16) {
+            ScatterStores::Units
+        } else if all(places, 4) {
+            ScatterStores::Words
+        } else {
+            ScatterStores::Shared
+        }
+    }
 }
 
 /// Refuses a window of `bytes` past `limit` (and past the shader's 2 GiB).

@@ -4,7 +4,8 @@
 
 use super::abi::{ProgramKey, UNIT_BYTES};
 use super::builds::{
-    single_output, slots, Bodies, GatherSource, Hook, InputBindings, OutputBindings, Slot,
+    single_output, slots, Bodies, GatherSource, Hook, InputBindings, OutputBindings, ScatterStores,
+    Slot,
 };
 #[cfg(feature = "bench")]
 use super::dispatches::Dispatch;
@@ -83,7 +84,7 @@ impl GatherPipeline {
         outputs: OutputBindings,
         moving: Option<Direction>,
     ) -> Result<Self> {
-        let source = GatherSource::new(inputs, outputs, Hook::Silent, false)?;
+        let source = GatherSource::new(inputs, outputs, Hook::Silent, None)?;
         let what = format!(
             "compiling the split pipeline (input buffers: {}, outputs: {outputs:?})",
             inputs.count()
@@ -99,18 +100,18 @@ impl GatherPipeline {
     /// [`Slot::OutputAtomic`]) bound after them, for rows placed by indices
     /// ([`GatherPipeline::bind_indexed`]). A device whose shader
     /// stage holds fewer storage buffers is [`SplitError::TooLarge`](crate::SplitError).
-    pub async fn indexed(device: &wgpu::Device) -> Result<Self> {
+    pub async fn indexed(device: &wgpu::Device, stores: ScatterStores) -> Result<Self> {
         let limits = device.limits();
         let (inputs, outputs) = (InputBindings::ONE, single_output(&limits));
         if !super::builds::fits_stage(&limits, inputs, outputs, true) {
             return Err(crate::SplitError::TooLarge(format!(
                 "rows placed by indices bind {} storage buffers in a shader stage; this device \
                  allows {}",
-                slots(inputs, outputs, true, false).len(),
+                slots(inputs, outputs, Some(stores), false).len(),
                 limits.max_storage_buffers_per_shader_stage
             )));
         }
-        let source = GatherSource::new(inputs, outputs, Hook::Silent, true)?;
+        let source = GatherSource::new(inputs, outputs, Hook::Silent, Some(stores))?;
         scoped_async(device, "compiling the indexed rows' pipeline", || {
             Self::build(device, source, false, inputs, outputs, None)
         })
@@ -134,7 +135,7 @@ impl GatherPipeline {
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
         let (inputs, outputs) = (InputBindings::ONE, OutputBindings::Units(1));
-        let source = GatherSource::new(inputs, outputs, Hook::Recording, false)?;
+        let source = GatherSource::new(inputs, outputs, Hook::Recording, None)?;
         scoped(device, "compiling the traced split pipeline", || {
             Self::build(device, source, true, inputs, outputs, None)
         })
@@ -217,7 +218,7 @@ impl GatherPipeline {
             offset_align,
             stand_ins: [stand_in(UNIT_BYTES), stand_in(stand_in_slots)],
             indexed_stand_ins: indexed
-                .then(|| Arc::new([stand_in(UNIT_BYTES), stand_in(UNIT_BYTES)])),
+                .map(|_| Arc::new([stand_in(UNIT_BYTES), stand_in(UNIT_BYTES)])),
         }
     }
 

@@ -132,8 +132,13 @@ fn split_shader_compiles_for_every_backend() {
     // the multi-input build with each single output, and the trace build, whose hook records;
     // each of the channels' bodies; the indexed build (rows placed by indices) with each
     // single output.
-    let indexed = [OutputBindings::Units(1), OutputBindings::WordsOnly]
-        .map(|outputs| (one, outputs, Hook::Silent, Bodies::None, true));
+    use crate::gpu::gather::builds::ScatterStores;
+    let indexed = [
+        (OutputBindings::Units(1), ScatterStores::Units),
+        (OutputBindings::Units(1), ScatterStores::Words),
+        (OutputBindings::WordsOnly, ScatterStores::Shared),
+    ]
+    .map(|(outputs, stores)| (one, outputs, Hook::Silent, Bodies::None, Some(stores)));
     for (inputs, outputs, hook, bodies, indexed) in [
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::None),
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::Narrow),
@@ -149,7 +154,7 @@ fn split_shader_compiles_for_every_backend() {
         (many, OutputBindings::WordsOnly, Hook::Silent, Bodies::None),
         (one, OutputBindings::Units(1), Hook::Recording, Bodies::Wide),
     ]
-    .map(|(i, o, h, b)| (i, o, h, b, false))
+    .map(|(i, o, h, b)| (i, o, h, b, None))
     .into_iter()
     .chain(indexed)
     {
@@ -158,7 +163,7 @@ fn split_shader_compiles_for_every_backend() {
             let source = source.with(bodies, runs);
             let name = format!(
                 "split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?}, {bodies:?}, runs {runs}, \
-                 indexed {indexed})"
+                 indexed {indexed:?})"
             );
             translate_everywhere(&name, &source, &gather_entries(), &gather_constants(runs));
         }

@@ -176,7 +176,7 @@ fn every_build_declares_its_slots_and_nothing_else() {
             Hook::Recording,
         ),
     ] {
-        let want = slots(inputs, outputs, false, hook == Hook::Recording);
+        let want = slots(inputs, outputs, None, hook == Hook::Recording);
         let built = module(&gather_source(inputs, outputs, hook, Bodies::Narrow).unwrap());
         let mut got: Vec<(u32, bool)> = built
             .global_variables

@@ -3,6 +3,19 @@
 
 use super::bindings::{InputBindings, OutputBindings};
 
+/// How the indexed build's scatter stores its words ([`Slot::OutputScatter`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScatterStores {
+    /// A vec4 a chunk: every scattered row of whole vec4s, read and placed at whole vec4s.
+    Units,
+    /// Plain stores: every scattered row of whole words at whole words, so no two rows share
+    /// a word.
+    Words,
+    /// Atomic words: rows not of whole words share words with their neighbours, merged by
+    /// compare-and-swap.
+    Shared,
+}
+
 /// One storage binding of group 0. Every build binds them in the order [`slots`] gives, and
 /// everything that names a binding is made from that list: the WGSL declarations
 /// ([`declarations`]), the pipeline's bind group layout and each dispatch's bind group
@@ -25,8 +38,9 @@ pub enum Slot {
     Indices,
     /// The indexed build's status of indices out of range (`status`, atomic words).
     Status,
-    /// The indexed build's destination of scattered rows, as atomic words (`dst_atomic`).
-    OutputAtomic,
+    /// The indexed build's destination of scattered rows, as words (`dst_scatter`):
+    /// atomic where rows share words ([`ScatterStores::Shared`]).
+    OutputScatter(ScatterStores),
     /// The trace build's records (`trace_out`).
     Trace,
 }
@@ -49,7 +63,7 @@ impl Slot {
     pub fn output(self) -> bool {
         matches!(
             self,
-            Slot::OutputUnits(_) | Slot::OutputTail(_) | Slot::OutputWords | Slot::OutputAtomic
+            Slot::OutputUnits(_) | Slot::OutputTail(_) | Slot::OutputWords | Slot::OutputScatter(_)
         )
     }
 
@@ -64,7 +78,9 @@ impl Slot {
             Slot::OutputWords => ("dst_words".into(), "u32"),
             Slot::Indices => ("indices".into(), "u32"),
             Slot::Status => ("status".into(), "atomic<u32>"),
-            Slot::OutputAtomic => ("dst_atomic".into(), "atomic<u32>"),
+            Slot::OutputScatter(ScatterStores::Units) => ("dst_scatter".into(), "vec4<u32>"),
+            Slot::OutputScatter(ScatterStores::Words) => ("dst_scatter".into(), "u32"),
+            Slot::OutputScatter(ScatterStores::Shared) => ("dst_scatter".into(), "atomic<u32>"),
             Slot::Trace => return records_declaration(binding),
         };
         let access = if self.writable() {
@@ -82,7 +98,7 @@ impl Slot {
 pub fn slots(
     inputs: InputBindings,
     outputs: OutputBindings,
-    indexed: bool,
+    indexed: Option<ScatterStores>,
     traced: bool,
 ) -> Vec<Slot> {
     let n = inputs.count();
@@ -96,8 +112,8 @@ pub fn slots(
             slots.extend((0..m).map(Slot::OutputTail));
         }
     }
-    if indexed {
-        slots.extend([Slot::Indices, Slot::Status, Slot::OutputAtomic]);
+    if let Some(stores) = indexed {
+        slots.extend([Slot::Indices, Slot::Status, Slot::OutputScatter(stores)]);
     }
     if traced {
         slots.push(Slot::Trace);
@@ -113,7 +129,8 @@ pub fn fits_stage(
     outputs: OutputBindings,
     indexed: bool,
 ) -> bool {
-    slots(inputs, outputs, indexed, false).len()
+    let stores = indexed.then_some(ScatterStores::Words);
+    slots(inputs, outputs, stores, false).len()
         <= limits.max_storage_buffers_per_shader_stage as usize
 }
 

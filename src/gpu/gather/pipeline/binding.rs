@@ -317,7 +317,7 @@ impl GatherPipeline {
                     (None, Some([s, _])) => resources.list.push(s.as_entire_binding()),
                     (None, None) => {}
                 },
-                Slot::OutputAtomic => {
+                Slot::OutputScatter(_) => {
                     match (
                         index.and_then(|i| i.scatter),
                         self.indexed_stand_ins.as_deref(),

@@ -1,0 +1,389 @@
+//! The yardsticks every case is timed against ([`Yardsticks`]: the copy command and the copy
+//! kernels moving the same bytes), and the cases of rows placed by indices ([`rows_suite`]):
+//! an embedding's lookup, set rows, and a paged KV write at a decode step and at a prefill,
+//! each timed against the copies of its bytes and checked against the CPU reference.
+
+use super::timing::{time_interleaved, Time};
+use super::{Bencher, CopyKind};
+use crate::error::{Result, SplitError};
+use crate::gpu::device::{buffer_with, scoped};
+use crate::gpu::gather::grid;
+use crate::plan::{CacheLayout, PagedKvPlan, RowsPlan};
+use crate::tensor::HostTensor;
+use crate::{ops, reference, BufferRegion, DType, PagedKvBuffers, RowsBuffers};
+
+/// The copies of `size` bytes from `input` to `output`: the copy command, and each copy
+/// kernel with its bind group and grid.
+pub(super) struct Yardsticks<'a> {
+    input: &'a wgpu::Buffer,
+    output: &'a wgpu::Buffer,
+    size: u64,
+    kernels: Vec<(u32, &'a wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32))>,
+}
+
+impl Yardsticks<'_> {
+    /// Records the copy of `kind` into `encoder`.
+    pub(super) fn record(&self, kind: CopyKind, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        match self.kernels.iter().find(|k| Some(k.0) == kind.units()) {
+            Some((_, pipeline, bind_group, (x, y))) => {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.dispatch_workgroups(*x, *y, 1);
+            }
+            None => encoder.copy_buffer_to_buffer(self.input, 0, self.output, 0, self.size),
+        }
+        Ok(())
+    }
+}
+
+impl<'g> Bencher<'g> {
+    /// The copies of the first `size` bytes of `input` into `output`.
+    pub(super) fn yardsticks<'a>(
+        &'a self,
+        input: &'a wgpu::Buffer,
+        output: &'a wgpu::Buffer,
+        size: u64,
+    ) -> Result<Yardsticks<'a>> {
+        let device = self.gpu.device();
+        let binding = |buffer| {
+            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset: 0,
+                size: std::num::NonZeroU64::new(size),
+            })
+        };
+        let mut kernels = Vec::new();
+        for (units, pipeline) in &self.copy_kernels {
+            let bind_group = scoped(device, "binding the copy kernel", || {
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("bench copy"),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: binding(input),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: binding(output),
+                        },
+                    ],
+                })
+            })?;
+            let grid = grid(&self.gpu.limits, (size / 16).div_ceil(256 * *units as u64))?;
+            kernels.push((*units, pipeline, bind_group, grid));
+        }
+        Ok(Yardsticks {
+            input,
+            output,
+            size,
+            kernels,
+        })
+    }
+}
+
+/// A case of rows placed by indices.
+#[derive(Debug, Clone)]
+pub struct RowsCase {
+    /// Short name (`embedding`, `paged_decode`, ...).
+    pub name: &'static str,
+    /// Element type.
+    pub dtype: DType,
+    /// What moves.
+    pub kind: RowsCaseKind,
+}
+
+/// What a case of rows placed by indices moves.
+#[derive(Debug, Clone)]
+pub enum RowsCaseKind {
+    /// A gather or a scatter ([`RowsPlan`]), by indices of `index_type` at random distinct
+    /// places.
+    Rows {
+        /// The plan.
+        plan: RowsPlan,
+        /// [`DType::I32`] or [`DType::I64`].
+        index_type: DType,
+    },
+    /// A paged KV write, `padding` of its tokens' slots -1, the others random and distinct.
+    Paged {
+        /// The plan.
+        plan: PagedKvPlan,
+        /// Padding tokens.
+        padding: usize,
+    },
+}
+
+/// The cases of rows placed by indices, Llama-3-8B's shapes (32 query heads, 8 KV heads of
+/// 128, blocks of 16 slots, f16): `embedding` (512 i32 ids into a `[32000, 4096]` table),
+/// `set_rows` (512 rows of `[4096, 4096]` f32 by i64 indices), `paged_decode` (64 tokens, 4
+/// of them padding) and `paged_prefill` (2,048 tokens) in NHD, `paged_prefill_hnd`. The
+/// caches have 2,048 blocks each, so both lie in one binding of 128 MiB (the CPU adapters'):
+/// the bytes moved are the tokens', whatever the caches' size.
+pub fn rows_suite() -> Vec<RowsCase> {
+    let llama = |tokens, layout| ops::paged_kv_write(tokens, 32, 8, 128, 2048, 16, layout);
+    let rows = |name, dtype, plan: crate::Result<RowsPlan>, index_type| RowsCase {
+        name,
+        dtype,
+        kind: RowsCaseKind::Rows {
+            plan: plan.expect("the suite's plans are valid"),
+            index_type,
+        },
+    };
+    let paged = |name, plan: crate::Result<PagedKvPlan>, padding| RowsCase {
+        name,
+        dtype: DType::F16,
+        kind: RowsCaseKind::Paged {
+            plan: plan.expect("the suite's plans are valid"),
+            padding,
+        },
+    };
+    vec![
+        rows(
+            "embedding",
+            DType::F16,
+            ops::get_rows(&[32000, 4096], &[512]),
+            DType::I32,
+        ),
+        rows(
+            "set_rows",
+            DType::F32,
+            ops::set_rows(&[4096, 4096], &[512]),
+            DType::I64,
+        ),
+        paged("paged_decode", llama(64, CacheLayout::Nhd), 4),
+        paged("paged_prefill", llama(2048, CacheLayout::Nhd), 0),
+        paged("paged_prefill_hnd", llama(2048, CacheLayout::Hnd), 0),
+    ]
+}
+
+/// One case of rows placed by indices, measured.
+#[derive(Debug, Clone)]
+pub struct RowsResult {
+    /// The case.
+    pub name: &'static str,
+    /// Bytes the case moves (read, and written): the copies move as many.
+    pub bytes: u64,
+    /// The dispatch, recorded each run into the engine's encoder.
+    pub ours: Time,
+    /// The copies ([`CopyKind::ALL`] order).
+    pub copies: [Time; 3],
+}
+
+impl RowsResult {
+    /// The fastest copy's time over ours, by the clock ratios take.
+    pub fn over_best_copy(&self) -> f64 {
+        let best = self
+            .copies
+            .iter()
+            .map(Time::ms)
+            .fold(f64::INFINITY, f64::min);
+        best / self.ours.ms()
+    }
+
+    /// The faster copy kernel's time over ours (the floor of the test devices).
+    pub fn over_copy_kernel(&self) -> f64 {
+        self.copies[1].ms().min(self.copies[2].ms()) / self.ours.ms()
+    }
+}
+
+/// A small deterministic generator (xorshift64*) for the cases' data and places.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn tensor(&mut self, dtype: DType, shape: Vec<usize>) -> Result<HostTensor> {
+        let n = shape.iter().product::<usize>() * dtype.size();
+        HostTensor::new(dtype, shape, (0..n).map(|_| self.next() as u8).collect())
+    }
+
+    /// `count` distinct places of `len`, as `index_type`.
+    fn places(&mut self, count: usize, len: usize, index_type: DType) -> Result<HostTensor> {
+        let mut all: Vec<i64> = (0..len as i64).collect();
+        for i in 0..count.min(len) {
+            let j = i + (self.next() % (len - i) as u64) as usize;
+            all.swap(i, j);
+        }
+        all.truncate(count);
+        match index_type {
+            DType::I64 => HostTensor::from_slice(&[count], &all),
+            _ => {
+                HostTensor::from_slice(&[count], &all.iter().map(|&v| v as i32).collect::<Vec<_>>())
+            }
+        }
+    }
+}
+
+impl Bencher<'_> {
+    /// Measures one case of rows placed by indices, and checks its bytes.
+    pub fn run_rows_case(&self, case: &RowsCase) -> Result<RowsResult> {
+        let mut rng = Rng(0x0b5e_55ed);
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+        let device = self.gpu.device();
+        let upload = |label, t: &HostTensor| buffer_with(device, label, t.bytes(), storage);
+        match &case.kind {
+            RowsCaseKind::Rows { plan, index_type } => {
+                let len = plan.data_shape()[0];
+                let data = rng.tensor(case.dtype, plan.data_shape().to_vec())?;
+                let ids = rng.places(plan.index_count(), len, *index_type)?;
+                let updates = match plan.kind() {
+                    crate::RowsKind::Scatter => Some(rng.tensor(case.dtype, plan.updates_shape())?),
+                    crate::RowsKind::Gather => None,
+                };
+                let (source, target) = match &updates {
+                    Some(u) => (upload("bench updates", u)?, upload("bench data", &data)?),
+                    None => {
+                        let out = plan.rows(case.dtype)?.output_bytes()?;
+                        let zeros = vec![0u8; out as usize];
+                        (
+                            upload("bench data", &data)?,
+                            buffer_with(device, "bench out", &zeros, storage)?,
+                        )
+                    }
+                };
+                let index = upload("bench ids", &ids)?;
+                let buffers = RowsBuffers {
+                    source: BufferRegion::from(&source),
+                    indices: BufferRegion::from(&index),
+                    index_type: *index_type,
+                    target: BufferRegion::from(&target),
+                    status: None,
+                };
+                let moved = plan.rows(case.dtype)?.output_bytes()?;
+                let result = self.time_rows(case.name, moved, &mut |encoder| {
+                    self.gpu.encode_rows(encoder, plan, case.dtype, &buffers)
+                })?;
+                let want = match &updates {
+                    Some(u) => reference::scatter_rows(plan, &data, &ids, u)?.0,
+                    None => reference::gather_rows(plan, &data, &ids)?.0,
+                };
+                self.check_bytes(case.name, &target, 0, want.bytes())?;
+                Ok(result)
+            }
+            RowsCaseKind::Paged { plan, padding } => {
+                let qkv = rng.tensor(case.dtype, plan.qkv_shape())?;
+                let k = rng.tensor(case.dtype, plan.cache_shape())?;
+                let v = rng.tensor(case.dtype, plan.cache_shape())?;
+                let slots = rng.places(plan.tokens(), plan.slots(), DType::I32)?;
+                let mut values = slots.to_vec::<i32>()?;
+                values[..*padding].fill(-1);
+                let slots = HostTensor::from_slice(&[plan.tokens()], &values)?;
+                let align = self.gpu.offset_align();
+                let cache = k.bytes().len() as u64;
+                let v_at = cache.next_multiple_of(align);
+                let mut both = k.bytes().to_vec();
+                both.resize(v_at as usize, 0);
+                both.extend_from_slice(v.bytes());
+                let q_len = plan.tokens() * plan.q_shape()[1] * case.dtype.size();
+                let qkv_buf = upload("bench qkv", &qkv)?;
+                let slot_buf = upload("bench slots", &slots)?;
+                let caches = buffer_with(device, "bench caches", &both, storage)?;
+                let queries =
+                    buffer_with(device, "bench queries", &vec![0; q_len.max(16)], storage)?;
+                let buffers = PagedKvBuffers {
+                    qkv: BufferRegion::from(&qkv_buf),
+                    slots: BufferRegion::from(&slot_buf),
+                    index_type: DType::I32,
+                    queries: BufferRegion::from(&queries),
+                    k_cache: BufferRegion::from(&caches),
+                    v_cache: BufferRegion {
+                        buffer: &caches,
+                        offset: v_at,
+                    },
+                    status: None,
+                };
+                let moved = qkv.bytes().len() as u64;
+                let result = self.time_rows(case.name, moved, &mut |encoder| {
+                    self.gpu
+                        .encode_paged_kv(encoder, plan, case.dtype, &buffers)
+                })?;
+                let want = reference::paged_kv_write(plan, &qkv, &slots, &k, &v)?;
+                self.check_bytes(case.name, &queries, 0, want.queries.bytes())?;
+                self.check_bytes(case.name, &caches, 0, want.k_cache.bytes())?;
+                self.check_bytes(case.name, &caches, v_at, want.v_cache.bytes())?;
+                Ok(result)
+            }
+        }
+    }
+
+    /// Times `record` against the copies of `moved` bytes, in one loop.
+    fn time_rows(
+        &self,
+        name: &'static str,
+        moved: u64,
+        record: &mut dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
+    ) -> Result<RowsResult> {
+        let device = self.gpu.device();
+        let storage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST;
+        let size = moved.next_multiple_of(16).max(16);
+        let zeros = vec![0u8; size as usize];
+        let input = buffer_with(device, "bench copy input", &zeros, storage)?;
+        let output = buffer_with(device, "bench copy output", &zeros, storage)?;
+        let yardsticks = self.yardsticks(&input, &output, size)?;
+        let batch = self.batch;
+        let copy = |kind: CopyKind| {
+            let yardsticks = &yardsticks;
+            move || {
+                self.submit(|encoder| (0..batch).try_for_each(|_| yardsticks.record(kind, encoder)))
+            }
+        };
+        let [mut c0, mut c1, mut c2] = CopyKind::ALL.map(copy);
+        let [ours, c0, c1, c2] = time_interleaved(
+            self.runs,
+            self.clock.as_ref(),
+            [
+                &mut || self.submit(|encoder| (0..batch).try_for_each(|_| record(encoder))),
+                &mut c0,
+                &mut c1,
+                &mut c2,
+            ],
+        )?;
+        let [ours, c0, c1, c2] = [ours, c0, c1, c2].map(|t| t.per(batch));
+        Ok(RowsResult {
+            name,
+            bytes: moved,
+            ours,
+            copies: [c0, c1, c2],
+        })
+    }
+
+    /// Checks `want` against the bytes of `buffer` from `offset`.
+    fn check_bytes(
+        &self,
+        name: &str,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        want: &[u8],
+    ) -> Result<()> {
+        let size = (want.len() as u64).next_multiple_of(4);
+        let back = self.gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("bench rows readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self
+            .gpu
+            .device()
+            .create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(buffer, offset, &back, 0, size);
+        self.gpu.queue().submit([encoder.finish()]);
+        self.gpu.read_back(&back, |bytes| {
+            match (0..want.len()).find(|&i| bytes[i] != want[i]) {
+                None => Ok(()),
+                Some(i) => Err(SplitError::Mismatch(format!(
+                    "{name}: byte {i} of {} differs from the CPU reference",
+                    want.len()
+                ))),
+            }
+        })
+    }
+}
