@@ -48,10 +48,50 @@ fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {
     let x = read_index_rows(p, entry_index);
     if (e.mode == MODE_SCATTER) {
         scatter_units(e, x, lane_span(p, a, b, x.count * x.heads * ((e.row_bytes + 15u) / 16u)));
+    } else if ((e.row_bytes | e.src_offset | e.src_stride) % 16u == 0u) {
+        gather_vec4s(e, x, lane_span(p, a, b, entry_units(e)));
     } else {
         let span = lane_span(p, a, b, entry_units(e));
         for (var u = span.x; u < span.y; u += span.z) {
             gather_unit(e, x, u);
+        }
+    }
+}
+
+// The units `span` of the gather `e` whose rows, source and stride are of whole vec4s: one
+// vec4 a unit, inside one row. The place moves along with the units (a division only where a
+// step passes a row), and an index is read once per row a lane meets.
+fn gather_vec4s(e: Entry, x: IndexRows, span: vec3<u32>) {
+    let row_units = e.row_bytes / 16u;
+    var row = span.x / row_units;
+    var col = span.x - row * row_units;
+    var block = row / x.count;
+    var i = row - block * x.count;
+    var read = 0xffffffffu;
+    var r = NO_ROW;
+    for (var u = span.x; u < span.y; u += span.z) {
+        if (read != row) {
+            read = row;
+            r = indexed_row(x, i);
+        }
+        var v = vec4<u32>(0u);
+        if (r < PADDING) {
+            v = load_vec4(e.src_offset / 16u + (block * x.capacity + r) * (e.src_stride / 16u) + col);
+        } else if (r == NO_ROW && col == 0u && block == 0u && x.counts == 1u) {
+            record_bad_index(i);
+        }
+        store_unit(e.dst_unit + u, v);
+        col += span.z;
+        if (col >= row_units) {
+            let rows = col / row_units;
+            col -= rows * row_units;
+            row += rows;
+            i += rows;
+            if (i >= x.count) {
+                let blocks = i / x.count;
+                block += blocks;
+                i -= blocks * x.count;
+            }
         }
     }
 }
