@@ -147,6 +147,9 @@ if (c) {
   const d = c.decode;
   must(d && d.error === null && d.steps === 5 && d.same,
     `a prepared decode step moved through 5 positions (encode_with_views): ${d?.error ?? (d?.same === false ? 'a buffer differs from the reference' : `${d?.steps} steps`)}`);
+  const r = c.rows;
+  must(r && r.cases === 6 && r.errors.length === 0,
+    `rows placed by indices (gather, scatter, paged write): ${r ? r.errors.join('; ') || `${r.cases} cases` : 'not run'}`);
   must(/on WebGPU, call GpuSplitter::new_async/.test(c.sync_entry_point),
     `a sync entry point must refuse on WebGPU, naming its async twin: ${c.sync_entry_point}`);
 } else {
@@ -158,6 +161,6 @@ if (bench !== '0') {
   for (const k of b?.cases ?? []) must(k.split_gbps > 0 && k.copy_kernel_gbps > 0 && k.copy_gbps > 0, `benchmark case ${k.name} has a zero figure`);
 }
 const adapter = c?.adapter ? `${c.adapter.name || '(no name)'} ${c.adapter.backend} ${c.adapter.device_type}` : '?';
-const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches, ${c.sweep.views.splits} into random views; a prepared decode step moved through ${c.decode?.steps ?? 0} positions; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s` : '';
+const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches, ${c.sweep.views.splits} into random views; a prepared decode step moved through ${c.decode?.steps ?? 0} positions; ${c.rows?.cases ?? 0} cases of rows placed by indices; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s` : '';
 if (problems.length) finish(1, `FAIL: ${summary}\n  ${problems.join('\n  ')}`);
 finish(0, `ok: ${summary}`);

@@ -6,6 +6,7 @@
 
 mod decode;
 mod regions;
+mod rows;
 mod signal;
 mod suite_timing;
 mod sweep;
@@ -175,8 +176,9 @@ async fn examples(gpu: &GpuSplitter) -> Value {
 
 /// Opens the adapter, runs the specifications' examples, then `sweep` randomized splits from
 /// `seed`, then a prepared decode step moved along its caches ([`decode::decode_steps`]),
-/// and calls a sync entry point, which must refuse; the JSON has `adapter`, `examples`,
-/// `sweep`, `decode`, `sync_entry_point` (its error) and `error` (null when none).
+/// rows placed by indices ([`rows::checks`]), and calls a sync entry point, which must refuse;
+/// the JSON has `adapter`, `examples`, `sweep`, `decode`, `rows`, `sync_entry_point` (its
+/// error) and `error` (null when none).
 #[wasm_bindgen]
 pub async fn run_checks(sweep: u32, seed: u32) -> String {
     let gpu = match open().await {
@@ -185,6 +187,7 @@ pub async fn run_checks(sweep: u32, seed: u32) -> String {
     };
     let examples = examples(&gpu).await;
     let sweep = sweep::run(&gpu, sweep, seed as u64).await;
+    let rows = rows::checks(&gpu).await;
     let decode = match decode::decode_steps(&gpu).await {
         Ok(d) => json!({"steps": d.steps, "same": d.same, "error": null}),
         Err(e) => json!({"steps": 0, "same": false, "error": e}),
@@ -199,6 +202,7 @@ pub async fn run_checks(sweep: u32, seed: u32) -> String {
         "examples": examples,
         "sweep": sweep,
         "decode": decode,
+        "rows": rows,
         "sync_entry_point": sync,
         "error": null,
     })
