@@ -25,6 +25,7 @@ pub(crate) mod placement;
 pub(crate) mod planner;
 pub(crate) mod plans;
 pub(crate) mod prepared;
+mod prepared_rows;
 mod record;
 pub(crate) mod round_trip;
 pub(crate) mod rows;
@@ -40,6 +41,7 @@ pub use parts::{Inputs, Outputs};
 pub use placement::{BufferRegion, PartLayout, PartRange};
 pub use plans::{Encoded, Plan};
 pub use prepared::Prepared;
+pub use prepared_rows::PreparedRows;
 pub use rows::RowsBuffers;
 #[cfg(feature = "bench")]
 pub use splitter::SplitOptions;

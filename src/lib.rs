@@ -98,7 +98,8 @@ pub use dtype::DType;
 pub use error::{Result, SplitError};
 pub use gpu::{
     AdapterPick, BackendChoice, BufferRegion, DeviceChoice, Encoded, GpuSplitter, Inputs, Outputs,
-    PagedKvBuffers, PartLayout, PartRange, Plan, Prepared, RegionsPerDispatch, RowsBuffers,
+    PagedKvBuffers, PartLayout, PartRange, Plan, Prepared, PreparedRows, RegionsPerDispatch,
+    RowsBuffers,
 };
 pub use plan::{
     CacheLayout, ConcatPlan, NegativeIndex, PagedKvPlan, PartView, RowsKind, RowsPlan, RowsStatus,

@@ -148,8 +148,8 @@ fn engine_shapes(gpu: &'static GpuSplitter) {
     check(gpu, &plan, &slots, &mut rng, DType::F16, "65,537 tokens");
 }
 
-/// One encode, then the same node encoded again after the slots' contents change (an engine's
-/// next step): each moves what its slots say.
+/// A node prepared once and encoded again after the slots' contents change (an engine's next
+/// step): each encode moves what its slots say.
 fn encoded_again_with_new_slots(gpu: &'static GpuSplitter) {
     use wgpu::util::DeviceExt;
     use wgpu::BufferUsages as U;
@@ -198,12 +198,14 @@ fn encoded_again_with_new_slots(gpu: &'static GpuSplitter) {
             bytemuck::cast_slice(&back.slice(..).get_mapped_range().unwrap()).to_vec();
         v
     };
+    // Prepared once; each step writes new slots and records the same node again.
+    let prepared = gpu.prepare_paged_kv(&plan, DType::F32, &buffers).unwrap();
+    assert_eq!(prepared.dispatches(), 1);
     for (step, slot_values) in [[0i32, 3], [2, -1]].iter().enumerate() {
         gpu.queue()
             .write_buffer(&slots, 0, bytemuck::cast_slice(slot_values));
         let mut encoder = device.create_command_encoder(&Default::default());
-        gpu.encode_paged_kv(&mut encoder, &plan, DType::F32, &buffers)
-            .unwrap();
+        prepared.encode(&mut encoder).unwrap();
         gpu.queue().submit([encoder.finish()]);
         let c = read(&caches, 2 * v_at);
         let k = &c[..16];

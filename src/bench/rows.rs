@@ -3,14 +3,14 @@
 //! an embedding's lookup, set rows, and a paged KV write at a decode step and at a prefill,
 //! each timed against the copies of its bytes and checked against the CPU reference.
 
-use super::timing::{time_interleaved, Time};
+use super::timing::{time_interleaved, time_ms, Time};
 use super::{Bencher, CopyKind};
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{buffer_with, scoped};
 use crate::gpu::gather::grid;
 use crate::plan::{CacheLayout, PagedKvPlan, RowsPlan};
 use crate::tensor::HostTensor;
-use crate::{ops, reference, BufferRegion, DType, PagedKvBuffers, RowsBuffers};
+use crate::{ops, reference, BufferRegion, DType, PagedKvBuffers, PreparedRows, RowsBuffers};
 
 /// The copies of `size` bytes from `input` to `output`: the copy command, and each copy
 /// kernel with its bind group and grid.
@@ -168,6 +168,10 @@ pub struct RowsResult {
     pub ours: Time,
     /// The copies ([`CopyKind::ALL`] order).
     pub copies: [Time; 3],
+    /// Host time of the prepared node's encode, ms.
+    pub prepared_host_ms: f64,
+    /// Host time of a whole `encode` (planned, checked and bound again), ms.
+    pub encode_host_ms: f64,
 }
 
 impl RowsResult {
@@ -256,9 +260,11 @@ impl Bencher<'_> {
                     status: None,
                 };
                 let moved = plan.rows(case.dtype)?.output_bytes()?;
-                let result = self.time_rows(case.name, moved, &mut |encoder| {
+                let prepared = self.gpu.prepare_rows(plan, case.dtype, &buffers)?;
+                let encode = &mut |encoder: &mut wgpu::CommandEncoder| {
                     self.gpu.encode_rows(encoder, plan, case.dtype, &buffers)
-                })?;
+                };
+                let result = self.time_rows(case.name, moved, &prepared, encode)?;
                 let want = match &updates {
                     Some(u) => reference::scatter_rows(plan, &data, &ids, u)?.0,
                     None => reference::gather_rows(plan, &data, &ids)?.0,
@@ -299,10 +305,12 @@ impl Bencher<'_> {
                     status: None,
                 };
                 let moved = qkv.bytes().len() as u64;
-                let result = self.time_rows(case.name, moved, &mut |encoder| {
+                let prepared = self.gpu.prepare_paged_kv(plan, case.dtype, &buffers)?;
+                let encode = &mut |encoder: &mut wgpu::CommandEncoder| {
                     self.gpu
                         .encode_paged_kv(encoder, plan, case.dtype, &buffers)
-                })?;
+                };
+                let result = self.time_rows(case.name, moved, &prepared, encode)?;
                 let want = reference::paged_kv_write(plan, &qkv, &slots, &k, &v)?;
                 self.check_bytes(case.name, &queries, 0, want.queries.bytes())?;
                 self.check_bytes(case.name, &caches, 0, want.k_cache.bytes())?;
@@ -312,13 +320,23 @@ impl Bencher<'_> {
         }
     }
 
-    /// Times `record` against the copies of `moved` bytes, in one loop.
+    /// Times `prepared` against the copies of `moved` bytes, in one loop; and on the host,
+    /// its encode and the whole `encode` (planned, checked and bound again).
     fn time_rows(
         &self,
         name: &'static str,
         moved: u64,
-        record: &mut dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
+        prepared: &PreparedRows,
+        encode: &mut dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
     ) -> Result<RowsResult> {
+        let device = self.gpu.device();
+        let host = |f: &mut dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()>| {
+            time_ms(self.runs, || {
+                f(&mut device.create_command_encoder(&Default::default()))
+            })
+        };
+        let prepared_host_ms = host(&mut |e| prepared.encode(e))?;
+        let encode_host_ms = host(encode)?;
         let device = self.gpu.device();
         let storage = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_SRC
@@ -340,7 +358,9 @@ impl Bencher<'_> {
             self.runs,
             self.clock.as_ref(),
             [
-                &mut || self.submit(|encoder| (0..batch).try_for_each(|_| record(encoder))),
+                &mut || {
+                    self.submit(|encoder| (0..batch).try_for_each(|_| prepared.encode(encoder)))
+                },
                 &mut c0,
                 &mut c1,
                 &mut c2,
@@ -352,6 +372,8 @@ impl Bencher<'_> {
             bytes: moved,
             ours,
             copies: [c0, c1, c2],
+            prepared_host_ms,
+            encode_host_ms,
         })
     }
 

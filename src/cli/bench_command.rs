@@ -83,6 +83,14 @@ pub fn run(a: &BenchArgs) -> CliResult {
     say!("{}", clock_line(bencher.device_time()));
     print_rates(&results);
     print_rows(&rows_results);
+    for r in &rows_results {
+        say!(
+            "  {:<18} host: {:.1} us the prepared encode, {:.1} us a whole encode",
+            r.name,
+            r.prepared_host_ms * 1e3,
+            r.encode_host_ms * 1e3
+        );
+    }
     for (name, why) in &rows_past {
         say!("  {name:<18} not run on this device: {why}");
     }
@@ -222,6 +230,8 @@ fn rows_json(r: &RowsResult) -> Value {
         "copies_ms": r.copies.iter().map(|t| t.ms()).collect::<Vec<_>>(),
         "over_best_copy": r.over_best_copy(),
         "over_copy_kernel": r.over_copy_kernel(),
+        "prepared_host_ms": r.prepared_host_ms,
+        "encode_host_ms": r.encode_host_ms,
     })
 }
 

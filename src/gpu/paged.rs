@@ -9,6 +9,7 @@ use crate::gpu::gather::abi::{Entry, Mode};
 use crate::gpu::gather::{binding_bytes, scatter_dispatch, window_limit, IndexWindows};
 use crate::gpu::gather::{ScatterJob, ScatterRows};
 use crate::gpu::placement::BufferRegion;
+use crate::gpu::prepared_rows::PreparedRows;
 use crate::gpu::round_trip::{map_read, read_mapped};
 use crate::gpu::rows::index_rule;
 use crate::gpu::GpuSplitter;
@@ -65,7 +66,33 @@ impl GpuSplitter {
         dtype: DType,
         buffers: &PagedKvBuffers<'_>,
     ) -> Result<()> {
-        self.probe.check("encoding a paged KV write")?;
+        let prepared = self.prepare_paged_kv_async(plan, dtype, buffers).await?;
+        prepared.encode_async(encoder).await
+    }
+
+    /// Prepares the paged write of `plan` with `buffers` once ([`PreparedRows`]): each
+    /// decode step then records it in microseconds while the slots' contents change (the
+    /// token count is fixed: padding keeps it static, as CUDA graphs keep it).
+    pub fn prepare_paged_kv(
+        &self,
+        plan: &PagedKvPlan,
+        dtype: DType,
+        buffers: &PagedKvBuffers<'_>,
+    ) -> Result<PreparedRows> {
+        device::block_on(
+            "GpuSplitter::prepare_paged_kv",
+            self.prepare_paged_kv_async(plan, dtype, buffers),
+        )
+    }
+
+    /// [`GpuSplitter::prepare_paged_kv`] for async callers, and the one for WebGPU.
+    pub async fn prepare_paged_kv_async(
+        &self,
+        plan: &PagedKvPlan,
+        dtype: DType,
+        buffers: &PagedKvBuffers<'_>,
+    ) -> Result<PreparedRows> {
+        self.probe.check("preparing a paged KV write")?;
         let plan = PagedKvPlan::new(*plan)?;
         let rule = index_rule(buffers.index_type, NegativeIndex::Padding)?;
         let b = buffers;
@@ -133,7 +160,7 @@ impl GpuSplitter {
         };
         let limit = window_limit(&self.limits);
         let Some(dispatch) = scatter_dispatch(&job, limit, self.gather_tuning)? else {
-            return Ok(());
+            return Ok(self.prepared_rows(Vec::new()));
         };
         let index = IndexWindows {
             indices: (b.slots.buffer, b.slots.offset, sizes.slots),
@@ -141,7 +168,7 @@ impl GpuSplitter {
             scatter: Some((b.k_cache.buffer, base, binding_bytes(window))),
         };
         let stores = job.stores();
-        self.record_indexed(encoder, dispatch, stores, (&b.qkv, &b.queries), index)
+        self.bind_indexed(dispatch, stores, (&b.qkv, &b.queries), index)
             .await
     }
 

@@ -6,10 +6,11 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, buffer_with, scoped_async};
 use crate::gpu::gather::{
-    binding_bytes, gather_dispatch, record_bound, scatter_dispatch, window_limit, Dispatch,
-    GatherPipeline, IndexRule, IndexWindows, ScatterJob, ScatterRows, ScatterStores, Windows,
+    binding_bytes, gather_dispatch, scatter_dispatch, window_limit, Dispatch, GatherPipeline,
+    IndexRule, IndexWindows, ScatterJob, ScatterRows, ScatterStores, Windows,
 };
 use crate::gpu::placement::BufferRegion;
+use crate::gpu::prepared_rows::PreparedRows;
 use crate::gpu::round_trip::{map_read, read_mapped};
 use crate::gpu::GpuSplitter;
 use crate::plan::{NegativeIndex, RowsKind, RowsPlan, RowsStatus};
@@ -83,7 +84,33 @@ impl GpuSplitter {
         dtype: DType,
         buffers: &RowsBuffers<'_>,
     ) -> Result<()> {
-        self.probe.check("encoding rows placed by indices")?;
+        let prepared = self.prepare_rows_async(plan, dtype, buffers).await?;
+        prepared.encode_async(encoder).await
+    }
+
+    /// Prepares the rows `plan` places with `buffers` once ([`PreparedRows`]), so that each
+    /// step of an engine records them in microseconds while the indices' contents change
+    /// ([`PreparedRows::encode`]); checks everything [`GpuSplitter::encode_rows`] does.
+    pub fn prepare_rows(
+        &self,
+        plan: &RowsPlan,
+        dtype: DType,
+        buffers: &RowsBuffers<'_>,
+    ) -> Result<PreparedRows> {
+        device::block_on(
+            "GpuSplitter::prepare_rows",
+            self.prepare_rows_async(plan, dtype, buffers),
+        )
+    }
+
+    /// [`GpuSplitter::prepare_rows`] for async callers, and the one for WebGPU.
+    pub async fn prepare_rows_async(
+        &self,
+        plan: &RowsPlan,
+        dtype: DType,
+        buffers: &RowsBuffers<'_>,
+    ) -> Result<PreparedRows> {
+        self.probe.check("preparing rows placed by indices")?;
         let rule = index_rule(buffers.index_type, plan.negative())?;
         let rows = plan.rows(dtype)?;
         let limit = window_limit(&self.limits);
@@ -126,7 +153,7 @@ impl GpuSplitter {
             }
         };
         let Some(dispatch) = dispatch else {
-            return Ok(());
+            return Ok(self.prepared_rows(Vec::new()));
         };
         let target_bytes = scatter.map_or(dispatch.dst_size, |t| t.2);
         let sizes = [dispatch.src_size, index_bytes, target_bytes];
@@ -137,20 +164,18 @@ impl GpuSplitter {
             scatter,
         };
         let windows = (&buffers.source, &buffers.target);
-        self.record_indexed(encoder, dispatch, stores, windows, index)
-            .await
+        self.bind_indexed(dispatch, stores, windows, index).await
     }
 
-    /// Records the indexed `dispatch` reading `windows.0` and writing `windows.1` (its `dst`:
+    /// Binds the indexed `dispatch` reading `windows.0` and writing `windows.1` (its `dst`:
     /// a gather's output, a paged write's queries) and `index`'s windows.
-    pub(crate) async fn record_indexed(
+    pub(crate) async fn bind_indexed(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
         dispatch: Dispatch,
         stores: ScatterStores,
         windows: (&BufferRegion<'_>, &BufferRegion<'_>),
         index: IndexWindows<'_>,
-    ) -> Result<()> {
+    ) -> Result<PreparedRows> {
         let pipeline = self.indexed_pipeline(stores).await?;
         let tables = self
             .kept
@@ -166,7 +191,7 @@ impl GpuSplitter {
                 index,
             )
             .await?;
-        record_bound(&self.device, encoder, &bound).await
+        Ok(self.prepared_rows(bound))
     }
 
     /// Places the rows `plan` names on the device, from host tensors: a gather's of `data`

@@ -72,6 +72,11 @@ pub struct BoundDispatch {
 }
 
 impl BoundDispatch {
+    /// Its dynamic offsets, as bound.
+    pub(crate) fn offsets(&self) -> &[u32] {
+        &self.offsets
+    }
+
     /// Its dynamic offsets with window `k` of the moving side moved by `shifts[k]` bytes;
     /// `None` where one would leave what a dynamic offset reaches from its binding's base
     /// ([`dynamic_base`]).
