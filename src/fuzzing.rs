@@ -16,10 +16,12 @@ mod joins;
 #[cfg(test)]
 mod proptests;
 mod routes;
+mod rows;
 mod shader;
 mod views;
 
 pub use input::PlannerInput;
+pub use rows::check_rows;
 pub use views::{check_views, ViewCase};
 
 use crate::gpu::gather::abi::binding_bytes;

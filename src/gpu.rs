@@ -19,7 +19,7 @@ pub(crate) mod direction;
 pub(crate) mod gather;
 pub(crate) mod kept;
 pub(crate) mod moving;
-mod paged;
+pub(crate) mod paged;
 pub(crate) mod parts;
 pub(crate) mod placement;
 pub(crate) mod planner;

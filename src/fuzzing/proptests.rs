@@ -3,6 +3,7 @@
 //! thousand cases of each; set `WGPU_SPLIT_FUZZ_CASES` for a long run. The coverage-guided run
 //! of the planner lives in `fuzz/`.
 
+use super::rows::check_rows;
 use super::views::{check_views, ViewCase};
 use super::{check_planner, PlannerInput};
 use proptest::prelude::*;
@@ -73,6 +74,11 @@ proptest! {
     #[test]
     fn planner_keeps_its_invariants(input in input()) {
         check_planner(&input);
+    }
+
+    #[test]
+    fn indexed_rows_stay_in_their_windows(seed in any::<u64>()) {
+        check_rows(seed);
     }
 
     #[test]

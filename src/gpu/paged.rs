@@ -7,7 +7,7 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, buffer_with, scoped_async};
 use crate::gpu::gather::abi::{Entry, Mode};
 use crate::gpu::gather::{binding_bytes, scatter_dispatch, window_limit, IndexWindows};
-use crate::gpu::gather::{ScatterJob, ScatterRows};
+use crate::gpu::gather::{IndexRule, ScatterJob, ScatterRows};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::prepared_rows::PreparedRows;
 use crate::gpu::round_trip::{map_read, read_mapped};
@@ -96,68 +96,11 @@ impl GpuSplitter {
         let plan = PagedKvPlan::new(*plan)?;
         let rule = index_rule(buffers.index_type, NegativeIndex::Padding)?;
         let b = buffers;
-        let es = dtype.size() as u64;
-        let (t, hq, hkv, d) = (
-            plan.tokens as u64,
-            plan.q_heads as u64,
-            plan.kv_heads as u64,
-            plan.head_dim as u64,
-        );
-        let token = (hq + 2 * hkv) * d * es;
-        let cache = plan.slots() as u64 * hkv * d * es;
-        let (q_row, row) = (hq * d * es, hkv * d * es);
-        let sizes = Sizes {
-            qkv: binding_bytes(t * token),
-            slots: t * 4 * rule.words as u64,
-            queries: binding_bytes(t * q_row),
-            cache,
-        };
+        let sizes = paged_sizes(&plan, dtype, rule.words);
         let base = check_regions(b, &sizes, self.offset_align())?;
         let (k_at, v_at) = (b.k_cache.offset - base, b.v_cache.offset - base);
-        let window = k_at.max(v_at) + cache;
-        let part = |src_offset: u64, dst_offset: u64| match plan.layout {
-            CacheLayout::Nhd => ScatterRows {
-                src_offset,
-                src_stride: token,
-                src_head_step: 0,
-                heads: 1,
-                row_bytes: row,
-                dst_offset,
-                block_size: plan.block_size as u64,
-                dst_block_stride: plan.block_size as u64 * row,
-                dst_slot_stride: row,
-                dst_head_stride: 0,
-            },
-            CacheLayout::Hnd => ScatterRows {
-                src_offset,
-                src_stride: token,
-                src_head_step: d * es,
-                heads: hkv,
-                row_bytes: d * es,
-                dst_offset,
-                block_size: plan.block_size as u64,
-                dst_block_stride: plan.block_size as u64 * row,
-                dst_slot_stride: d * es,
-                dst_head_stride: plan.block_size as u64 * d * es,
-            },
-        };
-        let queries = Entry {
-            out_bytes: (t * q_row) as u32,
-            row_bytes: q_row as u32,
-            src_stride: token as u32,
-            mode: Mode::of(q_row | token) as u32,
-            dst_stride: q_row as u32,
-            ..Entry::default()
-        };
-        let job = ScatterJob {
-            tokens: t,
-            capacity: plan.slots() as u64,
-            rule,
-            src_bytes: t * token,
-            dst_bytes: window,
-            parts: vec![part(q_row, k_at), part(q_row + row, v_at)],
-            copy: Some(queries),
-        };
+        let job = paged_job(&plan, dtype, rule, k_at, v_at);
+        let window = job.dst_bytes;
         let limit = window_limit(&self.limits);
         let Some(dispatch) = scatter_dispatch(&job, limit, self.gather_tuning)? else {
             return Ok(self.prepared_rows(Vec::new()));
@@ -267,8 +210,92 @@ impl GpuSplitter {
     }
 }
 
+/// The bytes a paged write of `plan` in `dtype` binds of each region, its slots of `words`.
+pub(crate) fn paged_sizes(plan: &PagedKvPlan, dtype: DType, words: u32) -> Sizes {
+    let es = dtype.size() as u64;
+    let (t, hq, hkv, d) = (
+        plan.tokens as u64,
+        plan.q_heads as u64,
+        plan.kv_heads as u64,
+        plan.head_dim as u64,
+    );
+    Sizes {
+        qkv: binding_bytes(t * (hq + 2 * hkv) * d * es),
+        slots: t * 4 * words as u64,
+        queries: binding_bytes(t * hq * d * es),
+        cache: plan.slots() as u64 * hkv * d * es,
+    }
+}
+
+/// The scatter of a paged write of `plan` in `dtype`, its slots read by `rule`, its caches at
+/// `k_at` and `v_at` of one window: the queries a plain entry, the keys and the values a
+/// part each. Pure.
+pub(crate) fn paged_job(
+    plan: &PagedKvPlan,
+    dtype: DType,
+    rule: IndexRule,
+    k_at: u64,
+    v_at: u64,
+) -> ScatterJob {
+    let es = dtype.size() as u64;
+    let (t, hq, hkv, d) = (
+        plan.tokens as u64,
+        plan.q_heads as u64,
+        plan.kv_heads as u64,
+        plan.head_dim as u64,
+    );
+    let token = (hq + 2 * hkv) * d * es;
+    let cache = plan.slots() as u64 * hkv * d * es;
+    let (q_row, row) = (hq * d * es, hkv * d * es);
+    let bs = plan.block_size as u64;
+    let part = |src_offset: u64, dst_offset: u64| match plan.layout {
+        CacheLayout::Nhd => ScatterRows {
+            src_offset,
+            src_stride: token,
+            src_head_step: 0,
+            heads: 1,
+            row_bytes: row,
+            dst_offset,
+            block_size: bs,
+            dst_block_stride: bs * row,
+            dst_slot_stride: row,
+            dst_head_stride: 0,
+        },
+        CacheLayout::Hnd => ScatterRows {
+            src_offset,
+            src_stride: token,
+            src_head_step: d * es,
+            heads: hkv,
+            row_bytes: d * es,
+            dst_offset,
+            block_size: bs,
+            dst_block_stride: bs * row,
+            dst_slot_stride: d * es,
+            dst_head_stride: bs * d * es,
+        },
+    };
+    // Every count fits u32 where the dispatch is made: `scatter_dispatch` refuses the rest.
+    let queries = Entry {
+        out_bytes: (t * q_row) as u32,
+        row_bytes: q_row as u32,
+        src_stride: token as u32,
+        mode: Mode::of(q_row | token) as u32,
+        dst_stride: q_row as u32,
+        ..Entry::default()
+    };
+    ScatterJob {
+        tokens: t,
+        capacity: plan.slots() as u64,
+        rule,
+        src_bytes: t * token,
+        dst_bytes: k_at.max(v_at) + cache,
+        parts: vec![part(q_row, k_at), part(q_row + row, v_at)],
+        copy: Some(queries),
+    }
+}
+
 /// The bytes a paged write binds of each region.
-struct Sizes {
+pub(crate) struct Sizes {
     qkv: u64,
     slots: u64,
     queries: u64,

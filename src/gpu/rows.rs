@@ -13,7 +13,7 @@ use crate::gpu::placement::BufferRegion;
 use crate::gpu::prepared_rows::PreparedRows;
 use crate::gpu::round_trip::{map_read, read_mapped};
 use crate::gpu::GpuSplitter;
-use crate::plan::{NegativeIndex, RowsKind, RowsPlan, RowsStatus};
+use crate::plan::{GatherRows, NegativeIndex, RowsKind, RowsPlan, RowsStatus};
 use crate::tensor::HostTensor;
 use crate::DType;
 
@@ -123,26 +123,7 @@ impl GpuSplitter {
             }
             RowsKind::Scatter => {
                 let data = rows.data_bytes()?;
-                let job = ScatterJob {
-                    tokens: rows.count,
-                    capacity: rows.capacity,
-                    rule,
-                    src_bytes: rows.output_bytes()?,
-                    dst_bytes: data,
-                    parts: vec![ScatterRows {
-                        src_offset: 0,
-                        src_stride: rows.row_bytes,
-                        src_head_step: 0,
-                        heads: 1,
-                        row_bytes: rows.row_bytes,
-                        dst_offset: 0,
-                        block_size: 1,
-                        dst_block_stride: rows.row_bytes,
-                        dst_slot_stride: 0,
-                        dst_head_stride: 0,
-                    }],
-                    copy: None,
-                };
+                let job = set_rows_job(rows, rule)?;
                 let target = (
                     buffers.target.buffer,
                     buffers.target.offset,
@@ -292,6 +273,31 @@ impl GpuSplitter {
         let made = GatherPipeline::indexed(&self.device, stores).await?;
         Ok(cell.get_or_init(|| made).clone())
     }
+}
+
+/// The scatter of `rows` whose indices `rule` reads: each row of the updates to its row of
+/// the data. Pure.
+pub(crate) fn set_rows_job(rows: GatherRows, rule: IndexRule) -> Result<ScatterJob> {
+    Ok(ScatterJob {
+        tokens: rows.count,
+        capacity: rows.capacity,
+        rule,
+        src_bytes: rows.output_bytes()?,
+        dst_bytes: rows.data_bytes()?,
+        parts: vec![ScatterRows {
+            src_offset: 0,
+            src_stride: rows.row_bytes,
+            src_head_step: 0,
+            heads: 1,
+            row_bytes: rows.row_bytes,
+            dst_offset: 0,
+            block_size: 1,
+            dst_block_stride: rows.row_bytes,
+            dst_slot_stride: 0,
+            dst_head_stride: 0,
+        }],
+        copy: None,
+    })
 }
 
 /// How the shader reads indices of `index_type` under `negative`.
