@@ -101,10 +101,7 @@ pub use gpu::{
     PagedKvBuffers, PartLayout, PartRange, Plan, Prepared, PreparedRows, RegionsPerDispatch,
     RowsBuffers,
 };
-pub use plan::{
-    CacheLayout, ConcatPlan, NegativeIndex, PagedKvPlan, PartView, RowsKind, RowsPlan, RowsStatus,
-    SplitPlan, MAX_GATHER_AXIS,
-};
+pub use plan::{CacheLayout, ConcatPlan, PagedKvPlan, PartView, RowsPlan, RowsStatus, SplitPlan};
 pub use stream::{OutputSink, StreamOptions, StreamReport};
 pub use tensor::{Element, HostTensor, IntTensor};
 

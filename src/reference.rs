@@ -15,7 +15,7 @@ use crate::DType;
 mod paged;
 mod rows;
 pub(crate) use paged::check_tensors as check_paged_tensors;
-pub use paged::{paged_kv_write, PagedKvOutput};
+pub use paged::{paged_write, PagedKvOutput};
 pub(crate) use rows::check_tensors as check_rows_tensors;
 pub use rows::{gather_rows, scatter_rows};
 

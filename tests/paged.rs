@@ -69,7 +69,7 @@ fn check(
     let qkv = tensor(rng, dtype, plan.qkv_shape());
     let k = tensor(rng, dtype, plan.cache_shape());
     let v = tensor(rng, dtype, plan.cache_shape());
-    let want = reference::paged_kv_write(plan, &qkv, slots, &k, &v).unwrap();
+    let want = reference::paged_write(plan, &qkv, slots, &k, &v).unwrap();
     let got = gpu
         .run_paged_kv(plan, &qkv, slots, &k, &v)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -137,10 +137,39 @@ fn engine_shapes(gpu: &'static GpuSplitter) {
         );
         let padding = HostTensor::from_slice(&[64], &[-1i64; 64]).unwrap();
         check(gpu, &plan, &padding, &mut rng, DType::F16, "all padding");
+        // The queries heads-first, `[32, 64, 128]`, in the same dispatch.
+        let heads_first = plan.with_heads_first_queries();
+        assert_eq!(heads_first.q_shape(), vec![32, 64, 128]);
+        check(
+            gpu,
+            &heads_first,
+            &slots,
+            &mut rng,
+            DType::F16,
+            &format!("heads-first {layout:?}"),
+        );
     }
     let none = ops::paged_kv_write(0, 2, 1, 4, 2, 4, CacheLayout::Nhd).unwrap();
     let empty = HostTensor::from_slice::<i32>(&[0], &[]).unwrap();
     check(gpu, &none, &empty, &mut rng, DType::F32, "no tokens");
+    // Heads-first queries of 5 tokens of 4 f32 a head, then of 3 f16: the second's blocks of
+    // 30 bytes are refused, naming the rule.
+    let plan = ops::paged_kv_write(5, 3, 1, 4, 4, 2, CacheLayout::Hnd).unwrap();
+    let slots = slot_mapping(&mut rng, 5, plan.slots(), false);
+    let plan = plan.with_heads_first_queries();
+    check(gpu, &plan, &slots, &mut rng, DType::F32, "heads-first f32");
+    let odd = ops::paged_kv_write(5, 3, 1, 3, 4, 2, CacheLayout::Nhd)
+        .unwrap()
+        .with_heads_first_queries();
+    let qkv = tensor(&mut rng, DType::F16, odd.qkv_shape());
+    let cache = tensor(&mut rng, DType::F16, odd.cache_shape());
+    let e = gpu
+        .run_paged_kv(&odd, &qkv, &slots, &cache, &cache)
+        .unwrap_err();
+    assert!(
+        matches!(e, SplitError::BadView(ref m) if m.contains("multiple of 16")),
+        "{e}"
+    );
     let many = 65_537;
     let plan =
         ops::paged_kv_write(many, 1, 1, 1, many.div_ceil(16) + 1, 16, CacheLayout::Hnd).unwrap();
@@ -234,10 +263,7 @@ fn encoded_again_with_new_slots(gpu: &'static GpuSplitter) {
         v_cache: BufferRegion::from(&other),
         ..buffers
     };
-    let mut encoder = device.create_command_encoder(&Default::default());
-    let e = gpu
-        .encode_paged_kv(&mut encoder, &plan, DType::F32, &apart)
-        .unwrap_err();
+    let e = gpu.prepare_paged_kv(&plan, DType::F32, &apart).unwrap_err();
     assert!(
         matches!(e, SplitError::BadBuffer(ref m) if m.contains("two buffers")),
         "{e}"

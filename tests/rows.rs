@@ -170,10 +170,10 @@ fn i32_and_i64_indices_agree(gpu: &'static GpuSplitter) {
     assert_eq!(status, want);
 }
 
-/// `encode_rows` into a region inside a bigger buffer writes the output's bytes alone: the
+/// Rows prepared into a region inside a bigger buffer write the output's bytes alone: the
 /// guard bytes before and after it, and past its last partial word, keep their values; the
 /// status lands where the caller keeps it.
-fn encode_rows_keeps_guard_bytes(gpu: &'static GpuSplitter) {
+fn prepared_rows_keep_guard_bytes(gpu: &'static GpuSplitter) {
     use wgpu::util::DeviceExt;
     use wgpu::BufferUsages as U;
     let device = gpu.device();
@@ -212,8 +212,8 @@ fn encode_rows_keeps_guard_bytes(gpu: &'static GpuSplitter) {
         }),
     };
     let mut encoder = device.create_command_encoder(&Default::default());
-    gpu.encode_rows(&mut encoder, &plan, DType::U8, &buffers)
-        .unwrap();
+    let node = gpu.prepare_rows(&plan, DType::U8, &buffers).unwrap();
+    node.encode(&mut encoder).unwrap();
     gpu.queue().submit([encoder.finish()]);
     let read = |b: &wgpu::Buffer| {
         let back = device.create_buffer(&wgpu::BufferDescriptor {
@@ -275,11 +275,8 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
         target: region(&out),
         status: None,
     };
-    let refused = |b: RowsBuffers<'_>, plan: &RowsPlan| {
-        let mut encoder = device.create_command_encoder(&Default::default());
-        gpu.encode_rows(&mut encoder, plan, DType::U8, &b)
-            .unwrap_err()
-    };
+    let refused =
+        |b: RowsBuffers<'_>, plan: &RowsPlan| gpu.prepare_rows(plan, DType::U8, &b).unwrap_err();
     let f32_ids = refused(
         RowsBuffers {
             index_type: DType::F32,
@@ -464,6 +461,6 @@ per_backend!(
     gathers_match_the_reference,
     engine_shapes_match_the_reference,
     i32_and_i64_indices_agree,
-    encode_rows_keeps_guard_bytes,
+    prepared_rows_keep_guard_bytes,
     bad_regions_are_refused,
 );

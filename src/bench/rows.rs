@@ -237,8 +237,10 @@ impl Bencher<'_> {
                 let data = rng.tensor(case.dtype, plan.data_shape().to_vec())?;
                 let ids = rng.places(plan.index_count(), len, *index_type)?;
                 let updates = match plan.kind() {
-                    crate::RowsKind::Scatter => Some(rng.tensor(case.dtype, plan.updates_shape())?),
-                    crate::RowsKind::Gather => None,
+                    crate::plan::RowsKind::Scatter => {
+                        Some(rng.tensor(case.dtype, plan.updates_shape())?)
+                    }
+                    crate::plan::RowsKind::Gather => None,
                 };
                 let (source, target) = match &updates {
                     Some(u) => (upload("bench updates", u)?, upload("bench data", &data)?),
@@ -262,7 +264,8 @@ impl Bencher<'_> {
                 let moved = plan.rows(case.dtype)?.output_bytes()?;
                 let prepared = self.gpu.prepare_rows(plan, case.dtype, &buffers)?;
                 let encode = &mut |encoder: &mut wgpu::CommandEncoder| {
-                    self.gpu.encode_rows(encoder, plan, case.dtype, &buffers)
+                    let node = self.gpu.prepare_rows(plan, case.dtype, &buffers)?;
+                    node.encode(encoder)
                 };
                 let result = self.time_rows(case.name, moved, &prepared, encode)?;
                 let want = match &updates {
@@ -307,11 +310,11 @@ impl Bencher<'_> {
                 let moved = qkv.bytes().len() as u64;
                 let prepared = self.gpu.prepare_paged_kv(plan, case.dtype, &buffers)?;
                 let encode = &mut |encoder: &mut wgpu::CommandEncoder| {
-                    self.gpu
-                        .encode_paged_kv(encoder, plan, case.dtype, &buffers)
+                    let node = self.gpu.prepare_paged_kv(plan, case.dtype, &buffers)?;
+                    node.encode(encoder)
                 };
                 let result = self.time_rows(case.name, moved, &prepared, encode)?;
-                let want = reference::paged_kv_write(plan, &qkv, &slots, &k, &v)?;
+                let want = reference::paged_write(plan, &qkv, &slots, &k, &v)?;
                 self.check_bytes(case.name, &queries, 0, want.queries.bytes())?;
                 self.check_bytes(case.name, &caches, 0, want.k_cache.bytes())?;
                 self.check_bytes(case.name, &caches, v_at, want.v_cache.bytes())?;
@@ -321,7 +324,8 @@ impl Bencher<'_> {
     }
 
     /// Times `prepared` against the copies of `moved` bytes, in one loop; and on the host,
-    /// its encode and the whole `encode` (planned, checked and bound again).
+    /// its encode and `encode`, a node prepared and encoded once (planned, checked and
+    /// bound again).
     fn time_rows(
         &self,
         name: &'static str,

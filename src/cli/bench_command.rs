@@ -85,7 +85,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
     print_rows(&rows_results);
     for r in &rows_results {
         say!(
-            "  {:<18} host: {:.1} us the prepared encode, {:.1} us a whole encode",
+            "  {:<18} host: {:.1} us the prepared encode, {:.1} us prepared and encoded again",
             r.name,
             r.prepared_host_ms * 1e3,
             r.encode_host_ms * 1e3

@@ -1,5 +1,5 @@
-//! A paged KV write from the fused QKV projection ([`PagedKvPlan`]), recorded into the
-//! caller's encoder ([`GpuSplitter::encode_paged_kv`]) or run on host tensors
+//! A paged KV write from the fused QKV projection ([`PagedKvPlan`]), prepared for the
+//! caller's buffers ([`GpuSplitter::prepare_paged_kv`]) or run on host tensors
 //! ([`GpuSplitter::run_paged_kv`]): the queries (a plain entry) and the keys and values (two
 //! scatter entries) of the rows' program, in one dispatch of the indexed build.
 
@@ -18,7 +18,7 @@ use crate::reference::PagedKvOutput;
 use crate::tensor::HostTensor;
 use crate::DType;
 
-/// Where a paged KV write reads and writes ([`GpuSplitter::encode_paged_kv`]). Each region
+/// Where a paged KV write reads and writes ([`GpuSplitter::prepare_paged_kv`]). Each region
 /// starts at a multiple of the device's storage offset alignment.
 #[derive(Debug, Clone, Copy)]
 pub struct PagedKvBuffers<'a> {
@@ -41,38 +41,12 @@ pub struct PagedKvBuffers<'a> {
 }
 
 impl GpuSplitter {
-    /// Records the paged write of `plan` into `encoder`, elements of `dtype`, in one
-    /// dispatch: the queries out, each token's keys and values into the caches at its slot.
-    /// A slot of -1 is padding (nothing moves, nothing is counted); another slot outside the
-    /// caches moves no key or value and is counted in the status. Nothing is submitted.
-    pub fn encode_paged_kv(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &PagedKvPlan,
-        dtype: DType,
-        buffers: &PagedKvBuffers<'_>,
-    ) -> Result<()> {
-        device::block_on(
-            "GpuSplitter::encode_paged_kv",
-            self.encode_paged_kv_async(encoder, plan, dtype, buffers),
-        )
-    }
-
-    /// [`GpuSplitter::encode_paged_kv`] for async callers, and the one for WebGPU.
-    pub async fn encode_paged_kv_async(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &PagedKvPlan,
-        dtype: DType,
-        buffers: &PagedKvBuffers<'_>,
-    ) -> Result<()> {
-        let prepared = self.prepare_paged_kv_async(plan, dtype, buffers).await?;
-        prepared.encode_async(encoder).await
-    }
-
-    /// Prepares the paged write of `plan` with `buffers` once ([`PreparedRows`]): each
-    /// decode step then records it in microseconds while the slots' contents change (the
-    /// token count is fixed: padding keeps it static, as CUDA graphs keep it).
+    /// Prepares the paged write of `plan`, elements of `dtype`, with `buffers`
+    /// ([`PreparedRows`]): each decode step records it in microseconds, in one dispatch,
+    /// while the slots' contents change (the token count is fixed: padding keeps it static,
+    /// as CUDA graphs keep it). The queries go out, each token's keys and values into the
+    /// caches at its slot. A slot of -1 is padding (nothing moves, nothing is counted);
+    /// another slot outside the caches moves no key or value and is counted in the status.
     pub fn prepare_paged_kv(
         &self,
         plan: &PagedKvPlan,
@@ -96,6 +70,7 @@ impl GpuSplitter {
         let plan = PagedKvPlan::new(*plan)?;
         let rule = index_rule(buffers.index_type, NegativeIndex::Padding)?;
         let b = buffers;
+        check_heads_first(&plan, dtype)?;
         let sizes = paged_sizes(&plan, dtype, rule.words);
         let base = check_regions(b, &sizes, self.offset_align())?;
         let (k_at, v_at) = (b.k_cache.offset - base, b.v_cache.offset - base);
@@ -117,7 +92,7 @@ impl GpuSplitter {
 
     /// Runs the paged write of `plan` on host tensors: uploads `qkv`, the `slots` (i32 or
     /// i64) and both caches, and reads back the queries, the caches and the status. Check it
-    /// with [`crate::reference::paged_kv_write`].
+    /// with [`crate::reference::paged_write`].
     pub fn run_paged_kv(
         &self,
         plan: &PagedKvPlan,
@@ -187,9 +162,9 @@ impl GpuSplitter {
             v_cache: region(&caches, v_at),
             status: Some(region(&caches, status_at)),
         };
+        let node = self.prepare_paged_kv_async(plan, dtype, &buffers).await?;
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        self.encode_paged_kv_async(&mut encoder, plan, dtype, &buffers)
-            .await?;
+        node.encode_async(&mut encoder).await?;
         scoped_async(&self.device, "submitting the paged write", || {
             encoder.copy_buffer_to_buffer(&caches, 0, &readback, 0, size);
             encoder.copy_buffer_to_buffer(&queries, 0, &readback, size, q_size);
@@ -274,14 +249,31 @@ pub(crate) fn paged_job(
             dst_head_stride: bs * d * es,
         },
     };
-    // Every count fits u32 where the dispatch is made: `scatter_dispatch` refuses the rest.
-    let queries = Entry {
-        out_bytes: (t * q_row) as u32,
-        row_bytes: q_row as u32,
-        src_stride: token as u32,
-        mode: Mode::of(q_row | token) as u32,
-        dst_stride: q_row as u32,
-        ..Entry::default()
+    // The queries: packed, one entry of rows of all heads; heads-first, an entry a head, of
+    // rows of one head, each head's block after the last (`check_heads_first`). Every count
+    // fits u32 where the dispatch is made: `scatter_dispatch` refuses the rest.
+    let head = d * es;
+    let queries: Vec<Entry> = match plan.heads_first {
+        false => vec![Entry {
+            out_bytes: (t * q_row) as u32,
+            row_bytes: q_row as u32,
+            src_stride: token as u32,
+            mode: Mode::of(q_row | token) as u32,
+            dst_stride: q_row as u32,
+            ..Entry::default()
+        }],
+        true => (0..hq)
+            .map(|h| Entry {
+                dst_unit: (h * t * head / 16) as u32,
+                out_bytes: (t * head) as u32,
+                row_bytes: head as u32,
+                src_stride: token as u32,
+                src_offset: (h * head) as u32,
+                mode: Mode::of(head | token | (h * head)) as u32,
+                dst_stride: head as u32,
+                ..Entry::default()
+            })
+            .collect(),
     };
     ScatterJob {
         tokens: t,
@@ -290,8 +282,22 @@ pub(crate) fn paged_job(
         src_bytes: t * token,
         dst_bytes: k_at.max(v_at) + cache,
         parts: vec![part(q_row, k_at), part(q_row + row, v_at)],
-        copy: Some(queries),
+        copy: queries,
     }
+}
+
+/// Refuses heads-first queries whose heads' blocks do not start at multiples of 16 bytes
+/// (each is an entry of its own, and entries start on whole units).
+pub(crate) fn check_heads_first(plan: &PagedKvPlan, dtype: DType) -> Result<()> {
+    let block = plan.tokens * plan.head_dim * dtype.size();
+    if plan.heads_first && !block.is_multiple_of(16) {
+        return Err(SplitError::BadView(format!(
+            "heads-first queries of {} tokens of {} {dtype} elements a head: each head's block \
+             of {block} bytes must be a multiple of 16 (pad the tokens)",
+            plan.tokens, plan.head_dim
+        )));
+    }
+    Ok(())
 }
 
 /// The bytes a paged write binds of each region.

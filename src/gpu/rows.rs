@@ -1,5 +1,5 @@
-//! Rows placed by indices that live on the device ([`RowsPlan`]): recorded into the
-//! caller's encoder ([`GpuSplitter::encode_rows`]) or run on host tensors
+//! Rows placed by indices that live on the device ([`RowsPlan`]): prepared for the
+//! caller's buffers ([`GpuSplitter::prepare_rows`]) or run on host tensors
 //! ([`GpuSplitter::run_rows`]). One dispatch of the indexed build's rows program; the shader
 //! checks every index, and the host proves every address of any index in range.
 
@@ -17,7 +17,7 @@ use crate::plan::{GatherRows, NegativeIndex, RowsKind, RowsPlan, RowsStatus};
 use crate::tensor::HostTensor;
 use crate::DType;
 
-/// Where rows placed by indices read and write ([`GpuSplitter::encode_rows`]). Each region
+/// Where rows placed by indices read and write ([`GpuSplitter::prepare_rows`]). Each region
 /// starts at a multiple of the device's storage offset alignment.
 #[derive(Debug, Clone, Copy)]
 pub struct RowsBuffers<'a> {
@@ -38,20 +38,19 @@ pub struct RowsBuffers<'a> {
 }
 
 impl GpuSplitter {
-    /// Records the rows `plan` places into `encoder`, elements of `dtype`, bit for bit: a
-    /// gather writes row `indices[i]` of the source (of every block before the axis) as the
-    /// target's row `i`; a scatter writes the source's row `i` (its updates) as the target's
-    /// row `indices[i]`. An index out of range moves nothing and is counted in the status.
-    /// Nothing is submitted, and nothing is read back. Regions that do not fit the plan, or a
-    /// plan past one binding of this device, are errors naming the rule and the numbers.
+    /// Prepares the rows `plan` places, elements of `dtype`, with `buffers` ([`PreparedRows`]):
+    /// each step of an engine records them with [`PreparedRows::encode`], in microseconds,
+    /// while the indices' contents change. A gather writes row `indices[i]` of the source (of
+    /// every block before the axis) as the target's row `i`; a scatter writes the source's row
+    /// `i` (its updates) as the target's row `indices[i]`; bit for bit. An index out of range
+    /// moves nothing and is counted in the status. Regions that do not fit the plan, or a plan
+    /// past one binding of this device, are errors naming the rule and the numbers.
     ///
     /// ```no_run
     /// use wgpu_split::{ops, wgpu, BufferRegion, DType, GpuSplitter, RowsBuffers};
     /// # fn engine(gpu: &GpuSplitter, table: &wgpu::Buffer, ids: &wgpu::Buffer,
     /// #     out: &wgpu::Buffer, status: &wgpu::Buffer) -> Result<(), wgpu_split::SplitError> {
     /// let plan = ops::get_rows(&[32000, 4096], &[512])?; // an embedding table, 512 ids
-    /// let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    /// encoder.clear_buffer(status, 0, None); // the status counts from zero
     /// let buffers = RowsBuffers {
     ///     source: BufferRegion::from(table),
     ///     indices: BufferRegion::from(ids),
@@ -59,38 +58,14 @@ impl GpuSplitter {
     ///     target: BufferRegion::from(out),
     ///     status: Some(BufferRegion::from(status)),
     /// };
-    /// gpu.encode_rows(&mut encoder, &plan, DType::F16, &buffers)?;
+    /// let node = gpu.prepare_rows(&plan, DType::F16, &buffers)?; // once
+    /// // Every step: the ids change, the node is recorded again.
+    /// let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    /// encoder.clear_buffer(status, 0, None); // the status counts from zero
+    /// node.encode(&mut encoder)?;
     /// gpu.queue().submit([encoder.finish()]);
     /// # Ok(()) }
     /// ```
-    pub fn encode_rows(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &RowsPlan,
-        dtype: DType,
-        buffers: &RowsBuffers<'_>,
-    ) -> Result<()> {
-        device::block_on(
-            "GpuSplitter::encode_rows",
-            self.encode_rows_async(encoder, plan, dtype, buffers),
-        )
-    }
-
-    /// [`GpuSplitter::encode_rows`] for async callers, and the one for WebGPU.
-    pub async fn encode_rows_async(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &RowsPlan,
-        dtype: DType,
-        buffers: &RowsBuffers<'_>,
-    ) -> Result<()> {
-        let prepared = self.prepare_rows_async(plan, dtype, buffers).await?;
-        prepared.encode_async(encoder).await
-    }
-
-    /// Prepares the rows `plan` places with `buffers` once ([`PreparedRows`]), so that each
-    /// step of an engine records them in microseconds while the indices' contents change
-    /// ([`PreparedRows::encode`]); checks everything [`GpuSplitter::encode_rows`] does.
     pub fn prepare_rows(
         &self,
         plan: &RowsPlan,
@@ -246,9 +221,9 @@ impl GpuSplitter {
                 offset: status_at,
             }),
         };
+        let node = self.prepare_rows_async(plan, dtype, &buffers).await?;
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        self.encode_rows_async(&mut encoder, plan, dtype, &buffers)
-            .await?;
+        node.encode_async(&mut encoder).await?;
         scoped_async(&self.device, "submitting the rows", || {
             encoder.copy_buffer_to_buffer(&target, 0, &readback, 0, size);
             self.queue.submit([encoder.finish()]);
@@ -296,7 +271,7 @@ pub(crate) fn set_rows_job(rows: GatherRows, rule: IndexRule) -> Result<ScatterJ
             dst_slot_stride: 0,
             dst_head_stride: 0,
         }],
-        copy: None,
+        copy: Vec::new(),
     })
 }
 

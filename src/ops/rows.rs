@@ -120,6 +120,7 @@ fn check_updates(plan: &RowsPlan, updates_shape: &[usize]) -> Result<()> {
 /// `q_heads` queries, `kv_heads` keys and `kv_heads` values of `head_dim` each; the queries
 /// out packed, the keys and values into caches of `blocks` blocks of `block_size` slots in
 /// `layout`, at each token's slot (-1: padding). One dispatch moves all three.
+/// [`PagedKvPlan::with_heads_first_queries`] writes the queries `[q_heads, tokens, head_dim]`.
 ///
 /// ```
 /// use wgpu_split::{ops, CacheLayout};
@@ -146,5 +147,6 @@ pub fn paged_kv_write(
         blocks,
         block_size,
         layout,
+        heads_first: false,
     })
 }

@@ -32,6 +32,7 @@ pub struct PagedKvPlan {
     pub(crate) blocks: usize,
     pub(crate) block_size: usize,
     pub(crate) layout: CacheLayout,
+    pub(crate) heads_first: bool,
 }
 
 impl PagedKvPlan {
@@ -91,9 +92,29 @@ impl PagedKvPlan {
         ]
     }
 
-    /// The queries' shape: `[tokens, q_heads * head_dim]`.
+    /// The queries written heads-first, `[q_heads, tokens, head_dim]` (attention's layout),
+    /// not packed: each head's rows then follow one another, every head's block at a
+    /// multiple of 16 bytes (`tokens * head_dim * element size` a multiple of 16, checked at
+    /// encode).
+    pub fn with_heads_first_queries(self) -> Self {
+        Self {
+            heads_first: true,
+            ..self
+        }
+    }
+
+    /// Whether the queries are written heads-first.
+    pub fn heads_first(&self) -> bool {
+        self.heads_first
+    }
+
+    /// The queries' shape: `[tokens, q_heads * head_dim]`, or `[q_heads, tokens, head_dim]`
+    /// heads-first.
     pub fn q_shape(&self) -> Vec<usize> {
-        vec![self.tokens, self.q_heads * self.head_dim]
+        match self.heads_first {
+            false => vec![self.tokens, self.q_heads * self.head_dim],
+            true => vec![self.q_heads, self.tokens, self.head_dim],
+        }
     }
 
     /// Each cache's shape, in its layout.

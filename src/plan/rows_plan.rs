@@ -8,7 +8,7 @@ use crate::DType;
 
 /// What a negative index means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NegativeIndex {
+pub(crate) enum NegativeIndex {
     /// It counts from the end of the axis: `-1` is the last row (ONNX Gather).
     FromEnd,
     /// It is out of range, as an index at or past the axis length is (get rows, ggml's
@@ -21,7 +21,7 @@ pub enum NegativeIndex {
 
 /// Which way rows placed by indices move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RowsKind {
+pub(crate) enum RowsKind {
     /// Rows picked from the data: the output row `(o, i)` is row `indices[i]` of the data's
     /// block `o` ([`crate::ops::gather`], [`crate::ops::get_rows`]).
     Gather,
@@ -53,7 +53,7 @@ pub struct RowsPlan {
 /// Most rows on a gathered axis: an index in range is below it, so every valid index is a
 /// non-negative i32, and a row index fits the shader's u32 words with room for the mark of
 /// one out of range.
-pub const MAX_GATHER_AXIS: usize = (1 << 31) - 1;
+pub(crate) const MAX_GATHER_AXIS: usize = (1 << 31) - 1;
 
 impl RowsPlan {
     /// Plans rows of `data_shape` on `axis` (in `[-rank, rank - 1]`) picked by indices of
@@ -103,12 +103,12 @@ impl RowsPlan {
     }
 
     /// What a negative index means.
-    pub fn negative(&self) -> NegativeIndex {
+    pub(crate) fn negative(&self) -> NegativeIndex {
         self.negative
     }
 
     /// Which way the rows move.
-    pub fn kind(&self) -> RowsKind {
+    pub(crate) fn kind(&self) -> RowsKind {
         self.kind
     }
 

@@ -21,7 +21,7 @@ pub struct PagedKvOutput {
 
 /// The paged write of `plan` on the CPU: `qkv`'s queries out, its keys and values into
 /// copies of `k_cache` and `v_cache` at each token's slot of `slots` (i32 or i64, -1 padding).
-pub fn paged_kv_write(
+pub fn paged_write(
     plan: &PagedKvPlan,
     qkv: &HostTensor,
     slots: &HostTensor,
@@ -37,8 +37,19 @@ pub fn paged_kv_write(
     let mut caches = [k_cache.bytes().to_vec(), v_cache.bytes().to_vec()];
     let mut status = RowsStatus::default();
     let src = qkv.bytes();
+    if plan.heads_first {
+        // Element (h, t, 0) of `[q_heads, tokens, head_dim]`.
+        for h in 0..hq {
+            for t in 0..plan.tokens {
+                let from = t * token + h * d;
+                q.extend_from_slice(&src[from * es..(from + d) * es]);
+            }
+        }
+    }
     for (t, &s) in values.iter().enumerate() {
-        q.extend_from_slice(&src[t * token * es..(t * token + hq * d) * es]);
+        if !plan.heads_first {
+            q.extend_from_slice(&src[t * token * es..(t * token + hq * d) * es]);
+        }
         if s == -1 {
             continue;
         }

@@ -70,7 +70,7 @@ pub(crate) async fn checks(gpu: &GpuSplitter) -> Value {
         let v = tensor(&plan.cache_shape(), F16, 9);
         let slots = HostTensor::from_slice(&[6], &[3i32, -1, 19, 20, 0, 7]).expect("slots");
         let name = format!("paged write {layout:?}");
-        let want = reference::paged_kv_write(&plan, &qkv, &slots, &k, &v);
+        let want = reference::paged_write(&plan, &qkv, &slots, &k, &v);
         match (gpu.run_paged_kv_async(&plan, &qkv, &slots, &k, &v).await, want) {
             (Ok(got), Ok(want)) if got == want => {}
             (Ok(_), Ok(_)) => errors.push(format!("{name}: differs from the CPU reference")),

@@ -108,7 +108,7 @@ fn scattered(mode: GatherMode) -> Dispatch {
         src_bytes: 6 * 64,
         dst_bytes: 8 + 5 * 8 * 40,
         parts: vec![part],
-        copy: None,
+        copy: Vec::new(),
     };
     let tuning = GatherTuning {
         mode,

@@ -86,7 +86,7 @@ pub struct ScatterRows {
 
 /// A scatter's dispatch: `tokens` indices of `rule` naming slots below `capacity`, each part
 /// of `parts` placed through them, reading a source window of `src_bytes` and writing a
-/// destination window (`dst_atomic`) of `dst_bytes`; and `copy`, a plain entry written into
+/// destination window (`dst_atomic`) of `dst_bytes`; and `copy`, plain entries written into
 /// the output window (`dst`) in the same dispatch (the queries of a paged write).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScatterJob {
@@ -96,7 +96,7 @@ pub struct ScatterJob {
     pub src_bytes: u64,
     pub dst_bytes: u64,
     pub parts: Vec<ScatterRows>,
-    pub copy: Option<Entry>,
+    pub copy: Vec<Entry>,
 }
 
 impl ScatterRows {
@@ -133,8 +133,13 @@ pub fn scatter_dispatch(
         .iter()
         .filter(|p| p.row_bytes > 0 && p.heads > 0)
         .collect();
-    let copy = job.copy.filter(|c| c.out_bytes > 0);
-    if job.tokens == 0 || (parts.is_empty() && copy.is_none()) {
+    let copy: Vec<Entry> = job
+        .copy
+        .iter()
+        .copied()
+        .filter(|c| c.out_bytes > 0)
+        .collect();
+    if job.tokens == 0 || (parts.is_empty() && copy.is_empty()) {
         return Ok(None);
     }
     if job.capacity > MAX_GATHER_AXIS as u64 {
@@ -148,7 +153,7 @@ pub fn scatter_dispatch(
     let mut entries = Vec::new();
     let mut index = Vec::new();
     let mut work = Vec::new();
-    if let Some(c) = copy {
+    for &c in &copy {
         entries.push(c);
         index.push(IndexRows::default());
         work.push(units(c.out_bytes as u64));
@@ -197,9 +202,8 @@ pub fn scatter_dispatch(
         work.push(steps);
     }
     let (program, params) = indexed_table(&mut entries, &work, tuning);
-    let dst_size = copy.map_or(0, |c| {
-        binding_bytes((c.dst_unit as u64) * 16 + c.out_bytes as u64)
-    });
+    let end = |c: &Entry| binding_bytes((c.dst_unit as u64) * 16 + c.out_bytes as u64);
+    let dst_size = copy.iter().map(end).max().unwrap_or(0);
     Ok(Some(Dispatch {
         src_offset: 0,
         src_size: binding_bytes(job.src_bytes).max(4),
