@@ -100,7 +100,7 @@ fn read_entry(i: u32) -> Entry {
 // an entry of another mode). A MODE_INDEXED entry (a gather, rows back to back in the
 // output): its output row `r` is row `index(r % count)` of its source's block `r / count`, of
 // `capacity` rows `src_stride` bytes apart from `src_offset` on. A MODE_SCATTER entry (rows
-// placed in the destination, `dst_atomic`): `count` tokens of `heads` rows each, row `(t, h)`
+// placed in the destination, `dst_scatter`): `count` tokens of `heads` rows each, row `(t, h)`
 // read from `src_offset + t * src_stride + h * src_head_step` and written at `dst_offset +
 // (s / block_size) * dst_block_stride + (s % block_size) * dst_slot_stride + h *
 // dst_head_stride` for the slot `s = index(t)` below `capacity`. Each index `index_words`

@@ -178,7 +178,7 @@ pub enum Mode {
     /// each row it meets, from that row's source (a gather).
     Indexed = 3,
     /// Rows placed by indices ([`IndexRows`]), of any width: each row's 16-byte chunks
-    /// stored at the place its slot names, in `dst_atomic` (a scatter).
+    /// stored at the place its slot names, in `dst_scatter` (a scatter).
     Scatter = 4,
 }
 
@@ -204,7 +204,7 @@ pub struct IndexRows {
     pub heads: u32,
     /// A scatter's source bytes from one head's row to the next.
     pub src_head_step: u32,
-    /// A scatter's destination: the first row's place in `dst_atomic`, and the steps from
+    /// A scatter's destination: the first row's place in `dst_scatter`, and the steps from
     /// one block of slots, one slot and one head to the next, in bytes.
     pub dst_offset: u32,
     pub block_size: u32,

@@ -195,7 +195,7 @@ fn trace_skip(kind: u32) {
 const COPY_WGSL: &str = include_str!("../../../shaders/bench_copy_vec4.wgsl");
 
 /// The rows placed by indices in a build without them ([`Slot::Indices`], [`Slot::Status`],
-/// [`Slot::OutputAtomic`]): none, as no indexed entry is bound to it (`GatherPipeline::bind`).
+/// [`Slot::OutputScatter`]): none, as no indexed entry is bound to it (`GatherPipeline::bind`).
 const NOT_INDEXED: &str = "
 fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {}
 ";

@@ -86,7 +86,7 @@ pub struct ScatterRows {
 
 /// A scatter's dispatch: `tokens` indices of `rule` naming slots below `capacity`, each part
 /// of `parts` placed through them, reading a source window of `src_bytes` and writing a
-/// destination window (`dst_atomic`) of `dst_bytes`; and `copy`, plain entries written into
+/// destination window (`dst_scatter`) of `dst_bytes`; and `copy`, plain entries written into
 /// the output window (`dst`) in the same dispatch (the queries of a paged write).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScatterJob {

@@ -97,7 +97,7 @@ impl GatherPipeline {
 
     /// Compiles the indexed build: one input and this device's single output, with the
     /// indices, the status and the scatter's destination ([`Slot::Indices`], [`Slot::Status`],
-    /// [`Slot::OutputAtomic`]) bound after them, for rows placed by indices
+    /// [`Slot::OutputScatter`]) bound after them, for rows placed by indices
     /// ([`GatherPipeline::bind_indexed`]). A device whose shader
     /// stage holds fewer storage buffers is [`SplitError::TooLarge`](crate::SplitError).
     pub async fn indexed(device: &wgpu::Device, stores: ScatterStores) -> Result<Self> {
