@@ -122,6 +122,7 @@ def main():
             ours = rate(statistics.median(c["prepared"]["gbps"] for c in auto))
         theirs = f"{rate(torch[name][0])} ({torch[name][1]})" if name in torch else "-"
         print(f"| {name} | " + " | ".join(cells) + f" | {best} | {ours} | {theirs} | {program} |")
+    rows_section(runs)
     memory = out / "memory.json"
     traced = json.loads(memory.read_text()) if memory.exists() else None
     if traced:
@@ -136,6 +137,33 @@ def main():
             if m:
                 print(f"| {c['name']} | {m['load_efficiency']:.2f} | "
                       f"{m['load_lines_per_512']:.1f} | {m['table_bytes_per_512']:.1f} |")
+
+
+def rows_section(runs):
+    """Rows placed by indices: each case over the faster copy kernel moving its bytes, and
+    the prepared node's host time, in every run of every configuration."""
+    names = []
+    for stem, _ in CONFIGS:
+        for r in runs[stem]:
+            names += [c["name"] for c in r.get("rows_cases", []) if c["name"] not in names]
+    if not names:
+        return
+    print()
+    print("Rows placed by indices (docs/rows.md): over the faster copy kernel moving the same "
+          "bytes, each run.")
+    print()
+    heads = [h for _, h in CONFIGS]
+    print("| case | " + " | ".join(heads) + " | prepared encode, us |")
+    print("|---" * (len(heads) + 2) + "|")
+    for name in names:
+        cells = []
+        host = []
+        for stem, _ in CONFIGS:
+            found = [c for r in runs[stem] for c in r.get("rows_cases", []) if c["name"] == name]
+            cells.append(" ".join(f"{c['over_copy_kernel']:.2f}" for c in found) or "-")
+            host += [c["prepared_host_ms"] * 1e3 for c in found]
+        us = f"{statistics.median(host):.1f}" if host else "-"
+        print(f"| {name} | " + " | ".join(cells) + f" | {us} |")
 
 
 if __name__ == "__main__":
