@@ -1,7 +1,8 @@
-//! Rows placed by indices on the device (ONNX Gather, get rows): every width, both index
-//! types and every rule of an index, byte for byte against the CPU reference, in each lane
-//! mapping; the status of the indices out of range; guard bytes around the output; regions
-//! that do not fit refused.
+//! Rows placed by indices on the device (ONNX Gather, get rows, ScatterND, set rows): every
+//! width, both index types and every rule of an index, byte for byte against the CPU
+//! reference, in each lane mapping; the status of the indices out of range; guard bytes
+//! around the output; regions that do not fit refused. The random sweeps run 48 cases each;
+//! `WGPU_SPLIT_GPU_CASES` runs them long.
 
 #[macro_use]
 mod common;
@@ -92,7 +93,7 @@ fn gathers_match_the_reference(gpu: &'static GpuSplitter) {
         DType::Complex128,
     ];
     let mappings = common::lane_mappings(gpu);
-    for case in 0..48 {
+    for case in 0..common::long_run_cases().unwrap_or(48) as usize {
         let rank = 1 + rng.below(4) as usize;
         let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(9) as usize).collect();
         let axis = rng.below(rank as u64) as usize;
@@ -383,7 +384,7 @@ fn scatters_match_the_reference(gpu: &'static GpuSplitter) {
         DType::Complex128,
     ];
     let mappings = common::lane_mappings(gpu);
-    for case in 0..48 {
+    for case in 0..common::long_run_cases().unwrap_or(48) as usize {
         let rank = 1 + rng.below(3) as usize;
         let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(9) as usize).collect();
         let count = rng.below(2 * shape[0] as u64 + 2) as usize;
