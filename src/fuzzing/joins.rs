@@ -6,7 +6,6 @@ use super::routes::check_rows;
 use super::shader;
 use crate::gpu::gather::abi::{EntryPoint, JoinHeader, JoinTable, Segment, Table};
 use crate::gpu::gather::dispatches::GatherTuning;
-use crate::gpu::gather::gate;
 use crate::gpu::gather::{join_dispatch, join_parts, plan_joins, Band, Dispatch, JoinPart};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
@@ -39,7 +38,7 @@ pub(super) fn check_join(
 /// [`check_join`] of one dispatch of `parts`; the checks walk every unit, so outputs up to
 /// 16 MiB.
 fn check_join_dispatch(input: &PlannerInput, bytes: &ByteRows, parts: &[JoinPart], d: &Dispatch) {
-    if let Err(refusal) = gate::check(d) {
+    if let Err(refusal) = d.gate() {
         panic!("{input:?}: {d:?}: {refusal}");
     }
     if bytes.input_bytes() > 1 << 24 {
@@ -171,7 +170,7 @@ fn run_join(input: &PlannerInput, d: &Dispatch, limit: u64, align: u64, written:
     );
     assert_eq!(d.src_offset % align, 0, "{input:?}");
     assert_eq!(d.dst_offset % align, 0, "{input:?}");
-    if let Err(refusal) = gate::check(d) {
+    if let Err(refusal) = d.gate() {
         panic!("{input:?}: {d:?}: {refusal}");
     }
     let Table::Join(JoinTable {

@@ -5,7 +5,6 @@ use super::input::PlannerInput;
 use super::shader;
 use crate::gpu::gather::abi::{binding_bytes, Entry, Table, MAX_WINDOW};
 use crate::gpu::gather::dispatches::{multi_output_dispatch, Dispatch};
-use crate::gpu::gather::gate;
 use crate::gpu::placement::PartLayout;
 use crate::gpu::planner::{BufferCopy, DeviceCaps, Regions, Route};
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
@@ -159,7 +158,7 @@ impl RouteCheck<'_> {
                 "{input:?} {d:?}"
             );
             // Every table passes the gate of the trusted module.
-            if let Err(refusal) = gate::check(d) {
+            if let Err(refusal) = d.gate() {
                 panic!("{input:?}: {d:?}: {refusal}");
             }
             // The channels: lanes in whole workgroups, whose steps take every group of rows (a
@@ -227,7 +226,7 @@ impl RouteCheck<'_> {
         else {
             panic!("the multi-output dispatch of {:?} failed", self.input);
         };
-        if let Err(refusal) = gate::check(&d) {
+        if let Err(refusal) = d.gate() {
             panic!("{:?}: {d:?}: {refusal}", self.input);
         }
         let Table::Split(entries) = &mut d.table else {

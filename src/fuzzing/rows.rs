@@ -7,7 +7,7 @@
 
 use crate::gpu::gather::abi::{Entry, IndexRows, Mode, Table, MAX_WINDOW};
 use crate::gpu::gather::dispatches::{Dispatch, GatherTuning};
-use crate::gpu::gather::{gate, gather_dispatch, scatter_dispatch, IndexRule};
+use crate::gpu::gather::{gather_dispatch, scatter_dispatch, IndexRule};
 use crate::gpu::paged::paged_job;
 use crate::gpu::rows::set_rows_job;
 use crate::plan::CacheLayout;
@@ -92,7 +92,7 @@ pub fn check_rows(seed: u64) {
     };
     // A plan past the windows is refused; a dispatch made keeps every precondition.
     let Ok(Some(dispatch)) = dispatch else { return };
-    if let Err(refusal) = gate::check(&dispatch) {
+    if let Err(refusal) = dispatch.gate() {
         panic!("seed {seed}: {dispatch:?}: {refusal}");
     }
     check_addresses(seed, &dispatch, dst_bytes);

@@ -11,7 +11,7 @@ use super::shader;
 use crate::gpu::gather::abi::{JoinTable, Table, UNIT_BYTES};
 use crate::gpu::gather::dispatches::GatherTuning;
 use crate::gpu::gather::Dispatch;
-use crate::gpu::gather::{gate, lower_view, repeat_joins, view_dispatches, Lowered};
+use crate::gpu::gather::{lower_view, repeat_joins, view_dispatches, Lowered};
 use crate::plan::views::{check_view, part_runs, Access};
 use crate::plan::{PartView, SplitPlan};
 use crate::GatherMode;
@@ -223,7 +223,7 @@ pub fn check_views(case: &ViewCase) {
     let want = expected(case);
     let mut written: HashMap<u64, u64> = HashMap::new();
     for d in &dispatches {
-        if let Err(refusal) = gate::check(d) {
+        if let Err(refusal) = d.gate() {
             panic!("{case:?}: {d:?}: {refusal}");
         }
         let entries = match &d.table {

@@ -37,7 +37,7 @@ impl Dispatch {
     /// The bytes of the shader's table: the header, then the records. A table that breaks a
     /// precondition of the trusted module ([`super::gate`]) is refused: no dispatch runs it.
     pub fn table_bytes(&self) -> Result<Vec<u8>> {
-        if let Err(refusal) = super::gate::check(self) {
+        if let Err(refusal) = self.gate() {
             return Err(SplitError::Device(format!(
                 "the gather's {} table breaks a precondition of its trusted module \
                  (docs/design.md, \"Trusted modules\"): {refusal}",
@@ -49,6 +49,12 @@ impl Dispatch {
         bytes.extend_from_slice(bytemuck::bytes_of(&self.params));
         bytes.extend_from_slice(&records);
         Ok(bytes)
+    }
+
+    /// Whether the dispatch keeps every precondition of the trusted module
+    /// ([`super::gate::check`] of its program, header and records).
+    pub fn gate(&self) -> Result<(), super::gate::Refusal> {
+        super::gate::check(self.program, self.params, &self.table)
     }
 
     /// A split's entries (none for a concat's join).

@@ -6,10 +6,9 @@
 //! modules", lists them with the shader code that relies on each). Pure.
 
 use super::abi::{
-    Channels, Entry, EntryPoint, IndexRows, JoinTable, Mode, Params, Table, MAX_DST_BINDINGS,
-    MAX_WINDOW, UNIT_BYTES, WINDOW_UNITS,
+    Channels, Entry, EntryPoint, IndexRows, JoinTable, Mode, Params, ProgramKey, Table,
+    MAX_DST_BINDINGS, MAX_WINDOW, UNIT_BYTES, WINDOW_UNITS,
 };
-use super::dispatches::Dispatch;
 use super::runs::MAX_LANE_STEPS;
 use crate::plan::MAX_GATHER_AXIS;
 use std::fmt;
@@ -118,6 +117,12 @@ impl fmt::Display for Refusal {
     }
 }
 
+/// What the gate checks of a dispatch besides its header: its program and its records.
+struct Gated<'a> {
+    program: ProgramKey,
+    table: &'a Table,
+}
+
 /// `Err` naming the first record of `what` that breaks `rule`.
 fn first<T: fmt::Debug>(
     rule: Precondition,
@@ -148,8 +153,8 @@ fn header(rule: Precondition, broken: bool, what: impl fmt::Debug) -> Result<(),
 /// Checks `d` against every precondition of its program, in the order of
 /// [`Precondition`]'s variants. A dispatch of no blocks (its grid's size) runs no lane, and keeps
 /// them all.
-pub fn check(d: &Dispatch) -> Result<(), Refusal> {
-    let p = d.params;
+pub fn check(program: ProgramKey, p: Params, table: &Table) -> Result<(), Refusal> {
+    let d = &Gated { program, table };
     if p.num_blocks == 0 {
         return Ok(());
     }
@@ -244,7 +249,7 @@ fn indexed_rows(e: &Entry, x: &IndexRows) -> Result<(), Refusal> {
 }
 
 /// [`check`] of a split's entries.
-fn split(d: &Dispatch, p: Params, entries: &[Entry], block_steps: u64) -> Result<(), Refusal> {
+fn split(d: &Gated, p: Params, entries: &[Entry], block_steps: u64) -> Result<(), Refusal> {
     let runs = d.program.lanes_in_runs;
     // The rows number an entry's lanes (runs) or blocks from its `block_start`; the channels
     // number the dispatch's blocks from 0.
@@ -338,7 +343,7 @@ fn in_band(c: Channels, count: u64) -> bool {
 }
 
 /// [`check`] of a concat's join.
-fn joined(d: &Dispatch, p: Params, j: &JoinTable, block_steps: u64) -> Result<(), Refusal> {
+fn joined(d: &Gated, p: Params, j: &JoinTable, block_steps: u64) -> Result<(), Refusal> {
     let h = j.header;
     // A join's blocks are numbered within its repeat; the channels' step is a unit a part.
     let step_units = match (d.program.channels, j.segments.first()) {

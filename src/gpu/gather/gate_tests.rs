@@ -6,7 +6,7 @@ use super::*;
 use crate::error::SplitError;
 use crate::gpu::gather::abi::ProgramKey;
 use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
-use crate::gpu::gather::dispatches::GatherTuning;
+use crate::gpu::gather::dispatches::{Dispatch, GatherTuning};
 use crate::gpu::gather::{join_dispatch, join_parts};
 use crate::gpu::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
@@ -142,10 +142,10 @@ fn index_rows(d: &mut Dispatch) -> (&mut Entry, &mut IndexRows) {
 
 /// `d` passes; `d` broken by `breaks` is refused for `rule` alone, with its name in the error.
 fn refused(rule: Precondition, mut d: Dispatch, breaks: impl FnOnce(&mut Dispatch)) {
-    assert_eq!(check(&d), Ok(()), "{rule:?}: the planner's table: {d:?}");
+    assert_eq!(d.gate(), Ok(()), "{rule:?}: the planner's table: {d:?}");
     assert!(d.table_bytes().is_ok());
     breaks(&mut d);
-    match check(&d) {
+    match d.gate() {
         Err(r) => assert_eq!(r.rule, rule, "{r}: {d:?}"),
         Ok(()) => panic!("{rule:?} broken, yet the gate passes {d:?}"),
     }
@@ -309,6 +309,6 @@ fn tables_of_every_kind_pass() {
         scattered(GatherMode::Gpu),
         scattered(GatherMode::Cpu),
     ] {
-        assert_eq!(check(&d), Ok(()), "{d:?}");
+        assert_eq!(d.gate(), Ok(()), "{d:?}");
     }
 }
