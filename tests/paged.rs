@@ -5,29 +5,11 @@
 #[macro_use]
 mod common;
 
+use common::Rng;
 use wgpu_split::{
     ops, reference, BufferRegion, CacheLayout, DType, GpuSplitter, HostTensor, PagedKvBuffers,
     PagedKvPlan, SplitError,
 };
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 fn tensor(rng: &mut Rng, dtype: DType, shape: Vec<usize>) -> HostTensor {
     let n = shape.iter().product::<usize>() * dtype.size();

@@ -7,30 +7,11 @@
 #[macro_use]
 mod common;
 
+use common::Rng;
 use wgpu_split::{
     ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, RowsBuffers, RowsPlan,
     RowsStatus, SplitError,
 };
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 /// Indices of every kind for an axis of `len` rows: in range, the last, negatives from -1
 /// to -len and past it, the capacity and one past it, the extremes of i32, and (as i64)

@@ -120,8 +120,8 @@ impl GpuSplitter {
         use wgpu::BufferUsages as U;
         let dtype = qkv.dtype();
         let align = self.offset_align();
-        let q_bytes = (plan.tokens * plan.q_heads * plan.head_dim * dtype.size()) as u64;
-        let cache = k_cache.bytes().len() as u64;
+        let bytes = PagedBytes::of(plan, dtype);
+        let (q_bytes, cache) = (bytes.tokens * bytes.q_row, bytes.cache);
         // One target buffer: the queries, the key cache, the value cache, the status.
         let k_at = binding_bytes(q_bytes).next_multiple_of(align);
         let v_at = (k_at + binding_bytes(cache)).next_multiple_of(align);
@@ -185,20 +185,43 @@ impl GpuSplitter {
     }
 }
 
+/// A paged write's rows in bytes, for one dtype (`PagedKvPlan::new` keeps every product in
+/// u64).
+struct PagedBytes {
+    tokens: u64,
+    /// One head's row.
+    head: u64,
+    /// A token's queries, its keys (or values), and its whole row of the fused projection.
+    q_row: u64,
+    kv_row: u64,
+    token: u64,
+    /// Each cache.
+    cache: u64,
+}
+
+impl PagedBytes {
+    fn of(plan: &PagedKvPlan, dtype: DType) -> Self {
+        let head = (plan.head_dim * dtype.size()) as u64;
+        let (q_row, kv_row) = (plan.q_heads as u64 * head, plan.kv_heads as u64 * head);
+        PagedBytes {
+            tokens: plan.tokens as u64,
+            head,
+            q_row,
+            kv_row,
+            token: q_row + 2 * kv_row,
+            cache: plan.slots() as u64 * kv_row,
+        }
+    }
+}
+
 /// The bytes a paged write of `plan` in `dtype` binds of each region, its slots of `words`.
 pub(crate) fn paged_sizes(plan: &PagedKvPlan, dtype: DType, words: u32) -> Sizes {
-    let es = dtype.size() as u64;
-    let (t, hq, hkv, d) = (
-        plan.tokens as u64,
-        plan.q_heads as u64,
-        plan.kv_heads as u64,
-        plan.head_dim as u64,
-    );
+    let b = PagedBytes::of(plan, dtype);
     Sizes {
-        qkv: binding_bytes(t * (hq + 2 * hkv) * d * es),
-        slots: t * 4 * words as u64,
-        queries: binding_bytes(t * hq * d * es),
-        cache: plan.slots() as u64 * hkv * d * es,
+        qkv: binding_bytes(b.tokens * b.token),
+        slots: b.tokens * 4 * words as u64,
+        queries: binding_bytes(b.tokens * b.q_row),
+        cache: b.cache,
     }
 }
 
@@ -212,16 +235,15 @@ pub(crate) fn paged_job(
     k_at: u64,
     v_at: u64,
 ) -> ScatterJob {
-    let es = dtype.size() as u64;
-    let (t, hq, hkv, d) = (
-        plan.tokens as u64,
-        plan.q_heads as u64,
-        plan.kv_heads as u64,
-        plan.head_dim as u64,
-    );
-    let token = (hq + 2 * hkv) * d * es;
-    let cache = plan.slots() as u64 * hkv * d * es;
-    let (q_row, row) = (hq * d * es, hkv * d * es);
+    let PagedBytes {
+        tokens: t,
+        head,
+        q_row,
+        kv_row: row,
+        token,
+        cache,
+    } = PagedBytes::of(plan, dtype);
+    let (hq, hkv) = (plan.q_heads as u64, plan.kv_heads as u64);
     let bs = plan.block_size as u64;
     let part = |src_offset: u64, dst_offset: u64| match plan.layout {
         CacheLayout::Nhd => ScatterRows {
@@ -239,20 +261,19 @@ pub(crate) fn paged_job(
         CacheLayout::Hnd => ScatterRows {
             src_offset,
             src_stride: token,
-            src_head_step: d * es,
+            src_head_step: head,
             heads: hkv,
-            row_bytes: d * es,
+            row_bytes: head,
             dst_offset,
             block_size: bs,
             dst_block_stride: bs * row,
-            dst_slot_stride: d * es,
-            dst_head_stride: bs * d * es,
+            dst_slot_stride: head,
+            dst_head_stride: bs * head,
         },
     };
     // The queries: packed, one entry of rows of all heads; heads-first, an entry a head, of
     // rows of one head, each head's block after the last (`check_heads_first`). Every count
     // fits u32 where the dispatch is made: `scatter_dispatch` refuses the rest.
-    let head = d * es;
     let queries: Vec<Entry> = match plan.heads_first {
         false => vec![Entry {
             out_bytes: (t * q_row) as u32,

@@ -60,9 +60,15 @@ impl PagedKvPlan {
                 plan.blocks, plan.block_size
             )));
         }
-        let row = (plan.q_heads + 2 * plan.kv_heads).checked_mul(plan.head_dim);
-        let whole = row.and_then(|r| r.checked_mul(plan.tokens));
-        let cache = slots.and_then(|s| s.checked_mul(plan.kv_heads * plan.head_dim));
+        // Every count in elements, and in bytes of the widest dtype (16), fits u64.
+        let heads = plan
+            .kv_heads
+            .checked_mul(2)
+            .and_then(|k| k.checked_add(plan.q_heads));
+        let row = heads.and_then(|h| h.checked_mul(plan.head_dim));
+        let whole = row.and_then(|r| r.checked_mul(plan.tokens)?.checked_mul(16));
+        let head = plan.kv_heads.checked_mul(plan.head_dim);
+        let cache = head.and_then(|h| slots?.checked_mul(h)?.checked_mul(16));
         if whole.is_none() || cache.is_none() {
             return Err(SplitError::TooLarge(format!("{plan:?} overflows a count")));
         }

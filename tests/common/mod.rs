@@ -12,6 +12,28 @@ pub mod views;
 use std::sync::OnceLock;
 use wgpu_split::{BackendChoice, BufferRegion, GpuSplitter, HostTensor, Outputs};
 
+/// A small deterministic generator (xorshift64*) for the random sweeps.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number below `n` (0 where `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// `n` bytes.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
 /// The splitter of `choice`'s adapter, opened once per test binary.
 pub fn gpu(choice: BackendChoice) -> &'static GpuSplitter {
     static VULKAN: OnceLock<GpuSplitter> = OnceLock::new();
