@@ -24,6 +24,11 @@ pub const CHANNELS_WGSL: &str = include_str!("../../../shaders/split_gather_chan
 /// `shaders/split_gather_indexed.wgsl`: rows placed by indices, in the indexed build.
 pub const INDEXED_WGSL: &str = include_str!("../../../shaders/split_gather_indexed.wgsl");
 
+/// `shaders/split_gather_scatter_words.wgsl`: scattered chunks stored as words, in the
+/// indexed builds whose rows are not of whole vec4s.
+pub const SCATTER_WORDS_WGSL: &str =
+    include_str!("../../../shaders/split_gather_scatter_words.wgsl");
+
 /// `shaders/split_gather_join.wgsl`: the concat's program ([`EntryPoint::Join`]).
 pub const JOIN_WGSL: &str = include_str!("../../../shaders/split_gather_join.wgsl");
 

@@ -11,7 +11,7 @@
 
 use super::abi::{
     Channels, EntryPoint, ProgramKey, CHANNELS_WGSL, GATHER_WGSL, INDEXED_WGSL, JOIN_RUNS_WGSL,
-    JOIN_WGSL, NARROW_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
+    JOIN_WGSL, NARROW_WGSL, SCATTER_WORDS_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
 };
 use crate::error::Result;
 use bindings::{inputs_piece, outputs_piece};
@@ -202,30 +202,25 @@ fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {}
 
 /// The indexed build's store of a scattered chunk (`scatter_chunk(at, src, n)`: `n` bytes
 /// from source byte `src` to byte `at` of `dst_scatter`): one vec4 ([`ScatterStores::Units`]),
-/// or its words through `store_merged(w, x, mask)`, word `w` with the bytes `mask` marks from
+/// or its words (`shaders/split_gather_scatter_words.wgsl`) through `store_merged(w, x,
+/// mask)`, word `w` with the bytes `mask` marks from
 /// `x`: plain ([`ScatterStores::Words`]: every mask whole, no word shared, a read-modify-write
 /// otherwise exact), or swapped in until no other lane changed the word between the load and
 /// the swap ([`ScatterStores::Shared`]: each failure is another lane's success, so the loop
 /// ends).
-fn scatter_store(stores: ScatterStores) -> &'static str {
-    match stores {
+fn scatter_store(stores: ScatterStores) -> String {
+    let merged = match stores {
         ScatterStores::Units => {
-            "
+            return "
 fn scatter_chunk(at: u32, src: u32, n: u32) {
     trace(TRACE_DST, at, 16u);
     dst_scatter[at / 16u] = load_vec4(src / 16u);
 }
-
-// Not called: `scatter_chunk` above stores every chunk whole (`scatter_bytes` is not reached).
-fn store_merged(w: u32, x: u32, mask: u32) {}
 "
+            .into()
         }
         ScatterStores::Words => {
             "
-fn scatter_chunk(at: u32, src: u32, n: u32) {
-    scatter_bytes(at, load_bytes16(0u, src), n);
-}
-
 fn store_merged(w: u32, x: u32, mask: u32) {
     trace(TRACE_DST, 4u * w, 4u);
     if (mask == 0xffffffffu) {
@@ -238,10 +233,6 @@ fn store_merged(w: u32, x: u32, mask: u32) {
         }
         ScatterStores::Shared => {
             "
-fn scatter_chunk(at: u32, src: u32, n: u32) {
-    scatter_bytes(at, load_bytes16(0u, src), n);
-}
-
 fn store_merged(w: u32, x: u32, mask: u32) {
     trace(TRACE_DST, 4u * w, 4u);
     if (mask == 0xffffffffu) {
@@ -259,7 +250,8 @@ fn store_merged(w: u32, x: u32, mask: u32) {
 }
 "
         }
-    }
+    };
+    format!("{SCATTER_WORDS_WGSL}\n{merged}")
 }
 
 /// The hook's piece of a build.
