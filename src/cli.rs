@@ -15,6 +15,7 @@ mod demo;
 mod exit;
 mod info;
 mod outputs;
+mod pipelines;
 mod plot;
 mod progress;
 mod rows;

@@ -347,6 +347,67 @@ fn a_kept_route_serves_other_buffers_and_no_other_setting(gpu: &'static GpuSplit
     );
 }
 
+/// A splitter given a pipeline cache of its device makes its pipelines through it: the
+/// splits and concats come out right and the cache holds data to save. A cache of another
+/// device is refused at the first dispatch that makes a pipeline, with a typed error.
+fn a_pipeline_cache_serves_every_pipeline(gpu: &GpuSplitter) {
+    let device = gpu.device();
+    if !device.features().contains(wgpu::Features::PIPELINE_CACHE) {
+        // Only Vulkan keeps pipelines; the GL adapter has no cache to pass.
+        assert_eq!(device.adapter_info().backend, wgpu::Backend::Gl);
+        return;
+    }
+    let new_cache = |device: &wgpu::Device| {
+        // SAFETY: no data, so nothing to trust.
+        unsafe {
+            device.create_pipeline_cache(&wgpu::PipelineCacheDescriptor {
+                label: None,
+                data: None,
+                fallback: true,
+            })
+        }
+    };
+    let cache = new_cache(device);
+    let cached = GpuSplitter::new(device.clone(), gpu.queue().clone())
+        .unwrap()
+        .with_pipeline_cache(cache.clone());
+    let data: Vec<u8> = (0..4 * 6 * 7).map(|i| (i * 37 + 1) as u8).collect();
+    let input = HostTensor::new(DType::U8, vec![4, 6, 7], data).unwrap();
+    for plan in [
+        ops::split(&[4, 6, 7], &IntTensor::scalar(1), 3).unwrap(),
+        ops::split(&[4, 6, 7], &IntTensor::scalar(2), 7).unwrap(),
+    ] {
+        let parts = common::run_verified(&cached, &plan, &input).unwrap();
+        common::run_verified(&cached, &plan.inverse(), &parts).unwrap();
+    }
+    assert!(cache.get_data().is_some_and(|d| !d.is_empty()));
+    // Two devices of one adapter (in one wgpu instance, as resources of another instance are
+    // not told apart): a cache of the one does not serve the other.
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::VULKAN;
+    let adapter =
+        pollster::block_on(wgpu::Instance::new(desc).request_adapter(&Default::default())).unwrap();
+    let [(mine, queue), (other, _)] = [(); 2].map(|_| {
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            required_features: wgpu::Features::PIPELINE_CACHE,
+            ..Default::default()
+        }))
+        .unwrap()
+    });
+    let foreign = GpuSplitter::new(mine, queue)
+        .unwrap()
+        .with_options(SplitOptions {
+            route: RouteChoice::Gather,
+            ..Default::default()
+        })
+        .with_pipeline_cache(new_cache(&other));
+    let plan = ops::split(&[4, 6, 7], &IntTensor::scalar(1), 3).unwrap();
+    match foreign.run(&plan, &input) {
+        Err(SplitError::Device(m)) => assert!(m.contains("pipeline"), "{m}"),
+        other => panic!("a foreign cache: {other:?}"),
+    }
+}
+
 per_backend!(
     every_route_records_again_and_again,
     a_kept_route_serves_other_buffers_and_no_other_setting,
@@ -354,4 +415,5 @@ per_backend!(
     misuse_is_refused_at_prepare,
     a_packed_layout_is_prepared_as_given,
     a_buffer_destroyed_after_prepare_is_reported_by_wgpu,
+    a_pipeline_cache_serves_every_pipeline,
 );

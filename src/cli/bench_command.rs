@@ -3,6 +3,7 @@
 
 use super::args::{self, BenchArgs};
 use super::exit::{CliError, CliResult};
+use super::pipelines::Gpu;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -11,7 +12,7 @@ use wgpu_split::bench::{
     MemoryReport, RowsCase, RowsResult, Time, WARPS,
 };
 use wgpu_split::trace::analysis::MemoryFigures;
-use wgpu_split::{GatherMode, GpuSplitter, RouteChoice, SplitOptions};
+use wgpu_split::{GatherMode, RouteChoice, SplitOptions};
 
 /// Runs the suite and prints (and optionally writes) the results.
 pub fn run(a: &BenchArgs) -> CliResult {
@@ -24,10 +25,12 @@ pub fn run(a: &BenchArgs) -> CliResult {
         check_writable("--plot", path)?;
     }
     let choice = args::device(a.backend.as_deref(), a.adapter.as_deref())?;
-    let gpu = GpuSplitter::open(choice)?.with_options(SplitOptions {
-        route,
-        gather_mode: a.gather_mode,
-        ..Default::default()
+    let gpu = Gpu::open(choice)?.map(|gpu| {
+        gpu.with_options(SplitOptions {
+            route,
+            gather_mode: a.gather_mode,
+            ..Default::default()
+        })
     });
     // `options()` fills in the gather mode; the fallback is never taken.
     let gather_mode = gpu.options().gather_mode.unwrap_or(GatherMode::Gpu);

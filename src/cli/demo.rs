@@ -3,12 +3,13 @@
 
 use super::args;
 use super::exit::CliResult;
+use super::pipelines::Gpu;
 use std::process::ExitCode;
-use wgpu_split::{ops, reference, GpuSplitter, HostTensor};
+use wgpu_split::{ops, reference, HostTensor};
 
 /// Runs the demo on the device `--backend` and `--adapter` (or the environment) pick.
 pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
-    let gpu = GpuSplitter::open(args::device(backend.as_deref(), adapter.as_deref())?)?;
+    let gpu = Gpu::open(args::device(backend.as_deref(), adapter.as_deref())?)?;
     let info = gpu.device().adapter_info();
     say!(
         "wgpu-split: spec examples on {} ({:?}, {:?})\n",

@@ -3,6 +3,7 @@
 use super::args::{self, Op, RunArgs};
 use super::exit::{CliError, CliResult};
 use super::outputs::OutputFiles;
+use super::pipelines::Gpu;
 use super::progress::Progress;
 use super::transpose::Transposed;
 use serde_json::json;
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 use wgpu_split::bench::run_reference_stream;
 use wgpu_split::ops::{self, OnnxSplitParts, Operator};
-use wgpu_split::{npy, DeviceChoice, GpuSplitter, SplitPlan, StreamOptions};
+use wgpu_split::{npy, DeviceChoice, SplitPlan, StreamOptions};
 
 /// Refuses options that belong to other operators.
 fn only_for(op: Op, present: &[(&str, bool, &[Op])]) -> CliResult<()> {
@@ -181,7 +182,7 @@ pub(super) fn check_out(a: &RunArgs) -> CliResult<()> {
 /// Where a `run` command computes: the CPU reference or a GPU.
 pub(super) enum Engine {
     Cpu,
-    Gpu(Box<GpuSplitter>),
+    Gpu(Box<Gpu>),
 }
 
 impl Engine {
@@ -198,7 +199,7 @@ impl Engine {
     /// The engine of `choice`: its device opened, or the CPU reference.
     pub(super) fn open(choice: Option<DeviceChoice>) -> CliResult<Engine> {
         Ok(match choice {
-            Some(choice) => Engine::Gpu(Box::new(GpuSplitter::open(choice)?)),
+            Some(choice) => Engine::Gpu(Box::new(Gpu::open(choice)?)),
             None => Engine::Cpu,
         })
     }

@@ -285,12 +285,14 @@ pub(crate) fn open_chosen(
         }
     };
     // Timestamps where the adapter has them, so a caller can time its commands on the device
-    // (the bench does); nothing else is asked for.
-    let timestamps =
-        wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+    // (the bench does), and pipeline caches (Vulkan), so a command can keep its compiled
+    // pipelines across processes; nothing else is asked for.
+    let wanted = wgpu::Features::TIMESTAMP_QUERY
+        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+        | wgpu::Features::PIPELINE_CACHE;
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("wgpu-split"),
-        required_features: adapter.features() & timestamps,
+        required_features: adapter.features() & wanted,
         required_limits: adapter.limits(),
         ..Default::default()
     }))

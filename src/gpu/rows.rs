@@ -245,7 +245,9 @@ impl GpuSplitter {
         if let Some(p) = cell.get() {
             return Ok(p.clone());
         }
-        let made = GatherPipeline::indexed(&self.device, stores).await?;
+        let made = GatherPipeline::indexed(&self.device, stores)
+            .await?
+            .with_cache(self.pipeline_cache.clone());
         Ok(cell.get_or_init(|| made).clone())
     }
 }

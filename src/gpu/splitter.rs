@@ -140,6 +140,9 @@ pub struct GpuSplitter {
     /// The indexed builds (rows placed by indices), by their scatter's stores
     /// (`ScatterStores as usize`), compiled on first use; shared by clones.
     pub(crate) indexed: Arc<[std::sync::OnceLock<GatherPipeline>; 3]>,
+    /// The pipeline cache every build compiled from now on makes its pipelines through
+    /// ([`GpuSplitter::with_pipeline_cache`]).
+    pub(crate) pipeline_cache: Option<wgpu::PipelineCache>,
 }
 
 impl GpuSplitter {
@@ -175,7 +178,24 @@ impl GpuSplitter {
             input_bindings: allowed.inputs,
             probe,
             indexed: Arc::default(),
+            pipeline_cache: None,
         })
+    }
+
+    /// Makes this splitter's pipelines through `cache`, a pipeline cache of its device
+    /// (`wgpu::Device::create_pipeline_cache`, on a device with
+    /// `wgpu::Features::PIPELINE_CACHE`: Vulkan), so that a process that saved the cache's
+    /// data (`wgpu::PipelineCache::get_data`) and passes it back compiles nothing it compiled
+    /// before. Every pipeline is made on its first use; call this before the first split, as
+    /// builds already compiled keep making theirs without the cache. A cache of another
+    /// device is [`SplitError::Device`] at the first dispatch that makes a pipeline.
+    ///
+    /// `wgpu-split`'s command keeps its cache in the user's cache directory
+    /// (`docs/design.md`, "Cold start").
+    pub fn with_pipeline_cache(mut self, cache: wgpu::PipelineCache) -> Self {
+        self.gather = self.gather.with_cache(Some(cache.clone()));
+        self.pipeline_cache = Some(cache);
+        self
     }
 
     /// Opens the adapter `choice` picks (a [`BackendChoice`](crate::BackendChoice), or a
@@ -253,7 +273,9 @@ impl GpuSplitter {
         if let Some(pipeline) = self.kept.build(&key) {
             return Ok(pipeline);
         }
-        let pipeline = GatherPipeline::with_bindings(&self.device, inputs, outputs, moving).await?;
+        let pipeline = GatherPipeline::with_bindings(&self.device, inputs, outputs, moving)
+            .await?
+            .with_cache(self.pipeline_cache.clone());
         self.kept.keep_build(key, pipeline.clone());
         Ok(pipeline)
     }

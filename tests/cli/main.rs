@@ -9,6 +9,7 @@ mod bench;
 mod concat;
 mod errors;
 mod gather;
+mod pipelines;
 mod run;
 
 use std::path::Path;

@@ -59,6 +59,9 @@ pub struct GatherPipeline {
     /// The indexed build's status where the caller keeps none, and its scatter's destination
     /// where a dispatch scatters nothing.
     indexed_stand_ins: Option<Arc<[wgpu::Buffer; 2]>>,
+    /// The pipeline cache its pipelines are made through, where the splitter has one
+    /// ([`GatherPipeline::with_cache`]).
+    cache: Option<wgpu::PipelineCache>,
 }
 
 impl GatherPipeline {
@@ -219,7 +222,14 @@ impl GatherPipeline {
             stand_ins: [stand_in(UNIT_BYTES), stand_in(stand_in_slots)],
             indexed_stand_ins: indexed
                 .map(|_| Arc::new([stand_in(UNIT_BYTES), stand_in(UNIT_BYTES)])),
+            cache: None,
         }
+    }
+
+    /// This build with its pipelines made through `cache` from now on (the splitter's
+    /// [`GpuSplitter::with_pipeline_cache`](crate::GpuSplitter::with_pipeline_cache)).
+    pub(crate) fn with_cache(self, cache: Option<wgpu::PipelineCache>) -> Self {
+        Self { cache, ..self }
     }
 
     /// The pipeline of `key`, made now if no dispatch needed it before; call it inside an
@@ -239,7 +249,7 @@ impl GatherPipeline {
                     constants: &key.constants(),
                     zero_initialize_workgroup_memory: false,
                 },
-                cache: None,
+                cache: self.cache.as_ref(),
             })
         });
         made.clone()
