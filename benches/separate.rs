@@ -30,7 +30,7 @@ impl Buffers {
         };
         let input = buffer(plan.whole_binding_size(dtype).unwrap());
         let outputs = (0..plan.num_parts())
-            .map(|i| buffer(plan.part_bytes(i, dtype.size()).unwrap()))
+            .map(|i| buffer(plan.part_bytes(i, dtype).unwrap()))
             .collect();
         Self { input, outputs }
     }

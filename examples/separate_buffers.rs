@@ -27,7 +27,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The engine's allocator: one buffer per output, rounded up to whole 16-byte units.
     let buffers: Vec<wgpu::Buffer> = (0..plan.num_parts())
         .map(|i| {
-            let size = plan.part_bytes(i, 4).map(|b| b.next_multiple_of(16))?;
+            let size = plan
+                .part_bytes(i, DType::F32)
+                .map(|b| b.next_multiple_of(16))?;
             Ok(device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(["q", "k", "v"][i]),
                 size,

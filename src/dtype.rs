@@ -5,6 +5,7 @@ use std::fmt;
 
 /// The element type of a tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DType {
     /// One byte per element, 0 or 1.
     Bool,

@@ -7,6 +7,7 @@ use thiserror::Error;
 
 /// Everything that can go wrong in planning, running or checking a split.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SplitError {
     /// The data tensor (a concat's inputs) is a scalar: it has no axis to split (or to
     /// concatenate on).

@@ -69,6 +69,8 @@
 //! ```
 
 #![deny(missing_docs)]
+// docs.rs: each item shows the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "bench")]
 pub mod bench;

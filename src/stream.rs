@@ -269,7 +269,7 @@ pub(crate) async fn stream(
         report.verify_time += handed_verify;
         report.write_time += handed_write;
         for (i, done) in emitted.iter().enumerate() {
-            if !done && window_plan.part_bytes(i, dtype.size())? > 0 {
+            if !done && window_plan.part_bytes(i, dtype)? > 0 {
                 return Err(SplitError::Mismatch(format!(
                     "output {i} got no bytes from the window at input byte {}",
                     report.input_bytes
@@ -291,7 +291,7 @@ fn check_emitted(
     len: usize,
     emitted: &mut [bool],
 ) -> Result<()> {
-    let expected = window.part_bytes(output, dtype.size())?;
+    let expected = window.part_bytes(output, dtype)?;
     if emitted[output] || len as u64 != expected {
         return Err(SplitError::Mismatch(format!(
             "output {output} was handed {len} bytes of a window that gives it {expected}, \

@@ -96,7 +96,7 @@ fn record_and_read(
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     let encoded = prepared.encode(&mut encoder).unwrap();
     let data = common::submit_and_read(gpu, encoder, output_buffer);
-    let outputs = encoded.parts.outputs_from(&data, plan, dtype).unwrap();
+    let outputs = encoded.parts.parts_from(&data, plan, dtype).unwrap();
     (outputs, encoded)
 }
 

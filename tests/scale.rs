@@ -59,7 +59,7 @@ fn check_recorded(
         )
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let data = common::submit_and_read(gpu, encoder, &to);
-    let got = layout.outputs_from(&data, plan, dtype).unwrap();
+    let got = layout.parts_from(&data, plan, dtype).unwrap();
     let want = reference::split_tensor(input, plan).unwrap();
     common::assert_same_outputs(name, &got, &want);
     encoded

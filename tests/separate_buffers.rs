@@ -36,7 +36,7 @@ fn check(
         usage: wgpu::BufferUsages::STORAGE | usage,
     });
     let sizes: Vec<u64> = (0..plan.num_parts())
-        .map(|i| plan.part_bytes(i, input.dtype().size()).unwrap())
+        .map(|i| plan.part_bytes(i, input.dtype()).unwrap())
         .collect();
     let places: Vec<(usize, u64)> = (0..plan.num_parts()).map(&place).collect();
     let count = places.iter().map(|p| p.0 + 1).max().unwrap_or(0);

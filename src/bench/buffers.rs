@@ -143,7 +143,7 @@ impl CaseBuffers {
         }
         let layout = gpu.layout(plan, case.dtype)?;
         let got = self.encode_and_read(gpu, case, &self.output, layout.total_bytes, |bytes| {
-            layout.outputs_from(bytes, plan, case.dtype)
+            layout.parts_from(bytes, plan, case.dtype)
         })?;
         let want = reference::split_tensor(&self.host, plan)?;
         crate::verify::compare_outputs(&got, &want).map_err(named)

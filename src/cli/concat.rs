@@ -95,7 +95,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         let t = Instant::now();
         let mut parts = Vec::with_capacity(part_plan.num_parts());
         for (i, reader) in readers.iter_mut().enumerate() {
-            let mut bytes = vec![0u8; part_plan.part_bytes(i, dtype.size())? as usize];
+            let mut bytes = vec![0u8; part_plan.part_bytes(i, dtype)? as usize];
             reader
                 .read_exact(&mut bytes)
                 .map_err(|e| SplitError::File(format!("{}: {e}", a.input[i].display())))?;

@@ -59,8 +59,7 @@ pub enum Outputs<'a> {
     /// # Ok(()) }
     /// ```
     ///
-    /// [`Encoded::outputs`](crate::Encoded) gives each output's offset in its own
-    /// buffer.
+    /// [`Encoded::parts`](crate::Encoded) gives each output's offset in its own buffer.
     Regions(&'a [BufferRegion<'a>]),
     /// Output `i` written through `views[i]` ([`PartView`]) into `regions[i]`: transposed
     /// (attention heads), into a bigger tensor (a KV cache at a position), with padded rows.

@@ -13,7 +13,6 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::{binding_bytes, UNIT_BYTES};
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
-use crate::tensor::HostTensor;
 use crate::DType;
 
 /// Byte range of one part (a split's output, a concat's input) in its region.
@@ -27,8 +26,7 @@ pub struct PartRange {
 
 /// Where every part of a split or a concat lies (a split's outputs, a concat's inputs): in one
 /// region ([`GpuSplitter::layout`](crate::GpuSplitter::layout), [`PartLayout::packed`]), or
-/// each in its own region, as [`Encoded::outputs`](crate::Encoded) and
-/// [`Encoded::inputs`](crate::Encoded) report them.
+/// each in its own region, as [`Encoded::parts`](crate::Encoded) reports them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartLayout {
     /// One range per part, in order. An empty part takes no room: its offset is where the
@@ -133,7 +131,7 @@ impl PartLayout {
             let size = match bytes.and_then(|rows| rows.checked_mul(inner_bytes)) {
                 Some(size) => size,
                 // The plan's own error names the output and its shape.
-                None => plan.part_bytes(i, dtype.size())?,
+                None => plan.part_bytes(i, dtype)?,
             };
             ranges.push(PartRange {
                 offset: cursor,
@@ -185,7 +183,7 @@ impl PartLayout {
         }
         let mut end = 0u64;
         for (i, r) in self.ranges.iter().enumerate() {
-            let size = plan.part_bytes(i, dtype.size())?;
+            let size = plan.part_bytes(i, dtype)?;
             if r.size != size {
                 return bad(format!(
                     "{part} {i} has {size} bytes, its range says {}",
@@ -214,38 +212,6 @@ impl PartLayout {
                 })?;
         }
         Ok(())
-    }
-
-    /// Cuts a read-back output region (`total_bytes` long, as
-    /// [`GpuSplitter::encode`](crate::GpuSplitter::encode) left it) into one host tensor per
-    /// output.
-    pub fn outputs_from(
-        &self,
-        region: &[u8],
-        plan: &SplitPlan,
-        dtype: DType,
-    ) -> Result<Vec<HostTensor>> {
-        if (region.len() as u64) < self.total_bytes || self.ranges.len() != plan.num_parts() {
-            return Err(SplitError::DataMismatch(format!(
-                "an output region of {} bytes for {} outputs does not match this layout ({} bytes, {} outputs)",
-                region.len(),
-                plan.num_parts(),
-                self.total_bytes,
-                self.ranges.len()
-            )));
-        }
-        self.ranges
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                // An empty output may lie past the region's end: it takes no room.
-                let bytes = match r.size {
-                    0 => Vec::new(),
-                    n => region[r.offset as usize..(r.offset + n) as usize].to_vec(),
-                };
-                HostTensor::new(dtype, plan.part_shape(i), bytes)
-            })
-            .collect()
     }
 }
 
@@ -365,8 +331,40 @@ mod tests {
     fn a_region_too_short_for_the_layout_is_an_error() {
         let plan = ops::split(&[4, 8], &IntTensor::scalar(1), 2).unwrap();
         let layout = PartLayout::packed(&plan, DType::F32).unwrap();
-        assert!(layout.outputs_from(&[0; 127], &plan, DType::F32).is_err());
-        let outputs = layout.outputs_from(&[7; 128], &plan, DType::F32).unwrap();
+        assert!(layout.parts_from(&[0; 127], &plan, DType::F32).is_err());
+        let outputs = layout.parts_from(&[7; 128], &plan, DType::F32).unwrap();
         assert_eq!(outputs[1].shape(), &[4, 4]);
+    }
+
+    /// A concat's inputs placed in their region come back from it as they were; tensors that
+    /// are not the plan's parts are refused.
+    #[test]
+    fn a_concats_inputs_are_placed_and_read_back() {
+        use crate::HostTensor;
+        let shapes = [vec![3, 1], vec![3, 0], vec![3, 5]];
+        let plan = ops::concat(&shapes, 1).unwrap();
+        let parts: Vec<HostTensor> = shapes
+            .iter()
+            .map(|s| {
+                let n = s.iter().product::<usize>() as u16;
+                HostTensor::from_slice(s, &(0..n).map(|i| i * 7 + 1).collect::<Vec<u16>>()).unwrap()
+            })
+            .collect();
+        for layout in [
+            PartLayout::packed(&plan, DType::U16).unwrap(),
+            PartLayout::new(&plan, DType::U16, 256).unwrap(),
+        ] {
+            let region = layout.region_of(&plan, &parts).unwrap();
+            assert_eq!(region.len() as u64, layout.total_bytes);
+            let back = layout.parts_from(&region, &plan, DType::U16).unwrap();
+            assert_eq!(back, parts);
+            assert!(layout.region_of(&plan, &parts[..2]).is_err());
+            let mut wrong = parts.clone();
+            wrong.swap(0, 1);
+            assert!(layout.region_of(&plan, &wrong).is_err());
+            let f32s = HostTensor::from_slice(&[3, 1], &[0f32; 3]).unwrap();
+            let mixed = [parts[0].clone(), parts[1].clone(), f32s];
+            assert!(layout.region_of(&plan, &mixed).is_err());
+        }
     }
 }

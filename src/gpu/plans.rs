@@ -2,7 +2,7 @@
 //! point of [`GpuSplitter`](crate::GpuSplitter) takes and gives for them. Both are one split
 //! geometry underneath ([`SplitPlan`]), the bytes moving one way or the other ([`Direction`]).
 
-use crate::error::Result;
+use crate::error::{Result, SplitError};
 use crate::gpu::direction::Direction;
 use crate::gpu::gather::UNIT_BYTES;
 use crate::gpu::parts::{Inputs, Job, Outputs};
@@ -90,6 +90,7 @@ mod sealed {
 /// What [`GpuSplitter::encode`](crate::GpuSplitter::encode) recorded, for a split or a
 /// concat alike (a [`Prepared`](crate::Prepared) node says it before its first encode).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Encoded {
     /// Where each part lies (a split's outputs, a concat's inputs): its offset and size in
     /// its region's buffer (shared with the route kept for the next encode of the same plan).
@@ -133,7 +134,7 @@ impl Plan for SplitPlan {
     }
 
     fn download(&self, bytes: &[u8], parts: &PartLayout, dtype: DType) -> Result<Vec<HostTensor>> {
-        parts.outputs_from(bytes, self, dtype)
+        parts.parts_from(bytes, self, dtype)
     }
 
     fn reference(&self, input: &HostTensor) -> Result<Vec<HostTensor>> {
@@ -223,5 +224,87 @@ impl PartLayout {
     /// [`Inputs::Placed`](crate::Inputs) records anything.
     pub fn check<P: Plan>(&self, plan: &P, dtype: DType) -> Result<()> {
         self.check_as(P::DIRECTION, plan.geometry(), dtype)
+    }
+
+    /// Cuts a region of `plan`'s parts read back (at least `total_bytes` long; a split's
+    /// outputs as [`GpuSplitter::encode`](crate::GpuSplitter::encode) left them) into one
+    /// host tensor of `dtype` per part.
+    pub fn parts_from<P: Plan>(
+        &self,
+        region: &[u8],
+        plan: &P,
+        dtype: DType,
+    ) -> Result<Vec<HostTensor>> {
+        let plan = plan.geometry();
+        let (part, _) = P::DIRECTION.names();
+        if (region.len() as u64) < self.total_bytes || self.ranges.len() != plan.num_parts() {
+            return Err(SplitError::DataMismatch(format!(
+                "a region of {} bytes for {} {part}s does not match this layout ({} bytes, {} \
+                 {part}s)",
+                region.len(),
+                plan.num_parts(),
+                self.total_bytes,
+                self.ranges.len()
+            )));
+        }
+        self.ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                // An empty part may lie past the region's end: it takes no room.
+                let bytes = match r.size {
+                    0 => Vec::new(),
+                    n => region[r.offset as usize..(r.offset + n) as usize].to_vec(),
+                };
+                HostTensor::new(dtype, plan.part_shape(i), bytes)
+            })
+            .collect()
+    }
+
+    /// The region of `plan`'s parts, `total_bytes` long, with each of `parts` at its range
+    /// and zeros between: a concat's inputs to write where [`Inputs::Placed`](crate::Inputs)
+    /// reads them (`queue.write_buffer`). `parts` are the plan's, in order, of one dtype,
+    /// each of its part's shape and of its range's size.
+    ///
+    /// ```
+    /// use wgpu_split::{ops, HostTensor, PartLayout};
+    /// let a = HostTensor::from_slice(&[2, 1], &[1u8, 2])?;
+    /// let b = HostTensor::from_slice(&[2, 2], &[3u8, 4, 5, 6])?;
+    /// let plan = ops::concat(&[a.shape().to_vec(), b.shape().to_vec()], 1)?;
+    /// let layout = PartLayout::packed(&plan, a.dtype())?;
+    /// let region = layout.region_of(&plan, &[a, b])?;
+    /// assert_eq!(region.len(), 20);
+    /// assert_eq!(region[..2], [1, 2]);
+    /// assert_eq!(region[16..], [3, 4, 5, 6]);
+    /// # Ok::<(), wgpu_split::SplitError>(())
+    /// ```
+    pub fn region_of<P: Plan>(&self, plan: &P, parts: &[HostTensor]) -> Result<Vec<u8>> {
+        let geometry = plan.geometry();
+        let (part, _) = P::DIRECTION.names();
+        let dtype = parts.first().map(|t| t.dtype());
+        if let Some(dtype) = dtype {
+            self.check(plan, dtype)?;
+        }
+        if parts.len() != geometry.num_parts() {
+            return Err(SplitError::DataMismatch(format!(
+                "{} tensors for {} {part}s",
+                parts.len(),
+                geometry.num_parts()
+            )));
+        }
+        let mut region = vec![0u8; self.total_bytes as usize];
+        for (i, (t, r)) in parts.iter().zip(&self.ranges).enumerate() {
+            let shape = geometry.part_shape(i);
+            if t.shape() != shape || Some(t.dtype()) != dtype {
+                return Err(SplitError::DataMismatch(format!(
+                    "{part} {i} is {:?} {}, where the plan's is {shape:?} of the first's dtype",
+                    t.shape(),
+                    t.dtype().name()
+                )));
+            }
+            let at = r.offset as usize;
+            region[at..at + t.bytes().len()].copy_from_slice(t.bytes());
+        }
+        Ok(region)
     }
 }

@@ -204,9 +204,11 @@ impl GpuSplitter {
     /// another device of the same instance (wgpu reports it at `finish` or `submit`, through
     /// that device's error handler, which panics by default); an `encoder` of another
     /// `wgpu::Instance` (wgpu-core panics inside `encode`); and a buffer of another instance,
-    /// which wgpu looks up by its index in this instance's registry (a panic inside `encode`
-    /// where no buffer has that index, otherwise, silently, another buffer of this device).
-    /// `tests/errors.rs` checks each symptom.
+    /// which wgpu looks up by its id (an index and an epoch) in this instance's registry:
+    /// wgpu-core panics inside `encode` ("Cannot get non-existent resource" where no buffer
+    /// of this instance has the index, "found other resource" where one has it at another
+    /// epoch, the usual case), and where one has both, that buffer is used, silently.
+    /// `tests/errors.rs` checks that none of these comes back as an error.
     ///
     /// This is [`GpuSplitter::prepare`] and [`Prepared::encode`] in one call: a caller that
     /// records the same node on the same buffers again and again prepares it once.

@@ -71,7 +71,7 @@ impl ByteRows {
         let mut outputs = Vec::new();
         for (output, chunk) in plan.chunks().iter().enumerate() {
             // Sizes are checked here, once, so every later product of rows and row bytes fits.
-            if plan.part_bytes(output, elem_size)? > 0 {
+            if plan.part_bytes_sized(output, elem_size)? > 0 {
                 outputs.push(OutputRows {
                     output,
                     offset: chunk.start as u64 * inner_bytes,

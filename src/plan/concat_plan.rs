@@ -79,10 +79,9 @@ impl ConcatPlan {
         !self.split.keep_axis()
     }
 
-    /// Bytes of part `k` (input `k`) for `elem_size`-byte elements; an error if the count
-    /// overflows.
-    pub fn part_bytes(&self, k: usize, elem_size: usize) -> Result<u64> {
-        self.split.part_bytes(k, elem_size)
+    /// Bytes of part `k` (input `k`) of `dtype`; an error if the count overflows.
+    pub fn part_bytes(&self, k: usize, dtype: DType) -> Result<u64> {
+        self.split.part_bytes(k, dtype)
     }
 
     /// Bytes the whole tensor's buffer (the output) must hold from its offset: its bytes

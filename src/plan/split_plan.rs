@@ -2,6 +2,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::tensor::element_count;
+use crate::DType;
 use std::sync::Arc;
 
 /// Most outputs one split may have: 1,048,576, ten times the largest sequences inference
@@ -162,7 +163,7 @@ impl SplitPlan {
     /// Bytes of one index on the axis (`inner * elem_size`) and of one outer row of the input
     /// (`axis_len * inner * elem_size`), or an error if they overflow. They can overflow even
     /// for an empty tensor, when `outer` is 0.
-    pub fn row_bytes(&self, elem_size: usize) -> Result<(u64, u64)> {
+    pub(crate) fn row_bytes(&self, elem_size: usize) -> Result<(u64, u64)> {
         let inner = (self.inner() as u64).checked_mul(elem_size as u64);
         let stride = inner.and_then(|i| i.checked_mul(self.axis_len() as u64));
         match (inner, stride) {
@@ -174,9 +175,14 @@ impl SplitPlan {
         }
     }
 
-    /// Bytes of part `i` (output `i`) for `elem_size`-byte elements (`outer * len * inner *
-    /// elem_size`), without building its shape; an error if the count overflows.
-    pub fn part_bytes(&self, i: usize, elem_size: usize) -> Result<u64> {
+    /// Bytes of part `i` (output `i`) of `dtype` (`outer * len * inner` elements), without
+    /// building its shape; an error if the count overflows.
+    pub fn part_bytes(&self, i: usize, dtype: DType) -> Result<u64> {
+        self.part_bytes_sized(i, dtype.size())
+    }
+
+    /// [`SplitPlan::part_bytes`] for `elem_size`-byte elements.
+    pub(crate) fn part_bytes_sized(&self, i: usize, elem_size: usize) -> Result<u64> {
         let (inner_bytes, _) = self.row_bytes(elem_size)?;
         (self.outer() as u64)
             .checked_mul(self.chunks[i].len as u64)
@@ -255,12 +261,12 @@ mod tests {
         for p in &plans {
             for i in 0..p.num_parts() {
                 let elements: usize = p.part_shape(i).iter().product();
-                assert_eq!(p.part_bytes(i, 8).unwrap(), elements as u64 * 8);
+                assert_eq!(p.part_bytes(i, DType::F64).unwrap(), elements as u64 * 8);
             }
         }
         let huge = SplitPlan::from_lengths(&[1 << 40, 1 << 20, 2], 1, &[1 << 20], true).unwrap();
         assert!(matches!(
-            huge.part_bytes(0, 16),
+            huge.part_bytes(0, DType::Complex128),
             Err(SplitError::TooLarge(_))
         ));
     }

@@ -317,7 +317,7 @@ fn encode_and_read_inner(
     );
     let outputs = encoded
         .parts
-        .outputs_from(&data[out_offset as usize..], plan, input.dtype())
+        .parts_from(&data[out_offset as usize..], plan, input.dtype())
         .unwrap();
     (outputs, encoded)
 }
