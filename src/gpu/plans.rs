@@ -37,7 +37,7 @@ pub trait Plan: std::fmt::Debug + Send + Sync + sealed::Sealed {
     /// Checks `output`, what [`GpuSplitter::run`](crate::GpuSplitter::run) (or `run_async`)
     /// gave for this plan and `input`, against the same split or concat on the CPU
     /// ([`reference`](mod@crate::reference)), byte for byte: NaN payloads, -0.0 and denormals
-    /// included. [`SplitError::Mismatch`](crate::SplitError::Mismatch) names the first byte
+    /// included. [`SplitError::Mismatch`] names the first byte
     /// that differs.
     ///
     /// ```no_run
