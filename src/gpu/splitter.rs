@@ -188,7 +188,9 @@ impl GpuSplitter {
     /// data (`wgpu::PipelineCache::get_data`) and passes it back compiles nothing it compiled
     /// before. Every pipeline is made on its first use; call this before the first split, as
     /// builds already compiled keep making theirs without the cache. A cache of another
-    /// device is [`SplitError::Device`] at the first dispatch that makes a pipeline.
+    /// device of the same `wgpu::Instance` is [`SplitError::Device`] at the first dispatch
+    /// that makes a pipeline (one of another instance wgpu looks up by its id, as it does a
+    /// buffer: see [`GpuSplitter::encode`]).
     ///
     /// `wgpu-split`'s command keeps its cache in the user's cache directory
     /// (`docs/design.md`, "Cold start").
