@@ -86,6 +86,8 @@ pub mod npy;
 pub mod ops;
 mod plan;
 pub mod reference;
+#[cfg(any(test, feature = "fuzzing", feature = "bench"))]
+mod rng;
 mod stream;
 mod tensor;
 #[cfg(feature = "bench")]

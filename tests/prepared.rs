@@ -406,6 +406,13 @@ fn a_pipeline_cache_serves_every_pipeline(gpu: &GpuSplitter) {
         Err(SplitError::Device(m)) => assert!(m.contains("pipeline"), "{m}"),
         other => panic!("a foreign cache: {other:?}"),
     }
+    // A build compiled later (the indexed rows') takes the splitter's cache too.
+    let rows = wgpu_split::ops::get_rows(&[4, 6, 7], &[2]).unwrap();
+    let indices = HostTensor::from_slice(&[2], &[3i32, 0]).unwrap();
+    match foreign.run_rows(&rows, &input, &indices, None) {
+        Err(SplitError::Device(m)) => assert!(m.contains("pipeline"), "{m}"),
+        other => panic!("a foreign cache, rows: {other:?}"),
+    }
 }
 
 per_backend!(

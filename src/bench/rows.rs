@@ -9,6 +9,7 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::{buffer_with, scoped};
 use crate::gpu::gather::grid;
 use crate::plan::{CacheLayout, PagedKvPlan, RowsPlan};
+use crate::rng::XorShift;
 use crate::tensor::HostTensor;
 use crate::{ops, reference, BufferRegion, DType, PagedKvBuffers, PreparedRows, RowsBuffers};
 
@@ -191,17 +192,8 @@ impl RowsResult {
     }
 }
 
-/// A small deterministic generator (xorshift64*) for the cases' data and places.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
+/// The cases' data and places.
+impl XorShift {
     fn tensor(&mut self, dtype: DType, shape: Vec<usize>) -> Result<HostTensor> {
         let n = shape.iter().product::<usize>() * dtype.size();
         HostTensor::new(dtype, shape, (0..n).map(|_| self.next() as u8).collect())
@@ -227,7 +219,7 @@ impl Rng {
 impl Bencher<'_> {
     /// Measures one case of rows placed by indices, and checks its bytes.
     pub fn run_rows_case(&self, case: &RowsCase) -> Result<RowsResult> {
-        let mut rng = Rng(0x0b5e_55ed);
+        let mut rng = XorShift(0x0b5e_55ed);
         let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
         let device = self.gpu.device();
         let upload = |label, t: &HostTensor| buffer_with(device, label, t.bytes(), storage);

@@ -23,7 +23,8 @@ const MAX_FILE_BYTES: u64 = 256 << 20;
 /// A splitter opened for one command, with the pipeline cache it keeps, if any.
 pub(super) struct Gpu {
     splitter: GpuSplitter,
-    _kept: Option<KeptCache>,
+    /// Held for its drop, which writes the cache back.
+    kept: Option<KeptCache>,
 }
 
 impl Gpu {
@@ -31,23 +32,19 @@ impl Gpu {
     /// backend has one.
     pub(super) fn open(choice: DeviceChoice) -> CliResult<Gpu> {
         let splitter = GpuSplitter::open(choice)?;
-        match KeptCache::open(splitter.device()) {
-            Some(kept) => Ok(Gpu {
-                splitter: splitter.with_pipeline_cache(kept.cache.clone()),
-                _kept: Some(kept),
-            }),
-            None => Ok(Gpu {
-                splitter,
-                _kept: None,
-            }),
-        }
+        let kept = KeptCache::open(splitter.device());
+        let splitter = match &kept {
+            Some(k) => splitter.with_pipeline_cache(k.cache.clone()),
+            None => splitter,
+        };
+        Ok(Gpu { splitter, kept })
     }
 
     /// This device with its splitter changed by `f` (its options), the cache kept.
     pub(super) fn map(self, f: impl FnOnce(GpuSplitter) -> GpuSplitter) -> Gpu {
         Gpu {
             splitter: f(self.splitter),
-            _kept: self._kept,
+            kept: self.kept,
         }
     }
 }

@@ -11,19 +11,11 @@ use crate::gpu::gather::{gather_dispatch, scatter_dispatch, IndexRule};
 use crate::gpu::paged::paged_job;
 use crate::gpu::rows::set_rows_job;
 use crate::plan::CacheLayout;
+use crate::rng::XorShift;
 use crate::{ops, DType, GatherMode};
 
-/// A small deterministic generator (xorshift64*) from the case's seed.
-struct Draw(u64);
-
-impl Draw {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
+/// The case's draws, from its seed.
+impl XorShift {
     /// A size: mostly small, sometimes large enough to pass a window.
     fn size(&mut self) -> usize {
         match self.next() % 8 {
@@ -36,7 +28,7 @@ impl Draw {
 
 /// Checks one seed's case; panics if an invariant breaks.
 pub fn check_rows(seed: u64) {
-    let mut d = Draw(seed | 1);
+    let mut d = XorShift(seed | 1);
     let dtype = DType::ALL_NUMERIC[(d.next() % 15) as usize];
     let tuning = GatherTuning {
         mode: [GatherMode::Cpu, GatherMode::Gpu][(d.next() % 2) as usize],

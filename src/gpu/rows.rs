@@ -247,7 +247,7 @@ impl GpuSplitter {
         }
         let made = GatherPipeline::indexed(&self.device, stores)
             .await?
-            .with_cache(self.pipeline_cache.clone());
+            .with_cache(self.gather.cache());
         Ok(cell.get_or_init(|| made).clone())
     }
 }

@@ -140,9 +140,6 @@ pub struct GpuSplitter {
     /// The indexed builds (rows placed by indices), by their scatter's stores
     /// (`ScatterStores as usize`), compiled on first use; shared by clones.
     pub(crate) indexed: Arc<[std::sync::OnceLock<GatherPipeline>; 3]>,
-    /// The pipeline cache every build compiled from now on makes its pipelines through
-    /// ([`GpuSplitter::with_pipeline_cache`]).
-    pub(crate) pipeline_cache: Option<wgpu::PipelineCache>,
 }
 
 impl GpuSplitter {
@@ -178,7 +175,6 @@ impl GpuSplitter {
             input_bindings: allowed.inputs,
             probe,
             indexed: Arc::default(),
-            pipeline_cache: None,
         })
     }
 
@@ -195,8 +191,7 @@ impl GpuSplitter {
     /// `wgpu-split`'s command keeps its cache in the user's cache directory
     /// (`docs/design.md`, "Cold start").
     pub fn with_pipeline_cache(mut self, cache: wgpu::PipelineCache) -> Self {
-        self.gather = self.gather.with_cache(Some(cache.clone()));
-        self.pipeline_cache = Some(cache);
+        self.gather = self.gather.with_cache(Some(cache));
         self
     }
 
@@ -277,7 +272,7 @@ impl GpuSplitter {
         }
         let pipeline = GatherPipeline::with_bindings(&self.device, inputs, outputs, moving)
             .await?
-            .with_cache(self.pipeline_cache.clone());
+            .with_cache(self.gather.cache());
         self.kept.keep_build(key, pipeline.clone());
         Ok(pipeline)
     }

@@ -60,7 +60,8 @@ pub struct GatherPipeline {
     /// where a dispatch scatters nothing.
     indexed_stand_ins: Option<Arc<[wgpu::Buffer; 2]>>,
     /// The pipeline cache its pipelines are made through, where the splitter has one
-    /// ([`GatherPipeline::with_cache`]).
+    /// ([`GatherPipeline::with_cache`]); the splitter's main build holds the splitter's, and
+    /// the builds it compiles later take it from there.
     cache: Option<wgpu::PipelineCache>,
 }
 
@@ -230,6 +231,11 @@ impl GatherPipeline {
     /// [`GpuSplitter::with_pipeline_cache`](crate::GpuSplitter::with_pipeline_cache)).
     pub(crate) fn with_cache(self, cache: Option<wgpu::PipelineCache>) -> Self {
         Self { cache, ..self }
+    }
+
+    /// The pipeline cache its pipelines are made through, if any.
+    pub(crate) fn cache(&self) -> Option<wgpu::PipelineCache> {
+        self.cache.clone()
     }
 
     /// The pipeline of `key`, made now if no dispatch needed it before; call it inside an
