@@ -122,6 +122,7 @@ def main():
             ours = rate(statistics.median(c["prepared"]["gbps"] for c in auto))
         theirs = f"{rate(torch[name][0])} ({torch[name][1]})" if name in torch else "-"
         print(f"| {name} | " + " | ".join(cells) + f" | {best} | {ours} | {theirs} | {program} |")
+    steps_section(out, runs)
     rows_section(runs)
     memory = out / "memory.json"
     traced = json.loads(memory.read_text()) if memory.exists() else None
@@ -137,6 +138,37 @@ def main():
             if m:
                 print(f"| {c['name']} | {m['load_efficiency']:.2f} | "
                       f"{m['load_lines_per_512']:.1f} | {m['table_bytes_per_512']:.1f} |")
+
+
+def steps_section(out, runs):
+    """The gather in the GPU mapping at more steps a lane (device_report.sh's `bench.stepsN`
+    runs) beside its default runs: each case's prepared split over its fastest copy."""
+    trials = sorted(
+        (int(m.group(1)), reports(out, f"bench.steps{m.group(1)}"))
+        for m in {re.match(r"bench\.steps(\d+)\.", p.name) for p in out.glob("bench.steps*.json")}
+        if m
+    )
+    if not trials:
+        return
+    default = runs["bench.gather.gpu"]
+    print()
+    print("Steps per lane, the gather in the GPU mapping: the prepared split over the case's "
+          "fastest copy, each run, at the default and at more steps a lane.")
+    print()
+    steps = default[0].get("max_steps_per_lane", "default") if default else "default"
+    heads = [f"{steps} (default)"] + [str(n) for n, _ in trials]
+    print("| case | " + " | ".join(heads) + " |")
+    print("|---" * (len(heads) + 1) + "|")
+    names = []
+    for _, found in trials:
+        names += [c["name"] for r in found for c in r["cases"] if c["name"] not in names]
+    for name in names:
+        cells = []
+        for found in [default] + [f for _, f in trials]:
+            ratios = [c["prepared_over_best_copy"] for r in found for c in r["cases"]
+                      if c["name"] == name]
+            cells.append(" ".join(f"{x:.2f}" for x in ratios) or "-")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def rows_section(runs):

@@ -4,7 +4,9 @@
 # on the gather in the GPU lane mapping (20 splits per submission, device time where the
 # adapter has timestamps), every test (the GL adapter's left out), the other gather runs, the
 # routes the device picks (RUNS times each, 3 by default), the CPU lane mapping once, then the
-# memory trace (a driver's compiler may take long over a trace build). A step that would start
+# memory trace (a driver's compiler may take long over a trace build). Between the gather's
+# runs and the routes', the GPU mapping at more steps a lane (STEPS, "16 64" by default) on
+# some cases. A step that would start
 # past DEADLINE seconds (400 by default) is skipped and said so, and a step is stopped after
 # STEP_LIMIT seconds (150 by default; exit 124 in steps.txt), so that a call under a time
 # limit still brings back what ran. Writes logs and JSON reports into OUT_DIR, one line per
@@ -80,6 +82,12 @@ for t in "$bin"/tests/*; do
 done
 for r in $(seq 2 "$runs"); do
   bench "bench.gather.gpu.$r" --route=gather --gather-mode=gpu
+done
+# More steps a lane, fewer workgroups (a grid of a few waves, each lane several units): the
+# cases a dispatch's fixed cost holds back, and two of the largest, in the GPU mapping.
+for n in ${STEPS:-16 64}; do
+  bench "bench.steps$n.1" --route=gather --gather-mode=gpu --max-steps-per-lane="$n" \
+    --cases=qkv,concat_kv_append,concat_c2f,merge_heads,glu,bytes_odd,concat_bytes_odd
 done
 for r in $(seq 1 "$runs"); do
   bench "bench.auto.$r" --route=auto

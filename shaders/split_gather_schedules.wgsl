@@ -12,17 +12,10 @@ fn runs(block: u32, lane: u32, vec4_only: bool) {
     if (g >= p.num_lanes) {
         return;
     }
-    if (p.interleaved == 1u) {
-        entry_index = g % p.num_entries;
-        let e = read_entry(entry_index);
-        dst_binding = e.binding;
-        copy_run(p, e, g / p.num_entries, vec4_only);
-    } else {
-        entry_index = find_entry(p, g);
-        let e = read_entry(entry_index);
-        dst_binding = e.binding;
-        copy_run(p, e, g - e.block_start, vec4_only);
-    }
+    entry_index = find_entry(p, g);
+    let e = read_entry(entry_index);
+    dst_binding = e.binding;
+    copy_run(p, e, g - e.block_start, vec4_only);
 }
 
 // The `local_lane`-th run of entry `e`; `vec4_only` (a constant of the entry point) when every

@@ -76,6 +76,11 @@ pub struct BenchArgs {
     /// consecutive units); default: the adapter's kind.
     #[arg(long)]
     pub gather_mode: Option<GatherMode>,
+    /// The most units (or groups of rows) one gather lane takes, 1 to 468: fewer workgroups
+    /// the higher it is; default: the adapter's kind (4 on GPUs, 2048 on CPU adapters, which
+    /// the shader's bound of 468 holds to).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=468))]
+    pub max_steps_per_lane: Option<u32>,
 }
 
 /// Options of `info`.

@@ -29,11 +29,14 @@ pub fn run(a: &BenchArgs) -> CliResult {
         gpu.with_options(SplitOptions {
             route,
             gather_mode: a.gather_mode,
+            max_steps_per_lane: a.max_steps_per_lane,
             ..Default::default()
         })
     });
-    // `options()` fills in the gather mode; the fallback is never taken.
-    let gather_mode = gpu.options().gather_mode.unwrap_or(GatherMode::Gpu);
+    // `options()` fills in the gather's tuning; the fallbacks are never taken.
+    let options = gpu.options();
+    let gather_mode = options.gather_mode.unwrap_or(GatherMode::Gpu);
+    let max_steps = options.max_steps_per_lane.unwrap_or(1);
     let info = gpu.device().adapter_info();
     let bencher = Bencher::new(&gpu, if a.quick { 5 } else { 15 })?.with_batch(a.batch.into());
     let (suite, rows_suite) = chosen_cases(&a.cases)?;
@@ -74,12 +77,13 @@ pub fn run(a: &BenchArgs) -> CliResult {
     );
 
     say!(
-        "adapter: {} ({:?}); route: {}; gather: {:?}; splits per submission: {}; empty submit + \
-         wait: {:.3} ms (median over the cases)",
+        "adapter: {} ({:?}); route: {}; gather: {:?}, max steps per lane {}; splits per \
+         submission: {}; empty submit + wait: {:.3} ms (median over the cases)",
         info.name,
         info.backend,
         a.route,
         gather_mode,
+        max_steps,
         a.batch,
         roundtrip_ms
     );
@@ -134,6 +138,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
             "adapter": {"name": info.name, "backend": format!("{:?}", info.backend).to_lowercase()},
             "route": a.route,
             "gather_mode": gather_mode.name(),
+            "max_steps_per_lane": max_steps,
             "batch": a.batch,
             "clock": clock_name(bencher.device_time()),
             "roundtrip_ms": roundtrip_ms,

@@ -45,4 +45,5 @@ pub use joins::Band;
 pub use joins::{join_dispatch, join_parts, JoinPart};
 pub use modes::GatherMode;
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, IndexWindows, Windows};
+pub use runs::MAX_LANE_STEPS;
 pub use view_entries::{lower_view, repeat_joins, table_room, view_dispatches, Lowered};

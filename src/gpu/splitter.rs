@@ -7,7 +7,7 @@ use crate::gpu::gather::builds::{fits_stage, single_output, InputBindings, Outpu
 use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
-use crate::gpu::gather::{GatherMode, GatherTuning};
+use crate::gpu::gather::{GatherMode, GatherTuning, MAX_LANE_STEPS};
 use crate::gpu::kept::Kept;
 use crate::gpu::placement::{PartLayout, PartRange};
 use crate::gpu::planner::Direction;
@@ -21,14 +21,15 @@ use std::sync::Arc;
 /// How the gather maps lanes to units, by device type: the one parameter a device kind sets.
 ///
 /// On CPU adapters every invocation carries a fixed cost, so each lane writes a long run of
-/// units ([`GatherMode::Cpu`]). On GPUs consecutive lanes write consecutive units, 4 steps
-/// per lane, so a block pays for one table lookup ([`GatherMode::Gpu`]). The figures behind
+/// units ([`GatherMode::Cpu`]), as long as the shader's bound allows. On GPUs consecutive
+/// lanes write consecutive units, 4 steps per lane, so a block pays for one table lookup
+/// ([`GatherMode::Gpu`]). The figures behind
 /// each choice are in `docs/performance.md`.
 pub(crate) fn gather_defaults(device_type: wgpu::DeviceType) -> GatherTuning {
     match device_type {
         wgpu::DeviceType::Cpu => GatherTuning {
             mode: GatherMode::Cpu,
-            max_steps_per_lane: 2048,
+            max_steps_per_lane: MAX_LANE_STEPS,
         },
         _ => GatherTuning {
             mode: GatherMode::Gpu,
@@ -102,9 +103,10 @@ pub struct SplitOptions {
     /// coalesced lanes on GPUs. Each gives the same bytes on any device; tests and the memory
     /// trace use it to run the GPU kernel on a CPU adapter.
     pub gather_mode: Option<GatherMode>,
-    /// The most steps one gather lane takes in its workgroup (at least 1): in each, it writes
-    /// one 16-byte unit of an output (or, in the channels, one group of rows: a unit of each
-    /// part).
+    /// The most steps one gather lane takes in its workgroup, 1 to 468 (the shader's bound;
+    /// a value past it takes the bound): in each, it writes one 16-byte unit of an output
+    /// (or, in the channels, one group of rows: a unit of each part). By default 4 on GPUs
+    /// and 468 on CPU adapters.
     pub max_steps_per_lane: Option<u32>,
     /// The most output buffers one gather dispatch of [`Outputs::Regions`](crate::Outputs)
     /// writes, within what the device allows (its storage buffers per shader stage, less the
@@ -219,7 +221,7 @@ impl GpuSplitter {
             tuning.mode = mode;
         }
         if let Some(units) = options.max_steps_per_lane {
-            tuning.max_steps_per_lane = units.max(1) as u64;
+            tuning.max_steps_per_lane = (units as u64).clamp(1, MAX_LANE_STEPS);
         }
         let allowed = RegionsPerDispatch::for_limits(&self.limits);
         self.gather_tuning = tuning;

@@ -13,11 +13,18 @@ fn bench_writes_the_report_fields(backend: &str) {
             "--quick",
             "--cases=spec_split",
             "--gather-mode=gpu",
+            "--max-steps-per-lane=1",
         ],
         &json,
     );
     assert!(out.stdout.contains("spec_split"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("max steps per lane 1;"),
+        "{}",
+        out.stdout
+    );
     assert_eq!(v["gather_mode"], "gpu");
+    assert_eq!(v["max_steps_per_lane"], 1);
     assert!(v["adapter"]["name"].is_string() && v["adapter"]["backend"].is_string());
     assert!(v["roundtrip_ms"].as_f64().unwrap() > 0.0);
     let cases = v["cases"].as_array().unwrap();
@@ -136,10 +143,10 @@ fn bench_writes_the_report_fields(backend: &str) {
         (case["dispatches"].as_u64(), case["buffer_copies"].as_u64()),
         (Some(1), Some(0))
     );
-    // The one dispatch's program, by the adapter's mode: the runs on a CPU adapter, the
-    // channels of 4-byte parts in lanes on a GPU.
+    // The one dispatch's program, by the adapter's mode: the channels of 4-byte parts, in
+    // runs on a CPU adapter, in lanes on a GPU.
     let program = match v["gather_mode"].as_str() {
-        Some("cpu") => "main_rows runs",
+        Some("cpu") => "main_rows runs channels w4",
         _ => "main_rows lanes channels w4",
     };
     assert_eq!(
@@ -214,6 +221,12 @@ fn bench_writes_the_report_fields(backend: &str) {
         &["bench", backend, "--gather-mode=fastest"],
         "invalid value 'fastest' for '--gather-mode",
     );
+    for steps in ["0", "469"] {
+        refused(
+            &["bench", backend, &format!("--max-steps-per-lane={steps}")],
+            &format!("{steps} is not in 1..=468"),
+        );
+    }
 }
 
 /// Whether `info --json` lists `adapter` (a bench report's: name and backend) with timestamps

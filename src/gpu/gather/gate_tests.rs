@@ -178,7 +178,7 @@ fn break_it(rule: Precondition) {
         P::StepBound => refused(rule, split(DType::U8, cpu), |d| {
             d.params.steps_per_lane = MAX_LANE_STEPS as u32 + 1
         }),
-        P::LaneSpan => refused(rule, split(DType::U8, cpu), |d| {
+        P::LaneSpan => refused(rule, unequal(cpu), |d| {
             d.params.steps_per_lane = MAX_LANE_STEPS as u32;
             d.params.num_lanes = 1 << 24;
             let e = entries(d);
@@ -203,11 +203,6 @@ fn break_it(rule: Precondition) {
             refused(rule, indexed(cpu), |d| index_rows(d).1.count = 0);
             refused(rule, scattered(cpu), |d| index_rows(d).1.block_size = 0);
             refused(rule, scattered(gpu), |d| index_rows(d).1.heads = 0);
-            refused(rule, split(DType::U8, cpu), |d| {
-                d.params.interleaved = 1;
-                entries(d).clear();
-                d.params.num_entries = 0;
-            });
         }
         P::UnitRange => {
             refused(rule, split(DType::F32, gpu), |d| {
@@ -233,7 +228,7 @@ fn break_it(rule: Precondition) {
             });
             refused(rule, indexed(gpu), |d| index_rows(d).0.mode = 5);
         }
-        P::ShiftedRows => refused(rule, split(DType::U8, cpu), |d| {
+        P::ShiftedRows => refused(rule, unequal(cpu), |d| {
             d.program.lanes_in_runs = false;
             d.params.num_blocks = 3;
             d.params.steps_per_lane = 1;

@@ -16,24 +16,15 @@ pub(super) const MIN_LANES_ROW: u64 = 64;
 
 /// The one rule of a device's kind: whether its lanes each take a run of units (CPU
 /// adapters, where every invocation has a fixed cost) or consecutive lanes consecutive units
-/// (GPUs, so a warp touches memory as a plain copy does). Every program runs in either; the
-/// rules below that differ by device are named for the one they serve.
+/// (GPUs, so a warp touches memory as a plain copy does). Every program runs in either, and
+/// no other rule depends on the device.
 pub(super) fn lanes_in_runs(mode: GatherMode) -> bool {
     mode == GatherMode::Cpu
 }
 
-/// A rule a CPU adapter alone needs: its split's channels of whole-word parts take the runs,
-/// which move parts of 4 bytes a word at a time faster there (`tiny_runs` as channels: 3.7
-/// GB/s on lavapipe and GL, 4.3 to 4.6 in the runs; 0.73 against about 1.0 of the copy
-/// kernel on SwiftShader, the browser's adapter). GPUs take every channels program.
-fn cpu_word_channels_take_runs(c: Channels, mode: GatherMode) -> bool {
-    lanes_in_runs(mode) && c.width.is_multiple_of(4)
-}
-
 /// The one choice of what runs a split's dispatch of `entries` in `mode`. Where the entries
-/// are [`Channels`] ([`channels_of`]), but for [`cpu_word_channels_take_runs`]: the channels,
-/// in `mode`'s lane mapping. Else the rows: in the device's mapping ([`lanes_in_runs`]), but
-/// in runs on any device where the dispatch covers a split with short rows ([`short_rows`])
+/// are [`Channels`] ([`channels_of`]): the channels, in `mode`'s lane mapping. Else the rows:
+/// in the device's mapping ([`lanes_in_runs`]), but in runs on any device where the dispatch covers a split with short rows ([`short_rows`])
 /// or an unaligned entry's rows are shorter than [`MIN_LANES_ROW`] (the shifted lanes' units
 /// span at most two rows).
 pub(super) fn split_program(
@@ -41,8 +32,7 @@ pub(super) fn split_program(
     entries: &[Entry],
     mode: GatherMode,
 ) -> ProgramKey {
-    let channels = channels_of(entries).filter(|&c| !cpu_word_channels_take_runs(c, mode));
-    if let Some(c) = channels {
+    if let Some(c) = channels_of(entries) {
         // The channels branch of `main_rows`.
         return ProgramKey {
             entry: EntryPoint::Rows,
@@ -144,3 +134,6 @@ pub(super) fn join_program(
         channels,
     }
 }
+
+#[cfg(test)]
+mod picker_tests;

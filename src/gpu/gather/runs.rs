@@ -63,7 +63,7 @@ const STEP_TURNS: u64 = 128;
 /// The most steps one lane takes, whatever its program: [`LANE_TURNS`] over [`STEP_TURNS`].
 /// One bound in place of a model of each program's turns: it costs CPU adapters a tenth to a
 /// fifth on their longest runs (docs/performance.md), and a GPU takes 4 steps a lane.
-pub(super) const MAX_LANE_STEPS: u64 = LANE_TURNS / STEP_TURNS;
+pub const MAX_LANE_STEPS: u64 = LANE_TURNS / STEP_TURNS;
 
 /// The most steps per lane: `max_steps`, from 1 to [`MAX_LANE_STEPS`].
 pub(super) fn max_steps(max_steps: u64) -> u64 {

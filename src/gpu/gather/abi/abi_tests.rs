@@ -53,8 +53,7 @@ fn the_table_records_match_the_shader_structs() {
     let records = [
         (
             "Params",
-            fields!(Params; num_blocks, num_entries, steps_per_lane, num_lanes,
-                interleaved),
+            fields!(Params; num_blocks, num_entries, steps_per_lane, num_lanes),
             size_of::<Params>(),
             "HEADER_BYTES",
         ),

@@ -36,18 +36,6 @@ fn runs_spread_small_splits_and_lengthen_for_large_ones() {
     assert_eq!(lanes(&[1, 1 << 24], 1, 8), (8192, 1 << 19, 8));
 }
 
-#[test]
-fn equal_entries_with_short_rows_take_lanes_in_turn() {
-    let interleaved = |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 2048).interleaved;
-    // Rows of 4 bytes, 32 apart (16 apart, they would be channels); aligned rows of 256
-    // bytes (heads64).
-    assert_eq!(interleaved(&[4096, 8], 8, DType::F32), 1);
-    assert_eq!(interleaved(&[512, 4096], 64, DType::F32), 1);
-    // Aligned rows of 3,840 bytes (the spec split); unaligned rows of 1,365 bytes.
-    assert_eq!(interleaved(&[6, 12, 240], 3, DType::F32), 0);
-    assert_eq!(interleaved(&[16, 4095], 3, DType::U8), 0);
-}
-
 /// The entry point and header of the first dispatch of a variadic split of `shape` along
 /// axis 1 in `mode`, at 4 units per lane.
 fn variadic(

@@ -21,29 +21,20 @@ fn equal_parts_of_short_rows_are_channels() {
     let of = |width| Some(Channels { width, wide: false });
     let wide = |width| Some(Channels { width, wide: true });
     // RGB and RGBA planes of u8 and f16, pairs of u8; f32 ones and pairs of f16 (parts of 4
-    // bytes) on GPUs only.
+    // bytes).
     assert_eq!(channels(&[64, 48, 3], vec![1; 3], DType::U8), of(1));
     assert_eq!(channels(&[64, 4], vec![1; 4], DType::U8), of(1));
     assert_eq!(channels(&[100, 3], vec![1; 3], DType::F16), of(2));
     assert_eq!(channels(&[7, 2], vec![1; 2], DType::U8), of(1));
-    assert_eq!(channels(&[7, 4], vec![1; 4], DType::F32), None);
-    assert_eq!(channels(&[100, 6], vec![2; 3], DType::F16), None);
-    let gpu = |shape: &[usize], lengths: Vec<i64>, dtype| {
-        let lengths = IntTensor::vector(lengths);
-        let plan = ops::variadic_split(shape, &IntTensor::scalar(-1), &lengths).unwrap();
-        let d = &dispatches(&plan, dtype, 16, GatherMode::Gpu, 4, BIG).unwrap()[0];
-        d.program.channels
-    };
-    assert_eq!(gpu(&[7, 4], vec![1; 4], DType::F32), of(4));
-    assert_eq!(gpu(&[100, 6], vec![2; 3], DType::F16), of(4));
-    assert_eq!(gpu(&[7, 2], vec![1; 2], DType::F32), of(4));
-    // Five to eight parts: the wide channels (eight f32 feature columns on GPUs only).
+    assert_eq!(channels(&[7, 4], vec![1; 4], DType::F32), of(4));
+    assert_eq!(channels(&[100, 6], vec![2; 3], DType::F16), of(4));
+    assert_eq!(channels(&[7, 2], vec![1; 2], DType::F32), of(4));
+    // Five to eight parts: the wide channels (eight f32 feature columns).
     assert_eq!(channels(&[7, 10], vec![2; 5], DType::U8), wide(2));
     assert_eq!(channels(&[100, 8], vec![1; 8], DType::F16), wide(2));
     assert_eq!(channels(&[9, 7], vec![1; 7], DType::U8), wide(1));
-    assert_eq!(channels(&[9, 8], vec![1; 8], DType::F32), None);
-    assert_eq!(gpu(&[9, 8], vec![1; 8], DType::F32), wide(4));
-    assert_eq!(gpu(&[9, 6], vec![1; 6], DType::F32), wide(4));
+    assert_eq!(channels(&[9, 8], vec![1; 8], DType::F32), wide(4));
+    assert_eq!(channels(&[9, 6], vec![1; 6], DType::F32), wide(4));
     // More than eight parts; parts of 3 or 8 bytes; unequal parts; rows past 16 bytes; parts
     // of a unit or more; one part: the runs.
     assert_eq!(channels(&[7, 9], vec![1; 9], DType::U8), None);
