@@ -133,9 +133,9 @@ fn load_vec4_edge_in(b: u32, i: u32) -> vec4<u32> {
 // bound as units up to a multiple of the offset alignment and as words past it (two ranges,
 // as WebGPU asks), so each of them chooses its range; `units_end(b)` gives the first unit past
 // binding `b`'s units range, and `store_unit_fast(i, v)` stores a unit below it with no choice
-// to make (`store_unit_fast_in(b, i, v)` into output binding `b`; `copy_units_fast` runs a
-// split's run into its binding, picked once). The runs' loops stop at `units_end` and store so, and take the rest unit by unit
-// (`copy_unit`, `join_unit`): a CPU adapter runs both sides of a choice in every SIMD group.
+// to make (`store_unit_fast_in(b, i, v)` into output binding `b`). The runs' loops stop at
+// `units_end` and store so, and take the rest unit by unit (`copy_unit`, `join_unit`): a CPU
+// adapter runs both sides of a choice in every SIMD group.
 
 // Unit `i`, of whose bytes only the first `n` belong to the output (at least 1; 16 or more:
 // all): a whole unit at once, else its bytes of the output (`store_masked`). The other bytes

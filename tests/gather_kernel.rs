@@ -14,7 +14,7 @@ use wgpu_split::{
 };
 
 /// The gather alone, in every layout and at two run lengths, and with the device's own runs
-/// (spread over its lanes, up to 2,048 units each).
+/// (spread over its lanes, up to 468 units each).
 fn variants(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
     let mut variants = common::lane_mappings(gpu);
     let runs = gpu.clone().with_options(SplitOptions {
@@ -126,11 +126,11 @@ fn word_rows_and_long_unaligned_rows(gpu: &'static GpuSplitter) {
     check_lengths(&variants, DType::U8, &[5000, 7], 4, vec![3, 4]);
 }
 
-fn aligned_rows_spread_and_taken_in_turn(gpu: &'static GpuSplitter) {
+fn aligned_rows_spread_over_the_lanes(gpu: &'static GpuSplitter) {
     let variants = variants(gpu);
-    // The spec split (runs of aligned rows alone: `main_rows` with `VEC4_ONLY` and `LANES_IN_RUNS`): 3,840-byte rows, spread
-    // over the device's lanes, whose runs end mid-row. Then 16 equal outputs of 256-byte rows,
-    // taking lanes in turn, each lane's run crossing many rows.
+    // The spec split (runs of aligned rows alone: `main_rows` with `VEC4_ONLY` and
+    // `LANES_IN_RUNS`): 3,840-byte rows, spread over the device's lanes, whose runs end
+    // mid-row. Then 16 equal outputs of 256-byte rows, each lane's run crossing many rows.
     check_parts(&variants, DType::F32, &[6, 12, 10, 24], 6, 3);
     check_parts(&variants, DType::F32, &[300, 1024], 7, 16);
     // Aligned and unaligned rows in one dispatch (16, 12 and 36 bytes of 64-byte rows): runs
@@ -181,7 +181,7 @@ fn short_rows_in_long_runs(gpu: &'static GpuSplitter) {
 }
 
 /// Equal parts of rows of up to 16 bytes, which take the channels where they are 2 to 8
-/// parts of 1, 2 or 4 bytes (CPU adapters: parts not of whole words): every row length and
+/// parts of 1, 2 or 4 bytes: every row length and
 /// every part width that divides it, with row counts around a group of 16 rows (the last
 /// group part full, the parts ending mid-unit), in runs of three groups and of many, and in
 /// lanes; 5 to 9 parts of 4 bytes; and parts of i16 and f16 elements.
@@ -220,7 +220,7 @@ fn one_hundred_thousand_outputs(gpu: &'static GpuSplitter) {
 per_backend!(
     every_row_length_at_every_offset,
     word_rows_and_long_unaligned_rows,
-    aligned_rows_spread_and_taken_in_turn,
+    aligned_rows_spread_over_the_lanes,
     word_rows_scattered_by_input,
     short_rows_in_long_runs,
     equal_parts_of_short_rows,

@@ -77,8 +77,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub gather_mode: Option<GatherMode>,
     /// The most units (or groups of rows) one gather lane takes, 1 to 468: fewer workgroups
-    /// the higher it is; default: the adapter's kind (4 on GPUs, 2048 on CPU adapters, which
-    /// the shader's bound of 468 holds to).
+    /// the higher it is; default: the adapter's kind (4 on GPUs, 468 on CPU adapters).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=468))]
     pub max_steps_per_lane: Option<u32>,
 }
