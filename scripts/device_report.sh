@@ -84,10 +84,13 @@ for r in $(seq 2 "$runs"); do
   bench "bench.gather.gpu.$r" --route=gather --gather-mode=gpu
 done
 # More steps a lane, fewer workgroups (a grid of a few waves, each lane several units): the
-# cases a dispatch's fixed cost holds back, and two of the largest, in the GPU mapping.
+# cases a dispatch's fixed cost holds back, and two of the largest, in the GPU mapping (or
+# the cases BENCH_ARGS names).
+steps_cases=--cases=qkv,concat_kv_append,concat_c2f,merge_heads,glu,bytes_odd,concat_bytes_odd
+[[ "${BENCH_ARGS:-}" == *--cases* ]] && steps_cases=
 for n in ${STEPS:-16 64}; do
-  bench "bench.steps$n.1" --route=gather --gather-mode=gpu --max-steps-per-lane="$n" \
-    --cases=qkv,concat_kv_append,concat_c2f,merge_heads,glu,bytes_odd,concat_bytes_odd
+  # shellcheck disable=SC2086 # steps_cases is one option or none
+  bench "bench.steps$n.1" --route=gather --gather-mode=gpu --max-steps-per-lane="$n" $steps_cases
 done
 for r in $(seq 1 "$runs"); do
   bench "bench.auto.$r" --route=auto
