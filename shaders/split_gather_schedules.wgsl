@@ -36,8 +36,8 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
         first_unit = 1u;
     }
     // Whole units below the output binding's `units_end` store into that binding with no
-    // choice to make (`store_unit_fast`); the others (a window's
-    // last units, at most 16, and the entry's partial last unit) after them, one at a time.
+    // choice to make (`store_unit_fast`); the others (a window's last units, at most 16, and
+    // the entry's partial last unit) after them, one at a time.
     let below = min(units_below(e, units_end(e.binding)), e.out_bytes / 16u);
     let fast_end = clamp(below, first_unit, end_unit);
     copy_units(e, first_unit, fast_end, vec4_only);
