@@ -143,11 +143,9 @@ def main():
 def steps_section(out, runs):
     """The gather in the GPU mapping at more steps a lane (device_report.sh's `bench.stepsN`
     runs) beside its default runs: each case's prepared split over its fastest copy."""
-    trials = sorted(
-        (int(m.group(1)), reports(out, f"bench.steps{m.group(1)}"))
-        for m in {re.match(r"bench\.steps(\d+)\.", p.name) for p in out.glob("bench.steps*.json")}
-        if m
-    )
+    counts = {int(m.group(1)) for p in out.glob("bench.steps*.json")
+              if (m := re.match(r"bench\.steps(\d+)\.", p.name))}
+    trials = [(n, reports(out, f"bench.steps{n}")) for n in sorted(counts)]
     if not trials:
         return
     default = runs["bench.gather.gpu"]

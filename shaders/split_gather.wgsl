@@ -17,11 +17,10 @@
 // src/gpu/gather/abi.rs), and with it one of these schedules:
 //
 // - The runs (CPU adapters, where every invocation has a fixed cost, and GPUs' short rows
-//   not of whole words; `LANES_IN_RUNS` pipelines of the
-//   entry point `main_rows`, no barrier and no workgroup memory): each
-//   lane writes a run of consecutive units of one entry, one per step, stepping along the
-//   rows, and finds its entry itself (entries get whole lanes, numbered by `block_start`),
-//   so small outputs share workgroups. Unaligned rows are
+//   not of whole words; `LANES_IN_RUNS` pipelines of the entry point `main_rows`, no barrier
+//   and no workgroup memory): each lane writes a run of consecutive units of one entry, one
+//   per step, stepping along the rows, and finds its entry itself (entries get whole lanes,
+//   numbered by `block_start`), so small outputs share workgroups. Unaligned rows are
 //   funnel-shifted from a sliding window of aligned vec4 loads, one load per unit; rows
 //   shorter than a unit are gathered word by word (rows of one or two words) or byte by byte.
 // - The lanes (GPUs, rows of 64 bytes or more): entries get whole blocks (numbered by

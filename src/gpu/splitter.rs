@@ -23,8 +23,7 @@ use std::sync::Arc;
 /// On CPU adapters every invocation carries a fixed cost, so each lane writes a long run of
 /// units ([`GatherMode::Cpu`]), as long as the shader's bound allows. On GPUs consecutive
 /// lanes write consecutive units, 4 steps per lane, so a block pays for one table lookup
-/// ([`GatherMode::Gpu`]). The figures behind
-/// each choice are in `docs/performance.md`.
+/// ([`GatherMode::Gpu`]). The figures behind each choice are in `docs/performance.md`.
 pub(crate) fn gather_defaults(device_type: wgpu::DeviceType) -> GatherTuning {
     match device_type {
         wgpu::DeviceType::Cpu => GatherTuning {

@@ -102,7 +102,8 @@ fn unaligned_long_rows_take_the_shifted_lanes() {
 #[test]
 fn a_lanes_loop_turns_stay_within_llvmpipes_limit() {
     // Asked for 30,000 units a lane, every program takes at most MAX_LANE_STEPS (468): one
-    // bound for unaligned rows, rows of a byte and aligned rows alike.
+    // bound for unaligned rows, rows of a byte and aligned rows alike. The command's `bench
+    // --max-steps-per-lane` range (src/cli/args.rs) and `SplitOptions`' docs say 468 too.
     let runs_of = |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 30_000).steps_per_lane;
     assert_eq!(MAX_LANE_STEPS, 468);
     for (shape, parts, dtype) in [
