@@ -17,10 +17,11 @@
 // src/gpu/gather/abi.rs), and with it one of these schedules:
 //
 // - The runs (CPU adapters, where every invocation has a fixed cost, and GPUs' short rows
-//   not of whole words; `LANES_IN_RUNS` pipelines of the entry point `main_rows`, no barrier
-//   and no workgroup memory): each lane writes a run of consecutive units of one entry, one
-//   per step, stepping along the rows, and finds its entry itself (entries get whole lanes,
-//   numbered by `block_start`), so small outputs share workgroups. Unaligned rows are
+//   not of whole words; `LANES_IN_RUNS` pipelines of the
+//   entry point `main_rows`, no barrier and no workgroup memory): each
+//   lane writes a run of consecutive units of one entry, one per step, stepping along the
+//   rows, and finds its entry itself (entries get whole lanes, numbered by `block_start`;
+//   equal entries take lanes in turn), so small outputs share workgroups. Unaligned rows are
 //   funnel-shifted from a sliding window of aligned vec4 loads, one load per unit; rows
 //   shorter than a unit are gathered word by word (rows of one or two words) or byte by byte.
 // - The lanes (GPUs, rows of 64 bytes or more): entries get whole blocks (numbered by
@@ -132,9 +133,9 @@ fn load_vec4_edge_in(b: u32, i: u32) -> vec4<u32> {
 // bound as units up to a multiple of the offset alignment and as words past it (two ranges,
 // as WebGPU asks), so each of them chooses its range; `units_end(b)` gives the first unit past
 // binding `b`'s units range, and `store_unit_fast(i, v)` stores a unit below it with no choice
-// to make (`store_unit_fast_in(b, i, v)` into output binding `b`). The runs' loops stop at
-// `units_end` and store so, and take the rest unit by unit (`copy_unit`, `join_unit`): a CPU
-// adapter runs both sides of a choice in every SIMD group.
+// to make (`store_unit_fast_in(b, i, v)` into output binding `b`; `copy_units_fast` runs a
+// split's run into its binding, picked once). The runs' loops stop at `units_end` and store so, and take the rest unit by unit
+// (`copy_unit`, `join_unit`): a CPU adapter runs both sides of a choice in every SIMD group.
 
 // Unit `i`, of whose bytes only the first `n` belong to the output (at least 1; 16 or more:
 // all): a whole unit at once, else its bytes of the output (`store_masked`). The other bytes

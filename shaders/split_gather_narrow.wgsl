@@ -106,7 +106,7 @@ fn walk_entry(e: Entry, at: Place, words: bool) -> Walk {
 // A split's whole units `first_unit .. end_unit` of entry `e`, whose rows are shorter than a
 // unit, from place `at` on. Rows of one or two words: a unit holds whole rows where it starts
 // at a row's start, so its words lie at the same offsets from its first word in every unit.
-fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place) {
+fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
     var u = first_unit;
     if (e.mode == MODE_WORD && (e.row_bytes == 4u || e.row_bytes == 8u) && at.col == 0u) {
         let step = e.src_stride >> 2u;
@@ -116,14 +116,14 @@ fn run_narrow(e: Entry, first_unit: u32, end_unit: u32, at: Place) {
         let next = select(2u * step, 4u * step, one);
         var w = at.src >> 2u;
         for (; u < end_unit; u++) {
-            store_unit_fast(e.dst_unit + u, vec4<u32>(load_word(w + o.x), load_word(w + o.y), load_word(w + o.z), load_word(w + o.w)));
+            store_unit_fast_in(to, e.dst_unit + u, vec4<u32>(load_word(w + o.x), load_word(w + o.y), load_word(w + o.z), load_word(w + o.w)));
             w += next;
         }
     } else {
         let words = e.mode == MODE_WORD;
         var walk = walk_entry(e, at, words);
         for (; u < end_unit; u++) {
-            store_unit_fast(e.dst_unit + u, walk_unit(&walk, words));
+            store_unit_fast_in(to, e.dst_unit + u, walk_unit(&walk, words));
         }
     }
 }

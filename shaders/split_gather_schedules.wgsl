@@ -12,10 +12,17 @@ fn runs(block: u32, lane: u32, vec4_only: bool) {
     if (g >= p.num_lanes) {
         return;
     }
-    entry_index = find_entry(p, g);
-    let e = read_entry(entry_index);
-    dst_binding = e.binding;
-    copy_run(p, e, g - e.block_start, vec4_only);
+    if (p.interleaved == 1u) {
+        entry_index = g % p.num_entries;
+        let e = read_entry(entry_index);
+        dst_binding = e.binding;
+        copy_run(p, e, g / p.num_entries, vec4_only);
+    } else {
+        entry_index = find_entry(p, g);
+        let e = read_entry(entry_index);
+        dst_binding = e.binding;
+        copy_run(p, e, g - e.block_start, vec4_only);
+    }
 }
 
 // The `local_lane`-th run of entry `e`; `vec4_only` (a constant of the entry point) when every
@@ -36,11 +43,11 @@ fn copy_run(p: Params, e: Entry, local_lane: u32, vec4_only: bool) {
         first_unit = 1u;
     }
     // Whole units below the output binding's `units_end` store into that binding with no
-    // choice to make (`store_unit_fast`); the others (a window's last units, at most 16, and
-    // the entry's partial last unit) after them, one at a time.
+    // choice to make (`copy_units_fast` picks it once for the run); the others (a window's
+    // last units, at most 16, and the entry's partial last unit) after them, one at a time.
     let below = min(units_below(e, units_end(e.binding)), e.out_bytes / 16u);
     let fast_end = clamp(below, first_unit, end_unit);
-    copy_units(e, first_unit, fast_end, vec4_only);
+    copy_units_fast(e, first_unit, fast_end, vec4_only);
     for (var u = fast_end; u < end_unit; u++) {
         copy_unit(e, u, vec4_only);
     }
@@ -62,9 +69,11 @@ fn copy_unit(e: Entry, u: u32, vec4_only: bool) {
     store_unit_n(e.dst_unit + u, walk_bytes(&w, n, false), n);
 }
 
-// Units `first_unit .. end_unit` of entry `e`, below its output binding's `units_end`
-// (`store_unit_fast`).
-fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
+// Units `first_unit .. end_unit` of entry `e`, stored into output binding `to`'s units
+// (`store_unit_fast_in`). `to` is a constant in the vec4 entry point's runs
+// (`copy_units_fast` passes each binding's own from an arm of its switch), so the driver
+// keeps one store there: a CPU adapter runs every arm of a choice in each SIMD group.
+fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool, to: u32) {
     if (first_unit >= end_unit) {
         return;
     }
@@ -72,11 +81,11 @@ fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
     // recomputed; at the end of a row it jumps over the other outputs' parts of the stride.
     let at = place(e, e.first_byte + first_unit * 16u);
     if (vec4_only || e.mode == MODE_VEC4) {
-        run_vec4(e, first_unit, end_unit, at);
+        run_vec4(e, first_unit, end_unit, at, to);
     } else if (e.row_bytes < 16u) {
-        run_narrow(e, first_unit, end_unit, at);
+        run_narrow(e, first_unit, end_unit, at, to);
     } else {
-        run_shifted(e, first_unit, end_unit, at.src, at.col);
+        run_shifted(e, first_unit, end_unit, at.src, at.col, to);
     }
 }
 
@@ -84,7 +93,7 @@ fn copy_units(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
 // lane's units, stepping over the gaps at each row end (in the source, and in the destination
 // where the rows land apart), keeps SIMD lanes of a CPU adapter in step (a loop per row
 // segment would run each lane's row ends one after another).
-fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place) {
+fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place, to: u32) {
     var s4 = at.src / 16u;
     var d4 = e.dst_unit + at.dst / 16u;
     let row_units = e.row_bytes / 16u;
@@ -92,7 +101,7 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place) {
     let dst_gap4 = (e.dst_stride - e.row_bytes) / 16u;
     var left = row_units - at.col / 16u;
     for (var u = first_unit; u < end_unit; u++) {
-        store_unit_fast(d4, load_vec4(s4));
+        store_unit_fast_in(to, d4, load_vec4(s4));
         s4 += 1u;
         d4 += 1u;
         left -= 1u;
@@ -108,7 +117,7 @@ fn run_vec4(e: Entry, first_unit: u32, end_unit: u32, at: Place) {
 // a sliding window of aligned vec4 loads (one load per unit); a unit that crosses a row end
 // (rows are at least a unit long: it meets two rows) merges this row's last bytes with the
 // next row's first, each one 16-byte load.
-fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32) {
+fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32, to: u32) {
     let row_gap = e.src_stride - e.row_bytes;
     var u = first_unit;
     var s = s0;
@@ -123,12 +132,12 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32) {
             let last = count - 1u;
             for (var k = 0u; k < last; k++) {
                 let hi = load_vec4(a + k + 1u);
-                store_unit_fast(e.dst_unit + u + k, funnel(lo, hi, sh));
+                store_unit_fast_in(to, e.dst_unit + u + k, funnel(lo, hi, sh));
                 lo = hi;
             }
             // The segment's last unit: its second vec4, alone, may reach past the input's last
             // whole vec4 (every earlier one holds bytes of the next unit).
-            store_unit_fast(e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh));
+            store_unit_fast_in(to, e.dst_unit + u + last, funnel(lo, load_vec4_edge(a + count), sh));
             u += count;
             s += count * 16u;
             col += count * 16u;
@@ -141,7 +150,7 @@ fn run_shifted(e: Entry, first_unit: u32, end_unit: u32, s0: u32, col0: u32) {
             // next, whose first byte is `next`.
             let k = e.row_bytes - col;
             let next = s + k + row_gap;
-            store_unit_fast(e.dst_unit + u, merge_bytes(load_bytes16(0u, s), load_bytes16_at(next, k), k));
+            store_unit_fast_in(to, e.dst_unit + u, merge_bytes(load_bytes16(0u, s), load_bytes16_at(next, k), k));
             u += 1u;
             s = next + 16u - k;
             col = 16u - k;

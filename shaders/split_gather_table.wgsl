@@ -18,10 +18,14 @@ struct Params {
     steps_per_lane: u32,
     // The rows, lanes in runs: lanes with work.
     num_lanes: u32,
+    // The rows, lanes in runs: 1 when every entry has the same size and rows: lane g then
+    // serves entry g % num_entries, so neighbouring lanes read neighbouring bytes of the same
+    // input rows.
+    interleaved: u32,
 }
 
 // Bytes of Params: the program's records start here.
-const HEADER_BYTES: u32 = 16u;
+const HEADER_BYTES: u32 = 20u;
 
 // How an entry's words are read.
 const MODE_VEC4: u32 = 0u; // rows, stride and offset are multiples of 16: one vec4 per unit
@@ -66,7 +70,7 @@ struct Entry {
 
 fn read_params() -> Params {
     trace(TRACE_TABLE, 0u, HEADER_BYTES);
-    return Params(table[0], table[1], table[2], table[3]);
+    return Params(table[0], table[1], table[2], table[3], table[4]);
 }
 
 // Words of an entry.

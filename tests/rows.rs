@@ -102,6 +102,47 @@ fn gathers_match_the_reference(gpu: &'static GpuSplitter) {
     }
 }
 
+/// Gathers of elements (rows of 1, 2, 4 and 8 bytes, whose blocks' rows are whole units:
+/// `shaders/split_gather_indexed.wgsl`'s `gather_elements`) on the last axis and on a middle
+/// one, in each lane mapping: blocks of one unit and of several, runs that start and end
+/// mid-block, indices all in range (one unit from each index's row) and with some out of
+/// range or negative in a few units (those written again, zeros and counted), i32 and i64;
+/// and counts one element short of whole units (the general gather beside them).
+fn element_gathers_match_the_reference(gpu: &'static GpuSplitter) {
+    let mut rng = Rng(0xe1e_3e47);
+    let mappings = common::lane_mappings(gpu);
+    let dtypes = [DType::U8, DType::F16, DType::F32, DType::F64];
+    for (case, dtype) in (0..32).map(|c| (c, dtypes[c % dtypes.len()])) {
+        let per = 16 / dtype.size();
+        // Whole units of rows a block, or one short of them.
+        let units = 1 + rng.below(5) as usize;
+        let count = units * per - usize::from(case % 8 == 7);
+        let len = 1 + rng.below(300) as usize;
+        let blocks = 1 + rng.below(40) as usize;
+        let (shape, ids_shape, axis) = match case % 3 {
+            0 => (vec![blocks, len], vec![count], -1),
+            1 => (vec![2, blocks, len], vec![count], 2),
+            _ if count == units * per => (vec![blocks, len], vec![units, per], 1),
+            _ => (vec![blocks, len], vec![count], 1),
+        };
+        let plan = ops::gather(&shape, &ids_shape, axis).unwrap();
+        let n = shape.iter().product::<usize>() * dtype.size();
+        let data = HostTensor::new(dtype, shape.clone(), rng.bytes(n)).unwrap();
+        let wide = case % 2 == 0;
+        let values: Vec<i64> = match case % 4 {
+            // Out of range, negative from the end, and past 2^32 among the rows.
+            0 => indices(&mut rng, plan.index_count(), len, wide),
+            _ => (0..plan.index_count())
+                .map(|_| rng.below(len as u64) as i64)
+                .collect(),
+        };
+        let ids = index_tensor(&ids_shape, &values, wide);
+        let (_, mapped) = &mappings[case % mappings.len()];
+        let what = format!("case {case}: {dtype} {shape:?} axis {axis} by {ids_shape:?}");
+        check(mapped, &plan, &data, &ids, &what);
+    }
+}
+
 /// The shapes of an engine: an embedding's rows (f16, 4096 wide) by i32 ids; ONNX Gather on
 /// the last axis of u8 (rows of one byte); a 1-D gather; a block of a bigger tensor.
 fn engine_shapes_match_the_reference(gpu: &'static GpuSplitter) {
@@ -441,6 +482,7 @@ per_backend!(
     scatters_match_the_reference,
     narrow_rows_share_words_exactly,
     gathers_match_the_reference,
+    element_gathers_match_the_reference,
     engine_shapes_match_the_reference,
     i32_and_i64_indices_agree,
     prepared_rows_keep_guard_bytes,

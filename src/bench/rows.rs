@@ -117,7 +117,8 @@ pub enum RowsCaseKind {
 
 /// The cases of rows placed by indices, Llama-3-8B's shapes (32 query heads, 8 KV heads of
 /// 128, blocks of 16 slots, f16): `embedding` (512 i32 ids into a `[32000, 4096]` table),
-/// `set_rows` (512 rows of `[4096, 4096]` f32 by i64 indices), `paged_decode` (64 tokens, 4
+/// `gather_last` and `gather_last_u8` (ONNX Gather of 512 i64 ids on the last axis of
+/// `[8000, 4096]`, f32 and u8: rows of one element), `set_rows` (512 rows of `[4096, 4096]` f32 by i64 indices), `paged_decode` (64 tokens, 4
 /// of them padding) and `paged_prefill` (2,048 tokens) in NHD, `paged_prefill_hnd`. The
 /// caches have 2,048 blocks each, so both lie in one binding of 128 MiB (the CPU adapters'):
 /// the bytes moved are the tokens', whatever the caches' size.
@@ -145,6 +146,20 @@ pub fn rows_suite() -> Vec<RowsCase> {
             DType::F16,
             ops::get_rows(&[32000, 4096], &[512]),
             DType::I32,
+        ),
+        // ONNX Gather on the last axis: 512 columns of each of 8,000 rows picked by i64
+        // ids, elements of 4 bytes and of 1 (the rows every embedding lookup is not).
+        rows(
+            "gather_last",
+            DType::F32,
+            ops::gather(&[8000, 4096], &[512], 1),
+            DType::I64,
+        ),
+        rows(
+            "gather_last_u8",
+            DType::U8,
+            ops::gather(&[8000, 4096], &[512], 1),
+            DType::I64,
         ),
         rows(
             "set_rows",
@@ -225,7 +240,7 @@ impl Bencher<'_> {
         let upload = |label, t: &HostTensor| buffer_with(device, label, t.bytes(), storage);
         match &case.kind {
             RowsCaseKind::Rows { plan, index_type } => {
-                let len = plan.data_shape()[0];
+                let len = plan.data_shape()[plan.axis()];
                 let data = rng.tensor(case.dtype, plan.data_shape().to_vec())?;
                 let ids = rng.places(plan.index_count(), len, *index_type)?;
                 let updates = match plan.kind() {

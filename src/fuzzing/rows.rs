@@ -108,6 +108,20 @@ fn check_addresses(seed: u64, d: &Dispatch, dst_bytes: u64) {
 fn gather_addresses(seed: u64, d: &Dispatch, e: &Entry, x: &IndexRows) {
     let rows = e.out_bytes / e.row_bytes;
     let blocks = rows / x.count;
+    // A gather of elements (`gather_elements`) divides by a block's units and takes a row's
+    // address as its block's base plus its place: its units a block at least 1 (the product
+    // in u32), and the same address in the shader's u32 arithmetic.
+    let w = e.row_bytes;
+    let elements = [1, 2, 4, 8].contains(&w)
+        && (e.src_offset | e.src_stride).is_multiple_of(w)
+        && (x.count as u64 * w as u64).is_multiple_of(16);
+    if elements {
+        let block_bytes = x.count as u64 * w as u64;
+        assert!(
+            (16..=e.out_bytes as u64).contains(&block_bytes),
+            "seed {seed}: a gather of elements with blocks of {block_bytes} bytes"
+        );
+    }
     for block in [0, blocks - 1] {
         for r in [0, x.capacity.max(1) - 1] {
             let src = e.src_offset.wrapping_add(
@@ -121,6 +135,14 @@ fn gather_addresses(seed: u64, d: &Dispatch, e: &Entry, x: &IndexRows) {
                 end <= d.src_size,
                 "seed {seed}: a gather's row {r} of block {block} ends at {end}, past {}",
                 d.src_size
+            );
+            let base = e
+                .src_offset
+                .wrapping_add(block.wrapping_mul(x.capacity.wrapping_mul(e.src_stride)));
+            let place = base.wrapping_add(r.wrapping_mul(e.src_stride));
+            assert!(
+                !elements || place == src,
+                "seed {seed}: an element's address {place} where its row's is {src}"
             );
         }
     }

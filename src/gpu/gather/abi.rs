@@ -67,6 +67,8 @@ pub struct Params {
     pub steps_per_lane: u32,
     /// The rows, lanes in runs: lanes with work.
     pub num_lanes: u32,
+    /// The rows, lanes in runs: 1 when equal entries take lanes in turn.
+    pub interleaved: u32,
 }
 
 /// Bytes of the table's header: the program's records start here (`HEADER_BYTES` in the

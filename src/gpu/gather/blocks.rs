@@ -9,6 +9,10 @@ use super::runs::{max_steps, run_units};
 use crate::error::{Result, SplitError};
 use crate::plan::bytes::ByteRows;
 
+/// The longest rows of equal aligned entries that still take lanes in turn (in runs,
+/// see [`number_blocks`]).
+const MAX_INTERLEAVED_VEC4_ROW: u64 = 1024;
+
 /// Units of an entry of `out_bytes`.
 pub(super) fn units(out_bytes: u64) -> u64 {
     out_bytes.div_ceil(UNIT_BYTES)
@@ -77,6 +81,7 @@ pub(super) fn indexed_table(
         num_entries: entries.len() as u32,
         steps_per_lane: steps as u32,
         num_lanes: num_lanes as u32,
+        interleaved: 0,
     };
     (program, params)
 }
@@ -108,6 +113,20 @@ fn number_blocks(entries: &mut [Entry], program: ProgramKey, steps: u64) -> Para
         e.block_start = next as u32;
         next += units(e.out_bytes as u64).div_ceil(step);
     }
+    // Equal entries with short rows take lanes in turn (in runs): neighbouring lanes then read
+    // the same or adjacent input rows, where each lane's run would otherwise jump from row to
+    // row far from its neighbours'. That pays for short rows and vec4 rows, not for long
+    // unaligned rows, where neighbouring lanes take different shifts ("CPU adapters" in
+    // docs/performance.md).
+    let equal = entries.len() > 1
+        && entries
+            .windows(2)
+            .all(|w| (w[0].out_bytes, w[0].row_bytes) == (w[1].out_bytes, w[1].row_bytes));
+    let interleaved = runs
+        && equal
+        && ((entries[0].row_bytes as u64) < MIN_LANES_ROW
+            || (entries[0].row_bytes as u64 <= MAX_INTERLEAVED_VEC4_ROW
+                && entries.iter().all(Entry::is_vec4)));
     let (num_blocks, num_lanes) = match runs {
         true => (next.div_ceil(RUNS_WORKGROUP_SIZE), next),
         false => (next, 0),
@@ -117,6 +136,7 @@ fn number_blocks(entries: &mut [Entry], program: ProgramKey, steps: u64) -> Para
         num_entries: entries.len() as u32,
         steps_per_lane: steps as u32,
         num_lanes: num_lanes as u32,
+        interleaved: u32::from(interleaved),
     }
 }
 

@@ -33,6 +33,7 @@ fn step_lanes(count: u64, tuning: GatherTuning) -> Params {
         num_entries: 0,
         steps_per_lane: steps as u32,
         num_lanes: lanes as u32,
+        interleaved: 0,
     }
 }
 

@@ -31,8 +31,9 @@ pub enum Precondition {
     /// A split's entries sorted by `block_start`, from 0 (`find_entry`'s binary search).
     EntryOrder,
     /// Every divisor read from the table is non-zero: an entry's `row_bytes` and
-    /// `dst_stride` (at least `row_bytes`), a join's `row_bytes`, `repeat_blocks` and
-    /// `band_units`' width, each segment's `row_bytes` and `count`.
+    /// `dst_stride` (at least `row_bytes`), the entry count where entries take lanes in turn
+    /// (`interleaved`, then 1 and every entry alike), a join's `row_bytes`, `repeat_blocks`
+    /// and `band_units`' width, each segment's `row_bytes` and `count`.
     Divisors,
     /// A record writes inside an output binding the build may have (`MAX_DST_BINDINGS`), an
     /// entry at least a byte, its units below a window's 2^27 (2 GiB), so every unit index
@@ -55,12 +56,12 @@ pub enum Precondition {
     /// A join's rows and output lie within a window, its segments in column order inside
     /// the row (`join_segment`'s binary search; the row loops' sums stay in u32).
     JoinLayout,
-    /// Rows placed by indices: a record per entry; each index of 1 or 2 words (their words
-    /// counted in u32), a known rule for negatives, a capacity below 2^31 - 1 (`NO_ROW` and
-    /// `PADDING` are no rows); a gather's rows whole and back to back in the output, and a
-    /// scatter's heads and block size at least 1, its chunks counted in u32; every address of
-    /// any index in range, source and destination, within a window (`gather_unit`,
-    /// `scatter_unit`).
+    /// Rows placed by indices: a record per entry, no entries in turn; each index of 1 or 2
+    /// words (their words counted in u32), a known rule for negatives, a capacity below
+    /// 2^31 - 1 (`NO_ROW` and `PADDING` are no rows); a gather's rows whole and back to back
+    /// in the output, and a scatter's heads and block size at least 1, its chunks counted in
+    /// u32; every address of any index in range, source and destination, within a window
+    /// (`gather_unit`, `scatter_unit`).
     IndexedRows,
 }
 
@@ -190,7 +191,7 @@ pub fn check(program: ProgramKey, p: Params, table: &Table) -> Result<(), Refusa
             split(d, p, entries, block_steps)?;
             header(
                 Precondition::IndexedRows,
-                index.len() != entries.len(),
+                index.len() != entries.len() || p.interleaved != 0,
                 (p, index.len()),
             )?;
             entries
@@ -262,13 +263,14 @@ fn split(d: &Gated, p: Params, entries: &[Entry], block_steps: u64) -> Result<()
     };
     let span = |i: usize| match (d.program.channels, runs) {
         (Some(_), _) => p.num_blocks as u64 * block_steps,
+        (None, true) if p.interleaved == 1 => p.num_lanes as u64 * p.steps_per_lane as u64,
         (None, true) => numbered(i) * p.steps_per_lane as u64,
         (None, false) => numbered(i) * block_steps,
     };
     first(Precondition::LaneSpan, "entry", entries, |i, _| {
         span(i) > u32::MAX as u64
     })?;
-    let ordered = d.program.channels.is_some();
+    let ordered = d.program.channels.is_some() || p.interleaved == 1;
     first(Precondition::EntryOrder, "entry", entries, |i, e| {
         !ordered
             && match i {
@@ -276,8 +278,16 @@ fn split(d: &Gated, p: Params, entries: &[Entry], block_steps: u64) -> Result<()
                 _ => e.block_start < entries[i - 1].block_start,
             }
     })?;
+    header(
+        Precondition::Divisors,
+        p.interleaved > 1 || (p.interleaved == 1 && entries.is_empty()),
+        p,
+    )?;
     first(Precondition::Divisors, "entry", entries, |_, e| {
-        e.row_bytes == 0 || e.dst_stride < e.row_bytes
+        let alike = |o: &Entry| (o.out_bytes, o.row_bytes) == (e.out_bytes, e.row_bytes);
+        e.row_bytes == 0
+            || e.dst_stride < e.row_bytes
+            || (p.interleaved == 1 && !alike(&entries[0]))
     })?;
     first(Precondition::UnitRange, "entry", entries, |_, e| {
         let units = (e.out_bytes as u64).div_ceil(UNIT_BYTES);

@@ -203,6 +203,11 @@ fn break_it(rule: Precondition) {
             refused(rule, indexed(cpu), |d| index_rows(d).1.count = 0);
             refused(rule, scattered(cpu), |d| index_rows(d).1.block_size = 0);
             refused(rule, scattered(gpu), |d| index_rows(d).1.heads = 0);
+            refused(rule, split(DType::F32, cpu), |d| {
+                d.params.interleaved = 1;
+                entries(d).clear();
+                d.params.num_entries = 0;
+            });
         }
         P::UnitRange => {
             refused(rule, split(DType::F32, gpu), |d| {

@@ -155,6 +155,7 @@ pub fn join_dispatch(
             num_entries: segments.len() as u32,
             steps_per_lane: steps as u32,
             num_lanes: 0,
+            interleaved: 0,
         },
         table: Table::Join(JoinTable { header, segments }),
     })

@@ -271,6 +271,7 @@ fn view_channels(
             num_entries: 1,
             steps_per_lane: steps as u32,
             num_lanes: 0,
+            interleaved: 0,
         },
         table: Table::Join(JoinTable {
             header,

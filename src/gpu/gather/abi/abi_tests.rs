@@ -53,7 +53,8 @@ fn the_table_records_match_the_shader_structs() {
     let records = [
         (
             "Params",
-            fields!(Params; num_blocks, num_entries, steps_per_lane, num_lanes),
+            fields!(Params; num_blocks, num_entries, steps_per_lane, num_lanes,
+                interleaved),
             size_of::<Params>(),
             "HEADER_BYTES",
         ),

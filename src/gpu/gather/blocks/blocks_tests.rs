@@ -36,6 +36,18 @@ fn runs_spread_small_splits_and_lengthen_for_large_ones() {
     assert_eq!(lanes(&[1, 1 << 24], 1, 8), (8192, 1 << 19, 8));
 }
 
+#[test]
+fn equal_entries_with_short_rows_take_lanes_in_turn() {
+    let interleaved = |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 2048).interleaved;
+    // Rows of 4 bytes, 32 apart (16 apart, they would be channels); aligned rows of 256
+    // bytes (heads64).
+    assert_eq!(interleaved(&[4096, 8], 8, DType::F32), 1);
+    assert_eq!(interleaved(&[512, 4096], 64, DType::F32), 1);
+    // Aligned rows of 3,840 bytes (the spec split); unaligned rows of 1,365 bytes.
+    assert_eq!(interleaved(&[6, 12, 240], 3, DType::F32), 0);
+    assert_eq!(interleaved(&[16, 4095], 3, DType::U8), 0);
+}
+
 /// The entry point and header of the first dispatch of a variadic split of `shape` along
 /// axis 1 in `mode`, at 4 units per lane.
 fn variadic(
@@ -102,8 +114,7 @@ fn unaligned_long_rows_take_the_shifted_lanes() {
 #[test]
 fn a_lanes_loop_turns_stay_within_llvmpipes_limit() {
     // Asked for 30,000 units a lane, every program takes at most MAX_LANE_STEPS (468): one
-    // bound for unaligned rows, rows of a byte and aligned rows alike. The command's `bench
-    // --max-steps-per-lane` range (src/cli/args.rs) and `SplitOptions`' docs say 468 too.
+    // bound for unaligned rows, rows of a byte and aligned rows alike.
     let runs_of = |shape: &[usize], parts, dtype| runs(shape, parts, dtype, 30_000).steps_per_lane;
     assert_eq!(MAX_LANE_STEPS, 468);
     for (shape, parts, dtype) in [

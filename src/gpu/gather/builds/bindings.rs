@@ -90,6 +90,9 @@ fn input_words(b: u32) -> u32 {
 /// window binds there (an even number, [`tail_start`], or none where the host bound the
 /// one-unit stand-in), else in `dst_tail{j}`; each `{..._arms}` reaches one binding
 /// ([`on_binding`]).
+/// `copy_units_fast`, in the vec4 entry point, stores a run's units into its binding with the
+/// binding a constant, so that a CPU adapter, which runs every arm of a switch with a mask,
+/// takes one per run, not per unit; elsewhere a run passes its entry's binding.
 const UNITS_OUTPUTS: &str = "
 fn store_unit(unit: u32, v: vec4<u32>) {
     trace(TRACE_DST, unit * 16u, 16u);
@@ -116,6 +119,13 @@ fn store_unit_fast(unit: u32, v: vec4<u32>) {
 fn store_unit_fast_in(b: u32, unit: u32, v: vec4<u32>) {
     trace(TRACE_DST, unit * 16u, 16u);
 {store_fast_arms}}
+
+fn copy_units_fast(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
+    if (vec4_only) {
+{copy_fast_arms}    } else {
+        copy_units(e, first_unit, end_unit, false, e.binding);
+    }
+}
 
 fn units_bound(length: u32) -> u32 {
     return select(length, 0u, length == 1u);
@@ -152,6 +162,10 @@ fn store_unit_fast(i: u32, v: vec4<u32>) {
 
 fn store_unit_fast_in(b: u32, i: u32, v: vec4<u32>) {
     store_unit(i, v);
+}
+
+fn copy_units_fast(e: Entry, first_unit: u32, end_unit: u32, vec4_only: bool) {
+    copy_units(e, first_unit, end_unit, vec4_only, 0u);
 }
 ";
 
@@ -209,6 +223,15 @@ pub(super) fn outputs_piece(outputs: OutputBindings) -> Result<String> {
         "{bound}; if (unit < n) {{ x = dst{{b}}[unit][j]; }} else {{ x = dst_tail{{b}}[(unit - n) * 4u + j]; }}"
     );
     let arms = |access: &str| on_binding(n, "dst_binding", access, "    ");
+    // Each arm passes its binding as a constant: the driver keeps one store in the vec4 entry
+    // point's loop (`vec4_only`, a constant of the entry point; the others choose per unit: a
+    // loop per binding of every mode would make their pipelines far longer to compile).
+    let copy_fast = on_binding(
+        n,
+        "e.binding",
+        "copy_units(e, first_unit, end_unit, true, {b}u)",
+        "        ",
+    );
     Ok(UNITS_OUTPUTS
         .replace("{store_unit_arms}", &arms(&store_unit))
         .replace("{store_word_arms}", &arms(&store_word))
@@ -220,5 +243,6 @@ pub(super) fn outputs_piece(outputs: OutputBindings) -> Result<String> {
         .replace(
             "{store_fast_arms}",
             &on_binding(n, "b", "dst{b}[unit] = v", "    "),
-        ))
+        )
+        .replace("{copy_fast_arms}", &copy_fast))
 }

@@ -29,12 +29,23 @@ fn equal_parts_of_short_rows_are_channels() {
     assert_eq!(channels(&[7, 4], vec![1; 4], DType::F32), of(4));
     assert_eq!(channels(&[100, 6], vec![2; 3], DType::F16), of(4));
     assert_eq!(channels(&[7, 2], vec![1; 2], DType::F32), of(4));
-    // Five to eight parts: the wide channels (eight f32 feature columns).
+    // Five to eight parts: the wide channels.
     assert_eq!(channels(&[7, 10], vec![2; 5], DType::U8), wide(2));
     assert_eq!(channels(&[100, 8], vec![1; 8], DType::F16), wide(2));
     assert_eq!(channels(&[9, 7], vec![1; 7], DType::U8), wide(1));
-    assert_eq!(channels(&[9, 8], vec![1; 8], DType::F32), wide(4));
-    assert_eq!(channels(&[9, 6], vec![1; 6], DType::F32), wide(4));
+    // Wide ones of 4-byte parts: the runs on CPU adapters, the channels on GPUs.
+    let gpu = |shape: &[usize], lengths: Vec<i64>, dtype| {
+        let lengths = IntTensor::vector(lengths);
+        let plan = ops::variadic_split(shape, &IntTensor::scalar(-1), &lengths).unwrap();
+        dispatches(&plan, dtype, 16, GatherMode::Gpu, 4, BIG).unwrap()[0]
+            .program
+            .channels
+    };
+    assert_eq!(channels(&[9, 8], vec![1; 8], DType::F32), None);
+    assert_eq!(channels(&[9, 6], vec![1; 6], DType::F32), None);
+    assert_eq!(gpu(&[9, 8], vec![1; 8], DType::F32), wide(4));
+    assert_eq!(gpu(&[9, 6], vec![1; 6], DType::F32), wide(4));
+    assert_eq!(channels(&[7, 4], vec![1; 4], DType::F32), of(4));
     // More than eight parts; parts of 3 or 8 bytes; unequal parts; rows past 16 bytes; parts
     // of a unit or more; one part: the runs.
     assert_eq!(channels(&[7, 9], vec![1; 9], DType::U8), None);
