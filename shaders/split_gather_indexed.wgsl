@@ -12,21 +12,27 @@
 const NO_ROW: u32 = 0xffffffffu;
 const PADDING: u32 = 0xfffffffeu;
 
-// The row that index `i` names, NO_ROW or PADDING, without a branch (a CPU adapter runs
-// every side of one): an i64 in range has the high word its low word's sign gives, an i32
-// has it by definition (its own word is read again in its place).
+// The row that index `i` names, NO_ROW or PADDING: an i64 in range has the high word its low
+// word's sign gives, an i32 has it by definition.
 fn indexed_row(x: IndexRows, i: u32) -> u32 {
-    let at = i * x.index_words;
-    let lo = indices[at];
-    let read = indices[at + x.index_words - 1u];
-    let hi = select(select(0u, 0xffffffffu, lo >= 0x80000000u), read, x.index_words == 2u);
+    let lo = indices[i * x.index_words];
+    var hi = select(0u, 0xffffffffu, lo >= 0x80000000u);
+    if (x.index_words == 2u) {
+        hi = indices[i * 2u + 1u];
+    }
+    if (hi == 0u && lo < x.capacity) {
+        return lo;
+    }
     let negative = hi == 0xffffffffu && lo >= 0x80000000u;
+    if (negative && x.negative == 2u && lo == 0xffffffffu) {
+        return PADDING;
+    }
     // A negative index, `-back`, counts from the end where the record says so.
     let back = 0u - lo;
-    var r = NO_ROW;
-    r = select(r, x.capacity - back, negative && x.negative == 1u && back <= x.capacity);
-    r = select(r, PADDING, negative && x.negative == 2u && lo == 0xffffffffu);
-    return select(r, lo, hi == 0u && lo < x.capacity);
+    if (negative && x.negative == 1u && back <= x.capacity) {
+        return x.capacity - back;
+    }
+    return NO_ROW;
 }
 
 // Index `i` out of range, recorded once.
@@ -60,7 +66,7 @@ fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {
 // units move in a loop of loads and stores alone.
 fn gather_vec4s(e: Entry, x: IndexRows, span: vec3<u32>) {
     let row_units = e.row_bytes / 16u;
-    let row = span.x / row_units;
+    var row = span.x / row_units;
     var col = span.x - row * row_units;
     var block = row / x.count;
     var i = row - block * x.count;
@@ -88,6 +94,7 @@ fn gather_vec4s(e: Entry, x: IndexRows, span: vec3<u32>) {
         if (col >= row_units) {
             let rows = col / row_units;
             col -= rows * row_units;
+            row += rows;
             i += rows;
             if (i >= x.count) {
                 let blocks = i / x.count;
@@ -188,9 +195,23 @@ fn element_places(r: vec4<u32>, stride: u32) -> vec4<u32> {
     return select(r, vec4<u32>(0u), r >= vec4<u32>(PADDING)) * stride;
 }
 
-// The rows that indices `i` name.
+// The rows that indices `i` name (`indexed_row`), without a branch: a CPU adapter runs
+// every side of a branch.
 fn element_rows(x: IndexRows, i: vec4<u32>) -> vec4<u32> {
-    return vec4<u32>(indexed_row(x, i.x), indexed_row(x, i.y), indexed_row(x, i.z), indexed_row(x, i.w));
+    // An i32's high word is its sign; an i64's is read (the i32's own word read again).
+    let at = i * x.index_words;
+    let hi_at = at + vec4<u32>(x.index_words - 1u);
+    let lo = vec4<u32>(indices[at.x], indices[at.y], indices[at.z], indices[at.w]);
+    let read = vec4<u32>(indices[hi_at.x], indices[hi_at.y], indices[hi_at.z], indices[hi_at.w]);
+    let sign = select(vec4<u32>(0u), vec4<u32>(0xffffffffu), lo >= vec4<u32>(0x80000000u));
+    let hi = select(sign, read, x.index_words == 2u);
+    let cap = vec4<u32>(x.capacity);
+    let negative = (hi == vec4<u32>(0xffffffffu)) & (lo >= vec4<u32>(0x80000000u));
+    let back = vec4<u32>(0u) - lo;
+    var r = vec4<u32>(NO_ROW);
+    r = select(r, cap - back, negative & vec4<bool>(x.negative == 1u) & (back <= cap));
+    r = select(r, vec4<u32>(PADDING), negative & vec4<bool>(x.negative == 2u) & (lo == vec4<u32>(0xffffffffu)));
+    return select(r, lo, (hi == vec4<u32>(0u)) & (lo < cap));
 }
 
 // The halves at byte places `a.x` and `a.y`, in one word.
@@ -251,7 +272,7 @@ fn gather_unit(e: Entry, x: IndexRows, u: u32) {
 // range is recorded by its first chunk.
 fn scatter_units(e: Entry, x: IndexRows, span: vec3<u32>) {
     let chunks = (e.row_bytes + 15u) / 16u;
-    let row = span.x / chunks;
+    var row = span.x / chunks;
     var k = span.x - row * chunks;
     var t = row / x.heads;
     var h = row - t * x.heads;
