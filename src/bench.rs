@@ -11,8 +11,11 @@
 
 mod attention;
 mod buffers;
+#[cfg(test)]
+mod golden_tests;
 mod memory;
 mod rows;
+mod rows_buffers;
 mod suite;
 mod timing;
 

@@ -3,15 +3,14 @@
 //! an embedding's lookup, set rows, and a paged KV write at a decode step and at a prefill,
 //! each timed against the copies of its bytes and checked against the CPU reference.
 
+use super::rows_buffers::RowsCaseBuffers;
 use super::timing::{time_interleaved, time_ms, Time};
 use super::{Bencher, CopyKind};
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{buffer_with, scoped};
 use crate::gpu::gather::grid;
 use crate::plan::{CacheLayout, PagedKvPlan, RowsPlan};
-use crate::rng::XorShift;
-use crate::tensor::HostTensor;
-use crate::{ops, reference, BufferRegion, DType, PagedKvBuffers, PreparedRows, RowsBuffers};
+use crate::{ops, DType, PreparedRows};
 
 /// The copies of `size` bytes from `input` to `output`: the copy command, and each copy
 /// kernel with its bind group and grid.
@@ -207,127 +206,19 @@ impl RowsResult {
     }
 }
 
-/// The cases' data and places.
-impl XorShift {
-    fn tensor(&mut self, dtype: DType, shape: Vec<usize>) -> Result<HostTensor> {
-        let n = shape.iter().product::<usize>() * dtype.size();
-        HostTensor::new(dtype, shape, (0..n).map(|_| self.next() as u8).collect())
-    }
-
-    /// `count` distinct places of `len`, as `index_type`.
-    fn places(&mut self, count: usize, len: usize, index_type: DType) -> Result<HostTensor> {
-        let mut all: Vec<i64> = (0..len as i64).collect();
-        for i in 0..count.min(len) {
-            let j = i + (self.next() % (len - i) as u64) as usize;
-            all.swap(i, j);
-        }
-        all.truncate(count);
-        match index_type {
-            DType::I64 => HostTensor::from_slice(&[count], &all),
-            _ => {
-                HostTensor::from_slice(&[count], &all.iter().map(|&v| v as i32).collect::<Vec<_>>())
-            }
-        }
-    }
-}
-
 impl Bencher<'_> {
     /// Measures one case of rows placed by indices, and checks its bytes.
     pub fn run_rows_case(&self, case: &RowsCase) -> Result<RowsResult> {
-        let mut rng = XorShift(0x0b5e_55ed);
-        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-        let device = self.gpu.device();
-        let upload = |label, t: &HostTensor| buffer_with(device, label, t.bytes(), storage);
-        match &case.kind {
-            RowsCaseKind::Rows { plan, index_type } => {
-                let len = plan.data_shape()[plan.axis()];
-                let data = rng.tensor(case.dtype, plan.data_shape().to_vec())?;
-                let ids = rng.places(plan.index_count(), len, *index_type)?;
-                let updates = match plan.kind() {
-                    crate::plan::RowsKind::Scatter => {
-                        Some(rng.tensor(case.dtype, plan.updates_shape())?)
-                    }
-                    crate::plan::RowsKind::Gather => None,
-                };
-                let (source, target) = match &updates {
-                    Some(u) => (upload("bench updates", u)?, upload("bench data", &data)?),
-                    None => {
-                        let out = plan.rows(case.dtype)?.output_bytes()?;
-                        let zeros = vec![0u8; out as usize];
-                        (
-                            upload("bench data", &data)?,
-                            buffer_with(device, "bench out", &zeros, storage)?,
-                        )
-                    }
-                };
-                let index = upload("bench ids", &ids)?;
-                let buffers = RowsBuffers {
-                    source: BufferRegion::from(&source),
-                    indices: BufferRegion::from(&index),
-                    index_type: *index_type,
-                    target: BufferRegion::from(&target),
-                    status: None,
-                };
-                let moved = plan.rows(case.dtype)?.output_bytes()?;
-                let prepared = self.gpu.prepare_rows(plan, case.dtype, &buffers)?;
-                let encode = &mut |encoder: &mut wgpu::CommandEncoder| {
-                    let node = self.gpu.prepare_rows(plan, case.dtype, &buffers)?;
-                    node.encode(encoder)
-                };
-                let result = self.time_rows(case.name, moved, &prepared, encode)?;
-                let want = match &updates {
-                    Some(u) => reference::scatter_rows(plan, &data, &ids, u)?.0,
-                    None => reference::gather_rows(plan, &data, &ids)?.0,
-                };
-                self.check_bytes(case.name, &target, 0, want.bytes())?;
-                Ok(result)
-            }
-            RowsCaseKind::Paged { plan, padding } => {
-                let qkv = rng.tensor(case.dtype, plan.qkv_shape())?;
-                let k = rng.tensor(case.dtype, plan.cache_shape())?;
-                let v = rng.tensor(case.dtype, plan.cache_shape())?;
-                let slots = rng.places(plan.tokens(), plan.slots(), DType::I32)?;
-                let mut values = slots.to_vec::<i32>()?;
-                values[..*padding].fill(-1);
-                let slots = HostTensor::from_slice(&[plan.tokens()], &values)?;
-                let align = self.gpu.offset_align();
-                let cache = k.bytes().len() as u64;
-                let v_at = cache.next_multiple_of(align);
-                let mut both = k.bytes().to_vec();
-                both.resize(v_at as usize, 0);
-                both.extend_from_slice(v.bytes());
-                let q_len = plan.tokens() * plan.q_shape()[1] * case.dtype.size();
-                let qkv_buf = upload("bench qkv", &qkv)?;
-                let slot_buf = upload("bench slots", &slots)?;
-                let caches = buffer_with(device, "bench caches", &both, storage)?;
-                let queries =
-                    buffer_with(device, "bench queries", &vec![0; q_len.max(16)], storage)?;
-                let buffers = PagedKvBuffers {
-                    qkv: BufferRegion::from(&qkv_buf),
-                    slots: BufferRegion::from(&slot_buf),
-                    index_type: DType::I32,
-                    queries: BufferRegion::from(&queries),
-                    k_cache: BufferRegion::from(&caches),
-                    v_cache: BufferRegion {
-                        buffer: &caches,
-                        offset: v_at,
-                    },
-                    status: None,
-                };
-                let moved = qkv.bytes().len() as u64;
-                let prepared = self.gpu.prepare_paged_kv(plan, case.dtype, &buffers)?;
-                let encode = &mut |encoder: &mut wgpu::CommandEncoder| {
-                    let node = self.gpu.prepare_paged_kv(plan, case.dtype, &buffers)?;
-                    node.encode(encoder)
-                };
-                let result = self.time_rows(case.name, moved, &prepared, encode)?;
-                let want = reference::paged_write(plan, &qkv, &slots, &k, &v)?;
-                self.check_bytes(case.name, &queries, 0, want.queries.bytes())?;
-                self.check_bytes(case.name, &caches, 0, want.k_cache.bytes())?;
-                self.check_bytes(case.name, &caches, v_at, want.v_cache.bytes())?;
-                Ok(result)
-            }
+        let buffers = RowsCaseBuffers::new(self.gpu, case)?;
+        let prepared = buffers.prepare(self.gpu, case)?;
+        let encode = &mut |encoder: &mut wgpu::CommandEncoder| {
+            buffers.prepare(self.gpu, case)?.encode(encoder)
+        };
+        let result = self.time_rows(case.name, buffers.moved, &prepared, encode)?;
+        for (k, offset, want) in &buffers.want {
+            self.check_bytes(case.name, &buffers.named[*k].1, *offset, want)?;
         }
+        Ok(result)
     }
 
     /// Times `prepared` against the copies of `moved` bytes, in one loop; and on the host,

@@ -17,7 +17,7 @@ pub struct PreparedRows {
     device: wgpu::Device,
     probe: Arc<LossProbe>,
     /// None where nothing moves (no tokens, rows of no bytes).
-    bound: Vec<BoundDispatch>,
+    pub(crate) bound: Vec<BoundDispatch>,
 }
 
 impl PreparedRows {

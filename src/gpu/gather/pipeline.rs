@@ -17,6 +17,8 @@ use crate::gpu::direction::Direction;
 use std::sync::{Arc, OnceLock};
 
 mod binding;
+#[cfg(test)]
+pub(crate) mod golden;
 
 pub(crate) use binding::record_unscoped;
 pub use binding::{record_bound, BoundDispatch, IndexWindows, Windows};

@@ -69,6 +69,9 @@ pub struct BoundDispatch {
     /// where the build moves nothing), and the window each follows (`None`: a stand-in).
     offsets: Vec<u32>,
     follows: Vec<Option<usize>>,
+    /// What reaches the device, as the golden test (`bench::golden_tests`) records it.
+    #[cfg(test)]
+    pub(crate) golden: super::golden::Bound,
 }
 
 impl BoundDispatch {
@@ -227,16 +230,19 @@ impl GatherPipeline {
             )));
         }
         let limits = device.limits();
-        let bind = |(dispatch, table)| {
-            let (bind_group, offsets, follows) =
+        let bind = |(dispatch, table): (&Dispatch, _)| {
+            let (bind_group, resources) =
                 self.bind_group(device, dispatch, table, inputs, outputs, index);
+            let grid = grid(&limits, dispatch.params.num_blocks as u64)?;
             Ok(BoundDispatch {
                 program: dispatch.program,
                 pipeline: self.pipeline(device, dispatch.program),
                 bind_group,
-                grid: grid(&limits, dispatch.params.num_blocks as u64)?,
-                offsets,
-                follows,
+                grid,
+                #[cfg(test)]
+                golden: self.golden(dispatch, table, &resources.list, grid)?,
+                offsets: resources.offsets,
+                follows: resources.follows,
             })
         };
         scoped_async(device, "binding the split", || {
@@ -248,15 +254,15 @@ impl GatherPipeline {
     /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
     /// the trace build's record buffer, each where the build's [`Slot`]s say; with the
     /// dynamic offsets of the side its build moves.
-    fn bind_group(
-        &self,
+    fn bind_group<'b>(
+        &'b self,
         device: &wgpu::Device,
         dispatch: &Dispatch,
-        table: &wgpu::Buffer,
-        inputs: Windows<'_>,
-        outputs: Windows<'_>,
-        index: Option<IndexWindows<'_>>,
-    ) -> (wgpu::BindGroup, Vec<u32>, Vec<Option<usize>>) {
+        table: &'b wgpu::Buffer,
+        inputs: Windows<'b>,
+        outputs: Windows<'b>,
+        index: Option<IndexWindows<'b>>,
+    ) -> (wgpu::BindGroup, Resources<'b>) {
         let [read_stand_in, write_stand_in] = &self.stand_ins;
         let align = self.offset_align;
         let src = inputs.bound(dispatch.src_offset, dispatch.src_size);
@@ -340,13 +346,11 @@ impl GatherPipeline {
                 Slot::Trace => {}
             }
         }
-        let entries: Vec<wgpu::BindGroupEntry> = resources
-            .list
-            .into_iter()
-            .enumerate()
+        let entries: Vec<wgpu::BindGroupEntry> = (0u32..)
+            .zip(&resources.list)
             .map(|(binding, resource)| wgpu::BindGroupEntry {
-                binding: binding as u32,
-                resource,
+                binding,
+                resource: resource.clone(),
             })
             .collect();
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -354,7 +358,7 @@ impl GatherPipeline {
             layout: &self.bind_group_layout,
             entries: &entries,
         });
-        (bind_group, resources.offsets, resources.follows)
+        (bind_group, resources)
     }
 }
 

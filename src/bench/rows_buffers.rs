@@ -1,0 +1,170 @@
+//! [`RowsCaseBuffers`]: one case of rows placed by indices on the device (its data, indices
+//! and destinations, filled from a fixed seed), prepared on them, and the bytes the CPU
+//! reference expects there.
+
+use super::rows::{RowsCase, RowsCaseKind};
+use crate::error::Result;
+use crate::gpu::device::buffer_with;
+use crate::rng::XorShift;
+use crate::tensor::HostTensor;
+use crate::RowsBuffers;
+use crate::{reference, BufferRegion, DType, GpuSplitter, PagedKvBuffers, PreparedRows};
+
+/// One case's buffers, each with its name, and what the case writes into them.
+pub(crate) struct RowsCaseBuffers {
+    /// The buffers, named: `data` (or `updates`), `ids`, `out` (or `data`) for rows;
+    /// `qkv`, `slots`, `caches` (the key cache, then the value cache) and `queries` for a
+    /// paged write.
+    pub(crate) named: Vec<(&'static str, wgpu::Buffer)>,
+    /// The value cache's offset in `caches` (0 for rows).
+    v_at: u64,
+    /// Bytes moved: the rows', or the tokens'.
+    pub(crate) moved: u64,
+    /// Where the CPU reference's bytes must lie after the case runs: the buffer's place in
+    /// `named`, the offset, the bytes.
+    pub(crate) want: Vec<(usize, u64, Vec<u8>)>,
+}
+
+/// The cases' data and places.
+impl XorShift {
+    fn tensor(&mut self, dtype: DType, shape: Vec<usize>) -> Result<HostTensor> {
+        let n = shape.iter().product::<usize>() * dtype.size();
+        HostTensor::new(dtype, shape, (0..n).map(|_| self.next() as u8).collect())
+    }
+
+    /// `count` distinct places of `len`, as `index_type`.
+    fn places(&mut self, count: usize, len: usize, index_type: DType) -> Result<HostTensor> {
+        let mut all: Vec<i64> = (0..len as i64).collect();
+        for i in 0..count.min(len) {
+            let j = i + (self.next() % (len - i) as u64) as usize;
+            all.swap(i, j);
+        }
+        all.truncate(count);
+        match index_type {
+            DType::I64 => HostTensor::from_slice(&[count], &all),
+            _ => {
+                HostTensor::from_slice(&[count], &all.iter().map(|&v| v as i32).collect::<Vec<_>>())
+            }
+        }
+    }
+}
+
+impl RowsCaseBuffers {
+    /// Fills the buffers of `case` on `gpu`'s device.
+    pub(crate) fn new(gpu: &GpuSplitter, case: &RowsCase) -> Result<Self> {
+        let mut rng = XorShift(0x0b5e_55ed);
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+        let device = gpu.device();
+        let upload = |label, bytes: &[u8]| buffer_with(device, label, bytes, storage);
+        match &case.kind {
+            RowsCaseKind::Rows { plan, index_type } => {
+                let len = plan.data_shape()[plan.axis()];
+                let data = rng.tensor(case.dtype, plan.data_shape().to_vec())?;
+                let ids = rng.places(plan.index_count(), len, *index_type)?;
+                let moved = plan.rows(case.dtype)?.output_bytes()?;
+                let (named, want) = match plan.kind() {
+                    crate::plan::RowsKind::Scatter => {
+                        let updates = rng.tensor(case.dtype, plan.updates_shape())?;
+                        let want = reference::scatter_rows(plan, &data, &ids, &updates)?.0;
+                        let source = ("updates", upload("bench updates", updates.bytes())?);
+                        (
+                            vec![source, ("data", upload("bench data", data.bytes())?)],
+                            want,
+                        )
+                    }
+                    crate::plan::RowsKind::Gather => {
+                        let want = reference::gather_rows(plan, &data, &ids)?.0;
+                        let zeros = vec![0u8; moved as usize];
+                        let source = ("data", upload("bench data", data.bytes())?);
+                        (vec![source, ("out", upload("bench out", &zeros)?)], want)
+                    }
+                };
+                let [source, target] = [&named[0], &named[1]];
+                let named = vec![
+                    source.clone(),
+                    ("ids", upload("bench ids", ids.bytes())?),
+                    target.clone(),
+                ];
+                let want = vec![(2, 0, want.bytes().to_vec())];
+                Ok(Self {
+                    named,
+                    v_at: 0,
+                    moved,
+                    want,
+                })
+            }
+            RowsCaseKind::Paged { plan, padding } => {
+                let qkv = rng.tensor(case.dtype, plan.qkv_shape())?;
+                let k = rng.tensor(case.dtype, plan.cache_shape())?;
+                let v = rng.tensor(case.dtype, plan.cache_shape())?;
+                let slots = rng.places(plan.tokens(), plan.slots(), DType::I32)?;
+                let mut values = slots.to_vec::<i32>()?;
+                values[..*padding].fill(-1);
+                let slots = HostTensor::from_slice(&[plan.tokens()], &values)?;
+                let v_at = (k.bytes().len() as u64).next_multiple_of(gpu.offset_align());
+                let mut both = k.bytes().to_vec();
+                both.resize(v_at as usize, 0);
+                both.extend_from_slice(v.bytes());
+                let q_len = plan.tokens() * plan.q_shape()[1] * case.dtype.size();
+                let want = reference::paged_write(plan, &qkv, &slots, &k, &v)?;
+                Ok(Self {
+                    named: vec![
+                        ("qkv", upload("bench qkv", qkv.bytes())?),
+                        ("slots", upload("bench slots", slots.bytes())?),
+                        ("caches", upload("bench caches", &both)?),
+                        ("queries", upload("bench queries", &vec![0; q_len.max(16)])?),
+                    ],
+                    v_at,
+                    moved: qkv.bytes().len() as u64,
+                    want: vec![
+                        (3, 0, want.queries.bytes().to_vec()),
+                        (2, 0, want.k_cache.bytes().to_vec()),
+                        (2, v_at, want.v_cache.bytes().to_vec()),
+                    ],
+                })
+            }
+        }
+    }
+
+    /// The buffer named at `k`.
+    fn at(&self, k: usize) -> BufferRegion<'_> {
+        BufferRegion::from(&self.named[k].1)
+    }
+
+    /// `case` prepared on these buffers, as an engine prepares its node.
+    pub(crate) fn prepare(&self, gpu: &GpuSplitter, case: &RowsCase) -> Result<PreparedRows> {
+        match &case.kind {
+            RowsCaseKind::Rows { plan, index_type } => {
+                gpu.prepare_rows(plan, case.dtype, &self.rows_buffers(*index_type))
+            }
+            RowsCaseKind::Paged { plan, .. } => {
+                gpu.prepare_paged_kv(plan, case.dtype, &self.paged_buffers())
+            }
+        }
+    }
+
+    fn rows_buffers(&self, index_type: DType) -> RowsBuffers<'_> {
+        RowsBuffers {
+            source: self.at(0),
+            indices: self.at(1),
+            index_type,
+            target: self.at(2),
+            status: None,
+        }
+    }
+
+    fn paged_buffers(&self) -> PagedKvBuffers<'_> {
+        PagedKvBuffers {
+            qkv: self.at(0),
+            slots: self.at(1),
+            index_type: DType::I32,
+            queries: self.at(3),
+            k_cache: self.at(2),
+            v_cache: BufferRegion {
+                buffer: &self.named[2].1,
+                offset: self.v_at,
+            },
+            status: None,
+        }
+    }
+}
