@@ -75,39 +75,36 @@
 #[cfg(feature = "bench")]
 pub mod bench;
 mod cache;
-mod dtype;
-mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 mod gpu;
 #[cfg(feature = "npy")]
 pub mod npy;
-pub mod ops;
-mod plan;
-pub mod reference;
+pub(crate) use wgsl_split::{error, plan, tensor, verify};
+#[doc(inline)]
+pub use wgsl_split::{ops, reference};
 #[cfg(any(test, feature = "fuzzing", feature = "bench"))]
 mod rng;
 mod stream;
-mod tensor;
 #[cfg(feature = "bench")]
 pub mod trace;
-mod verify;
 
 /// The wgpu this crate is built against (version 30): use it to create the devices, buffers
 /// and encoders passed to [`GpuSplitter`], so both name the same types.
 pub use wgpu;
 
-pub use dtype::DType;
-pub use error::{Result, SplitError};
 pub use gpu::{
     AdapterPick, BackendChoice, BufferRegion, DeviceChoice, Encoded, GpuSplitter, Inputs, Outputs,
     PagedKvBuffers, PartLayout, PartRange, Plan, Prepared, PreparedRows, RegionsPerDispatch,
     RowsBuffers,
 };
-pub use plan::{CacheLayout, ConcatPlan, PagedKvPlan, PartView, RowsPlan, RowsStatus, SplitPlan};
 pub use stream::{OutputSink, StreamOptions, StreamReport};
-pub use tensor::{Element, HostTensor, IntTensor};
+#[doc(inline)]
+pub use wgsl_split::{
+    CacheLayout, ConcatPlan, DType, Element, HostTensor, IntTensor, PagedKvPlan, PartView, Result,
+    RowsPlan, RowsStatus, SplitError, SplitPlan,
+};
 
 /// The routes and the gather's tuning, for benchmarks and tests (feature `bench`): an engine
 /// opens a splitter and encodes, and needs none of them.

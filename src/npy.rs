@@ -4,9 +4,9 @@
 //! NaN payloads included, passes through unchanged. Big-endian files are byte-swapped per
 //! element and Fortran-order files are reordered to C order on reading.
 
-use crate::dtype::DType;
 use crate::error::{Result, SplitError};
 use crate::tensor::{byte_count, HostTensor};
+use crate::DType;
 use ndarray::{ArrayViewD, IxDyn};
 use npyz::{TypeChar, TypeStr, WriterBuilder};
 use std::fs::File;
@@ -55,7 +55,11 @@ pub fn type_str(dtype: DType) -> Result<String> {
         DType::Complex64 => "<c8".into(),
         DType::Complex128 => "<c16".into(),
         DType::Utf32(n) => format!("<U{n}"),
-        DType::BF16 => return Err(SplitError::File("bf16 has no .npy type string".into())),
+        // bf16, and any dtype a later core adds.
+        other => {
+            let name = other.name();
+            return Err(SplitError::File(format!("{name} has no .npy type string")));
+        }
     })
 }
 

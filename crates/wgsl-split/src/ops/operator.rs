@@ -75,7 +75,7 @@ impl Operator {
     /// and plans the outputs.
     ///
     /// ```
-    /// use wgpu_split::{ops::Operator, IntTensor};
+    /// use wgsl_split::{ops::Operator, IntTensor};
     /// let op = Operator::Split { axis: IntTensor::scalar(1), num_splits: 3 };
     /// assert_eq!(op.plan(&[6, 12, 10, 24]).unwrap().num_parts(), 3);
     /// ```

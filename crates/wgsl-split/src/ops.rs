@@ -36,7 +36,8 @@
 //! `spec_examples` are the specifications' own examples.
 
 mod attention;
-pub(crate) mod concat;
+#[doc(hidden)]
+pub mod concat;
 #[cfg(feature = "bench")]
 mod examples;
 mod inputs;
@@ -52,7 +53,8 @@ pub use attention::Attention;
 pub use concat::{concat, concat_from_sequence, onnx_concat};
 #[cfg(feature = "bench")]
 pub use examples::{spec_examples, SpecExample};
-pub(crate) use onnx_split::onnx_split_version;
+#[doc(hidden)]
+pub use onnx_split::onnx_split_version;
 pub use onnx_split::{onnx_split, OnnxSplitParts};
 #[cfg(any(test, feature = "bench", feature = "fuzzing"))]
 pub use operator::Operator;

@@ -9,12 +9,12 @@ use crate::plan::{CacheLayout, NegativeIndex, PagedKvPlan, RowsKind, RowsPlan};
 /// from the end. The output's shape is `data[..axis] ++ indices ++ data[axis + 1..]`.
 ///
 /// ```
-/// use wgpu_split::ops;
+/// use wgsl_split::ops;
 /// let plan = ops::gather(&[32000, 4096], &[2, 256], 0)?; // an embedding lookup
 /// assert_eq!(plan.output_shape(), vec![2, 256, 4096]);
 /// let last = ops::gather(&[4, 5, 6], &[], -1)?; // one element of each row
 /// assert_eq!(last.output_shape(), vec![4, 5]);
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 pub fn gather(data_shape: &[usize], indices_shape: &[usize], axis: i64) -> Result<RowsPlan> {
     RowsPlan::new(
@@ -31,10 +31,10 @@ pub fn gather(data_shape: &[usize], indices_shape: &[usize], axis: i64) -> Resul
 /// range.
 ///
 /// ```
-/// use wgpu_split::ops;
+/// use wgsl_split::ops;
 /// let plan = ops::get_rows(&[32000, 4096], &[512])?;
 /// assert_eq!(plan.output_shape(), vec![512, 4096]);
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 pub fn get_rows(data_shape: &[usize], indices_shape: &[usize]) -> Result<RowsPlan> {
     RowsPlan::new(
@@ -52,10 +52,10 @@ pub fn get_rows(data_shape: &[usize], indices_shape: &[usize]) -> Result<RowsPla
 /// `indices.shape[..-1] ++ data.shape[1..]`. The output is the data with the rows placed.
 ///
 /// ```
-/// use wgpu_split::ops;
+/// use wgsl_split::ops;
 /// let plan = ops::scatter_nd(&[4096, 4096], &[512, 1], &[512, 4096])?;
 /// assert_eq!(plan.updates_shape(), vec![512, 4096]);
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 pub fn scatter_nd(
     data_shape: &[usize],
@@ -90,10 +90,10 @@ pub fn scatter_nd(
 /// place; a negative index is out of range.
 ///
 /// ```
-/// use wgpu_split::ops;
+/// use wgsl_split::ops;
 /// let plan = ops::set_rows(&[4096, 8, 128], &[64])?; // 64 tokens into a cache of 4096
 /// assert_eq!(plan.updates_shape(), vec![64, 8, 128]);
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 pub fn set_rows(data_shape: &[usize], indices_shape: &[usize]) -> Result<RowsPlan> {
     RowsPlan::new(
@@ -123,12 +123,12 @@ fn check_updates(plan: &RowsPlan, updates_shape: &[usize]) -> Result<()> {
 /// [`PagedKvPlan::with_heads_first_queries`] writes the queries `[q_heads, tokens, head_dim]`.
 ///
 /// ```
-/// use wgpu_split::{ops, CacheLayout};
+/// use wgsl_split::{ops, CacheLayout};
 /// // Llama-3-8B's decode step: 64 tokens, 32 query heads, 8 KV heads of 128, blocks of 16.
 /// let plan = ops::paged_kv_write(64, 32, 8, 128, 4096, 16, CacheLayout::Nhd)?;
 /// assert_eq!(plan.qkv_shape(), vec![64, 6144]);
 /// assert_eq!(plan.cache_shape(), vec![4096, 16, 8, 128]);
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 pub fn paged_kv_write(
     tokens: usize,

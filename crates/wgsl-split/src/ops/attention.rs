@@ -1,6 +1,6 @@
 //! Attention's layouts as views ([`PartView`]): the packed QKV projection split into Q and
 //! into KV caches at a position, and the heads merged back; a plan and one view per part, for
-//! [`Outputs::Views`](crate::Outputs::Views) and [`Inputs::Views`](crate::Inputs::Views).
+//! [`Outputs::Views`](https://docs.rs/wgpu-split/latest/wgpu_split/enum.Outputs.html#variant.Views) and [`Inputs::Views`](https://docs.rs/wgpu-split/latest/wgpu_split/enum.Inputs.html#variant.Views).
 
 use crate::error::{Result, SplitError};
 use crate::plan::{ConcatPlan, PartView, SplitPlan};
@@ -10,13 +10,13 @@ use crate::IntTensor;
 /// `kv_heads` key and value heads (fewer in grouped-query attention) of `head_dim` elements.
 ///
 /// ```
-/// use wgpu_split::ops::Attention;
+/// use wgsl_split::ops::Attention;
 /// // A prefill of 2,048 tokens, 32 query heads and 8 KV heads of 128, caches of 4,096 at 1,024.
 /// let layer = Attention { batch: 1, seq: 2048, q_heads: 32, kv_heads: 8, head_dim: 128 };
 /// let (plan, views) = layer.split_qkv(4096, 1024)?;
 /// assert_eq!(plan.whole_shape(), &[1, 2048, 48, 128]);
 /// assert_eq!(views[1].offset, 1024 * 128); // K's first element: position 1,024 of head 0
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attention {

@@ -10,13 +10,13 @@ use crate::DType;
 /// the indices out of range (whose rows are zeros), as the GPU gives them.
 ///
 /// ```
-/// use wgpu_split::{ops, reference, HostTensor};
+/// use wgsl_split::{ops, reference, HostTensor};
 /// let data = HostTensor::from_slice(&[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
 /// let ids = HostTensor::from_slice(&[3], &[2i32, -1, 7])?;
 /// let (rows, status) = reference::gather_rows(&ops::gather(&[3, 2], &[3], 0)?, &data, &ids)?;
 /// assert_eq!(rows.bytes(), &[5, 6, 5, 6, 0, 0]); // -1 is the last row; 7 is out of range
 /// assert_eq!((status.bad_indices, status.first_bad), (1, Some(2)));
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 pub fn gather_rows(
     plan: &RowsPlan,
@@ -57,7 +57,7 @@ pub fn gather_rows(
 /// out), as the GPU gives them.
 ///
 /// ```
-/// use wgpu_split::{ops, reference, HostTensor};
+/// use wgsl_split::{ops, reference, HostTensor};
 /// let data = HostTensor::from_slice(&[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
 /// let ids = HostTensor::from_slice(&[2, 1], &[-1i64, 5])?;
 /// let updates = HostTensor::from_slice(&[2, 2], &[7u8, 8, 9, 9])?;
@@ -65,7 +65,7 @@ pub fn gather_rows(
 /// let (out, status) = reference::scatter_rows(&plan, &data, &ids, &updates)?;
 /// assert_eq!(out.bytes(), &[1, 2, 3, 4, 7, 8]); // -1 is the last row; 5 is out of range
 /// assert_eq!((status.bad_indices, status.first_bad), (1, Some(1)));
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 pub fn scatter_rows(
     plan: &RowsPlan,
@@ -109,7 +109,8 @@ fn pick(v: i64, len: usize, negative: NegativeIndex) -> Option<usize> {
 
 /// Refuses tensors other than the plan's: data of its shape, indices i32 or i64 of theirs,
 /// and a scatter's updates (`Some` for a scatter alone) of theirs and the data's dtype.
-pub(crate) fn check_tensors(
+#[doc(hidden)]
+pub fn check_tensors(
     plan: &RowsPlan,
     data: &HostTensor,
     indices: &HostTensor,
@@ -166,7 +167,7 @@ pub(super) fn index_values(indices: &HostTensor) -> Result<Vec<i64>> {
 }
 
 impl RowsPlan {
-    /// Checks what [`GpuSplitter::run_rows`](crate::GpuSplitter::run_rows) gave for this plan,
+    /// Checks what [`GpuSplitter::run_rows`](https://docs.rs/wgpu-split/latest/wgpu_split/struct.GpuSplitter.html#method.run_rows) gave for this plan,
     /// `data`, `indices` and a scatter's `updates` against [`gather_rows`] or
     /// [`scatter_rows`], byte for byte, and its status; [`SplitError::Mismatch`] names the
     /// first difference.

@@ -14,9 +14,11 @@ use crate::tensor::HostTensor;
 use crate::DType;
 mod paged;
 mod rows;
-pub(crate) use paged::check_tensors as check_paged_tensors;
+#[doc(hidden)]
+pub use paged::check_tensors as check_paged_tensors;
 pub use paged::{paged_write, PagedKvOutput};
-pub(crate) use rows::check_tensors as check_rows_tensors;
+#[doc(hidden)]
+pub use rows::check_tensors as check_rows_tensors;
 pub use rows::{gather_rows, scatter_rows};
 
 use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder, Slice};
@@ -25,7 +27,7 @@ use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, ArrayViewMutD, Axis, IxDyn, Sha
 ///
 /// ```
 /// use ndarray::ArrayD;
-/// use wgpu_split::{ops, reference, IntTensor};
+/// use wgsl_split::{ops, reference, IntTensor};
 /// let names = ArrayD::from_shape_vec(vec![3], vec!["a".to_string(), "b".into(), "c".into()]).unwrap();
 /// let plan = ops::split_to_sequence(&[3], 0, Some(&IntTensor::scalar(2)), true).unwrap();
 /// let parts = reference::split_array(names.view(), &plan).unwrap();
@@ -66,7 +68,8 @@ pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTens
 
 /// [`split_tensor`]'s bytes, into `outputs` (one `Vec` per output, resized to the plan's
 /// count): their memory is reused, so a caller splitting window after window allocates once.
-pub(crate) fn split_bytes_into(
+#[doc(hidden)]
+pub fn split_bytes_into(
     input: &HostTensor,
     plan: &SplitPlan,
     outputs: &mut Vec<Vec<u8>>,
@@ -143,7 +146,7 @@ pub fn concat_tensors(inputs: &[HostTensor], plan: &ConcatPlan) -> Result<HostTe
 /// GPU. Each view is checked first ([`PartView`]'s rules).
 ///
 /// ```
-/// use wgpu_split::{ops, reference, HostTensor, IntTensor, PartView};
+/// use wgsl_split::{ops, reference, HostTensor, IntTensor, PartView};
 /// // [2, 3] into two [2, 1] and [2, 2]; the second stored transposed, [2, 2].
 /// let input = HostTensor::from_slice(&[2, 3], &[1u8, 2, 3, 4, 5, 6])?;
 /// let plan = ops::variadic_split(&[2, 3], &IntTensor::scalar(1), &IntTensor::vector(vec![1, 2]))?;
@@ -151,7 +154,7 @@ pub fn concat_tensors(inputs: &[HostTensor], plan: &ConcatPlan) -> Result<HostTe
 /// let mut regions = vec![vec![0u8; 2], vec![0u8; 4]];
 /// reference::split_into_views(&input, &plan, &views, &mut regions)?;
 /// assert_eq!(regions[1], [2, 5, 3, 6]);
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 pub fn split_into_views(
     input: &HostTensor,
@@ -269,7 +272,7 @@ mod tests {
     #[test]
     fn byte_rows_agree_with_element_slicing() {
         // Every axis of a [3, 4, 5] u32 tensor, with empty and uneven parts.
-        let values: Vec<u32> = (0..60).map(|i| i * 2654435761u32).collect();
+        let values: Vec<u32> = (0..60u32).map(|i| i.wrapping_mul(2654435761)).collect();
         let t = HostTensor::from_slice(&[3, 4, 5], &values).unwrap();
         let array = ArrayD::from_shape_vec(vec![3, 4, 5], values).unwrap();
         for (axis, lengths) in [(0, vec![1, 0, 2]), (1, vec![3, 1]), (2, vec![2, 0, 2, 1])] {
@@ -289,7 +292,7 @@ mod tests {
 
     #[test]
     fn concat_undoes_split_and_agrees_with_ndarray() {
-        let values: Vec<u16> = (0..60).map(|i| i * 977).collect();
+        let values: Vec<u16> = (0..60u16).map(|i| i.wrapping_mul(977)).collect();
         let t = HostTensor::from_slice(&[3, 4, 5], &values).unwrap();
         let array = ArrayD::from_shape_vec(vec![3, 4, 5], values).unwrap();
         let sequence = ops::split_to_sequence(&[3, 4, 5], 2, None, false).unwrap();

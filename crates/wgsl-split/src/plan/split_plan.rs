@@ -9,10 +9,12 @@ use std::sync::Arc;
 /// graphs produce. Every output costs host memory (chunk, layout range, table entry: about
 /// 80 bytes), so counts beyond this (say, a sequence of 2^63 chunks of an empty axis) are
 /// refused before anything is allocated.
-pub(crate) const MAX_OUTPUTS: usize = 1 << 20;
+#[doc(hidden)]
+pub const MAX_OUTPUTS: usize = 1 << 20;
 
 /// Refuses a split into more than [`MAX_OUTPUTS`] outputs.
-pub(crate) fn check_output_count(count: u128) -> Result<()> {
+#[doc(hidden)]
+pub fn check_output_count(count: u128) -> Result<()> {
     if count > MAX_OUTPUTS as u128 {
         return Err(SplitError::TooLarge(format!(
             "{count} outputs exceed the limit of {MAX_OUTPUTS} outputs per split"
@@ -22,7 +24,8 @@ pub(crate) fn check_output_count(count: u128) -> Result<()> {
 }
 
 /// Converts an axis in `[-rank, rank-1]` to `[0, rank)`.
-pub(crate) fn normalize_axis(axis: i64, rank: usize) -> Result<usize> {
+#[doc(hidden)]
+pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize> {
     if rank == 0 {
         return Err(SplitError::RankZero);
     }
@@ -39,7 +42,8 @@ pub(crate) fn normalize_axis(axis: i64, rank: usize) -> Result<usize> {
 
 /// One output's range on the split axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Chunk {
+#[doc(hidden)]
+pub struct Chunk {
     /// First index on the axis.
     pub start: usize,
     /// Number of indices on the axis (may be 0).
@@ -124,7 +128,8 @@ impl SplitPlan {
     }
 
     /// The chunks, one per output, in output order.
-    pub(crate) fn chunks(&self) -> &[Chunk] {
+    #[doc(hidden)]
+    pub fn chunks(&self) -> &[Chunk] {
         &self.chunks
     }
 
@@ -163,7 +168,8 @@ impl SplitPlan {
     /// Bytes of one index on the axis (`inner * elem_size`) and of one outer row of the input
     /// (`axis_len * inner * elem_size`), or an error if they overflow. They can overflow even
     /// for an empty tensor, when `outer` is 0.
-    pub(crate) fn row_bytes(&self, elem_size: usize) -> Result<(u64, u64)> {
+    #[doc(hidden)]
+    pub fn row_bytes(&self, elem_size: usize) -> Result<(u64, u64)> {
         let inner = (self.inner() as u64).checked_mul(elem_size as u64);
         let stride = inner.and_then(|i| i.checked_mul(self.axis_len() as u64));
         match (inner, stride) {
@@ -182,7 +188,8 @@ impl SplitPlan {
     }
 
     /// [`SplitPlan::part_bytes`] for `elem_size`-byte elements.
-    pub(crate) fn part_bytes_sized(&self, i: usize, elem_size: usize) -> Result<u64> {
+    #[doc(hidden)]
+    pub fn part_bytes_sized(&self, i: usize, elem_size: usize) -> Result<u64> {
         let (inner_bytes, _) = self.row_bytes(elem_size)?;
         (self.outer() as u64)
             .checked_mul(self.chunks[i].len as u64)

@@ -16,13 +16,13 @@ use crate::plan::SplitPlan;
 /// `offset + i0 * strides[0] + .. + i(r-1) * strides[r-1]` of the region.
 ///
 /// ```
-/// use wgpu_split::PartView;
+/// use wgsl_split::PartView;
 /// // K of shape [1, S, 8, 128] (a split of packed QKV) stored into a cache
 /// // [1, 8, 4096, 128] at position p = 1024: its axes 1 and 2 swap places.
 /// let k = PartView::within(&[1, 2048, 8, 128], &[1, 8, 4096, 128], &[0, 2, 1, 3], &[0, 0, 1024, 0])?;
 /// assert_eq!(k.offset, 1024 * 128);
 /// assert_eq!(k.strides, vec![8 * 4096 * 128, 128, 4096 * 128, 1]);
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PartView {
@@ -101,7 +101,8 @@ fn row_major(shape: &[usize]) -> Vec<u64> {
 /// read an element twice (a stride of 0 broadcasts); a split's output view is written, so no
 /// two of its elements may share a byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Access {
+#[doc(hidden)]
+pub enum Access {
     Read,
     Write,
 }
@@ -112,7 +113,8 @@ pub(crate) enum Access {
 /// reach (a permutation, a slice and padded rows all keep it; it lets the kernel walk the
 /// view in address order, and no two elements overlap). Returns the elements of the region
 /// the view reaches: its last element's, plus one (0 for an empty part).
-pub(crate) fn check_view(
+#[doc(hidden)]
+pub fn check_view(
     part: &str,
     shape: &[usize],
     view: &PartView,
@@ -167,7 +169,8 @@ pub(crate) fn check_view(
 /// One level of a part's runs: `extent` runs (or blocks of runs), `src_step` bytes apart in
 /// the source and `dst_step` bytes apart in the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Level {
+#[doc(hidden)]
+pub struct Level {
     pub extent: u64,
     pub src_step: u64,
     pub dst_step: u64,
@@ -179,7 +182,8 @@ pub(crate) struct Level {
 /// past all the levels inside it: walking them in order writes the destination in address
 /// order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Runs {
+#[doc(hidden)]
+pub struct Runs {
     pub run_bytes: u64,
     pub levels: Vec<Level>,
     pub src: u64,
@@ -191,7 +195,8 @@ impl Runs {
     /// source and `dst.offset + i . dst.strides` of the destination; `None` when it is empty.
     /// The views were checked, so every byte offset fits the regions, and the destination's
     /// strides nest (no two of its axes with more than one index share a stride).
-    pub(crate) fn new(shape: &[usize], src: &PartView, dst: &PartView, elem: u64) -> Option<Runs> {
+    #[doc(hidden)]
+    pub fn new(shape: &[usize], src: &PartView, dst: &PartView, elem: u64) -> Option<Runs> {
         if shape.contains(&0) {
             return None;
         }
@@ -239,12 +244,14 @@ impl Runs {
     }
 
     /// Runs in all.
-    pub(crate) fn count(&self) -> u64 {
+    #[doc(hidden)]
+    pub fn count(&self) -> u64 {
         self.levels.iter().map(|l| l.extent).product()
     }
 
     /// Bytes from the first run's start to the last run's end in the destination.
-    pub(crate) fn dst_span(&self) -> u64 {
+    #[doc(hidden)]
+    pub fn dst_span(&self) -> u64 {
         let steps: u64 = self
             .levels
             .iter()
@@ -254,7 +261,8 @@ impl Runs {
     }
 
     /// Each run's start in the source and in the destination, in the destination's order.
-    pub(crate) fn starts(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+    #[doc(hidden)]
+    pub fn starts(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         (0..self.count()).map(move |mut r| {
             let (mut s, mut d) = (self.src, self.dst);
             for l in self.levels.iter().rev() {
@@ -285,7 +293,8 @@ fn slab(plan: &SplitPlan, part: usize) -> PartView {
 /// a split's output written through it (`Access::Write`: from the input's bytes to the
 /// view's), or a concat's input read through it (`Access::Read`: from the view's bytes to
 /// the output's).
-pub(crate) fn part_runs(
+#[doc(hidden)]
+pub fn part_runs(
     plan: &SplitPlan,
     k: usize,
     view: &PartView,
@@ -305,7 +314,8 @@ const MAX_CHECKED_RUNS: u64 = 1 << 22;
 
 /// A written part as [`check_disjoint`] takes it: its name in messages, its buffer (any key),
 /// its region's byte offset in that buffer, and its runs.
-pub(crate) struct Written<'a, K> {
+#[doc(hidden)]
+pub struct Written<'a, K> {
     pub name: String,
     pub buffer: K,
     pub at: u64,
@@ -323,7 +333,8 @@ impl<K> Written<'_, K> {
 /// Checks that no two written parts share a byte. Parts whose spans in their buffer meet no
 /// other's pass at once; each group of parts whose spans meet (heads interleaved in one
 /// buffer) is checked run by run.
-pub(crate) fn check_disjoint<K: Ord + Copy>(parts: &[Written<'_, K>]) -> Result<()> {
+#[doc(hidden)]
+pub fn check_disjoint<K: Ord + Copy>(parts: &[Written<'_, K>]) -> Result<()> {
     let mut order: Vec<usize> = (0..parts.len()).collect();
     order.sort_by_key(|&i| (parts[i].buffer, parts[i].span()));
     let mut group: Vec<usize> = Vec::new();

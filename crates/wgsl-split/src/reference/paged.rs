@@ -83,7 +83,8 @@ pub fn paged_write(
 
 /// Refuses tensors other than the plan's: the fused projection and both caches of its shapes
 /// and one dtype, the slots i32 or i64 of shape `[tokens]`.
-pub(crate) fn check_tensors(
+#[doc(hidden)]
+pub fn check_tensors(
     plan: &PagedKvPlan,
     qkv: &HostTensor,
     slots: &HostTensor,

@@ -7,7 +7,8 @@ use crate::plan::{check_output_count, normalize_axis, SplitPlan};
 /// The version of Split in force at ONNX `opset` (what a model's `opset_import` states): 1 at
 /// opset 1, 2 at 2 to 10, 11 at 11 and 12, 13 at 13 to 17, 18 from 18 to
 /// [`OnnxSplitParts::NEWEST_OPSET`]. Any other opset is [`SplitError::UnknownOpset`].
-pub(crate) fn onnx_split_version(opset: i64) -> Result<u32> {
+#[doc(hidden)]
+pub fn onnx_split_version(opset: i64) -> Result<u32> {
     const SINCE: [u32; 5] = [18, 13, 11, 2, 1];
     u32::try_from(opset)
         .ok()
@@ -44,7 +45,7 @@ impl OnnxSplitParts {
     /// exactly one of `split` and `num_outputs`.
     ///
     /// ```
-    /// use wgpu_split::ops::OnnxSplitParts;
+    /// use wgsl_split::ops::OnnxSplitParts;
     /// // YOLOv8n is an opset-17 model: Split-13, equal parts.
     /// assert_eq!(OnnxSplitParts::at_opset(17, None, Some(2)).unwrap(), OnnxSplitParts::EqualOutputs(2));
     /// assert_eq!(OnnxSplitParts::at_opset(18, None, Some(2)).unwrap(), OnnxSplitParts::NumOutputs(2));
@@ -89,7 +90,7 @@ impl OnnxSplitParts {
 /// axis). The axis may be negative under every version, as ONNX Runtime accepts it.
 ///
 /// ```
-/// use wgpu_split::ops::{onnx_split, OnnxSplitParts};
+/// use wgsl_split::ops::{onnx_split, OnnxSplitParts};
 /// let plan = onnx_split(&[2, 8], 1, &OnnxSplitParts::NumOutputs(3)).unwrap();
 /// assert_eq!(plan.part_shapes(), vec![vec![2, 3], vec![2, 3], vec![2, 2]]);
 /// ```

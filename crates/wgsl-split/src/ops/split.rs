@@ -12,7 +12,7 @@ use crate::tensor::IntTensor;
 ///   empty outputs).
 ///
 /// ```
-/// use wgpu_split::{ops, IntTensor};
+/// use wgsl_split::{ops, IntTensor};
 /// let plan = ops::split(&[6, 12, 10, 24], &IntTensor::scalar(1), 3).unwrap();
 /// assert_eq!(plan.part_shapes(), vec![vec![6, 4, 10, 24]; 3]);
 /// ```

@@ -13,7 +13,7 @@ use crate::tensor::IntTensor;
 ///   axis length.
 ///
 /// ```
-/// use wgpu_split::{ops, IntTensor};
+/// use wgsl_split::{ops, IntTensor};
 /// let plan = ops::variadic_split(&[6, 12], &IntTensor::scalar(0), &IntTensor::vector(vec![-1, 2])).unwrap();
 /// assert_eq!(plan.part_shapes(), vec![vec![4, 12], vec![2, 12]]);
 /// ```

@@ -8,7 +8,8 @@ use crate::DType;
 
 /// What a negative index means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NegativeIndex {
+#[doc(hidden)]
+pub enum NegativeIndex {
     /// It counts from the end of the axis: `-1` is the last row (ONNX Gather).
     FromEnd,
     /// It is out of range, as an index at or past the axis length is (get rows, ggml's
@@ -21,7 +22,8 @@ pub(crate) enum NegativeIndex {
 
 /// Which way rows placed by indices move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RowsKind {
+#[doc(hidden)]
+pub enum RowsKind {
     /// Rows picked from the data: the output row `(o, i)` is row `indices[i]` of the data's
     /// block `o` ([`crate::ops::gather`], [`crate::ops::get_rows`]).
     Gather,
@@ -53,13 +55,15 @@ pub struct RowsPlan {
 /// Most rows on a gathered axis: an index in range is below it, so every valid index is a
 /// non-negative i32, and a row index fits the shader's u32 words with room for the mark of
 /// one out of range.
-pub(crate) const MAX_GATHER_AXIS: usize = (1 << 31) - 1;
+#[doc(hidden)]
+pub const MAX_GATHER_AXIS: usize = (1 << 31) - 1;
 
 impl RowsPlan {
     /// Plans rows of `data_shape` on `axis` (in `[-rank, rank - 1]`) picked by indices of
     /// `indices_shape` (rank 0 picks one row and drops the axis), negatives read as
     /// `negative` says.
-    pub(crate) fn new(
+    #[doc(hidden)]
+    pub fn new(
         data_shape: &[usize],
         axis: i64,
         indices_shape: &[usize],
@@ -103,12 +107,14 @@ impl RowsPlan {
     }
 
     /// What a negative index means.
-    pub(crate) fn negative(&self) -> NegativeIndex {
+    #[doc(hidden)]
+    pub fn negative(&self) -> NegativeIndex {
         self.negative
     }
 
     /// Which way the rows move.
-    pub(crate) fn kind(&self) -> RowsKind {
+    #[doc(hidden)]
+    pub fn kind(&self) -> RowsKind {
         self.kind
     }
 
@@ -144,7 +150,8 @@ impl RowsPlan {
     }
 
     /// The rows of this plan for elements of `dtype`, in bytes.
-    pub(crate) fn rows(&self, dtype: DType) -> Result<GatherRows> {
+    #[doc(hidden)]
+    pub fn rows(&self, dtype: DType) -> Result<GatherRows> {
         let outer: usize = self.data_shape[..self.axis].iter().product();
         let inner: usize = self.data_shape[self.axis + 1..].iter().product();
         let row_bytes = (inner as u64)
@@ -165,7 +172,8 @@ impl RowsPlan {
 /// A plan's rows in bytes: `outer` blocks of `capacity` rows in the data, `outer` blocks of
 /// `count` rows in the output, each row `row_bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct GatherRows {
+#[doc(hidden)]
+pub struct GatherRows {
     pub outer: u64,
     pub capacity: u64,
     pub count: u64,

@@ -10,13 +10,13 @@ use crate::DType;
 /// [`crate::ops::onnx_concat`] and [`crate::ops::concat_from_sequence`] return.
 ///
 /// ```
-/// use wgpu_split::ops;
+/// use wgsl_split::ops;
 /// let plan = ops::concat(&[[1, 32, 4095, 128], [1, 32, 1, 128]], 2)?;
 /// assert_eq!(plan.whole_shape(), &[1, 32, 4096, 128]);
 /// assert_eq!(plan.part_shape(1), vec![1, 32, 1, 128]);
 /// // The inverse: the split that takes the output apart into the inputs.
 /// assert_eq!(plan.inverse().part_shapes(), plan.part_shapes());
-/// # Ok::<(), wgpu_split::SplitError>(())
+/// # Ok::<(), wgsl_split::SplitError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConcatPlan {
@@ -26,12 +26,14 @@ pub struct ConcatPlan {
 
 impl ConcatPlan {
     /// The concat that joins the outputs of `split` back into its input.
-    pub(crate) fn of_split(split: SplitPlan) -> Self {
+    #[doc(hidden)]
+    pub fn of_split(split: SplitPlan) -> Self {
         Self { split }
     }
 
     /// The split this concat undoes, whose chunks it shares.
-    pub(crate) fn split(&self) -> &SplitPlan {
+    #[doc(hidden)]
+    pub fn split(&self) -> &SplitPlan {
         &self.split
     }
 
@@ -92,7 +94,8 @@ impl ConcatPlan {
 
     /// Checks host tensors against this concat: one per input (at least one), each of its
     /// input's shape, all of one dtype, which it returns.
-    pub(crate) fn check_inputs(&self, inputs: &[HostTensor]) -> Result<DType> {
+    #[doc(hidden)]
+    pub fn check_inputs(&self, inputs: &[HostTensor]) -> Result<DType> {
         if inputs.len() != self.num_parts() {
             return Err(SplitError::DataMismatch(format!(
                 "{} input tensors for a concat of {} inputs",
@@ -127,7 +130,8 @@ impl ConcatPlan {
     }
 
     /// The output's bytes from `bytes` (at least the output's size, as read back).
-    pub(crate) fn output_from(&self, bytes: &[u8], dtype: DType) -> Result<HostTensor> {
+    #[doc(hidden)]
+    pub fn output_from(&self, bytes: &[u8], dtype: DType) -> Result<HostTensor> {
         let size = byte_count(self.whole_shape(), dtype)?;
         let bytes = bytes.get(..size).ok_or_else(|| {
             SplitError::DataMismatch(format!(

@@ -4,7 +4,7 @@
 //! Each function returns a [`ConcatPlan`]: the inputs' shapes and the output's. Underneath it
 //! is the split that takes the output apart into the inputs (a chunk per input, as long as
 //! that input on the axis; stacking on a new axis drops it), so every route of the split runs
-//! the other way ([`crate::GpuSplitter::encode`] with a concat's plan).
+//! the other way ([`GpuSplitter::encode`](https://docs.rs/wgpu-split/latest/wgpu_split/struct.GpuSplitter.html#method.encode) with a concat's plan).
 
 use crate::error::{Result, SplitError};
 use crate::plan::{normalize_axis, ConcatPlan, SplitPlan};
@@ -15,7 +15,7 @@ use crate::plan::{normalize_axis, ConcatPlan, SplitPlan};
 /// an input of length 0 on the axis adds nothing. At least one input.
 ///
 /// ```
-/// use wgpu_split::ops;
+/// use wgsl_split::ops;
 /// let plan = ops::concat(&[[1, 32, 4095, 128], [1, 32, 1, 128]], 2).unwrap();
 /// assert_eq!(plan.whole_shape(), &[1, 32, 4096, 128]);
 /// assert_eq!(plan.part_shape(1), vec![1, 32, 1, 128]);
@@ -68,7 +68,7 @@ pub fn onnx_concat<S: AsRef<[usize]>>(
 /// not be empty.
 ///
 /// ```
-/// use wgpu_split::ops;
+/// use wgsl_split::ops;
 /// let plan = ops::concat_from_sequence(&[[2, 3], [2, 3]], -1, 1).unwrap();
 /// assert_eq!(plan.whole_shape(), &[2, 3, 2]); // stacked on a new last axis
 /// assert!(plan.stacks());

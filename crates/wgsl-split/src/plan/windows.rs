@@ -3,7 +3,7 @@
 //! Every output byte comes from exactly one input byte, so a split can run on a window of the
 //! input at a time: window `w`'s part of output `i` follows window `w - 1`'s part of it. That
 //! is how an input larger than memory or than one device buffer is split in bounded memory
-//! ([`crate::stream`]). In the view `[outer, axis_len, inner]`, a window is a run of whole
+//! (wgpu-split's streaming run). In the view `[outer, axis_len, inner]`, a window is a run of whole
 //! rows (`outer` indices) when a row fits the budget, and a piece of one row otherwise. Each
 //! window is itself a [`SplitPlan`] with as many outputs as the whole split, some of them
 //! empty, so every route and the CPU reference split it as they split anything else.

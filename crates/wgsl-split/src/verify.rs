@@ -1,10 +1,11 @@
-//! Checking GPU results against the CPU reference, byte for byte ([`Plan::verify`](crate::Plan::verify)).
+//! Checking GPU results against the CPU reference, byte for byte ([`Plan::verify`](https://docs.rs/wgpu-split/latest/wgpu_split/trait.Plan.html#method.verify)).
 
 use crate::error::{Result, SplitError};
 use crate::tensor::HostTensor;
 
 /// Byte-for-byte comparison of two lists of tensors; the error names the first difference.
-pub(crate) fn compare_outputs(got: &[HostTensor], want: &[HostTensor]) -> Result<()> {
+#[doc(hidden)]
+pub fn compare_outputs(got: &[HostTensor], want: &[HostTensor]) -> Result<()> {
     if got.len() != want.len() {
         return Err(SplitError::Mismatch(format!(
             "{} outputs, expected {}",

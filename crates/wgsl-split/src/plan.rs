@@ -10,19 +10,25 @@
 //! and the CPU reference work from; [`windows`] cuts the input into pieces that split one at a
 //! time, for inputs larger than memory or than one device buffer.
 
-pub(crate) mod bytes;
+#[doc(hidden)]
+pub mod bytes;
 mod concat_plan;
 mod paged_plan;
 mod rows_plan;
 mod split_plan;
-pub(crate) mod views;
-pub(crate) mod windows;
+#[doc(hidden)]
+pub mod views;
+#[doc(hidden)]
+pub mod windows;
 
 pub use concat_plan::ConcatPlan;
 pub use paged_plan::{CacheLayout, PagedKvPlan};
-pub(crate) use rows_plan::GatherRows;
-pub(crate) use rows_plan::{NegativeIndex, RowsKind, MAX_GATHER_AXIS};
+#[doc(hidden)]
+pub use rows_plan::GatherRows;
+#[doc(hidden)]
+pub use rows_plan::{NegativeIndex, RowsKind, MAX_GATHER_AXIS};
 pub use rows_plan::{RowsPlan, RowsStatus};
 pub use split_plan::SplitPlan;
-pub(crate) use split_plan::{check_output_count, normalize_axis};
+#[doc(hidden)]
+pub use split_plan::{check_output_count, normalize_axis};
 pub use views::PartView;

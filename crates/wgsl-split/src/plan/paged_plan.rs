@@ -25,20 +25,29 @@ pub enum CacheLayout {
 /// (its queries still move).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PagedKvPlan {
-    pub(crate) tokens: usize,
-    pub(crate) q_heads: usize,
-    pub(crate) kv_heads: usize,
-    pub(crate) head_dim: usize,
-    pub(crate) blocks: usize,
-    pub(crate) block_size: usize,
-    pub(crate) layout: CacheLayout,
-    pub(crate) heads_first: bool,
+    #[doc(hidden)]
+    pub tokens: usize,
+    #[doc(hidden)]
+    pub q_heads: usize,
+    #[doc(hidden)]
+    pub kv_heads: usize,
+    #[doc(hidden)]
+    pub head_dim: usize,
+    #[doc(hidden)]
+    pub blocks: usize,
+    #[doc(hidden)]
+    pub block_size: usize,
+    #[doc(hidden)]
+    pub layout: CacheLayout,
+    #[doc(hidden)]
+    pub heads_first: bool,
 }
 
 impl PagedKvPlan {
     /// Checks the sizes: every count at least 1 but `tokens`, the slots (`blocks *
     /// block_size`) at most [`MAX_GATHER_AXIS`].
-    pub(crate) fn new(plan: PagedKvPlan) -> Result<Self> {
+    #[doc(hidden)]
+    pub fn new(plan: PagedKvPlan) -> Result<Self> {
         let sizes = [
             ("q_heads", plan.q_heads),
             ("kv_heads", plan.kv_heads),

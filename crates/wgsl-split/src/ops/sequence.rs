@@ -16,7 +16,7 @@ use crate::tensor::IntTensor;
 /// - `keepdims` is ignored whenever `split` is given.
 ///
 /// ```
-/// use wgpu_split::{ops, IntTensor};
+/// use wgsl_split::{ops, IntTensor};
 /// let plan = ops::split_to_sequence(&[7, 2], 0, Some(&IntTensor::scalar(3)), true).unwrap();
 /// assert_eq!(plan.part_shapes(), vec![vec![3, 2], vec![3, 2], vec![1, 2]]);
 /// ```

@@ -1,0 +1,40 @@
+//! # wgsl-split
+//!
+//! The core of [wgpu-split](https://docs.rs/wgpu-split) without a GPU API: the operators'
+//! rules ([`ops`]: OpenVINO Split-1, VariadicSplit-1 and Concat-1; ONNX Split, Concat,
+//! SplitToSequence-11 and ConcatFromSequence-11; rows placed by indices and the paged KV
+//! write), the plans they give ([`SplitPlan`], [`ConcatPlan`], [`RowsPlan`],
+//! [`PagedKvPlan`]), the host tensors and the CPU [`reference`](mod@reference) that every GPU result is
+//! checked against, byte for byte. It builds for any target, `wasm32-unknown-unknown`
+//! included, and depends on no wgpu: a driver (wgpu-split's, on wgpu 30) executes the plans.
+//!
+//! ```
+//! use wgsl_split::{ops, reference, HostTensor, IntTensor};
+//! let plan = ops::split(&[2, 4], &IntTensor::scalar(1), 2)?;
+//! let input = HostTensor::from_slice(&[2, 4], &[1u8, 2, 3, 4, 5, 6, 7, 8])?;
+//! let parts = reference::split_tensor(&input, &plan)?;
+//! assert_eq!(parts[1].bytes(), [3, 4, 7, 8]);
+//! # Ok::<(), wgsl_split::SplitError>(())
+//! ```
+
+#![deny(missing_docs)]
+// docs.rs: each item shows the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[doc(hidden)]
+pub mod dtype;
+#[doc(hidden)]
+pub mod error;
+pub mod ops;
+#[doc(hidden)]
+pub mod plan;
+pub mod reference;
+#[doc(hidden)]
+pub mod tensor;
+#[doc(hidden)]
+pub mod verify;
+
+pub use dtype::DType;
+pub use error::{Result, SplitError};
+pub use plan::{CacheLayout, ConcatPlan, PagedKvPlan, PartView, RowsPlan, RowsStatus, SplitPlan};
+pub use tensor::{Element, HostTensor, IntTensor};
