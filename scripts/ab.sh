@@ -7,7 +7,7 @@
 #
 # A ratio over a copy kernel on a CPU adapter depends on the host (a copy runs at cache speed
 # where the L3 holds the case whole), so the figure that holds across hosts is the two builds
-# measured together: run this before landing any change under shaders/ or src/gpu/, and put
+# measured together: run this before landing any change under crates/wgsl-split/ or src/gpu/, and put
 # its output in the note. The header names the host's CPU, its L3 and each adapter's driver.
 #
 # Usage: [BASE=rev] [ROUNDS=3] [BACKENDS="vulkan gl"] [OUT=target/ab/run] scripts/ab.sh [BENCH OPTIONS...]
@@ -41,7 +41,7 @@ cp "$ab/tree/release/wgpu-split" "$ab/bin/tree"
 
 {
   echo "host: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p')), L3 $(lscpu | sed -n 's/^L3 cache: *//p'), $(nproc) cores"
-  echo "base: ${base:0:12} \"$(git log -1 --format=%s "$base" | cut -c1-50)...\"; tree: $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src shaders || echo ' + changes')"
+  echo "base: ${base:0:12} \"$(git log -1 --format=%s "$base" | cut -c1-50)...\"; tree: $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src shaders crates || echo ' + changes')"
   echo "rounds: $rounds; bench options: ${*:-(none)}"
 } > "$out/host.txt"
 

@@ -15,7 +15,7 @@
 //! (a handle to) a device, its compiled pipeline and the caches shared by its clones.
 
 pub(crate) mod device;
-pub(crate) mod direction;
+pub(crate) use wgsl_split::direction;
 pub(crate) mod gather;
 pub(crate) mod kept;
 pub(crate) mod moving;

@@ -132,7 +132,7 @@ pub fn trace_views(
     let whole = plan.whole_binding_size(dtype)?;
     let mut accesses: Vec<Access> = Vec::new();
     // Each part is traced in dispatches of its own.
-    let room = table_room(&gpu.device().limits());
+    let room = table_room(&gpu.limits);
     for (k, (view, &size)) in views.iter().zip(sizes).enumerate() {
         let Some(runs) = part_runs(plan, k, view, es, access) else {
             continue;

@@ -176,6 +176,19 @@ impl DeviceChoice {
 ///
 /// Before the first one that includes Vulkan, the library turns off Mesa's Vulkan
 /// device-select layer ([`quiet_device_select`]).
+/// The core's view of a device's limits: those the plans and the programs read.
+pub(crate) fn limits_of(limits: &wgpu::Limits) -> wgsl_split::Limits {
+    wgsl_split::Limits {
+        max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
+        max_buffer_size: limits.max_buffer_size,
+        max_storage_buffers_per_shader_stage: limits.max_storage_buffers_per_shader_stage,
+        max_dynamic_storage_buffers_per_pipeline_layout: limits
+            .max_dynamic_storage_buffers_per_pipeline_layout,
+        max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+        min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
+    }
+}
+
 pub(crate) fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     if backends.contains(wgpu::Backends::VULKAN) {
         quiet_device_select();

@@ -2,9 +2,8 @@
 //! point of [`GpuSplitter`](crate::GpuSplitter) takes and gives for them. Both are one split
 //! geometry underneath ([`SplitPlan`]), the bytes moving one way or the other ([`Direction`]).
 
-use crate::error::{Result, SplitError};
+use crate::error::Result;
 use crate::gpu::direction::Direction;
-use crate::gpu::gather::UNIT_BYTES;
 use crate::gpu::parts::{Inputs, Job, Outputs};
 use crate::gpu::placement::{BufferRegion, PartLayout};
 use crate::plan::{ConcatPlan, SplitPlan};
@@ -12,6 +11,7 @@ use crate::reference;
 use crate::tensor::HostTensor;
 use crate::DType;
 use std::sync::Arc;
+use wgsl_split::placement::Geometry;
 
 /// A split's plan ([`SplitPlan`]) or a concat's ([`ConcatPlan`]): what the entry points of
 /// [`GpuSplitter`](crate::GpuSplitter) take, each giving the types of its own direction.
@@ -24,7 +24,7 @@ use std::sync::Arc;
 /// | `encode` gives | [`Encoded`]: the outputs' layout | [`Encoded`]: the inputs' layout |
 /// | `run` takes | `&HostTensor` | `&[HostTensor]` |
 /// | `run` gives | `Vec<HostTensor>` | `HostTensor` |
-pub trait Plan: std::fmt::Debug + Send + Sync + sealed::Sealed {
+pub trait Plan: Geometry + std::fmt::Debug + Send + Sync + sealed::Sealed {
     /// Where [`GpuSplitter::encode`](crate::GpuSplitter::encode) reads.
     type From<'a>;
     /// Where [`GpuSplitter::encode`](crate::GpuSplitter::encode) writes.
@@ -37,7 +37,7 @@ pub trait Plan: std::fmt::Debug + Send + Sync + sealed::Sealed {
     /// Checks `output`, what [`GpuSplitter::run`](crate::GpuSplitter::run) (or `run_async`)
     /// gave for this plan and `input`, against the same split or concat on the CPU
     /// ([`reference`](mod@crate::reference)), byte for byte: NaN payloads, -0.0 and denormals
-    /// included. [`SplitError::Mismatch`] names the first byte
+    /// included. [`SplitError::Mismatch`](crate::SplitError::Mismatch) names the first byte
     /// that differs.
     ///
     /// ```no_run
@@ -55,11 +55,6 @@ pub trait Plan: std::fmt::Debug + Send + Sync + sealed::Sealed {
         crate::verify::compare_outputs(Self::tensors(output), Self::tensors(&want))
     }
 
-    #[doc(hidden)]
-    const DIRECTION: Direction;
-    /// The split geometry: the split's own, the concat's inverse.
-    #[doc(hidden)]
-    fn geometry(&self) -> &SplitPlan;
     /// The whole tensor's region and the parts', from `encode`'s arguments.
     #[doc(hidden)]
     fn job<'a>(from: Self::From<'a>, to: Self::To<'a>) -> Job<'a>;
@@ -110,12 +105,6 @@ impl Plan for SplitPlan {
     type HostInput = HostTensor;
     type HostOutput = Vec<HostTensor>;
 
-    const DIRECTION: Direction = Direction::Split;
-
-    fn geometry(&self) -> &SplitPlan {
-        self
-    }
-
     fn job<'a>(from: Self::From<'a>, to: Self::To<'a>) -> Job<'a> {
         Job {
             direction: Direction::Split,
@@ -152,12 +141,6 @@ impl Plan for ConcatPlan {
     type HostInput = [HostTensor];
     type HostOutput = HostTensor;
 
-    const DIRECTION: Direction = Direction::Concat;
-
-    fn geometry(&self) -> &SplitPlan {
-        self.split()
-    }
-
     fn job<'a>(from: Self::From<'a>, to: Self::To<'a>) -> Job<'a> {
         Job {
             direction: Direction::Concat,
@@ -190,121 +173,5 @@ impl Plan for ConcatPlan {
 
     fn tensors(output: &HostTensor) -> &[HostTensor] {
         std::slice::from_ref(output)
-    }
-}
-
-/// The layouts of a split's or a concat's parts, placed by this crate or checked.
-impl PartLayout {
-    /// Places the parts of `plan` (a split's outputs, a concat's inputs) for elements of
-    /// `dtype`, each at a multiple of `alignment` (raised to 16 if smaller, since the gather
-    /// writes whole 16-byte units; must be a power of two). Empty parts take no room.
-    pub fn new<P: Plan>(plan: &P, dtype: DType, alignment: u64) -> Result<Self> {
-        Self::place(plan.geometry(), dtype, alignment)
-    }
-
-    /// The packed placement: every part at a multiple of 16 bytes.
-    ///
-    /// ```
-    /// use wgpu_split::{ops, DType, IntTensor, PartLayout};
-    /// let plan = ops::split(&[2, 10], &IntTensor::scalar(1), 2)?;
-    /// let layout = PartLayout::packed(&plan, DType::U8)?;
-    /// assert_eq!(layout.ranges[1].offset, 16); // 10 bytes, then the next unit
-    /// assert_eq!(layout.total_bytes, 28);
-    /// # Ok::<(), wgpu_split::SplitError>(())
-    /// ```
-    pub fn packed<P: Plan>(plan: &P, dtype: DType) -> Result<Self> {
-        Self::place(plan.geometry(), dtype, UNIT_BYTES)
-    }
-
-    /// Checks that this layout can place the parts of `plan` (a split's outputs, a concat's
-    /// inputs) for `dtype`: one range per part of the part's size, offsets at multiples of
-    /// `alignment` (a power of two, at least 16) in order without overlap, and `total_bytes` a
-    /// multiple of 4 that holds them all. A layout from [`PartLayout::new`] always passes;
-    /// one built by hand is checked before [`Outputs::Placed`](crate::Outputs) or
-    /// [`Inputs::Placed`](crate::Inputs) records anything.
-    pub fn check<P: Plan>(&self, plan: &P, dtype: DType) -> Result<()> {
-        self.check_as(P::DIRECTION, plan.geometry(), dtype)
-    }
-
-    /// Cuts a region of `plan`'s parts read back (at least `total_bytes` long; a split's
-    /// outputs as [`GpuSplitter::encode`](crate::GpuSplitter::encode) left them) into one
-    /// host tensor of `dtype` per part.
-    pub fn parts_from<P: Plan>(
-        &self,
-        region: &[u8],
-        plan: &P,
-        dtype: DType,
-    ) -> Result<Vec<HostTensor>> {
-        let plan = plan.geometry();
-        let (part, _) = P::DIRECTION.names();
-        if (region.len() as u64) < self.total_bytes || self.ranges.len() != plan.num_parts() {
-            return Err(SplitError::DataMismatch(format!(
-                "a region of {} bytes for {} {part}s does not match this layout ({} bytes, {} \
-                 {part}s)",
-                region.len(),
-                plan.num_parts(),
-                self.total_bytes,
-                self.ranges.len()
-            )));
-        }
-        self.ranges
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                // An empty part may lie past the region's end: it takes no room.
-                let bytes = match r.size {
-                    0 => Vec::new(),
-                    n => region[r.offset as usize..(r.offset + n) as usize].to_vec(),
-                };
-                HostTensor::new(dtype, plan.part_shape(i), bytes)
-            })
-            .collect()
-    }
-
-    /// The region of `plan`'s parts, `total_bytes` long, with each of `parts` at its range
-    /// and zeros between: a concat's inputs to write where [`Inputs::Placed`](crate::Inputs)
-    /// reads them (`queue.write_buffer`). `parts` are the plan's, in order, of one dtype,
-    /// each of its part's shape and of its range's size.
-    ///
-    /// ```
-    /// use wgpu_split::{ops, HostTensor, PartLayout};
-    /// let a = HostTensor::from_slice(&[2, 1], &[1u8, 2])?;
-    /// let b = HostTensor::from_slice(&[2, 2], &[3u8, 4, 5, 6])?;
-    /// let plan = ops::concat(&[a.shape().to_vec(), b.shape().to_vec()], 1)?;
-    /// let layout = PartLayout::packed(&plan, a.dtype())?;
-    /// let region = layout.region_of(&plan, &[a, b])?;
-    /// assert_eq!(region.len(), 20);
-    /// assert_eq!(region[..2], [1, 2]);
-    /// assert_eq!(region[16..], [3, 4, 5, 6]);
-    /// # Ok::<(), wgpu_split::SplitError>(())
-    /// ```
-    pub fn region_of<P: Plan>(&self, plan: &P, parts: &[HostTensor]) -> Result<Vec<u8>> {
-        let geometry = plan.geometry();
-        let (part, _) = P::DIRECTION.names();
-        let dtype = parts.first().map(|t| t.dtype());
-        if let Some(dtype) = dtype {
-            self.check(plan, dtype)?;
-        }
-        if parts.len() != geometry.num_parts() {
-            return Err(SplitError::DataMismatch(format!(
-                "{} tensors for {} {part}s",
-                parts.len(),
-                geometry.num_parts()
-            )));
-        }
-        let mut region = vec![0u8; self.total_bytes as usize];
-        for (i, (t, r)) in parts.iter().zip(&self.ranges).enumerate() {
-            let shape = geometry.part_shape(i);
-            if t.shape() != shape || Some(t.dtype()) != dtype {
-                return Err(SplitError::DataMismatch(format!(
-                    "{part} {i} is {:?} {}, where the plan's is {shape:?} of the first's dtype",
-                    t.shape(),
-                    t.dtype().name()
-                )));
-            }
-            let at = r.offset as usize;
-            region[at..at + t.bytes().len()].copy_from_slice(t.bytes());
-        }
-        Ok(region)
     }
 }

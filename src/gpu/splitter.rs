@@ -18,23 +18,13 @@ use crate::plan::SplitPlan;
 use crate::DType;
 use std::sync::Arc;
 
-/// How the gather maps lanes to units, by device type: the one parameter a device kind sets.
-///
-/// On CPU adapters every invocation carries a fixed cost, so each lane writes a long run of
-/// units ([`GatherMode::Cpu`]), as long as the shader's bound allows. On GPUs consecutive
-/// lanes write consecutive units, 4 steps per lane, so a block pays for one table lookup
-/// ([`GatherMode::Gpu`]). The figures behind each choice are in `docs/performance.md`.
+/// How the gather maps lanes to units, by device type: the one parameter a device kind sets
+/// ([`GatherTuning::of`]: each lane a run on CPU adapters, consecutive lanes on GPUs).
 pub(crate) fn gather_defaults(device_type: wgpu::DeviceType) -> GatherTuning {
-    match device_type {
-        wgpu::DeviceType::Cpu => GatherTuning {
-            mode: GatherMode::Cpu,
-            max_steps_per_lane: MAX_LANE_STEPS,
-        },
-        _ => GatherTuning {
-            mode: GatherMode::Gpu,
-            max_steps_per_lane: 4,
-        },
-    }
+    GatherTuning::of(match device_type {
+        wgpu::DeviceType::Cpu => GatherMode::Cpu,
+        _ => GatherMode::Gpu,
+    })
 }
 
 /// The largest buffer's worth of parts that [`Outputs::Regions`](crate::Outputs) and
@@ -74,6 +64,11 @@ impl RegionsPerDispatch {
     /// `n` is under 5 the gather binds its single output once, as words only: then outputs
     /// are 1 and inputs `(n - 2) / 2`, at least 1.
     pub fn for_limits(limits: &wgpu::Limits) -> Self {
+        Self::of(&device::limits_of(limits))
+    }
+
+    /// [`RegionsPerDispatch::for_limits`] of the core's limits.
+    pub(crate) fn of(limits: &wgsl_split::Limits) -> Self {
         // The most buffers whose build's bindings the stage holds.
         let fits = |inputs, outputs| fits_stage(limits, inputs, outputs, false);
         let most = |max: u32, build: &dyn Fn(u32) -> bool| (2..=max).rev().find(|&n| build(n));
@@ -129,7 +124,7 @@ pub struct GpuSplitter {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: wgpu::AdapterInfo,
-    pub(crate) limits: wgpu::Limits,
+    pub(crate) limits: wgsl_split::Limits,
     pub(crate) gather_tuning: GatherTuning,
     pub(crate) route: RouteChoice,
     pub(crate) gather: GatherPipeline,
@@ -160,17 +155,17 @@ impl GpuSplitter {
     pub async fn new_async(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
         let probe = Arc::new(device::LossProbe::new(&device)?);
         let info = device.adapter_info();
-        let limits = device.limits();
+        let limits = device::limits_of(&device.limits());
         let gather_tuning = gather_defaults(info.device_type);
         let gather = GatherPipeline::new(&device).await?;
         // The gather compiled its single-output build by the rule `for_limits` follows
         // (`builds::single_output`).
-        let allowed = RegionsPerDispatch::for_limits(&limits);
+        let allowed = RegionsPerDispatch::of(&limits);
         Ok(Self {
             device,
             queue,
             info,
-            limits: limits.clone(),
+            limits,
             gather_tuning,
             route: RouteChoice::Auto,
             gather,
@@ -225,7 +220,7 @@ impl GpuSplitter {
         if let Some(units) = options.max_steps_per_lane {
             tuning.max_steps_per_lane = (units as u64).clamp(1, MAX_LANE_STEPS);
         }
-        let allowed = RegionsPerDispatch::for_limits(&self.limits);
+        let allowed = RegionsPerDispatch::of(&self.limits);
         self.gather_tuning = tuning;
         self.route = options.route;
         let (outputs, inputs) = (allowed.outputs, allowed.inputs);

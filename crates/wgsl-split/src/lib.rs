@@ -18,14 +18,24 @@
 //! ```
 
 #![deny(missing_docs)]
+// The internals a driver uses are public but hidden (`#[doc(hidden)]`); their docs, read with
+// `--document-private-items`, link to the private items beside them.
+#![allow(rustdoc::private_intra_doc_links)]
 // docs.rs: each item shows the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(hidden)]
+pub mod direction;
+#[doc(hidden)]
 pub mod dtype;
 #[doc(hidden)]
 pub mod error;
+#[doc(hidden)]
+pub mod gather;
+mod limits;
 pub mod ops;
+#[doc(hidden)]
+pub mod placement;
 #[doc(hidden)]
 pub mod plan;
 pub mod reference;
@@ -36,5 +46,7 @@ pub mod verify;
 
 pub use dtype::DType;
 pub use error::{Result, SplitError};
+pub use limits::Limits;
+pub use placement::{PartLayout, PartRange};
 pub use plan::{CacheLayout, ConcatPlan, PagedKvPlan, PartView, RowsPlan, RowsStatus, SplitPlan};
 pub use tensor::{Element, HostTensor, IntTensor};

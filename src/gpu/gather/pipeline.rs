@@ -12,7 +12,7 @@ use super::dispatches::Dispatch;
 use crate::error::Result;
 #[cfg(feature = "bench")]
 use crate::gpu::device::scoped;
-use crate::gpu::device::scoped_async;
+use crate::gpu::device::{limits_of, scoped_async};
 use crate::gpu::direction::Direction;
 use std::sync::{Arc, OnceLock};
 
@@ -75,7 +75,7 @@ impl GatherPipeline {
     /// ([`OutputBindings::Units`] of 1), in ranges that do not overlap, as WebGPU asks. A
     /// device error becomes [`SplitError::Device`](crate::SplitError::Device).
     pub async fn new(device: &wgpu::Device) -> Result<Self> {
-        let outputs = single_output(&device.limits());
+        let outputs = single_output(&limits_of(&device.limits()));
         Self::with_bindings(device, InputBindings::ONE, outputs, None).await
     }
 
@@ -107,7 +107,7 @@ impl GatherPipeline {
     /// ([`GatherPipeline::bind_indexed`]). A device whose shader
     /// stage holds fewer storage buffers is [`SplitError::TooLarge`](crate::SplitError).
     pub async fn indexed(device: &wgpu::Device, stores: ScatterStores) -> Result<Self> {
-        let limits = device.limits();
+        let limits = limits_of(&device.limits());
         let (inputs, outputs) = (InputBindings::ONE, single_output(&limits));
         if !super::builds::fits_stage(&limits, inputs, outputs, true) {
             return Err(crate::SplitError::TooLarge(format!(

@@ -5,6 +5,7 @@
 
 use super::GatherPipeline;
 use crate::error::{Result, SplitError};
+use crate::gpu::device::limits_of;
 use crate::gpu::device::scoped_async;
 use crate::gpu::gather::abi::{ProgramKey, UNIT_BYTES};
 use crate::gpu::gather::blocks::grid;
@@ -229,7 +230,7 @@ impl GatherPipeline {
                 bindings.0, bindings.1
             )));
         }
-        let limits = device.limits();
+        let limits = limits_of(&device.limits());
         let bind = |(dispatch, table): (&Dispatch, _)| {
             let (bind_group, resources) =
                 self.bind_group(device, dispatch, table, inputs, outputs, index);

@@ -19,13 +19,31 @@ pub enum GatherMode {
 }
 
 /// How the host spreads a split over the gather's lanes: the one choice it makes per adapter
-/// ([`crate::gpu::splitter::gather_defaults`]).
+/// ([`GatherTuning::of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GatherTuning {
     /// How lanes map to units.
     pub mode: GatherMode,
     /// The most steps one lane takes in a block (`Params::steps_per_lane`).
     pub max_steps_per_lane: u64,
+}
+
+impl GatherTuning {
+    /// The defaults of a device whose lanes map as `mode` does. On CPU adapters every
+    /// invocation carries a fixed cost, so each lane writes a long run of units, as long as
+    /// the shader's bound allows ([`MAX_LANE_STEPS`](super::MAX_LANE_STEPS)). On GPUs
+    /// consecutive lanes write consecutive units, 4 steps per lane, so a block pays for one
+    /// table lookup. The figures behind each choice are in `docs/performance.md`.
+    pub fn of(mode: GatherMode) -> GatherTuning {
+        let max_steps_per_lane = match mode {
+            GatherMode::Cpu => super::MAX_LANE_STEPS,
+            GatherMode::Gpu => 4,
+        };
+        GatherTuning {
+            mode,
+            max_steps_per_lane,
+        }
+    }
 }
 
 impl GatherMode {

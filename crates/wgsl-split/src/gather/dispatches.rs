@@ -8,7 +8,7 @@ use super::abi::{
 use super::blocks::{split_table, SplitTable};
 pub use super::modes::GatherTuning;
 use crate::error::{Result, SplitError};
-use crate::gpu::placement::PartLayout;
+use crate::placement::PartLayout;
 use crate::plan::bytes::{ByteRows, OutputRows, RowKind};
 
 /// Most dispatches one split is cut into (each has its own table and bind group).
@@ -58,7 +58,6 @@ impl Dispatch {
     }
 
     /// A split's entries (none for a concat's join).
-    #[cfg(any(test, feature = "fuzzing"))]
     pub fn entries(&self) -> &[Entry] {
         match &self.table {
             Table::Split(entries) => entries,

@@ -2,17 +2,17 @@
 
 use super::*;
 use crate::error::SplitError;
-use crate::gpu::gather::abi::EntryPoint;
+use crate::gather::abi::EntryPoint;
+use crate::gather::GatherMode;
 use crate::plan::SplitPlan;
-use crate::GatherMode;
 use crate::{ops, DType, IntTensor};
 
 /// A window larger than any test's.
-pub(in crate::gpu::gather) const BIG: u64 = 1 << 27;
+pub(in crate::gather) const BIG: u64 = 1 << 27;
 
 /// The dispatches of `plan` for `dtype`, its outputs aligned to `align`, in `mode` with up
 /// to `units` units per lane, windows of at most `window` bytes.
-pub(in crate::gpu::gather) fn dispatches(
+pub(in crate::gather) fn dispatches(
     plan: &SplitPlan,
     dtype: DType,
     align: u64,

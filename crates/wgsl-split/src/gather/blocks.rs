@@ -142,7 +142,7 @@ fn number_blocks(entries: &mut [Entry], program: ProgramKey, steps: u64) -> Para
 
 /// The dispatch grid for `groups` workgroups (blocks): as wide as the device allows, then folded into rows (the
 /// shaders rebuild the flat index).
-pub fn grid(limits: &wgpu::Limits, groups: u64) -> Result<(u32, u32)> {
+pub fn grid(limits: &crate::Limits, groups: u64) -> Result<(u32, u32)> {
     let max = limits.max_compute_workgroups_per_dimension as u64;
     let x = groups.min(max);
     let y = groups.div_ceil(x.max(1));

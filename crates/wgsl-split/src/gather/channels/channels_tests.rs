@@ -1,9 +1,9 @@
 //! Which splits take the channels, and how their lanes take groups, through whole splits' dispatches.
 
 use super::*;
-use crate::gpu::gather::abi::{EntryPoint, ProgramKey};
-use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
-use crate::gpu::gather::GatherMode;
+use crate::gather::abi::{EntryPoint, ProgramKey};
+use crate::gather::dispatches::tests::{dispatches, BIG};
+use crate::gather::GatherMode;
 use crate::{ops, DType, IntTensor};
 
 /// The program and header of the first dispatch of a variadic split of `shape` along its

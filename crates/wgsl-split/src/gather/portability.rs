@@ -19,15 +19,15 @@ fn parse(name: &str, source: &str) -> (naga::Module, ModuleInfo) {
 type Constants = naga::back::PipelineConstants;
 
 /// The gather's override constants of a build in the lane mapping of runs (`runs`) or not
-/// (those of each [`ProgramKey`](crate::gpu::gather::abi::ProgramKey) its pipelines take).
+/// (those of each [`ProgramKey`](crate::gather::abi::ProgramKey) its pipelines take).
 fn gather_constants(runs: bool) -> Vec<Constants> {
-    let channels = crate::gpu::gather::abi::Channels::of(3, 1, 3);
-    let wide = crate::gpu::gather::abi::Channels::of(32, 4, 8);
+    let channels = crate::gather::abi::Channels::of(3, 1, 3);
+    let wide = crate::gather::abi::Channels::of(32, 4, 8);
     [(runs, None), (runs, channels), (runs, wide)]
         .into_iter()
         .map(|(lanes_in_runs, channels)| {
-            let key = crate::gpu::gather::abi::ProgramKey {
-                entry: crate::gpu::gather::abi::EntryPoint::Rows,
+            let key = crate::gather::abi::ProgramKey {
+                entry: crate::gather::abi::EntryPoint::Rows,
                 lanes_in_runs,
                 channels,
             };
@@ -117,22 +117,22 @@ fn translate_resolved(name: &str, module: &naga::Module, info: &ModuleInfo, entr
 
 /// Every entry point of the gather shader.
 fn gather_entries() -> Vec<&'static str> {
-    crate::gpu::gather::abi::EntryPoint::STAMPED
+    crate::gather::abi::EntryPoint::STAMPED
         .map(|(name, _)| name)
         .to_vec()
 }
 
 #[test]
 fn split_shader_compiles_for_every_backend() {
-    use crate::gpu::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
-    use crate::gpu::gather::builds::{Bodies, GatherSource, Hook, InputBindings, OutputBindings};
+    use crate::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
+    use crate::gather::builds::{Bodies, GatherSource, Hook, InputBindings, OutputBindings};
     let one = InputBindings::ONE;
     let many = InputBindings(MAX_SRC_BINDINGS);
     // Every build: the outputs bound each way (the multi-output build at its most bindings),
     // the multi-input build with each single output, and the trace build, whose hook records;
     // each of the channels' bodies; the indexed build (rows placed by indices) with each
     // single output.
-    use crate::gpu::gather::builds::ScatterStores;
+    use crate::gather::builds::ScatterStores;
     let indexed = [
         (OutputBindings::Units(1), ScatterStores::Units),
         (OutputBindings::Units(1), ScatterStores::Words),
@@ -172,7 +172,7 @@ fn split_shader_compiles_for_every_backend() {
 
 #[test]
 fn bench_copy_shader_compiles_for_every_backend() {
-    use crate::gpu::gather::builds::{copy_kernel_source, Hook};
+    use crate::gather::builds::{copy_kernel_source, Hook};
     for hook in [Hook::Silent, Hook::Recording] {
         let source = copy_kernel_source(hook);
         translate_everywhere(
@@ -188,10 +188,7 @@ fn bench_copy_shader_compiles_for_every_backend() {
 fn split_shader_uses_five_bindings_in_group_0() {
     // The host's bind group layout (table, source, vec4 source, destination as units and as
     // words).
-    let (module, _) = parse(
-        "split_gather.wgsl",
-        crate::gpu::gather::builds::shader_source(),
-    );
+    let (module, _) = parse("split_gather.wgsl", crate::gather::builds::shader_source());
     let mut bindings: Vec<u32> = module
         .global_variables
         .iter()

@@ -23,7 +23,7 @@ use super::modes::GatherTuning;
 use super::picker::{join_program, join_takes_split_rows, join_walks, lanes_in_runs};
 use super::runs::{lane_steps, max_steps};
 use crate::error::{Result, SplitError};
-use crate::gpu::placement::PartLayout;
+use crate::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
 
 /// One part a dispatch writes.
@@ -316,7 +316,6 @@ impl Band {
 
     /// The output unit of the dispatch's unit `v`, whether or not it lies in the band, and
     /// the band's first and end byte in its row.
-    #[cfg(any(test, feature = "fuzzing"))]
     fn place(&self, stride: u64, v: u64) -> (u64, u64, u64) {
         let start = (v / self.units_per_row) * stride + self.first;
         let u = start / UNIT_BYTES + v % self.units_per_row;
@@ -325,7 +324,6 @@ impl Band {
 
     /// The output unit of the dispatch's unit `v`, None where that lies past its row's band:
     /// the shader's `join_unit_at`, for the planner's checks.
-    #[cfg(any(test, feature = "fuzzing"))]
     pub fn unit(&self, stride: u64, v: u64) -> Option<u64> {
         let (u, _, end) = self.place(stride, v);
         (u * UNIT_BYTES < end).then_some(u)

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 /// Entries a dispatch's table holds within one storage binding of `limits` (its header
 /// first, then 44 bytes an entry): how many blocks of runs the views of one dispatch may
 /// lower to.
-pub fn table_room(limits: &wgpu::Limits) -> u64 {
+pub fn table_room(limits: &crate::Limits) -> u64 {
     let entry = std::mem::size_of::<Entry>() as u64;
     limits
         .max_storage_buffer_binding_size

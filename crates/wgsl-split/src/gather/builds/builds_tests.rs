@@ -2,7 +2,7 @@
 //! trace build.
 
 use super::*;
-use crate::gpu::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
+use crate::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
 
 fn module(source: &str) -> naga::Module {
     let module = naga::front::wgsl::parse_str(source).expect("the build parses");

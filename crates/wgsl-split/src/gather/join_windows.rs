@@ -217,10 +217,11 @@ impl Windowed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::gather::joins::join_parts;
-    use crate::gpu::placement::PartLayout;
+    use crate::gather::joins::join_parts;
+    use crate::gather::GatherMode;
+    use crate::placement::PartLayout;
     use crate::plan::SplitPlan;
-    use crate::{ops, DType, GatherMode, IntTensor};
+    use crate::{ops, DType, IntTensor};
 
     fn tuning(mode: GatherMode) -> GatherTuning {
         GatherTuning {
@@ -273,7 +274,7 @@ mod tests {
     fn the_suites_cases_take_the_programs_the_gpu_evidence_chose() {
         // `docs/performance.md`, "The GPU programs rebuilt on the H200's evidence": the bench
         // cases packed in one region, planned for a GPU (4 units a lane).
-        use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
+        use crate::gather::dispatches::tests::{dispatches, BIG};
         let program = |d: &[Dispatch]| {
             let names: Vec<String> = d.iter().map(|d| d.program.to_string()).collect();
             names.join(", ")

@@ -1,5 +1,5 @@
 use super::*;
-use crate::gpu::gather::modes::GatherMode;
+use crate::gather::modes::GatherMode;
 use crate::plan::views::{part_runs, Access};
 use crate::{ops, IntTensor, PartView};
 
@@ -55,9 +55,9 @@ fn a_view_past_its_tables_room_is_refused_by_name() {
 fn a_table_takes_its_header_then_40_bytes_a_block() {
     // 128 MiB, WebGPU's default binding.
     assert_eq!(ROOM, ((128 << 20) - HEADER_BYTES) / 40);
-    let tiny = wgpu::Limits {
+    let tiny = crate::Limits {
         max_storage_buffer_binding_size: HEADER_BYTES - 1,
-        ..wgpu::Limits::default()
+        ..crate::Limits::default()
     };
     assert_eq!(table_room(&tiny), 0);
 }

@@ -192,7 +192,7 @@ fn trace_skip(kind: u32) {
 
 /// The benchmark's copy kernel, `shaders/bench_copy_vec4.wgsl`, without its hook.
 #[cfg(feature = "bench")]
-const COPY_WGSL: &str = include_str!("../../../shaders/bench_copy_vec4.wgsl");
+const COPY_WGSL: &str = include_str!("../../shaders/bench_copy_vec4.wgsl");
 
 /// The rows placed by indices in a build without them ([`Slot::Indices`], [`Slot::Status`],
 /// [`Slot::OutputScatter`]): none, as no indexed entry is bound to it (`GatherPipeline::bind`).

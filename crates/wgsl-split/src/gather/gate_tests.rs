@@ -4,13 +4,14 @@
 
 use super::*;
 use crate::error::SplitError;
-use crate::gpu::gather::abi::ProgramKey;
-use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
-use crate::gpu::gather::dispatches::{Dispatch, GatherTuning};
-use crate::gpu::gather::{join_dispatch, join_parts};
-use crate::gpu::placement::PartLayout;
+use crate::gather::abi::ProgramKey;
+use crate::gather::dispatches::tests::{dispatches, BIG};
+use crate::gather::dispatches::{Dispatch, GatherTuning};
+use crate::gather::GatherMode;
+use crate::gather::{join_dispatch, join_parts};
+use crate::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
-use crate::{ops, DType, GatherMode, IntTensor};
+use crate::{ops, DType, IntTensor};
 
 /// A split's dispatch in `mode`: `[64, 12]` split into 3 on axis 1, of `dtype`.
 fn split(dtype: DType, mode: GatherMode) -> Dispatch {
@@ -74,18 +75,18 @@ fn indexed(mode: GatherMode) -> Dispatch {
         mode,
         max_steps_per_lane: 4,
     };
-    let rule = crate::gpu::gather::IndexRule {
+    let rule = crate::gather::IndexRule {
         words: 2,
         negative: 1,
     };
-    crate::gpu::gather::gather_dispatch(rows, rule, BIG, tuning)
+    crate::gather::gather_dispatch(rows, rule, BIG, tuning)
         .unwrap()
         .unwrap()
 }
 
 /// A scatter in `mode`: 6 tokens of 3 heads of 10 bytes each into 40 slots of blocks of 8.
 fn scattered(mode: GatherMode) -> Dispatch {
-    use crate::gpu::gather::{IndexRule, ScatterJob, ScatterRows};
+    use crate::gather::{IndexRule, ScatterJob, ScatterRows};
     let part = ScatterRows {
         src_offset: 4,
         src_stride: 64,
@@ -114,7 +115,7 @@ fn scattered(mode: GatherMode) -> Dispatch {
         mode,
         max_steps_per_lane: 4,
     };
-    crate::gpu::gather::scatter_dispatch(&job, BIG, tuning)
+    crate::gather::scatter_dispatch(&job, BIG, tuning)
         .unwrap()
         .unwrap()
 }
@@ -170,7 +171,7 @@ fn break_it(rule: Precondition) {
                 }
             });
             refused(rule, indexed(gpu), |d| {
-                d.program.channels = crate::gpu::gather::abi::Channels::of(3, 1, 3)
+                d.program.channels = crate::gather::abi::Channels::of(3, 1, 3)
             });
             refused(rule, indexed(cpu), |d| d.program.entry = EntryPoint::Join);
         }

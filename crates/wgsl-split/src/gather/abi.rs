@@ -4,37 +4,36 @@
 //! two cannot drift apart silently.
 
 /// `shaders/split_gather_table.wgsl`: the table and its readers, one per record type.
-pub const TABLE_WGSL: &str = include_str!("../../../shaders/split_gather_table.wgsl");
+pub const TABLE_WGSL: &str = include_str!("../../shaders/split_gather_table.wgsl");
 
 /// `shaders/split_gather.wgsl`: the access functions and the word assembly.
 /// [`super::builds::GatherSource`] assembles the builds from it.
-pub const GATHER_WGSL: &str = include_str!("../../../shaders/split_gather.wgsl");
+pub const GATHER_WGSL: &str = include_str!("../../shaders/split_gather.wgsl");
 
 /// `shaders/split_gather_schedules.wgsl`: the schedules' code.
-pub const SCHEDULES_WGSL: &str = include_str!("../../../shaders/split_gather_schedules.wgsl");
+pub const SCHEDULES_WGSL: &str = include_str!("../../shaders/split_gather_schedules.wgsl");
 
 /// `shaders/split_gather_narrow.wgsl`: rows shorter than a unit walked (a split's and a
 /// concat's), and the lanes' spans.
-pub const NARROW_WGSL: &str = include_str!("../../../shaders/split_gather_narrow.wgsl");
+pub const NARROW_WGSL: &str = include_str!("../../shaders/split_gather_narrow.wgsl");
 
 /// `shaders/split_gather_channels.wgsl`: the channels, split and joined, in the builds that
 /// hold their bodies.
-pub const CHANNELS_WGSL: &str = include_str!("../../../shaders/split_gather_channels.wgsl");
+pub const CHANNELS_WGSL: &str = include_str!("../../shaders/split_gather_channels.wgsl");
 
 /// `shaders/split_gather_indexed.wgsl`: rows placed by indices, in the indexed build.
-pub const INDEXED_WGSL: &str = include_str!("../../../shaders/split_gather_indexed.wgsl");
+pub const INDEXED_WGSL: &str = include_str!("../../shaders/split_gather_indexed.wgsl");
 
 /// `shaders/split_gather_scatter_words.wgsl`: scattered chunks stored as words, in the
 /// indexed builds whose rows are not of whole vec4s.
-pub const SCATTER_WORDS_WGSL: &str =
-    include_str!("../../../shaders/split_gather_scatter_words.wgsl");
+pub const SCATTER_WORDS_WGSL: &str = include_str!("../../shaders/split_gather_scatter_words.wgsl");
 
 /// `shaders/split_gather_join.wgsl`: the concat's program ([`EntryPoint::Join`]).
-pub const JOIN_WGSL: &str = include_str!("../../../shaders/split_gather_join.wgsl");
+pub const JOIN_WGSL: &str = include_str!("../../shaders/split_gather_join.wgsl");
 
 /// `shaders/split_gather_join_runs.wgsl`: the join's units in either lane mapping (a run of
 /// units a lane on CPU adapters, consecutive lanes on consecutive units on GPUs).
-pub const JOIN_RUNS_WGSL: &str = include_str!("../../../shaders/split_gather_join_runs.wgsl");
+pub const JOIN_RUNS_WGSL: &str = include_str!("../../shaders/split_gather_join_runs.wgsl");
 
 /// Invocations per workgroup where consecutive lanes take consecutive units (the shader's
 /// `WORKGROUP_SIZE` without `LANES_IN_RUNS`, its default).
@@ -280,7 +279,7 @@ impl Entry {
 pub use crate::plan::bytes::binding_bytes;
 
 /// The largest window a device allows the shader: its binding limit, at most [`MAX_WINDOW`].
-pub fn window_limit(limits: &wgpu::Limits) -> u64 {
+pub fn window_limit(limits: &crate::Limits) -> u64 {
     limits.max_storage_buffer_binding_size.min(MAX_WINDOW)
 }
 

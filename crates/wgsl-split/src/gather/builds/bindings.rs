@@ -3,7 +3,7 @@
 //! binding lies is [`super::slots()`]'s.
 
 use crate::error::{Result, SplitError};
-use crate::gpu::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS, UNIT_BYTES};
+use crate::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS, UNIT_BYTES};
 
 /// How a build binds the inputs, from binding 1 of group 0: this many input buffers (1 to
 /// [`MAX_SRC_BINDINGS`]), each as words (`src{j}` at binding 1 + j), then each as vec4s

@@ -124,7 +124,7 @@ pub fn slots(
 /// Whether a shader stage of `limits` holds every binding of the build of `inputs` and
 /// `outputs`, `indexed` or not (the trace's aside).
 pub fn fits_stage(
-    limits: &wgpu::Limits,
+    limits: &crate::Limits,
     inputs: InputBindings,
     outputs: OutputBindings,
     indexed: bool,
@@ -136,7 +136,7 @@ pub fn fits_stage(
 
 /// The single-output build a device of `limits` takes: each output window's units and tail,
 /// where its stage holds them with one input; else the window once, as words.
-pub fn single_output(limits: &wgpu::Limits) -> OutputBindings {
+pub fn single_output(limits: &crate::Limits) -> OutputBindings {
     match fits_stage(limits, InputBindings::ONE, OutputBindings::Units(1), false) {
         true => OutputBindings::Units(1),
         false => OutputBindings::WordsOnly,

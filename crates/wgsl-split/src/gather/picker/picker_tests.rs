@@ -1,14 +1,15 @@
 //! Every program key is some dispatch's: the picker reaches each of them, on one kind of
 //! device or the other.
 
-use crate::gpu::gather::abi::{Channels, EntryPoint, ProgramKey};
-use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
-use crate::gpu::gather::joins::join_parts;
-use crate::gpu::gather::{plan_joins, GatherTuning};
-use crate::gpu::placement::PartLayout;
+use crate::gather::abi::{Channels, EntryPoint, ProgramKey};
+use crate::gather::dispatches::tests::{dispatches, BIG};
+use crate::gather::joins::join_parts;
+use crate::gather::GatherMode;
+use crate::gather::{plan_joins, GatherTuning};
+use crate::placement::PartLayout;
 use crate::plan::bytes::ByteRows;
 use crate::plan::SplitPlan;
-use crate::{ops, DType, GatherMode, IntTensor};
+use crate::{ops, DType, IntTensor};
 use std::collections::BTreeMap;
 
 /// `shape` of `dtype` cut into `lengths` on its last axis.

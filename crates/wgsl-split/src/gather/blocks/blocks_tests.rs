@@ -1,12 +1,12 @@
 //! How entries are numbered into blocks and lanes, checked through whole splits' dispatches.
 
 use super::*;
-use crate::gpu::gather::abi::{Channels, EntryPoint};
-use crate::gpu::gather::dispatches::plan_dispatches;
-use crate::gpu::gather::dispatches::tests::{dispatches, BIG};
-use crate::gpu::gather::runs::{MAX_LANE_STEPS, MIN_RUN_UNITS};
-use crate::gpu::gather::GatherMode;
-use crate::gpu::placement::PartLayout;
+use crate::gather::abi::{Channels, EntryPoint};
+use crate::gather::dispatches::plan_dispatches;
+use crate::gather::dispatches::tests::{dispatches, BIG};
+use crate::gather::runs::{MAX_LANE_STEPS, MIN_RUN_UNITS};
+use crate::gather::GatherMode;
+use crate::placement::PartLayout;
 use crate::{ops, DType, IntTensor};
 
 /// The header of the runs' dispatch of a split of `shape` along axis 1 into `parts`.
@@ -132,9 +132,9 @@ fn a_lanes_loop_turns_stay_within_llvmpipes_limit() {
 
 #[test]
 fn grids_fold_into_rows_within_the_limit() {
-    let limits = wgpu::Limits {
+    let limits = crate::Limits {
         max_compute_workgroups_per_dimension: 100,
-        ..wgpu::Limits::default()
+        ..crate::Limits::default()
     };
     assert_eq!(grid(&limits, 7).unwrap(), (7, 1));
     assert_eq!(grid(&limits, 250).unwrap(), (100, 3));

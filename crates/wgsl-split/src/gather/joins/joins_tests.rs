@@ -1,13 +1,13 @@
 //! The concat's dispatch: its header and segments.
 
 use super::*;
-use crate::gpu::gather::abi::EntryPoint;
-use crate::gpu::splitter::gather_defaults;
+use crate::gather::abi::EntryPoint;
+
+use crate::gather::GatherMode;
 use crate::ops;
-use crate::GatherMode;
 
 fn gpu() -> GatherTuning {
-    gather_defaults(wgpu::DeviceType::DiscreteGpu)
+    GatherTuning::of(GatherMode::Gpu)
 }
 
 fn table(d: &Dispatch) -> &JoinTable {
@@ -135,7 +135,7 @@ fn aligned_parts_take_the_splits_rows() {
         (d.program.entry, d.program.lanes_in_runs),
         (EntryPoint::RowsVec4, false)
     );
-    let cpu = gather_defaults(wgpu::DeviceType::Cpu);
+    let cpu = GatherTuning::of(GatherMode::Cpu);
     let d = join_dispatch(&bytes, &parts, &[64 << 17], cpu, 1 << 27).unwrap();
     assert_eq!(
         (d.program.entry, d.program.lanes_in_runs),
@@ -195,7 +195,7 @@ fn parts_of_short_rows_side_by_side_take_one_segment() {
 
 #[test]
 fn parts_of_whole_words_side_by_side_are_walked() {
-    use crate::gpu::gather::abi::Channels;
+    use crate::gather::abi::Channels;
     let cpu = GatherTuning {
         mode: GatherMode::Cpu,
         ..gpu()

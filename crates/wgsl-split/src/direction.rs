@@ -10,7 +10,8 @@ pub enum Direction {
 
 impl Direction {
     /// The operation, as messages name it.
-    pub(crate) fn op(self) -> &'static str {
+    #[doc(hidden)]
+    pub fn op(self) -> &'static str {
         match self {
             Direction::Split => "split",
             Direction::Concat => "concat",
@@ -18,7 +19,8 @@ impl Direction {
     }
 
     /// What messages call a part (a split's output, a concat's input) and the whole tensor.
-    pub(crate) fn names(self) -> (&'static str, &'static str) {
+    #[doc(hidden)]
+    pub fn names(self) -> (&'static str, &'static str) {
         match self {
             Direction::Split => ("output", "input"),
             Direction::Concat => ("input", "output"),
@@ -27,7 +29,8 @@ impl Direction {
 
     /// The whole tensor's and the parts' `(whole, parts)` in the order the bytes move (read,
     /// then written), and back: as given for a split, swapped for a concat.
-    pub(crate) fn in_order<T>(self, whole: T, parts: T) -> (T, T) {
+    #[doc(hidden)]
+    pub fn in_order<T>(self, whole: T, parts: T) -> (T, T) {
         match self {
             Direction::Split => (whole, parts),
             Direction::Concat => (parts, whole),
