@@ -16,6 +16,8 @@
 #[doc(hidden)]
 pub mod abi;
 #[doc(hidden)]
+pub mod binds;
+#[doc(hidden)]
 pub mod blocks;
 #[doc(hidden)]
 pub mod builds;

@@ -3,8 +3,9 @@
 //! dispatches to the caller's buffers and records them.
 
 use super::abi::{ProgramKey, UNIT_BYTES};
+use super::binds::write_stand_in_bytes;
 use super::builds::{
-    single_output, slots, Bodies, GatherSource, Hook, InputBindings, OutputBindings, ScatterStores,
+    single_output, Bodies, Build, GatherSource, Hook, InputBindings, OutputBindings, ScatterStores,
     Slot,
 };
 #[cfg(feature = "bench")]
@@ -43,16 +44,12 @@ pub struct GatherPipeline {
     /// [`GatherPipeline::with_trace`] (`bench` feature).
     #[cfg(feature = "bench")]
     trace: Option<wgpu::Buffer>,
-    /// Its bindings, in order ([`slots`]): what the layout and every bind group follow.
+    /// Its bindings, in order ([`Build::slots`]): what the layout and every bind group follow.
     slots: Vec<Slot>,
-    /// Input buffers it binds (1, or more in the multi-input build) and output buffers (1, or
-    /// more in the multi-output build).
-    inputs: InputBindings,
-    outputs: OutputBindings,
-    /// The build of a node through views in this direction binds its parts' windows (a
-    /// split's outputs, a concat's inputs) at dynamic offsets, which move without a new bind
-    /// group; `None`: every window is bound where it lies.
-    moving: Option<Direction>,
+    /// What it binds: its inputs and outputs, the indexed rows' bindings, the side whose
+    /// windows move (a node through views binds its parts' windows at dynamic offsets, which
+    /// move without a new bind group).
+    build: Build,
     /// The device's storage offset alignment, which places an output window's tail.
     offset_align: u64,
     /// Bound in place of empty views: a 16-byte buffer for an input's vec4s, and a slot per
@@ -90,15 +87,13 @@ impl GatherPipeline {
         outputs: OutputBindings,
         moving: Option<Direction>,
     ) -> Result<Self> {
-        let source = GatherSource::new(inputs, outputs, Hook::Silent, None)?;
+        let build = Build::plain(inputs, outputs, moving);
+        let source = build.source()?;
         let what = format!(
             "compiling the split pipeline (input buffers: {}, outputs: {outputs:?})",
             inputs.count()
         );
-        scoped_async(device, &what, || {
-            Self::build(device, source, false, inputs, outputs, moving)
-        })
-        .await
+        scoped_async(device, &what, || Self::build(device, source, build)).await
     }
 
     /// Compiles the indexed build: one input and this device's single output, with the
@@ -109,17 +104,21 @@ impl GatherPipeline {
     pub async fn indexed(device: &wgpu::Device, stores: ScatterStores) -> Result<Self> {
         let limits = limits_of(&device.limits());
         let (inputs, outputs) = (InputBindings::ONE, single_output(&limits));
+        let build = Build {
+            indexed: Some(stores),
+            ..Build::plain(inputs, outputs, None)
+        };
         if !super::builds::fits_stage(&limits, inputs, outputs, true) {
             return Err(crate::SplitError::TooLarge(format!(
                 "rows placed by indices bind {} storage buffers in a shader stage; this device \
                  allows {}",
-                slots(inputs, outputs, Some(stores), false).len(),
+                build.slots().len(),
                 limits.max_storage_buffers_per_shader_stage
             )));
         }
-        let source = GatherSource::new(inputs, outputs, Hook::Silent, Some(stores))?;
+        let source = build.source()?;
         scoped_async(device, "compiling the indexed rows' pipeline", || {
-            Self::build(device, source, false, inputs, outputs, None)
+            Self::build(device, source, build)
         })
         .await
     }
@@ -140,10 +139,13 @@ impl GatherPipeline {
     /// [`GatherPipeline::with_trace`] gives it. For the memory trace (`bench` feature).
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
-        let (inputs, outputs) = (InputBindings::ONE, OutputBindings::Units(1));
-        let source = GatherSource::new(inputs, outputs, Hook::Recording, None)?;
+        let build = Build {
+            hook: Hook::Recording,
+            ..Build::plain(InputBindings::ONE, OutputBindings::Units(1), None)
+        };
+        let source = build.source()?;
         scoped(device, "compiling the traced split pipeline", || {
-            Self::build(device, source, true, inputs, outputs, None)
+            Self::build(device, source, build)
         })
     }
 
@@ -158,33 +160,25 @@ impl GatherPipeline {
 
     /// Whether this pipeline binds each output once, as words (the words-only build).
     pub fn words_only(&self) -> bool {
-        self.outputs == OutputBindings::WordsOnly
+        self.build.outputs == OutputBindings::WordsOnly
     }
 
-    fn build(
-        device: &wgpu::Device,
-        source: GatherSource,
-        traced: bool,
-        inputs: InputBindings,
-        outputs: OutputBindings,
-        moving: Option<Direction>,
-    ) -> Self {
-        let (dst_bindings, _) = outputs.count_and_views();
+    fn build(device: &wgpu::Device, source: GatherSource, build: Build) -> Self {
+        let (dst_bindings, _) = build.outputs.count_and_views();
         let modules: [OnceLock<wgpu::ShaderModule>; 6] = Default::default();
         let none = module_index(Bodies::None, false);
         let _ = modules[none].set(gather_module(device, &source.with(Bodies::None, false)));
-        let indexed = source.indexed;
-        let slots = slots(inputs, outputs, indexed, traced);
+        let slots = build.slots();
         let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..)
-            .zip(&slots)
-            .map(|(binding, &slot)| wgpu::BindGroupLayoutEntry {
+            .zip(build.layout())
+            .map(|(binding, entry)| wgpu::BindGroupLayoutEntry {
                 binding,
                 visibility: wgpu::ShaderStages::COMPUTE,
                 ty: wgpu::BindingType::Buffer {
                     ty: wgpu::BufferBindingType::Storage {
-                        read_only: !slot.writable(),
+                        read_only: entry.read_only,
                     },
-                    has_dynamic_offset: moves(moving, slot),
+                    has_dynamic_offset: entry.dynamic,
                     min_binding_size: None,
                 },
                 count: None,
@@ -208,7 +202,7 @@ impl GatherPipeline {
                 mapped_at_creation: false,
             })
         };
-        let stand_in_slots = 2 * dst_bindings as u64 * offset_align.max(UNIT_BYTES);
+        let stand_in_slots = write_stand_in_bytes(dst_bindings, offset_align);
         Self {
             source: Arc::new(source),
             modules: Arc::new(modules),
@@ -218,12 +212,11 @@ impl GatherPipeline {
             #[cfg(feature = "bench")]
             trace: None,
             slots,
-            inputs,
-            outputs,
-            moving,
+            build,
             offset_align,
             stand_ins: [stand_in(UNIT_BYTES), stand_in(stand_in_slots)],
-            indexed_stand_ins: indexed
+            indexed_stand_ins: build
+                .indexed
                 .map(|_| Arc::new([stand_in(UNIT_BYTES), stand_in(UNIT_BYTES)])),
             cache: None,
         }
@@ -286,16 +279,6 @@ impl GatherPipeline {
 /// The place of the module with `bodies` in the lane mapping of runs (`runs`) or not.
 fn module_index(bodies: Bodies, runs: bool) -> usize {
     2 * bodies as usize + usize::from(runs)
-}
-
-/// Whether `slot` takes a dynamic offset in a build that moves the windows of `moving`'s
-/// parts (a node through views: a split's outputs, a concat's inputs).
-fn moves(moving: Option<Direction>, slot: Slot) -> bool {
-    match moving {
-        Some(Direction::Concat) => slot.input(),
-        Some(Direction::Split) => slot.output(),
-        None => false,
-    }
 }
 
 /// The gather's shader module. Natively it is trusted: compiled without loop bounding and

@@ -22,7 +22,9 @@ use slot::records_declaration;
 pub use slot::{fits_stage, single_output, slots, ScatterStores, Slot};
 
 mod bindings;
+mod build;
 mod slot;
+pub use build::{Build, LayoutEntry};
 
 /// The trace hook every global access calls: `trace(kind, address, size)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,9 +7,9 @@ use super::GatherPipeline;
 use crate::error::{Result, SplitError};
 use crate::gpu::device::limits_of;
 use crate::gpu::device::scoped_async;
-use crate::gpu::gather::abi::{ProgramKey, UNIT_BYTES};
+use crate::gpu::gather::abi::ProgramKey;
+use crate::gpu::gather::binds::{binds, Binds, IndexSides, Role, Sides, StandIn};
 use crate::gpu::gather::blocks::grid;
-use crate::gpu::gather::builds::{tail_start, Slot};
 use crate::gpu::gather::dispatches::Dispatch;
 use crate::gpu::placement::BufferRegion;
 use std::num::NonZeroU64;
@@ -33,16 +33,31 @@ impl<'a> Windows<'a> {
         }
     }
 
-    /// Buffer, offset and size of each binding; a dispatch's own window is `offset .. offset
-    /// + size` of the region.
-    fn bound(&self, offset: u64, size: u64) -> Vec<(&'a wgpu::Buffer, u64, u64)> {
+    /// The buffer of window `k`.
+    fn buffer(&self, k: u32) -> &'a wgpu::Buffer {
         match *self {
-            Windows::Region(region) => vec![(region.buffer, region.offset + offset, size)],
-            Windows::PerBinding(windows) => windows
-                .iter()
-                .map(|(region, size)| (region.buffer, region.offset, *size))
-                .collect(),
+            Windows::Region(region) => region.buffer,
+            Windows::PerBinding(windows) => windows[k as usize].0.buffer,
         }
+    }
+
+    /// Their offsets and sizes, as the core binds them.
+    fn sides(&self) -> (u64, Vec<(u64, u64)>) {
+        match *self {
+            Windows::Region(region) => (region.offset, Vec::new()),
+            Windows::PerBinding(windows) => {
+                let list = windows.iter().map(|(r, size)| (r.offset, *size)).collect();
+                (0, list)
+            }
+        }
+    }
+}
+
+/// `windows`' sides from [`Windows::sides`].
+fn sides<'a>(windows: &Windows<'_>, (region, list): &'a (u64, Vec<(u64, u64)>)) -> Sides<'a> {
+    match windows {
+        Windows::Region(_) => Sides::Region(*region),
+        Windows::PerBinding(_) => Sides::PerBinding(list),
     }
 }
 
@@ -83,7 +98,7 @@ impl BoundDispatch {
 
     /// Its dynamic offsets with window `k` of the moving side moved by `shifts[k]` bytes;
     /// `None` where one would leave what a dynamic offset reaches from its binding's base
-    /// ([`dynamic_base`]).
+    /// (`gather::binds::dynamic_base`).
     pub(crate) fn moved_offsets(&self, shifts: &[i64]) -> Option<Vec<u32>> {
         self.offsets
             .iter()
@@ -94,13 +109,6 @@ impl BoundDispatch {
             })
             .collect()
     }
-}
-
-/// The base a binding of a moving window at `offset` is bound from: at most 2 GiB below it,
-/// at a multiple of `align`, so that the dynamic offset (`offset - base`, a `u32`) moves the
-/// window 2 GiB either way.
-fn dynamic_base(offset: u64, align: u64) -> u64 {
-    offset.saturating_sub(1 << 31) / align * align
 }
 
 /// Records `bound` into one compute pass of `encoder`; a device error (a buffer destroyed
@@ -130,46 +138,6 @@ pub(crate) fn record_unscoped<'b>(
         pass.set_pipeline(&b.pipeline);
         pass.set_bind_group(0, &b.bind_group, offsets);
         pass.dispatch_workgroups(b.grid.0, b.grid.1, 1);
-    }
-}
-
-/// A bind group's resources in binding order, and the dynamic offsets of its moving side.
-#[derive(Default)]
-struct Resources<'b> {
-    list: Vec<wgpu::BindingResource<'b>>,
-    offsets: Vec<u32>,
-    follows: Vec<Option<usize>>,
-}
-
-impl<'b> Resources<'b> {
-    /// `size` bytes of `buffer` from `offset`: window `moving` of the moving side, bound from
-    /// its base at a dynamic offset, or a window that stays (`None`).
-    fn window(
-        &mut self,
-        buffer: &'b wgpu::Buffer,
-        offset: u64,
-        size: u64,
-        moving: Option<(usize, u64)>,
-    ) {
-        let base = match moving {
-            Some((k, align)) => {
-                let base = dynamic_base(offset, align);
-                self.offsets.push((offset - base) as u32);
-                self.follows.push(Some(k));
-                base
-            }
-            None => offset,
-        };
-        self.list.push(window(buffer, base, size));
-    }
-
-    /// A stand-in, at dynamic offset 0 on the moving side (`moving`).
-    fn stand_in(&mut self, resource: wgpu::BindingResource<'b>, moving: bool) {
-        if moving {
-            self.offsets.push(0);
-            self.follows.push(None);
-        }
-        self.list.push(resource);
     }
 }
 
@@ -222,7 +190,10 @@ impl GatherPipeline {
             )));
         }
         let (reads, writes) = (inputs.count(), outputs.count());
-        let bindings = (self.inputs.count(), self.outputs.count_and_views().0);
+        let bindings = (
+            self.build.inputs.count(),
+            self.build.outputs.count_and_views().0,
+        );
         if (reads, writes) != bindings {
             return Err(SplitError::Device(format!(
                 "{reads} input and {writes} output windows for a build with {} input and {} \
@@ -232,7 +203,7 @@ impl GatherPipeline {
         }
         let limits = limits_of(&device.limits());
         let bind = |(dispatch, table): (&Dispatch, _)| {
-            let (bind_group, resources) =
+            let (bind_group, binds, _resources) =
                 self.bind_group(device, dispatch, table, inputs, outputs, index);
             let grid = grid(&limits, dispatch.params.num_blocks as u64)?;
             Ok(BoundDispatch {
@@ -241,9 +212,9 @@ impl GatherPipeline {
                 bind_group,
                 grid,
                 #[cfg(test)]
-                golden: self.golden(dispatch, table, &resources.list, grid)?,
-                offsets: resources.offsets,
-                follows: resources.follows,
+                golden: self.golden(dispatch, table, &_resources, grid)?,
+                offsets: binds.offsets,
+                follows: binds.follows,
             })
         };
         scoped_async(device, "binding the split", || {
@@ -253,8 +224,8 @@ impl GatherPipeline {
     }
 
     /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
-    /// the trace build's record buffer, each where the build's [`Slot`]s say; with the
-    /// dynamic offsets of the side its build moves.
+    /// the trace build's record buffer, each where the core's [`binds`] puts it; with the
+    /// dynamic offsets of the side its build moves, and the resources bound.
     fn bind_group<'b>(
         &'b self,
         device: &wgpu::Device,
@@ -263,92 +234,50 @@ impl GatherPipeline {
         inputs: Windows<'b>,
         outputs: Windows<'b>,
         index: Option<IndexWindows<'b>>,
-    ) -> (wgpu::BindGroup, Resources<'b>) {
+    ) -> (wgpu::BindGroup, Binds, Vec<wgpu::BindingResource<'b>>) {
+        let (reads, writes) = (inputs.sides(), outputs.sides());
+        let index_sides = index.map(|i| IndexSides {
+            indices: (i.indices.1, i.indices.2),
+            status: i.status.map(|s| s.1),
+            scatter: i.scatter.map(|s| (s.1, s.2)),
+        });
+        let both = (sides(&inputs, &reads), sides(&outputs, &writes));
+        let (slots, moving) = (&self.slots, self.build.moving);
+        let binds = binds(
+            slots,
+            dispatch,
+            both,
+            index_sides,
+            moving,
+            self.offset_align,
+        );
         let [read_stand_in, write_stand_in] = &self.stand_ins;
-        let align = self.offset_align;
-        let src = inputs.bound(dispatch.src_offset, dispatch.src_size);
-        let dst = outputs.bound(dispatch.dst_offset, dispatch.dst_size);
-        // An empty units or tail binding takes its own slot of the writable stand-in, so no
-        // two writable bindings share a range.
-        let step = align.max(UNIT_BYTES);
-        let slot = |k: usize| window(write_stand_in, k as u64 * step, UNIT_BYTES);
-        let mut resources = Resources::default();
-        for &s in &self.slots {
-            // The windows of the side the build moves take dynamic offsets, window `k`'s.
-            let moves = super::moves(self.moving, s);
-            let moving = |k: u32| moves.then_some((k as usize, align));
-            match s {
-                Slot::Table => resources.list.push(table.as_entire_binding()),
-                // Each input binding's words and vec4s view the same window
-                // (`abi::binding_bytes`; read-only views may share a range).
-                Slot::InputWords(k) => {
-                    let (b, offset, size) = src[k as usize];
-                    resources.window(b, offset, size, moving(k));
-                }
-                // A vec4 view of less than one vec4 binds the stand-in (WebGPU binds no array
-                // of vec4s shorter than one); the shader never reads it: such a window holds
-                // no whole vec4.
-                Slot::InputVec4s(k) => match src[k as usize] {
-                    (_, _, size) if size < UNIT_BYTES => {
-                        resources.stand_in(read_stand_in.as_entire_binding(), moves)
-                    }
-                    (b, offset, size) => resources.window(b, offset, size, moving(k)),
-                },
-                // Each output window as its units, then as its tail (writable views may not
-                // share a range).
-                Slot::OutputUnits(k) => {
-                    let (b, at, size) = dst[k as usize];
-                    match tail_start(size, align) {
-                        0 => resources.stand_in(slot(k as usize), moves),
-                        units => resources.window(b, at, units, moving(k)),
-                    }
-                }
-                Slot::OutputTail(k) => {
-                    let (b, at, size) = dst[k as usize];
-                    let units = tail_start(size, align);
-                    match size - units {
-                        0 => resources.stand_in(slot(dst.len() + k as usize), moves),
-                        tail => resources.window(b, at + units, tail, moving(k)),
-                    }
-                }
-                Slot::OutputWords => {
-                    let (b, offset, size) = dst[0];
-                    resources.window(b, offset, size, moving(0));
-                }
-                Slot::Indices => {
-                    if let Some(i) = index {
-                        let (b, offset, size) = i.indices;
-                        resources.window(b, offset, size, None);
-                    }
-                }
-                Slot::Status => match (
-                    index.and_then(|i| i.status),
-                    self.indexed_stand_ins.as_deref(),
-                ) {
-                    (Some((b, offset)), _) => resources.window(b, offset, 8, None),
-                    (None, Some([s, _])) => resources.list.push(s.as_entire_binding()),
-                    (None, None) => {}
-                },
-                Slot::OutputScatter(_) => {
-                    match (
-                        index.and_then(|i| i.scatter),
-                        self.indexed_stand_ins.as_deref(),
-                    ) {
-                        (Some((b, offset, size)), _) => resources.window(b, offset, size, None),
-                        (None, Some([_, s])) => resources.list.push(s.as_entire_binding()),
-                        (None, None) => {}
-                    }
-                }
+        let indexed = self.indexed_stand_ins.as_deref();
+        let buffer = |role: Role| -> Option<&'b wgpu::Buffer> {
+            Some(match role {
+                Role::Table => table,
+                Role::Input(k) => inputs.buffer(k),
+                Role::Output(k) => outputs.buffer(k),
+                Role::Indices => index?.indices.0,
+                Role::Status => index?.status?.0,
+                Role::Scatter => index?.scatter?.0,
+                Role::StandIn(StandIn::Read) => read_stand_in,
+                Role::StandIn(StandIn::Write) => write_stand_in,
+                Role::StandIn(StandIn::Status) => &indexed?[0],
+                Role::StandIn(StandIn::Scatter) => &indexed?[1],
                 #[cfg(feature = "bench")]
-                Slot::Trace => resources
-                    .list
-                    .extend(self.trace.as_ref().map(|t| t.as_entire_binding())),
+                Role::Trace => self.trace.as_ref()?,
                 #[cfg(not(feature = "bench"))]
-                Slot::Trace => {}
-            }
-        }
+                Role::Trace => return None,
+            })
+        };
+        let resources: Vec<wgpu::BindingResource> = binds
+            .list
+            .iter()
+            .filter_map(|b| Some(window(buffer(b.role)?, b.offset, b.size)))
+            .collect();
         let entries: Vec<wgpu::BindGroupEntry> = (0u32..)
-            .zip(&resources.list)
+            .zip(&resources)
             .map(|(binding, resource)| wgpu::BindGroupEntry {
                 binding,
                 resource: resource.clone(),
@@ -359,30 +288,15 @@ impl GatherPipeline {
             layout: &self.bind_group_layout,
             entries: &entries,
         });
-        (bind_group, resources)
+        (bind_group, binds, resources)
     }
 }
 
-/// A storage binding of `size` bytes of `buffer` from `offset`.
-fn window(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
+/// A storage binding of `size` bytes of `buffer` from `offset` (`None`: to its end).
+fn window(buffer: &wgpu::Buffer, offset: u64, size: Option<u64>) -> wgpu::BindingResource<'_> {
     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
         buffer,
         offset,
-        size: NonZeroU64::new(size),
+        size: size.and_then(NonZeroU64::new),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::dynamic_base;
-
-    #[test]
-    fn a_dynamic_base_reaches_two_gib_either_way() {
-        assert_eq!(dynamic_base(4096, 256), 0);
-        assert_eq!(dynamic_base(1 << 31, 256), 0);
-        let far = (5u64 << 30) + 300;
-        let base = dynamic_base(far, 256);
-        assert_eq!(base % 256, 0);
-        assert!(far - base >= 1 << 31 && far - base < (1 << 31) + 256);
-    }
 }
