@@ -8,11 +8,11 @@
 use crate::gpu::gather::abi::{Entry, IndexRows, Mode, Table, MAX_WINDOW};
 use crate::gpu::gather::dispatches::{Dispatch, GatherTuning};
 use crate::gpu::gather::{gather_dispatch, scatter_dispatch, IndexRule};
-use crate::gpu::paged::paged_job;
-use crate::gpu::rows::set_rows_job;
 use crate::plan::CacheLayout;
 use crate::rng::XorShift;
 use crate::{ops, DType, GatherMode};
+use wgsl_split::paged::paged_job;
+use wgsl_split::rows::set_rows_job;
 
 /// The case's draws, from its seed.
 impl XorShift {

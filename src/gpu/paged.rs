@@ -5,18 +5,19 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, buffer_with, scoped_async};
-use crate::gpu::gather::abi::{Entry, Mode};
-use crate::gpu::gather::{binding_bytes, scatter_dispatch, window_limit, IndexWindows};
-use crate::gpu::gather::{IndexRule, ScatterJob, ScatterRows};
+use crate::gpu::gather::binding_bytes;
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::prepared_rows::PreparedRows;
 use crate::gpu::round_trip::{map_read, read_mapped};
-use crate::gpu::rows::index_rule;
 use crate::gpu::GpuSplitter;
-use crate::plan::{CacheLayout, NegativeIndex, PagedKvPlan, RowsStatus};
+use crate::plan::{NegativeIndex, PagedKvPlan, RowsStatus};
 use crate::reference::PagedKvOutput;
 use crate::tensor::HostTensor;
 use crate::DType;
+use wgsl_split::paged::{check_heads_first, paged_sizes, record_paged, PagedBytes};
+use wgsl_split::paged::{PagedRegions, Sizes};
+use wgsl_split::recording::Role;
+use wgsl_split::rows::index_rule;
 
 /// Where a paged KV write reads and writes ([`GpuSplitter::prepare_paged_kv`]). Each region
 /// starts at a multiple of the device's storage offset alignment.
@@ -73,21 +74,28 @@ impl GpuSplitter {
         check_heads_first(&plan, dtype)?;
         let sizes = paged_sizes(&plan, dtype, rule.words);
         let base = check_regions(b, &sizes, self.offset_align())?;
-        let (k_at, v_at) = (b.k_cache.offset - base, b.v_cache.offset - base);
-        let job = paged_job(&plan, dtype, rule, k_at, v_at);
-        let window = job.dst_bytes;
-        let limit = window_limit(&self.limits);
-        let Some(dispatch) = scatter_dispatch(&job, limit, self.gather_tuning)? else {
-            return Ok(self.prepared_rows(Vec::new()));
+        let at = PagedRegions {
+            qkv: b.qkv.offset,
+            slots: b.slots.offset,
+            queries: b.queries.offset,
+            caches: base,
+            k_at: b.k_cache.offset - base,
+            v_at: b.v_cache.offset - base,
+            status: b.status.map(|s| s.offset),
         };
-        let index = IndexWindows {
-            indices: (b.slots.buffer, b.slots.offset, sizes.slots),
-            status: b.status.map(|s| (s.buffer, s.offset)),
-            scatter: Some((b.k_cache.buffer, base, binding_bytes(window))),
+        let (limits, tuning) = (&self.limits, self.gather_tuning);
+        let recording = record_paged(&plan, dtype, rule, at, limits, tuning)?;
+        let buffer = |role| {
+            Some(match role {
+                Role::Input(0) => b.qkv.buffer,
+                Role::Output(0) => b.queries.buffer,
+                Role::Indices => b.slots.buffer,
+                Role::Scatter => b.k_cache.buffer,
+                Role::Status => b.status?.buffer,
+                _ => return None,
+            })
         };
-        let stores = job.stores();
-        self.bind_indexed(dispatch, stores, (&b.qkv, &b.queries), index)
-            .await
+        self.execute_rows(&recording, &buffer).await
     }
 
     /// Runs the paged write of `plan` on host tensors: uploads `qkv`, the `slots` (i32 or
@@ -183,150 +191,6 @@ impl GpuSplitter {
             })
         })
     }
-}
-
-/// A paged write's rows in bytes, for one dtype (`PagedKvPlan::new` keeps every product in
-/// u64).
-struct PagedBytes {
-    tokens: u64,
-    /// One head's row.
-    head: u64,
-    /// A token's queries, its keys (or values), and its whole row of the fused projection.
-    q_row: u64,
-    kv_row: u64,
-    token: u64,
-    /// Each cache.
-    cache: u64,
-}
-
-impl PagedBytes {
-    fn of(plan: &PagedKvPlan, dtype: DType) -> Self {
-        let head = (plan.head_dim * dtype.size()) as u64;
-        let (q_row, kv_row) = (plan.q_heads as u64 * head, plan.kv_heads as u64 * head);
-        PagedBytes {
-            tokens: plan.tokens as u64,
-            head,
-            q_row,
-            kv_row,
-            token: q_row + 2 * kv_row,
-            cache: plan.slots() as u64 * kv_row,
-        }
-    }
-}
-
-/// The bytes a paged write of `plan` in `dtype` binds of each region, its slots of `words`.
-pub(crate) fn paged_sizes(plan: &PagedKvPlan, dtype: DType, words: u32) -> Sizes {
-    let b = PagedBytes::of(plan, dtype);
-    Sizes {
-        qkv: binding_bytes(b.tokens * b.token),
-        slots: b.tokens * 4 * words as u64,
-        queries: binding_bytes(b.tokens * b.q_row),
-        cache: b.cache,
-    }
-}
-
-/// The scatter of a paged write of `plan` in `dtype`, its slots read by `rule`, its caches at
-/// `k_at` and `v_at` of one window: the queries a plain entry, the keys and the values a
-/// part each. Pure.
-pub(crate) fn paged_job(
-    plan: &PagedKvPlan,
-    dtype: DType,
-    rule: IndexRule,
-    k_at: u64,
-    v_at: u64,
-) -> ScatterJob {
-    let PagedBytes {
-        tokens: t,
-        head,
-        q_row,
-        kv_row: row,
-        token,
-        cache,
-    } = PagedBytes::of(plan, dtype);
-    let (hq, hkv) = (plan.q_heads as u64, plan.kv_heads as u64);
-    let bs = plan.block_size as u64;
-    let part = |src_offset: u64, dst_offset: u64| match plan.layout {
-        CacheLayout::Nhd => ScatterRows {
-            src_offset,
-            src_stride: token,
-            src_head_step: 0,
-            heads: 1,
-            row_bytes: row,
-            dst_offset,
-            block_size: bs,
-            dst_block_stride: bs * row,
-            dst_slot_stride: row,
-            dst_head_stride: 0,
-        },
-        CacheLayout::Hnd => ScatterRows {
-            src_offset,
-            src_stride: token,
-            src_head_step: head,
-            heads: hkv,
-            row_bytes: head,
-            dst_offset,
-            block_size: bs,
-            dst_block_stride: bs * row,
-            dst_slot_stride: head,
-            dst_head_stride: bs * head,
-        },
-    };
-    // The queries: packed, one entry of rows of all heads; heads-first, an entry a head, of
-    // rows of one head, each head's block after the last (`check_heads_first`). Every count
-    // fits u32 where the dispatch is made: `scatter_dispatch` refuses the rest.
-    let queries: Vec<Entry> = match plan.heads_first {
-        false => vec![Entry {
-            out_bytes: (t * q_row) as u32,
-            row_bytes: q_row as u32,
-            src_stride: token as u32,
-            mode: Mode::of(q_row | token) as u32,
-            dst_stride: q_row as u32,
-            ..Entry::default()
-        }],
-        true => (0..hq)
-            .map(|h| Entry {
-                dst_unit: (h * t * head / 16) as u32,
-                out_bytes: (t * head) as u32,
-                row_bytes: head as u32,
-                src_stride: token as u32,
-                src_offset: (h * head) as u32,
-                mode: Mode::of(head | token | (h * head)) as u32,
-                dst_stride: head as u32,
-                ..Entry::default()
-            })
-            .collect(),
-    };
-    ScatterJob {
-        tokens: t,
-        capacity: plan.slots() as u64,
-        rule,
-        src_bytes: t * token,
-        dst_bytes: k_at.max(v_at) + cache,
-        parts: vec![part(q_row, k_at), part(q_row + row, v_at)],
-        copy: queries,
-    }
-}
-
-/// Refuses heads-first queries whose heads' blocks do not start at multiples of 16 bytes
-/// (each is an entry of its own, and entries start on whole units).
-pub(crate) fn check_heads_first(plan: &PagedKvPlan, dtype: DType) -> Result<()> {
-    let block = plan.tokens * plan.head_dim * dtype.size();
-    if plan.heads_first && !block.is_multiple_of(16) {
-        return Err(SplitError::BadView(format!(
-            "heads-first queries of {} tokens of {} {dtype} elements a head: each head's block \
-             of {block} bytes must be a multiple of 16 (pad the tokens)",
-            plan.tokens, plan.head_dim
-        )));
-    }
-    Ok(())
-}
-
-/// The bytes a paged write binds of each region.
-pub(crate) struct Sizes {
-    qkv: u64,
-    slots: u64,
-    queries: u64,
-    cache: u64,
 }
 
 /// Checks each region of `b` against `sizes` and the storage offset alignment `align`, the

@@ -5,17 +5,17 @@
 
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, buffer_with, scoped_async};
-use crate::gpu::gather::{
-    binding_bytes, gather_dispatch, scatter_dispatch, window_limit, Dispatch, GatherPipeline,
-    IndexRule, IndexWindows, ScatterJob, ScatterRows, ScatterStores, Windows,
-};
+use crate::gpu::gather::binding_bytes;
+use crate::gpu::gather::{GatherPipeline, ScatterStores};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::prepared_rows::PreparedRows;
 use crate::gpu::round_trip::{map_read, read_mapped};
 use crate::gpu::GpuSplitter;
-use crate::plan::{GatherRows, NegativeIndex, RowsKind, RowsPlan, RowsStatus};
+use crate::plan::{RowsKind, RowsPlan, RowsStatus};
 use crate::tensor::HostTensor;
 use crate::DType;
+use wgsl_split::recording::{Command, Recording, Role};
+use wgsl_split::rows::{record_rows, RowsRegions};
 
 /// Where rows placed by indices read and write ([`GpuSplitter::prepare_rows`]). Each region
 /// starts at a multiple of the device's storage offset alignment.
@@ -86,67 +86,57 @@ impl GpuSplitter {
         buffers: &RowsBuffers<'_>,
     ) -> Result<PreparedRows> {
         self.probe.check("preparing rows placed by indices")?;
-        let rule = index_rule(buffers.index_type, plan.negative())?;
-        let rows = plan.rows(dtype)?;
-        let limit = window_limit(&self.limits);
-        let tuning = self.gather_tuning;
-        let index_bytes = rows.count * 4 * rule.words as u64;
-        let (dispatch, scatter, stores) = match plan.kind() {
-            RowsKind::Gather => {
-                let dispatch = gather_dispatch(rows, rule, limit, tuning)?;
-                (dispatch, None, ScatterStores::Words)
-            }
-            RowsKind::Scatter => {
-                let data = rows.data_bytes()?;
-                let job = set_rows_job(rows, rule)?;
-                let target = (
-                    buffers.target.buffer,
-                    buffers.target.offset,
-                    binding_bytes(data),
-                );
-                let stores = job.stores();
-                (scatter_dispatch(&job, limit, tuning)?, Some(target), stores)
-            }
+        let at = RowsRegions {
+            source: buffers.source.offset,
+            indices: buffers.indices.offset,
+            target: buffers.target.offset,
+            status: buffers.status.map(|s| s.offset),
         };
-        let Some(dispatch) = dispatch else {
+        let (limits, tuning) = (&self.limits, self.gather_tuning);
+        let (recording, sizes) = record_rows(plan, dtype, buffers.index_type, at, limits, tuning)?;
+        if recording.commands.is_empty() {
             return Ok(self.prepared_rows(Vec::new()));
-        };
-        let target_bytes = scatter.map_or(dispatch.dst_size, |t| t.2);
-        let sizes = [dispatch.src_size, index_bytes, target_bytes];
+        }
+        let sizes = [sizes.source, sizes.indices, sizes.target];
         check_regions(buffers, sizes, self.offset_align())?;
-        let index = IndexWindows {
-            indices: (buffers.indices.buffer, buffers.indices.offset, index_bytes),
-            status: buffers.status.map(|s| (s.buffer, s.offset)),
-            scatter,
+        let buffer = |role| {
+            Some(match role {
+                Role::Input(0) => buffers.source.buffer,
+                Role::Output(0) | Role::Scatter => buffers.target.buffer,
+                Role::Indices => buffers.indices.buffer,
+                Role::Status => buffers.status?.buffer,
+                _ => return None,
+            })
         };
-        let windows = (&buffers.source, &buffers.target);
-        self.bind_indexed(dispatch, stores, windows, index).await
+        self.execute_rows(&recording, &buffer).await
     }
 
-    /// Binds the indexed `dispatch` reading `windows.0` and writing `windows.1` (its `dst`:
-    /// a gather's output, a paged write's queries) and `index`'s windows.
-    pub(crate) async fn bind_indexed(
+    /// Executes `recording`, dispatches of the indexed build (rows placed by indices, a paged
+    /// write), on this device: the build's pipeline, each table uploaded, each dispatch bound
+    /// to `buffer(role)`.
+    pub(crate) async fn execute_rows<'b>(
         &self,
-        dispatch: Dispatch,
-        stores: ScatterStores,
-        windows: (&BufferRegion<'_>, &BufferRegion<'_>),
-        index: IndexWindows<'_>,
+        recording: &Recording,
+        buffer: &dyn Fn(Role) -> Option<&'b wgpu::Buffer>,
     ) -> Result<PreparedRows> {
-        let pipeline = self.indexed_pipeline(stores).await?;
-        let tables = self
-            .kept
-            .tables(&self.device, &[dispatch.table_bytes()?])
-            .await?;
-        let bound = pipeline
-            .bind_indexed(
-                &self.device,
-                &[dispatch],
-                &tables,
-                Windows::Region(windows.0),
-                Windows::Region(windows.1),
-                index,
-            )
-            .await?;
+        let mut bound = Vec::new();
+        for command in &recording.commands {
+            let Command::Dispatch(d) = command;
+            let Some(stores) = d.build.indexed else {
+                return Err(SplitError::Device(format!(
+                    "a dispatch of {} in a recording of rows: its build binds no indices",
+                    d.program
+                )));
+            };
+            let pipeline = self.indexed_pipeline(stores).await?;
+            let table = std::slice::from_ref(&d.table);
+            let tables = self.kept.tables(&self.device, table).await?;
+            bound.push(
+                pipeline
+                    .bind_recorded(&self.device, d, &tables[0], buffer)
+                    .await?,
+            );
+        }
         Ok(self.prepared_rows(bound))
     }
 
@@ -250,50 +240,6 @@ impl GpuSplitter {
             .with_cache(self.gather.cache());
         Ok(cell.get_or_init(|| made).clone())
     }
-}
-
-/// The scatter of `rows` whose indices `rule` reads: each row of the updates to its row of
-/// the data. Pure.
-pub(crate) fn set_rows_job(rows: GatherRows, rule: IndexRule) -> Result<ScatterJob> {
-    Ok(ScatterJob {
-        tokens: rows.count,
-        capacity: rows.capacity,
-        rule,
-        src_bytes: rows.output_bytes()?,
-        dst_bytes: rows.data_bytes()?,
-        parts: vec![ScatterRows {
-            src_offset: 0,
-            src_stride: rows.row_bytes,
-            src_head_step: 0,
-            heads: 1,
-            row_bytes: rows.row_bytes,
-            dst_offset: 0,
-            block_size: 1,
-            dst_block_stride: rows.row_bytes,
-            dst_slot_stride: 0,
-            dst_head_stride: 0,
-        }],
-        copy: Vec::new(),
-    })
-}
-
-/// How the shader reads indices of `index_type` under `negative`.
-pub(crate) fn index_rule(index_type: DType, negative: NegativeIndex) -> Result<IndexRule> {
-    let words = match index_type {
-        DType::I32 => 1,
-        DType::I64 => 2,
-        other => {
-            return Err(SplitError::DataMismatch(format!(
-                "indices of {other}: indices are i32 or i64"
-            )))
-        }
-    };
-    let negative = match negative {
-        NegativeIndex::OutOfRange => 0,
-        NegativeIndex::FromEnd => 1,
-        NegativeIndex::Padding => 2,
-    };
-    Ok(IndexRule { words, negative })
 }
 
 /// Checks each region of `b` against the bytes the dispatch binds of it (`sizes`: the

@@ -35,10 +35,16 @@ pub mod gather;
 mod limits;
 pub mod ops;
 #[doc(hidden)]
+pub mod paged;
+#[doc(hidden)]
 pub mod placement;
 #[doc(hidden)]
 pub mod plan;
+#[doc(hidden)]
+pub mod recording;
 pub mod reference;
+#[doc(hidden)]
+pub mod rows;
 #[doc(hidden)]
 pub mod tensor;
 #[doc(hidden)]

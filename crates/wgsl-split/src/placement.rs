@@ -90,7 +90,7 @@ impl PartLayout {
     /// The layout of the outputs `members` of this layout (positions in `bytes.outputs`),
     /// numbered in `members` order as [`ByteRows::subset`] numbers them, placed from the
     /// lowest of their offsets (returned with it): one buffer's outputs of
-    /// [`Outputs::Regions`](crate::Outputs::Regions), or one buffer's inputs of a concat.
+    /// [`Outputs::Regions`](https://docs.rs/wgpu-split/latest/wgpu_split/enum.Outputs.html#variant.Regions), or one buffer's inputs of a concat.
     #[doc(hidden)]
     pub fn window(&self, bytes: &ByteRows, members: &[usize]) -> (u64, PartLayout) {
         let ranges = members
@@ -264,14 +264,14 @@ impl PartLayout {
     /// inputs) for `dtype`: one range per part of the part's size, offsets at multiples of
     /// `alignment` (a power of two, at least 16) in order without overlap, and `total_bytes` a
     /// multiple of 4 that holds them all. A layout from [`PartLayout::new`] always passes;
-    /// one built by hand is checked before [`Outputs::Placed`](crate::Outputs) or
-    /// [`Inputs::Placed`](crate::Inputs) records anything.
+    /// one built by hand is checked before [`Outputs::Placed`](https://docs.rs/wgpu-split/latest/wgpu_split/enum.Outputs.html#variant.Placed) or
+    /// [`Inputs::Placed`](https://docs.rs/wgpu-split/latest/wgpu_split/enum.Inputs.html#variant.Placed) records anything.
     pub fn check<P: Geometry>(&self, plan: &P, dtype: DType) -> Result<()> {
         self.check_as(P::DIRECTION, plan.geometry(), dtype)
     }
 
     /// Cuts a region of `plan`'s parts read back (at least `total_bytes` long; a split's
-    /// outputs as [`GpuSplitter::encode`](crate::GpuSplitter::encode) left them) into one
+    /// outputs as [`GpuSplitter::encode`](https://docs.rs/wgpu-split/latest/wgpu_split/struct.GpuSplitter.html#method.encode) left them) into one
     /// host tensor of `dtype` per part.
     pub fn parts_from<P: Geometry>(
         &self,
@@ -306,7 +306,7 @@ impl PartLayout {
     }
 
     /// The region of `plan`'s parts, `total_bytes` long, with each of `parts` at its range
-    /// and zeros between: a concat's inputs to write where [`Inputs::Placed`](crate::Inputs)
+    /// and zeros between: a concat's inputs to write where [`Inputs::Placed`](https://docs.rs/wgpu-split/latest/wgpu_split/enum.Inputs.html#variant.Placed)
     /// reads them (`queue.write_buffer`). `parts` are the plan's, in order, of one dtype,
     /// each of its part's shape and of its range's size.
     ///

@@ -22,7 +22,7 @@ mod binding;
 pub(crate) mod golden;
 
 pub(crate) use binding::record_unscoped;
-pub use binding::{record_bound, BoundDispatch, IndexWindows, Windows};
+pub use binding::{record_bound, BoundDispatch, Windows};
 
 /// The gather shader compiled for one device, with its bind group layout; each program's
 /// pipeline, and the module of its schedules (its channels' [`Bodies`] in its lane mapping),
@@ -67,7 +67,7 @@ pub struct GatherPipeline {
 impl GatherPipeline {
     /// Compiles the shader on `device`: the words-only build ([`OutputBindings::WordsOnly`])
     /// where the device allows fewer storage buffers per shader stage than the other binds
-    /// ([`slots`]: the table, the input as words and as vec4s, the output's units and tail),
+    /// ([`Build::slots`]: the table, the input as words and as vec4s, the output's units and tail),
     /// else the one that binds the output window's units and tail
     /// ([`OutputBindings::Units`] of 1), in ranges that do not overlap, as WebGPU asks. A
     /// device error becomes [`SplitError::Device`](crate::SplitError::Device).
@@ -99,7 +99,7 @@ impl GatherPipeline {
     /// Compiles the indexed build: one input and this device's single output, with the
     /// indices, the status and the scatter's destination ([`Slot::Indices`], [`Slot::Status`],
     /// [`Slot::OutputScatter`]) bound after them, for rows placed by indices
-    /// ([`GatherPipeline::bind_indexed`]). A device whose shader
+    /// (their recordings, `wgsl_split::rows` and `wgsl_split::paged`, bound by `bind_recorded`). A device whose shader
     /// stage holds fewer storage buffers is [`SplitError::TooLarge`](crate::SplitError).
     pub async fn indexed(device: &wgpu::Device, stores: ScatterStores) -> Result<Self> {
         let limits = limits_of(&device.limits());

@@ -8,11 +8,12 @@ use crate::error::{Result, SplitError};
 use crate::gpu::device::limits_of;
 use crate::gpu::device::scoped_async;
 use crate::gpu::gather::abi::ProgramKey;
-use crate::gpu::gather::binds::{binds, Binds, IndexSides, Role, Sides, StandIn};
+use crate::gpu::gather::binds::{binds, Binds, Role, Sides, StandIn};
 use crate::gpu::gather::blocks::grid;
 use crate::gpu::gather::dispatches::Dispatch;
 use crate::gpu::placement::BufferRegion;
 use std::num::NonZeroU64;
+use wgsl_split::recording::Dispatched;
 
 /// The buffers a gather's dispatches read (their inputs) or write (their outputs).
 #[derive(Debug, Clone, Copy)]
@@ -59,16 +60,6 @@ fn sides<'a>(windows: &Windows<'_>, (region, list): &'a (u64, Vec<(u64, u64)>)) 
         Windows::Region(_) => Sides::Region(*region),
         Windows::PerBinding(_) => Sides::PerBinding(list),
     }
-}
-
-/// The indexed build's own windows: its indices (buffer, offset, bytes); where the caller
-/// keeps one, its status (buffer, offset; 8 bytes); where the dispatch scatters, the
-/// destination (buffer, offset, bytes).
-#[derive(Debug, Clone, Copy)]
-pub struct IndexWindows<'a> {
-    pub indices: (&'a wgpu::Buffer, u64, u64),
-    pub status: Option<(&'a wgpu::Buffer, u64)>,
-    pub scatter: Option<(&'a wgpu::Buffer, u64, u64)>,
 }
 
 /// One gather dispatch bound to its buffers ([`GatherPipeline::bind`]): recorded by
@@ -154,22 +145,7 @@ impl GatherPipeline {
         inputs: Windows<'_>,
         outputs: Windows<'_>,
     ) -> Result<Vec<BoundDispatch>> {
-        self.bind_with(device, dispatches, tables, inputs, outputs, None)
-            .await
-    }
-
-    /// [`GatherPipeline::bind`] of the indexed build's dispatches, with its indices and
-    /// status (`index`).
-    pub async fn bind_indexed(
-        &self,
-        device: &wgpu::Device,
-        dispatches: &[Dispatch],
-        tables: &[wgpu::Buffer],
-        inputs: Windows<'_>,
-        outputs: Windows<'_>,
-        index: IndexWindows<'_>,
-    ) -> Result<Vec<BoundDispatch>> {
-        self.bind_with(device, dispatches, tables, inputs, outputs, Some(index))
+        self.bind_with(device, dispatches, tables, inputs, outputs)
             .await
     }
 
@@ -180,14 +156,11 @@ impl GatherPipeline {
         tables: &[wgpu::Buffer],
         inputs: Windows<'_>,
         outputs: Windows<'_>,
-        index: Option<IndexWindows<'_>>,
     ) -> Result<Vec<BoundDispatch>> {
-        if index.is_some() != self.indexed_stand_ins.is_some() {
-            return Err(SplitError::Device(format!(
-                "indices given: {}, to a build that binds them: {}",
-                index.is_some(),
-                self.indexed_stand_ins.is_some()
-            )));
+        if self.indexed_stand_ins.is_some() {
+            return Err(SplitError::Device(
+                "the indexed build's dispatches are bound from their recording".into(),
+            ));
         }
         let (reads, writes) = (inputs.count(), outputs.count());
         let bindings = (
@@ -202,20 +175,26 @@ impl GatherPipeline {
             )));
         }
         let limits = limits_of(&device.limits());
-        let bind = |(dispatch, table): (&Dispatch, _)| {
-            let (bind_group, binds, _resources) =
-                self.bind_group(device, dispatch, table, inputs, outputs, index);
-            let grid = grid(&limits, dispatch.params.num_blocks as u64)?;
-            Ok(BoundDispatch {
-                program: dispatch.program,
-                pipeline: self.pipeline(device, dispatch.program),
-                bind_group,
-                grid,
-                #[cfg(test)]
-                golden: self.golden(dispatch, table, &_resources, grid)?,
-                offsets: binds.offsets,
-                follows: binds.follows,
+        let (reads, writes) = (inputs.sides(), outputs.sides());
+        let both = (sides(&inputs, &reads), sides(&outputs, &writes));
+        let buffer = |role: Role| -> Option<&wgpu::Buffer> {
+            Some(match role {
+                Role::Input(k) => inputs.buffer(k),
+                Role::Output(k) => outputs.buffer(k),
+                _ => return None,
             })
+        };
+        let (slots, moving) = (&self.slots, self.build.moving);
+        let bind = |(dispatch, table): (&Dispatch, _)| {
+            let binds = binds(slots, dispatch, both, None, moving, self.offset_align);
+            let grid = grid(&limits, dispatch.params.num_blocks as u64)?;
+            let bound = self.bound(device, dispatch.program, binds, grid, table, &buffer);
+            #[cfg(test)]
+            let bound = BoundDispatch {
+                golden: bound.golden.clone().with_table(dispatch.table_bytes()?),
+                ..bound
+            };
+            Ok(bound)
         };
         scoped_async(device, "binding the split", || {
             dispatches.iter().zip(tables).map(bind).collect()
@@ -223,44 +202,46 @@ impl GatherPipeline {
         .await?
     }
 
-    /// The bind group of one dispatch: its table, its windows of the caller's buffers, and
-    /// the trace build's record buffer, each where the core's [`binds`] puts it; with the
-    /// dynamic offsets of the side its build moves, and the resources bound.
-    fn bind_group<'b>(
-        &'b self,
+    /// Binds `recorded`, a dispatch of this build, with its `table` uploaded: each role's
+    /// buffer is `buffer(role)`'s.
+    pub(crate) async fn bind_recorded<'b>(
+        &self,
         device: &wgpu::Device,
-        dispatch: &Dispatch,
-        table: &'b wgpu::Buffer,
-        inputs: Windows<'b>,
-        outputs: Windows<'b>,
-        index: Option<IndexWindows<'b>>,
-    ) -> (wgpu::BindGroup, Binds, Vec<wgpu::BindingResource<'b>>) {
-        let (reads, writes) = (inputs.sides(), outputs.sides());
-        let index_sides = index.map(|i| IndexSides {
-            indices: (i.indices.1, i.indices.2),
-            status: i.status.map(|s| s.1),
-            scatter: i.scatter.map(|s| (s.1, s.2)),
-        });
-        let both = (sides(&inputs, &reads), sides(&outputs, &writes));
-        let (slots, moving) = (&self.slots, self.build.moving);
-        let binds = binds(
-            slots,
-            dispatch,
-            both,
-            index_sides,
-            moving,
-            self.offset_align,
-        );
+        recorded: &Dispatched,
+        table: &wgpu::Buffer,
+        buffer: &dyn Fn(Role) -> Option<&'b wgpu::Buffer>,
+    ) -> Result<BoundDispatch> {
+        let (program, grid) = (recorded.program, recorded.workgroups);
+        let binds = recorded.binds.clone();
+        let bound = scoped_async(device, "binding the split", || {
+            self.bound(device, program, binds, grid, table, buffer)
+        })
+        .await?;
+        #[cfg(test)]
+        let bound = BoundDispatch {
+            golden: bound.golden.clone().with_table(recorded.table.clone()),
+            ..bound
+        };
+        Ok(bound)
+    }
+
+    /// One dispatch of `program` over `grid`, bound by `binds` with its `table`: each
+    /// binding of the caller's buffers is `buffer(role)`'s, the table, the stand-ins and the
+    /// trace's records this build's.
+    fn bound<'b>(
+        &self,
+        device: &wgpu::Device,
+        program: ProgramKey,
+        binds: Binds,
+        grid: (u32, u32),
+        table: &wgpu::Buffer,
+        buffer: &dyn Fn(Role) -> Option<&'b wgpu::Buffer>,
+    ) -> BoundDispatch {
         let [read_stand_in, write_stand_in] = &self.stand_ins;
         let indexed = self.indexed_stand_ins.as_deref();
-        let buffer = |role: Role| -> Option<&'b wgpu::Buffer> {
+        let resource = |role: Role| -> Option<&wgpu::Buffer> {
             Some(match role {
                 Role::Table => table,
-                Role::Input(k) => inputs.buffer(k),
-                Role::Output(k) => outputs.buffer(k),
-                Role::Indices => index?.indices.0,
-                Role::Status => index?.status?.0,
-                Role::Scatter => index?.scatter?.0,
                 Role::StandIn(StandIn::Read) => read_stand_in,
                 Role::StandIn(StandIn::Write) => write_stand_in,
                 Role::StandIn(StandIn::Status) => &indexed?[0],
@@ -269,12 +250,13 @@ impl GatherPipeline {
                 Role::Trace => self.trace.as_ref()?,
                 #[cfg(not(feature = "bench"))]
                 Role::Trace => return None,
+                caller => buffer(caller)?,
             })
         };
         let resources: Vec<wgpu::BindingResource> = binds
             .list
             .iter()
-            .filter_map(|b| Some(window(buffer(b.role)?, b.offset, b.size)))
+            .filter_map(|b| Some(window(resource(b.role)?, b.offset, b.size)))
             .collect();
         let entries: Vec<wgpu::BindGroupEntry> = (0u32..)
             .zip(&resources)
@@ -288,7 +270,16 @@ impl GatherPipeline {
             layout: &self.bind_group_layout,
             entries: &entries,
         });
-        (bind_group, binds, resources)
+        BoundDispatch {
+            program,
+            pipeline: self.pipeline(device, program),
+            bind_group,
+            grid,
+            #[cfg(test)]
+            golden: self.golden(program, table, &resources, grid),
+            offsets: binds.offsets,
+            follows: binds.follows,
+        }
     }
 }
 

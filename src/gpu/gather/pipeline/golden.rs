@@ -3,9 +3,8 @@
 //! test (`bench::golden_tests`), which freezes it for every bench case.
 
 use super::GatherPipeline;
-use crate::error::Result;
+use crate::gpu::gather::abi::ProgramKey;
 use crate::gpu::gather::builds::{Bodies, GatherSource};
-use crate::gpu::gather::dispatches::Dispatch;
 use std::sync::Arc;
 
 /// One bound dispatch, as the device receives it.
@@ -41,6 +40,11 @@ pub(crate) enum Binding {
 }
 
 impl Bound {
+    /// It with its table's bytes.
+    pub(super) fn with_table(self, table: Vec<u8>) -> Bound {
+        Bound { table, ..self }
+    }
+
     /// The WGSL of its pipeline's module.
     pub(crate) fn wgsl(&self) -> String {
         self.source.with(self.bodies, self.runs)
@@ -48,14 +52,15 @@ impl Bound {
 }
 
 impl GatherPipeline {
-    /// What `dispatch`, bound with `table` and `resources` over `grid`, hands the device.
+    /// What a dispatch of `key`, bound with `table` and `resources` over `grid`, hands the
+    /// device; its table's bytes are set by the caller, who has them.
     pub(super) fn golden(
         &self,
-        dispatch: &Dispatch,
+        key: ProgramKey,
         table: &wgpu::Buffer,
         resources: &[wgpu::BindingResource<'_>],
         grid: (u32, u32),
-    ) -> Result<Bound> {
+    ) -> Bound {
         let stand_ins: Vec<&wgpu::Buffer> = self
             .stand_ins
             .iter()
@@ -76,16 +81,15 @@ impl GatherPipeline {
                 other => panic!("the gather binds buffers only, not {other:?}"),
             })
             .collect();
-        let key = dispatch.program;
-        Ok(Bound {
+        Bound {
             source: self.source.clone(),
             bodies: Bodies::of(key),
             runs: key.lanes_in_runs,
             entry: key.entry.name(),
             constants: key.constants(),
-            table: dispatch.table_bytes()?,
+            table: Vec::new(),
             bindings,
             grid,
-        })
+        }
     }
 }
