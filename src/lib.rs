@@ -109,10 +109,10 @@ pub use wgsl_split::{
 /// The routes and the gather's tuning, for benchmarks and tests (feature `bench`): an engine
 /// opens a splitter and encodes, and needs none of them.
 #[cfg(feature = "bench")]
-pub use gpu::{planner::RouteChoice, SplitOptions};
+pub use gpu::SplitOptions;
 #[cfg(feature = "bench")]
 #[doc(inline)]
-pub use wgsl_split::gather::GatherMode;
+pub use wgsl_split::{gather::GatherMode, planner::RouteChoice};
 
 /// The README's code, compiled and run as doctests.
 #[cfg(doctest)]

@@ -16,11 +16,12 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::GatherPipeline;
 use crate::gpu::placement::{PartLayout, Placement};
-use crate::gpu::planner::{DeviceCaps, Regions, Route};
+use crate::gpu::planner::{DeviceCaps, Regions};
 use crate::plan::SplitPlan;
 use crate::DType;
 use std::collections::HashMap;
 use std::sync::Arc;
+use wgsl_split::recording::Recording;
 
 /// Entries kept at most; the least recently used goes first.
 pub(crate) const MAX_ENTRIES: usize = 128;
@@ -61,7 +62,7 @@ pub(crate) struct RouteKey<'a> {
 #[derive(Debug)]
 pub(crate) struct KeptRoute {
     pub layout: Arc<PartLayout>,
-    pub route: Route,
+    pub recording: Recording,
     pub tables: Vec<wgpu::Buffer>,
 }
 

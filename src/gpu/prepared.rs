@@ -4,18 +4,19 @@
 
 use crate::error::Result;
 use crate::gpu::device::{self, scoped_async, LossProbe};
-use crate::gpu::gather::{record_bound, BoundDispatch, Windows};
+use crate::gpu::gather::{record_bound, BoundDispatch};
 use crate::gpu::kept::RouteKey;
 use crate::gpu::moving::Movable;
 use crate::gpu::parts::{Job, Parts};
 use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
-use crate::gpu::planner::{BufferCopy, Direction, Route};
+use crate::gpu::planner::{BufferCopy, Direction};
 use crate::gpu::plans::{Encoded, Plan, Recorded};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
 use crate::DType;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use wgsl_split::recording::{Command, Recording, Role};
 
 /// A split or a concat of one plan between the caller's buffer regions, with everything but
 /// the commands made: the route, the gather's tables and bind groups. A
@@ -349,8 +350,8 @@ impl GpuSplitter {
         };
         let kept = self.kept_route(&key, &input, &output).await?;
         let layout = kept.layout.clone();
-        let (tables, route) = (&kept.tables, &kept.route);
-        self.prepare_chosen(direction, route, tables, layout, input, output)
+        let (tables, recording) = (&kept.tables, &kept.recording);
+        self.prepare_chosen(direction, recording, tables, layout, input, output)
             .await
     }
 
@@ -374,45 +375,60 @@ impl GpuSplitter {
         }
     }
 
-    /// Prepares `route`, with `tables` for the gather's dispatches
-    /// ([`GpuSplitter::upload_tables`]): the gather's bind groups are made here.
+    /// Prepares `recording`, a route between `input` and `output`, with `tables` for its
+    /// dispatches ([`GpuSplitter::upload_tables`]): the gather's bind groups are made here.
     pub(crate) async fn prepare_chosen(
         &self,
         direction: Direction,
-        route: &Route,
+        recording: &Recording,
         tables: &[wgpu::Buffer],
         layout: Arc<PartLayout>,
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
     ) -> Result<PreparedParts> {
         let mut prepared = self.prepare_nothing(direction, layout);
-        let encoded = &mut prepared.recorded;
-        let commands = match route {
-            Route::BufferCopies(copies) => {
-                encoded.buffer_copies = copies.len() as u32;
-                Some(Commands::BufferCopies {
-                    input: input.buffer.clone(),
-                    output: output.buffer.clone(),
-                    copies: copies.clone(),
-                })
-            }
-            Route::Gather(dispatches) if dispatches.is_empty() => None,
-            Route::Gather(dispatches) => {
-                let bound = self
-                    .gather
-                    .bind(
-                        &self.device,
-                        dispatches,
-                        tables,
-                        Windows::Region(&input),
-                        Windows::Region(&output),
-                    )
-                    .await?;
-                encoded.dispatches = dispatches.len() as u32;
-                Some(Commands::Gather(bound))
-            }
+        let buffer = |role| match role {
+            Role::Input(0) => Some(input.buffer),
+            Role::Output(0) => Some(output.buffer),
+            _ => None,
         };
-        prepared.commands.extend(commands);
+        let (mut copies, mut bound) = (Vec::new(), Vec::new());
+        let mut tables = tables.iter();
+        for command in &recording.commands {
+            match command {
+                Command::Copy { from, to, size } => copies.push(BufferCopy {
+                    src: from.1,
+                    dst: to.1,
+                    size: *size,
+                }),
+                Command::Dispatch(d) => {
+                    let table = tables.next().ok_or_else(|| {
+                        crate::SplitError::Device(
+                            "a dispatch of the route without its table".into(),
+                        )
+                    })?;
+                    let gather = &self.gather;
+                    bound.push(
+                        gather
+                            .bind_recorded(&self.device, d, table, &buffer)
+                            .await?,
+                    );
+                }
+            }
+        }
+        let encoded = &mut prepared.recorded;
+        if !copies.is_empty() {
+            encoded.buffer_copies = copies.len() as u32;
+            prepared.commands.push(Commands::BufferCopies {
+                input: input.buffer.clone(),
+                output: output.buffer.clone(),
+                copies,
+            });
+        }
+        if !bound.is_empty() {
+            encoded.dispatches = bound.len() as u32;
+            prepared.commands.push(Commands::Gather(bound));
+        }
         Ok(prepared)
     }
 }

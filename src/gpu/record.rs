@@ -246,9 +246,11 @@ impl GpuSplitter {
                 });
                 continue;
             }
-            let tables = self.upload_tables(&route).await?;
+            let at = (from.offset, to.offset);
+            let recording = route.recording(self.gather.build(), at, &self.limits)?;
+            let tables = self.upload_tables(&recording).await?;
             let part = self
-                .prepare_chosen(direction, &route, &tables, placed.clone(), from, to)
+                .prepare_chosen(direction, &recording, &tables, placed.clone(), from, to)
                 .await?;
             prepared.append(part);
         }

@@ -117,11 +117,15 @@ impl GpuSplitter {
     pub(crate) async fn execute_rows<'b>(
         &self,
         recording: &Recording,
-        buffer: &dyn Fn(Role) -> Option<&'b wgpu::Buffer>,
+        buffer: &(dyn Fn(Role) -> Option<&'b wgpu::Buffer> + Sync),
     ) -> Result<PreparedRows> {
         let mut bound = Vec::new();
         for command in &recording.commands {
-            let Command::Dispatch(d) = command;
+            let Command::Dispatch(d) = command else {
+                return Err(SplitError::Device(
+                    "a copy command in a recording of rows: rows are dispatched".into(),
+                ));
+            };
             let Some(stores) = d.build.indexed else {
                 return Err(SplitError::Device(format!(
                     "a dispatch of {} in a recording of rows: its build binds no indices",

@@ -41,6 +41,8 @@ pub mod placement;
 #[doc(hidden)]
 pub mod plan;
 #[doc(hidden)]
+pub mod planner;
+#[doc(hidden)]
 pub mod recording;
 pub mod reference;
 #[doc(hidden)]

@@ -23,6 +23,23 @@ pub struct Recording {
 pub enum Command {
     /// A compute dispatch.
     Dispatch(Dispatched),
+    /// A copy of `size` bytes from the buffer of `from.0` at `from.1` to the buffer of `to.0`
+    /// at `to.1` (`copy_buffer_to_buffer`).
+    Copy {
+        from: (Role, u64),
+        to: (Role, u64),
+        size: u64,
+    },
+}
+
+impl Recording {
+    /// Its dispatches, in order.
+    pub fn dispatches(&self) -> impl Iterator<Item = &Dispatched> {
+        self.commands.iter().filter_map(|c| match c {
+            Command::Dispatch(d) => Some(d),
+            Command::Copy { .. } => None,
+        })
+    }
 }
 
 /// One dispatch: the program of `build` that `program` names, its table's bytes (bound as

@@ -93,7 +93,7 @@ impl GatherPipeline {
             "compiling the split pipeline (input buffers: {}, outputs: {outputs:?})",
             inputs.count()
         );
-        scoped_async(device, &what, || Self::build(device, source, build)).await
+        scoped_async(device, &what, || Self::compile(device, source, build)).await
     }
 
     /// Compiles the indexed build: one input and this device's single output, with the
@@ -118,7 +118,7 @@ impl GatherPipeline {
         }
         let source = build.source()?;
         scoped_async(device, "compiling the indexed rows' pipeline", || {
-            Self::build(device, source, build)
+            Self::compile(device, source, build)
         })
         .await
     }
@@ -145,7 +145,7 @@ impl GatherPipeline {
         };
         let source = build.source()?;
         scoped(device, "compiling the traced split pipeline", || {
-            Self::build(device, source, build)
+            Self::compile(device, source, build)
         })
     }
 
@@ -158,12 +158,17 @@ impl GatherPipeline {
         }
     }
 
+    /// What it binds: the build its recordings name.
+    pub fn build(&self) -> Build {
+        self.build
+    }
+
     /// Whether this pipeline binds each output once, as words (the words-only build).
     pub fn words_only(&self) -> bool {
         self.build.outputs == OutputBindings::WordsOnly
     }
 
-    fn build(device: &wgpu::Device, source: GatherSource, build: Build) -> Self {
+    fn compile(device: &wgpu::Device, source: GatherSource, build: Build) -> Self {
         let (dst_bindings, _) = build.outputs.count_and_views();
         let modules: [OnceLock<wgpu::ShaderModule>; 6] = Default::default();
         let none = module_index(Bodies::None, false);

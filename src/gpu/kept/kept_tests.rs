@@ -23,7 +23,7 @@ fn caps() -> DeviceCaps {
 fn kept(layout: &PartLayout) -> Arc<KeptRoute> {
     Arc::new(KeptRoute {
         layout: Arc::new(layout.clone()),
-        route: Route::BufferCopies(Vec::new()),
+        recording: Default::default(),
         tables: Vec::new(),
     })
 }

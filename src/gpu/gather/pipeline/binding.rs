@@ -209,7 +209,7 @@ impl GatherPipeline {
         device: &wgpu::Device,
         recorded: &Dispatched,
         table: &wgpu::Buffer,
-        buffer: &dyn Fn(Role) -> Option<&'b wgpu::Buffer>,
+        buffer: &(dyn Fn(Role) -> Option<&'b wgpu::Buffer> + Sync),
     ) -> Result<BoundDispatch> {
         let (program, grid) = (recorded.program, recorded.workgroups);
         let binds = recorded.binds.clone();
@@ -235,7 +235,7 @@ impl GatherPipeline {
         binds: Binds,
         grid: (u32, u32),
         table: &wgpu::Buffer,
-        buffer: &dyn Fn(Role) -> Option<&'b wgpu::Buffer>,
+        buffer: &(dyn Fn(Role) -> Option<&'b wgpu::Buffer> + Sync),
     ) -> BoundDispatch {
         let [read_stand_in, write_stand_in] = &self.stand_ins;
         let indexed = self.indexed_stand_ins.as_deref();

@@ -12,18 +12,22 @@
 //! Keeping: a graph runtime splits the same node again and again, with the same plan and dtype
 //! and its buffers from a pool at the same offsets. The route (the byte geometry, the route,
 //! the gather's dispatches and their tables) is then the same every time, so
-//! [`crate::GpuSplitter::encode`] keeps it ([`crate::gpu::kept`]). A kept route holds numbers and
+//! a driver's `encode` keeps it (wgpu-split's `gpu::kept`). A kept route holds numbers and
 //! this crate's own table buffers, never a caller's buffer: keeping it changes neither which
 //! buffers stay alive nor which errors `encode` reports.
 //!
 //! A concat's route is the split's read the other way ([`choose_concat`]), kept the same way.
-//! The planner on a [`GpuSplitter`](crate::GpuSplitter), the one part that touches the
-//! device, is in `kept.rs`.
+//! The planner on a driver's splitter, the one part that touches the device, is the driver's
+//! (wgpu-split's `gpu/kept_route.rs`).
 
 use crate::error::Result;
-use crate::gpu::gather::{join_parts, plan_dispatches, plan_joins, Dispatch, GatherTuning};
-use crate::gpu::placement::PartLayout;
+use crate::gather::binds::{Role, Sides};
+use crate::gather::builds::Build;
+use crate::gather::{join_parts, plan_dispatches, plan_joins, Dispatch, GatherTuning};
+use crate::placement::PartLayout;
 use crate::plan::bytes::{ByteRows, RowKind};
+use crate::recording::{Command, Dispatched, Recording};
+use crate::Limits;
 
 /// Each copy command has a fixed cost: past this many, one dispatch wins.
 pub const MAX_BUFFER_COPIES: u64 = 64;
@@ -31,7 +35,7 @@ pub const MAX_BUFFER_COPIES: u64 = 64;
 /// Below this average copy size, one dispatch wins.
 pub const MIN_AVERAGE_COPY: u64 = 1 << 10;
 
-/// Which routes a splitter may take ([`SplitOptions::route`](crate::SplitOptions)).
+/// Which routes a splitter may take (wgpu-split's `SplitOptions::route`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RouteChoice {
     /// The cheapest route for the device: copy commands where they beat the gather (CPU
@@ -63,7 +67,7 @@ impl std::str::FromStr for RouteChoice {
 /// What the device offers a split, read once from the device and the splitter's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceCaps {
-    /// Largest gather window ([`crate::gpu::gather::window_limit`]).
+    /// Largest gather window ([`crate::gather::window_limit`]).
     pub window_limit: u64,
     /// `min_storage_buffer_offset_alignment`.
     pub offset_align: u64,
@@ -102,6 +106,39 @@ pub enum Route {
     BufferCopies(Vec<BufferCopy>),
     /// Gather dispatches (windows relative to the regions); none when every output is empty.
     Gather(Vec<Dispatch>),
+}
+
+impl Route {
+    /// The route as a recording: its copies from the buffer it reads (`Role::Input(0)`) to
+    /// the one it writes (`Role::Output(0)`), or its dispatches of `build` between the regions
+    /// at `input` and `output` (their offsets in those buffers, as the bytes move), on a device
+    /// of `limits`.
+    pub fn recording(
+        &self,
+        build: Build,
+        (input, output): (u64, u64),
+        limits: &Limits,
+    ) -> Result<Recording> {
+        let commands = match self {
+            Route::BufferCopies(copies) => copies
+                .iter()
+                .map(|c| Command::Copy {
+                    from: (Role::Input(0), c.src),
+                    to: (Role::Output(0), c.dst),
+                    size: c.size,
+                })
+                .collect(),
+            Route::Gather(dispatches) => {
+                let sides = (Sides::Region(input), Sides::Region(output));
+                let dispatch = |d| Dispatched::new(build, d, sides, None, limits);
+                let dispatched = dispatches.iter().map(dispatch);
+                dispatched
+                    .map(|d| d.map(Command::Dispatch))
+                    .collect::<Result<_>>()?
+            }
+        };
+        Ok(Recording { commands })
+    }
 }
 
 /// Chooses the route for the outputs of `bytes`, placed by `layout`.
@@ -233,7 +270,8 @@ pub fn choose_concat(
 
 /// The route of the split ([`choose`]) or the concat ([`choose_concat`]) of `bytes`, as
 /// `direction` says.
-pub(crate) fn choose_for(
+#[doc(hidden)]
+pub fn choose_for(
     direction: Direction,
     bytes: &ByteRows,
     layout: &PartLayout,
@@ -246,8 +284,8 @@ pub(crate) fn choose_for(
     }
 }
 
-mod kept;
-pub(crate) use crate::gpu::direction::Direction;
+#[doc(hidden)]
+pub use crate::direction::Direction;
 
 #[cfg(test)]
 mod planner_tests;

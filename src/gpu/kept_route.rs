@@ -2,15 +2,15 @@
 //! routes it keeps with their uploaded tables ([`GpuSplitter::kept_route`],
 //! [`crate::gpu::kept`]).
 
-use super::{choose_for, DeviceCaps, Regions, Route, RouteChoice};
 use crate::error::Result;
 use crate::gpu::gather::window_limit;
-use crate::gpu::gather::Dispatch;
 use crate::gpu::kept::{KeptRoute, RouteKey};
 use crate::gpu::placement::{BufferRegion, Placement};
+use crate::gpu::planner::{choose_for, DeviceCaps, Regions, RouteChoice};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::bytes::ByteRows;
 use std::sync::Arc;
+use wgsl_split::recording::Recording;
 
 /// The planner on a splitter: what its device and settings offer, the routes it keeps and
 /// their tables.
@@ -63,28 +63,24 @@ impl GpuSplitter {
         self.check_regions(key, input, output, &layout)?;
         let bytes = ByteRows::new(key.plan, key.dtype.size())?;
         let route = choose_for(key.direction, &bytes, &layout, &key.caps, &key.regions)?;
-        let tables = self.upload_tables(&route).await?;
+        let (build, at) = (self.gather.build(), (input.offset, output.offset));
+        let recording = route.recording(build, at, &self.limits)?;
+        let tables = self.upload_tables(&recording).await?;
         let kept = Arc::new(KeptRoute {
             layout: Arc::new(layout),
-            route,
+            recording,
             tables,
         });
         self.kept.keep_route(key, kept.clone());
         Ok(kept)
     }
 
-    /// The device copies of the gather's tables of `route`, one per dispatch; none for the
-    /// other routes.
-    pub(crate) async fn upload_tables(&self, route: &Route) -> Result<Vec<wgpu::Buffer>> {
-        match route {
-            Route::Gather(dispatches) => {
-                let tables = dispatches
-                    .iter()
-                    .map(Dispatch::table_bytes)
-                    .collect::<Result<Vec<_>>>()?;
-                self.kept.tables(&self.device, &tables).await
-            }
-            _ => Ok(Vec::new()),
+    /// The device copies of the tables of `recording`'s dispatches, one each.
+    pub(crate) async fn upload_tables(&self, recording: &Recording) -> Result<Vec<wgpu::Buffer>> {
+        let tables: Vec<Vec<u8>> = recording.dispatches().map(|d| d.table.clone()).collect();
+        if tables.is_empty() {
+            return Ok(Vec::new());
         }
+        self.kept.tables(&self.device, &tables).await
     }
 }

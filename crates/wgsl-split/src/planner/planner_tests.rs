@@ -1,7 +1,7 @@
 //! Route choice (pure) and the kept routes.
 
 use super::*;
-use crate::gpu::gather::abi::EntryPoint;
+use crate::gather::abi::EntryPoint;
 use crate::{DType, SplitPlan};
 
 const CAPS: DeviceCaps = DeviceCaps {
@@ -9,7 +9,7 @@ const CAPS: DeviceCaps = DeviceCaps {
     offset_align: 256,
     buffer_copies: true,
     gather: GatherTuning {
-        mode: crate::gpu::gather::GatherMode::Cpu,
+        mode: crate::gather::GatherMode::Cpu,
         max_steps_per_lane: 128,
     },
 };
