@@ -19,9 +19,8 @@ use crate::gpu::gather::builds::{copy_kernel_source, Hook};
 
 use crate::gpu::gather::abi::binding_bytes;
 use crate::gpu::gather::dispatches::{plan_dispatches, Dispatch};
-use crate::gpu::gather::pipeline::{GatherPipeline, Windows};
+use crate::gpu::gather::pipeline::GatherPipeline;
 use crate::gpu::gather::{grid, lower_view, table_room, view_dispatches, Lowered};
-use crate::gpu::placement::BufferRegion;
 use crate::gpu::planner::{choose_concat, Regions, Route};
 use crate::gpu::splitter::gather_defaults;
 use crate::plan::bytes::ByteRows;
@@ -30,6 +29,8 @@ use crate::plan::{ConcatPlan, PartView, SplitPlan};
 use crate::{DType, GpuSplitter, RouteChoice, SplitOptions};
 use analysis::{Access, Kind};
 use wgpu::util::DeviceExt;
+use wgsl_split::gather::binds::{Role, Sides};
+use wgsl_split::recording::Dispatched;
 
 /// Which workgroups record, and how many accesses each lane keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,6 +193,13 @@ fn trace_dispatches(
             contents: &d.table_bytes()?,
             usage,
         });
+        let sides = (Sides::Region(0), Sides::Region(0));
+        let recorded = Dispatched::new(pipeline.build(), d, sides, None, &gpu.limits)?;
+        let buffer = |role| match role {
+            Role::Input(0) => Some(&input),
+            Role::Output(0) => Some(&output),
+            _ => None,
+        };
         let lanes = d.program.workgroup_size() as u32;
         let records = run_traced(
             gpu,
@@ -199,14 +207,8 @@ fn trace_dispatches(
             lanes,
             sampling,
             |encoder, trace| {
-                pollster::block_on(pipeline.with_trace(trace).record(
-                    device,
-                    encoder,
-                    std::slice::from_ref::<Dispatch>(d),
-                    std::slice::from_ref(&table),
-                    Windows::Region(&BufferRegion::from(&input)),
-                    Windows::Region(&BufferRegion::from(&output)),
-                ))
+                let traced = pipeline.with_trace(trace);
+                pollster::block_on(traced.record(device, encoder, &recorded, &table, &buffer))
             },
         )?;
         accesses.extend(records.into_iter().map(|mut a| {

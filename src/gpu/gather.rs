@@ -5,5 +5,5 @@
 
 pub(crate) mod pipeline;
 
-pub use pipeline::{record_bound, BoundDispatch, GatherPipeline, Windows};
+pub use pipeline::{record_bound, BoundDispatch, GatherPipeline};
 pub(crate) use wgsl_split::gather::*;

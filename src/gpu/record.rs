@@ -5,7 +5,7 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::{
     binding_bytes, join_dispatch, multi_output_dispatch, window_limit, BoundDispatch, Dispatch,
-    JoinPart, Windows, UNIT_BYTES,
+    GatherPipeline, JoinPart, UNIT_BYTES,
 };
 use crate::gpu::kept::RouteKey;
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
@@ -18,6 +18,8 @@ use crate::tensor::byte_count;
 use crate::DType;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use wgsl_split::gather::binds::{Role, Sides};
+use wgsl_split::recording::Dispatched;
 
 /// Each buffer of a split's outputs or a concat's inputs, with its non-empty parts (positions
 /// in the plan's [`ByteRows`]) in offset order.
@@ -381,24 +383,53 @@ impl GpuSplitter {
                 self.multi_input_pipeline(n).await?,
             ),
         };
-        let tables = self
-            .kept
-            .tables(&self.device, &[dispatch.table_bytes()?])
-            .await?;
         let windows: Vec<(BufferRegion<'_>, u64)> = batch
             .iter()
             .map(|g| (g.region, g.layout.total_bytes))
             .collect();
-        let (reads, writes) =
-            direction.in_order(Windows::Region(&whole), Windows::PerBinding(&windows));
-        pipeline
-            .bind(
-                &self.device,
-                std::slice::from_ref(&dispatch),
-                &tables,
-                reads,
-                writes,
-            )
+        let dispatches = std::slice::from_ref(&dispatch);
+        self.bind_windows(&pipeline, direction, dispatches, whole, &windows)
             .await
+    }
+}
+
+impl GpuSplitter {
+    /// Binds `dispatches` of `pipeline` between `whole`, the whole tensor's region, and
+    /// `windows`, a window (region, bytes) per binding of the parts' side, as `direction`
+    /// moves the bytes: each made the core's recorded dispatch, its table uploaded.
+    pub(crate) async fn bind_windows(
+        &self,
+        pipeline: &GatherPipeline,
+        direction: Direction,
+        dispatches: &[Dispatch],
+        whole: BufferRegion<'_>,
+        windows: &[(BufferRegion<'_>, u64)],
+    ) -> Result<Vec<BoundDispatch>> {
+        let parts: Vec<(u64, u64)> = windows.iter().map(|(r, size)| (r.offset, *size)).collect();
+        let sides = direction.in_order(Sides::Region(whole.offset), Sides::PerBinding(&parts));
+        let recorded = dispatches
+            .iter()
+            .map(|d| Dispatched::new(pipeline.build(), d, sides, None, &self.limits))
+            .collect::<Result<Vec<_>>>()?;
+        let bytes: Vec<Vec<u8>> = recorded.iter().map(|d| d.table.clone()).collect();
+        let tables = self.kept.tables(&self.device, &bytes).await?;
+        let buffer = |role| match (direction, role) {
+            (Direction::Split, Role::Input(0)) | (Direction::Concat, Role::Output(0)) => {
+                Some(whole.buffer)
+            }
+            (Direction::Split, Role::Output(k)) | (Direction::Concat, Role::Input(k)) => {
+                windows.get(k as usize).map(|w| w.0.buffer)
+            }
+            _ => None,
+        };
+        let mut bound = Vec::with_capacity(recorded.len());
+        for (d, table) in recorded.iter().zip(&tables) {
+            bound.push(
+                pipeline
+                    .bind_recorded(&self.device, d, table, &buffer)
+                    .await?,
+            );
+        }
+        Ok(bound)
     }
 }

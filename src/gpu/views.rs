@@ -12,7 +12,7 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::builds::{InputBindings, OutputBindings};
 use crate::gpu::gather::{
     binding_bytes, lower_view, repeat_joins, table_room, view_dispatches, window_limit, Dispatch,
-    Lowered, Windows, UNIT_BYTES,
+    Lowered, UNIT_BYTES,
 };
 use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::{BufferRegion, PartLayout, PartRange};
@@ -92,11 +92,6 @@ impl GpuSplitter {
         let mut batches = Vec::new();
         for group in windows.chunks(self.views_batch(direction)?) {
             let dispatches = self.view_batch(direction, group, whole_bytes)?;
-            let bytes = dispatches
-                .iter()
-                .map(Dispatch::table_bytes)
-                .collect::<Result<Vec<_>>>()?;
-            let tables = self.kept.tables(&self.device, &bytes).await?;
             let bound_windows: Vec<(BufferRegion<'_>, u64)> =
                 group.iter().map(|w| (w.region, w.size)).collect();
             let outputs = match group.len() {
@@ -106,10 +101,8 @@ impl GpuSplitter {
             let pipeline = self
                 .build_with(InputBindings::ONE, outputs, Some(direction))
                 .await?;
-            let (reads, writes) =
-                direction.in_order(Windows::Region(&whole), Windows::PerBinding(&bound_windows));
-            let bound = pipeline
-                .bind(&self.device, &dispatches, &tables, reads, writes)
+            let bound = self
+                .bind_windows(&pipeline, direction, &dispatches, whole, &bound_windows)
                 .await?;
             prepared.recorded.dispatches += bound.len() as u32;
             prepared.commands.push(Commands::Gather(bound.clone()));

@@ -4,25 +4,26 @@
 
 use super::abi::{ProgramKey, UNIT_BYTES};
 use super::binds::write_stand_in_bytes;
+#[cfg(feature = "bench")]
+use super::binds::Role;
 use super::builds::{
     single_output, Bodies, Build, GatherSource, Hook, InputBindings, OutputBindings, ScatterStores,
-    Slot,
 };
-#[cfg(feature = "bench")]
-use super::dispatches::Dispatch;
 use crate::error::Result;
 #[cfg(feature = "bench")]
 use crate::gpu::device::scoped;
 use crate::gpu::device::{limits_of, scoped_async};
 use crate::gpu::direction::Direction;
 use std::sync::{Arc, OnceLock};
+#[cfg(feature = "bench")]
+use wgsl_split::recording::Dispatched;
 
 mod binding;
 #[cfg(test)]
 pub(crate) mod golden;
 
 pub(crate) use binding::record_unscoped;
-pub use binding::{record_bound, BoundDispatch, Windows};
+pub use binding::{record_bound, BoundDispatch};
 
 /// The gather shader compiled for one device, with its bind group layout; each program's
 /// pipeline, and the module of its schedules (its channels' [`Bodies`] in its lane mapping),
@@ -40,18 +41,14 @@ pub struct GatherPipeline {
     /// clones: a CPU adapter never runs the GPUs' schedules, nor a GPU most of the runs, and
     /// compiling every pipeline is most of the time a splitter takes to open.
     pipelines: Arc<[OnceLock<wgpu::ComputePipeline>; ProgramKey::COUNT]>,
-    /// The trace build's record buffer, bound last ([`Slot::Trace`]):
+    /// The trace build's record buffer, bound last (`Slot::Trace`):
     /// [`GatherPipeline::with_trace`] (`bench` feature).
     #[cfg(feature = "bench")]
     trace: Option<wgpu::Buffer>,
-    /// Its bindings, in order ([`Build::slots`]): what the layout and every bind group follow.
-    slots: Vec<Slot>,
     /// What it binds: its inputs and outputs, the indexed rows' bindings, the side whose
     /// windows move (a node through views binds its parts' windows at dynamic offsets, which
     /// move without a new bind group).
     build: Build,
-    /// The device's storage offset alignment, which places an output window's tail.
-    offset_align: u64,
     /// Bound in place of empty views: a 16-byte buffer for an input's vec4s, and a slot per
     /// output binding's units or tail (one unit, read as none), no two sharing a range.
     stand_ins: [wgpu::Buffer; 2],
@@ -97,8 +94,8 @@ impl GatherPipeline {
     }
 
     /// Compiles the indexed build: one input and this device's single output, with the
-    /// indices, the status and the scatter's destination ([`Slot::Indices`], [`Slot::Status`],
-    /// [`Slot::OutputScatter`]) bound after them, for rows placed by indices
+    /// indices, the status and the scatter's destination (`Slot::Indices`, `Slot::Status`,
+    /// `Slot::OutputScatter`) bound after them, for rows placed by indices
     /// (their recordings, `wgsl_split::rows` and `wgsl_split::paged`, bound by `bind_recorded`). A device whose shader
     /// stage holds fewer storage buffers is [`SplitError::TooLarge`](crate::SplitError).
     pub async fn indexed(device: &wgpu::Device, stores: ScatterStores) -> Result<Self> {
@@ -173,7 +170,6 @@ impl GatherPipeline {
         let modules: [OnceLock<wgpu::ShaderModule>; 6] = Default::default();
         let none = module_index(Bodies::None, false);
         let _ = modules[none].set(gather_module(device, &source.with(Bodies::None, false)));
-        let slots = build.slots();
         let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..)
             .zip(build.layout())
             .map(|(binding, entry)| wgpu::BindGroupLayoutEntry {
@@ -216,9 +212,7 @@ impl GatherPipeline {
             pipelines: Arc::new(std::array::from_fn(|_| OnceLock::new())),
             #[cfg(feature = "bench")]
             trace: None,
-            slots,
             build,
-            offset_align,
             stand_ins: [stand_in(UNIT_BYTES), stand_in(stand_in_slots)],
             indexed_stand_ins: build
                 .indexed
@@ -261,23 +255,20 @@ impl GatherPipeline {
         made.clone()
     }
 
-    /// Records `dispatches` (with their `tables`, one buffer each) into one compute pass of
-    /// `encoder`, reading `inputs` and writing `outputs` ([`GatherPipeline::bind`], then
-    /// [`record_bound`]). For the memory trace (`bench` feature).
+    /// Records `recorded` (with its `table`) into one compute pass of `encoder`, each role's
+    /// buffer `buffer(role)`'s ([`GatherPipeline::bind_recorded`], then [`record_bound`]).
+    /// For the memory trace (`bench` feature).
     #[cfg(feature = "bench")]
-    pub async fn record(
+    pub async fn record<'b>(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
-        dispatches: &[Dispatch],
-        tables: &[wgpu::Buffer],
-        inputs: Windows<'_>,
-        outputs: Windows<'_>,
+        recorded: &Dispatched,
+        table: &wgpu::Buffer,
+        buffer: &(dyn Fn(Role) -> Option<&'b wgpu::Buffer> + Sync),
     ) -> Result<()> {
-        let bound = self
-            .bind(device, dispatches, tables, inputs, outputs)
-            .await?;
-        record_bound(device, encoder, &bound).await
+        let bound = self.bind_recorded(device, recorded, table, buffer).await?;
+        record_bound(device, encoder, &[bound]).await
     }
 }
 

@@ -4,65 +4,14 @@
 //! bind group ([`BoundDispatch::moved_offsets`]).
 
 use super::GatherPipeline;
-use crate::error::{Result, SplitError};
-use crate::gpu::device::limits_of;
+use crate::error::Result;
 use crate::gpu::device::scoped_async;
 use crate::gpu::gather::abi::ProgramKey;
-use crate::gpu::gather::binds::{binds, Binds, Role, Sides, StandIn};
-use crate::gpu::gather::blocks::grid;
-use crate::gpu::gather::dispatches::Dispatch;
-use crate::gpu::placement::BufferRegion;
+use crate::gpu::gather::binds::{Binds, Role, StandIn};
 use std::num::NonZeroU64;
 use wgsl_split::recording::Dispatched;
 
-/// The buffers a gather's dispatches read (their inputs) or write (their outputs).
-#[derive(Debug, Clone, Copy)]
-pub enum Windows<'a> {
-    /// One region; each dispatch binds its own window of it.
-    Region(&'a BufferRegion<'a>),
-    /// One window (region and size) per binding of the multi-input or multi-output build,
-    /// the same for every dispatch.
-    PerBinding(&'a [(BufferRegion<'a>, u64)]),
-}
-
-impl<'a> Windows<'a> {
-    /// Bindings they take.
-    fn count(&self) -> u32 {
-        match self {
-            Windows::Region(_) => 1,
-            Windows::PerBinding(w) => w.len() as u32,
-        }
-    }
-
-    /// The buffer of window `k`.
-    fn buffer(&self, k: u32) -> &'a wgpu::Buffer {
-        match *self {
-            Windows::Region(region) => region.buffer,
-            Windows::PerBinding(windows) => windows[k as usize].0.buffer,
-        }
-    }
-
-    /// Their offsets and sizes, as the core binds them.
-    fn sides(&self) -> (u64, Vec<(u64, u64)>) {
-        match *self {
-            Windows::Region(region) => (region.offset, Vec::new()),
-            Windows::PerBinding(windows) => {
-                let list = windows.iter().map(|(r, size)| (r.offset, *size)).collect();
-                (0, list)
-            }
-        }
-    }
-}
-
-/// `windows`' sides from [`Windows::sides`].
-fn sides<'a>(windows: &Windows<'_>, (region, list): &'a (u64, Vec<(u64, u64)>)) -> Sides<'a> {
-    match windows {
-        Windows::Region(_) => Sides::Region(*region),
-        Windows::PerBinding(_) => Sides::PerBinding(list),
-    }
-}
-
-/// One gather dispatch bound to its buffers ([`GatherPipeline::bind`]): recorded by
+/// One gather dispatch bound to its buffers ([`GatherPipeline::bind_recorded`]): recorded by
 /// [`record_bound`], as often as wanted.
 #[derive(Debug, Clone)]
 pub struct BoundDispatch {
@@ -103,7 +52,7 @@ impl BoundDispatch {
 }
 
 /// Records `bound` into one compute pass of `encoder`; a device error (a buffer destroyed
-/// since it was bound, for one) becomes [`SplitError::Device`].
+/// since it was bound, for one) becomes [`SplitError::Device`](crate::SplitError::Device).
 pub async fn record_bound(
     device: &wgpu::Device,
     encoder: &mut wgpu::CommandEncoder,
@@ -133,75 +82,6 @@ pub(crate) fn record_unscoped<'b>(
 }
 
 impl GatherPipeline {
-    /// Binds `dispatches` (with their `tables`, one buffer each) to `inputs` and `outputs`:
-    /// each one's pipeline, bind group and grid, ready to record as often as wanted. Fails,
-    /// with nothing made, if a grid exceeds the device's limits, if `inputs` or `outputs`
-    /// does not match the build's bindings, or if wgpu refuses a bind group.
-    pub async fn bind(
-        &self,
-        device: &wgpu::Device,
-        dispatches: &[Dispatch],
-        tables: &[wgpu::Buffer],
-        inputs: Windows<'_>,
-        outputs: Windows<'_>,
-    ) -> Result<Vec<BoundDispatch>> {
-        self.bind_with(device, dispatches, tables, inputs, outputs)
-            .await
-    }
-
-    async fn bind_with(
-        &self,
-        device: &wgpu::Device,
-        dispatches: &[Dispatch],
-        tables: &[wgpu::Buffer],
-        inputs: Windows<'_>,
-        outputs: Windows<'_>,
-    ) -> Result<Vec<BoundDispatch>> {
-        if self.indexed_stand_ins.is_some() {
-            return Err(SplitError::Device(
-                "the indexed build's dispatches are bound from their recording".into(),
-            ));
-        }
-        let (reads, writes) = (inputs.count(), outputs.count());
-        let bindings = (
-            self.build.inputs.count(),
-            self.build.outputs.count_and_views().0,
-        );
-        if (reads, writes) != bindings {
-            return Err(SplitError::Device(format!(
-                "{reads} input and {writes} output windows for a build with {} input and {} \
-                 output bindings",
-                bindings.0, bindings.1
-            )));
-        }
-        let limits = limits_of(&device.limits());
-        let (reads, writes) = (inputs.sides(), outputs.sides());
-        let both = (sides(&inputs, &reads), sides(&outputs, &writes));
-        let buffer = |role: Role| -> Option<&wgpu::Buffer> {
-            Some(match role {
-                Role::Input(k) => inputs.buffer(k),
-                Role::Output(k) => outputs.buffer(k),
-                _ => return None,
-            })
-        };
-        let (slots, moving) = (&self.slots, self.build.moving);
-        let bind = |(dispatch, table): (&Dispatch, _)| {
-            let binds = binds(slots, dispatch, both, None, moving, self.offset_align);
-            let grid = grid(&limits, dispatch.params.num_blocks as u64)?;
-            let bound = self.bound(device, dispatch.program, binds, grid, table, &buffer);
-            #[cfg(test)]
-            let bound = BoundDispatch {
-                golden: bound.golden.clone().with_table(dispatch.table_bytes()?),
-                ..bound
-            };
-            Ok(bound)
-        };
-        scoped_async(device, "binding the split", || {
-            dispatches.iter().zip(tables).map(bind).collect()
-        })
-        .await?
-    }
-
     /// Binds `recorded`, a dispatch of this build, with its `table` uploaded: each role's
     /// buffer is `buffer(role)`'s.
     pub(crate) async fn bind_recorded<'b>(
