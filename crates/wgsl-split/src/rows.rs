@@ -133,3 +133,64 @@ pub fn index_rule(index_type: DType, negative: NegativeIndex) -> Result<IndexRul
     };
     Ok(IndexRule { words, negative })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gather::GatherMode;
+    use crate::ops;
+    use crate::recording::Role;
+
+    /// Every binding of a recording of rows lies in the regions it states, from their
+    /// offsets; its table is whole, and its workgroups cover the table's blocks.
+    #[test]
+    fn a_recording_binds_within_the_regions_it_states() {
+        let at = RowsRegions {
+            source: 256,
+            indices: 4096,
+            target: 8192,
+            status: Some(16384),
+        };
+        let plans = [
+            (ops::get_rows(&[100, 24], &[7]).unwrap(), DType::F16),
+            (ops::gather(&[8, 40], &[16], 1).unwrap(), DType::U8),
+            (ops::gather(&[3, 5, 7], &[4], 1).unwrap(), DType::F64),
+            (ops::set_rows(&[64, 12], &[9]).unwrap(), DType::F32),
+            (ops::set_rows(&[50, 3], &[5]).unwrap(), DType::U8),
+        ];
+        for (plan, dtype) in &plans {
+            for (index_type, mode) in [(DType::I32, GatherMode::Cpu), (DType::I64, GatherMode::Gpu)]
+            {
+                let limits = Limits::default();
+                let tuning = GatherTuning::of(mode);
+                let (recording, sizes) =
+                    record_rows(plan, *dtype, index_type, at, &limits, tuning).unwrap();
+                let [Command::Dispatch(d)] = &recording.commands[..] else {
+                    panic!("one dispatch for {plan:?}: {recording:?}");
+                };
+                let within = |b: &crate::recording::Bind, from: u64, bytes: u64| {
+                    let size = b.size.expect("a window of the host's has its size");
+                    assert!(
+                        b.offset >= from && b.offset + size <= from + bytes,
+                        "{b:?} outside {bytes} bytes from {from} ({plan:?})"
+                    );
+                };
+                for b in &d.binds.list {
+                    match b.role {
+                        Role::Input(0) => within(b, at.source, sizes.source),
+                        Role::Indices => within(b, at.indices, sizes.indices),
+                        Role::Output(0) | Role::Scatter => within(b, at.target, sizes.target),
+                        Role::Status => within(b, 16384, 8),
+                        Role::Table => assert_eq!((b.offset, b.size), (0, None)),
+                        Role::StandIn(_) => {}
+                        other => panic!("{other:?} in a recording of rows"),
+                    }
+                }
+                let blocks = u32::from_le_bytes(d.table[..4].try_into().unwrap());
+                let (x, y) = d.workgroups;
+                assert!(x * y >= blocks && x * (y - 1) < blocks.max(1), "{plan:?}");
+                assert!(d.build.indexed.is_some());
+            }
+        }
+    }
+}

@@ -165,3 +165,75 @@ fn back_to_back_outputs_share_one_copy() {
         ("gather", 1)
     );
 }
+
+/// A route's recording binds within its regions: the whole tensor's from its offset (its
+/// binding's bytes), the parts' from theirs (the layout's bytes), for a split and a concat,
+/// copy commands and dispatches alike.
+#[test]
+fn a_routes_recording_binds_within_its_regions() {
+    use crate::gather::builds::{Build, InputBindings, OutputBindings};
+    use crate::recording::{Command, Role};
+    let gpu = DeviceCaps {
+        buffer_copies: false,
+        gather: GatherTuning::of(crate::gather::GatherMode::Gpu),
+        ..CAPS
+    };
+    let build = Build::plain(InputBindings::ONE, OutputBindings::Units(1), None);
+    for (shape, axis, lengths) in [
+        (&[12, 1024][..], 0, &[4, 4, 4][..]),
+        (&[6, 12, 10, 24], 1, &[4, 4, 4]),
+        (&[64, 7], 1, &[3, 4]),
+        (&[4096, 8], 1, &[1; 8]),
+    ] {
+        let plan = SplitPlan::from_lengths(shape, axis, lengths, true).unwrap();
+        let layout = PartLayout::new(&plan, DType::F32, 256).unwrap();
+        let bytes = ByteRows::new(&plan, 4).unwrap();
+        let whole = plan.whole_binding_size(DType::F32).unwrap();
+        for caps in [CAPS, gpu] {
+            for direction in [Direction::Split, Direction::Concat] {
+                let (whole_at, parts_at) = (512, 4096);
+                let (input, output) = direction.in_order(whole_at, parts_at);
+                let regions = Regions {
+                    input_offset: input,
+                    output_offset: output,
+                    copies_allowed: true,
+                };
+                let route = choose_for(direction, &bytes, &layout, &caps, &regions).unwrap();
+                let limits = crate::Limits::default();
+                let recording = route.recording(build, (input, output), &limits).unwrap();
+                let (whole_role, parts_role) = direction.in_order(Role::Input(0), Role::Output(0));
+                let region = |role| match role {
+                    r if r == whole_role => (whole_at, whole),
+                    r if r == parts_role => (parts_at, layout.total_bytes),
+                    other => panic!("{other:?} in a route's recording"),
+                };
+                let within = |role, offset: u64, size: u64| {
+                    let (from, bytes) = region(role);
+                    assert!(
+                        offset >= from && offset + size <= from + bytes,
+                        "{role:?} {size} bytes at {offset}, outside {bytes} from {from}: \
+                         {shape:?} {direction:?} {caps:?}"
+                    );
+                };
+                assert!(!recording.commands.is_empty());
+                for command in &recording.commands {
+                    match command {
+                        Command::Copy { from, to, size } => {
+                            within(from.0, from.1, *size);
+                            within(to.0, to.1, *size);
+                        }
+                        Command::Dispatch(d) => {
+                            for b in &d.binds.list {
+                                match (b.role, b.size) {
+                                    (Role::Table | Role::StandIn(_), _) => {}
+                                    (role, Some(size)) => within(role, b.offset, size),
+                                    (role, None) => panic!("{role:?} bound to its end"),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
