@@ -8,6 +8,13 @@
 //! checked against, byte for byte. It builds for any target, `wasm32-unknown-unknown`
 //! included, and depends on no wgpu: a driver (wgpu-split's, on wgpu 30) executes the plans.
 //!
+//! Beside them, hidden from these docs until a second host settles them, are what a driver
+//! executes: the gather's WGSL and its builds (`gather::builds::Build`: the source, the bind
+//! group layout), the tables and the gate that checks every precondition of the trusted
+//! module, each dispatch's bindings by role (`gather::binds`), the route of a split or a
+//! concat (`planner`), and recordings (`recording::Recording`: the commands a plan asks of a
+//! host, in order; `rows::record_rows`, `paged::record_paged`, `planner::Route::recording`).
+//!
 //! ```
 //! use wgsl_split::{ops, reference, HostTensor, IntTensor};
 //! let plan = ops::split(&[2, 4], &IntTensor::scalar(1), 2)?;
