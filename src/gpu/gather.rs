@@ -5,5 +5,7 @@
 
 pub(crate) mod pipeline;
 
+pub(crate) use pipeline::BufferOf;
+
 pub use pipeline::{record_bound, BoundDispatch, GatherPipeline};
 pub(crate) use wgsl_split::gather::*;

@@ -6,7 +6,7 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{self, buffer_with, scoped_async};
 use crate::gpu::gather::binding_bytes;
-use crate::gpu::gather::{GatherPipeline, ScatterStores};
+use crate::gpu::gather::{BufferOf, GatherPipeline, ScatterStores};
 use crate::gpu::placement::BufferRegion;
 use crate::gpu::prepared_rows::PreparedRows;
 use crate::gpu::round_trip::{map_read, read_mapped};
@@ -117,7 +117,7 @@ impl GpuSplitter {
     pub(crate) async fn execute_rows<'b>(
         &self,
         recording: &Recording,
-        buffer: &(dyn Fn(Role) -> Option<&'b wgpu::Buffer> + Sync),
+        buffer: &BufferOf<'_, 'b>,
     ) -> Result<PreparedRows> {
         let mut bound = Vec::new();
         for command in &recording.commands {

@@ -7,7 +7,7 @@ use crate::gpu::gather::builds::{fits_stage, single_output, InputBindings, Outpu
 use crate::gpu::gather::GatherPipeline;
 use crate::gpu::gather::MAX_DST_BINDINGS;
 use crate::gpu::gather::{fits_one_dispatch, window_limit};
-use crate::gpu::gather::{GatherMode, GatherTuning, MAX_LANE_STEPS};
+use crate::gpu::gather::{GatherMode, GatherTuning};
 use crate::gpu::kept::Kept;
 use crate::gpu::placement::{PartLayout, PartRange};
 use crate::gpu::planner::Direction;
@@ -218,7 +218,7 @@ impl GpuSplitter {
             tuning.mode = mode;
         }
         if let Some(units) = options.max_steps_per_lane {
-            tuning.max_steps_per_lane = (units as u64).clamp(1, MAX_LANE_STEPS);
+            tuning.max_steps_per_lane = (units as u64).clamp(1, crate::gpu::gather::MAX_LANE_STEPS);
         }
         let allowed = RegionsPerDispatch::of(&self.limits);
         self.gather_tuning = tuning;

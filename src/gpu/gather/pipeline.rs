@@ -4,10 +4,8 @@
 
 use super::abi::{ProgramKey, UNIT_BYTES};
 use super::binds::write_stand_in_bytes;
-#[cfg(feature = "bench")]
-use super::binds::Role;
 use super::builds::{
-    single_output, Bodies, Build, GatherSource, Hook, InputBindings, OutputBindings, ScatterStores,
+    single_output, Bodies, Build, GatherSource, InputBindings, OutputBindings, ScatterStores,
 };
 use crate::error::Result;
 #[cfg(feature = "bench")]
@@ -23,6 +21,7 @@ mod binding;
 pub(crate) mod golden;
 
 pub(crate) use binding::record_unscoped;
+pub(crate) use binding::BufferOf;
 pub use binding::{record_bound, BoundDispatch};
 
 /// The gather shader compiled for one device, with its bind group layout; each program's
@@ -137,7 +136,7 @@ impl GatherPipeline {
     #[cfg(feature = "bench")]
     pub fn traced(device: &wgpu::Device) -> Result<Self> {
         let build = Build {
-            hook: Hook::Recording,
+            hook: super::builds::Hook::Recording,
             ..Build::plain(InputBindings::ONE, OutputBindings::Units(1), None)
         };
         let source = build.source()?;
@@ -265,7 +264,7 @@ impl GatherPipeline {
         encoder: &mut wgpu::CommandEncoder,
         recorded: &Dispatched,
         table: &wgpu::Buffer,
-        buffer: &(dyn Fn(Role) -> Option<&'b wgpu::Buffer> + Sync),
+        buffer: &BufferOf<'_, 'b>,
     ) -> Result<()> {
         let bound = self.bind_recorded(device, recorded, table, buffer).await?;
         record_bound(device, encoder, &[bound]).await

@@ -11,6 +11,15 @@ use crate::gpu::gather::binds::{Binds, Role, StandIn};
 use std::num::NonZeroU64;
 use wgsl_split::recording::Dispatched;
 
+/// Which of the caller's buffers each role of a recorded dispatch binds. Natively it is
+/// `Sync`, so that the futures binding through it are `Send`; in a browser wgpu's buffers
+/// are not `Sync`, and nothing there needs a future to be `Send`.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) type BufferOf<'f, 'b> = dyn Fn(Role) -> Option<&'b wgpu::Buffer> + Sync + 'f;
+/// Which of the caller's buffers each role of a recorded dispatch binds.
+#[cfg(target_arch = "wasm32")]
+pub(crate) type BufferOf<'f, 'b> = dyn Fn(Role) -> Option<&'b wgpu::Buffer> + 'f;
+
 /// One gather dispatch bound to its buffers ([`GatherPipeline::bind_recorded`]): recorded by
 /// [`record_bound`], as often as wanted.
 #[derive(Debug, Clone)]
@@ -89,7 +98,7 @@ impl GatherPipeline {
         device: &wgpu::Device,
         recorded: &Dispatched,
         table: &wgpu::Buffer,
-        buffer: &(dyn Fn(Role) -> Option<&'b wgpu::Buffer> + Sync),
+        buffer: &BufferOf<'_, 'b>,
     ) -> Result<BoundDispatch> {
         let (program, grid) = (recorded.program, recorded.workgroups);
         let binds = recorded.binds.clone();
@@ -115,7 +124,7 @@ impl GatherPipeline {
         binds: Binds,
         grid: (u32, u32),
         table: &wgpu::Buffer,
-        buffer: &(dyn Fn(Role) -> Option<&'b wgpu::Buffer> + Sync),
+        buffer: &BufferOf<'_, 'b>,
     ) -> BoundDispatch {
         let [read_stand_in, write_stand_in] = &self.stand_ins;
         let indexed = self.indexed_stand_ins.as_deref();
