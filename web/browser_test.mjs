@@ -1,6 +1,7 @@
 // The browser test: serves web/, opens the page in headless Chromium with WebGPU, waits for it
-// to finish and checks the results it left in `window.wgpuSplit`, not its text. Fails on any
-// output that differs from the CPU reference, any error, a sweep that covers less than it
+// to finish and checks the results it left in `window.wgpuSplit`, not its text: through
+// wgpu-split compiled to wasm, and through the JavaScript driver. Fails on any output that
+// differs from the CPU reference, any error, a sweep that covers less than it
 // must, and a page that does not finish in time.
 //
 //   node web/browser_test.mjs [--sweep=N] [--seed=S] [--bench=0|1] [--timeout=SECONDS]
@@ -155,12 +156,23 @@ if (c) {
 } else {
   must(false, 'the page left no check results');
 }
+const j = state.driver;
+if (j) {
+  // Each split with its concat back: the examples, the sweep and its 10,000 outputs, the
+  // splits in copies; and the rows.
+  const want = { example: 14, sweep: 2 * (sweep + 1), copies: 4, rows: 4 };
+  for (const [kind, n] of Object.entries(want)) must(j.kinds[kind] === n, `through the JavaScript driver, ${n} jobs of ${kind}, not ${j.kinds[kind] ?? 0}`);
+  must(j.copies > 0 && j.dispatches > j.jobs / 2, `through the JavaScript driver, copies and dispatches: ${j.copies} copies, ${j.dispatches} dispatches in ${j.jobs} jobs`);
+  must(j.failures.length === 0, `${j.failures.length} jobs failed through the JavaScript driver:\n    ${j.failures.slice(0, 20).join('\n    ')}`);
+} else {
+  must(false, 'the page left no results of the JavaScript driver');
+}
 if (bench !== '0') {
   const b = state.bench;
   must(b && b.cases.length > 0, 'the benchmark timed no case');
   for (const k of b?.cases ?? []) must(k.split_gbps > 0 && k.copy_kernel_gbps > 0 && k.copy_gbps > 0, `benchmark case ${k.name} has a zero figure`);
 }
 const adapter = c?.adapter ? `${c.adapter.name || '(no name)'} ${c.adapter.backend} ${c.adapter.device_type}` : '?';
-const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches, ${c.sweep.views.splits} into random views; a prepared decode step moved through ${c.decode?.steps ?? 0} positions; ${c.rows?.cases ?? 0} cases of rows placed by indices; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s` : '';
+const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches, ${c.sweep.views.splits} into random views; a prepared decode step moved through ${c.decode?.steps ?? 0} positions; ${c.rows?.cases ?? 0} cases of rows placed by indices; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s; through the JavaScript driver ${j?.jobs ?? 0} jobs (${j?.dispatches ?? 0} dispatches, ${j?.copies ?? 0} copies) in ${j?.seconds.toFixed(1) ?? '?'} s` : '';
 if (problems.length) finish(1, `FAIL: ${summary}\n  ${problems.join('\n  ')}`);
 finish(0, `ok: ${summary}`);

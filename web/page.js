@@ -1,13 +1,15 @@
 // Runs the checks and the benchmark in this browser and shows them. The results are also
-// left in `window.wgpuSplit` ({ checks, bench, done, error }), which the browser test reads.
+// left in `window.wgpuSplit` ({ checks, driver, bench, done, error }), which the browser test
+// reads: `checks` through wgpu-split compiled to wasm, `driver` through the JavaScript driver.
 import init, { run_checks, run_bench } from './pkg/wgpu_split_web.js';
+import { driverChecks } from './driver_checks.js';
 
 const params = new URLSearchParams(location.search);
 const sweep = Number(params.get('sweep') ?? 300);
 const seed = Number(params.get('seed') ?? 1);
 const repeats = Number(params.get('repeats') ?? 10);
 const withBench = params.get('bench') !== '0';
-const state = { checks: null, bench: null, done: false, error: null };
+const state = { checks: null, driver: null, bench: null, done: false, error: null };
 window.wgpuSplit = state;
 
 const $ = (id) => document.getElementById(id);
@@ -31,6 +33,13 @@ function showChecks(c) {
       Object.entries(s.per_operator).map(([k, v]) => `${k} ${v}`).join(', '), s.dtypes.length,
       s.negative_axes, s.zero_length_outputs, s.most_outputs, s.past_one_binding]]) +
     s.failures.map((f) => `<p class="bad">${esc(f)}</p>`).join('');
+}
+
+function showDriver(d) {
+  $('driver').innerHTML = table(['jobs', 'failed', 'per kind', 'dispatches', 'copies', 'seconds'],
+    [[d.jobs, d.failures.length === 0 ? '<span class="ok">0</span>' : `<span class="bad">${d.failures.length}</span>`,
+      Object.entries(d.kinds).map(([k, v]) => `${k} ${v}`).join(', '), d.dispatches, d.copies, d.seconds.toFixed(1)]]) +
+    d.failures.map((f) => `<p class="bad">${esc(f)}</p>`).join('');
 }
 
 function showBench(b) {
@@ -67,6 +76,9 @@ async function main() {
   state.checks = JSON.parse(await run_checks(sweep, seed));
   if (state.checks.error) throw new Error(state.checks.error);
   showChecks(state.checks);
+  $('status').textContent = 'running the checks through the JavaScript driver…';
+  state.driver = await driverChecks(sweep, seed);
+  showDriver(state.driver);
   if (withBench) {
     $('status').textContent = 'running the benchmark…';
     state.bench = JSON.parse(await run_bench(repeats));
@@ -75,7 +87,7 @@ async function main() {
   }
   const s = state.checks.sweep;
   const examplesOk = state.checks.examples.every((e) => e.ok);
-  $('status').innerHTML = examplesOk && s.failed === 0
+  $('status').innerHTML = examplesOk && s.failed === 0 && state.driver.failures.length === 0
     ? '<span class="ok">every output equals the CPU reference, byte for byte</span>'
     : '<span class="bad">MISMATCH: some outputs differ from the CPU reference</span>';
 }

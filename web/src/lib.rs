@@ -4,6 +4,7 @@
 //! the CPU reference compiled into the same wasm; [`run_bench`] times the suite's cases that
 //! fit. Both return their results as JSON for the page (and the browser test) to read.
 
+mod cases;
 mod decode;
 mod regions;
 mod rows;
@@ -14,6 +15,8 @@ mod views;
 
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
+/// The library the shared cases (`cases`) take the operators from.
+pub(crate) use wgpu_split as split;
 use wgpu_split::{
     ops, reference, wgpu, GpuSplitter, HostTensor, RouteChoice, SplitOptions, SplitPlan,
 };

@@ -130,7 +130,7 @@ impl GatherPipeline {
         }
     }
 
-    /// Compiles the trace build of the shader ([`Hook::Recording`]): the same shader, whose
+    /// Compiles the trace build of the shader ([`Hook::Recording`](super::builds::Hook)): the same shader, whose
     /// every global access also writes a record into the buffer bound last that
     /// [`GatherPipeline::with_trace`] gives it. For the memory trace (`bench` feature).
     #[cfg(feature = "bench")]
