@@ -16,16 +16,14 @@ mod golden_tests;
 mod memory;
 mod rows;
 mod rows_buffers;
-mod suite;
 mod timing;
 
-pub use attention::Layout;
 use buffers::wait;
 pub use buffers::CaseBuffers;
 pub use memory::{memory_report, MemoryReport, WARPS};
 pub use rows::{rows_suite, RowsCase, RowsCaseKind, RowsResult};
-pub use suite::{standard_suite, Case};
 pub use timing::{gbps, median, Time};
+pub use wgsl_split::suite::{standard_suite, Case, Layout};
 
 /// The pieces the command builds on besides the engine's API: every adapter of a backend, the
 /// windows a streamed split or concat takes, the CPU reference streamed, and a tensor's bytes.

@@ -159,8 +159,8 @@ if (c) {
 const j = state.driver;
 if (j) {
   // Each split with its concat back: the examples, the sweep and its 10,000 outputs, the
-  // splits in copies; and the rows.
-  const want = { example: 14, sweep: 2 * (sweep + 1), copies: 4, rows: 4 };
+  // splits in copies; the rows and the paged writes.
+  const want = { example: 14, sweep: 2 * (sweep + 1), copies: 4, rows: 4, paged: 2 };
   for (const [kind, n] of Object.entries(want)) must(j.kinds[kind] === n, `through the JavaScript driver, ${n} jobs of ${kind}, not ${j.kinds[kind] ?? 0}`);
   must(j.copies > 0 && j.dispatches > j.jobs / 2, `through the JavaScript driver, copies and dispatches: ${j.copies} copies, ${j.dispatches} dispatches in ${j.jobs} jobs`);
   must(j.failures.length === 0, `${j.failures.length} jobs failed through the JavaScript driver:\n    ${j.failures.slice(0, 20).join('\n    ')}`);
@@ -171,8 +171,12 @@ if (bench !== '0') {
   const b = state.bench;
   must(b && b.cases.length > 0, 'the benchmark timed no case');
   for (const k of b?.cases ?? []) must(k.split_gbps > 0 && k.copy_kernel_gbps > 0 && k.copy_gbps > 0, `benchmark case ${k.name} has a zero figure`);
+  const t = state.driverBench;
+  must(t && t.length > 0, 'the benchmark timed no case through the JavaScript driver');
+  for (const k of t ?? []) must(k.split_gbps > 0 && k.copy_gbps > 0, `benchmark case ${k.name} (${k.op}) through the JavaScript driver has a zero figure`);
 }
+const wasmSizes = ['wgpu_split_web_bg.wasm', 'wgsl_split_js_bg.wasm'].map((f) => `${f} ${statSync(join(root, 'pkg', f)).size} B`).join(', ');
 const adapter = c?.adapter ? `${c.adapter.name || '(no name)'} ${c.adapter.backend} ${c.adapter.device_type}` : '?';
-const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches, ${c.sweep.views.splits} into random views; a prepared decode step moved through ${c.decode?.steps ?? 0} positions; ${c.rows?.cases ?? 0} cases of rows placed by indices; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s; through the JavaScript driver ${j?.jobs ?? 0} jobs (${j?.dispatches ?? 0} dispatches, ${j?.copies ?? 0} copies) in ${j?.seconds.toFixed(1) ?? '?'} s` : '';
+const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches, ${c.sweep.views.splits} into random views; a prepared decode step moved through ${c.decode?.steps ?? 0} positions; ${c.rows?.cases ?? 0} cases of rows placed by indices; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s; through the JavaScript driver ${j?.jobs ?? 0} jobs (${j?.dispatches ?? 0} dispatches, ${j?.copies ?? 0} copies) in ${j?.seconds.toFixed(1) ?? '?'} s, ${state.driverBench?.length ?? 0} benchmark cases; wasm ${wasmSizes}, loaded in ${state.startMs?.toFixed(0)} ms (wgpu-split) and ${j?.startMs?.toFixed(0)} ms (the core)` : '';
 if (problems.length) finish(1, `FAIL: ${summary}\n  ${problems.join('\n  ')}`);
 finish(0, `ok: ${summary}`);

@@ -2,7 +2,7 @@
 // wgpu (web/core) gives each job, a recording with the buffers it runs on; the driver executes
 // it on this browser's device; every buffer is read back and compared byte for byte with what
 // it must hold, the guard bytes after each region included.
-import init, { Jobs } from './pkg/wgsl_split_js.js';
+import init, { Jobs, suite_recordings } from './pkg/wgsl_split_js.js';
 import { Driver } from './driver.js';
 
 const LIMITS = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxStorageBuffersPerShaderStage',
@@ -21,18 +21,29 @@ async function read(device, buffer, size) {
   return bytes;
 }
 
-// Runs every job on a device with WebGPU's default limits; returns what ran and what failed.
-export async function driverChecks(sweep, seed) {
-  const started = performance.now();
+// The core's module, loaded once, and a device with WebGPU's default limits, with the JSON
+// the core takes of it (its limits, and whether it is a CPU); `startMs`: the milliseconds the
+// module took to load.
+async function open() {
+  const loading = performance.now();
   await init();
+  const startMs = performance.now() - loading;
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('no WebGPU adapter');
   const device = await adapter.requestDevice({ label: 'wgsl-split JS driver' });
   const limits = Object.fromEntries(LIMITS.map((k) => [k, device.limits[k]]));
-  const jobs = new Jobs(JSON.stringify(limits), sweep, seed);
+  const isFallbackAdapter = adapter.info?.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false;
+  return { device, limits: JSON.stringify({ ...limits, isFallbackAdapter }), startMs };
+}
+
+// Runs every job on a device with WebGPU's default limits; returns what ran and what failed.
+export async function driverChecks(sweep, seed) {
+  const started = performance.now();
+  const { device, limits, startMs } = await open();
+  const jobs = new Jobs(limits, sweep, seed);
   const driver = new Driver(device);
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-  const tally = { jobs: 0, kinds: {}, dispatches: 0, copies: 0, failures: JSON.parse(jobs.refused()) };
+  const tally = { startMs, jobs: 0, kinds: {}, dispatches: 0, copies: 0, failures: JSON.parse(jobs.refused()) };
   for (let i = 0; i < jobs.count(); i++) {
     const job = JSON.parse(jobs.job(i));
     const byName = {};
@@ -62,4 +73,47 @@ export async function driverChecks(sweep, seed) {
   device.destroy();
   tally.seconds = (performance.now() - started) / 1000;
   return tally;
+}
+
+// Milliseconds from submitting `encoder`'s commands to the queue's report that they are done.
+async function timed(device, encoder) {
+  const start = performance.now();
+  device.queue.submit([encoder.finish()]);
+  await device.queue.onSubmittedWorkDone();
+  return performance.now() - start;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// Times the suite's cases with their parts in one region through the driver, each against
+// copyBufferToBuffer of the same bytes: `repeats` of each per submission, the median of three
+// submissions, in GB/s.
+export async function driverTimings(repeats) {
+  const { device, limits } = await open();
+  const driver = new Driver(device);
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const cases = [];
+  for (const c of JSON.parse(suite_recordings(limits))) {
+    const whole = device.createBuffer({ size: c.whole, usage });
+    const parts = device.createBuffer({ size: Math.max(16, c.parts), usage });
+    const copy = device.createBuffer({ size: c.whole, usage });
+    const buffers = c.op === 'concat' ? { input0: parts, output0: whole } : { input0: whole, output0: parts };
+    const [split, copies] = [[], []];
+    for (let run = 0; run < 3; run++) {
+      let encoder = device.createCommandEncoder();
+      const tables = [];
+      for (let i = 0; i < repeats; i++) tables.push(...driver.encode(encoder, c.recording, buffers));
+      split.push(await timed(device, encoder));
+      tables.forEach((t) => t.destroy());
+      encoder = device.createCommandEncoder();
+      for (let i = 0; i < repeats; i++) encoder.copyBufferToBuffer(whole, 0, copy, 0, c.whole);
+      copies.push(await timed(device, encoder));
+    }
+    [whole, parts, copy].forEach((b) => b.destroy());
+    const gbps = (ms) => (c.bytes * repeats) / Math.max(ms, 1e-3) / 1e6;
+    cases.push({ name: c.name, op: c.op, dtype: c.dtype, bytes: c.bytes,
+      dispatches: c.recording.commands.length, split_gbps: gbps(median(split)), copy_gbps: gbps(median(copies)) });
+  }
+  device.destroy();
+  return cases;
 }

@@ -2,14 +2,14 @@
 // left in `window.wgpuSplit` ({ checks, driver, bench, done, error }), which the browser test
 // reads: `checks` through wgpu-split compiled to wasm, `driver` through the JavaScript driver.
 import init, { run_checks, run_bench } from './pkg/wgpu_split_web.js';
-import { driverChecks } from './driver_checks.js';
+import { driverChecks, driverTimings } from './driver_checks.js';
 
 const params = new URLSearchParams(location.search);
 const sweep = Number(params.get('sweep') ?? 300);
 const seed = Number(params.get('seed') ?? 1);
 const repeats = Number(params.get('repeats') ?? 10);
 const withBench = params.get('bench') !== '0';
-const state = { checks: null, driver: null, bench: null, done: false, error: null };
+const state = { checks: null, driver: null, bench: null, driverBench: null, startMs: null, done: false, error: null };
 window.wgpuSplit = state;
 
 const $ = (id) => document.getElementById(id);
@@ -36,17 +36,19 @@ function showChecks(c) {
 }
 
 function showDriver(d) {
-  $('driver').innerHTML = table(['jobs', 'failed', 'per kind', 'dispatches', 'copies', 'seconds'],
+  $('driver').innerHTML = table(['jobs', 'failed', 'per kind', 'dispatches', 'copies', 'seconds', 'module load ms (wgpu-split / core)'],
     [[d.jobs, d.failures.length === 0 ? '<span class="ok">0</span>' : `<span class="bad">${d.failures.length}</span>`,
-      Object.entries(d.kinds).map(([k, v]) => `${k} ${v}`).join(', '), d.dispatches, d.copies, d.seconds.toFixed(1)]]) +
+      Object.entries(d.kinds).map(([k, v]) => `${k} ${v}`).join(', '), d.dispatches, d.copies, d.seconds.toFixed(1),
+      `${state.startMs.toFixed(0)} / ${d.startMs.toFixed(0)}`]]) +
     d.failures.map((f) => `<p class="bad">${esc(f)}</p>`).join('');
 }
 
-function showBench(b) {
+function showBench(b, driver) {
   const f = (x) => x.toFixed(3);
-  $('bench').innerHTML = table(['case', 'dtype', 'shape', 'outputs', 'bytes', 'dispatches', 'split GB/s', 'copy kernel GB/s', 'copyBufferToBuffer GB/s', 'split / kernel'],
+  const js = (c) => driver.find((d) => d.name === c.name && d.op === c.op);
+  $('bench').innerHTML = table(['case', 'dtype', 'shape', 'outputs', 'bytes', 'dispatches', 'split GB/s', 'JS driver GB/s', 'copy kernel GB/s', 'copyBufferToBuffer GB/s', 'split / kernel'],
     b.cases.map((c) => [c.name, c.dtype, `[${c.shape.join(', ')}]`, c.outputs, c.bytes, c.dispatches,
-      f(c.split_gbps), f(c.copy_kernel_gbps), f(c.copy_gbps), c.split_vs_kernel.toFixed(2)])) + chart(b.cases);
+      f(c.split_gbps), js(c) ? f(js(c).split_gbps) : '–', f(c.copy_kernel_gbps), f(c.copy_gbps), c.split_vs_kernel.toFixed(2)])) + chart(b.cases);
 }
 
 // Grouped bars: split, copy kernel and copyBufferToBuffer per case, in GB/s.
@@ -71,7 +73,9 @@ function chart(cases) {
 
 async function main() {
   if (!navigator.gpu) throw new Error('this browser has no WebGPU (navigator.gpu is missing)');
+  const loading = performance.now();
   await init();
+  state.startMs = performance.now() - loading;
   $('status').textContent = `running the spec examples and ${sweep} random splits…`;
   state.checks = JSON.parse(await run_checks(sweep, seed));
   if (state.checks.error) throw new Error(state.checks.error);
@@ -83,7 +87,9 @@ async function main() {
     $('status').textContent = 'running the benchmark…';
     state.bench = JSON.parse(await run_bench(repeats));
     if (state.bench.error) throw new Error(state.bench.error);
-    showBench(state.bench);
+    $('status').textContent = 'timing the cases through the JavaScript driver…';
+    state.driverBench = await driverTimings(repeats);
+    showBench(state.bench, state.driverBench);
   }
   const s = state.checks.sweep;
   const examplesOk = state.checks.examples.every((e) => e.ok);

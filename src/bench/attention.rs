@@ -1,7 +1,7 @@
-//! The attention cases: parts through views ([`Attention`]) on buffers of their own, and the
-//! unfused way an engine takes without views (the split, a plain transpose kernel per part,
-//! then the copies into the caches), recorded on the same buffers for the suite to time
-//! beside the split.
+//! The attention cases: parts through views ([`Attention`](crate::ops::Attention)) on buffers
+//! of their own, and the unfused way an engine takes without views (the split, a plain
+//! transpose kernel per part, then the copies into the caches), recorded on the same buffers
+//! for the suite to time beside the split.
 
 use crate::error::Result;
 use crate::gpu::device::{block_on, scoped};
@@ -9,81 +9,13 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::grid;
 use crate::gpu::parts::{Job, Parts};
 use crate::gpu::prepared::PreparedParts;
-use crate::ops::Attention;
 use crate::plan::{PartView, SplitPlan};
 use crate::{BufferRegion, DType, GpuSplitter};
 use wgpu::util::DeviceExt;
+use wgsl_split::suite::Layout;
 
 /// The bench's transpose kernel, `shaders/bench_transpose_vec4.wgsl`.
 const TRANSPOSE_WGSL: &str = include_str!("../../shaders/bench_transpose_vec4.wgsl");
-
-/// How a case's parts lie.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// Every part in one region at the storage offset alignment (`Outputs::Region`,
-    /// `Inputs::Region`).
-    Packed,
-    /// Packed QKV split into Q `[B, Hq, S, D]` and into K and V caches of `cache_len`
-    /// positions from `position` on ([`Attention::split_qkv`]).
-    Qkv {
-        /// The layer's shapes.
-        layer: Attention,
-        /// Positions of each cache.
-        cache_len: usize,
-        /// Where this step's tokens go.
-        position: usize,
-    },
-    /// The heads `[B, H, S, D]` read as `[B, S, H, D]` ([`Attention::merge_heads`]).
-    MergeHeads(Attention),
-    /// Each part written with its axes permuted (numpy's transpose; `run --transpose`), in a
-    /// buffer of its own: `[0, 2, 3, 1]` writes an image's channels channels-last.
-    Transposed(&'static [usize]),
-}
-
-impl Layout {
-    /// The parts' views of `plan`'s parts and their regions' bytes; `None` for
-    /// [`Layout::Packed`].
-    pub fn views(
-        &self,
-        plan: &SplitPlan,
-        es: usize,
-    ) -> Result<Option<(Vec<PartView>, Vec<usize>)>> {
-        Ok(match *self {
-            Layout::Packed => None,
-            Layout::Qkv {
-                layer: a,
-                cache_len,
-                position,
-            } => {
-                let (_, views) = a.split_qkv(cache_len, position)?;
-                let cache = a.batch * a.kv_heads * cache_len * a.head_dim * es;
-                let q = a.batch * a.q_heads * a.seq * a.head_dim * es;
-                Some((views.to_vec(), vec![q, cache, cache]))
-            }
-            Layout::MergeHeads(a) => {
-                let (_, [view]) = a.merge_heads()?;
-                Some((
-                    vec![view],
-                    vec![a.batch * a.q_heads * a.seq * a.head_dim * es],
-                ))
-            }
-            Layout::Transposed(perm) => {
-                let (mut views, mut sizes) = (Vec::new(), Vec::new());
-                for shape in plan.part_shapes() {
-                    let stored: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
-                    views.push(PartView::within(
-                        &shape,
-                        &stored,
-                        perm,
-                        &vec![0; shape.len()],
-                    )?);
-                    sizes.push(shape.iter().product::<usize>() * es);
-                }
-                Some((views, sizes))
-            }
-        })
-    }
-}
 
 /// A view case's parts: one buffer per part, as the views address them, and the bytes each
 /// held before the first split (the caches' other positions, a concat's input).

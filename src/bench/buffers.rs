@@ -1,7 +1,8 @@
 //! [`CaseBuffers`]: one case's buffers on the device, and its split (or concat) encoded,
 //! prepared and checked on them.
 
-use super::attention::{Layout, Unfused, ViewBuffers};
+use super::attention::{Unfused, ViewBuffers};
+use super::Layout;
 use super::{Case, Recorded};
 use crate::error::{Result, SplitError};
 use crate::gpu::device::block_on;

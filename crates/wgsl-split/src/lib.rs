@@ -54,6 +54,9 @@ pub mod recording;
 pub mod reference;
 #[doc(hidden)]
 pub mod rows;
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub mod suite;
 #[doc(hidden)]
 pub mod tensor;
 #[doc(hidden)]

@@ -28,9 +28,11 @@ pub struct PagedRegions {
     pub status: Option<u64>,
 }
 
-/// The recording of a paged write of `plan` (checked by `PagedKvPlan::new`) in `dtype`, its
-/// slots read by `rule`, in the host's regions `at` (checked against [`paged_sizes`]), on a
-/// device of `limits` whose lanes map as `tuning` says. No command where nothing moves.
+/// The recording of a paged write of `plan` in `dtype`, its slots read by `rule`, in the
+/// host's regions `at` (which the host checks against [`paged_sizes`]), on a device of
+/// `limits` whose lanes map as `tuning` says. The plan is checked again here
+/// (`PagedKvPlan::new`, [`check_heads_first`]), so that no host records a plan the shader
+/// cannot take. No command where nothing moves.
 pub fn record_paged(
     plan: &PagedKvPlan,
     dtype: DType,
@@ -39,6 +41,8 @@ pub fn record_paged(
     limits: &Limits,
     tuning: GatherTuning,
 ) -> Result<Recording> {
+    let plan = &PagedKvPlan::new(*plan)?;
+    check_heads_first(plan, dtype)?;
     let sizes = paged_sizes(plan, dtype, rule.words);
     let job = paged_job(plan, dtype, rule, at.k_at, at.v_at);
     let Some(dispatch) = scatter_dispatch(&job, window_limit(limits), tuning)? else {
@@ -202,4 +206,43 @@ pub struct Sizes {
     pub slots: u64,
     pub queries: u64,
     pub cache: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gather::GatherMode;
+    use crate::plan::NegativeIndex;
+    use crate::rows::index_rule;
+
+    /// A host that records a plan without checking it first gets the core's refusal, not a
+    /// dispatch: heads-first queries whose heads' blocks are not whole units, and a plan
+    /// whose products `PagedKvPlan::new` refuses.
+    #[test]
+    fn a_recording_refuses_what_the_shader_cannot_take() {
+        let rule = index_rule(DType::I32, NegativeIndex::Padding).unwrap();
+        let at = PagedRegions {
+            qkv: 0,
+            slots: 0,
+            queries: 0,
+            caches: 0,
+            k_at: 0,
+            v_at: 1 << 20,
+            status: None,
+        };
+        let tuning = GatherTuning::of(GatherMode::Gpu);
+        let record = |plan: &PagedKvPlan| {
+            record_paged(plan, DType::F16, rule, at, &Limits::default(), tuning)
+        };
+        // 3 tokens of 6 f16 elements a head: blocks of 36 bytes.
+        let mut plan = crate::ops::paged_kv_write(3, 4, 2, 6, 4, 5, CacheLayout::Nhd).unwrap();
+        assert!(record(&plan).is_ok());
+        plan.heads_first = true;
+        let refused = record(&plan).unwrap_err().to_string();
+        assert!(refused.contains("multiple of 16"), "{refused}");
+        let mut huge = plan;
+        huge.heads_first = false;
+        huge.tokens = usize::MAX / 2;
+        assert!(record(&huge).is_err());
+    }
 }

@@ -3,17 +3,16 @@
 //! byte for byte, the guard bytes after every region included.
 
 use crate::cases::{random_case, Rng, OPERATORS};
-use crate::{limits_from, recording_json, role_name};
+use crate::{parts_recording, recording_json, role_name, Device};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
-use wgsl_split::gather::builds::{single_output, Build, InputBindings};
-use wgsl_split::gather::{window_limit, GatherMode, GatherTuning};
-use wgsl_split::plan::bytes::ByteRows;
-use wgsl_split::planner::{choose_for, DeviceCaps, Direction, Regions};
+use wgsl_split::paged::{paged_sizes, record_paged, PagedRegions};
+use wgsl_split::plan::NegativeIndex;
+use wgsl_split::planner::Direction;
 use wgsl_split::recording::Role;
-use wgsl_split::rows::{record_rows, RowsRegions};
+use wgsl_split::rows::{index_rule, record_rows, RowsRegions};
 use wgsl_split::{
-    ops, reference, DType, HostTensor, IntTensor, Limits, PartLayout, RowsPlan, SplitPlan,
+    ops, reference, CacheLayout, DType, HostTensor, IntTensor, RowsPlan, RowsStatus, SplitPlan,
 };
 
 /// Bytes of guard after each region, and their value.
@@ -47,10 +46,11 @@ pub struct Jobs {
 
 #[wasm_bindgen]
 impl Jobs {
-    /// The jobs for a device of `limits` (JSON, named as `GPUSupportedLimits` names them).
+    /// The jobs for `device` (JSON: its limits, named as `GPUSupportedLimits` names them, and
+    /// `isFallbackAdapter`).
     #[wasm_bindgen(constructor)]
-    pub fn new(limits: &str, sweep: u32, seed: u32) -> Result<Jobs, String> {
-        let limits = limits_from(limits)?;
+    pub fn new(device: &str, sweep: u32, seed: u32) -> Result<Jobs, String> {
+        let device = Device::from_json(device)?;
         let mut jobs = Jobs {
             jobs: Vec::new(),
             refused: Vec::new(),
@@ -61,7 +61,7 @@ impl Jobs {
             let input = HostTensor::from_slice(&ex.shape, &data);
             match (ex.plan, input) {
                 (Ok(plan), Ok(input)) => {
-                    jobs.parts(ex.title, "example", &plan, &input, &limits, false)
+                    jobs.parts(ex.title, "example", &plan, &input, &device, false)
                 }
                 (Err(e), _) | (_, Err(e)) => jobs.refused.push(format!("{}: {e}", ex.title)),
             }
@@ -74,7 +74,7 @@ impl Jobs {
                 continue;
             };
             cases += 1;
-            jobs.parts(&what, "sweep", &plan, &input, &limits, cases % 3 == 0);
+            jobs.parts(&what, "sweep", &plan, &input, &device, cases % 3 == 0);
         }
         // 10,000 outputs of 3 floats.
         let shape = [10_000, 3];
@@ -83,7 +83,7 @@ impl Jobs {
             ops::split_to_sequence(&shape, 0, None, false),
             HostTensor::from_slice(&shape, &data),
         ) {
-            jobs.parts("10,000 outputs", "sweep", &plan, &input, &limits, false);
+            jobs.parts("10,000 outputs", "sweep", &plan, &input, &device, false);
         }
         // Splits whose bytes move in buffer copies: whole outputs, and rows of 2 KiB.
         for (shape, axis) in [([8, 1024], 0), ([16, 1024], 1)] {
@@ -94,10 +94,29 @@ impl Jobs {
                 HostTensor::from_slice(&shape, &data),
             ) {
                 let what = format!("split axis {axis} num_splits 2 in copies");
-                jobs.parts(&what, "copies", &plan, &input, &limits, true);
+                jobs.parts(&what, "copies", &plan, &input, &device, true);
             }
         }
-        jobs.rows(&limits);
+        jobs.rows(&device);
+        for layout in [CacheLayout::Nhd, CacheLayout::Hnd] {
+            let name = format!("paged write {layout:?}");
+            match paged_job(layout, &device) {
+                Ok((recording, buffers)) => jobs.jobs.push(Job {
+                    title: name,
+                    kind: "paged",
+                    recording,
+                    buffers,
+                    roles: vec![
+                        (Role::Input(0), "qkv"),
+                        (Role::Indices, "slots"),
+                        (Role::Output(0), "queries"),
+                        (Role::Scatter, "caches"),
+                        (Role::Status, "status"),
+                    ],
+                }),
+                Err(e) => jobs.refused.push(format!("{name}: {e}")),
+            }
+        }
         Ok(jobs)
     }
 
@@ -168,7 +187,7 @@ impl Jobs {
         kind: &'static str,
         plan: &SplitPlan,
         input: &HostTensor,
-        limits: &Limits,
+        device: &Device,
         copies: bool,
     ) {
         for direction in [Direction::Split, Direction::Concat] {
@@ -182,7 +201,7 @@ impl Jobs {
                 input.dtype().name(),
                 input.shape()
             );
-            match parts_job(direction, plan, input, limits, copies) {
+            match parts_job(direction, plan, input, device, copies) {
                 Ok((recording, buffers)) => self.jobs.push(Job {
                     title,
                     kind,
@@ -198,7 +217,7 @@ impl Jobs {
     /// Rows placed by indices: a gather of one-byte rows on the last axis, an embedding's
     /// rows by i64 ids, a set rows of one-byte rows sharing words and a ScatterND, indices
     /// out of range in each.
-    fn rows(&mut self, limits: &Limits) {
+    fn rows(&mut self, device: &Device) {
         let tensor = |shape: &[usize], dtype: DType, seed: usize| {
             let n = shape.iter().product::<usize>() * dtype.size();
             let bytes = (0..n)
@@ -240,7 +259,7 @@ impl Jobs {
         for (name, plan, data, ids, updates) in cases {
             let job = (|| {
                 let updates = updates.transpose()?;
-                rows_job(&plan?, &data?, &ids?, updates.as_ref(), limits)
+                rows_job(&plan?, &data?, &ids?, updates.as_ref(), device)
             })();
             match job {
                 Ok((recording, buffers)) => self.jobs.push(Job {
@@ -280,35 +299,20 @@ fn parts_job(
     direction: Direction,
     plan: &SplitPlan,
     input: &HostTensor,
-    limits: &Limits,
+    device: &Device,
     copies: bool,
 ) -> wgsl_split::Result<(Value, Vec<Buffer>)> {
     let dtype = input.dtype();
-    let align = limits.min_storage_buffer_offset_alignment as u64;
-    let layout = PartLayout::place(plan, dtype, align)?;
-    let parts = reference::split_tensor(input, plan)?;
+    let align = device.limits.min_storage_buffer_offset_alignment as u64;
     let (whole_at, region_at) = (align, 2 * align);
+    let at = (whole_at, region_at);
+    let (recording, layout) = parts_recording(direction, plan, dtype, device, copies, at)?;
+    let parts = reference::split_tensor(input, plan)?;
     let whole = placed(whole_at, input.bytes().len() as u64, [(0, input.bytes())]);
     let pieces = (layout.ranges.iter())
         .zip(&parts)
         .map(|(r, p)| (r.offset, p.bytes()));
     let region = placed(region_at, layout.total_bytes, pieces);
-    let (read_at, written_at) = direction.in_order(whole_at, region_at);
-    let regions = Regions {
-        input_offset: read_at,
-        output_offset: written_at,
-        copies_allowed: true,
-    };
-    let caps = DeviceCaps {
-        window_limit: window_limit(limits),
-        offset_align: align,
-        buffer_copies: copies,
-        gather: GatherTuning::of(GatherMode::Gpu),
-    };
-    let bytes = ByteRows::new(plan, dtype.size())?;
-    let route = choose_for(direction, &bytes, &layout, &caps, &regions)?;
-    let build = Build::plain(InputBindings::ONE, single_output(limits), None);
-    let recording = route.recording(build, (read_at, written_at), limits)?;
     let (read, written) = direction.in_order(whole, region);
     let guard = vec![GUARD_BYTE; written.len()];
     let buffers = vec![
@@ -323,7 +327,7 @@ fn parts_job(
             end: written,
         },
     ];
-    Ok((recording_json(&recording, limits)?, buffers))
+    Ok((recording, buffers))
 }
 
 /// `bytes` then zeros to `size` bytes (rounded up to 4), then the guard.
@@ -341,15 +345,16 @@ fn rows_job(
     data: &HostTensor,
     ids: &HostTensor,
     updates: Option<&HostTensor>,
-    limits: &Limits,
+    device: &Device,
 ) -> wgsl_split::Result<(Value, Vec<Buffer>)> {
+    let limits = &device.limits;
     let at = RowsRegions {
         source: 0,
         indices: 0,
         target: 0,
         status: Some(0),
     };
-    let tuning = GatherTuning::of(GatherMode::Gpu);
+    let tuning = device.tuning();
     let (recording, sizes) = record_rows(plan, data.dtype(), ids.dtype(), at, limits, tuning)?;
     let ((want, status), source, first) = match updates {
         Some(u) => (
@@ -363,13 +368,6 @@ fn rows_job(
             &[][..],
         ),
     };
-    let first_bad = status.first_bad.map_or(0, |k| !k);
-    let mut status_end = [status.bad_indices, first_bad, 0, 0]
-        .map(u32::to_le_bytes)
-        .concat();
-    status_end.extend([GUARD_BYTE; GUARD]);
-    let mut status_start = vec![0; 16];
-    status_start.extend([GUARD_BYTE; GUARD]);
     let same = |name, bytes: Vec<u8>| Buffer {
         name,
         start: bytes.clone(),
@@ -383,11 +381,80 @@ fn rows_job(
             start: padded(first, sizes.target),
             end: padded(want.bytes(), sizes.target),
         },
+        status_buffer(status),
+    ];
+    Ok((recording_json(&recording, limits)?, buffers))
+}
+
+/// A status buffer, zeroed before the job, that must hold `status` after it (two words), and
+/// zeros to 16 bytes, then the guard.
+fn status_buffer(status: RowsStatus) -> Buffer {
+    let first_bad = status.first_bad.map_or(0, |k| !k);
+    let words = [status.bad_indices, first_bad, 0, 0]
+        .map(u32::to_le_bytes)
+        .concat();
+    Buffer {
+        name: "status",
+        start: padded(&[0; 16], 16),
+        end: padded(&words, 16),
+    }
+}
+
+/// A paged write of 6 tokens (a padding slot and one out of range among them) into caches
+/// of 5 blocks of 4 slots in `layout`, both caches in one buffer, the value cache one
+/// alignment past the key cache's end.
+fn paged_job(layout: CacheLayout, device: &Device) -> wgsl_split::Result<(Value, Vec<Buffer>)> {
+    let limits = &device.limits;
+    let plan = ops::paged_kv_write(6, 4, 2, 64, 4, 5, layout)?;
+    let tensor = |shape: Vec<usize>, seed: usize| {
+        let n = shape.iter().product::<usize>() * 2;
+        let bytes = (0..n)
+            .map(|i| ((i * 37 + seed * 11 + 5) % 251) as u8)
+            .collect();
+        HostTensor::new(DType::F16, shape, bytes)
+    };
+    let qkv = tensor(plan.qkv_shape(), 7)?;
+    let (k, v) = (
+        tensor(plan.cache_shape(), 8)?,
+        tensor(plan.cache_shape(), 9)?,
+    );
+    let slots = HostTensor::from_slice(&[6], &[3i32, -1, 19, 20, 0, 7])?;
+    let want = reference::paged_write(&plan, &qkv, &slots, &k, &v)?;
+    let rule = index_rule(DType::I32, NegativeIndex::Padding)?;
+    let sizes = paged_sizes(&plan, DType::F16, rule.words);
+    let align = limits.min_storage_buffer_offset_alignment as u64;
+    let v_at = sizes.cache.next_multiple_of(align);
+    let at = PagedRegions {
+        qkv: 0,
+        slots: 0,
+        queries: 0,
+        caches: 0,
+        k_at: 0,
+        v_at,
+        status: Some(0),
+    };
+    let tuning = device.tuning();
+    let recording = record_paged(&plan, DType::F16, rule, at, limits, tuning)?;
+    let caches = |k: &[u8], v: &[u8]| placed(0, v_at + sizes.cache, [(0, k), (v_at, v)]);
+    let same = |name, bytes: Vec<u8>| Buffer {
+        name,
+        start: bytes.clone(),
+        end: bytes,
+    };
+    let buffers = vec![
+        same("qkv", padded(qkv.bytes(), sizes.qkv)),
+        same("slots", padded(slots.bytes(), sizes.slots)),
         Buffer {
-            name: "status",
-            start: status_start,
-            end: status_end,
+            name: "queries",
+            start: padded(&[], sizes.queries),
+            end: padded(want.queries.bytes(), sizes.queries),
         },
+        Buffer {
+            name: "caches",
+            start: caches(k.bytes(), v.bytes()),
+            end: caches(want.k_cache.bytes(), want.v_cache.bytes()),
+        },
+        status_buffer(want.status),
     ];
     Ok((recording_json(&recording, limits)?, buffers))
 }

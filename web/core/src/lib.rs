@@ -11,6 +11,7 @@
 //! buffer named by its role ([`role_name`]). `docs/hosts.md` gives the contract.
 
 mod jobs;
+mod timing;
 
 #[path = "../../src/cases.rs"]
 mod cases;
@@ -19,12 +20,16 @@ mod cases;
 pub(crate) use wgsl_split as split;
 
 pub use jobs::Jobs;
+pub use timing::suite_recordings;
 
 use serde_json::{json, Map, Value};
 use wgsl_split::gather::binds::write_stand_in_bytes;
-use wgsl_split::gather::builds::{Bodies, Build};
+use wgsl_split::gather::builds::{single_output, Bodies, Build, InputBindings};
+use wgsl_split::gather::{window_limit, GatherMode, GatherTuning};
+use wgsl_split::plan::bytes::ByteRows;
+use wgsl_split::planner::{choose_for, DeviceCaps, Direction, Regions};
 use wgsl_split::recording::{Command, Dispatched, Recording, Role, StandIn};
-use wgsl_split::{Limits, Result};
+use wgsl_split::{DType, Limits, PartLayout, Result, SplitPlan};
 
 /// The name a recording's JSON gives `role`: `table`, `input0`, `output0`, `indices`,
 /// `status`, `scatter`, `standInRead`, `standInWrite`, `standInStatus`, `standInScatter`.
@@ -105,25 +110,85 @@ fn layout_json(build: &Build, limits: &Limits) -> Value {
     }})
 }
 
-/// The device's limits from their JSON, named as `GPUSupportedLimits` names them.
-pub(crate) fn limits_from(json: &str) -> std::result::Result<Limits, String> {
-    let v: Value = serde_json::from_str(json).map_err(|e| format!("the limits' JSON: {e}"))?;
-    let field = |name: &str| {
-        v.get(name)
-            .and_then(Value::as_u64)
-            .ok_or_else(|| format!("the limits have no {name}"))
+/// What the host's device offers the plans: its limits, and whether it is a CPU (a fallback
+/// adapter, as `GPUAdapterInfo.isFallbackAdapter` says), whose gather maps lanes as CPUs
+/// take them and whose buffer copies beat a dispatch (wgpu-split decides alike).
+pub(crate) struct Device {
+    pub limits: Limits,
+    pub cpu: bool,
+}
+
+impl Device {
+    /// The device from its JSON: the limits named as `GPUSupportedLimits` names them, and
+    /// `isFallbackAdapter`.
+    pub(crate) fn from_json(json: &str) -> std::result::Result<Device, String> {
+        let v: Value = serde_json::from_str(json).map_err(|e| format!("the device's JSON: {e}"))?;
+        let field = |name: &str| {
+            v.get(name)
+                .and_then(Value::as_u64)
+                .ok_or_else(|| format!("the device's limits have no {name}"))
+        };
+        let small = |name: &str| {
+            u32::try_from(field(name)?).map_err(|_| format!("the limits' {name} exceeds u32"))
+        };
+        let limits = Limits {
+            max_storage_buffer_binding_size: field("maxStorageBufferBindingSize")?,
+            max_buffer_size: field("maxBufferSize")?,
+            max_storage_buffers_per_shader_stage: small("maxStorageBuffersPerShaderStage")?,
+            max_dynamic_storage_buffers_per_pipeline_layout: small(
+                "maxDynamicStorageBuffersPerPipelineLayout",
+            )?,
+            max_compute_workgroups_per_dimension: small("maxComputeWorkgroupsPerDimension")?,
+            min_storage_buffer_offset_alignment: small("minStorageBufferOffsetAlignment")?,
+        };
+        let cpu = v
+            .get("isFallbackAdapter")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        Ok(Device { limits, cpu })
+    }
+
+    /// How its gather maps lanes.
+    pub(crate) fn tuning(&self) -> GatherTuning {
+        GatherTuning::of(if self.cpu {
+            GatherMode::Cpu
+        } else {
+            GatherMode::Gpu
+        })
+    }
+}
+
+/// The recording, as JSON, of the split (or concat, `direction`) of `plan`'s elements of
+/// `dtype` between the whole tensor (`Role::Input(0)` of a split, `Role::Output(0)` of a
+/// concat) at `whole_at` of its buffer and the parts at `region_at` of theirs, placed for a
+/// `device`, as the core's planner routes it (buffer copies where `copies` allows them and
+/// they are cheaper, else the gather); with the parts' layout.
+pub(crate) fn parts_recording(
+    direction: Direction,
+    plan: &SplitPlan,
+    dtype: DType,
+    device: &Device,
+    copies: bool,
+    (whole_at, region_at): (u64, u64),
+) -> Result<(Value, PartLayout)> {
+    let limits = &device.limits;
+    let align = limits.min_storage_buffer_offset_alignment as u64;
+    let layout = PartLayout::place(plan, dtype, align)?;
+    let (read_at, written_at) = direction.in_order(whole_at, region_at);
+    let regions = Regions {
+        input_offset: read_at,
+        output_offset: written_at,
+        copies_allowed: true,
     };
-    let small = |name: &str| {
-        u32::try_from(field(name)?).map_err(|_| format!("the limits' {name} exceeds u32"))
+    let caps = DeviceCaps {
+        window_limit: window_limit(limits),
+        offset_align: align,
+        buffer_copies: copies,
+        gather: device.tuning(),
     };
-    Ok(Limits {
-        max_storage_buffer_binding_size: field("maxStorageBufferBindingSize")?,
-        max_buffer_size: field("maxBufferSize")?,
-        max_storage_buffers_per_shader_stage: small("maxStorageBuffersPerShaderStage")?,
-        max_dynamic_storage_buffers_per_pipeline_layout: small(
-            "maxDynamicStorageBuffersPerPipelineLayout",
-        )?,
-        max_compute_workgroups_per_dimension: small("maxComputeWorkgroupsPerDimension")?,
-        min_storage_buffer_offset_alignment: small("minStorageBufferOffsetAlignment")?,
-    })
+    let bytes = ByteRows::new(plan, dtype.size())?;
+    let route = choose_for(direction, &bytes, &layout, &caps, &regions)?;
+    let build = Build::plain(InputBindings::ONE, single_output(limits), None);
+    let recording = route.recording(build, (read_at, written_at), limits)?;
+    Ok((recording_json(&recording, limits)?, layout))
 }

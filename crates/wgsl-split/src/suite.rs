@@ -1,12 +1,81 @@
-//! The suite's cases: [`Case`] and [`standard_suite`], the cases of the results tables in
-//! `docs/performance.md`.
+//! The benchmark suite's cases (`bench` feature): [`Case`] and [`standard_suite`], the cases
+//! of the results tables in `docs/performance.md`, and how each case's parts lie
+//! ([`Layout`]). Every host times the same cases: `wgpu-split bench`, the page through
+//! wgpu-split in wasm, and the page through the JavaScript driver.
 
-use super::attention::Layout;
 use crate::error::Result;
 use crate::ops::{Attention, Operator};
-use crate::plan::SplitPlan;
+use crate::plan::{PartView, SplitPlan};
 use crate::tensor::{byte_count, IntTensor};
 use crate::DType;
+
+/// How a case's parts lie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Every part in one region at the storage offset alignment (`Outputs::Region`,
+    /// `Inputs::Region`).
+    Packed,
+    /// Packed QKV split into Q `[B, Hq, S, D]` and into K and V caches of `cache_len`
+    /// positions from `position` on ([`Attention::split_qkv`]).
+    Qkv {
+        /// The layer's shapes.
+        layer: Attention,
+        /// Positions of each cache.
+        cache_len: usize,
+        /// Where this step's tokens go.
+        position: usize,
+    },
+    /// The heads `[B, H, S, D]` read as `[B, S, H, D]` ([`Attention::merge_heads`]).
+    MergeHeads(Attention),
+    /// Each part written with its axes permuted (numpy's transpose; `run --transpose`), in a
+    /// buffer of its own: `[0, 2, 3, 1]` writes an image's channels channels-last.
+    Transposed(&'static [usize]),
+}
+
+impl Layout {
+    /// The parts' views of `plan`'s parts and their regions' bytes; `None` for
+    /// [`Layout::Packed`].
+    pub fn views(
+        &self,
+        plan: &SplitPlan,
+        es: usize,
+    ) -> Result<Option<(Vec<PartView>, Vec<usize>)>> {
+        Ok(match *self {
+            Layout::Packed => None,
+            Layout::Qkv {
+                layer: a,
+                cache_len,
+                position,
+            } => {
+                let (_, views) = a.split_qkv(cache_len, position)?;
+                let cache = a.batch * a.kv_heads * cache_len * a.head_dim * es;
+                let q = a.batch * a.q_heads * a.seq * a.head_dim * es;
+                Some((views.to_vec(), vec![q, cache, cache]))
+            }
+            Layout::MergeHeads(a) => {
+                let (_, [view]) = a.merge_heads()?;
+                Some((
+                    vec![view],
+                    vec![a.batch * a.q_heads * a.seq * a.head_dim * es],
+                ))
+            }
+            Layout::Transposed(perm) => {
+                let (mut views, mut sizes) = (Vec::new(), Vec::new());
+                for shape in plan.part_shapes() {
+                    let stored: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+                    views.push(PartView::within(
+                        &shape,
+                        &stored,
+                        perm,
+                        &vec![0; shape.len()],
+                    )?);
+                    sizes.push(shape.iter().product::<usize>() * es);
+                }
+                Some((views, sizes))
+            }
+        })
+    }
+}
 
 /// One benchmark case.
 #[derive(Debug, Clone)]
