@@ -64,23 +64,20 @@ export class Driver {
     return pipeline;
   }
 
-  // Records `recording` into `encoder`, each role's buffer `buffers[role]`; returns the
-  // tables it made, which live until the work is done (see `execute`).
-  encode(encoder, recording, buffers) {
-    const tables = [];
-    let pass = null;
+  // Prepares `recording` on `buffers` (each role's buffer `buffers[role]`): its tables
+  // written and its bind groups made once. The result records it into any encoder, as often
+  // as wanted (`encode`), until `destroy` frees its tables.
+  prepare(recording, buffers) {
     const buffer = (role) => {
       const b = buffers[role];
       if (!b) throw new Error(`the recording binds ${role}, which the host did not give`);
       return b;
     };
-    for (const command of recording.commands) {
+    const tables = [];
+    const steps = recording.commands.map((command) => {
       if (command.copy) {
         const c = command.copy;
-        pass?.end();
-        pass = null;
-        encoder.copyBufferToBuffer(buffer(c.from), c.fromOffset, buffer(c.to), c.toOffset, c.size);
-        continue;
+        return { copy: [buffer(c.from), c.fromOffset, buffer(c.to), c.toOffset, c.size] };
       }
       const d = command.dispatch;
       const layout = this.layout(recording.layouts[d.layout]);
@@ -99,31 +96,53 @@ export class Driver {
           size: b.size ?? undefined,
         },
       }));
-      const bindGroup = this.device.createBindGroup({ layout: layout.bindGroupLayout, entries });
-      pass ??= encoder.beginComputePass({ label: 'wgsl-split' });
-      pass.setPipeline(this.pipeline(recording, layout, d));
-      pass.setBindGroup(0, bindGroup, d.offsets);
-      pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1]);
-    }
-    pass?.end();
-    return tables;
+      return {
+        pipeline: this.pipeline(recording, layout, d),
+        bindGroup: this.device.createBindGroup({ layout: layout.bindGroupLayout, entries }),
+        offsets: d.offsets,
+        workgroups: d.workgroups,
+      };
+    });
+    return {
+      // Records the commands into `encoder`: consecutive dispatches share a compute pass.
+      encode(encoder) {
+        let pass = null;
+        for (const step of steps) {
+          if (step.copy) {
+            pass?.end();
+            pass = null;
+            encoder.copyBufferToBuffer(...step.copy);
+            continue;
+          }
+          pass ??= encoder.beginComputePass({ label: 'wgsl-split' });
+          pass.setPipeline(step.pipeline);
+          pass.setBindGroup(0, step.bindGroup, step.offsets);
+          pass.dispatchWorkgroups(step.workgroups[0], step.workgroups[1]);
+        }
+        pass?.end();
+      },
+      destroy() {
+        tables.forEach((t) => t.destroy());
+      },
+    };
   }
 
-  // Executes `recording` on `buffers` and waits for it; a validation or memory error of the
-  // device becomes a thrown Error.
+  // Executes `recording` on `buffers` once and waits for it; a validation or memory error of
+  // the device becomes a thrown Error.
   async execute(recording, buffers) {
     const device = this.device;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
-    const encoder = device.createCommandEncoder({ label: 'wgsl-split' });
-    let tables = [];
+    let prepared = null;
     try {
-      tables = this.encode(encoder, recording, buffers);
+      prepared = this.prepare(recording, buffers);
+      const encoder = device.createCommandEncoder({ label: 'wgsl-split' });
+      prepared.encode(encoder);
       device.queue.submit([encoder.finish()]);
     } finally {
       const errors = [await device.popErrorScope(), await device.popErrorScope()].filter(Boolean);
       await device.queue.onSubmittedWorkDone();
-      tables.forEach((t) => t.destroy());
+      prepared?.destroy();
       if (errors.length) throw new Error(errors.map((e) => e.message).join('; '));
     }
   }
