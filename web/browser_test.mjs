@@ -161,6 +161,7 @@ if (j) {
   // Each split with its concat back: the examples, the sweep and its 10,000 outputs, the
   // splits in copies; the rows and the paged writes.
   const want = { example: 14, sweep: 2 * (sweep + 1), copies: 4, rows: 4, paged: 2 };
+  must((j.kinds.views ?? 0) >= sweep / 2, `through the JavaScript driver, at least ${sweep / 2} random splits into views, not ${j.kinds.views ?? 0}`);
   for (const [kind, n] of Object.entries(want)) must(j.kinds[kind] === n, `through the JavaScript driver, ${n} jobs of ${kind}, not ${j.kinds[kind] ?? 0}`);
   must(j.copies > 0 && j.dispatches > j.jobs / 2, `through the JavaScript driver, copies and dispatches: ${j.copies} copies, ${j.dispatches} dispatches in ${j.jobs} jobs`);
   must(j.failures.length === 0, `${j.failures.length} jobs failed through the JavaScript driver:\n    ${j.failures.slice(0, 20).join('\n    ')}`);

@@ -18,8 +18,9 @@ use crate::tensor::byte_count;
 use crate::DType;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use wgsl_split::gather::binds::{Role, Sides};
-use wgsl_split::recording::Dispatched;
+use wgsl_split::gather::binds::Role;
+use wgsl_split::recording::Recording;
+use wgsl_split::views::record_windows;
 
 /// Each buffer of a split's outputs or a concat's inputs, with its non-empty parts (positions
 /// in the plan's [`ByteRows`]) in offset order.
@@ -383,47 +384,45 @@ impl GpuSplitter {
                 self.multi_input_pipeline(n).await?,
             ),
         };
-        let windows: Vec<(BufferRegion<'_>, u64)> = batch
+        let windows: Vec<(u64, u64)> = batch
             .iter()
-            .map(|g| (g.region, g.layout.total_bytes))
+            .map(|g| (g.region.offset, g.layout.total_bytes))
             .collect();
         let dispatches = std::slice::from_ref(&dispatch);
-        self.bind_windows(&pipeline, direction, dispatches, whole, &windows)
+        let (build, limits) = (pipeline.build(), &self.limits);
+        let recording =
+            record_windows(build, direction, dispatches, whole.offset, &windows, limits)?;
+        let buffers: Vec<&wgpu::Buffer> = batch.iter().map(|g| g.region.buffer).collect();
+        self.bind_windows(&pipeline, direction, &recording, whole.buffer, &buffers)
             .await
     }
 }
 
 impl GpuSplitter {
-    /// Binds `dispatches` of `pipeline` between `whole`, the whole tensor's region, and
-    /// `windows`, a window (region, bytes) per binding of the parts' side, as `direction`
-    /// moves the bytes: each made the core's recorded dispatch, its table uploaded.
+    /// Binds `recording`, dispatches of `pipeline`'s build between `whole`, the whole
+    /// tensor's buffer, and `windows`, a buffer per binding of the parts' side, as
+    /// `direction` moves the bytes (`wgsl_split::views::record_windows`), its tables
+    /// uploaded.
     pub(crate) async fn bind_windows(
         &self,
         pipeline: &GatherPipeline,
         direction: Direction,
-        dispatches: &[Dispatch],
-        whole: BufferRegion<'_>,
-        windows: &[(BufferRegion<'_>, u64)],
+        recording: &Recording,
+        whole: &wgpu::Buffer,
+        windows: &[&wgpu::Buffer],
     ) -> Result<Vec<BoundDispatch>> {
-        let parts: Vec<(u64, u64)> = windows.iter().map(|(r, size)| (r.offset, *size)).collect();
-        let sides = direction.in_order(Sides::Region(whole.offset), Sides::PerBinding(&parts));
-        let recorded = dispatches
-            .iter()
-            .map(|d| Dispatched::new(pipeline.build(), d, sides, None, &self.limits))
-            .collect::<Result<Vec<_>>>()?;
-        let bytes: Vec<Vec<u8>> = recorded.iter().map(|d| d.table.clone()).collect();
-        let tables = self.kept.tables(&self.device, &bytes).await?;
+        let tables = self.upload_tables(recording).await?;
         let buffer = |role| match (direction, role) {
             (Direction::Split, Role::Input(0)) | (Direction::Concat, Role::Output(0)) => {
-                Some(whole.buffer)
+                Some(whole)
             }
             (Direction::Split, Role::Output(k)) | (Direction::Concat, Role::Input(k)) => {
-                windows.get(k as usize).map(|w| w.0.buffer)
+                windows.get(k as usize).copied()
             }
             _ => None,
         };
-        let mut bound = Vec::with_capacity(recorded.len());
-        for (d, table) in recorded.iter().zip(&tables) {
+        let mut bound = Vec::with_capacity(tables.len());
+        for (d, table) in recording.dispatches().zip(&tables) {
             bound.push(
                 pipeline
                     .bind_recorded(&self.device, d, table, &buffer)

@@ -1,10 +1,10 @@
 //! The random splits both of the page's hosts run (wgpu-split in `sweep`, the JavaScript
 //! driver through `web/core`): every operator, every dtype, negative axes and zero-length
-//! outputs, deterministic from a seed. Each crate names the library it takes the operators
+//! outputs, deterministic from a seed; and random views of a split's outputs. Each crate names the library it takes the operators
 //! from `split`.
 
 use crate::split::ops::{self, OnnxSplitParts};
-use crate::split::{DType, HostTensor, IntTensor, Result, SplitPlan};
+use crate::split::{DType, HostTensor, IntTensor, PartView, Result, SplitPlan};
 
 /// splitmix64: small, fast, and the same in every browser.
 pub(crate) struct Rng(pub(crate) u64);
@@ -160,4 +160,33 @@ pub(crate) fn random_case(
     let bytes = rng.bytes(shape.iter().product::<usize>() * dtype.size(), dtype);
     let input = HostTensor::new(dtype, shape, bytes).ok()?;
     Some((what, plan, input))
+}
+
+/// A random view of each output of `plan`, from `below` (a number in `0..n`), and the bytes
+/// of the region each one needs.
+pub(crate) fn random_views(
+    plan: &SplitPlan,
+    es: usize,
+    below: &mut dyn FnMut(usize) -> usize,
+) -> Vec<(PartView, usize)> {
+    plan.part_shapes()
+        .iter()
+        .map(|part| {
+            let rank = part.len();
+            let mut perm: Vec<usize> = (0..rank).collect();
+            for k in (1..rank).rev() {
+                perm.swap(k, below(k + 1));
+            }
+            let at: Vec<usize> = (0..rank).map(|_| below(2)).collect();
+            let container: Vec<usize> = (0..rank)
+                .map(|j| part[perm[j]] + at[j] + below(2))
+                .collect();
+            // A permutation inside a container that holds it: always a valid view.
+            let mut view = PartView::within(part, &container, &perm, &at)
+                .unwrap_or_else(|_| PartView::contiguous(part));
+            view.offset += below(5) as u64;
+            let bytes = (view.offset as usize + container.iter().product::<usize>()) * es;
+            (view, bytes)
+        })
+        .collect()
 }

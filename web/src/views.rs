@@ -3,6 +3,7 @@
 //! and compared byte for byte with the CPU reference's views, so a byte written outside a
 //! view fails too.
 
+use crate::cases::random_views;
 use wgpu_split::{reference, GpuSplitter, HostTensor, PartView, SplitPlan};
 
 /// What a split into views gave: whether every buffer came out as the reference's, and the
@@ -10,35 +11,6 @@ use wgpu_split::{reference, GpuSplitter, HostTensor, PartView, SplitPlan};
 pub(crate) struct IntoViews {
     pub same: bool,
     pub dispatches: u32,
-}
-
-/// A random view of each output of `plan`, from `below` (a number in `0..n`), and the bytes
-/// of the region each one needs.
-fn random_views(
-    plan: &SplitPlan,
-    es: usize,
-    below: &mut dyn FnMut(usize) -> usize,
-) -> Vec<(PartView, usize)> {
-    plan.part_shapes()
-        .iter()
-        .map(|part| {
-            let rank = part.len();
-            let mut perm: Vec<usize> = (0..rank).collect();
-            for k in (1..rank).rev() {
-                perm.swap(k, below(k + 1));
-            }
-            let at: Vec<usize> = (0..rank).map(|_| below(2)).collect();
-            let container: Vec<usize> = (0..rank)
-                .map(|j| part[perm[j]] + at[j] + below(2))
-                .collect();
-            // A permutation inside a container that holds it: always a valid view.
-            let mut view = PartView::within(part, &container, &perm, &at)
-                .unwrap_or_else(|_| PartView::contiguous(part));
-            view.offset += below(5) as u64;
-            let bytes = (view.offset as usize + container.iter().product::<usize>()) * es;
-            (view, bytes)
-        })
-        .collect()
 }
 
 /// Splits `input` as `plan` says into random views (`GpuSplitter::run_into_views_async`,

@@ -61,6 +61,8 @@ pub mod suite;
 pub mod tensor;
 #[doc(hidden)]
 pub mod verify;
+#[doc(hidden)]
+pub mod views;
 
 pub use dtype::DType;
 pub use error::{Result, SplitError};

@@ -2,18 +2,17 @@
 //! buffers it runs on, the bytes each starts with and the bytes each must hold after it,
 //! byte for byte, the guard bytes after every region included.
 
-use crate::cases::{random_case, Rng, OPERATORS};
-use crate::{parts_recording, recording_json, role_name, Device};
+mod rows;
+
+use crate::cases::{random_case, random_views, Rng, OPERATORS};
+use crate::{parts_recording, recordings_json, role_name, Device};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
-use wgsl_split::paged::{paged_sizes, record_paged, PagedRegions};
-use wgsl_split::plan::NegativeIndex;
 use wgsl_split::planner::Direction;
+use wgsl_split::recording::Recording;
 use wgsl_split::recording::Role;
-use wgsl_split::rows::{index_rule, record_rows, RowsRegions};
-use wgsl_split::{
-    ops, reference, CacheLayout, DType, HostTensor, IntTensor, RowsPlan, RowsStatus, SplitPlan,
-};
+use wgsl_split::views::{record_views, HostRegion};
+use wgsl_split::{ops, reference, HostTensor, IntTensor, PartView, SplitPlan};
 
 /// Bytes of guard after each region, and their value.
 const GUARD: usize = 256;
@@ -21,7 +20,7 @@ const GUARD_BYTE: u8 = 0xA5;
 
 /// One buffer of a job: the bytes it starts with and those it must hold after the job.
 struct Buffer {
-    name: &'static str,
+    name: String,
     start: Vec<u8>,
     end: Vec<u8>,
 }
@@ -31,8 +30,8 @@ struct Job {
     kind: &'static str,
     recording: Value,
     buffers: Vec<Buffer>,
-    /// The buffer each role of the recording binds.
-    roles: Vec<(Role, &'static str)>,
+    /// The buffer each role of the recording binds, by the role's name in its JSON.
+    roles: Vec<(String, String)>,
 }
 
 /// The page's checks of the JavaScript driver on a device of the limits given: the
@@ -75,6 +74,12 @@ impl Jobs {
             };
             cases += 1;
             jobs.parts(&what, "sweep", &plan, &input, &device, cases % 3 == 0);
+            // The smaller ones into random views too, as the wgpu-split sweep takes them.
+            if plan.num_parts() <= 64 && input.bytes().len() <= 1 << 20 {
+                let es = input.dtype().size();
+                let views = random_views(&plan, es, &mut |n| rng.below(n));
+                jobs.views(&what, &plan, &input, &views, &device);
+            }
         }
         // 10,000 outputs of 3 floats.
         let shape = [10_000, 3];
@@ -98,25 +103,7 @@ impl Jobs {
             }
         }
         jobs.rows(&device);
-        for layout in [CacheLayout::Nhd, CacheLayout::Hnd] {
-            let name = format!("paged write {layout:?}");
-            match paged_job(layout, &device) {
-                Ok((recording, buffers)) => jobs.jobs.push(Job {
-                    title: name,
-                    kind: "paged",
-                    recording,
-                    buffers,
-                    roles: vec![
-                        (Role::Input(0), "qkv"),
-                        (Role::Indices, "slots"),
-                        (Role::Output(0), "queries"),
-                        (Role::Scatter, "caches"),
-                        (Role::Status, "status"),
-                    ],
-                }),
-                Err(e) => jobs.refused.push(format!("{name}: {e}")),
-            }
-        }
+        jobs.paged(&device);
         Ok(jobs)
     }
 
@@ -135,7 +122,7 @@ impl Jobs {
             .map(|b| json!({"name": b.name, "size": b.start.len()}))
             .collect();
         let roles: serde_json::Map<String, Value> = (job.roles.iter())
-            .map(|(role, name)| (role_name(*role), json!(name)))
+            .map(|(role, name)| (role.clone(), json!(name)))
             .collect();
         json!({"title": job.title, "kind": job.kind, "recording": job.recording,
                "buffers": buffers, "roles": roles})
@@ -207,78 +194,47 @@ impl Jobs {
                     kind,
                     recording,
                     buffers,
-                    roles: vec![(Role::Input(0), "read"), (Role::Output(0), "written")],
+                    roles: roles(&[(Role::Input(0), "read"), (Role::Output(0), "written")]),
                 }),
                 Err(e) => self.refused.push(format!("{title}: {e}")),
             }
         }
     }
 
-    /// Rows placed by indices: a gather of one-byte rows on the last axis, an embedding's
-    /// rows by i64 ids, a set rows of one-byte rows sharing words and a ScatterND, indices
-    /// out of range in each.
-    fn rows(&mut self, device: &Device) {
-        let tensor = |shape: &[usize], dtype: DType, seed: usize| {
-            let n = shape.iter().product::<usize>() * dtype.size();
-            let bytes = (0..n)
-                .map(|i| ((i * 37 + seed * 11 + 5) % 251) as u8)
-                .collect();
-            HostTensor::new(dtype, shape.to_vec(), bytes)
-        };
-        let slots: Vec<i32> = (0..1000).map(|i| (i * 7 + 3) % 1002).collect();
-        let cases = [
-            (
-                "gather of bytes",
-                ops::gather(&[37, 50], &[3, 2], -1),
-                tensor(&[37, 50], DType::U8, 1),
-                HostTensor::from_slice(&[3, 2], &[0i32, 49, -1, -50, 50, 7]),
-                None,
-            ),
-            (
-                "get rows",
-                ops::get_rows(&[300, 256], &[4]),
-                tensor(&[300, 256], DType::F16, 2),
-                HostTensor::from_slice(&[4], &[299i64, (1 << 32) + 1, 0, -1]),
-                None,
-            ),
-            (
-                "set rows of bytes",
-                ops::set_rows(&[1002, 1], &[1000]),
-                tensor(&[1002, 1], DType::U8, 3),
-                HostTensor::from_slice(&[1000], &slots),
-                Some(tensor(&[1000, 1], DType::U8, 4)),
-            ),
-            (
-                "ScatterND",
-                ops::scatter_nd(&[64, 24], &[3, 1], &[3, 24]),
-                tensor(&[64, 24], DType::F32, 5),
-                HostTensor::from_slice(&[3, 1], &[-1i64, 5, 64]),
-                Some(tensor(&[3, 24], DType::F32, 6)),
-            ),
-        ];
-        for (name, plan, data, ids, updates) in cases {
-            let job = (|| {
-                let updates = updates.transpose()?;
-                rows_job(&plan?, &data?, &ids?, updates.as_ref(), device)
-            })();
-            match job {
-                Ok((recording, buffers)) => self.jobs.push(Job {
-                    title: name.into(),
-                    kind: "rows",
-                    recording,
-                    buffers,
-                    roles: vec![
-                        (Role::Input(0), "source"),
-                        (Role::Indices, "indices"),
-                        (Role::Output(0), "target"),
-                        (Role::Scatter, "target"),
-                        (Role::Status, "status"),
-                    ],
-                }),
-                Err(e) => self.refused.push(format!("{name}: {e}")),
-            }
+    /// The split of `input` as `plan` says into `views` (each with the bytes of its region),
+    /// each part in a buffer of its own that starts with a pattern; every buffer must come out
+    /// as the reference's.
+    fn views(
+        &mut self,
+        what: &str,
+        plan: &SplitPlan,
+        input: &HostTensor,
+        views: &[(PartView, usize)],
+        device: &Device,
+    ) {
+        let title = format!(
+            "split into views of {what}, {} {:?}",
+            input.dtype().name(),
+            input.shape()
+        );
+        match views_job(plan, input, views, device) {
+            Ok((recording, buffers, roles)) => self.jobs.push(Job {
+                title,
+                kind: "views",
+                recording,
+                buffers,
+                roles,
+            }),
+            Err(e) => self.refused.push(format!("{title}: {e}")),
         }
     }
+}
+
+/// Each role's name in a recording's JSON, with the buffer it binds.
+fn roles(pairs: &[(Role, &str)]) -> Vec<(String, String)> {
+    (pairs.iter())
+        .map(|(role, buffer)| (role_name(*role), buffer.to_string()))
+        .collect()
 }
 
 /// A buffer of guard bytes holding each of `pieces` (offset, bytes) from `at`, `size` bytes
@@ -317,12 +273,12 @@ fn parts_job(
     let guard = vec![GUARD_BYTE; written.len()];
     let buffers = vec![
         Buffer {
-            name: "read",
+            name: "read".into(),
             start: read.clone(),
             end: read,
         },
         Buffer {
-            name: "written",
+            name: "written".into(),
             start: guard,
             end: written,
         },
@@ -330,131 +286,73 @@ fn parts_job(
     Ok((recording, buffers))
 }
 
-/// `bytes` then zeros to `size` bytes (rounded up to 4), then the guard.
-fn padded(bytes: &[u8], size: u64) -> Vec<u8> {
-    let mut out = bytes.to_vec();
-    out.resize((size as usize).max(bytes.len()).next_multiple_of(4), 0);
-    out.extend([GUARD_BYTE; GUARD]);
-    out
-}
-
-/// The rows `plan` places of `data` by `ids` (and a scatter's `updates`), each region at the
-/// start of its buffer, and the status in a buffer of its own.
-fn rows_job(
-    plan: &RowsPlan,
-    data: &HostTensor,
-    ids: &HostTensor,
-    updates: Option<&HostTensor>,
+/// The split of `input` into `views`, the input one alignment into buffer `read`, part `k`
+/// at the start of buffer `part{k}`, which starts with a pattern; each batch of the core's
+/// recording binds its windows' buffers in its roles.
+fn views_job(
+    plan: &SplitPlan,
+    input: &HostTensor,
+    views: &[(PartView, usize)],
     device: &Device,
-) -> wgsl_split::Result<(Value, Vec<Buffer>)> {
-    let limits = &device.limits;
-    let at = RowsRegions {
-        source: 0,
-        indices: 0,
-        target: 0,
-        status: Some(0),
+) -> wgsl_split::Result<(Value, Vec<Buffer>, Vec<(String, String)>)> {
+    let align = device.limits.min_storage_buffer_offset_alignment as u64;
+    let (views, sizes): (Vec<PartView>, Vec<usize>) = views.iter().cloned().unzip();
+    let start: Vec<Vec<u8>> = (sizes.iter().enumerate())
+        .map(|(k, &n)| {
+            let padded = n.next_multiple_of(16).max(16);
+            (0..padded).map(|i| (i * 131 + k * 7 + 3) as u8).collect()
+        })
+        .collect();
+    let mut end = start.clone();
+    reference::split_into_views(input, plan, &views, &mut end)?;
+    let whole = placed(align, input.bytes().len() as u64, [(0, input.bytes())]);
+    // The host's buffers by number: the whole tensor's 0, part k's k + 1.
+    let region = |buffer, offset, bytes: &Vec<u8>| HostRegion {
+        buffer,
+        offset,
+        buffer_size: bytes.len() as u64,
     };
-    let tuning = device.tuning();
-    let (recording, sizes) = record_rows(plan, data.dtype(), ids.dtype(), at, limits, tuning)?;
-    let ((want, status), source, first) = match updates {
-        Some(u) => (
-            reference::scatter_rows(plan, data, ids, u)?,
-            u.bytes(),
-            data.bytes(),
-        ),
-        None => (
-            reference::gather_rows(plan, data, ids)?,
-            data.bytes(),
-            &[][..],
-        ),
-    };
-    let same = |name, bytes: Vec<u8>| Buffer {
-        name,
-        start: bytes.clone(),
-        end: bytes,
-    };
-    let buffers = vec![
-        same("source", padded(source, sizes.source)),
-        same("indices", padded(ids.bytes(), sizes.indices)),
-        Buffer {
-            name: "target",
-            start: padded(first, sizes.target),
-            end: padded(want.bytes(), sizes.target),
-        },
-        status_buffer(status),
-    ];
-    Ok((recording_json(&recording, limits)?, buffers))
-}
-
-/// A status buffer, zeroed before the job, that must hold `status` after it (two words), and
-/// zeros to 16 bytes, then the guard.
-fn status_buffer(status: RowsStatus) -> Buffer {
-    let first_bad = status.first_bad.map_or(0, |k| !k);
-    let words = [status.bad_indices, first_bad, 0, 0]
-        .map(u32::to_le_bytes)
-        .concat();
-    Buffer {
-        name: "status",
-        start: padded(&[0; 16], 16),
-        end: padded(&words, 16),
+    let parts: Vec<HostRegion<usize>> = (start.iter().enumerate())
+        .map(|(k, b)| region(k + 1, 0, b))
+        .collect();
+    let recorded = record_views(
+        Direction::Split,
+        plan,
+        input.dtype(),
+        region(0, align, &whole),
+        &parts,
+        &views,
+        &device.limits,
+        (device.tuning(), device.most_outputs()),
+    )?;
+    let names: Vec<Box<dyn Fn(Role) -> String>> = (recorded.batches.iter())
+        .map(|batch| {
+            let buffers: Vec<usize> = batch.windows.iter().map(|w| w.buffer).collect();
+            let name = move |role| match role {
+                Role::Output(k) => format!("part{}", buffers[k as usize] - 1),
+                other => role_name(other),
+            };
+            Box::new(name) as Box<dyn Fn(Role) -> String>
+        })
+        .collect();
+    let batches: Vec<(&Recording, &dyn Fn(Role) -> String)> = (recorded.batches.iter())
+        .zip(&names)
+        .map(|(b, name)| (&b.recording, name.as_ref()))
+        .collect();
+    let recording = recordings_json(&batches, &device.limits)?;
+    let mut roles = roles(&[(Role::Input(0), "read")]);
+    let mut buffers = vec![Buffer {
+        name: "read".into(),
+        start: whole.clone(),
+        end: whole,
+    }];
+    for (k, (start, end)) in start.into_iter().zip(end).enumerate() {
+        roles.push((format!("part{k}"), format!("part{k}")));
+        buffers.push(Buffer {
+            name: format!("part{k}"),
+            start,
+            end,
+        });
     }
-}
-
-/// A paged write of 6 tokens (a padding slot and one out of range among them) into caches
-/// of 5 blocks of 4 slots in `layout`, both caches in one buffer, the value cache one
-/// alignment past the key cache's end.
-fn paged_job(layout: CacheLayout, device: &Device) -> wgsl_split::Result<(Value, Vec<Buffer>)> {
-    let limits = &device.limits;
-    let plan = ops::paged_kv_write(6, 4, 2, 64, 4, 5, layout)?;
-    let tensor = |shape: Vec<usize>, seed: usize| {
-        let n = shape.iter().product::<usize>() * 2;
-        let bytes = (0..n)
-            .map(|i| ((i * 37 + seed * 11 + 5) % 251) as u8)
-            .collect();
-        HostTensor::new(DType::F16, shape, bytes)
-    };
-    let qkv = tensor(plan.qkv_shape(), 7)?;
-    let (k, v) = (
-        tensor(plan.cache_shape(), 8)?,
-        tensor(plan.cache_shape(), 9)?,
-    );
-    let slots = HostTensor::from_slice(&[6], &[3i32, -1, 19, 20, 0, 7])?;
-    let want = reference::paged_write(&plan, &qkv, &slots, &k, &v)?;
-    let rule = index_rule(DType::I32, NegativeIndex::Padding)?;
-    let sizes = paged_sizes(&plan, DType::F16, rule.words);
-    let align = limits.min_storage_buffer_offset_alignment as u64;
-    let v_at = sizes.cache.next_multiple_of(align);
-    let at = PagedRegions {
-        qkv: 0,
-        slots: 0,
-        queries: 0,
-        caches: 0,
-        k_at: 0,
-        v_at,
-        status: Some(0),
-    };
-    let tuning = device.tuning();
-    let recording = record_paged(&plan, DType::F16, rule, at, limits, tuning)?;
-    let caches = |k: &[u8], v: &[u8]| placed(0, v_at + sizes.cache, [(0, k), (v_at, v)]);
-    let same = |name, bytes: Vec<u8>| Buffer {
-        name,
-        start: bytes.clone(),
-        end: bytes,
-    };
-    let buffers = vec![
-        same("qkv", padded(qkv.bytes(), sizes.qkv)),
-        same("slots", padded(slots.bytes(), sizes.slots)),
-        Buffer {
-            name: "queries",
-            start: padded(&[], sizes.queries),
-            end: padded(want.queries.bytes(), sizes.queries),
-        },
-        Buffer {
-            name: "caches",
-            start: caches(k.bytes(), v.bytes()),
-            end: caches(want.k_cache.bytes(), want.v_cache.bytes()),
-        },
-        status_buffer(want.status),
-    ];
-    Ok((recording_json(&recording, limits)?, buffers))
+    Ok((recording, buffers, roles))
 }

@@ -24,8 +24,10 @@ pub use timing::suite_recordings;
 
 use serde_json::{json, Map, Value};
 use wgsl_split::gather::binds::write_stand_in_bytes;
-use wgsl_split::gather::builds::{single_output, Bodies, Build, InputBindings};
-use wgsl_split::gather::{window_limit, GatherMode, GatherTuning};
+use wgsl_split::gather::builds::{
+    fits_stage, single_output, Bodies, Build, InputBindings, OutputBindings,
+};
+use wgsl_split::gather::{window_limit, GatherMode, GatherTuning, MAX_DST_BINDINGS};
 use wgsl_split::plan::bytes::ByteRows;
 use wgsl_split::planner::{choose_for, DeviceCaps, Direction, Regions};
 use wgsl_split::recording::{Command, Dispatched, Recording, Role, StandIn};
@@ -48,43 +50,60 @@ pub fn role_name(role: Role) -> String {
 
 /// `recording` as the JSON that `web/driver.js` executes, for a device of `limits`.
 pub fn recording_json(recording: &Recording, limits: &Limits) -> Result<Value> {
+    recordings_json(&[(recording, &role_name)], limits)
+}
+
+/// `recordings`, one after the other, as one recording's JSON for a device of `limits`: each
+/// with the names its roles take (batches binding other buffers in the same roles).
+pub fn recordings_json(
+    recordings: &[(&Recording, &dyn Fn(Role) -> String)],
+    limits: &Limits,
+) -> Result<Value> {
     let (mut builds, mut layouts, mut modules) = (Vec::new(), Vec::new(), Map::new());
-    let mut commands = Vec::with_capacity(recording.commands.len());
-    for command in &recording.commands {
-        commands.push(match command {
-            Command::Copy { from, to, size } => json!({"copy": {
-                "from": role_name(from.0), "fromOffset": from.1,
-                "to": role_name(to.0), "toOffset": to.1, "size": size,
-            }}),
-            Command::Dispatch(d) => {
-                let layout = match builds.iter().position(|b| *b == d.build) {
-                    Some(k) => k,
-                    None => {
-                        builds.push(d.build);
-                        layouts.push(layout_json(&d.build, limits));
-                        builds.len() - 1
+    let mut commands = Vec::new();
+    for &(recording, name) in recordings {
+        for command in &recording.commands {
+            commands.push(match command {
+                Command::Copy { from, to, size } => json!({"copy": {
+                    "from": name(from.0), "fromOffset": from.1,
+                    "to": name(to.0), "toOffset": to.1, "size": size,
+                }}),
+                Command::Dispatch(d) => {
+                    let layout = match builds.iter().position(|b| *b == d.build) {
+                        Some(k) => k,
+                        None => {
+                            builds.push(d.build);
+                            layouts.push(layout_json(&d.build, limits));
+                            builds.len() - 1
+                        }
+                    };
+                    let (bodies, runs) = (Bodies::of(d.program), d.program.lanes_in_runs);
+                    let module = format!("{layout}.{}.{}", bodies as u8, u8::from(runs));
+                    if !modules.contains_key(&module) {
+                        let source = d.build.source()?.with(bodies, runs);
+                        modules.insert(module.clone(), source.into());
                     }
-                };
-                let (bodies, runs) = (Bodies::of(d.program), d.program.lanes_in_runs);
-                let module = format!("{layout}.{}.{}", bodies as u8, u8::from(runs));
-                if !modules.contains_key(&module) {
-                    let source = d.build.source()?.with(bodies, runs);
-                    modules.insert(module.clone(), source.into());
+                    dispatch_json(d, layout, module, name)
                 }
-                dispatch_json(d, layout, module)
-            }
-        });
+            });
+        }
     }
     Ok(json!({"modules": modules, "layouts": layouts, "commands": commands}))
 }
 
-/// One dispatch of the build at `layout`, its program in `module`.
-fn dispatch_json(d: &Dispatched, layout: usize, module: String) -> Value {
+/// One dispatch of the build at `layout`, its program in `module`, each role named by
+/// `name`.
+fn dispatch_json(
+    d: &Dispatched,
+    layout: usize,
+    module: String,
+    name: &dyn Fn(Role) -> String,
+) -> Value {
     let constants: Map<String, Value> = (d.program.constants().iter())
         .map(|(name, value)| (name.to_string(), json!(value)))
         .collect();
     let binds: Vec<Value> = (d.binds.list.iter())
-        .map(|b| json!({"role": role_name(b.role), "offset": b.offset, "size": b.size}))
+        .map(|b| json!({"role": name(b.role), "offset": b.offset, "size": b.size}))
         .collect();
     json!({"dispatch": {
         "layout": layout, "module": module, "entry": d.program.entry.name(),
@@ -146,6 +165,25 @@ impl Device {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         Ok(Device { limits, cpu })
+    }
+
+    /// The most output buffers one dispatch of a split writes: as many as the stage binds
+    /// with the table and the input (wgpu-split's `RegionsPerDispatch`).
+    pub(crate) fn most_outputs(&self) -> u32 {
+        let fits = |m| {
+            fits_stage(
+                &self.limits,
+                InputBindings::ONE,
+                OutputBindings::Units(m),
+                false,
+            )
+        };
+        match single_output(&self.limits) {
+            OutputBindings::Units(_) => {
+                (2..=MAX_DST_BINDINGS).rev().find(|&m| fits(m)).unwrap_or(1)
+            }
+            OutputBindings::WordsOnly => 1,
+        }
     }
 
     /// How its gather maps lanes.

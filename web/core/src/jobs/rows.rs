@@ -1,0 +1,232 @@
+//! The page's jobs of rows placed by indices and paged writes: each region at the start of
+//! its buffer, the target and the status zeroed or holding the data first, and the bytes the
+//! reference leaves in each after the job.
+
+use super::{placed, roles, Buffer, Job, Jobs, GUARD, GUARD_BYTE};
+use crate::{recording_json, Device};
+use serde_json::Value;
+use wgsl_split::paged::{paged_sizes, record_paged, PagedRegions};
+use wgsl_split::plan::NegativeIndex;
+use wgsl_split::recording::Role;
+use wgsl_split::rows::{index_rule, record_rows, RowsRegions};
+use wgsl_split::{ops, reference, CacheLayout, DType, HostTensor, RowsPlan, RowsStatus};
+
+impl Jobs {
+    /// Rows placed by indices: a gather of one-byte rows on the last axis, an embedding's
+    /// rows by i64 ids, a set rows of one-byte rows sharing words and a ScatterND, indices
+    /// out of range in each.
+    pub(super) fn rows(&mut self, device: &Device) {
+        let tensor = |shape: &[usize], dtype: DType, seed: usize| {
+            let n = shape.iter().product::<usize>() * dtype.size();
+            let bytes = (0..n)
+                .map(|i| ((i * 37 + seed * 11 + 5) % 251) as u8)
+                .collect();
+            HostTensor::new(dtype, shape.to_vec(), bytes)
+        };
+        let slots: Vec<i32> = (0..1000).map(|i| (i * 7 + 3) % 1002).collect();
+        let cases = [
+            (
+                "gather of bytes",
+                ops::gather(&[37, 50], &[3, 2], -1),
+                tensor(&[37, 50], DType::U8, 1),
+                HostTensor::from_slice(&[3, 2], &[0i32, 49, -1, -50, 50, 7]),
+                None,
+            ),
+            (
+                "get rows",
+                ops::get_rows(&[300, 256], &[4]),
+                tensor(&[300, 256], DType::F16, 2),
+                HostTensor::from_slice(&[4], &[299i64, (1 << 32) + 1, 0, -1]),
+                None,
+            ),
+            (
+                "set rows of bytes",
+                ops::set_rows(&[1002, 1], &[1000]),
+                tensor(&[1002, 1], DType::U8, 3),
+                HostTensor::from_slice(&[1000], &slots),
+                Some(tensor(&[1000, 1], DType::U8, 4)),
+            ),
+            (
+                "ScatterND",
+                ops::scatter_nd(&[64, 24], &[3, 1], &[3, 24]),
+                tensor(&[64, 24], DType::F32, 5),
+                HostTensor::from_slice(&[3, 1], &[-1i64, 5, 64]),
+                Some(tensor(&[3, 24], DType::F32, 6)),
+            ),
+        ];
+        for (name, plan, data, ids, updates) in cases {
+            let job = (|| {
+                let updates = updates.transpose()?;
+                rows_job(&plan?, &data?, &ids?, updates.as_ref(), device)
+            })();
+            match job {
+                Ok((recording, buffers)) => self.jobs.push(Job {
+                    title: name.into(),
+                    kind: "rows",
+                    recording,
+                    buffers,
+                    roles: roles(&[
+                        (Role::Input(0), "source"),
+                        (Role::Indices, "indices"),
+                        (Role::Output(0), "target"),
+                        (Role::Scatter, "target"),
+                        (Role::Status, "status"),
+                    ]),
+                }),
+                Err(e) => self.refused.push(format!("{name}: {e}")),
+            }
+        }
+    }
+
+    /// A paged write in each cache layout.
+    pub(super) fn paged(&mut self, device: &Device) {
+        for layout in [CacheLayout::Nhd, CacheLayout::Hnd] {
+            let name = format!("paged write {layout:?}");
+            match paged_job(layout, &device) {
+                Ok((recording, buffers)) => self.jobs.push(Job {
+                    title: name,
+                    kind: "paged",
+                    recording,
+                    buffers,
+                    roles: roles(&[
+                        (Role::Input(0), "qkv"),
+                        (Role::Indices, "slots"),
+                        (Role::Output(0), "queries"),
+                        (Role::Scatter, "caches"),
+                        (Role::Status, "status"),
+                    ]),
+                }),
+                Err(e) => self.refused.push(format!("{name}: {e}")),
+            }
+        }
+    }
+}
+
+/// `bytes` then zeros to `size` bytes (rounded up to 4), then the guard.
+fn padded(bytes: &[u8], size: u64) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out.resize((size as usize).max(bytes.len()).next_multiple_of(4), 0);
+    out.extend([GUARD_BYTE; GUARD]);
+    out
+}
+
+/// The rows `plan` places of `data` by `ids` (and a scatter's `updates`), each region at the
+/// start of its buffer, and the status in a buffer of its own.
+fn rows_job(
+    plan: &RowsPlan,
+    data: &HostTensor,
+    ids: &HostTensor,
+    updates: Option<&HostTensor>,
+    device: &Device,
+) -> wgsl_split::Result<(Value, Vec<Buffer>)> {
+    let limits = &device.limits;
+    let at = RowsRegions {
+        source: 0,
+        indices: 0,
+        target: 0,
+        status: Some(0),
+    };
+    let tuning = device.tuning();
+    let (recording, sizes) = record_rows(plan, data.dtype(), ids.dtype(), at, limits, tuning)?;
+    let ((want, status), source, first) = match updates {
+        Some(u) => (
+            reference::scatter_rows(plan, data, ids, u)?,
+            u.bytes(),
+            data.bytes(),
+        ),
+        None => (
+            reference::gather_rows(plan, data, ids)?,
+            data.bytes(),
+            &[][..],
+        ),
+    };
+    let same = |name: &str, bytes: Vec<u8>| Buffer {
+        name: name.into(),
+        start: bytes.clone(),
+        end: bytes,
+    };
+    let buffers = vec![
+        same("source", padded(source, sizes.source)),
+        same("indices", padded(ids.bytes(), sizes.indices)),
+        Buffer {
+            name: "target".into(),
+            start: padded(first, sizes.target),
+            end: padded(want.bytes(), sizes.target),
+        },
+        status_buffer(status),
+    ];
+    Ok((recording_json(&recording, limits)?, buffers))
+}
+
+/// A status buffer, zeroed before the job, that must hold `status` after it (two words), and
+/// zeros to 16 bytes, then the guard.
+fn status_buffer(status: RowsStatus) -> Buffer {
+    let first_bad = status.first_bad.map_or(0, |k| !k);
+    let words = [status.bad_indices, first_bad, 0, 0]
+        .map(u32::to_le_bytes)
+        .concat();
+    Buffer {
+        name: "status".into(),
+        start: padded(&[0; 16], 16),
+        end: padded(&words, 16),
+    }
+}
+
+/// A paged write of 6 tokens (a padding slot and one out of range among them) into caches
+/// of 5 blocks of 4 slots in `layout`, both caches in one buffer, the value cache one
+/// alignment past the key cache's end.
+fn paged_job(layout: CacheLayout, device: &Device) -> wgsl_split::Result<(Value, Vec<Buffer>)> {
+    let limits = &device.limits;
+    let plan = ops::paged_kv_write(6, 4, 2, 64, 4, 5, layout)?;
+    let tensor = |shape: Vec<usize>, seed: usize| {
+        let n = shape.iter().product::<usize>() * 2;
+        let bytes = (0..n)
+            .map(|i| ((i * 37 + seed * 11 + 5) % 251) as u8)
+            .collect();
+        HostTensor::new(DType::F16, shape, bytes)
+    };
+    let qkv = tensor(plan.qkv_shape(), 7)?;
+    let (k, v) = (
+        tensor(plan.cache_shape(), 8)?,
+        tensor(plan.cache_shape(), 9)?,
+    );
+    let slots = HostTensor::from_slice(&[6], &[3i32, -1, 19, 20, 0, 7])?;
+    let want = reference::paged_write(&plan, &qkv, &slots, &k, &v)?;
+    let rule = index_rule(DType::I32, NegativeIndex::Padding)?;
+    let sizes = paged_sizes(&plan, DType::F16, rule.words);
+    let align = limits.min_storage_buffer_offset_alignment as u64;
+    let v_at = sizes.cache.next_multiple_of(align);
+    let at = PagedRegions {
+        qkv: 0,
+        slots: 0,
+        queries: 0,
+        caches: 0,
+        k_at: 0,
+        v_at,
+        status: Some(0),
+    };
+    let tuning = device.tuning();
+    let recording = record_paged(&plan, DType::F16, rule, at, limits, tuning)?;
+    let caches = |k: &[u8], v: &[u8]| placed(0, v_at + sizes.cache, [(0, k), (v_at, v)]);
+    let same = |name: &str, bytes: Vec<u8>| Buffer {
+        name: name.into(),
+        start: bytes.clone(),
+        end: bytes,
+    };
+    let buffers = vec![
+        same("qkv", padded(qkv.bytes(), sizes.qkv)),
+        same("slots", padded(slots.bytes(), sizes.slots)),
+        Buffer {
+            name: "queries".into(),
+            start: padded(&[], sizes.queries),
+            end: padded(want.queries.bytes(), sizes.queries),
+        },
+        Buffer {
+            name: "caches".into(),
+            start: caches(k.bytes(), v.bytes()),
+            end: caches(want.k_cache.bytes(), want.v_cache.bytes()),
+        },
+        status_buffer(want.status),
+    ];
+    Ok((recording_json(&recording, limits)?, buffers))
+}
