@@ -30,6 +30,9 @@ if [ "$(cat "$ab/base-src/.rev" 2>/dev/null)" != "$base" ]; then
   rm -rf "$ab/base-src"
   mkdir -p "$ab/base-src"
   git archive "$base" | tar -x -C "$ab/base-src"
+  # Inside this repository's workspace, a base from before the workspace (0.2.0) needs a
+  # workspace of its own to build.
+  grep -q '^\[workspace\]' "$ab/base-src/Cargo.toml" || printf '\n[workspace]\n' >> "$ab/base-src/Cargo.toml"
   echo "$base" > "$ab/base-src/.rev"
 fi
 echo "building the base ${base:0:12} and the work tree ..." >&2

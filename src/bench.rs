@@ -21,9 +21,9 @@ mod timing;
 use buffers::wait;
 pub use buffers::CaseBuffers;
 pub use memory::{memory_report, MemoryReport, WARPS};
-pub use rows::{rows_suite, RowsCase, RowsCaseKind, RowsResult};
+pub use rows::RowsResult;
 pub use timing::{gbps, median, Time};
-pub use wgsl_split::suite::{standard_suite, Case, Layout};
+pub use wgsl_split::suite::{rows_suite, standard_suite, Case, Layout, RowsCase, RowsCaseKind};
 
 /// The pieces the command builds on besides the engine's API: every adapter of a backend, the
 /// windows a streamed split or concat takes, the CPU reference streamed, and a tensor's bytes.

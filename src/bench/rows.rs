@@ -1,5 +1,5 @@
 //! The yardsticks every case is timed against ([`Yardsticks`]: the copy command and the copy
-//! kernels moving the same bytes), and the cases of rows placed by indices ([`rows_suite`]):
+//! kernels moving the same bytes), and the cases of rows placed by indices (`wgsl_split::suite::rows_suite`):
 //! an embedding's lookup, set rows, and a paged KV write at a decode step and at a prefill,
 //! each timed against the copies of its bytes and checked against the CPU reference.
 
@@ -9,8 +9,9 @@ use super::{Bencher, CopyKind};
 use crate::error::{Result, SplitError};
 use crate::gpu::device::{buffer_with, scoped};
 use crate::gpu::gather::grid;
-use crate::plan::{CacheLayout, PagedKvPlan, RowsPlan};
-use crate::{ops, DType, PreparedRows};
+
+use crate::PreparedRows;
+use wgsl_split::suite::RowsCase;
 
 /// The copies of `size` bytes from `input` to `output`: the copy command, and each copy
 /// kernel with its bind group and grid.
@@ -81,95 +82,6 @@ impl<'g> Bencher<'g> {
             kernels,
         })
     }
-}
-
-/// A case of rows placed by indices.
-#[derive(Debug, Clone)]
-pub struct RowsCase {
-    /// Short name (`embedding`, `paged_decode`, ...).
-    pub name: &'static str,
-    /// Element type.
-    pub dtype: DType,
-    /// What moves.
-    pub kind: RowsCaseKind,
-}
-
-/// What a case of rows placed by indices moves.
-#[derive(Debug, Clone)]
-pub enum RowsCaseKind {
-    /// A gather or a scatter ([`RowsPlan`]), by indices of `index_type` at random distinct
-    /// places.
-    Rows {
-        /// The plan.
-        plan: RowsPlan,
-        /// [`DType::I32`] or [`DType::I64`].
-        index_type: DType,
-    },
-    /// A paged KV write, `padding` of its tokens' slots -1, the others random and distinct.
-    Paged {
-        /// The plan.
-        plan: PagedKvPlan,
-        /// Padding tokens.
-        padding: usize,
-    },
-}
-
-/// The cases of rows placed by indices, Llama-3-8B's shapes (32 query heads, 8 KV heads of
-/// 128, blocks of 16 slots, f16): `embedding` (512 i32 ids into a `[32000, 4096]` table),
-/// `gather_last` and `gather_last_u8` (ONNX Gather of 512 i64 ids on the last axis of
-/// `[8000, 4096]`, f32 and u8: rows of one element), `set_rows` (512 rows of `[4096, 4096]` f32 by i64 indices), `paged_decode` (64 tokens, 4
-/// of them padding) and `paged_prefill` (2,048 tokens) in NHD, `paged_prefill_hnd`. The
-/// caches have 2,048 blocks each, so both lie in one binding of 128 MiB (the CPU adapters'):
-/// the bytes moved are the tokens', whatever the caches' size.
-pub fn rows_suite() -> Vec<RowsCase> {
-    let llama = |tokens, layout| ops::paged_kv_write(tokens, 32, 8, 128, 2048, 16, layout);
-    let rows = |name, dtype, plan: crate::Result<RowsPlan>, index_type| RowsCase {
-        name,
-        dtype,
-        kind: RowsCaseKind::Rows {
-            plan: plan.expect("the suite's plans are valid"),
-            index_type,
-        },
-    };
-    let paged = |name, plan: crate::Result<PagedKvPlan>, padding| RowsCase {
-        name,
-        dtype: DType::F16,
-        kind: RowsCaseKind::Paged {
-            plan: plan.expect("the suite's plans are valid"),
-            padding,
-        },
-    };
-    vec![
-        rows(
-            "embedding",
-            DType::F16,
-            ops::get_rows(&[32000, 4096], &[512]),
-            DType::I32,
-        ),
-        // ONNX Gather on the last axis: 512 columns of each of 8,000 rows picked by i64
-        // ids, elements of 4 bytes and of 1 (the rows every embedding lookup is not).
-        rows(
-            "gather_last",
-            DType::F32,
-            ops::gather(&[8000, 4096], &[512], 1),
-            DType::I64,
-        ),
-        rows(
-            "gather_last_u8",
-            DType::U8,
-            ops::gather(&[8000, 4096], &[512], 1),
-            DType::I64,
-        ),
-        rows(
-            "set_rows",
-            DType::F32,
-            ops::set_rows(&[4096, 4096], &[512]),
-            DType::I64,
-        ),
-        paged("paged_decode", llama(64, CacheLayout::Nhd), 4),
-        paged("paged_prefill", llama(2048, CacheLayout::Nhd), 0),
-        paged("paged_prefill_hnd", llama(2048, CacheLayout::Hnd), 0),
-    ]
 }
 
 /// One case of rows placed by indices, measured.

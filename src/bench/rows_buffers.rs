@@ -2,13 +2,13 @@
 //! and destinations, filled from a fixed seed), prepared on them, and the bytes the CPU
 //! reference expects there.
 
-use super::rows::{RowsCase, RowsCaseKind};
 use crate::error::Result;
 use crate::gpu::device::buffer_with;
 use crate::rng::XorShift;
 use crate::tensor::HostTensor;
 use crate::RowsBuffers;
 use crate::{reference, BufferRegion, DType, GpuSplitter, PagedKvBuffers, PreparedRows};
+use wgsl_split::suite::{RowsCase, RowsCaseKind};
 
 /// One case's buffers, each with its name, and what the case writes into them.
 pub(crate) struct RowsCaseBuffers {

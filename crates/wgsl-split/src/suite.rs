@@ -1,11 +1,12 @@
 //! The benchmark suite's cases (`bench` feature): [`Case`] and [`standard_suite`], the cases
 //! of the results tables in `docs/performance.md`, and how each case's parts lie
-//! ([`Layout`]). Every host times the same cases: `wgpu-split bench`, the page through
+//! ([`Layout`]); the cases of rows placed by indices ([`RowsCase`], [`rows_suite`]). Every
+//! host times the same cases: `wgpu-split bench`, the page through
 //! wgpu-split in wasm, and the page through the JavaScript driver.
 
 use crate::error::Result;
-use crate::ops::{Attention, Operator};
-use crate::plan::{PartView, SplitPlan};
+use crate::ops::{self, Attention, Operator};
+use crate::plan::{CacheLayout, PagedKvPlan, PartView, RowsPlan, SplitPlan};
 use crate::tensor::{byte_count, IntTensor};
 use crate::DType;
 
@@ -257,5 +258,94 @@ pub fn standard_suite() -> Vec<Case> {
         qkv("gqa_prefill", layer(2048, 32, 8), 4096, 1024),
         qkv("decode_step", layer(1, 32, 8), 4096, 4095),
         merge,
+    ]
+}
+
+/// A case of rows placed by indices.
+#[derive(Debug, Clone)]
+pub struct RowsCase {
+    /// Short name (`embedding`, `paged_decode`, ...).
+    pub name: &'static str,
+    /// Element type.
+    pub dtype: DType,
+    /// What moves.
+    pub kind: RowsCaseKind,
+}
+
+/// What a case of rows placed by indices moves.
+#[derive(Debug, Clone)]
+pub enum RowsCaseKind {
+    /// A gather or a scatter ([`RowsPlan`]), by indices of `index_type` at random distinct
+    /// places.
+    Rows {
+        /// The plan.
+        plan: RowsPlan,
+        /// [`DType::I32`] or [`DType::I64`].
+        index_type: DType,
+    },
+    /// A paged KV write, `padding` of its tokens' slots -1, the others random and distinct.
+    Paged {
+        /// The plan.
+        plan: PagedKvPlan,
+        /// Padding tokens.
+        padding: usize,
+    },
+}
+
+/// The cases of rows placed by indices, Llama-3-8B's shapes (32 query heads, 8 KV heads of
+/// 128, blocks of 16 slots, f16): `embedding` (512 i32 ids into a `[32000, 4096]` table),
+/// `gather_last` and `gather_last_u8` (ONNX Gather of 512 i64 ids on the last axis of
+/// `[8000, 4096]`, f32 and u8: rows of one element), `set_rows` (512 rows of `[4096, 4096]` f32 by i64 indices), `paged_decode` (64 tokens, 4
+/// of them padding) and `paged_prefill` (2,048 tokens) in NHD, `paged_prefill_hnd`. The
+/// caches have 2,048 blocks each, so both lie in one binding of 128 MiB (the CPU adapters'):
+/// the bytes moved are the tokens', whatever the caches' size.
+pub fn rows_suite() -> Vec<RowsCase> {
+    let llama = |tokens, layout| ops::paged_kv_write(tokens, 32, 8, 128, 2048, 16, layout);
+    let rows = |name, dtype, plan: Result<RowsPlan>, index_type| RowsCase {
+        name,
+        dtype,
+        kind: RowsCaseKind::Rows {
+            plan: plan.expect("the suite's plans are valid"),
+            index_type,
+        },
+    };
+    let paged = |name, plan: Result<PagedKvPlan>, padding| RowsCase {
+        name,
+        dtype: DType::F16,
+        kind: RowsCaseKind::Paged {
+            plan: plan.expect("the suite's plans are valid"),
+            padding,
+        },
+    };
+    vec![
+        rows(
+            "embedding",
+            DType::F16,
+            ops::get_rows(&[32000, 4096], &[512]),
+            DType::I32,
+        ),
+        // ONNX Gather on the last axis: 512 columns of each of 8,000 rows picked by i64
+        // ids, elements of 4 bytes and of 1 (the rows every embedding lookup is not).
+        rows(
+            "gather_last",
+            DType::F32,
+            ops::gather(&[8000, 4096], &[512], 1),
+            DType::I64,
+        ),
+        rows(
+            "gather_last_u8",
+            DType::U8,
+            ops::gather(&[8000, 4096], &[512], 1),
+            DType::I64,
+        ),
+        rows(
+            "set_rows",
+            DType::F32,
+            ops::set_rows(&[4096, 4096], &[512]),
+            DType::I64,
+        ),
+        paged("paged_decode", llama(64, CacheLayout::Nhd), 4),
+        paged("paged_prefill", llama(2048, CacheLayout::Nhd), 0),
+        paged("paged_prefill_hnd", llama(2048, CacheLayout::Hnd), 0),
     ]
 }

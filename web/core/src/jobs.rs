@@ -34,6 +34,9 @@ struct Job {
     roles: Vec<(String, String)>,
 }
 
+/// A job as made: its recording's JSON, its buffers, and the buffer of each role.
+type Made = wgsl_split::Result<(Value, Vec<Buffer>, Vec<(String, String)>)>;
+
 /// The page's checks of the JavaScript driver on a device of the limits given: the
 /// specifications' examples, `sweep` random splits from `seed` (every third allowed buffer
 /// copies), each with the concat of its parts back, and rows placed by indices.
@@ -163,6 +166,21 @@ impl Jobs {
 }
 
 impl Jobs {
+    /// Adds the job `made` gave (its recording, its buffers and the buffer of each role), or
+    /// the core's refusal.
+    fn add(&mut self, title: String, kind: &'static str, made: Made) {
+        match made {
+            Ok((recording, buffers, roles)) => self.jobs.push(Job {
+                title,
+                kind,
+                recording,
+                buffers,
+                roles,
+            }),
+            Err(e) => self.refused.push(format!("{title}: {e}")),
+        }
+    }
+
     fn buffer(&self, i: usize, name: &str) -> Option<&Buffer> {
         self.jobs.get(i)?.buffers.iter().find(|b| b.name == name)
     }
@@ -188,16 +206,9 @@ impl Jobs {
                 input.dtype().name(),
                 input.shape()
             );
-            match parts_job(direction, plan, input, device, copies) {
-                Ok((recording, buffers)) => self.jobs.push(Job {
-                    title,
-                    kind,
-                    recording,
-                    buffers,
-                    roles: roles(&[(Role::Input(0), "read"), (Role::Output(0), "written")]),
-                }),
-                Err(e) => self.refused.push(format!("{title}: {e}")),
-            }
+            let job = parts_job(direction, plan, input, device, copies);
+            let read_written = [(Role::Input(0), "read"), (Role::Output(0), "written")];
+            self.add(title, kind, job.map(|(r, b)| (r, b, roles(&read_written))));
         }
     }
 
@@ -217,16 +228,7 @@ impl Jobs {
             input.dtype().name(),
             input.shape()
         );
-        match views_job(plan, input, views, device) {
-            Ok((recording, buffers, roles)) => self.jobs.push(Job {
-                title,
-                kind: "views",
-                recording,
-                buffers,
-                roles,
-            }),
-            Err(e) => self.refused.push(format!("{title}: {e}")),
-        }
+        self.add(title, "views", views_job(plan, input, views, device));
     }
 }
 
@@ -294,7 +296,7 @@ fn views_job(
     input: &HostTensor,
     views: &[(PartView, usize)],
     device: &Device,
-) -> wgsl_split::Result<(Value, Vec<Buffer>, Vec<(String, String)>)> {
+) -> Made {
     let align = device.limits.min_storage_buffer_offset_alignment as u64;
     let (views, sizes): (Vec<PartView>, Vec<usize>) = views.iter().cloned().unzip();
     let start: Vec<Vec<u8>> = (sizes.iter().enumerate())

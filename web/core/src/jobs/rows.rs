@@ -2,7 +2,7 @@
 //! its buffer, the target and the status zeroed or holding the data first, and the bytes the
 //! reference leaves in each after the job.
 
-use super::{placed, roles, Buffer, Job, Jobs, GUARD, GUARD_BYTE};
+use super::{placed, roles, Buffer, Jobs, GUARD, GUARD_BYTE};
 use crate::{recording_json, Device};
 use serde_json::Value;
 use wgsl_split::paged::{paged_sizes, record_paged, PagedRegions};
@@ -59,45 +59,29 @@ impl Jobs {
                 let updates = updates.transpose()?;
                 rows_job(&plan?, &data?, &ids?, updates.as_ref(), device)
             })();
-            match job {
-                Ok((recording, buffers)) => self.jobs.push(Job {
-                    title: name.into(),
-                    kind: "rows",
-                    recording,
-                    buffers,
-                    roles: roles(&[
-                        (Role::Input(0), "source"),
-                        (Role::Indices, "indices"),
-                        (Role::Output(0), "target"),
-                        (Role::Scatter, "target"),
-                        (Role::Status, "status"),
-                    ]),
-                }),
-                Err(e) => self.refused.push(format!("{name}: {e}")),
-            }
+            let named = roles(&[
+                (Role::Input(0), "source"),
+                (Role::Indices, "indices"),
+                (Role::Output(0), "target"),
+                (Role::Scatter, "target"),
+                (Role::Status, "status"),
+            ]);
+            self.add(name.into(), "rows", job.map(|(r, b)| (r, b, named)));
         }
     }
 
     /// A paged write in each cache layout.
     pub(super) fn paged(&mut self, device: &Device) {
         for layout in [CacheLayout::Nhd, CacheLayout::Hnd] {
-            let name = format!("paged write {layout:?}");
-            match paged_job(layout, &device) {
-                Ok((recording, buffers)) => self.jobs.push(Job {
-                    title: name,
-                    kind: "paged",
-                    recording,
-                    buffers,
-                    roles: roles(&[
-                        (Role::Input(0), "qkv"),
-                        (Role::Indices, "slots"),
-                        (Role::Output(0), "queries"),
-                        (Role::Scatter, "caches"),
-                        (Role::Status, "status"),
-                    ]),
-                }),
-                Err(e) => self.refused.push(format!("{name}: {e}")),
-            }
+            let named = roles(&[
+                (Role::Input(0), "qkv"),
+                (Role::Indices, "slots"),
+                (Role::Output(0), "queries"),
+                (Role::Scatter, "caches"),
+                (Role::Status, "status"),
+            ]);
+            let job = paged_job(layout, device).map(|(r, b)| (r, b, named));
+            self.add(format!("paged write {layout:?}"), "paged", job);
         }
     }
 }
