@@ -9,7 +9,7 @@
 //! ```
 
 use wgpu::util::DeviceExt;
-use wgpu_split::{ops, reference, wgpu, DType, DeviceChoice, GpuSplitter, HostTensor, Inputs};
+use wgpu_split::{ops, wgpu, DType, DeviceChoice, GpuSplitter, HostTensor, Inputs};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // An engine would pass its own device: GpuSplitter::new(device, queue).
@@ -65,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut encoder = device.create_command_encoder(&Default::default());
         let encoded = node.encode(&mut encoder)?;
         let got = read(&gpu, encoder, &output, plan.whole_shape())?;
-        let want = reference::concat_tensors(&[cache.clone(), token.clone()], &plan)?;
+        let want = plan.reference(&[cache.clone(), token.clone()])?;
         if got != want {
             return Err(format!("step {step}: the concat differs from the reference").into());
         }
@@ -92,7 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let x = Inputs::Regions(&same);
     gpu.encode(&mut encoder, &twice, DType::F16, x, (&doubled).into())?;
     let got = read(&gpu, encoder, &doubled, twice.whole_shape())?;
-    if got != reference::concat_tensors(&[cache.clone(), cache], &twice)? {
+    if got != twice.reference(&[cache.clone(), cache])? {
         return Err("cat([x, x]) differs from the reference".into());
     }
     println!(

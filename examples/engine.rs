@@ -6,9 +6,7 @@
 //! ```
 
 use wgpu::util::DeviceExt;
-use wgpu_split::{
-    ops, reference, wgpu, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs,
-};
+use wgpu_split::{ops, wgpu, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs};
 
 /// The engine's own kernel: doubles every f32 of `x` into `y`.
 const DOUBLE: &str = r#"
@@ -125,7 +123,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     device.poll(wgpu::PollType::wait_indefinitely())?;
     let got: Vec<f32> = bytemuck::cast_slice(&readback.get_mapped_range(..)?).to_vec();
 
-    let want = reference::split_tensor(&HostTensor::from_slice(&shape, &data)?, &plan)?;
+    let want = plan.reference(&HostTensor::from_slice(&shape, &data)?)?;
     let want: Vec<f32> = want[1].to_vec::<f32>()?.iter().map(|v| 2.0 * v).collect();
     if got != want {
         return Err(format!("output 1 doubled differs: {got:?}, expected {want:?}").into());

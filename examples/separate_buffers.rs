@@ -7,8 +7,7 @@
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, wgpu, BufferRegion, DType, DeviceChoice, GpuSplitter, HostTensor, IntTensor,
-    Outputs,
+    ops, wgpu, BufferRegion, DType, DeviceChoice, GpuSplitter, HostTensor, IntTensor, Outputs,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -63,7 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     device.poll(wgpu::PollType::wait_indefinitely())?;
     let got = readback.get_mapped_range(..)?.to_vec();
 
-    let want = reference::split_tensor(&HostTensor::from_slice(&shape, &data)?, &plan)?;
+    let want = plan.reference(&HostTensor::from_slice(&shape, &data)?)?;
     for (i, w) in want.iter().enumerate() {
         if &got[160 * i..160 * (i + 1)] != w.bytes() {
             return Err(format!("output {i} differs from the CPU reference").into());

@@ -7,7 +7,7 @@
 //! ```
 
 use wgpu::util::DeviceExt;
-use wgpu_split::{ops, reference, wgpu, DType, DeviceChoice, GpuSplitter, HostTensor, IntTensor};
+use wgpu_split::{ops, wgpu, DType, DeviceChoice, GpuSplitter, HostTensor, IntTensor};
 
 /// The following kernel: sums each row of 64 f32 of `x` into `y`.
 const ROW_SUMS: &str = r#"
@@ -104,7 +104,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     device.poll(wgpu::PollType::wait_indefinitely())?;
     let got: Vec<f32> = bytemuck::cast_slice(&readback.get_mapped_range(..)?).to_vec();
 
-    let parts = reference::split_tensor(&HostTensor::from_slice(&shape, &data)?, &plan)?;
+    let parts = plan.reference(&HostTensor::from_slice(&shape, &data)?)?;
     let want: Vec<f32> = parts[1]
         .to_vec::<f32>()?
         .chunks(64)

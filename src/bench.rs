@@ -100,7 +100,7 @@ pub struct CaseResult {
     /// copies into the caches); `None` for the others.
     pub unfused: Option<Time>,
     /// Median host time of the prepared split recorded with its K and V views one position
-    /// on ([`crate::Prepared::encode_with_views`], alternating between two positions), ms;
+    /// on ([`crate::Prepared::with_views`] and its encode, alternating between two positions), ms;
     /// `None` but for an attention case whose caches have a position to move to.
     pub moved_host_ms: Option<f64>,
     /// What the split recorded: gather dispatches and buffer copies.
@@ -306,8 +306,8 @@ impl<'a> Bencher<'a> {
                 let mut parts = v.initial.clone();
                 reference::split_into_views(&buffers.host, plan, &v.views, &mut parts)
             }
-            (None, true) => reference::concat_tensors(&buffers.parts, &concat).map(|_| ()),
-            (None, false) => reference::split_tensor(&buffers.host, plan).map(|_| ()),
+            (None, true) => concat.reference(&buffers.parts).map(|_| ()),
+            (None, false) => plan.reference(&buffers.host).map(|_| ()),
         })?;
 
         Ok(CaseResult {

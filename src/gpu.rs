@@ -1,8 +1,10 @@
 //! The GPU path, in the order a split (or a concat, its bytes moving the other way) flows
 //! through it:
 //!
-//! 1. `plans`: [`Plan`], what each entry point takes and gives for a split and a concat;
+//! 1. `plans`: [`Plan`], what each entry point takes and gives for each kind of plan;
 //!    `parts`: where the caller's parts are ([`Outputs`], [`Inputs`]), both as one `Job`.
+//!    Rows placed by indices (`rows`) and the paged write (`paged`) are plans beside them,
+//!    recorded by the core and bound by `indexed`.
 //! 2. `placement`: where each part lives in its region ([`PartLayout`]).
 //! 3. `planner` (pure choice, kept routes): buffer copies or the `gather` dispatch.
 //! 4. `prepared` ([`GpuSplitter::encode`], [`GpuSplitter::prepare`]): checks the caller's
@@ -17,6 +19,7 @@
 pub(crate) mod device;
 pub(crate) use wgsl_split::direction;
 pub(crate) mod gather;
+mod indexed;
 pub(crate) mod kept;
 pub(crate) mod moving;
 pub(crate) mod paged;
@@ -26,7 +29,6 @@ pub(crate) use wgsl_split::planner;
 mod kept_route;
 pub(crate) mod plans;
 pub(crate) mod prepared;
-mod prepared_rows;
 mod record;
 pub(crate) mod round_trip;
 pub(crate) mod rows;
@@ -42,8 +44,7 @@ pub use parts::{Inputs, Outputs};
 pub use placement::{BufferRegion, PartLayout, PartRange};
 pub use plans::{Encoded, Plan};
 pub use prepared::Prepared;
-pub use prepared_rows::PreparedRows;
 pub use rows::RowsBuffers;
+pub use splitter::GpuSplitter;
 #[cfg(feature = "bench")]
-pub use splitter::SplitOptions;
-pub use splitter::{GpuSplitter, RegionsPerDispatch};
+pub use splitter::{RegionsPerDispatch, SplitOptions};

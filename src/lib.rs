@@ -42,6 +42,10 @@
 //! - Parts in buffers of the engine's own: [`Outputs::Regions`], [`Inputs::Regions`]; parts
 //!   written (read) through strided views of them, [`PartView`]: [`Outputs::Views`],
 //!   [`Inputs::Views`], and the attention layouts of [`ops::Attention`].
+//! - Rows placed by indices that live on the device ([`RowsPlan`], from [`ops::gather`],
+//!   [`ops::get_rows`], [`ops::scatter_nd`], [`ops::set_rows`]) and an LLM's paged KV write
+//!   ([`PagedKvPlan`], [`ops::paged_kv_write`]) take the same entry points: their `from` is a
+//!   [`RowsBuffers`] or a [`PagedKvBuffers`] ([`Plan`] lists what each plan takes).
 //! - Every entry point that waits has an `_async` twin, the ones a browser (WebGPU) calls.
 //! - Misuse is a [`SplitError`] naming the input, the rule and the numbers, never a panic;
 //!   wgpu's validation errors are captured.
@@ -96,8 +100,7 @@ pub use wgpu;
 
 pub use gpu::{
     AdapterPick, BackendChoice, BufferRegion, DeviceChoice, Encoded, GpuSplitter, Inputs, Outputs,
-    PagedKvBuffers, PartLayout, PartRange, Plan, Prepared, PreparedRows, RegionsPerDispatch,
-    RowsBuffers,
+    PagedKvBuffers, PartLayout, PartRange, Plan, Prepared, RowsBuffers,
 };
 pub use stream::{OutputSink, StreamOptions, StreamReport};
 #[doc(inline)]
@@ -109,7 +112,7 @@ pub use wgsl_split::{
 /// The routes and the gather's tuning, for benchmarks and tests (feature `bench`): an engine
 /// opens a splitter and encodes, and needs none of them.
 #[cfg(feature = "bench")]
-pub use gpu::SplitOptions;
+pub use gpu::{RegionsPerDispatch, SplitOptions};
 #[cfg(feature = "bench")]
 #[doc(inline)]
 pub use wgsl_split::{gather::GatherMode, planner::RouteChoice};

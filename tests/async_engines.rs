@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use wgpu_split::{
-    ops, BufferRegion, DType, GpuSplitter, HostTensor, Inputs, IntTensor, Outputs, StreamOptions,
+    ops, BufferRegion, CacheLayout, DType, GpuSplitter, HostTensor, Inputs, IntTensor, Outputs,
+    PagedKvBuffers, RowsBuffers, StreamOptions,
 };
 
 /// What `tokio::spawn` asks of a future, besides `'static` (which an engine gets by moving an
@@ -65,6 +66,28 @@ fn every_public_future_is_send(
     let options = StreamOptions::default();
     let stream = gpu.run_stream_async(&plan, DType::U32, input.bytes(), &mut outputs, &options);
     assert_send(stream);
+    // Rows placed by indices and a paged write, through the same entry points.
+    let rows = ops::get_rows(&[4, 4], &[2]).unwrap();
+    let from = RowsBuffers {
+        source: region,
+        indices: region,
+        index_type: DType::I32,
+        status: None,
+    };
+    assert_send(gpu.prepare_async(&rows, DType::U32, from, region));
+    assert_send(gpu.encode_async(encoder, &rows, DType::U32, from, region));
+    let ids = HostTensor::from_slice(&[2], &[0i32, 1]).unwrap();
+    assert_send(gpu.run_async(&rows, &[input.clone(), ids.clone()]));
+    let paged = ops::paged_kv_write(1, 1, 1, 4, 1, 1, CacheLayout::Nhd).unwrap();
+    let from = PagedKvBuffers {
+        qkv: region,
+        slots: region,
+        index_type: DType::I32,
+        status: None,
+    };
+    let to = Outputs::Regions(&[region, region, region]);
+    assert_send(gpu.prepare_async(&paged, DType::U32, from, to));
+    assert_send(gpu.run_async(&paged, &[input.clone(), ids, input.clone(), input]));
 }
 
 /// Counts how often the future is polled; a wake unparks the test's thread.
@@ -114,7 +137,7 @@ fn run_async_waits_for_the_map_callback(gpu: &'static GpuSplitter) {
     .unwrap();
     let (outputs, polls) = block_on_counting(gpu.run_async(&plan, &input));
     let outputs = outputs.unwrap();
-    let want = wgpu_split::reference::split_tensor(&input, &plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     common::assert_same_outputs("run_async", &outputs, &want);
     assert!(
         polls <= 4,
@@ -140,7 +163,7 @@ fn the_stream_and_the_concat_await_their_read_backs(gpu: &'static GpuSplitter) {
     let report = report.unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!((report.windows, report.verified), (4, true), "{name}");
     assert!(polls <= 4 * 4, "{name}: 4 windows took {polls} polls");
-    let want = wgpu_split::reference::split_tensor(&input, &plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     for (i, (g, w)) in outputs.iter().zip(&want).enumerate() {
         assert!(g == w.bytes(), "{name}: output {i} differs");
     }

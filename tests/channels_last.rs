@@ -252,7 +252,7 @@ fn random_batches_of_images_channels_last(gpu: &'static GpuSplitter) {
 
 /// A prepared split into three equal channels-last parts, each in a buffer of its own (one
 /// dispatch of their joins repeated where the device binds the three together), recorded
-/// again with each part moved on by a shift of its own (`Prepared::encode_with_views`: each
+/// again with each part moved on by a shift of its own (`Prepared::with_views`: each
 /// buffer's window at a new dynamic offset, the repeated join's table as it was): every
 /// buffer as the CPU reference writes the same moves.
 fn a_prepared_node_moves_its_repeated_joins(gpu: &'static GpuSplitter) {
@@ -281,7 +281,11 @@ fn a_prepared_node_moves_its_repeated_joins(gpu: &'static GpuSplitter) {
             })
             .collect();
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let encoded = node.encode_with_views(&mut encoder, &views).unwrap();
+        let encoded = node
+            .with_views(&views)
+            .unwrap()
+            .encode(&mut encoder)
+            .unwrap();
         assert_eq!(
             encoded.dispatches,
             3u32.div_ceil(bound),

@@ -9,8 +9,8 @@ mod common;
 use common::concat::{check_regions, encode_and_read, parts, tensor};
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, Inputs, IntTensor,
-    RouteChoice, SplitError, SplitOptions, SplitPlan,
+    ops, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, Inputs, IntTensor, RouteChoice,
+    SplitError, SplitOptions, SplitPlan,
 };
 
 /// The splits of every operator, on shapes with rows of every alignment.
@@ -45,7 +45,7 @@ fn round_trips_every_split(gpu: &'static GpuSplitter) {
         for plan in splits() {
             for dtype in DType::ALL_NUMERIC.into_iter().chain([DType::Utf32(3)]) {
                 let x = tensor(dtype, plan.whole_shape(), 3);
-                let parts = reference::split_tensor(&x, &plan).unwrap();
+                let parts = plan.reference(&x).unwrap();
                 let back = common::run_verified(&gpu, &plan.inverse(), &parts).unwrap();
                 assert_eq!(
                     back,
@@ -344,7 +344,7 @@ fn past_one_binding_in_windows(gpu: &'static GpuSplitter) {
             }
             assert_eq!(
                 gpu.run(&plan, &tensors).unwrap(),
-                reference::concat_tensors(&tensors, &plan).unwrap(),
+                plan.reference(&tensors).unwrap(),
                 "{what}"
             );
         }

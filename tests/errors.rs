@@ -5,8 +5,7 @@ mod common;
 
 use wgpu_split::ops::{self, OnnxSplitParts};
 use wgpu_split::{
-    reference, BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs,
-    SplitError,
+    BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs, SplitError,
 };
 
 fn v(l: &[i64]) -> IntTensor {
@@ -137,7 +136,7 @@ fn data_that_does_not_match_its_plan(gpu: &'static GpuSplitter) {
     let t = HostTensor::from_slice(&[4], &[1u8, 2, 3, 4]).unwrap();
     let plan = ops::split(&[2, 2], &IntTensor::scalar(0), 2).unwrap();
     assert!(matches!(
-        reference::split_tensor(&t, &plan),
+        plan.reference(&t),
         Err(SplitError::DataMismatch(_))
     ));
     assert!(matches!(

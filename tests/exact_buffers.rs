@@ -8,8 +8,8 @@ mod common;
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
-    RouteChoice, SplitError, SplitOptions, SplitPlan,
+    ops, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs, RouteChoice,
+    SplitError, SplitOptions, SplitPlan,
 };
 
 const GUARD: u8 = 0xA5;
@@ -134,7 +134,7 @@ fn splitters(gpu: &GpuSplitter) -> Vec<(String, GpuSplitter)> {
 fn input_and_want(plan: &SplitPlan, dtype: DType) -> (HostTensor, Vec<HostTensor>) {
     let size: usize = plan.whole_shape().iter().product::<usize>() * dtype.size();
     let input = HostTensor::new(dtype, plan.whole_shape().to_vec(), pattern(size)).unwrap();
-    let want = reference::split_tensor(&input, plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     (input, want)
 }
 

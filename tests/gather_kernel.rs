@@ -9,8 +9,8 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice,
-    SplitOptions, SplitPlan,
+    ops, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitOptions,
+    SplitPlan,
 };
 
 /// The gather alone, in every layout and at two run lengths, and with the device's own runs
@@ -68,7 +68,7 @@ fn check_lengths(
 }
 
 fn check_all(variants: &[(String, GpuSplitter)], plan: &SplitPlan, input: &HostTensor) {
-    let want = reference::split_tensor(input, plan).unwrap();
+    let want = plan.reference(input).unwrap();
     for (name, gpu) in variants {
         let got = gpu
             .run(plan, input)

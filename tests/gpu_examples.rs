@@ -4,12 +4,12 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, DType, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitOptions, SplitPlan,
+    ops, DType, GpuSplitter, HostTensor, IntTensor, RouteChoice, SplitOptions, SplitPlan,
 };
 
 /// Runs `plan` on `gpu` and asserts the outputs equal the CPU reference exactly.
 fn check(gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor) -> Vec<HostTensor> {
-    let want = reference::split_tensor(input, plan).unwrap();
+    let want = plan.reference(input).unwrap();
     let name = common::name(gpu);
     let got = gpu
         .run(plan, input)
@@ -225,7 +225,7 @@ fn empty_outputs_and_empty_inputs(gpu: &'static GpuSplitter) {
 fn async_run_and_encode(gpu: &'static GpuSplitter) {
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
-    let want = reference::split_tensor(&input, &plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     let got = pollster::block_on(gpu.run_async(&plan, &input)).unwrap();
     common::assert_same_outputs(&common::name(gpu), &got, &want);
     // encode_async on buffers with copies allowed and without.
@@ -274,7 +274,7 @@ fn row_copies_and_the_dispatch_give_the_same_bytes(gpu: &'static GpuSplitter) {
     // adapters and the gather on GPUs.
     let input = iota_f32(&[32, 2, 512]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 2).unwrap();
-    let want = reference::split_tensor(&input, &plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     let copies = copies_only(gpu);
     let (copied, how) = common::encode_and_read(&copies, &plan, &input, copy_usage);
@@ -295,7 +295,7 @@ fn few_long_rows_take_the_cheaper_copy_route(gpu: &'static GpuSplitter) {
     // (faster than copy commands on an H100), and copies only when told to.
     let input = iota_f32(&[6, 12, 10, 24]);
     let plan = ops::split(input.shape(), &IntTensor::scalar(1), 3).unwrap();
-    let want = reference::split_tensor(&input, &plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     let copy_usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     let by_copies = (0, 18);
     let expected = if cpu(gpu) { by_copies } else { (1, 0) };
@@ -324,7 +324,7 @@ fn row_copies_keep_every_bit_at_offsets(gpu: &'static GpuSplitter) {
         &IntTensor::vector(vec![2, 0, 5]),
     )
     .unwrap();
-    let want = reference::split_tensor(&input, &plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     let align = gpu.device().limits().min_storage_buffer_offset_alignment as u64;
     let gpu = &copies_only(gpu);
     let (got, how) = common::encode_and_read_at(gpu, &plan, &input, copy_usage, (align * 3, align));
@@ -357,7 +357,7 @@ fn neighbouring_contiguous_outputs_share_one_copy(gpu: &'static GpuSplitter) {
     let gpu = &copies_only(gpu);
     let input = iota_f32(&[64, 256]);
     let plan = ops::split_to_sequence(input.shape(), 0, None, false).unwrap();
-    let want = reference::split_tensor(&input, &plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
     assert_eq!(counts(&how), (0, 1), "{name}");
     common::assert_same_outputs(name, &got, &want);
@@ -365,7 +365,7 @@ fn neighbouring_contiguous_outputs_share_one_copy(gpu: &'static GpuSplitter) {
     let bytes: Vec<u8> = (0..5 * 2000u32).map(|i| (i % 251) as u8).collect();
     let input = HostTensor::new(DType::U8, vec![5, 2000], bytes).unwrap();
     let plan = ops::split(input.shape(), &IntTensor::scalar(0), 5).unwrap();
-    let want = reference::split_tensor(&input, &plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     let (got, how) = common::encode_and_read(gpu, &plan, &input, copy_usage);
     assert_eq!(counts(&how), (0, 5), "{name}");
     common::assert_same_outputs(name, &got, &want);

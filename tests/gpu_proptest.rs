@@ -9,8 +9,8 @@ use common::concat::{check_regions, parts as concat_parts};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use wgpu_split::{
-    ops, reference, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Plan, RouteChoice,
-    SplitError, SplitOptions, SplitPlan,
+    ops, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Plan, RouteChoice, SplitError,
+    SplitOptions, SplitPlan,
 };
 
 #[derive(Debug, Clone)]
@@ -155,7 +155,7 @@ fn gpu_case(gpu: &GpuSplitter, c: Case) -> Result<(), TestCaseError> {
         .map(|i| (i as u8).wrapping_mul(151).wrapping_add(c.seed))
         .collect();
     let input = HostTensor::new(c.dtype, c.shape.clone(), bytes).unwrap();
-    let want = reference::split_tensor(&input, &plan).unwrap();
+    let want = plan.reference(&input).unwrap();
     // The outputs tile the axis.
     let along: usize = (0..plan.num_parts())
         .map(|i| match plan.keep_axis() {

@@ -145,7 +145,7 @@ fn every_entry_point_reports_the_loss(choice: BackendChoice) {
     );
     // The concat's: the same entry points with the inverse plan.
     let concat = f.plan.inverse();
-    let parts = wgpu_split::reference::split_tensor(&data, &f.plan).unwrap();
+    let parts = f.plan.reference(&data).unwrap();
     assert_lost("run of a concat", f.gpu.run(&concat, &parts));
     let inputs = Inputs::Region(region(&f.output));
     assert_lost(

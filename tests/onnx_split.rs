@@ -5,7 +5,7 @@
 mod common;
 
 use wgpu_split::ops::{onnx_split, OnnxSplitParts};
-use wgpu_split::{reference, GpuSplitter, HostTensor, SplitError};
+use wgpu_split::{GpuSplitter, HostTensor, SplitError};
 
 fn seq(shape: &[usize], from: f32) -> HostTensor {
     let n: usize = shape.iter().product();
@@ -21,7 +21,7 @@ fn check(
     expected: &[(&[usize], &[f32])],
 ) {
     let plan = onnx_split(input.shape(), axis, &parts).unwrap();
-    let want = reference::split_tensor(input, &plan).unwrap();
+    let want = plan.reference(input).unwrap();
     assert_eq!(want.len(), expected.len());
     for (w, (shape, values)) in want.iter().zip(expected) {
         assert_eq!(w.shape(), *shape);

@@ -7,7 +7,7 @@ mod common;
 
 use common::Rng;
 use wgpu_split::{
-    ops, reference, BufferRegion, CacheLayout, DType, GpuSplitter, HostTensor, PagedKvBuffers,
+    ops, BufferRegion, CacheLayout, DType, GpuSplitter, HostTensor, Outputs, PagedKvBuffers,
     PagedKvPlan, SplitError,
 };
 
@@ -51,9 +51,11 @@ fn check(
     let qkv = tensor(rng, dtype, plan.qkv_shape());
     let k = tensor(rng, dtype, plan.cache_shape());
     let v = tensor(rng, dtype, plan.cache_shape());
-    let want = reference::paged_write(plan, &qkv, slots, &k, &v).unwrap();
+    let want = plan
+        .reference(&[qkv.clone(), slots.clone(), k.clone(), v.clone()])
+        .unwrap();
     let got = gpu
-        .run_paged_kv(plan, &qkv, slots, &k, &v)
+        .run(plan, &[qkv.clone(), slots.clone(), k.clone(), v.clone()])
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     for (name, g, w) in [
         ("queries", &got.queries, &want.queries),
@@ -146,7 +148,10 @@ fn engine_shapes(gpu: &'static GpuSplitter) {
     let qkv = tensor(&mut rng, DType::F16, odd.qkv_shape());
     let cache = tensor(&mut rng, DType::F16, odd.cache_shape());
     let e = gpu
-        .run_paged_kv(&odd, &qkv, &slots, &cache, &cache)
+        .run(
+            &odd,
+            &[qkv.clone(), slots.clone(), cache.clone(), cache.clone()],
+        )
         .unwrap_err();
     assert!(
         matches!(e, SplitError::BadView(ref m) if m.contains("multiple of 16")),
@@ -180,18 +185,17 @@ fn encoded_again_with_new_slots(gpu: &'static GpuSplitter) {
     let queries = make(&[0; 32], U::STORAGE | U::COPY_SRC);
     let v_at = 64u64.next_multiple_of(align);
     let caches = make(&vec![0; 2 * v_at as usize], U::STORAGE | U::COPY_SRC);
-    let buffers = PagedKvBuffers {
+    let from = PagedKvBuffers {
         qkv: BufferRegion::from(&qkv_buf),
         slots: BufferRegion::from(&slots),
         index_type: DType::I32,
-        queries: BufferRegion::from(&queries),
-        k_cache: BufferRegion::from(&caches),
-        v_cache: BufferRegion {
-            buffer: &caches,
-            offset: v_at,
-        },
         status: None,
     };
+    let v_cache = BufferRegion {
+        buffer: &caches,
+        offset: v_at,
+    };
+    let to = [(&queries).into(), (&caches).into(), v_cache];
     let read = |b: &wgpu::Buffer, size: u64| {
         let back = device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
@@ -210,8 +214,10 @@ fn encoded_again_with_new_slots(gpu: &'static GpuSplitter) {
         v
     };
     // Prepared once; each step writes new slots and records the same node again.
-    let prepared = gpu.prepare_paged_kv(&plan, DType::F32, &buffers).unwrap();
-    assert_eq!(prepared.dispatches(), 1);
+    let prepared = gpu
+        .prepare(&plan, DType::F32, from, Outputs::Regions(&to))
+        .unwrap();
+    assert_eq!(prepared.recorded().dispatches, 1);
     for (step, slot_values) in [[0i32, 3], [2, -1]].iter().enumerate() {
         gpu.queue()
             .write_buffer(&slots, 0, bytemuck::cast_slice(slot_values));
@@ -241,13 +247,27 @@ fn encoded_again_with_new_slots(gpu: &'static GpuSplitter) {
     }
     // Caches in two buffers are refused, naming the rule.
     let other = make(&vec![0; v_at as usize], U::STORAGE);
-    let apart = PagedKvBuffers {
-        v_cache: BufferRegion::from(&other),
-        ..buffers
-    };
-    let e = gpu.prepare_paged_kv(&plan, DType::F32, &apart).unwrap_err();
+    let apart = [to[0], to[1], (&other).into()];
+    let e = gpu
+        .prepare(&plan, DType::F32, from, Outputs::Regions(&apart))
+        .unwrap_err();
     assert!(
         matches!(e, SplitError::BadBuffer(ref m) if m.contains("two buffers")),
+        "{e}"
+    );
+    // What it writes is the projection's three parts, in their order.
+    let e = gpu
+        .prepare(&plan, DType::F32, from, Outputs::Regions(&to[..2]))
+        .unwrap_err();
+    assert!(
+        matches!(e, SplitError::BadBuffer(ref m) if m.contains("three regions")),
+        "{e}"
+    );
+    let e = gpu
+        .run(&plan, &[HostTensor::from_slice(&[1], &[0i32]).unwrap()])
+        .unwrap_err();
+    assert!(
+        matches!(e, SplitError::DataMismatch(ref m) if m.contains("[qkv, slots, k_cache, v_cache]")),
         "{e}"
     );
 }

@@ -10,8 +10,8 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, Encoded, GpuSplitter, HostTensor, IntTensor, Outputs,
-    PartLayout, Prepared, RouteChoice, SplitError, SplitOptions, SplitPlan,
+    ops, BufferRegion, DType, Encoded, GpuSplitter, HostTensor, IntTensor, Outputs, PartLayout,
+    Prepared, RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
 const COPIES: wgpu::BufferUsages = wgpu::BufferUsages::COPY_SRC.union(wgpu::BufferUsages::COPY_DST);
@@ -67,7 +67,7 @@ fn run_and_check(
 ) -> Encoded {
     write_input(gpu, &buffers.input, input);
     let (got, encoded) = record_and_read(gpu, prepared, &buffers.output, plan, input.dtype());
-    let want = reference::split_tensor(input, plan).unwrap();
+    let want = plan.reference(input).unwrap();
     common::assert_same_outputs(label, &got, &want);
     encoded
 }
@@ -207,7 +207,7 @@ fn a_prepared_split_keeps_its_buffers(gpu: &'static GpuSplitter) {
     drop(input);
     // The caller's handle to the input is gone; the prepared split still reads it.
     let (got, _) = record_and_read(gpu, &prepared, &output, &plan, DType::F32);
-    let want = reference::split_tensor(&host, &plan).unwrap();
+    let want = plan.reference(&host).unwrap();
     common::assert_same_outputs(&name, &got, &want);
 }
 
@@ -409,7 +409,7 @@ fn a_pipeline_cache_serves_every_pipeline(gpu: &GpuSplitter) {
     // A build compiled later (the indexed rows') takes the splitter's cache too.
     let rows = wgpu_split::ops::get_rows(&[4, 6, 7], &[2]).unwrap();
     let indices = HostTensor::from_slice(&[2], &[3i32, 0]).unwrap();
-    match foreign.run_rows(&rows, &input, &indices, None) {
+    match foreign.run(&rows, &[input.clone(), indices.clone()]) {
         Err(SplitError::Device(m)) => assert!(m.contains("pipeline"), "{m}"),
         other => panic!("a foreign cache, rows: {other:?}"),
     }

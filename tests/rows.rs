@@ -9,8 +9,8 @@ mod common;
 
 use common::Rng;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GpuSplitter, HostTensor, RowsBuffers, RowsPlan,
-    RowsStatus, SplitError,
+    ops, BufferRegion, DType, GpuSplitter, HostTensor, Plan, RowsBuffers, RowsPlan, RowsStatus,
+    SplitError,
 };
 
 /// Indices of every kind for an axis of `len` rows: in range, the last, negatives from -1
@@ -51,9 +51,9 @@ fn index_tensor(shape: &[usize], values: &[i64], wide: bool) -> HostTensor {
 
 /// Runs `plan` on `gpu` and checks output and status against the reference.
 fn check(gpu: &GpuSplitter, plan: &RowsPlan, data: &HostTensor, ids: &HostTensor, what: &str) {
-    let (want, want_status) = reference::gather_rows(plan, data, ids).unwrap();
+    let (want, want_status) = plan.reference(&[data.clone(), ids.clone()]).unwrap();
     let (got, status) = gpu
-        .run_rows(plan, data, ids, None)
+        .run(plan, &[data.clone(), ids.clone()])
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(got.shape(), want.shape(), "{what}");
     if let Some(i) = (0..want.bytes().len()).find(|&i| got.bytes()[i] != want.bytes()[i]) {
@@ -179,12 +179,17 @@ fn i32_and_i64_indices_agree(gpu: &'static GpuSplitter) {
     let plan = ops::get_rows(&[4, 3], &[4]).unwrap();
     let narrow = HostTensor::from_slice(&[4], &[3i32, 0, 2, 1]).unwrap();
     let wide = HostTensor::from_slice(&[4], &[3i64, 0, 2, 1]).unwrap();
-    let a = gpu.run_rows(&plan, &data, &narrow, None).unwrap();
-    let b = gpu.run_rows(&plan, &data, &wide, None).unwrap();
+    let e = gpu.run(&plan, std::slice::from_ref(&data)).unwrap_err();
+    assert!(
+        matches!(e, SplitError::DataMismatch(ref m) if m.contains("a gather takes [data, indices]")),
+        "{e}"
+    );
+    let a = gpu.run(&plan, &[data.clone(), narrow.clone()]).unwrap();
+    let b = gpu.run(&plan, &[data.clone(), wide.clone()]).unwrap();
     assert_eq!(a, b);
     assert_eq!(a.0.bytes(), &[9, 10, 11, 0, 1, 2, 6, 7, 8, 3, 4, 5]);
     let far = HostTensor::from_slice(&[4], &[(1i64 << 32) + 1, 1, -1, 4]).unwrap();
-    let (rows, status) = gpu.run_rows(&plan, &data, &far, None).unwrap();
+    let (rows, status) = gpu.run(&plan, &[data.clone(), far.clone()]).unwrap();
     assert_eq!(rows.bytes(), &[0, 0, 0, 3, 4, 5, 0, 0, 0, 0, 0, 0]);
     let want = RowsStatus {
         bad_indices: 3,
@@ -221,21 +226,21 @@ fn prepared_rows_keep_guard_bytes(gpu: &'static GpuSplitter) {
     let mut zeros = vec![guard; size as usize];
     zeros[status_at as usize..status_at as usize + 8].fill(0);
     let out2 = make(&zeros, U::STORAGE | U::COPY_SRC);
-    let buffers = RowsBuffers {
+    let from = RowsBuffers {
         source: BufferRegion::from(&data_buf),
         indices: BufferRegion::from(&id_buf),
         index_type: DType::I32,
-        target: BufferRegion {
-            buffer: &out,
-            offset: align,
-        },
         status: Some(BufferRegion {
             buffer: &out2,
             offset: status_at,
         }),
     };
+    let target = BufferRegion {
+        buffer: &out,
+        offset: align,
+    };
     let mut encoder = device.create_command_encoder(&Default::default());
-    let node = gpu.prepare_rows(&plan, DType::U8, &buffers).unwrap();
+    let node = gpu.prepare(&plan, DType::U8, from, target).unwrap();
     node.encode(&mut encoder).unwrap();
     gpu.queue().submit([encoder.finish()]);
     let read = |b: &wgpu::Buffer| {
@@ -295,11 +300,12 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
         source: region(&data),
         indices: region(&ids),
         index_type: DType::I32,
-        target: region(&out),
         status: None,
     };
-    let refused =
-        |b: RowsBuffers<'_>, plan: &RowsPlan| gpu.prepare_rows(plan, DType::U8, &b).unwrap_err();
+    let into = |b: RowsBuffers<'_>, plan: &RowsPlan, target| {
+        gpu.prepare(plan, DType::U8, b, target).unwrap_err()
+    };
+    let refused = |b: RowsBuffers<'_>, plan: &RowsPlan| into(b, plan, region(&out));
     let f32_ids = refused(
         RowsBuffers {
             index_type: DType::F32,
@@ -322,13 +328,7 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
         matches!(wide, SplitError::BadBuffer(ref m) if m.contains("indices needs 32")),
         "{wide}"
     );
-    let same = refused(
-        RowsBuffers {
-            target: region(&data),
-            ..base
-        },
-        &plan,
-    );
+    let same = into(base, &plan, region(&data));
     assert!(
         matches!(same, SplitError::BadBuffer(ref m) if m.contains("source's buffer")),
         "{same}"
@@ -362,15 +362,18 @@ fn check_scatter(
     updates: &HostTensor,
     what: &str,
 ) {
-    let (want, want_status) = reference::scatter_rows(plan, data, ids, updates).unwrap();
+    let (want, want_status) = plan
+        .reference(&[data.clone(), ids.clone(), updates.clone()])
+        .unwrap();
     let got = gpu
-        .run_rows(plan, data, ids, Some(updates))
+        .run(plan, &[data.clone(), ids.clone(), updates.clone()])
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     if let Some(i) = (0..want.bytes().len()).find(|&i| got.0.bytes()[i] != want.bytes()[i]) {
         panic!("{what}: byte {i} of {} differs", want.bytes().len());
     }
     assert_eq!(got.1, want_status, "{what}");
-    plan.verify(data, ids, Some(updates), &got).unwrap();
+    plan.verify(&[data.clone(), ids.clone(), updates.clone()], &got)
+        .unwrap();
 }
 
 /// Indices of every kind for `len` slots, `count` of them, no two naming one slot (negatives
@@ -468,7 +471,9 @@ fn narrow_rows_share_words_exactly(gpu: &'static GpuSplitter) {
     let data = HostTensor::from_slice(&[4, 4], &[0u8; 16]).unwrap();
     let updates = HostTensor::from_slice(&[3, 4], &[1u8, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]).unwrap();
     let ids = HostTensor::from_slice(&[3], &[1i64, 3, 1]).unwrap();
-    let (out, status) = gpu.run_rows(&plan, &data, &ids, Some(&updates)).unwrap();
+    let (out, status) = gpu
+        .run(&plan, &[data.clone(), ids.clone(), updates.clone()])
+        .unwrap();
     assert!(status.is_clean());
     let b = out.bytes();
     assert!(b[4..8] == [1; 4] || b[4..8] == [3; 4], "{b:?}");

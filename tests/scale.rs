@@ -6,8 +6,8 @@
 mod common;
 
 use wgpu_split::{
-    ops, reference, BackendChoice, DType, Encoded, GatherMode, GpuSplitter, HostTensor, IntTensor,
-    Outputs, PartLayout, SplitError, SplitOptions, SplitPlan,
+    ops, BackendChoice, DType, Encoded, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
+    PartLayout, SplitError, SplitOptions, SplitPlan,
 };
 
 /// A deterministic byte pattern that differs at every offset modulo 251.
@@ -60,7 +60,7 @@ fn check_recorded(
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let data = common::submit_and_read(gpu, encoder, &to);
     let got = layout.parts_from(&data, plan, dtype).unwrap();
-    let want = reference::split_tensor(input, plan).unwrap();
+    let want = plan.reference(input).unwrap();
     common::assert_same_outputs(name, &got, &want);
     encoded
 }
@@ -163,7 +163,7 @@ fn one_device_shared_by_eight_threads(gpu: &'static GpuSplitter) {
                     let got = gpu
                         .run(&plan, &input)
                         .unwrap_or_else(|e| panic!("{name}: {e}"));
-                    let want = reference::split_tensor(&input, &plan).unwrap();
+                    let want = plan.reference(&input).unwrap();
                     assert!(
                         got == want,
                         "{name}: thread {t} differs for {shape:?} on axis {axis}"
@@ -216,7 +216,7 @@ fn f32_192_mib_concat_through_the_gather(gpu: &'static GpuSplitter) {
     let got = gpu
         .run(&plan, &inputs)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let want = reference::concat_tensors(&inputs, &plan).unwrap();
+    let want = plan.reference(&inputs).unwrap();
     common::assert_same_outputs(name, &[got], &[want]);
 }
 

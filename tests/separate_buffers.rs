@@ -8,7 +8,7 @@ mod common;
 
 use wgpu::util::DeviceExt;
 use wgpu_split::{
-    ops, reference, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
+    ops, BufferRegion, DType, GatherMode, GpuSplitter, HostTensor, IntTensor, Outputs,
     RegionsPerDispatch, RouteChoice, SplitError, SplitOptions, SplitPlan,
 };
 
@@ -114,7 +114,7 @@ fn check(
             HostTensor::new(input.dtype(), plan.part_shape(i), bytes).unwrap()
         })
         .collect();
-    let want = reference::split_tensor(input, plan).unwrap();
+    let want = plan.reference(input).unwrap();
     common::assert_same_outputs(&name, &got, &want);
     (encoded.dispatches, encoded.buffer_copies)
 }

@@ -5,8 +5,8 @@ mod common;
 
 use std::io::Read;
 use wgpu_split::{
-    ops, reference, BackendChoice, DType, GpuSplitter, HostTensor, IntTensor, OutputSink,
-    SplitError, SplitPlan, StreamOptions,
+    ops, BackendChoice, DType, GpuSplitter, HostTensor, IntTensor, OutputSink, SplitError,
+    SplitPlan, StreamOptions,
 };
 
 /// A deterministic byte pattern that differs at every offset modulo 251.
@@ -30,7 +30,7 @@ fn stream_and_check(gpu: &GpuSplitter, plan: &SplitPlan, input: &HostTensor, win
         .unwrap_or_else(|e| panic!("{name}, window {window}: {e}"));
     assert!(report.verified);
     assert_eq!(report.input_bytes, input.bytes().len() as u64);
-    let want = reference::split_tensor(input, plan).unwrap();
+    let want = plan.reference(input).unwrap();
     for (i, (g, w)) in outputs.iter().zip(&want).enumerate() {
         assert!(
             g == w.bytes(),

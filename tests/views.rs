@@ -268,7 +268,10 @@ fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
         ..v
     });
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    node.encode_with_views(&mut encoder, &moved).unwrap();
+    node.with_views(&moved)
+        .unwrap()
+        .encode(&mut encoder)
+        .unwrap();
     let got = common::submit_and_read(gpu, encoder, &out);
     let bytes = [batches.bytes(); 2];
     let want = reference::concat_from_views(&two_halves, DType::F16, &moved, &bytes).unwrap();
@@ -287,7 +290,7 @@ type Decoded = (
 );
 
 /// A decode step of one token, prepared at position 0 and moved through 5 positions with
-/// `encode_with_views`: Q [1, 4, 1, 128] f16, and K, V into caches of 6 positions at p; every
+/// `with_views`: Q [1, 4, 1, 128] f16, and K, V into caches of 6 positions at p; every
 /// buffer compared whole with the reference's.
 fn decode_loop(gpu: &GpuSplitter) -> Decoded {
     let layer = Attention {
@@ -313,7 +316,11 @@ fn decode_loop(gpu: &GpuSplitter) -> Decoded {
         gpu.queue().write_buffer(&input, 0, token.bytes());
         let views = layer.split_qkv(6, p).unwrap().1;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let encoded = node.encode_with_views(&mut encoder, &views).unwrap();
+        let encoded = node
+            .with_views(&views)
+            .unwrap()
+            .encode(&mut encoder)
+            .unwrap();
         assert_eq!(encoded.parts.ranges[1].offset, (p * 128 * 2) as u64);
         gpu.queue().submit([encoder.finish()]);
         reference::split_into_views(&token, &plan, &views, &mut want).unwrap();
@@ -331,23 +338,16 @@ fn a_prepared_decode_step_moves_through_the_caches(gpu: &'static GpuSplitter) {
     let (plan, first, node, input, parts) = decode_loop(gpu);
 
     // What a prepared node cannot move to.
-    let mut encoder = gpu.device().create_command_encoder(&Default::default());
     let mut moved = first.clone();
     moved[1].strides[2] = 3 * 128;
-    let m = node
-        .encode_with_views(&mut encoder, &moved)
-        .unwrap_err()
-        .to_string();
+    let m = node.with_views(&moved).unwrap_err().to_string();
     assert!(
         m.contains("output 1's view has strides [1536, 128, 384, 1]"),
         "{m}"
     );
     let mut moved = first.clone();
     moved[2].offset += 6 * 128;
-    let m = node
-        .encode_with_views(&mut encoder, &moved)
-        .unwrap_err()
-        .to_string();
+    let m = node.with_views(&moved).unwrap_err().to_string();
     assert!(
         m.contains("output 2's view moved to offset 768: its last element"),
         "{m}"
@@ -360,10 +360,7 @@ fn a_prepared_decode_step_moves_through_the_caches(gpu: &'static GpuSplitter) {
             Outputs::Region((&parts[1]).into()),
         )
         .unwrap();
-    let m = plain
-        .encode_with_views(&mut encoder, &first)
-        .unwrap_err()
-        .to_string();
+    let m = plain.with_views(&first).unwrap_err().to_string();
     assert!(m.contains("prepared without views"), "{m}");
 }
 

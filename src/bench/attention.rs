@@ -297,7 +297,7 @@ impl Unfused {
 
 /// The median host time, ms, of `prepared` (a [`Layout::Qkv`] case's split) recorded into an
 /// encoder with its views one position on and back, in turn
-/// ([`crate::Prepared::encode_with_views`]); `None` for other layouts and for caches with no
+/// ([`crate::Prepared::with_views`], then its encode); `None` for other layouts and for caches with no
 /// position to move to.
 pub(super) fn moved_host_ms(
     runs: usize,
@@ -329,7 +329,8 @@ pub(super) fn moved_host_ms(
     let mut turn = 0;
     let ms = super::timing::time_ms(runs, || {
         turn ^= 1;
-        block_on("encode", prepared.encode_moved(&mut encoder, &at[turn])).map(|_| ())
+        let moved = prepared.with_views(&at[turn])?;
+        block_on("encode", moved.encode(&mut encoder)).map(|_| ())
     })?;
     Ok(Some(ms))
 }

@@ -74,7 +74,7 @@ impl CaseBuffers {
         gpu.queue().write_buffer(&input, 0, &padded);
         // A concat reads its inputs from the output region, where the split would put them.
         let parts = match case.concat && views.is_none() {
-            true => reference::split_tensor(&host, &plan)?,
+            true => plan.reference(&host)?,
             false => Vec::new(),
         };
         for (part, range) in parts.iter().zip(&layout.ranges) {
@@ -146,7 +146,7 @@ impl CaseBuffers {
         let got = self.encode_and_read(gpu, case, &self.output, layout.total_bytes, |bytes| {
             layout.parts_from(bytes, plan, case.dtype)
         })?;
-        let want = reference::split_tensor(&self.host, plan)?;
+        let want = plan.reference(&self.host)?;
         crate::verify::compare_outputs(&got, &want).map_err(named)
     }
 

@@ -256,8 +256,12 @@ fn record(persona: &Persona) -> (String, BTreeMap<u64, String>) {
             .iter()
             .map(|(n, b)| (n.to_string(), b.clone()))
             .collect();
-        for b in &prepared.bound {
-            w.dispatch(&b.program, b.offsets(), &b.golden);
+        for commands in &prepared.commands {
+            if let Commands::Gather(bound) = commands {
+                for b in bound {
+                    w.dispatch(&b.program, b.offsets(), &b.golden);
+                }
+            }
         }
     }
     let _ = writeln!(w.out, "\nmodules (WGSL hash: lines)");

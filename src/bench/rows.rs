@@ -7,10 +7,10 @@ use super::rows_buffers::RowsCaseBuffers;
 use super::timing::{time_interleaved, time_ms, Time};
 use super::{Bencher, CopyKind};
 use crate::error::{Result, SplitError};
+use crate::gpu::device::block_on;
 use crate::gpu::device::{buffer_with, scoped};
 use crate::gpu::gather::grid;
-
-use crate::PreparedRows;
+use crate::gpu::prepared::PreparedParts;
 use wgsl_split::suite::RowsCase;
 
 /// The copies of `size` bytes from `input` to `output`: the copy command, and each copy
@@ -124,7 +124,7 @@ impl Bencher<'_> {
         let buffers = RowsCaseBuffers::new(self.gpu, case)?;
         let prepared = buffers.prepare(self.gpu, case)?;
         let encode = &mut |encoder: &mut wgpu::CommandEncoder| {
-            buffers.prepare(self.gpu, case)?.encode(encoder)
+            encode_now(&buffers.prepare(self.gpu, case)?, encoder)
         };
         let result = self.time_rows(case.name, buffers.moved, &prepared, encode)?;
         for (k, offset, want) in &buffers.want {
@@ -140,7 +140,7 @@ impl Bencher<'_> {
         &self,
         name: &'static str,
         moved: u64,
-        prepared: &PreparedRows,
+        prepared: &PreparedParts,
         encode: &mut dyn FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
     ) -> Result<RowsResult> {
         let device = self.gpu.device();
@@ -149,7 +149,7 @@ impl Bencher<'_> {
                 f(&mut device.create_command_encoder(&Default::default()))
             })
         };
-        let prepared_host_ms = host(&mut |e| prepared.encode(e))?;
+        let prepared_host_ms = host(&mut |e| encode_now(prepared, e))?;
         let encode_host_ms = host(encode)?;
         let device = self.gpu.device();
         let storage = wgpu::BufferUsages::STORAGE
@@ -173,7 +173,9 @@ impl Bencher<'_> {
             self.clock.as_ref(),
             [
                 &mut || {
-                    self.submit(|encoder| (0..batch).try_for_each(|_| prepared.encode(encoder)))
+                    self.submit(|encoder| {
+                        (0..batch).try_for_each(|_| encode_now(prepared, encoder))
+                    })
                 },
                 &mut c0,
                 &mut c1,
@@ -222,4 +224,9 @@ impl Bencher<'_> {
             }
         })
     }
+}
+
+/// Records `prepared` into `encoder`, as [`Prepared::encode`](crate::Prepared::encode) does.
+fn encode_now(prepared: &PreparedParts, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+    block_on("Prepared::encode", prepared.encode(encoder)).map(|_| ())
 }

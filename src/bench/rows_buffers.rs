@@ -4,10 +4,10 @@
 
 use crate::error::Result;
 use crate::gpu::device::buffer_with;
+use crate::gpu::prepared::PreparedParts;
 use crate::rng::XorShift;
 use crate::tensor::HostTensor;
-use crate::RowsBuffers;
-use crate::{reference, BufferRegion, DType, GpuSplitter, PagedKvBuffers, PreparedRows};
+use crate::{BufferRegion, DType, GpuSplitter, Outputs, PagedKvBuffers, RowsBuffers};
 use wgsl_split::suite::{RowsCase, RowsCaseKind};
 
 /// One case's buffers, each with its name, and what the case writes into them.
@@ -65,15 +65,15 @@ impl RowsCaseBuffers {
                 let (named, want) = match plan.kind() {
                     crate::plan::RowsKind::Scatter => {
                         let updates = rng.tensor(case.dtype, plan.updates_shape())?;
-                        let want = reference::scatter_rows(plan, &data, &ids, &updates)?.0;
                         let source = ("updates", upload("bench updates", updates.bytes())?);
+                        let want = plan.reference(&[data.clone(), ids.clone(), updates])?.0;
                         (
                             vec![source, ("data", upload("bench data", data.bytes())?)],
                             want,
                         )
                     }
                     crate::plan::RowsKind::Gather => {
-                        let want = reference::gather_rows(plan, &data, &ids)?.0;
+                        let want = plan.reference(&[data.clone(), ids.clone()])?.0;
                         let zeros = vec![0u8; moved as usize];
                         let source = ("data", upload("bench data", data.bytes())?);
                         (vec![source, ("out", upload("bench out", &zeros)?)], want)
@@ -106,7 +106,7 @@ impl RowsCaseBuffers {
                 both.resize(v_at as usize, 0);
                 both.extend_from_slice(v.bytes());
                 let q_len = plan.tokens() * plan.q_shape()[1] * case.dtype.size();
-                let want = reference::paged_write(plan, &qkv, &slots, &k, &v)?;
+                let want = plan.reference(&[qkv.clone(), slots.clone(), k, v])?;
                 Ok(Self {
                     named: vec![
                         ("qkv", upload("bench qkv", qkv.bytes())?),
@@ -132,39 +132,32 @@ impl RowsCaseBuffers {
     }
 
     /// `case` prepared on these buffers, as an engine prepares its node.
-    pub(crate) fn prepare(&self, gpu: &GpuSplitter, case: &RowsCase) -> Result<PreparedRows> {
-        match &case.kind {
+    pub(crate) fn prepare(&self, gpu: &GpuSplitter, case: &RowsCase) -> Result<PreparedParts> {
+        Ok(match &case.kind {
             RowsCaseKind::Rows { plan, index_type } => {
-                gpu.prepare_rows(plan, case.dtype, &self.rows_buffers(*index_type))
+                let from = RowsBuffers {
+                    source: self.at(0),
+                    indices: self.at(1),
+                    index_type: *index_type,
+                    status: None,
+                };
+                gpu.prepare(plan, case.dtype, from, self.at(2))?.parts
             }
             RowsCaseKind::Paged { plan, .. } => {
-                gpu.prepare_paged_kv(plan, case.dtype, &self.paged_buffers())
+                let from = PagedKvBuffers {
+                    qkv: self.at(0),
+                    slots: self.at(1),
+                    index_type: DType::I32,
+                    status: None,
+                };
+                let v_cache = BufferRegion {
+                    buffer: &self.named[2].1,
+                    offset: self.v_at,
+                };
+                let to = [self.at(3), self.at(2), v_cache];
+                gpu.prepare(plan, case.dtype, from, Outputs::Regions(&to))?
+                    .parts
             }
-        }
-    }
-
-    fn rows_buffers(&self, index_type: DType) -> RowsBuffers<'_> {
-        RowsBuffers {
-            source: self.at(0),
-            indices: self.at(1),
-            index_type,
-            target: self.at(2),
-            status: None,
-        }
-    }
-
-    fn paged_buffers(&self) -> PagedKvBuffers<'_> {
-        PagedKvBuffers {
-            qkv: self.at(0),
-            slots: self.at(1),
-            index_type: DType::I32,
-            queries: self.at(3),
-            k_cache: self.at(2),
-            v_cache: BufferRegion {
-                buffer: &self.named[2].1,
-                offset: self.v_at,
-            },
-            status: None,
-        }
+        })
     }
 }

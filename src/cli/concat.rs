@@ -12,8 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wgpu_split::bench::windows;
 use wgpu_split::{
-    npy, ops, reference, ConcatPlan, HostTensor, OutputSink, Plan, SplitError, SplitPlan,
-    StreamOptions,
+    npy, ops, ConcatPlan, HostTensor, OutputSink, Plan, SplitError, SplitPlan, StreamOptions,
 };
 
 /// The concat's plan, from the options and the inputs' shapes.
@@ -104,7 +103,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         read += t.elapsed();
         let t = Instant::now();
         let out = match &engine {
-            Engine::Cpu => reference::concat_tensors(&parts, &part_plan)?,
+            Engine::Cpu => part_plan.reference(&parts)?,
             Engine::Gpu(g) => {
                 let out = g.run(&part_plan, &parts)?;
                 if !a.no_verify {

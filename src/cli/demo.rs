@@ -5,7 +5,7 @@ use super::args;
 use super::exit::CliResult;
 use super::pipelines::Gpu;
 use std::process::ExitCode;
-use wgpu_split::{ops, reference, HostTensor};
+use wgpu_split::{ops, HostTensor};
 
 /// Runs the demo on the device `--backend` and `--adapter` (or the environment) pick.
 pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
@@ -25,7 +25,7 @@ pub fn run(backend: &Option<String>, adapter: &Option<String>) -> CliResult {
         let input = HostTensor::from_slice(&ex.shape, &data)?;
         let plan = ex.plan?;
         let gpu_out = gpu.run(&plan, &input)?;
-        let cpu_out = reference::split_tensor(&input, &plan)?;
+        let cpu_out = plan.reference(&input)?;
         say!("{}\n  input  {:?} f32", ex.title, ex.shape);
         say!(
             "  {:>6}  {:<18} {:>9}  {}",

@@ -11,7 +11,7 @@ use super::run::{attribute_axis, check_options, check_out, ms, op_name, Engine};
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
-use wgpu_split::{npy, ops, reference, OutputSink, SplitError};
+use wgpu_split::{npy, ops, OutputSink, Plan, SplitError};
 
 /// Runs the gather or the scatter: the files read whole (the indices decide which rows
 /// move).
@@ -43,15 +43,14 @@ pub fn run(a: &RunArgs) -> CliResult {
     files.check_room(&a.out)?;
     let engine = Engine::open(choice)?;
     let t = Instant::now();
+    let mut tensors = vec![data.clone(), indices.clone()];
+    tensors.extend(updates.clone());
     let (rows, status) = match &engine {
-        Engine::Cpu => match &updates {
-            Some(u) => reference::scatter_rows(&plan, &data, &indices, u)?,
-            None => reference::gather_rows(&plan, &data, &indices)?,
-        },
+        Engine::Cpu => plan.reference(&tensors)?,
         Engine::Gpu(g) => {
-            let got = g.run_rows(&plan, &data, &indices, updates.as_ref())?;
+            let got = g.run(&plan, &tensors)?;
             if !a.no_verify {
-                plan.verify(&data, &indices, updates.as_ref(), &got)?;
+                plan.verify(&tensors, &got)?;
             }
             got
         }

@@ -1,13 +1,11 @@
-//! A prepared split (or concat) through views recorded again with its views moved: a decode
-//! step writes K and V into their caches one position further every token. Only the views'
-//! offsets change, so each buffer's window moves by its parts' shift: the bind groups stay
-//! and take new dynamic offsets, the table stays, nothing is planned
-//! ([`Prepared::encode_with_views`](crate::Prepared::encode_with_views)).
+//! A prepared split (or concat) through views with its views moved: a decode step writes K
+//! and V into their caches one position further every token. Only the views' offsets
+//! change, so each buffer's window moves by its parts' shift: the bind groups stay and take
+//! new dynamic offsets, the table stays, nothing is planned
+//! ([`Prepared::with_views`](crate::Prepared::with_views)).
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device::scoped_async;
 use crate::gpu::direction::Direction;
-use crate::gpu::gather::pipeline::record_unscoped;
 use crate::gpu::gather::BoundDispatch;
 use crate::gpu::placement::PartLayout;
 use crate::gpu::plans::Recorded;
@@ -43,34 +41,24 @@ pub(crate) struct MovableBatch {
 }
 
 impl Movable {
-    /// Records the prepared dispatches into `encoder` with `views` in place of the prepared
-    /// ones ([`Prepared::encode_with_views`](crate::Prepared::encode_with_views)).
-    pub(crate) async fn encode(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        views: &[PartView],
-    ) -> Result<Recorded> {
+    /// The prepared dispatches with `views` in place of the prepared ones, and what they
+    /// record ([`Prepared::with_views`](crate::Prepared::with_views)).
+    pub(crate) fn moved(&self, views: &[PartView]) -> Result<(Vec<BoundDispatch>, Recorded)> {
         let shifts = self.shifts(views)?;
         let mut moved = Vec::new();
         for batch in &self.batches {
             let window_shifts = self.window_shifts(batch, &shifts)?;
             for bound in &batch.bound {
-                let offsets = bound.moved_offsets(&window_shifts).ok_or_else(|| {
+                let bound = bound.moved(&window_shifts).ok_or_else(|| {
                     SplitError::BadView(format!(
                         "the views move a window more than 2 GiB from where the node was \
                          prepared ({:?} bytes): prepare it again",
                         window_shifts
                     ))
                 })?;
-                moved.push((bound, offsets));
+                moved.push(bound);
             }
         }
-        let what = format!("encoding the prepared {} at new views", self.direction.op());
-        scoped_async(device, &what, || {
-            record_unscoped(encoder, moved.iter().map(|(b, o)| (*b, o.as_slice())))
-        })
-        .await?;
         let mut layout = (*self.layout).clone();
         for (range, shift) in layout.ranges.iter_mut().zip(&shifts) {
             if range.size > 0 {
@@ -83,11 +71,12 @@ impl Movable {
             .map(|r| r.offset + r.size)
             .max()
             .unwrap_or(0);
-        Ok(Recorded {
+        let recorded = Recorded {
             parts: Arc::new(layout),
             dispatches: moved.len() as u32,
             buffer_copies: 0,
-        })
+        };
+        Ok((moved, recorded))
     }
 
     /// Each part's shift in bytes from its prepared view to `views[k]`, which must have the

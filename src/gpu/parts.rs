@@ -39,8 +39,8 @@ pub enum Outputs<'a> {
     /// up (on CPU adapters only buffers of up to 4 KiB of outputs share dispatches). `b` comes
     /// from the `max_storage_buffers_per_shader_stage` the device was **opened with**, less
     /// the three the table and the input take, halved (each output buffer is bound as units
-    /// and as words), at most 32 ([`RegionsPerDispatch::for_limits`](crate::RegionsPerDispatch::for_limits)
-    /// of `gpu.device().limits()` tells `b`): 32 on a GPU of 524,288, 14 on lavapipe and 6 on llvmpipe GL opened with their
+    /// and as words), at most 32 ([`Prepared::recorded`](crate::Prepared::recorded)
+    /// says the dispatches a node takes): 32 on a GPU of 524,288, 14 on lavapipe and 6 on llvmpipe GL opened with their
     /// adapters' limits ([`GpuSplitter::open`](crate::GpuSplitter::open) does), but 1 on a
     /// device opened with `wgpu::Limits::downlevel_defaults()` (4 storage buffers) and 2 with
     /// `wgpu::Limits::default()` (8): 64 outputs of 1 KiB in 64 buffers take 5, 11, 64 and
@@ -98,7 +98,7 @@ pub enum Inputs<'a> {
     /// (one dispatch, or copies), and the gather reads `b` buffers per dispatch, `b` the
     /// device's `max_storage_buffers_per_shader_stage` less those the table and the output
     /// take (three, or two on a device of 4), halved, at most 32
-    /// ([`RegionsPerDispatch::for_limits`](crate::RegionsPerDispatch::for_limits)): 14 on lavapipe and 6 on
+    /// ([`Prepared::recorded`](crate::Prepared::recorded) says the dispatches): 14 on lavapipe and 6 on
     /// llvmpipe GL opened with their adapters' limits, 1 with
     /// `wgpu::Limits::downlevel_defaults()` and 2 with `wgpu::Limits::default()` (on CPU
     /// adapters only buffers of up to 4 KiB of inputs share dispatches). 64 inputs of 1 KiB

@@ -10,7 +10,7 @@ use crate::gpu::moving::Movable;
 use crate::gpu::parts::{Job, Parts};
 use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
 use crate::gpu::planner::{BufferCopy, Direction};
-use crate::gpu::plans::{Encoded, Plan, Recorded};
+use crate::gpu::plans::{Encoded, Node, Plan, Recorded};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
 use crate::DType;
@@ -46,15 +46,15 @@ use wgsl_split::recording::{Command, Recording, Role};
 #[derive(Debug, Clone)]
 pub struct Prepared<P: Plan> {
     pub(crate) parts: PreparedParts,
-    plan: PhantomData<fn() -> P>,
+    pub(crate) plan: PhantomData<fn() -> P>,
 }
 
 impl<P: Plan> Prepared<P> {
     /// What each [`Prepared::encode`] of this node records, known since `prepare`, before
     /// any `encode`: where each part lies in its region's buffer (its offset and size; with
     /// parts in regions of their own, in each one's), the gather dispatches and the buffer
-    /// copies. `encode` returns the same; [`Prepared::encode_with_views`] the same counts,
-    /// with the parts' offsets of the views it was given.
+    /// copies. `encode` returns the same; a node moved by [`Prepared::with_views`] the same
+    /// counts, with the parts' offsets of its views.
     pub fn recorded(&self) -> Encoded {
         self.parts.recorded.clone()
     }
@@ -77,12 +77,13 @@ impl<P: Plan> Prepared<P> {
 pub struct PreparedParts {
     pub(crate) device: wgpu::Device,
     pub(crate) probe: Arc<LossProbe>,
-    pub(crate) direction: Direction,
+    /// What it is, for errors: "split", "concat", "rows placed by indices", ...
+    pub(crate) op: &'static str,
     /// Recorded in order; none when every part is empty.
     pub(crate) commands: Vec<Commands>,
     pub(crate) recorded: Recorded,
     /// Parts through views: what binds them again at new offsets
-    /// ([`Prepared::encode_with_views`]).
+    /// ([`Prepared::with_views`]).
     pub(crate) movable: Option<Arc<Movable>>,
 }
 
@@ -102,10 +103,8 @@ pub(crate) enum Commands {
 impl PreparedParts {
     /// Records the commands into `encoder` after checking the device: [`Prepared::encode`].
     pub(crate) async fn encode(&self, encoder: &mut wgpu::CommandEncoder) -> Result<Recorded> {
-        self.probe.check(format_args!(
-            "encoding the prepared {}",
-            self.direction.op()
-        ))?;
+        self.probe
+            .check(format_args!("encoding the prepared {}", self.op))?;
         self.record(encoder).await?;
         Ok(self.recorded.clone())
     }
@@ -164,26 +163,28 @@ impl PreparedParts {
                 })
                 .await?
             }
-            Commands::Gather(bound) => record_bound(&self.device, encoder, bound).await?,
+            Commands::Gather(bound) => record_bound(&self.device, encoder, self.op, bound).await?,
         }
         Ok(())
     }
 
     /// What a failed copy command's error names.
     fn copies_what(&self) -> String {
-        format!("encoding the {} copies", self.direction.op())
+        format!("encoding the {} copies", self.op)
     }
 }
 
 impl GpuSplitter {
-    /// Records the split or concat of `plan` into `encoder` without submitting it, reading
-    /// `from` and writing `to`, and returns where each part lies:
+    /// Records what `plan` does into `encoder` without submitting it, reading `from` and
+    /// writing `to` ([`Plan`] says what they are for each kind of plan), and returns where
+    /// each part lies:
     ///
     /// - a split ([`SplitPlan`]): `from` is the input's [`BufferRegion`], `to` the
-    ///   [`Outputs`](crate::Outputs); it gives an [`Encoded`];
+    ///   [`Outputs`](crate::Outputs);
     /// - a concat ([`ConcatPlan`](crate::ConcatPlan)): `from` is the
-    ///   [`Inputs`](crate::Inputs), `to` the output's [`BufferRegion`]; it gives an
-    ///   [`Encoded`].
+    ///   [`Inputs`](crate::Inputs), `to` the output's [`BufferRegion`];
+    /// - rows placed by indices and a paged KV write: see [`RowsBuffers`](crate::RowsBuffers)
+    ///   and [`PagedKvBuffers`](crate::PagedKvBuffers).
     ///
     /// The whole tensor's region (the split's input, the concat's output) holds its C-order
     /// bytes: at least [`SplitPlan::whole_binding_size`] (or
@@ -253,14 +254,13 @@ impl GpuSplitter {
         from: P::From<'a>,
         to: P::To<'a>,
     ) -> Result<Encoded> {
-        let job = P::job(from, to);
-        let prepared = self.prepare_job(plan.geometry(), dtype, job).await?;
+        let prepared = self.prepare_node(dtype, plan.node(from, to)).await?;
         prepared.encode_once(encoder).await
     }
 
-    /// Prepares the split or concat of [`GpuSplitter::encode`] once: the checks, the route and
-    /// the bind groups, to record as often as wanted with [`Prepared::encode`]. Misuse comes
-    /// back as a [`SplitError`](crate::SplitError) here, as it would from `encode`.
+    /// Prepares what [`GpuSplitter::encode`] records once: the checks, the route, the tables
+    /// and the bind groups, to record as often as wanted with [`Prepared::encode`]. Misuse
+    /// comes back as a [`SplitError`](crate::SplitError) here, as it would from `encode`.
     pub fn prepare<'a, P: Plan>(
         &self,
         plan: &P,
@@ -283,13 +283,20 @@ impl GpuSplitter {
         from: P::From<'a>,
         to: P::To<'a>,
     ) -> Result<Prepared<P>> {
-        let parts = self
-            .prepare_job(plan.geometry(), dtype, P::job(from, to))
-            .await?;
+        let parts = self.prepare_node(dtype, plan.node(from, to)).await?;
         Ok(Prepared {
             parts,
             plan: PhantomData,
         })
+    }
+
+    /// Prepares `node`, elements of `dtype`, as its kind of plan prepares.
+    async fn prepare_node(&self, dtype: DType, node: Node<'_, '_>) -> Result<PreparedParts> {
+        match node {
+            Node::Parts(plan, job) => self.prepare_job(plan, dtype, job).await,
+            Node::Rows(plan, from, to) => self.prepare_rows(plan, dtype, &from, to).await,
+            Node::Paged(plan, from, to) => self.prepare_paged(plan, dtype, &from, to).await,
+        }
     }
 
     /// Prepares `job` over the split geometry `plan`: parts in one region take the route kept
@@ -364,7 +371,7 @@ impl GpuSplitter {
         PreparedParts {
             device: self.device.clone(),
             probe: self.probe.clone(),
-            direction,
+            op: direction.op(),
             commands: Vec::new(),
             recorded: Recorded {
                 parts: layout,

@@ -6,8 +6,8 @@ use crate::gpu::device::{block_on, scoped_async};
 use crate::gpu::gather::UNIT_BYTES;
 use crate::gpu::placement::{BufferRegion, PartLayout, Placement};
 use crate::gpu::planner::Direction;
-use crate::gpu::plans::Plan;
 use crate::gpu::plans::Recorded;
+use crate::gpu::plans::{Parts, Plan};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::SplitPlan;
 use crate::tensor::HostTensor;
@@ -34,11 +34,11 @@ impl GpuSplitter {
         }
     }
 
-    /// Uploads `input`, splits or concatenates it as `plan` says, and reads the result back:
-    /// a split ([`SplitPlan`]) takes a `&HostTensor` and gives its outputs, a concat
+    /// Uploads `input`, does what `plan` says and reads the result back: a split
+    /// ([`SplitPlan`]) takes a `&HostTensor` and gives its outputs, a concat
     /// ([`ConcatPlan`](crate::ConcatPlan)) takes its inputs (`&[HostTensor]`) and gives its
-    /// output. [`Plan::verify`] checks the
-    /// result against the CPU's, byte for byte.
+    /// output; rows placed by indices and a paged write take their tensors in the order
+    /// [`Plan`] lists. [`Plan::verify`] checks the result against the CPU's, byte for byte.
     ///
     /// ```no_run
     /// use wgpu_split::{ops, BackendChoice, GpuSplitter, HostTensor, IntTensor};
@@ -51,11 +51,7 @@ impl GpuSplitter {
     /// # Ok::<(), wgpu_split::SplitError>(())
     /// ```
     pub fn run<P: Plan>(&self, plan: &P, input: &P::HostInput) -> Result<P::HostOutput> {
-        // Native wgpu's error scopes are ready at once: this does not wait; the read-back does.
-        let (readback, recorded, dtype) = block_on("GpuSplitter::run", self.submit(plan, input))?;
-        self.read_back(&readback, |bytes| {
-            plan.download(bytes, &recorded.parts, dtype)
-        })
+        plan.run_blocking(self, input)
     }
 
     /// [`GpuSplitter::run`] for async callers: nothing blocks the caller's thread, and the
@@ -65,6 +61,28 @@ impl GpuSplitter {
     /// device has done the work, runs the callback (an engine that polls its device itself
     /// does no harm). On WebGPU the browser runs it.
     pub async fn run_async<P: Plan>(
+        &self,
+        plan: &P,
+        input: &P::HostInput,
+    ) -> Result<P::HostOutput> {
+        plan.run_on(self, input).await
+    }
+
+    /// [`GpuSplitter::run`] of a split or a concat.
+    pub(crate) fn run_parts<P: Parts>(
+        &self,
+        plan: &P,
+        input: &P::HostInput,
+    ) -> Result<P::HostOutput> {
+        // Native wgpu's error scopes are ready at once: this does not wait; the read-back does.
+        let (readback, recorded, dtype) = block_on("GpuSplitter::run", self.submit(plan, input))?;
+        self.read_back(&readback, |bytes| {
+            plan.download(bytes, &recorded.parts, dtype)
+        })
+    }
+
+    /// [`GpuSplitter::run_async`] of a split or a concat.
+    pub(crate) async fn run_parts_async<P: Parts>(
         &self,
         plan: &P,
         input: &P::HostInput,
@@ -79,7 +97,7 @@ impl GpuSplitter {
     /// Uploads `input` (its parts packed), records the split or concat and the copy of what it
     /// writes into a readback buffer, and submits; returns the readback buffer, what was
     /// recorded and the dtype.
-    async fn submit<P: Plan>(
+    async fn submit<P: Parts>(
         &self,
         plan: &P,
         input: &P::HostInput,
@@ -180,6 +198,17 @@ impl GpuSplitter {
     ) -> Result<T> {
         self.map_blocking(buffer)?;
         read_mapped(buffer, read)
+    }
+
+    /// Maps a MAP_READ buffer after the queue's work: polling the device on this thread where
+    /// `blocking` (the sync entry points, which start no thread: a thread left waiting in the
+    /// device's poll when the process exits crashed Mesa's GL driver), else awaiting wgpu's
+    /// callback ([`map_read`]).
+    pub(crate) async fn map_readback(&self, buffer: &wgpu::Buffer, blocking: bool) -> Result<()> {
+        match blocking {
+            true => self.map_blocking(buffer),
+            false => map_read(&self.device, buffer).await,
+        }
     }
 
     /// Maps a MAP_READ buffer after the queue's work, polling the device on this thread until

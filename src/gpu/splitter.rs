@@ -17,6 +17,7 @@ use crate::plan::bytes::{ByteRows, RowKind};
 use crate::plan::SplitPlan;
 use crate::DType;
 use std::sync::Arc;
+use wgsl_split::placement::Geometry;
 
 /// How the gather maps lanes to units, by device type: the one parameter a device kind sets
 /// ([`GatherTuning::of`]: each lane a run on CPU adapters, consecutive lanes on GPUs).
@@ -46,8 +47,9 @@ pub(crate) fn multi_binding_group_limit(device_type: wgpu::DeviceType) -> u64 {
 /// How many buffers of parts one gather dispatch binds: the parts of
 /// [`Outputs::Regions`](crate::Outputs) and [`Inputs::Regions`](crate::Inputs) in more buffers
 /// than these take more dispatches, a dispatch per so many buffers (their parts in one buffer
-/// always share one). [`RegionsPerDispatch::for_limits`] gives them for a device's limits
-/// (`RegionsPerDispatch::for_limits(&gpu.device().limits())`).
+/// always share one), for the benchmark and the tests (feature `bench`): an engine reads the
+/// dispatches a node takes in [`Prepared::recorded`](crate::Prepared::recorded).
+/// [`RegionsPerDispatch::for_limits`] gives them for a device's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegionsPerDispatch {
     /// Output buffers one dispatch of a split writes.
@@ -63,6 +65,7 @@ impl RegionsPerDispatch {
     /// views and the table, each input buffer two); each at least 1 and at most 32. Where
     /// `n` is under 5 the gather binds its single output once, as words only: then outputs
     /// are 1 and inputs `(n - 2) / 2`, at least 1.
+    #[cfg(feature = "bench")]
     pub fn for_limits(limits: &wgpu::Limits) -> Self {
         Self::of(&device::limits_of(limits))
     }
@@ -300,7 +303,7 @@ impl GpuSplitter {
     /// assert_eq!(layout.ranges[1].offset % 256, 0);
     /// # Ok(()) }
     /// ```
-    pub fn layout<P: Plan>(&self, plan: &P, dtype: DType) -> Result<PartLayout> {
+    pub fn layout<P: Plan + Geometry>(&self, plan: &P, dtype: DType) -> Result<PartLayout> {
         self.bindable_layout(P::DIRECTION, plan.geometry(), dtype)
     }
 
@@ -360,7 +363,11 @@ impl GpuSplitter {
     /// assert_eq!(views[1].offset, 1 << 20);
     /// # Ok(()) }
     /// ```
-    pub fn views<P: Plan>(&self, plan: &P, dtype: DType) -> Result<Option<Vec<PartRange>>> {
+    pub fn views<P: Plan + Geometry>(
+        &self,
+        plan: &P,
+        dtype: DType,
+    ) -> Result<Option<Vec<PartRange>>> {
         let plan = plan.geometry();
         let bytes = ByteRows::new(plan, dtype.size())?;
         if bytes.kind != RowKind::Contiguous {

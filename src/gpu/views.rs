@@ -2,18 +2,18 @@
 //! [`Inputs::Views`](crate::Inputs::Views)): the core records them
 //! (`wgsl_split::views::record_views`: each view checked against its region, its batches and
 //! windows), the driver binds each batch's windows at dynamic offsets, which a prepared node
-//! moves ([`Prepared::encode_with_views`]).
+//! moves ([`Prepared::with_views`]).
 
 use crate::error::{Result, SplitError};
-use crate::gpu::device;
 use crate::gpu::direction::Direction;
 use crate::gpu::moving::{Movable, MovableBatch};
 use crate::gpu::placement::BufferRegion;
-use crate::gpu::plans::{Encoded, Plan, Recorded};
+use crate::gpu::plans::Plan;
 use crate::gpu::prepared::{Commands, Prepared, PreparedParts};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::{PartView, SplitPlan};
 use crate::DType;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use wgsl_split::views::{record_views, HostRegion};
 
@@ -105,14 +105,16 @@ impl GpuSplitter {
 }
 
 impl<P: Plan> Prepared<P> {
-    /// Records the split or concat, prepared through views
+    /// This split or concat, prepared through views
     /// ([`Outputs::Views`](crate::Outputs::Views), [`Inputs::Views`](crate::Inputs::Views)),
     /// with `views` in place of the prepared ones: the same strides, other offsets (a decode
     /// step's K and V one position further into their caches). Each moved view is checked
     /// inside its region; each buffer's parts move by one shift, which keeps its window at a
     /// multiple of the storage offset alignment (K and V of heads of 128 f16 or 64 f32 at
-    /// any position) and within 2 GiB of where it was prepared; the table and the bind groups
-    /// stay, each window takes a new dynamic offset, nothing is made. Anything else is a
+    /// any position) and within 2 GiB of where it was prepared. The table and the bind groups
+    /// are shared, each window takes a new dynamic offset, nothing is made on the device: it
+    /// costs microseconds, and the node it gives is recorded with [`Prepared::encode`] (and
+    /// moved again from the views it was first prepared with). Anything else is a
     /// [`SplitError::BadView`] that says what to prepare again.
     ///
     /// ```no_run
@@ -125,51 +127,36 @@ impl<P: Plan> Prepared<P> {
     /// let node = gpu.prepare(&plan, DType::F16, qkv.into(), Outputs::Views(&regions, &views))?;
     /// for p in 0..4096 {
     ///     let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    ///     node.encode_with_views(&mut encoder, &layer.split_qkv(4096, p)?.1)?;
+    ///     node.with_views(&layer.split_qkv(4096, p)?.1)?.encode(&mut encoder)?;
     ///     gpu.queue().submit([encoder.finish()]);
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn encode_with_views(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        views: &[PartView],
-    ) -> Result<Encoded> {
-        // The error scopes of native wgpu are ready at once: this does not wait.
-        device::block_on(
-            "Prepared::encode_with_views",
-            self.encode_with_views_async(encoder, views),
-        )
-    }
-
-    /// [`Prepared::encode_with_views`] for async callers, as [`Prepared::encode_async`].
-    pub async fn encode_with_views_async(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        views: &[PartView],
-    ) -> Result<Encoded> {
-        self.parts.encode_moved(encoder, views).await
+    pub fn with_views(&self, views: &[PartView]) -> Result<Self> {
+        Ok(Prepared {
+            parts: self.parts.with_views(views)?,
+            plan: PhantomData,
+        })
     }
 }
 
 impl PreparedParts {
-    /// [`Prepared::encode_with_views`].
-    pub(crate) async fn encode_moved(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        views: &[PartView],
-    ) -> Result<Recorded> {
+    /// [`Prepared::with_views`].
+    pub(crate) fn with_views(&self, views: &[PartView]) -> Result<PreparedParts> {
         let Some(movable) = &self.movable else {
-            return Err(SplitError::BadView(
-                "this node was prepared without views: encode_with_views moves the views of a \
-                 node prepared with Outputs::Views or Inputs::Views"
-                    .into(),
-            ));
+            return Err(SplitError::BadView(format!(
+                "this {} was prepared without views: with_views moves the views of a node \
+                 prepared with Outputs::Views or Inputs::Views",
+                self.op
+            )));
         };
-        self.probe.check(format_args!(
-            "encoding the prepared {} at new views",
-            self.direction.op()
-        ))?;
-        movable.encode(&self.device, encoder, views).await
+        self.probe
+            .check(format_args!("moving the views of the prepared {}", self.op))?;
+        let (bound, recorded) = movable.moved(views)?;
+        Ok(PreparedParts {
+            commands: vec![Commands::Gather(bound)],
+            recorded,
+            ..self.clone()
+        })
     }
 }

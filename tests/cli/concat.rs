@@ -2,7 +2,7 @@
 //! adapter and on the CPU, streamed in small windows, and the errors of bad inputs.
 
 use crate::{s, save, wgpu_split};
-use wgpu_split::{npy, ops, reference, DType, HostTensor};
+use wgpu_split::{npy, ops, DType, HostTensor};
 
 fn tensor(dtype: DType, shape: &[usize], seed: usize) -> HostTensor {
     let n = shape.iter().product::<usize>() * dtype.size();
@@ -28,7 +28,7 @@ fn files_join_and_stack(backend: &str) {
     let b = tensor(DType::F16, &[2, 1, 4], 2);
     let files = [save(dir.path(), "a.npy", &a), save(dir.path(), "b.npy", &b)];
     let join = ops::concat(&[a.shape(), b.shape()], 1).unwrap();
-    let want = reference::concat_tensors(&[a.clone(), b.clone()], &join).unwrap();
+    let want = join.reference(&[a.clone(), b.clone()]).unwrap();
     let gpu = format!("--backend={backend}");
     for (name, args) in [
         ("plain", vec!["--axis=1", gpu.as_str(), "--json"]),
@@ -48,7 +48,7 @@ fn files_join_and_stack(backend: &str) {
         }
     }
     let stack = ops::concat_from_sequence(&[a.shape(), a.shape()], -1, 1).unwrap();
-    let want = reference::concat_tensors(&[a.clone(), a.clone()], &stack).unwrap();
+    let want = stack.reference(&[a.clone(), a.clone()]).unwrap();
     let out_dir = dir.path().join("stacked");
     let twice = [files[0].clone(), files[0].clone()];
     let out = run_concat(

@@ -2,7 +2,7 @@
 //! equal the CPU reference; an index out of range exits 2 naming it, and writes nothing.
 
 use crate::{s, save, wgpu_split};
-use wgpu_split::{npy, ops, reference, HostTensor};
+use wgpu_split::{npy, ops, HostTensor};
 
 fn gather_files(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
@@ -29,7 +29,7 @@ fn gather_files(backend: &str) {
         assert_eq!(r.code, 0, "{}", r.stderr);
         assert!(r.stdout.contains("verified"), "{}", r.stdout);
         let got = npy::read(&out.join("output_0.npy")).unwrap();
-        let (want, _) = reference::gather_rows(&plan, &data, ids).unwrap();
+        let (want, _) = plan.reference(&[data.clone(), ids.clone()]).unwrap();
         assert_eq!(got, want);
     }
     let bad = HostTensor::from_slice(&[2, 2], &[2i64, -1, 4, -5]).unwrap();

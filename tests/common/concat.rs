@@ -3,9 +3,7 @@
 
 use super::submit_and_read;
 use wgpu::util::DeviceExt;
-use wgpu_split::{
-    reference, BufferRegion, ConcatPlan, DType, Encoded, GpuSplitter, HostTensor, Inputs,
-};
+use wgpu_split::{BufferRegion, ConcatPlan, DType, Encoded, GpuSplitter, HostTensor, Inputs};
 
 pub fn pattern(n: usize, seed: usize) -> Vec<u8> {
     (0..n)
@@ -71,7 +69,7 @@ pub fn encode_and_read(
     usage: wgpu::BufferUsages,
 ) -> Encoded {
     let device = gpu.device();
-    let want = reference::concat_tensors(tensors, plan).unwrap();
+    let want = plan.reference(tensors).unwrap();
     let size = want.bytes().len();
     let out_size = (size.next_multiple_of(16) + 16) as u64;
     let output = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {

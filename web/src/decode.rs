@@ -1,5 +1,5 @@
 //! A decode step on WebGPU: Q, and K and V into caches at a position, split through views by
-//! a node prepared once and moved along the caches with `Prepared::encode_with_views_async`
+//! a node prepared once and moved along the caches with `Prepared::with_views` and `encode_async`
 //! (each part buffer's window at a new dynamic offset); every buffer read back whole and
 //! compared byte for byte with the reference's views.
 
@@ -75,9 +75,9 @@ pub(crate) async fn decode_steps(gpu: &GpuSplitter) -> Result<Decoded, String> {
         gpu.queue().write_buffer(&input, 0, token.bytes());
         let views = layer.split_qkv(CACHE_LEN, p).map_err(|e| e.to_string())?.1;
         let mut encoder = device.create_command_encoder(&Default::default());
-        node.encode_with_views_async(&mut encoder, &views)
-            .await
-            .map_err(|e| format!("the decode step at position {p}: {e}"))?;
+        let at = |e| format!("the decode step at position {p}: {e}");
+        let moved = node.with_views(&views).map_err(at)?;
+        moved.encode_async(&mut encoder).await.map_err(at)?;
         gpu.queue().submit([encoder.finish()]);
         reference::split_into_views(&token, &plan, &views, &mut want).map_err(|e| e.to_string())?;
     }

@@ -17,9 +17,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 /// The library the shared cases (`cases`) take the operators from.
 pub(crate) use wgpu_split as split;
-use wgpu_split::{
-    ops, reference, wgpu, GpuSplitter, HostTensor, RouteChoice, SplitOptions, SplitPlan,
-};
+use wgpu_split::{ops, wgpu, GpuSplitter, HostTensor, RouteChoice, SplitOptions, SplitPlan};
 
 /// The largest storage binding of the page's device: WebGPU's default, which the page asks
 /// for (see [`open`]), so that the sweep's largest input takes more than one binding.
@@ -94,7 +92,7 @@ async fn split_and_compare(
         .run_async(plan, input)
         .await
         .map_err(|e| e.to_string())?;
-    let want = reference::split_tensor(input, plan).map_err(|e| e.to_string())?;
+    let want = plan.reference(input).map_err(|e| e.to_string())?;
     if got.len() != want.len() {
         return Err(format!(
             "{} outputs, the reference has {}",

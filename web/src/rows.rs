@@ -4,11 +4,13 @@
 //! byte for byte (and the status) with the CPU reference.
 
 use serde_json::{json, Value};
-use wgpu_split::{ops, reference, CacheLayout, GpuSplitter, HostTensor, RowsPlan};
+use wgpu_split::{ops, CacheLayout, GpuSplitter, HostTensor, Plan, RowsPlan};
 
 /// A pattern of `n` bytes from `seed`.
 fn bytes(n: usize, seed: usize) -> Vec<u8> {
-    (0..n).map(|i| ((i * 37 + seed * 11 + 5) % 251) as u8).collect()
+    (0..n)
+        .map(|i| ((i * 37 + seed * 11 + 5) % 251) as u8)
+        .collect()
 }
 
 /// Runs `plan` on `gpu` and compares it with the reference; `None` where they agree.
@@ -20,11 +22,13 @@ async fn rows(
     ids: &HostTensor,
     updates: Option<&HostTensor>,
 ) -> Option<String> {
-    let got = match gpu.run_rows_async(plan, data, ids, updates).await {
+    let mut tensors = vec![data.clone(), ids.clone()];
+    tensors.extend(updates.cloned());
+    let got = match gpu.run_async(plan, &tensors).await {
         Ok(got) => got,
         Err(e) => return Some(format!("{name}: {e}")),
     };
-    plan.verify(data, ids, updates, &got)
+    plan.verify(&tensors, &got)
         .err()
         .map(|e| format!("{name}: {e}"))
 }
@@ -70,8 +74,11 @@ pub(crate) async fn checks(gpu: &GpuSplitter) -> Value {
         let v = tensor(&plan.cache_shape(), F16, 9);
         let slots = HostTensor::from_slice(&[6], &[3i32, -1, 19, 20, 0, 7]).expect("slots");
         let name = format!("paged write {layout:?}");
-        let want = reference::paged_write(&plan, &qkv, &slots, &k, &v);
-        match (gpu.run_paged_kv_async(&plan, &qkv, &slots, &k, &v).await, want) {
+        let tensors = [qkv, slots, k, v];
+        match (
+            gpu.run_async(&plan, &tensors).await,
+            plan.reference(&tensors),
+        ) {
             (Ok(got), Ok(want)) if got == want => {}
             (Ok(_), Ok(_)) => errors.push(format!("{name}: differs from the CPU reference")),
             (Err(e), _) | (_, Err(e)) => errors.push(format!("{name}: {e}")),

@@ -16,10 +16,10 @@
 //! host, in order; `rows::record_rows`, `paged::record_paged`, `planner::Route::recording`).
 //!
 //! ```
-//! use wgsl_split::{ops, reference, HostTensor, IntTensor};
+//! use wgsl_split::{ops, HostTensor, IntTensor};
 //! let plan = ops::split(&[2, 4], &IntTensor::scalar(1), 2)?;
 //! let input = HostTensor::from_slice(&[2, 4], &[1u8, 2, 3, 4, 5, 6, 7, 8])?;
-//! let parts = reference::split_tensor(&input, &plan)?;
+//! let parts = plan.reference(&input)?;
 //! assert_eq!(parts[1].bytes(), [3, 4, 7, 8]);
 //! # Ok::<(), wgsl_split::SplitError>(())
 //! ```

@@ -2,9 +2,12 @@
 //! any element type.
 //!
 //! [`split_array`] slices elements with ndarray and shares nothing with the GPU path but the
-//! [`SplitPlan`]; [`split_tensor`] copies bytes along the plan's byte rows, and is checked
-//! against [`split_array`] in the tests below, so agreement with the GPU is
-//! a real check.
+//! [`SplitPlan`]; [`SplitPlan::reference`] copies bytes along the plan's byte rows, and is
+//! checked against [`split_array`] in the tests below, so agreement with the GPU is a real
+//! check. Each plan's `reference` method is its operation on host tensors:
+//! [`SplitPlan::reference`], [`ConcatPlan::reference`],
+//! [`RowsPlan::reference`](crate::RowsPlan::reference) and
+//! [`PagedKvPlan::reference`](crate::PagedKvPlan::reference).
 
 use crate::error::{Result, SplitError};
 use crate::plan::bytes::ByteRows;
@@ -14,12 +17,7 @@ use crate::tensor::HostTensor;
 use crate::DType;
 mod paged;
 mod rows;
-#[doc(hidden)]
-pub use paged::check_tensors as check_paged_tensors;
-pub use paged::{paged_write, PagedKvOutput};
-#[doc(hidden)]
-pub use rows::check_tensors as check_rows_tensors;
-pub use rows::{gather_rows, scatter_rows};
+pub use paged::PagedKvOutput;
 
 use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder, Slice};
 
@@ -51,12 +49,36 @@ pub fn split_array<T: Clone>(input: ArrayViewD<'_, T>, plan: &SplitPlan) -> Resu
         .collect())
 }
 
-/// Splits a host tensor of any dtype, moving its bytes exactly.
-///
-/// The bytes are viewed as the 2-D array `[rows, stride]` of the plan's byte rows; output
-/// `i` is the column band of its rows, copied row by row. One `u8` code path serves every
-/// element type, strings included.
-pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTensor>> {
+impl SplitPlan {
+    /// Splits a host tensor of any dtype on the CPU, moving its bytes exactly: what the GPU
+    /// gives, and what `Plan::verify` checks it against.
+    ///
+    /// The bytes are viewed as the 2-D array `[rows, stride]` of the plan's byte rows;
+    /// output `i` is the column band of its rows, copied row by row. One `u8` code path
+    /// serves every element type, strings included.
+    ///
+    /// ```
+    /// use wgsl_split::{ops, HostTensor, IntTensor};
+    /// let x = HostTensor::from_slice(&[2, 3], &[1u8, 2, 3, 4, 5, 6])?;
+    /// let parts = ops::split(x.shape(), &IntTensor::scalar(1), 3)?.reference(&x)?;
+    /// assert_eq!(parts[2].bytes(), &[3, 6]);
+    /// # Ok::<(), wgsl_split::SplitError>(())
+    /// ```
+    pub fn reference(&self, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        split_tensor(input, self)
+    }
+}
+
+impl ConcatPlan {
+    /// Concatenates host tensors of any dtype on the CPU, moving their bytes exactly:
+    /// [`SplitPlan::reference`] run backwards.
+    pub fn reference(&self, inputs: &[HostTensor]) -> Result<HostTensor> {
+        concat_tensors(inputs, self)
+    }
+}
+
+/// [`SplitPlan::reference`].
+pub(crate) fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTensor>> {
     let mut data = Vec::new();
     split_bytes_into(input, plan, &mut data)?;
     let dtype = input.dtype();
@@ -66,7 +88,7 @@ pub fn split_tensor(input: &HostTensor, plan: &SplitPlan) -> Result<Vec<HostTens
         .collect()
 }
 
-/// [`split_tensor`]'s bytes, into `outputs` (one `Vec` per output, resized to the plan's
+/// [`SplitPlan::reference`]'s bytes, into `outputs` (one `Vec` per output, resized to the plan's
 /// count): their memory is reused, so a caller splitting window after window allocates once.
 #[doc(hidden)]
 pub fn split_bytes_into(
@@ -123,10 +145,9 @@ pub fn concat_arrays<T: Clone>(
     Ok(joined.as_standard_layout().into_owned())
 }
 
-/// Concatenates host tensors of any dtype as the concat `plan` says, moving their bytes
-/// exactly: [`split_tensor`] run backwards, each input's rows copied into its column band of
-/// the output's byte rows.
-pub fn concat_tensors(inputs: &[HostTensor], plan: &ConcatPlan) -> Result<HostTensor> {
+/// [`ConcatPlan::reference`]: each input's rows copied into its column band of the output's
+/// byte rows.
+pub(crate) fn concat_tensors(inputs: &[HostTensor], plan: &ConcatPlan) -> Result<HostTensor> {
     let dtype = plan.check_inputs(inputs)?;
     let bytes = ByteRows::new(plan.split(), dtype.size())?;
     let mut out = vec![0u8; crate::tensor::byte_count(plan.whole_shape(), dtype)?];

@@ -20,7 +20,6 @@ mod binding;
 #[cfg(test)]
 pub(crate) mod golden;
 
-pub(crate) use binding::record_unscoped;
 pub(crate) use binding::BufferOf;
 pub use binding::{record_bound, BoundDispatch};
 
@@ -76,7 +75,7 @@ impl GatherPipeline {
     /// buffers ([`OutputBindings::Units`]), or whose join reads from several
     /// ([`InputBindings`]); `moving`:
     /// the build of a node through views in that direction, whose parts' windows are bound at
-    /// dynamic offsets ([`BoundDispatch::moved_offsets`]).
+    /// dynamic offsets ([`BoundDispatch::moved`]).
     pub async fn with_bindings(
         device: &wgpu::Device,
         inputs: InputBindings,
@@ -267,7 +266,7 @@ impl GatherPipeline {
         buffer: &BufferOf<'_, 'b>,
     ) -> Result<()> {
         let bound = self.bind_recorded(device, recorded, table, buffer).await?;
-        record_bound(device, encoder, &[bound]).await
+        record_bound(device, encoder, "traced dispatch", &[bound]).await
     }
 }
 

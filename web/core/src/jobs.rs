@@ -265,7 +265,7 @@ fn parts_job(
     let (whole_at, region_at) = (align, 2 * align);
     let at = (whole_at, region_at);
     let (recording, layout) = parts_recording(direction, plan, dtype, device, copies, at)?;
-    let parts = reference::split_tensor(input, plan)?;
+    let parts = plan.reference(input)?;
     let whole = placed(whole_at, input.bytes().len() as u64, [(0, input.bytes())]);
     let pieces = (layout.ranges.iter())
         .zip(&parts)

@@ -168,7 +168,7 @@ impl Device {
     }
 
     /// The most output buffers one dispatch of a split writes: as many as the stage binds
-    /// with the table and the input (wgpu-split's `RegionsPerDispatch`).
+    /// with the table and the input (as wgpu-split binds them).
     pub(crate) fn most_outputs(&self) -> u32 {
         let fits = |m| {
             fits_stage(

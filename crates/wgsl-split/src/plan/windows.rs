@@ -144,7 +144,7 @@ impl ExactSizeIterator for Windows {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{reference, DType, HostTensor};
+    use crate::{DType, HostTensor};
 
     fn pattern(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i * 31 % 251) as u8).collect()
@@ -156,7 +156,7 @@ mod tests {
         let whole = SplitPlan::from_lengths(shape, axis, lengths, true).unwrap();
         let bytes = crate::tensor::byte_count(shape, dtype).unwrap();
         let input = HostTensor::new(dtype, shape.to_vec(), pattern(bytes)).unwrap();
-        let want = reference::split_tensor(&input, &whole).unwrap();
+        let want = whole.reference(&input).unwrap();
         let mut got = vec![Vec::new(); lengths.len()];
         let mut offset = 0usize;
         for window in windows(&whole, dtype.size(), budget).unwrap() {
@@ -174,11 +174,7 @@ mod tests {
             )
             .unwrap();
             offset += n;
-            for (i, o) in reference::split_tensor(&part, &plan)
-                .unwrap()
-                .iter()
-                .enumerate()
-            {
+            for (i, o) in plan.reference(&part).unwrap().iter().enumerate() {
                 got[i].extend_from_slice(o.bytes());
             }
         }

@@ -19,16 +19,37 @@ pub struct PagedKvOutput {
     pub status: RowsStatus,
 }
 
-/// The paged write of `plan` on the CPU: `qkv`'s queries out, its keys and values into
-/// copies of `k_cache` and `v_cache` at each token's slot of `slots` (i32 or i64, -1 padding).
-pub fn paged_write(
+impl PagedKvPlan {
+    /// The paged write on the CPU, as the GPU gives it: `tensors` are `[qkv, slots, k_cache,
+    /// v_cache]`; `qkv`'s queries go out, its keys and values into copies of the caches at
+    /// each token's slot of `slots` (i32 or i64, -1 padding).
+    pub fn reference(&self, tensors: &[HostTensor]) -> Result<PagedKvOutput> {
+        let [qkv, slots, k_cache, v_cache] = self.host_tensors(tensors)?;
+        paged_write(self, qkv, slots, k_cache, v_cache)
+    }
+
+    /// The qkv, the slots and the two caches of `tensors`, checked against the plan.
+    #[doc(hidden)]
+    pub fn host_tensors<'t>(&self, tensors: &'t [HostTensor]) -> Result<[&'t HostTensor; 4]> {
+        let [qkv, slots, k_cache, v_cache] = tensors else {
+            return Err(SplitError::DataMismatch(format!(
+                "{} tensors for a paged write: it takes [qkv, slots, k_cache, v_cache]",
+                tensors.len()
+            )));
+        };
+        check_tensors(self, qkv, slots, k_cache, v_cache)?;
+        Ok([qkv, slots, k_cache, v_cache])
+    }
+}
+
+/// [`PagedKvPlan::reference`].
+fn paged_write(
     plan: &PagedKvPlan,
     qkv: &HostTensor,
     slots: &HostTensor,
     k_cache: &HostTensor,
     v_cache: &HostTensor,
 ) -> Result<PagedKvOutput> {
-    check_tensors(plan, qkv, slots, k_cache, v_cache)?;
     let es = qkv.dtype().size();
     let (hq, hkv, d, bs) = (plan.q_heads, plan.kv_heads, plan.head_dim, plan.block_size);
     let token = (hq + 2 * hkv) * d;
@@ -83,8 +104,7 @@ pub fn paged_write(
 
 /// Refuses tensors other than the plan's: the fused projection and both caches of its shapes
 /// and one dtype, the slots i32 or i64 of shape `[tokens]`.
-#[doc(hidden)]
-pub fn check_tensors(
+fn check_tensors(
     plan: &PagedKvPlan,
     qkv: &HostTensor,
     slots: &HostTensor,

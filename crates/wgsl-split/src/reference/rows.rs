@@ -8,22 +8,11 @@ use crate::DType;
 
 /// The rows of `data` that `indices` (i32 or i64) pick, as `plan` says, and the status of
 /// the indices out of range (whose rows are zeros), as the GPU gives them.
-///
-/// ```
-/// use wgsl_split::{ops, reference, HostTensor};
-/// let data = HostTensor::from_slice(&[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
-/// let ids = HostTensor::from_slice(&[3], &[2i32, -1, 7])?;
-/// let (rows, status) = reference::gather_rows(&ops::gather(&[3, 2], &[3], 0)?, &data, &ids)?;
-/// assert_eq!(rows.bytes(), &[5, 6, 5, 6, 0, 0]); // -1 is the last row; 7 is out of range
-/// assert_eq!((status.bad_indices, status.first_bad), (1, Some(2)));
-/// # Ok::<(), wgsl_split::SplitError>(())
-/// ```
-pub fn gather_rows(
+fn gather_rows(
     plan: &RowsPlan,
     data: &HostTensor,
     indices: &HostTensor,
 ) -> Result<(HostTensor, RowsStatus)> {
-    check_tensors(plan, data, indices, None)?;
     let shape = plan.data_shape();
     let axis = plan.axis();
     let outer: usize = shape[..axis].iter().product();
@@ -55,25 +44,12 @@ pub fn gather_rows(
 /// The data with the rows of `updates` placed where `indices` (i32 or i64) say, as `plan`
 /// (a scatter) says, and the status of the indices out of range (whose updates are left
 /// out), as the GPU gives them.
-///
-/// ```
-/// use wgsl_split::{ops, reference, HostTensor};
-/// let data = HostTensor::from_slice(&[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
-/// let ids = HostTensor::from_slice(&[2, 1], &[-1i64, 5])?;
-/// let updates = HostTensor::from_slice(&[2, 2], &[7u8, 8, 9, 9])?;
-/// let plan = ops::scatter_nd(&[3, 2], &[2, 1], &[2, 2])?;
-/// let (out, status) = reference::scatter_rows(&plan, &data, &ids, &updates)?;
-/// assert_eq!(out.bytes(), &[1, 2, 3, 4, 7, 8]); // -1 is the last row; 5 is out of range
-/// assert_eq!((status.bad_indices, status.first_bad), (1, Some(1)));
-/// # Ok::<(), wgsl_split::SplitError>(())
-/// ```
-pub fn scatter_rows(
+fn scatter_rows(
     plan: &RowsPlan,
     data: &HostTensor,
     indices: &HostTensor,
     updates: &HostTensor,
 ) -> Result<(HostTensor, RowsStatus)> {
-    check_tensors(plan, data, indices, Some(updates))?;
     let shape = plan.data_shape();
     let len = shape[0];
     let row = shape[1..].iter().product::<usize>() * data.dtype().size();
@@ -109,8 +85,7 @@ fn pick(v: i64, len: usize, negative: NegativeIndex) -> Option<usize> {
 
 /// Refuses tensors other than the plan's: data of its shape, indices i32 or i64 of theirs,
 /// and a scatter's updates (`Some` for a scatter alone) of theirs and the data's dtype.
-#[doc(hidden)]
-pub fn check_tensors(
+fn check_tensors(
     plan: &RowsPlan,
     data: &HostTensor,
     indices: &HostTensor,
@@ -167,28 +142,54 @@ pub(super) fn index_values(indices: &HostTensor) -> Result<Vec<i64>> {
 }
 
 impl RowsPlan {
-    /// Checks what [`GpuSplitter::run_rows`](https://docs.rs/wgpu-split/latest/wgpu_split/struct.GpuSplitter.html#method.run_rows) gave for this plan,
-    /// `data`, `indices` and a scatter's `updates` against [`gather_rows`] or
-    /// [`scatter_rows`], byte for byte, and its status; [`SplitError::Mismatch`] names the
-    /// first difference.
-    pub fn verify(
-        &self,
-        data: &HostTensor,
-        indices: &HostTensor,
-        updates: Option<&HostTensor>,
-        got: &(HostTensor, RowsStatus),
-    ) -> Result<()> {
-        let (want, status) = match (self.kind(), updates) {
-            (RowsKind::Scatter, Some(u)) => scatter_rows(self, data, indices, u)?,
-            _ => gather_rows(self, data, indices)?,
-        };
-        crate::verify::compare_outputs(std::slice::from_ref(&got.0), &[want])?;
-        if got.1 != status {
-            return Err(SplitError::Mismatch(format!(
-                "the status of the indices out of range is {:?}; the reference's is {status:?}",
-                got.1
-            )));
+    /// The rows this plan places, on the CPU, as the GPU gives them: `tensors` is a gather's
+    /// `[data, indices]` (its output is the rows of `data` the indices, i32 or i64, pick; the
+    /// rows of indices out of range are zeros), a scatter's `[data, indices, updates]` (its
+    /// output is `data` with the rows of `updates` placed where the indices say; updates
+    /// whose index is out of range are left out). The status counts the indices out of
+    /// range.
+    ///
+    /// ```
+    /// use wgsl_split::{ops, HostTensor};
+    /// let data = HostTensor::from_slice(&[3, 2], &[1u8, 2, 3, 4, 5, 6])?;
+    /// let ids = HostTensor::from_slice(&[3], &[2i32, -1, 7])?;
+    /// let (rows, status) = ops::gather(&[3, 2], &[3], 0)?.reference(&[data.clone(), ids])?;
+    /// assert_eq!(rows.bytes(), &[5, 6, 5, 6, 0, 0]); // -1 is the last row; 7 is out of range
+    /// assert_eq!((status.bad_indices, status.first_bad), (1, Some(2)));
+    ///
+    /// let ids = HostTensor::from_slice(&[2, 1], &[-1i64, 5])?;
+    /// let updates = HostTensor::from_slice(&[2, 2], &[7u8, 8, 9, 9])?;
+    /// let plan = ops::scatter_nd(&[3, 2], &[2, 1], &[2, 2])?;
+    /// let (out, status) = plan.reference(&[data, ids, updates])?;
+    /// assert_eq!(out.bytes(), &[1, 2, 3, 4, 7, 8]); // -1 is the last row; 5 is out of range
+    /// assert_eq!((status.bad_indices, status.first_bad), (1, Some(1)));
+    /// # Ok::<(), wgsl_split::SplitError>(())
+    /// ```
+    pub fn reference(&self, tensors: &[HostTensor]) -> Result<(HostTensor, RowsStatus)> {
+        match self.host_tensors(tensors)? {
+            (data, indices, Some(updates)) => scatter_rows(self, data, indices, updates),
+            (data, indices, None) => gather_rows(self, data, indices),
         }
-        Ok(())
+    }
+
+    /// The data, the indices and a scatter's updates of `tensors`, checked against the plan.
+    #[doc(hidden)]
+    pub fn host_tensors<'t>(
+        &self,
+        tensors: &'t [HostTensor],
+    ) -> Result<(&'t HostTensor, &'t HostTensor, Option<&'t HostTensor>)> {
+        let (data, indices, updates) = match (self.kind(), tensors) {
+            (RowsKind::Gather, [data, indices]) => (data, indices, None),
+            (RowsKind::Scatter, [data, indices, updates]) => (data, indices, Some(updates)),
+            (kind, _) => {
+                return Err(SplitError::DataMismatch(format!(
+                    "{} tensors for a {kind:?}: a gather takes [data, indices], a scatter \
+                     [data, indices, updates]",
+                    tensors.len()
+                )))
+            }
+        };
+        check_tensors(self, data, indices, updates)?;
+        Ok((data, indices, updates))
     }
 }

@@ -1,7 +1,7 @@
 //! Binding the gather's dispatches to the caller's buffers and recording them: one bind group
 //! per dispatch, made once; a build that moves one side's windows (a node prepared through
 //! views) binds that side at dynamic offsets, which a decode step sets again without a new
-//! bind group ([`BoundDispatch::moved_offsets`]).
+//! bind group ([`BoundDispatch::moved`]).
 
 use super::GatherPipeline;
 use crate::error::Result;
@@ -40,34 +40,42 @@ pub struct BoundDispatch {
 }
 
 impl BoundDispatch {
-    /// Its dynamic offsets, as bound.
+    /// Its dynamic offsets, as bound (the golden test records them).
+    #[cfg(test)]
     pub(crate) fn offsets(&self) -> &[u32] {
         &self.offsets
     }
 
-    /// Its dynamic offsets with window `k` of the moving side moved by `shifts[k]` bytes;
-    /// `None` where one would leave what a dynamic offset reaches from its binding's base
-    /// (`gather::binds::dynamic_base`).
-    pub(crate) fn moved_offsets(&self, shifts: &[i64]) -> Option<Vec<u32>> {
-        self.offsets
+    /// The same dispatch with window `k` of the moving side moved by `shifts[k]` bytes (its
+    /// dynamic offsets alone change); `None` where one would leave what a dynamic offset
+    /// reaches from its binding's base (`gather::binds::dynamic_base`).
+    pub(crate) fn moved(&self, shifts: &[i64]) -> Option<BoundDispatch> {
+        let offsets = self
+            .offsets
             .iter()
             .zip(&self.follows)
             .map(|(&offset, window)| match window {
                 None => Some(offset),
                 Some(k) => u32::try_from(i64::from(offset).checked_add(shifts[*k])?).ok(),
             })
-            .collect()
+            .collect::<Option<_>>()?;
+        Some(BoundDispatch {
+            offsets,
+            ..self.clone()
+        })
     }
 }
 
 /// Records `bound` into one compute pass of `encoder`; a device error (a buffer destroyed
-/// since it was bound, for one) becomes [`SplitError::Device`](crate::SplitError::Device).
+/// since it was bound, for one) becomes [`SplitError::Device`](crate::SplitError::Device)
+/// naming `op`, what is encoded.
 pub async fn record_bound(
     device: &wgpu::Device,
     encoder: &mut wgpu::CommandEncoder,
+    op: &str,
     bound: &[BoundDispatch],
 ) -> Result<()> {
-    scoped_async(device, "encoding the split", || {
+    scoped_async(device, &format!("encoding the {op}"), || {
         record_unscoped(encoder, bound.iter().map(|b| (b, b.offsets.as_slice())))
     })
     .await
@@ -75,7 +83,7 @@ pub async fn record_bound(
 
 /// [`record_bound`] in the caller's error scopes, each dispatch at the dynamic offsets given
 /// with it.
-pub(crate) fn record_unscoped<'b>(
+fn record_unscoped<'b>(
     encoder: &mut wgpu::CommandEncoder,
     bound: impl IntoIterator<Item = (&'b BoundDispatch, &'b [u32])>,
 ) {

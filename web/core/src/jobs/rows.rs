@@ -9,7 +9,7 @@ use wgsl_split::paged::{paged_sizes, record_paged, PagedRegions};
 use wgsl_split::plan::NegativeIndex;
 use wgsl_split::recording::Role;
 use wgsl_split::rows::{index_rule, record_rows, RowsRegions};
-use wgsl_split::{ops, reference, CacheLayout, DType, HostTensor, RowsPlan, RowsStatus};
+use wgsl_split::{ops, CacheLayout, DType, HostTensor, RowsPlan, RowsStatus};
 
 impl Jobs {
     /// Rows placed by indices: a gather of one-byte rows on the last axis, an embedding's
@@ -114,12 +114,12 @@ fn rows_job(
     let (recording, sizes) = record_rows(plan, data.dtype(), ids.dtype(), at, limits, tuning)?;
     let ((want, status), source, first) = match updates {
         Some(u) => (
-            reference::scatter_rows(plan, data, ids, u)?,
+            plan.reference(&[data.clone(), ids.clone(), u.clone()])?,
             u.bytes(),
             data.bytes(),
         ),
         None => (
-            reference::gather_rows(plan, data, ids)?,
+            plan.reference(&[data.clone(), ids.clone()])?,
             data.bytes(),
             &[][..],
         ),
@@ -175,7 +175,7 @@ fn paged_job(layout: CacheLayout, device: &Device) -> wgsl_split::Result<(Value,
         tensor(plan.cache_shape(), 9)?,
     );
     let slots = HostTensor::from_slice(&[6], &[3i32, -1, 19, 20, 0, 7])?;
-    let want = reference::paged_write(&plan, &qkv, &slots, &k, &v)?;
+    let want = plan.reference(&[qkv.clone(), slots.clone(), k.clone(), v.clone()])?;
     let rule = index_rule(DType::I32, NegativeIndex::Padding)?;
     let sizes = paged_sizes(&plan, DType::F16, rule.words);
     let align = limits.min_storage_buffer_offset_alignment as u64;
