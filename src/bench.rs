@@ -100,7 +100,7 @@ pub struct CaseResult {
     /// copies into the caches); `None` for the others.
     pub unfused: Option<Time>,
     /// Median host time of the prepared split recorded with its K and V views one position
-    /// on ([`crate::Prepared::with_views`] and its encode, alternating between two positions), ms;
+    /// on ([`crate::Prepared::set_views`] and its encode, alternating between two positions), ms;
     /// `None` but for an attention case whose caches have a position to move to.
     pub moved_host_ms: Option<f64>,
     /// What the split recorded: gather dispatches and buffer copies.

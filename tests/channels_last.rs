@@ -252,7 +252,7 @@ fn random_batches_of_images_channels_last(gpu: &'static GpuSplitter) {
 
 /// A prepared split into three equal channels-last parts, each in a buffer of its own (one
 /// dispatch of their joins repeated where the device binds the three together), recorded
-/// again with each part moved on by a shift of its own (`Prepared::with_views`: each
+/// again with each part moved on by a shift of its own (`Prepared::set_views`: each
 /// buffer's window at a new dynamic offset, the repeated join's table as it was): every
 /// buffer as the CPU reference writes the same moves.
 fn a_prepared_node_moves_its_repeated_joins(gpu: &'static GpuSplitter) {
@@ -265,7 +265,7 @@ fn a_prepared_node_moves_its_repeated_joins(gpu: &'static GpuSplitter) {
     let input = buffer(gpu, &[0; 12 * 32 * 4]);
     let first = vec![view.clone(); 3];
     let to = Outputs::Views(&regions, &first);
-    let node = gpu.prepare(&plan, DType::F32, (&input).into(), to).unwrap();
+    let mut node = gpu.prepare(&plan, DType::F32, (&input).into(), to).unwrap();
     let bound = buffers_a_dispatch(gpu);
     for (p, places) in [[0, 0, 0], [1, 0, 3], [3, 2, 1], [2, 2, 2]]
         .iter()
@@ -281,11 +281,8 @@ fn a_prepared_node_moves_its_repeated_joins(gpu: &'static GpuSplitter) {
             })
             .collect();
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let encoded = node
-            .with_views(&views)
-            .unwrap()
-            .encode(&mut encoder)
-            .unwrap();
+        node.set_views(&views).unwrap();
+        let encoded = node.encode(&mut encoder).unwrap();
         assert_eq!(
             encoded.dispatches,
             3u32.div_ceil(bound),

@@ -5,7 +5,8 @@ mod common;
 
 use wgpu_split::ops::{self, OnnxSplitParts};
 use wgpu_split::{
-    BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs, SplitError,
+    BackendChoice, BufferRegion, DType, GpuSplitter, HostTensor, IntTensor, Outputs, RowsBuffers,
+    SplitError,
 };
 
 fn v(l: &[i64]) -> IntTensor {
@@ -329,6 +330,22 @@ fn misuse_wgpu_cannot_report_has_the_documented_symptoms(gpu: &'static GpuSplitt
             .unwrap_err();
         assert!(matches!(e, SplitError::Device(_)), "{name}: {e}");
     }
+    // Rows placed by indices from a buffer of the other device: the error names the rows.
+    let rows = ops::get_rows(&[4, 8], &[4]).unwrap();
+    let ids = buffer(ours.device(), 16);
+    let from = RowsBuffers {
+        source: r(&theirs_in),
+        indices: r(&ids),
+        index_type: DType::I32,
+        status: None,
+    };
+    let e = ours
+        .prepare(&rows, DType::F32, from, r(&output))
+        .unwrap_err();
+    assert!(
+        matches!(e, SplitError::Device(ref m) if m.contains("binding the rows placed by indices")),
+        "{name}: {e}"
+    );
 
     // An encoder of another instance: wgpu-core looks the pipeline up in that instance's
     // registry, finds nothing there and panics inside encode.

@@ -16,14 +16,17 @@ fn tensor(rng: &mut Rng, dtype: DType, shape: Vec<usize>) -> HostTensor {
     HostTensor::new(dtype, shape, rng.bytes(n)).unwrap()
 }
 
-/// Slots for `tokens` of `slots`: distinct random ones, some padding (-1) and some out of
-/// range of every kind (the capacity, past it, i32::MIN; as i64 also 2^32 + k, u32::MAX and a
-/// large negative).
-fn slot_mapping(rng: &mut Rng, tokens: usize, slots: usize, wide: bool) -> HostTensor {
+/// Slots for `tokens` of `slots`, as `ty` (i32, i64 or u32) holds them: distinct random
+/// ones, some padding (-1; a u32's `0xffffffff`) and some out of range of every kind (the
+/// capacity, past it, i32::MIN; as i64 also 2^32 + k, u32::MAX and a large negative; as u32
+/// 2^31 - 1, 2^31 and 2^32 - 2, which an i32 reads as negative).
+fn slot_mapping(rng: &mut Rng, tokens: usize, slots: usize, ty: DType) -> HostTensor {
     let mut free: Vec<i64> = (0..slots as i64).collect();
     let mut special = vec![-1, slots as i64, slots as i64 + 1, i32::MIN as i64];
-    if wide {
-        special.extend([(1 << 32) + 1, u32::MAX as i64, -(1 << 40)]);
+    match ty {
+        DType::I64 => special.extend([(1 << 32) + 1, u32::MAX as i64, -(1 << 40)]),
+        DType::U32 => special.extend([i32::MAX as i64, 1 << 31, u32::MAX as i64 - 1]),
+        _ => {}
     }
     let values: Vec<i64> = (0..tokens)
         .map(|_| match (rng.below(6), free.len()) {
@@ -31,11 +34,15 @@ fn slot_mapping(rng: &mut Rng, tokens: usize, slots: usize, wide: bool) -> HostT
             _ => free.swap_remove(rng.below(free.len() as u64) as usize),
         })
         .collect();
-    match wide {
-        true => HostTensor::from_slice(&[tokens], &values).unwrap(),
-        false => {
+    match ty {
+        DType::I64 => HostTensor::from_slice(&[tokens], &values).unwrap(),
+        DType::I32 => {
             let narrow: Vec<i32> = values.iter().map(|&v| v as i32).collect();
             HostTensor::from_slice(&[tokens], &narrow).unwrap()
+        }
+        _ => {
+            let unsigned: Vec<u32> = values.iter().map(|&v| v as u32).collect();
+            HostTensor::from_slice(&[tokens], &unsigned).unwrap()
         }
     }
 }
@@ -87,8 +94,8 @@ fn paged_writes_match_the_reference(gpu: &'static GpuSplitter) {
                     ops::paged_kv_write(tokens, hq, hkv, head_dim, blocks, block_size, layout)
                         .unwrap();
                 let dtype = dtypes[case % dtypes.len()];
-                let wide = case % 2 == 1;
-                let slots = slot_mapping(&mut rng, tokens, plan.slots(), wide);
+                let ty = [DType::I32, DType::I64, DType::U32][(case / 2) % 3];
+                let slots = slot_mapping(&mut rng, tokens, plan.slots(), ty);
                 let (_, mapped) = &mappings[case % mappings.len()];
                 let what = format!("case {case}: {plan:?} {dtype} {slots:?}");
                 check(mapped, &plan, &slots, &mut rng, dtype, &what);
@@ -139,7 +146,7 @@ fn engine_shapes(gpu: &'static GpuSplitter) {
     // Heads-first queries of 5 tokens of 4 f32 a head, then of 3 f16: the second's blocks of
     // 30 bytes are refused, naming the rule.
     let plan = ops::paged_kv_write(5, 3, 1, 4, 4, 2, CacheLayout::Hnd).unwrap();
-    let slots = slot_mapping(&mut rng, 5, plan.slots(), false);
+    let slots = slot_mapping(&mut rng, 5, plan.slots(), DType::I32);
     let plan = plan.with_heads_first_queries();
     check(gpu, &plan, &slots, &mut rng, DType::F32, "heads-first f32");
     let odd = ops::paged_kv_write(5, 3, 1, 3, 4, 2, CacheLayout::Nhd)
@@ -160,7 +167,7 @@ fn engine_shapes(gpu: &'static GpuSplitter) {
     let many = 65_537;
     let plan =
         ops::paged_kv_write(many, 1, 1, 1, many.div_ceil(16) + 1, 16, CacheLayout::Hnd).unwrap();
-    let slots = slot_mapping(&mut rng, many, plan.slots(), true);
+    let slots = slot_mapping(&mut rng, many, plan.slots(), DType::I64);
     check(gpu, &plan, &slots, &mut rng, DType::F16, "65,537 tokens");
 }
 

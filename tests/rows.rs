@@ -15,8 +15,9 @@ use wgpu_split::{
 
 /// Indices of every kind for an axis of `len` rows: in range, the last, negatives from -1
 /// to -len and past it, the capacity and one past it, the extremes of i32, and (as i64)
-/// 2^32 + k, which must not land on row k, and a large negative.
-fn indices(rng: &mut Rng, count: usize, len: usize, wide: bool) -> Vec<i64> {
+/// 2^32 + k, which must not land on row k, and a large negative; as `ty` (i32, i64 or u32)
+/// takes each (a u32 takes a negative's bits: -1 is 2^32 - 1, out of range).
+fn indices(rng: &mut Rng, count: usize, len: usize, ty: DType) -> Vec<i64> {
     let len = len as i64;
     let special = [
         len,
@@ -36,18 +37,30 @@ fn indices(rng: &mut Rng, count: usize, len: usize, wide: bool) -> Vec<i64> {
             _ => rng.below(len.max(1) as u64) as i64,
         })
         // i32 indices take the i32 value of each (2^32 + 1 is then 1, in range).
-        .map(|v| if wide { v } else { v as i32 as i64 })
+        .map(|v| match ty {
+            DType::I64 => v,
+            DType::I32 => v as i32 as i64,
+            _ => v as u32 as i64,
+        })
         .collect()
 }
 
-fn index_tensor(shape: &[usize], values: &[i64], wide: bool) -> HostTensor {
-    if wide {
-        HostTensor::from_slice(shape, values).unwrap()
-    } else {
-        let narrow: Vec<i32> = values.iter().map(|&v| v as i32).collect();
-        HostTensor::from_slice(shape, &narrow).unwrap()
+fn index_tensor(shape: &[usize], values: &[i64], ty: DType) -> HostTensor {
+    match ty {
+        DType::I64 => HostTensor::from_slice(shape, values).unwrap(),
+        DType::I32 => {
+            let narrow: Vec<i32> = values.iter().map(|&v| v as i32).collect();
+            HostTensor::from_slice(shape, &narrow).unwrap()
+        }
+        _ => {
+            let unsigned: Vec<u32> = values.iter().map(|&v| v as u32).collect();
+            HostTensor::from_slice(shape, &unsigned).unwrap()
+        }
     }
 }
+
+/// The index types, by case.
+const INDEX_TYPES: [DType; 3] = [DType::I32, DType::I64, DType::U32];
 
 /// Runs `plan` on `gpu` and checks output and status against the reference.
 fn check(gpu: &GpuSplitter, plan: &RowsPlan, data: &HostTensor, ids: &HostTensor, what: &str) {
@@ -81,7 +94,7 @@ fn gathers_match_the_reference(gpu: &'static GpuSplitter) {
         let ids_rank = rng.below(3) as usize;
         let ids_shape: Vec<usize> = (0..ids_rank).map(|_| 1 + rng.below(7) as usize).collect();
         let dtype = dtypes[case % dtypes.len()];
-        let wide = case % 2 == 1;
+        let ty = INDEX_TYPES[(case / 3) % 3];
         let plan = match case % 3 {
             0 if axis == 0 => ops::get_rows(&shape, &ids_shape).unwrap(),
             _ => ops::gather(
@@ -93,11 +106,11 @@ fn gathers_match_the_reference(gpu: &'static GpuSplitter) {
         };
         let n = shape.iter().product::<usize>() * dtype.size();
         let data = HostTensor::new(dtype, shape.clone(), rng.bytes(n)).unwrap();
-        let values = indices(&mut rng, plan.index_count(), shape[axis], wide);
-        let ids = index_tensor(&ids_shape, &values, wide);
+        let values = indices(&mut rng, plan.index_count(), shape[axis], ty);
+        let ids = index_tensor(&ids_shape, &values, ty);
         let (_, mapped) = &mappings[case % mappings.len()];
         let what =
-            format!("case {case}: {dtype} {shape:?} axis {axis} by {ids_shape:?} {values:?}");
+            format!("case {case}: {dtype} {shape:?} axis {axis} by {ty} {ids_shape:?} {values:?}");
         check(mapped, &plan, &data, &ids, &what);
     }
 }
@@ -128,15 +141,15 @@ fn element_gathers_match_the_reference(gpu: &'static GpuSplitter) {
         let plan = ops::gather(&shape, &ids_shape, axis).unwrap();
         let n = shape.iter().product::<usize>() * dtype.size();
         let data = HostTensor::new(dtype, shape.clone(), rng.bytes(n)).unwrap();
-        let wide = case % 2 == 0;
+        let ty = INDEX_TYPES[(case / 4) % 3];
         let values: Vec<i64> = match case % 4 {
             // Out of range, negative from the end, and past 2^32 among the rows.
-            0 => indices(&mut rng, plan.index_count(), len, wide),
+            0 => indices(&mut rng, plan.index_count(), len, ty),
             _ => (0..plan.index_count())
                 .map(|_| rng.below(len as u64) as i64)
                 .collect(),
         };
-        let ids = index_tensor(&ids_shape, &values, wide);
+        let ids = index_tensor(&ids_shape, &values, ty);
         let (_, mapped) = &mappings[case % mappings.len()];
         let what = format!("case {case}: {dtype} {shape:?} axis {axis} by {ids_shape:?}");
         check(mapped, &plan, &data, &ids, &what);
@@ -158,22 +171,22 @@ fn engine_shapes_match_the_reference(gpu: &'static GpuSplitter) {
         let n = shape.iter().product::<usize>() * dtype.size();
         let data = HostTensor::new(dtype, shape.to_vec(), rng.bytes(n)).unwrap();
         let len = shape[plan.axis()];
-        for wide in [false, true] {
-            let values = indices(&mut rng, plan.index_count(), len, wide);
-            let ids = index_tensor(ids_shape, &values, wide);
+        for ty in INDEX_TYPES {
+            let values = indices(&mut rng, plan.index_count(), len, ty);
+            let ids = index_tensor(ids_shape, &values, ty);
             check(
                 gpu,
                 &plan,
                 &data,
                 &ids,
-                &format!("{shape:?} by {ids_shape:?}, i64 {wide}"),
+                &format!("{shape:?} by {ids_shape:?} {ty}"),
             );
         }
     }
 }
 
-/// i32 and i64 indices of the same values give the same bytes; an i64 of 2^32 + k lands
-/// nowhere, the i32 of it (k) on row k.
+/// i32, i64 and u32 indices of the same values give the same bytes; an i64 of 2^32 + k
+/// lands nowhere, the i32 of it (k) on row k; a u32 is never negative.
 fn i32_and_i64_indices_agree(gpu: &'static GpuSplitter) {
     let data = HostTensor::from_slice(&[4, 3], &(0..12u8).collect::<Vec<_>>()).unwrap();
     let plan = ops::get_rows(&[4, 3], &[4]).unwrap();
@@ -193,6 +206,20 @@ fn i32_and_i64_indices_agree(gpu: &'static GpuSplitter) {
     assert_eq!(rows.bytes(), &[0, 0, 0, 3, 4, 5, 0, 0, 0, 0, 0, 0]);
     let want = RowsStatus {
         bad_indices: 3,
+        first_bad: Some(0),
+    };
+    assert_eq!(status, want);
+    // u32 ids: never negative. The same rows as i32's in range; 2^31 (an i32's minimum) and
+    // 2^32 - 1 (an i32's -1, the last row from the end) are out of range.
+    let unsigned = HostTensor::from_slice(&[4], &[3u32, 0, 2, 1]).unwrap();
+    assert_eq!(gpu.run(&plan, &[data.clone(), unsigned]).unwrap(), a);
+    // ONNX Gather counts an i32's -1 from the end; a u32's 2^32 - 1 is still out of range.
+    let onnx = ops::gather(&[4, 3], &[4], 0).unwrap();
+    let far = HostTensor::from_slice(&[4], &[1u32 << 31, 1, u32::MAX, 3]).unwrap();
+    let (rows, status) = gpu.run(&onnx, &[data.clone(), far]).unwrap();
+    assert_eq!(rows.bytes(), &[0, 0, 0, 3, 4, 5, 0, 0, 0, 9, 10, 11]);
+    let want = RowsStatus {
+        bad_indices: 2,
         first_bad: Some(0),
     };
     assert_eq!(status, want);
@@ -295,6 +322,9 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
     };
     let (data, ids, out) = (buffer(64), buffer(16), buffer(64));
     let plan = ops::get_rows(&[4, 16], &[4]).unwrap();
+    // What each region needs, as the plan says: these buffers hold exactly that.
+    assert_eq!(plan.bytes(DType::U8, DType::I32).unwrap(), [64, 16, 64]);
+    assert_eq!(plan.bytes(DType::U8, DType::I64).unwrap(), [64, 32, 64]);
     let region = BufferRegion::from;
     let base = RowsBuffers {
         source: region(&data),
@@ -314,7 +344,7 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
         &plan,
     );
     assert!(
-        matches!(f32_ids, SplitError::DataMismatch(ref m) if m.contains("i32 or i64")),
+        matches!(f32_ids, SplitError::DataMismatch(ref m) if m.contains("i32, i64 or u32")),
         "{f32_ids}"
     );
     let wide = refused(
@@ -346,6 +376,7 @@ fn bad_regions_are_refused(gpu: &'static GpuSplitter) {
         "{overlap}"
     );
     let big = ops::get_rows(&[4, 32], &[4]).unwrap();
+    assert_eq!(big.bytes(DType::U8, DType::I32).unwrap()[0], 128);
     let short = refused(base, &big);
     assert!(
         matches!(short, SplitError::BadBuffer(ref m) if m.contains("source needs 128")),
@@ -379,7 +410,7 @@ fn check_scatter(
 /// Indices of every kind for `len` slots, `count` of them, no two naming one slot (negatives
 /// counting from the end where `from_end`): which update a slot named twice holds is
 /// unspecified.
-fn distinct(rng: &mut Rng, count: usize, len: usize, wide: bool, from_end: bool) -> Vec<i64> {
+fn distinct(rng: &mut Rng, count: usize, len: usize, ty: DType, from_end: bool) -> Vec<i64> {
     let mut used = std::collections::HashSet::new();
     let slot = |v: i64| {
         let v = if from_end && v < 0 { v + len as i64 } else { v };
@@ -387,7 +418,7 @@ fn distinct(rng: &mut Rng, count: usize, len: usize, wide: bool, from_end: bool)
     };
     (0..count)
         .map(|_| {
-            let v = indices(rng, 1, len, wide)[0];
+            let v = indices(rng, 1, len, ty)[0];
             match slot(v) {
                 Some(s) if !used.insert(s) => len as i64,
                 _ => v,
@@ -414,7 +445,7 @@ fn scatters_match_the_reference(gpu: &'static GpuSplitter) {
         let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(9) as usize).collect();
         let count = rng.below(2 * shape[0] as u64 + 2) as usize;
         let dtype = dtypes[case % dtypes.len()];
-        let wide = case % 2 == 0;
+        let ty = INDEX_TYPES[(case / 3) % 3];
         let onnx = case % 3 != 0;
         let ids_shape = if onnx { vec![count, 1] } else { vec![count] };
         let plan = match onnx {
@@ -430,8 +461,8 @@ fn scatters_match_the_reference(gpu: &'static GpuSplitter) {
         let u = plan.updates_shape();
         let un = u.iter().product::<usize>() * dtype.size();
         let updates = HostTensor::new(dtype, u, rng.bytes(un)).unwrap();
-        let values = distinct(&mut rng, count, shape[0], wide, onnx);
-        let ids = index_tensor(&ids_shape, &values, wide);
+        let values = distinct(&mut rng, count, shape[0], ty, onnx);
+        let ids = index_tensor(&ids_shape, &values, ty);
         let (_, mapped) = &mappings[case % mappings.len()];
         let what = format!("case {case}: {dtype} {shape:?} by {ids_shape:?} {values:?}");
         check_scatter(mapped, &plan, &data, &ids, &updates, &what);
@@ -483,7 +514,23 @@ fn narrow_rows_share_words_exactly(gpu: &'static GpuSplitter) {
     );
 }
 
+/// A device whose shader stage holds fewer storage buffers than the indexed build binds is
+/// refused as the device's limit, naming the build's count and the device's.
+fn too_few_storage_buffers_are_named(gpu: &'static GpuSplitter) {
+    let small = common::with_limits(gpu, |_| wgpu::Limits::downlevel_defaults());
+    let plan = ops::get_rows(&[4, 4], &[2]).unwrap();
+    let data = HostTensor::from_slice(&[4, 4], &[0u8; 16]).unwrap();
+    let ids = HostTensor::from_slice(&[2], &[0i32, 1]).unwrap();
+    let e = small.run(&plan, &[data, ids]).unwrap_err();
+    assert!(
+        matches!(e, SplitError::Device(ref m)
+            if m.contains("bind 7 storage buffers") && m.contains("allows 4")),
+        "{e}"
+    );
+}
+
 per_backend!(
+    too_few_storage_buffers_are_named,
     scatters_match_the_reference,
     narrow_rows_share_words_exactly,
     gathers_match_the_reference,

@@ -260,7 +260,7 @@ fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
     let regions = [BufferRegion::from(&batches_buf); 2];
     let out = buffer(gpu, &pattern(s * h * d * 2, 5));
     let from = Inputs::Views(&regions, &first);
-    let node = gpu
+    let mut node = gpu
         .prepare(&two_halves, DType::F16, from, (&out).into())
         .unwrap();
     let moved = first.clone().map(|v| PartView {
@@ -268,10 +268,8 @@ fn a_concat_reads_transposed_heads(gpu: &'static GpuSplitter) {
         ..v
     });
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    node.with_views(&moved)
-        .unwrap()
-        .encode(&mut encoder)
-        .unwrap();
+    node.set_views(&moved).unwrap();
+    node.encode(&mut encoder).unwrap();
     let got = common::submit_and_read(gpu, encoder, &out);
     let bytes = [batches.bytes(); 2];
     let want = reference::concat_from_views(&two_halves, DType::F16, &moved, &bytes).unwrap();
@@ -290,7 +288,7 @@ type Decoded = (
 );
 
 /// A decode step of one token, prepared at position 0 and moved through 5 positions with
-/// `with_views`: Q [1, 4, 1, 128] f16, and K, V into caches of 6 positions at p; every
+/// `set_views`: Q [1, 4, 1, 128] f16, and K, V into caches of 6 positions at p; every
 /// buffer compared whole with the reference's.
 fn decode_loop(gpu: &GpuSplitter) -> Decoded {
     let layer = Attention {
@@ -310,17 +308,14 @@ fn decode_loop(gpu: &GpuSplitter) -> Decoded {
     let parts: Vec<wgpu::Buffer> = want.iter().map(|b| buffer(gpu, b)).collect();
     let regions: Vec<BufferRegion<'_>> = parts.iter().map(Into::into).collect();
     let to = Outputs::Views(&regions, &first);
-    let node = gpu.prepare(&plan, DType::F16, (&input).into(), to).unwrap();
+    let mut node = gpu.prepare(&plan, DType::F16, (&input).into(), to).unwrap();
     for p in [0, 1, 2, 5, 3] {
         let token = tensor(DType::F16, plan.whole_shape(), 70 + p);
         gpu.queue().write_buffer(&input, 0, token.bytes());
         let views = layer.split_qkv(6, p).unwrap().1;
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        let encoded = node
-            .with_views(&views)
-            .unwrap()
-            .encode(&mut encoder)
-            .unwrap();
+        node.set_views(&views).unwrap();
+        let encoded = node.encode(&mut encoder).unwrap();
         assert_eq!(encoded.parts.ranges[1].offset, (p * 128 * 2) as u64);
         gpu.queue().submit([encoder.finish()]);
         reference::split_into_views(&token, &plan, &views, &mut want).unwrap();
@@ -335,24 +330,28 @@ fn decode_loop(gpu: &GpuSplitter) -> Decoded {
 }
 
 fn a_prepared_decode_step_moves_through_the_caches(gpu: &'static GpuSplitter) {
-    let (plan, first, node, input, parts) = decode_loop(gpu);
+    let (plan, first, mut node, input, parts) = decode_loop(gpu);
 
-    // What a prepared node cannot move to.
+    // What a prepared node cannot move to; a refused move leaves it where it was (the decode
+    // loop's last position, 3).
+    let before = node.recorded();
+    assert_eq!(before.parts.ranges[1].offset, 3 * 128 * 2);
     let mut moved = first.clone();
     moved[1].strides[2] = 3 * 128;
-    let m = node.with_views(&moved).unwrap_err().to_string();
+    let m = node.set_views(&moved).unwrap_err().to_string();
     assert!(
         m.contains("output 1's view has strides [1536, 128, 384, 1]"),
         "{m}"
     );
     let mut moved = first.clone();
     moved[2].offset += 6 * 128;
-    let m = node.with_views(&moved).unwrap_err().to_string();
+    let m = node.set_views(&moved).unwrap_err().to_string();
     assert!(
         m.contains("output 2's view moved to offset 768: its last element"),
         "{m}"
     );
-    let plain = gpu
+    assert_eq!(node.recorded(), before);
+    let mut plain = gpu
         .prepare(
             &plan,
             DType::F16,
@@ -360,7 +359,7 @@ fn a_prepared_decode_step_moves_through_the_caches(gpu: &'static GpuSplitter) {
             Outputs::Region((&parts[1]).into()),
         )
         .unwrap();
-    let m = plain.with_views(&first).unwrap_err().to_string();
+    let m = plain.set_views(&first).unwrap_err().to_string();
     assert!(m.contains("prepared without views"), "{m}");
 }
 

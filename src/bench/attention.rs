@@ -297,7 +297,7 @@ impl Unfused {
 
 /// The median host time, ms, of `prepared` (a [`Layout::Qkv`] case's split) recorded into an
 /// encoder with its views one position on and back, in turn
-/// ([`crate::Prepared::with_views`], then its encode); `None` for other layouts and for caches with no
+/// ([`crate::Prepared::set_views`], then its encode); `None` for other layouts and for caches with no
 /// position to move to.
 pub(super) fn moved_host_ms(
     runs: usize,
@@ -327,10 +327,11 @@ pub(super) fn moved_host_ms(
     // One encoder takes every run's commands (never submitted): the time is the encode's.
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     let mut turn = 0;
+    let mut node = prepared.clone();
     let ms = super::timing::time_ms(runs, || {
         turn ^= 1;
-        let moved = prepared.with_views(&at[turn])?;
-        block_on("encode", moved.encode(&mut encoder)).map(|_| ())
+        node.set_views(&at[turn])?;
+        block_on("encode", node.encode(&mut encoder)).map(|_| ())
     })?;
     Ok(Some(ms))
 }

@@ -110,7 +110,7 @@ pub enum Op {
     /// i64, any shape; a negative one counts from the end). An index out of range is an
     /// error (exit 2) naming the first, and nothing is written.
     Gather,
-    /// ONNX ScatterND-18 (reduction none) with --indices of shape [..., 1] (i32 or i64): the
+    /// ONNX ScatterND-18 (reduction none) with --indices of shape [..., 1] (i32, i64 or u32): the
     /// rows of --updates placed into a copy of the input; an index out of range as for
     /// gather.
     ScatterNd,
@@ -140,7 +140,7 @@ pub struct RunArgs {
     /// Directory for output_{i}.npy; created if missing, written only on success.
     #[arg(long)]
     pub out: PathBuf,
-    /// gather, scatter-nd: the indices (.npy of i32 or i64).
+    /// gather, scatter-nd: the indices (.npy of i32, i64 or u32).
     #[arg(long)]
     pub indices: Option<PathBuf>,
     /// scatter-nd: the updates (.npy of the input's dtype).

@@ -115,7 +115,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
     for (r, _) in &results {
         if let Some(ms) = r.moved_host_ms {
             say!(
-                "{}: the prepared split recorded at a new position (with_views, encode): {:.1} us on the host",
+                "{}: the prepared split recorded at a new position (set_views, encode): {:.1} us on the host",
                 r.case.name,
                 ms * 1e3
             );

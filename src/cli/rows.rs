@@ -120,10 +120,11 @@ fn unflatten(mut i: usize, shape: &[usize]) -> Vec<usize> {
     place
 }
 
-/// The value of index `i` (i32 or i64).
+/// The value of index `i` (i32, i64 or u32).
 fn index_value(indices: &wgpu_split::HostTensor, i: usize) -> i64 {
-    match indices.to_vec::<i64>() {
-        Ok(v) => v[i],
-        Err(_) => indices.to_vec::<i32>().map_or(0, |v| i64::from(v[i])),
+    match indices.dtype() {
+        wgpu_split::DType::I64 => indices.to_vec::<i64>().map_or(0, |v| v[i]),
+        wgpu_split::DType::U32 => indices.to_vec::<u32>().map_or(0, |v| i64::from(v[i])),
+        _ => indices.to_vec::<i32>().map_or(0, |v| i64::from(v[i])),
     }
 }

@@ -324,7 +324,7 @@ pub(crate) fn open_chosen(
 /// stays `Send` when `T` is.
 pub async fn scoped_async<T>(
     device: &wgpu::Device,
-    what: &str,
+    what: impl std::fmt::Display,
     f: impl FnOnce() -> T,
 ) -> Result<T> {
     let (out, popped) = {

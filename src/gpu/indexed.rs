@@ -40,7 +40,7 @@ impl GpuSplitter {
             let tables = self.kept.tables(&self.device, table).await?;
             bound.push(
                 pipeline
-                    .bind_recorded(&self.device, d, &tables[0], buffer)
+                    .bind_recorded(&self.device, op, d, &tables[0], buffer)
                     .await?,
             );
         }

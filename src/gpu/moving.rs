@@ -2,13 +2,14 @@
 //! and V into their caches one position further every token. Only the views' offsets
 //! change, so each buffer's window moves by its parts' shift: the bind groups stay and take
 //! new dynamic offsets, the table stays, nothing is planned
-//! ([`Prepared::with_views`](crate::Prepared::with_views)).
+//! ([`Prepared::set_views`](crate::Prepared::set_views)).
 
 use crate::error::{Result, SplitError};
 use crate::gpu::direction::Direction;
 use crate::gpu::gather::BoundDispatch;
 use crate::gpu::placement::PartLayout;
 use crate::gpu::plans::Recorded;
+use crate::gpu::prepared::Commands;
 use crate::plan::PartView;
 use std::sync::Arc;
 
@@ -41,22 +42,39 @@ pub(crate) struct MovableBatch {
 }
 
 impl Movable {
-    /// The prepared dispatches with `views` in place of the prepared ones, and what they
-    /// record ([`Prepared::with_views`](crate::Prepared::with_views)).
-    pub(crate) fn moved(&self, views: &[PartView]) -> Result<(Vec<BoundDispatch>, Recorded)> {
+    /// Binds `commands` (the node's, one gather per batch, as prepared) at `views` in place
+    /// of the prepared ones: each dispatch takes its prepared offsets moved by its windows'
+    /// shifts. Checks everything before it changes anything; returns what they record
+    /// ([`Prepared::set_views`](crate::Prepared::set_views)).
+    pub(crate) fn move_into(
+        &self,
+        views: &[PartView],
+        commands: &mut [Commands],
+    ) -> Result<Recorded> {
         let shifts = self.shifts(views)?;
-        let mut moved = Vec::new();
+        let mut moves = Vec::with_capacity(self.batches.len());
         for batch in &self.batches {
             let window_shifts = self.window_shifts(batch, &shifts)?;
-            for bound in &batch.bound {
-                let bound = bound.moved(&window_shifts).ok_or_else(|| {
-                    SplitError::BadView(format!(
-                        "the views move a window more than 2 GiB from where the node was \
-                         prepared ({:?} bytes): prepare it again",
-                        window_shifts
-                    ))
-                })?;
-                moved.push(bound);
+            if !batch
+                .bound
+                .iter()
+                .all(|b| BoundDispatch::moves(b, &window_shifts))
+            {
+                return Err(SplitError::BadView(format!(
+                    "the views move a window more than 2 GiB from where the node was \
+                     prepared ({window_shifts:?} bytes): prepare it again"
+                )));
+            }
+            moves.push(window_shifts);
+        }
+        let mut dispatches = 0;
+        for ((batch, window_shifts), commands) in self.batches.iter().zip(&moves).zip(commands) {
+            let Commands::Gather(bound) = commands else {
+                continue;
+            };
+            for (now, prepared) in bound.iter_mut().zip(&batch.bound) {
+                now.move_from(prepared, window_shifts);
+                dispatches += 1;
             }
         }
         let mut layout = (*self.layout).clone();
@@ -71,12 +89,11 @@ impl Movable {
             .map(|r| r.offset + r.size)
             .max()
             .unwrap_or(0);
-        let recorded = Recorded {
+        Ok(Recorded {
             parts: Arc::new(layout),
-            dispatches: moved.len() as u32,
+            dispatches,
             buffer_copies: 0,
-        };
-        Ok((moved, recorded))
+        })
     }
 
     /// Each part's shift in bytes from its prepared view to `views[k]`, which must have the

@@ -59,7 +59,7 @@ pub struct PagedKvBuffers<'a> {
     pub qkv: BufferRegion<'a>,
     /// The slot of each token, `index_type` each (-1: padding).
     pub slots: BufferRegion<'a>,
-    /// [`DType::I32`] or [`DType::I64`].
+    /// [`DType::I32`], [`DType::I64`] or [`DType::U32`] (whose padding is `0xffffffff`).
     pub index_type: DType,
     /// Where the shader counts the slots out of range ([`RowsStatus::BYTES`]); the caller
     /// zeroes it before the dispatches it checks. `None`: nothing is recorded.
@@ -142,7 +142,7 @@ impl GpuSplitter {
         const OP: &str = "paged KV write";
         self.probe.check(format_args!("preparing the {OP}"))?;
         let plan = PagedKvPlan::new(*plan)?;
-        let rule = index_rule(b.index_type, NegativeIndex::Padding)?;
+        let rule = index_rule(b.index_type, NegativeIndex::Padding, plan.slots() as u64)?;
         check_heads_first(&plan, dtype)?;
         let sizes = paged_sizes(&plan, dtype, rule.words);
         let base = check_regions(b, w, &sizes, self.offset_align())?;
@@ -180,7 +180,7 @@ impl GpuSplitter {
     }
 
     /// [`GpuSplitter::run_async`] of a paged write: uploads `[qkv, slots, k_cache, v_cache]`
-    /// (slots i32 or i64), and reads back the queries, the caches and the status, polling on
+    /// (slots i32, i64 or u32), and reads back the queries, the caches and the status, polling on
     /// this thread where `blocking`.
     async fn run_paged(
         &self,

@@ -46,14 +46,14 @@ use wgsl_split::recording::{Command, Recording, Role};
 #[derive(Debug, Clone)]
 pub struct Prepared<P: Plan> {
     pub(crate) parts: PreparedParts,
-    pub(crate) plan: PhantomData<fn() -> P>,
+    plan: PhantomData<fn() -> P>,
 }
 
 impl<P: Plan> Prepared<P> {
     /// What each [`Prepared::encode`] of this node records, known since `prepare`, before
     /// any `encode`: where each part lies in its region's buffer (its offset and size; with
     /// parts in regions of their own, in each one's), the gather dispatches and the buffer
-    /// copies. `encode` returns the same; a node moved by [`Prepared::with_views`] the same
+    /// copies. `encode` returns the same; a node moved by [`Prepared::set_views`] the same
     /// counts, with the parts' offsets of its views.
     pub fn recorded(&self) -> Encoded {
         self.parts.recorded.clone()
@@ -83,7 +83,7 @@ pub struct PreparedParts {
     pub(crate) commands: Vec<Commands>,
     pub(crate) recorded: Recorded,
     /// Parts through views: what binds them again at new offsets
-    /// ([`Prepared::with_views`]).
+    /// ([`Prepared::set_views`]).
     pub(crate) movable: Option<Arc<Movable>>,
 }
 
@@ -417,7 +417,7 @@ impl GpuSplitter {
                     let gather = &self.gather;
                     bound.push(
                         gather
-                            .bind_recorded(&self.device, d, table, &buffer)
+                            .bind_recorded(&self.device, direction.op(), d, table, &buffer)
                             .await?,
                     );
                 }

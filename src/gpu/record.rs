@@ -425,7 +425,7 @@ impl GpuSplitter {
         for (d, table) in recording.dispatches().zip(&tables) {
             bound.push(
                 pipeline
-                    .bind_recorded(&self.device, d, table, &buffer)
+                    .bind_recorded(&self.device, direction.op(), d, table, &buffer)
                     .await?,
             );
         }

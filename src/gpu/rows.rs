@@ -56,7 +56,8 @@ pub struct RowsBuffers<'a> {
     pub source: BufferRegion<'a>,
     /// The indices, `index_type` each, in the plan's order.
     pub indices: BufferRegion<'a>,
-    /// [`DType::I32`] or [`DType::I64`].
+    /// [`DType::I32`], [`DType::I64`] or [`DType::U32`] (never negative; docs/rows.md has
+    /// the rules of each).
     pub index_type: DType,
     /// Where the shader counts the indices out of range ([`RowsStatus::BYTES`], read with
     /// [`RowsStatus::from_bytes`]): the caller zeroes it before the dispatches it checks,
@@ -138,7 +139,7 @@ impl GpuSplitter {
     }
 
     /// [`GpuSplitter::run_async`] of rows placed by indices: a gather's `[data, indices]`
-    /// (i32 or i64), a scatter's `[data, indices, updates]`; reads back the output and the
+    /// (i32, i64 or u32), a scatter's `[data, indices, updates]`; reads back the output and the
     /// status of the indices out of range, polling on this thread where `blocking`.
     async fn run_rows(
         &self,

@@ -2,7 +2,7 @@
 //! [`Inputs::Views`](crate::Inputs::Views)): the core records them
 //! (`wgsl_split::views::record_views`: each view checked against its region, its batches and
 //! windows), the driver binds each batch's windows at dynamic offsets, which a prepared node
-//! moves ([`Prepared::with_views`]).
+//! moves ([`Prepared::set_views`]).
 
 use crate::error::{Result, SplitError};
 use crate::gpu::direction::Direction;
@@ -13,7 +13,6 @@ use crate::gpu::prepared::{Commands, Prepared, PreparedParts};
 use crate::gpu::splitter::GpuSplitter;
 use crate::plan::{PartView, SplitPlan};
 use crate::DType;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use wgsl_split::views::{record_views, HostRegion};
 
@@ -105,17 +104,17 @@ impl GpuSplitter {
 }
 
 impl<P: Plan> Prepared<P> {
-    /// This split or concat, prepared through views
+    /// Moves this split or concat, prepared through views
     /// ([`Outputs::Views`](crate::Outputs::Views), [`Inputs::Views`](crate::Inputs::Views)),
-    /// with `views` in place of the prepared ones: the same strides, other offsets (a decode
-    /// step's K and V one position further into their caches). Each moved view is checked
-    /// inside its region; each buffer's parts move by one shift, which keeps its window at a
-    /// multiple of the storage offset alignment (K and V of heads of 128 f16 or 64 f32 at
-    /// any position) and within 2 GiB of where it was prepared. The table and the bind groups
-    /// are shared, each window takes a new dynamic offset, nothing is made on the device: it
-    /// costs microseconds, and the node it gives is recorded with [`Prepared::encode`] (and
-    /// moved again from the views it was first prepared with). Anything else is a
-    /// [`SplitError::BadView`] that says what to prepare again.
+    /// to `views` in place of the views it was prepared with: the same strides, other
+    /// offsets (a decode step's K and V one position further into their caches). Each moved
+    /// view is checked inside its region; each buffer's parts move by one shift, which keeps
+    /// its window at a multiple of the storage offset alignment (K and V of heads of 128 f16
+    /// or 64 f32 at any position) and within 2 GiB of where it was prepared. The table and
+    /// the bind groups stay, each window takes a new dynamic offset, nothing is made on the
+    /// device and nothing waits: the next [`Prepared::encode`] records the node at `views`.
+    /// Anything else is a [`SplitError::BadView`] that says what to prepare again, and leaves
+    /// the node as it was.
     ///
     /// ```no_run
     /// # use wgpu_split::{ops::Attention, wgpu, DType, GpuSplitter, Outputs};
@@ -124,39 +123,32 @@ impl<P: Plan> Prepared<P> {
     /// let layer = Attention { batch: 1, seq: 1, q_heads: 32, kv_heads: 8, head_dim: 128 };
     /// let (plan, views) = layer.split_qkv(4096, 0)?;
     /// let regions = [q.into(), k.into(), v.into()];
-    /// let node = gpu.prepare(&plan, DType::F16, qkv.into(), Outputs::Views(&regions, &views))?;
+    /// let mut node = gpu.prepare(&plan, DType::F16, qkv.into(), Outputs::Views(&regions, &views))?;
     /// for p in 0..4096 {
+    ///     node.set_views(&layer.split_qkv(4096, p)?.1)?;
     ///     let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    ///     node.with_views(&layer.split_qkv(4096, p)?.1)?.encode(&mut encoder)?;
+    ///     node.encode(&mut encoder)?;
     ///     gpu.queue().submit([encoder.finish()]);
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn with_views(&self, views: &[PartView]) -> Result<Self> {
-        Ok(Prepared {
-            parts: self.parts.with_views(views)?,
-            plan: PhantomData,
-        })
+    pub fn set_views(&mut self, views: &[PartView]) -> Result<()> {
+        self.parts.set_views(views)
     }
 }
 
 impl PreparedParts {
-    /// [`Prepared::with_views`].
-    pub(crate) fn with_views(&self, views: &[PartView]) -> Result<PreparedParts> {
+    /// [`Prepared::set_views`].
+    pub(crate) fn set_views(&mut self, views: &[PartView]) -> Result<()> {
         let Some(movable) = &self.movable else {
             return Err(SplitError::BadView(format!(
-                "this {} was prepared without views: with_views moves the views of a node \
+                "this {} was prepared without views: set_views moves the views of a node \
                  prepared with Outputs::Views or Inputs::Views",
                 self.op
             )));
         };
-        self.probe
-            .check(format_args!("moving the views of the prepared {}", self.op))?;
-        let (bound, recorded) = movable.moved(views)?;
-        Ok(PreparedParts {
-            commands: vec![Commands::Gather(bound)],
-            recorded,
-            ..self.clone()
-        })
+        // Nothing here reaches the device: its loss is the next encode's error.
+        self.recorded = movable.move_into(views, &mut self.commands)?;
+        Ok(())
     }
 }

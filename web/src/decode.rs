@@ -1,5 +1,5 @@
 //! A decode step on WebGPU: Q, and K and V into caches at a position, split through views by
-//! a node prepared once and moved along the caches with `Prepared::with_views` and `encode_async`
+//! a node prepared once and moved along the caches with `Prepared::set_views` and `encode_async`
 //! (each part buffer's window at a new dynamic offset); every buffer read back whole and
 //! compared byte for byte with the reference's views.
 
@@ -62,7 +62,7 @@ pub(crate) async fn decode_steps(gpu: &GpuSplitter) -> Result<Decoded, String> {
     });
     let regions: Vec<BufferRegion<'_>> = parts.iter().map(Into::into).collect();
     let to = Outputs::Views(&regions, &first);
-    let node = gpu
+    let mut node = gpu
         .prepare_async(&plan, DType::F16, (&input).into(), to)
         .await
         .map_err(|e| format!("preparing the decode step: {e}"))?;
@@ -76,8 +76,8 @@ pub(crate) async fn decode_steps(gpu: &GpuSplitter) -> Result<Decoded, String> {
         let views = layer.split_qkv(CACHE_LEN, p).map_err(|e| e.to_string())?.1;
         let mut encoder = device.create_command_encoder(&Default::default());
         let at = |e| format!("the decode step at position {p}: {e}");
-        let moved = node.with_views(&views).map_err(at)?;
-        moved.encode_async(&mut encoder).await.map_err(at)?;
+        node.set_views(&views).map_err(at)?;
+        node.encode_async(&mut encoder).await.map_err(at)?;
         gpu.queue().submit([encoder.finish()]);
         reference::split_into_views(&token, &plan, &views, &mut want).map_err(|e| e.to_string())?;
     }

@@ -8,7 +8,7 @@ use crate::gather::binds::{IndexSides, Sides};
 use crate::gather::builds::{single_output, Build, InputBindings};
 use crate::gather::{binding_bytes, scatter_dispatch, window_limit};
 use crate::gather::{GatherTuning, IndexRule, ScatterJob, ScatterRows};
-use crate::plan::{CacheLayout, PagedKvPlan};
+use crate::plan::{CacheLayout, NegativeIndex, PagedKvPlan};
 use crate::recording::{Command, Dispatched, Recording};
 use crate::{DType, Limits};
 
@@ -90,6 +90,30 @@ impl PagedBytes {
             token: q_row + 2 * kv_row,
             cache: plan.slots() as u64 * kv_row,
         }
+    }
+}
+
+impl PagedKvPlan {
+    /// The bytes each region binds from its offset for a paged write of `dtype` whose slots
+    /// are `index_type`, `[qkv, slots, queries, cache]` (each cache's), the first and the
+    /// third rounded up to 4. A host's region holds at least so many; the status takes
+    /// `RowsStatus::BYTES`.
+    ///
+    /// ```
+    /// use wgsl_split::{ops, CacheLayout, DType};
+    /// // 4 tokens of 32 query heads and 8 KV heads of 128, into 64 blocks of 16 slots.
+    /// let plan = ops::paged_kv_write(4, 32, 8, 128, 64, 16, CacheLayout::Nhd)?;
+    /// let [qkv, slots, queries, cache] = plan.bytes(DType::F16, DType::I64)?;
+    /// assert_eq!((qkv, slots), (4 * 48 * 128 * 2, 4 * 8));
+    /// assert_eq!((queries, cache), (4 * 32 * 128 * 2, 64 * 16 * 8 * 128 * 2));
+    /// # Ok::<(), wgsl_split::SplitError>(())
+    /// ```
+    pub fn bytes(&self, dtype: DType, index_type: DType) -> Result<[u64; 4]> {
+        let plan = PagedKvPlan::new(*self)?;
+        let capacity = plan.slots() as u64;
+        let rule = crate::rows::index_rule(index_type, NegativeIndex::Padding, capacity)?;
+        let s = paged_sizes(&plan, dtype, rule.words);
+        Ok([s.qkv, s.slots, s.queries, s.cache])
     }
 }
 
@@ -220,7 +244,7 @@ mod tests {
     /// whose products `PagedKvPlan::new` refuses.
     #[test]
     fn a_recording_refuses_what_the_shader_cannot_take() {
-        let rule = index_rule(DType::I32, NegativeIndex::Padding).unwrap();
+        let rule = index_rule(DType::I32, NegativeIndex::Padding, 64).unwrap();
         let at = PagedRegions {
             qkv: 0,
             slots: 0,

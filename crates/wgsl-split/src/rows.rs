@@ -34,7 +34,7 @@ pub struct RowsSizes {
 }
 
 /// The recording of the rows `plan` places, elements of `dtype`, by indices of `index_type`
-/// (i32 or i64), in the host's regions `at`, on a device of `limits` whose lanes map as
+/// (i32, i64 or u32), in the host's regions `at`, on a device of `limits` whose lanes map as
 /// `tuning` says; with the bytes it binds of each region. No command where nothing moves.
 pub fn record_rows(
     plan: &RowsPlan,
@@ -44,8 +44,8 @@ pub fn record_rows(
     limits: &Limits,
     tuning: GatherTuning,
 ) -> Result<(Recording, RowsSizes)> {
-    let rule = index_rule(index_type, plan.negative())?;
     let rows = plan.rows(dtype)?;
+    let rule = index_rule(index_type, plan.negative(), rows.capacity)?;
     let limit = window_limit(limits);
     let indices = rows.count * 4 * rule.words as u64;
     let (dispatch, scatter, stores) = match plan.kind() {
@@ -115,21 +115,59 @@ pub fn set_rows_job(rows: GatherRows, rule: IndexRule) -> Result<ScatterJob> {
     })
 }
 
-/// How the shader reads indices of `index_type` under `negative`.
-pub fn index_rule(index_type: DType, negative: NegativeIndex) -> Result<IndexRule> {
+impl RowsPlan {
+    /// The bytes each region binds from its offset for rows of `dtype` placed by indices of
+    /// `index_type`, `[source, indices, target]`: the source is a gather's data or a
+    /// scatter's updates, the target a gather's output or a scatter's data, each rounded up
+    /// to 4 (at least 4 for the source). A host's region holds at least so many; the status
+    /// takes `RowsStatus::BYTES`.
+    ///
+    /// ```
+    /// use wgsl_split::{ops, DType};
+    /// let plan = ops::get_rows(&[32000, 4096], &[512])?; // an embedding, 512 ids
+    /// let [table, ids, out] = plan.bytes(DType::F16, DType::U32)?;
+    /// assert_eq!((table, ids, out), (32000 * 4096 * 2, 512 * 4, 512 * 4096 * 2));
+    /// # Ok::<(), wgsl_split::SplitError>(())
+    /// ```
+    pub fn bytes(&self, dtype: DType, index_type: DType) -> Result<[u64; 3]> {
+        let rows = self.rows(dtype)?;
+        let rule = index_rule(index_type, self.negative(), rows.capacity)?;
+        let (source, target) = match self.kind() {
+            RowsKind::Gather => (rows.data_bytes()?, rows.output_bytes()?),
+            RowsKind::Scatter => (rows.output_bytes()?, rows.data_bytes()?),
+        };
+        let indices = rows.count * 4 * rule.words as u64;
+        Ok([binding_bytes(source).max(4), indices, binding_bytes(target)])
+    }
+}
+
+/// How the shader reads indices of `index_type` under `negative`, into `capacity` rows (or
+/// slots).
+///
+/// A u32 index is never negative: the shader reads it as an i32 whose negatives are out of
+/// range (`0xffffffff` is the padding of a paged write, as -1 is), which holds for every
+/// value where the capacity is at most `i32::MAX`; a larger capacity is refused.
+pub fn index_rule(index_type: DType, negative: NegativeIndex, capacity: u64) -> Result<IndexRule> {
     let words = match index_type {
-        DType::I32 => 1,
+        DType::I32 | DType::U32 => 1,
         DType::I64 => 2,
         other => {
             return Err(SplitError::DataMismatch(format!(
-                "indices of {other}: indices are i32 or i64"
+                "indices of {other}: indices are i32, i64 or u32"
             )))
         }
     };
-    let negative = match negative {
-        NegativeIndex::OutOfRange => 0,
-        NegativeIndex::FromEnd => 1,
-        NegativeIndex::Padding => 2,
+    if index_type == DType::U32 && capacity > i32::MAX as u64 {
+        return Err(SplitError::TooLarge(format!(
+            "u32 indices into {capacity} rows: the shader reads a u32 index as an i32, so it \
+             addresses at most {} rows; take i64 indices",
+            i32::MAX
+        )));
+    }
+    let negative = match (negative, index_type) {
+        (NegativeIndex::OutOfRange, _) | (NegativeIndex::FromEnd, DType::U32) => 0,
+        (NegativeIndex::FromEnd, _) => 1,
+        (NegativeIndex::Padding, _) => 2,
     };
     Ok(IndexRule { words, negative })
 }
@@ -140,6 +178,25 @@ mod tests {
     use crate::gather::GatherMode;
     use crate::ops;
     use crate::recording::Role;
+
+    /// u32 indices read as i32s address at most `i32::MAX` rows: a larger axis is refused,
+    /// naming the rule (the plans refuse one for every index type too); `FromEnd` takes no
+    /// u32 from the end, padding stays `0xffffffff`.
+    #[test]
+    fn u32_indices_keep_to_the_rows_an_i32_addresses() {
+        let rule = |negative, capacity| index_rule(DType::U32, negative, capacity);
+        let most = i32::MAX as u64;
+        assert_eq!(rule(NegativeIndex::FromEnd, most).unwrap().negative, 0);
+        assert_eq!(rule(NegativeIndex::OutOfRange, most).unwrap().negative, 0);
+        assert_eq!(rule(NegativeIndex::Padding, most).unwrap().negative, 2);
+        assert_eq!(rule(NegativeIndex::Padding, most).unwrap().words, 1);
+        let e = rule(NegativeIndex::OutOfRange, most + 1).unwrap_err();
+        assert!(
+            matches!(e, SplitError::TooLarge(ref m) if m.contains("u32 indices into 2147483648 rows")),
+            "{e}"
+        );
+        assert!(index_rule(DType::U16, NegativeIndex::Padding, 4).is_err());
+    }
 
     /// Every binding of a recording of rows lies in the regions it states, from their
     /// offsets; its table is whole, and its workgroups cover the table's blocks.
@@ -159,12 +216,18 @@ mod tests {
             (ops::set_rows(&[50, 3], &[5]).unwrap(), DType::U8),
         ];
         for (plan, dtype) in &plans {
-            for (index_type, mode) in [(DType::I32, GatherMode::Cpu), (DType::I64, GatherMode::Gpu)]
-            {
+            let types = [
+                (DType::I32, GatherMode::Cpu),
+                (DType::I64, GatherMode::Gpu),
+                (DType::U32, GatherMode::Gpu),
+            ];
+            for (index_type, mode) in types {
                 let limits = Limits::default();
                 let tuning = GatherTuning::of(mode);
                 let (recording, sizes) =
                     record_rows(plan, *dtype, index_type, at, &limits, tuning).unwrap();
+                let bytes = [sizes.source, sizes.indices, sizes.target];
+                assert_eq!(plan.bytes(*dtype, index_type).unwrap(), bytes, "{plan:?}");
                 let [Command::Dispatch(d)] = &recording.commands[..] else {
                     panic!("one dispatch for {plan:?}: {recording:?}");
                 };

@@ -75,7 +75,7 @@ impl GatherPipeline {
     /// buffers ([`OutputBindings::Units`]), or whose join reads from several
     /// ([`InputBindings`]); `moving`:
     /// the build of a node through views in that direction, whose parts' windows are bound at
-    /// dynamic offsets ([`BoundDispatch::moved`]).
+    /// dynamic offsets ([`BoundDispatch::move_from`]).
     pub async fn with_bindings(
         device: &wgpu::Device,
         inputs: InputBindings,
@@ -95,7 +95,8 @@ impl GatherPipeline {
     /// indices, the status and the scatter's destination (`Slot::Indices`, `Slot::Status`,
     /// `Slot::OutputScatter`) bound after them, for rows placed by indices
     /// (their recordings, `wgsl_split::rows` and `wgsl_split::paged`, bound by `bind_recorded`). A device whose shader
-    /// stage holds fewer storage buffers is [`SplitError::TooLarge`](crate::SplitError).
+    /// stage holds fewer storage buffers is [`SplitError::Device`](crate::SplitError), naming
+    /// both counts.
     pub async fn indexed(device: &wgpu::Device, stores: ScatterStores) -> Result<Self> {
         let limits = limits_of(&device.limits());
         let (inputs, outputs) = (InputBindings::ONE, single_output(&limits));
@@ -104,9 +105,9 @@ impl GatherPipeline {
             ..Build::plain(inputs, outputs, None)
         };
         if !super::builds::fits_stage(&limits, inputs, outputs, true) {
-            return Err(crate::SplitError::TooLarge(format!(
+            return Err(crate::SplitError::Device(format!(
                 "rows placed by indices bind {} storage buffers in a shader stage; this device \
-                 allows {}",
+                 allows {} (max_storage_buffers_per_shader_stage)",
                 build.slots().len(),
                 limits.max_storage_buffers_per_shader_stage
             )));
@@ -265,7 +266,8 @@ impl GatherPipeline {
         table: &wgpu::Buffer,
         buffer: &BufferOf<'_, 'b>,
     ) -> Result<()> {
-        let bound = self.bind_recorded(device, recorded, table, buffer).await?;
+        let bound =
+            (self.bind_recorded(device, "traced dispatch", recorded, table, buffer)).await?;
         record_bound(device, encoder, "traced dispatch", &[bound]).await
     }
 }

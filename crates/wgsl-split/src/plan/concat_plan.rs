@@ -81,7 +81,9 @@ impl ConcatPlan {
         !self.split.keep_axis()
     }
 
-    /// Bytes of part `k` (input `k`) of `dtype`; an error if the count overflows.
+    /// Bytes of part `k` (input `k`) of `dtype` (the element type, not its size:
+    /// `DType::Utf32(4)` is a string of 4 characters, 16 bytes); an error if the count
+    /// overflows.
     pub fn part_bytes(&self, k: usize, dtype: DType) -> Result<u64> {
         self.split.part_bytes(k, dtype)
     }

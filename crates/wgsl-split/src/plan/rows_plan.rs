@@ -35,7 +35,7 @@ pub enum RowsKind {
 }
 
 /// Rows of `data` on `axis` picked (a gather) or placed (a scatter, axis 0) by `indices` of
-/// any shape (i32 or i64, in a device buffer). A gather's output is `data.shape[..axis] ++
+/// any shape (i32, i64 or u32, in a device buffer). A gather's output is `data.shape[..axis] ++
 /// indices.shape ++ data.shape[axis + 1..]`; a scatter's updates are `indices.shape` (less a
 /// last axis of 1, ONNX ScatterND's) `++ data.shape[1..]`, and its output is the data.
 ///

@@ -182,7 +182,9 @@ impl SplitPlan {
     }
 
     /// Bytes of part `i` (output `i`) of `dtype` (`outer * len * inner` elements), without
-    /// building its shape; an error if the count overflows.
+    /// building its shape; an error if the count overflows. `dtype` is the element type
+    /// (`DType::F32`), not its size: `DType::Utf32(4)` is a string of 4 characters, 16 bytes
+    /// (0.1's `output_bytes(i, 4)` is `part_bytes(i, DType::F32)`).
     pub fn part_bytes(&self, i: usize, dtype: DType) -> Result<u64> {
         self.part_bytes_sized(i, dtype.size())
     }

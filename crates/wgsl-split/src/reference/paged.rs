@@ -22,7 +22,7 @@ pub struct PagedKvOutput {
 impl PagedKvPlan {
     /// The paged write on the CPU, as the GPU gives it: `tensors` are `[qkv, slots, k_cache,
     /// v_cache]`; `qkv`'s queries go out, its keys and values into copies of the caches at
-    /// each token's slot of `slots` (i32 or i64, -1 padding).
+    /// each token's slot of `slots` (i32, i64 or u32; -1, a u32's `0xffffffff`, is padding).
     pub fn reference(&self, tensors: &[HostTensor]) -> Result<PagedKvOutput> {
         let [qkv, slots, k_cache, v_cache] = self.host_tensors(tensors)?;
         paged_write(self, qkv, slots, k_cache, v_cache)
@@ -53,7 +53,7 @@ fn paged_write(
     let es = qkv.dtype().size();
     let (hq, hkv, d, bs) = (plan.q_heads, plan.kv_heads, plan.head_dim, plan.block_size);
     let token = (hq + 2 * hkv) * d;
-    let values = super::rows::index_values(slots)?;
+    let values = super::rows::index_values(slots, true)?;
     let mut q = Vec::with_capacity(plan.tokens * hq * d * es);
     let mut caches = [k_cache.bytes().to_vec(), v_cache.bytes().to_vec()];
     let mut status = RowsStatus::default();
@@ -103,7 +103,7 @@ fn paged_write(
 }
 
 /// Refuses tensors other than the plan's: the fused projection and both caches of its shapes
-/// and one dtype, the slots i32 or i64 of shape `[tokens]`.
+/// and one dtype, the slots i32, i64 or u32 of shape `[tokens]`.
 fn check_tensors(
     plan: &PagedKvPlan,
     qkv: &HostTensor,
@@ -134,5 +134,5 @@ fn check_tensors(
             )));
         }
     }
-    super::rows::index_values(slots).map(|_| ())
+    super::rows::index_values(slots, true).map(|_| ())
 }

@@ -6,7 +6,7 @@ use crate::plan::{NegativeIndex, RowsKind, RowsPlan, RowsStatus};
 use crate::tensor::HostTensor;
 use crate::DType;
 
-/// The rows of `data` that `indices` (i32 or i64) pick, as `plan` says, and the status of
+/// The rows of `data` that `indices` (i32, i64 or u32) pick, as `plan` says, and the status of
 /// the indices out of range (whose rows are zeros), as the GPU gives them.
 fn gather_rows(
     plan: &RowsPlan,
@@ -18,7 +18,7 @@ fn gather_rows(
     let outer: usize = shape[..axis].iter().product();
     let len = shape[axis];
     let row = shape[axis + 1..].iter().product::<usize>() * data.dtype().size();
-    let values = index_values(indices)?;
+    let values = index_values(indices, false)?;
     let mut out = vec![0u8; outer * values.len() * row];
     let mut status = RowsStatus::default();
     for (i, &v) in values.iter().enumerate() {
@@ -41,7 +41,7 @@ fn gather_rows(
     ))
 }
 
-/// The data with the rows of `updates` placed where `indices` (i32 or i64) say, as `plan`
+/// The data with the rows of `updates` placed where `indices` (i32, i64 or u32) say, as `plan`
 /// (a scatter) says, and the status of the indices out of range (whose updates are left
 /// out), as the GPU gives them.
 fn scatter_rows(
@@ -55,7 +55,7 @@ fn scatter_rows(
     let row = shape[1..].iter().product::<usize>() * data.dtype().size();
     let mut out = data.bytes().to_vec();
     let mut status = RowsStatus::default();
-    for (i, &v) in index_values(indices)?.iter().enumerate() {
+    for (i, &v) in index_values(indices, false)?.iter().enumerate() {
         match pick(v, len, plan.negative()) {
             Some(r) => out[r * row..(r + 1) * row]
                 .copy_from_slice(&updates.bytes()[i * row..(i + 1) * row]),
@@ -83,7 +83,7 @@ fn pick(v: i64, len: usize, negative: NegativeIndex) -> Option<usize> {
     (0..len).contains(&v).then_some(v as usize)
 }
 
-/// Refuses tensors other than the plan's: data of its shape, indices i32 or i64 of theirs,
+/// Refuses tensors other than the plan's: data of its shape, indices i32, i64 or u32 of theirs,
 /// and a scatter's updates (`Some` for a scatter alone) of theirs and the data's dtype.
 fn check_tensors(
     plan: &RowsPlan,
@@ -123,11 +123,12 @@ fn check_tensors(
             )))
         }
     }
-    index_values(indices).map(|_| ())
+    index_values(indices, false).map(|_| ())
 }
 
-/// The indices' values, i32 or i64.
-pub(super) fn index_values(indices: &HostTensor) -> Result<Vec<i64>> {
+/// The indices' values, i32, i64 or u32. A u32 is never negative; where `padding` (a paged
+/// write's slots), `0xffffffff` is the padding, -1.
+pub(super) fn index_values(indices: &HostTensor, padding: bool) -> Result<Vec<i64>> {
     match indices.dtype() {
         DType::I32 => Ok(indices
             .to_vec::<i32>()?
@@ -135,15 +136,23 @@ pub(super) fn index_values(indices: &HostTensor) -> Result<Vec<i64>> {
             .map(i64::from)
             .collect()),
         DType::I64 => indices.to_vec::<i64>(),
+        DType::U32 => Ok(indices
+            .to_vec::<u32>()?
+            .into_iter()
+            .map(|v| match v {
+                u32::MAX if padding => -1,
+                v => i64::from(v),
+            })
+            .collect()),
         other => Err(SplitError::DataMismatch(format!(
-            "indices of {other}: indices are i32 or i64"
+            "indices of {other}: indices are i32, i64 or u32"
         ))),
     }
 }
 
 impl RowsPlan {
     /// The rows this plan places, on the CPU, as the GPU gives them: `tensors` is a gather's
-    /// `[data, indices]` (its output is the rows of `data` the indices, i32 or i64, pick; the
+    /// `[data, indices]` (its output is the rows of `data` the indices, i32, i64 or u32, pick; the
     /// rows of indices out of range are zeros), a scatter's `[data, indices, updates]` (its
     /// output is `data` with the rows of `updates` placed where the indices say; updates
     /// whose index is out of range are left out). The status counts the indices out of

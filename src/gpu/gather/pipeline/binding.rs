@@ -1,7 +1,7 @@
 //! Binding the gather's dispatches to the caller's buffers and recording them: one bind group
 //! per dispatch, made once; a build that moves one side's windows (a node prepared through
 //! views) binds that side at dynamic offsets, which a decode step sets again without a new
-//! bind group ([`BoundDispatch::moved`]).
+//! bind group ([`BoundDispatch::move_from`]).
 
 use super::GatherPipeline;
 use crate::error::Result;
@@ -46,23 +46,27 @@ impl BoundDispatch {
         &self.offsets
     }
 
-    /// The same dispatch with window `k` of the moving side moved by `shifts[k]` bytes (its
-    /// dynamic offsets alone change); `None` where one would leave what a dynamic offset
-    /// reaches from its binding's base (`gather::binds::dynamic_base`).
-    pub(crate) fn moved(&self, shifts: &[i64]) -> Option<BoundDispatch> {
-        let offsets = self
-            .offsets
-            .iter()
-            .zip(&self.follows)
-            .map(|(&offset, window)| match window {
-                None => Some(offset),
-                Some(k) => u32::try_from(i64::from(offset).checked_add(shifts[*k])?).ok(),
-            })
-            .collect::<Option<_>>()?;
-        Some(BoundDispatch {
-            offsets,
-            ..self.clone()
+    /// Its dynamic offsets with window `k` of the moving side moved by `shifts[k]` bytes:
+    /// `None` where one would leave what a dynamic offset reaches from its binding's base
+    /// (`gather::binds::dynamic_base`).
+    fn moved_offsets<'s>(&'s self, shifts: &'s [i64]) -> impl Iterator<Item = Option<u32>> + 's {
+        (self.offsets.iter().zip(&self.follows)).map(move |(&offset, window)| match window {
+            None => Some(offset),
+            Some(k) => u32::try_from(i64::from(offset).checked_add(shifts[*k])?).ok(),
         })
+    }
+
+    /// Whether `prepared`'s windows moved by `shifts` stay where dynamic offsets reach.
+    pub(crate) fn moves(prepared: &BoundDispatch, shifts: &[i64]) -> bool {
+        prepared.moved_offsets(shifts).all(|o| o.is_some())
+    }
+
+    /// Takes `prepared`'s dynamic offsets (this dispatch as it was prepared) with its windows
+    /// moved by `shifts` ([`BoundDispatch::moves`] first): the bind group stays.
+    pub(crate) fn move_from(&mut self, prepared: &BoundDispatch, shifts: &[i64]) {
+        for (o, moved) in self.offsets.iter_mut().zip(prepared.moved_offsets(shifts)) {
+            *o = moved.unwrap_or(*o);
+        }
     }
 }
 
@@ -75,7 +79,14 @@ pub async fn record_bound(
     op: &str,
     bound: &[BoundDispatch],
 ) -> Result<()> {
-    scoped_async(device, &format!("encoding the {op}"), || {
+    /// What an error names, written out only for one.
+    struct Encoding<'s>(&'s str);
+    impl std::fmt::Display for Encoding<'_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "encoding the {}", self.0)
+        }
+    }
+    scoped_async(device, Encoding(op), || {
         record_unscoped(encoder, bound.iter().map(|b| (b, b.offsets.as_slice())))
     })
     .await
@@ -99,18 +110,20 @@ fn record_unscoped<'b>(
 }
 
 impl GatherPipeline {
-    /// Binds `recorded`, a dispatch of this build, with its `table` uploaded: each role's
-    /// buffer is `buffer(role)`'s.
+    /// Binds `recorded`, a dispatch of this build of `op` (the split, the rows placed by
+    /// indices, ...: what an error names), with its `table` uploaded: each role's buffer is
+    /// `buffer(role)`'s.
     pub(crate) async fn bind_recorded<'b>(
         &self,
         device: &wgpu::Device,
+        op: &str,
         recorded: &Dispatched,
         table: &wgpu::Buffer,
         buffer: &BufferOf<'_, 'b>,
     ) -> Result<BoundDispatch> {
         let (program, grid) = (recorded.program, recorded.workgroups);
         let binds = recorded.binds.clone();
-        let bound = scoped_async(device, "binding the split", || {
+        let bound = scoped_async(device, format!("binding the {op}"), || {
             self.bound(device, program, binds, grid, table, buffer)
         })
         .await?;

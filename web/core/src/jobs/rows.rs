@@ -176,7 +176,7 @@ fn paged_job(layout: CacheLayout, device: &Device) -> wgsl_split::Result<(Value,
     );
     let slots = HostTensor::from_slice(&[6], &[3i32, -1, 19, 20, 0, 7])?;
     let want = plan.reference(&[qkv.clone(), slots.clone(), k.clone(), v.clone()])?;
-    let rule = index_rule(DType::I32, NegativeIndex::Padding)?;
+    let rule = index_rule(DType::I32, NegativeIndex::Padding, plan.slots() as u64)?;
     let sizes = paged_sizes(&plan, DType::F16, rule.words);
     let align = limits.min_storage_buffer_offset_alignment as u64;
     let v_at = sizes.cache.next_multiple_of(align);
