@@ -172,6 +172,9 @@ if (bench !== '0') {
   const b = state.bench;
   must(b && b.cases.length > 0, 'the benchmark timed no case');
   for (const k of b?.cases ?? []) must(k.split_gbps > 0 && k.copy_kernel_gbps > 0 && k.copy_gbps > 0, `benchmark case ${k.name} has a zero figure`);
+  const rows = (b?.rows ?? []).map((k) => k.name).join(',');
+  must(rows === 'embedding,set_rows,paged_decode,paged_prefill', `the rows cases timed are ${rows}`);
+  for (const k of b?.rows ?? []) must(k.same && k.rows_gbps > 0 && k.copy_kernel_gbps > 0 && k.copy_gbps > 0, `rows case ${k.name}: equal ${k.same}, GB/s ${k.rows_gbps}`);
   const t = state.driverBench;
   must(t && t.length > 0, 'the benchmark timed no case through the JavaScript driver');
   for (const k of t ?? []) must(k.split_gbps > 0 && k.copy_gbps > 0, `benchmark case ${k.name} (${k.op}) through the JavaScript driver has a zero figure`);
@@ -179,5 +182,7 @@ if (bench !== '0') {
 const wasmSizes = ['wgpu_split_web_bg.wasm', 'wgsl_split_js_bg.wasm'].map((f) => `${f} ${statSync(join(root, 'pkg', f)).size} B`).join(', ');
 const adapter = c?.adapter ? `${c.adapter.name || '(no name)'} ${c.adapter.backend} ${c.adapter.device_type}` : '?';
 const summary = c ? `${c.examples.length} spec examples, ${c.sweep.cases} random splits (${c.sweep.concats} concatenated back, ${c.sweep.from_buffers.concats} of them also from ${c.sweep.from_buffers.buffers} buffers in ${c.sweep.from_buffers.dispatches} dispatches, ${c.sweep.views.splits} into random views; a prepared decode step moved through ${c.decode?.steps ?? 0} positions; ${c.rows?.cases ?? 0} cases of rows placed by indices; seed ${seed}, ${c.sweep.dtypes.length} dtypes counting each string width, up to ${c.sweep.most_outputs} outputs), ${state.bench?.cases.length ?? 0} benchmark cases, on ${adapter}, in ${seconds} s; through the JavaScript driver ${j?.jobs ?? 0} jobs (${j?.dispatches ?? 0} dispatches, ${j?.copies ?? 0} copies) in ${j?.seconds.toFixed(1) ?? '?'} s, ${state.driverBench?.length ?? 0} benchmark cases; wasm ${wasmSizes}, loaded in ${state.startMs?.toFixed(0)} ms (wgpu-split) and ${j?.startMs?.toFixed(0)} ms (the core)` : '';
-if (problems.length) finish(1, `FAIL: ${summary}\n  ${problems.join('\n  ')}`);
-finish(0, `ok: ${summary}`);
+const rowsTimed = (state?.bench?.rows ?? []).map((k) => `${k.name} ${k.rows_gbps.toFixed(2)} GB/s (copy kernel ${k.copy_kernel_gbps.toFixed(2)}, equal ${k.same})`).join('; ');
+const full = rowsTimed ? `${summary}\nrows timed: ${rowsTimed}` : summary;
+if (problems.length) finish(1, `FAIL: ${full}\n  ${problems.join('\n  ')}`);
+finish(0, `ok: ${full}`);

@@ -48,7 +48,11 @@ function showBench(b, driver) {
   const js = (c) => driver.find((d) => d.name === c.name && d.op === c.op);
   $('bench').innerHTML = table(['case', 'dtype', 'shape', 'outputs', 'bytes', 'dispatches', 'split GB/s', 'JS driver GB/s', 'copy kernel GB/s', 'copyBufferToBuffer GB/s', 'split / kernel'],
     b.cases.map((c) => [c.name, c.dtype, `[${c.shape.join(', ')}]`, c.outputs, c.bytes, c.dispatches,
-      f(c.split_gbps), js(c) ? f(js(c).split_gbps) : '–', f(c.copy_kernel_gbps), f(c.copy_gbps), c.split_vs_kernel.toFixed(2)])) + chart(b.cases);
+      f(c.split_gbps), js(c) ? f(js(c).split_gbps) : '–', f(c.copy_kernel_gbps), f(c.copy_gbps), c.split_vs_kernel.toFixed(2)])) + chart(b.cases) +
+    '<h3>Rows placed by indices</h3>' +
+    table(['case', 'dtype', 'bytes', 'dispatches', 'equal', 'rows GB/s', 'copy kernel GB/s', 'copyBufferToBuffer GB/s', 'rows / kernel'],
+      (b.rows ?? []).map((c) => [c.name, c.dtype, c.bytes, c.dispatches, c.same ? '<span class="ok">yes</span>' : '<span class="bad">NO</span>',
+        f(c.rows_gbps), f(c.copy_kernel_gbps), f(c.copy_gbps), c.rows_vs_kernel.toFixed(2)]));
 }
 
 // Grouped bars: split, copy kernel and copyBufferToBuffer per case, in GB/s.

@@ -114,6 +114,14 @@ pub enum Op {
     /// rows of --updates placed into a copy of the input; an index out of range as for
     /// gather.
     ScatterNd,
+    /// Get rows (ggml's GET_ROWS, PyTorch's index_select on dim 0, an embedding): rows of the
+    /// input's first axis picked by --indices (i32, i64 or u32, any shape); a negative index
+    /// is out of range, and an index out of range is an error (exit 2), as for gather.
+    GetRows,
+    /// Set rows (ggml's SET_ROWS, PyTorch's index_copy_ on dim 0): row i of --updates (of
+    /// shape indices ++ input[1..]) placed at row indices[i] of a copy of the input; an index
+    /// out of range as for get-rows.
+    SetRows,
 }
 
 impl Op {
@@ -124,7 +132,7 @@ impl Op {
 
     /// Whether this operator moves rows placed by indices.
     pub fn moves_rows(self) -> bool {
-        matches!(self, Op::Gather | Op::ScatterNd)
+        matches!(self, Op::Gather | Op::ScatterNd | Op::GetRows | Op::SetRows)
     }
 }
 
@@ -140,10 +148,10 @@ pub struct RunArgs {
     /// Directory for output_{i}.npy; created if missing, written only on success.
     #[arg(long)]
     pub out: PathBuf,
-    /// gather, scatter-nd: the indices (.npy of i32, i64 or u32).
+    /// gather, scatter-nd, get-rows, set-rows: the indices (.npy of i32, i64 or u32).
     #[arg(long)]
     pub indices: Option<PathBuf>,
-    /// scatter-nd: the updates (.npy of the input's dtype).
+    /// scatter-nd, set-rows: the updates (.npy of the input's dtype).
     #[arg(long)]
     pub updates: Option<PathBuf>,
     /// Axis: an integer or a .npy holding a scalar or shape [1] integer tensor.

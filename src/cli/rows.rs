@@ -1,7 +1,8 @@
-//! `wgpu-split run --op gather|scatter-nd`: ONNX Gather of a .npy file by a .npy of indices,
-//! or ONNX ScatterND of a .npy of updates into it, into `DIR/output_0.npy`, checked against
-//! the CPU reference. ONNX makes an index out of range an error: the status the shader
-//! records is read back, and the command names the first such index and writes nothing.
+//! `wgpu-split run --op gather|scatter-nd|get-rows|set-rows`: ONNX Gather (or get rows) of a
+//! .npy file by a .npy of indices, or ONNX ScatterND (or set rows) of a .npy of updates into
+//! it, into `DIR/output_0.npy`, checked against the CPU reference. The command makes an index
+//! out of range an error, as ONNX does: the status the shader records is read back, and the
+//! command names the first such index and writes nothing.
 
 use super::args::{Op, RunArgs};
 use super::exit::{CliError, CliResult};
@@ -31,13 +32,23 @@ pub fn run(a: &RunArgs) -> CliResult {
     let data = npy::read(input)?;
     let indices = npy::read(indices_path)?;
     let updates = match (a.op, &a.updates) {
-        (Op::ScatterNd, Some(path)) => Some(npy::read(path)?),
-        (Op::ScatterNd, None) => return Err(CliError::usage("--op scatter-nd needs --updates")),
+        (Op::ScatterNd | Op::SetRows, Some(path)) => Some(npy::read(path)?),
+        (Op::ScatterNd | Op::SetRows, None) => {
+            return Err(CliError::usage(format!("--op {name} needs --updates")))
+        }
         _ => None,
     };
-    let plan = match &updates {
-        Some(u) => ops::scatter_nd(data.shape(), indices.shape(), u.shape())?,
-        None => ops::gather(data.shape(), indices.shape(), attribute_axis(&a.axis)?)?,
+    if matches!(a.op, Op::GetRows | Op::SetRows) && a.axis.is_some() {
+        return Err(CliError::usage(format!(
+            "--op {name} places rows of the first axis; it takes no --axis"
+        )));
+    }
+    let (data_shape, ids_shape) = (data.shape(), indices.shape());
+    let plan = match (a.op, &updates) {
+        (Op::ScatterNd, Some(u)) => ops::scatter_nd(data_shape, ids_shape, u.shape())?,
+        (Op::SetRows, _) => ops::set_rows(data_shape, ids_shape)?,
+        (Op::GetRows, _) => ops::get_rows(data_shape, ids_shape)?,
+        _ => ops::gather(data_shape, ids_shape, attribute_axis(&a.axis)?)?,
     };
     let files = OutputFiles::new(&[plan.output_shape()], data.dtype())?;
     files.check_room(&a.out)?;
@@ -59,19 +70,18 @@ pub fn run(a: &RunArgs) -> CliResult {
     if let Some(i) = status.first_bad {
         let place = unflatten(i as usize, plan.indices_shape());
         let value = index_value(&indices, i as usize);
+        let len = plan.data_shape()[plan.axis()];
+        let takes = match a.op {
+            Op::Gather => format!("ONNX Gather takes [-{len}, {len})"),
+            Op::ScatterNd => format!("ONNX ScatterND takes [-{len}, {len})"),
+            _ => format!("{name} takes [0, {len})"),
+        };
         return Err(CliError::usage(format!(
-            "indices{place:?} is {value}, out of range for axis {} of length {} (ONNX {} \
-             takes [-{len}, {len}); {} of {} indices are out of range); nothing was written",
+            "indices{place:?} is {value}, out of range for axis {} of length {len} ({takes}; \
+             {} of {} indices are out of range); nothing was written",
             plan.axis(),
-            plan.data_shape()[plan.axis()],
-            if updates.is_some() {
-                "ScatterND"
-            } else {
-                "Gather"
-            },
             status.bad_indices,
             plan.index_count(),
-            len = plan.data_shape()[plan.axis()],
         )));
     }
     let mut staged = files.stage(&a.out, Progress::new(false))?;

@@ -34,6 +34,8 @@ pub(super) fn op_name(op: Op) -> &'static str {
         Op::ConcatFromSequence => "concat-from-sequence",
         Op::Gather => "gather",
         Op::ScatterNd => "scatter-nd",
+        Op::GetRows => "get-rows",
+        Op::SetRows => "set-rows",
         split => Operator::NAMES[split as usize],
     }
 }
@@ -76,8 +78,12 @@ pub(super) fn check_options(a: &RunArgs) -> CliResult<()> {
             ("num-outputs", a.num_outputs.is_some(), &[OnnxSplit]),
             ("opset", a.opset.is_some(), &[OnnxSplit, Concat]),
             ("new-axis", a.new_axis.is_some(), &[ConcatFromSequence]),
-            ("indices", a.indices.is_some(), &[Gather, ScatterNd]),
-            ("updates", a.updates.is_some(), &[ScatterNd]),
+            (
+                "indices",
+                a.indices.is_some(),
+                &[Gather, ScatterNd, GetRows, SetRows],
+            ),
+            ("updates", a.updates.is_some(), &[ScatterNd, SetRows]),
             (
                 "transpose",
                 a.transpose.is_some(),
@@ -118,7 +124,7 @@ fn operator(a: &RunArgs) -> CliResult<Operator> {
                 keepdims,
             }
         }
-        Concat | ConcatFromSequence | Gather | ScatterNd => {
+        Concat | ConcatFromSequence | Gather | ScatterNd | GetRows | SetRows => {
             return Err(CliError::usage(format!(
                 "--op {} is not a split",
                 op_name(a.op)

@@ -1,5 +1,6 @@
-//! `wgpu-split run --op gather|scatter-nd`: a gather by i32 and i64 indices, and a scatter,
-//! equal the CPU reference; an index out of range exits 2 naming it, and writes nothing.
+//! `wgpu-split run --op gather|scatter-nd|get-rows|set-rows`: a gather by i32 and i64
+//! indices, a scatter, and get and set rows by u32 ids, equal the CPU reference; an index out
+//! of range exits 2 naming it, and writes nothing.
 
 use crate::{s, save, wgpu_split};
 use wgpu_split::{npy, ops, HostTensor};
@@ -94,4 +95,61 @@ fn scatter_nd_files(backend: &str) {
     assert!(!out.exists(), "nothing is written");
 }
 
-per_backend_command!(gather_files, scatter_nd_files);
+/// An embedding's rows got by u32 ids, and rows set into a cache by them: the reference's
+/// bytes; a negative i32 id is out of range for both, and `--axis` is refused.
+fn get_and_set_rows_files(backend: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let table = HostTensor::from_slice(&[6, 4], &(0..24u16).collect::<Vec<_>>()).unwrap();
+    let input = save(dir.path(), "table.npy", &table);
+    let ids = HostTensor::from_slice(&[3], &[5u32, 0, 5]).unwrap();
+    let indices = save(dir.path(), "ids.npy", &ids);
+    let rows = HostTensor::from_slice(&[2, 4], &[7u16, 7, 7, 7, 9, 9, 9, 9]).unwrap();
+    let updates = save(dir.path(), "rows.npy", &rows);
+    let set_ids = save(
+        dir.path(),
+        "set.npy",
+        &HostTensor::from_slice(&[2], &[1u32, 4]).unwrap(),
+    );
+    let run = |op: &str, ids: &str, more: &[&str], out: &std::path::Path| {
+        let args = ["run", "--op", op, "--input", &input, "--indices", ids];
+        let tail = ["--backend", backend, "--out", &s(out)];
+        wgpu_split(&[&args[..], more, &tail[..]].concat())
+    };
+    let out = dir.path().join("got");
+    let r = run("get-rows", &indices, &[], &out);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got = npy::read(&out.join("output_0.npy")).unwrap();
+    let plan = ops::get_rows(&[6, 4], &[3]).unwrap();
+    assert_eq!(
+        got,
+        plan.reference(&[table.clone(), ids.clone()]).unwrap().0
+    );
+    assert_eq!(got.to_vec::<u16>().unwrap()[..4], [20, 21, 22, 23]);
+    let out = dir.path().join("set");
+    let r = run("set-rows", &set_ids, &["--updates", &updates], &out);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got = npy::read(&out.join("output_0.npy"))
+        .unwrap()
+        .to_vec::<u16>()
+        .unwrap();
+    assert_eq!(
+        (got[4..8].to_vec(), got[16..20].to_vec()),
+        (vec![7; 4], vec![9; 4])
+    );
+    // -1 is out of range here, where ONNX Gather takes it from the end.
+    let minus = save(
+        dir.path(),
+        "minus.npy",
+        &HostTensor::from_slice(&[1], &[-1i32]).unwrap(),
+    );
+    let out = dir.path().join("bad");
+    let r = run("get-rows", &minus, &[], &out);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("get-rows takes [0, 6)"), "{}", r.stderr);
+    assert!(!out.exists(), "nothing is written");
+    let r = run("get-rows", &indices, &["--axis=1"], &out);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("takes no --axis"), "{}", r.stderr);
+}
+
+per_backend_command!(gather_files, scatter_nd_files, get_and_set_rows_files);

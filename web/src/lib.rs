@@ -8,6 +8,7 @@ mod cases;
 mod decode;
 mod regions;
 mod rows;
+mod rows_timing;
 mod signal;
 mod suite_timing;
 mod sweep;
@@ -211,17 +212,24 @@ pub async fn run_checks(sweep: u32, seed: u32) -> String {
 }
 
 /// Opens the adapter and times the benchmark suite's cases that fit in it (see
-/// [`suite_timing::run`]); the JSON has `adapter`, `cases` and `error`.
+/// [`suite_timing::run`]) and the rows cases ([`rows_timing::run`]); the JSON has
+/// `adapter`, `cases`, `rows` and `error`.
 #[wasm_bindgen]
 pub async fn run_bench(repeats: u32) -> String {
     let gpu = match open().await {
         Ok(gpu) => gpu,
         Err(e) => return json!({ "error": e }).to_string(),
     };
-    match suite_timing::run(&gpu, repeats.max(1)).await {
-        Ok(cases) => {
-            json!({ "adapter": adapter_json(&gpu), "cases": cases, "error": null }).to_string()
-        }
-        Err(e) => json!({ "error": e }).to_string(),
+    let suite = suite_timing::run(&gpu, repeats.max(1)).await;
+    let rows = match suite {
+        Ok(_) => rows_timing::run(&gpu, repeats.max(1)).await,
+        Err(_) => Ok(Value::Null),
+    };
+    match (suite, rows) {
+        (Ok(cases), Ok(rows)) => json!({
+            "adapter": adapter_json(&gpu), "cases": cases, "rows": rows, "error": null
+        })
+        .to_string(),
+        (Err(e), _) | (_, Err(e)) => json!({ "error": e }).to_string(),
     }
 }

@@ -14,8 +14,83 @@ use wgpu_split::{ops, wgpu, BufferRegion, GpuSplitter, Inputs, Outputs};
 /// software adapter.
 const MOST_BYTES: usize = 64 << 20;
 
+/// The yardsticks of `size` bytes of `input`: the copy kernel into a buffer of its own, and
+/// `copyBufferToBuffer` into it.
+pub(crate) struct Yardstick<'a> {
+    input: &'a wgpu::Buffer,
+    copy: wgpu::Buffer,
+    bind: wgpu::BindGroup,
+    size: u64,
+}
+
+impl<'a> Yardstick<'a> {
+    /// `input` holds at least `size` bytes (a multiple of 16), usage STORAGE and COPY_SRC.
+    pub(crate) fn new(
+        gpu: &GpuSplitter,
+        kernel: &wgpu::ComputePipeline,
+        input: &'a wgpu::Buffer,
+        size: u64,
+    ) -> Self {
+        let device = gpu.device();
+        let copy = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("bench copy"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("bench copy kernel"),
+            layout: &kernel.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: input.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: copy.as_entire_binding(),
+                },
+            ],
+        });
+        Self {
+            input,
+            copy,
+            bind,
+            size,
+        }
+    }
+
+    /// One round: `repeats` copy kernels in one submission, then `repeats` copies in one;
+    /// the milliseconds of each.
+    pub(crate) async fn time(
+        &self,
+        gpu: &GpuSplitter,
+        kernel: &wgpu::ComputePipeline,
+        repeats: u32,
+    ) -> (f64, f64) {
+        let device = gpu.device();
+        let groups = (self.size / 16).div_ceil(256) as u32;
+        let (gx, gy) = (groups.min(65_535), groups.div_ceil(65_535));
+        let mut encoder = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(kernel);
+            pass.set_bind_group(0, &self.bind, &[]);
+            for _ in 0..repeats {
+                pass.dispatch_workgroups(gx, gy, 1);
+            }
+        }
+        let kernel_ms = submit_and_time(gpu, encoder).await;
+        let mut encoder = device.create_command_encoder(&Default::default());
+        for _ in 0..repeats {
+            encoder.copy_buffer_to_buffer(self.input, 0, &self.copy, 0, self.size);
+        }
+        (kernel_ms, submit_and_time(gpu, encoder).await)
+    }
+}
+
 /// Submits `encoder` and waits for the GPU; returns the milliseconds from submit to done.
-async fn submit_and_time(gpu: &GpuSplitter, encoder: wgpu::CommandEncoder) -> f64 {
+pub(crate) async fn submit_and_time(gpu: &GpuSplitter, encoder: wgpu::CommandEncoder) -> f64 {
     let done = Signal::default();
     let signal = done.clone();
     let start = now();
@@ -48,8 +123,7 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
         // put them, and it writes the whole tensor.
         let joined = match case.concat {
             true => Some(
-                ops::concat(&plan.part_shapes(), plan.axis() as i64)
-                    .map_err(|e| e.to_string())?,
+                ops::concat(&plan.part_shapes(), plan.axis() as i64).map_err(|e| e.to_string())?,
             ),
             false => None,
         };
@@ -79,23 +153,7 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
             None => vec![buffer("bench output", layout.total_bytes.max(size))],
         };
         let regions: Vec<BufferRegion<'_>> = parts.iter().map(Into::into).collect();
-        let copy = buffer("bench copy", size);
-        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("bench copy kernel"),
-            layout: &copy_kernel.get_bind_group_layout(0),
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: input.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: copy.as_entire_binding(),
-                },
-            ],
-        });
-        let groups = (size / 16).div_ceil(256) as u32;
-        let (gx, gy) = (groups.min(65_535), groups.div_ceil(65_535));
+        let yardstick = Yardstick::new(gpu, &copy_kernel, &input, size);
         let (mut split, mut kernel, mut copies) = (Vec::new(), Vec::new(), Vec::new());
         let mut dispatches = 0;
         for _ in 0..3 {
@@ -122,21 +180,9 @@ pub async fn run(gpu: &GpuSplitter, repeats: u32) -> Result<Value, String> {
                 .map_err(|e| format!("{}: {e}", case.name))?;
             }
             split.push(submit_and_time(gpu, encoder).await);
-            let mut encoder = device.create_command_encoder(&Default::default());
-            {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&copy_kernel);
-                pass.set_bind_group(0, &bind, &[]);
-                for _ in 0..repeats {
-                    pass.dispatch_workgroups(gx, gy, 1);
-                }
-            }
-            kernel.push(submit_and_time(gpu, encoder).await);
-            let mut encoder = device.create_command_encoder(&Default::default());
-            for _ in 0..repeats {
-                encoder.copy_buffer_to_buffer(&input, 0, &copy, 0, size);
-            }
-            copies.push(submit_and_time(gpu, encoder).await);
+            let (k, c) = yardstick.time(gpu, &copy_kernel, repeats).await;
+            kernel.push(k);
+            copies.push(c);
         }
         let (split, kernel, copies) = (median(split), median(kernel), median(copies));
         let moved = bytes * repeats as usize;
