@@ -147,7 +147,7 @@ if (c) {
   must(f.dispatches < f.buffers, `input buffers read together: ${f.dispatches} dispatches for ${f.buffers} buffers`);
   const d = c.decode;
   must(d && d.error === null && d.steps === 5 && d.same,
-    `a prepared decode step moved through 5 positions (encode_with_views): ${d?.error ?? (d?.same === false ? 'a buffer differs from the reference' : `${d?.steps} steps`)}`);
+    `a prepared decode step moved through 5 positions (set_views): ${d?.error ?? (d?.same === false ? 'a buffer differs from the reference' : `${d?.steps} steps`)}`);
   const r = c.rows;
   must(r && r.cases === 6 && r.errors.length === 0,
     `rows placed by indices (gather, scatter, paged write): ${r ? r.errors.join('; ') || `${r.cases} cases` : 'not run'}`);

@@ -343,7 +343,8 @@ mod tests {
             let clap_name = op.to_possible_value().map(|v| v.get_name().to_string());
             assert_eq!(clap_name.as_deref(), Some(op_name(*op)));
         }
-        // The split operators, then the two concat operators, the gather and the scatter.
-        assert_eq!(Op::value_variants().len(), Operator::NAMES.len() + 4);
+        // The split operators, then the two concat operators, the gather, the scatter, get
+        // rows and set rows.
+        assert_eq!(Op::value_variants().len(), Operator::NAMES.len() + 6);
     }
 }
