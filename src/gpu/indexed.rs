@@ -5,7 +5,6 @@
 use crate::error::{Result, SplitError};
 use crate::gpu::gather::{BoundDispatch, BufferOf, GatherPipeline, ScatterStores};
 use crate::gpu::placement::{PartLayout, PartRange};
-use crate::gpu::plans::Recorded;
 use crate::gpu::prepared::{Commands, PreparedParts};
 use crate::gpu::GpuSplitter;
 use std::sync::Arc;
@@ -14,7 +13,8 @@ use wgsl_split::recording::{Command, Recording};
 impl GpuSplitter {
     /// Binds `recording`, dispatches of the indexed build, to `buffer(role)` on this device:
     /// the build's pipeline, each table uploaded, each dispatch's bind group. `op` names it
-    /// in errors; `written` are the regions it writes, in order (its [`Recorded::parts`]).
+    /// in errors; `written` are the regions it writes, in order (its
+    /// [`Encoded::parts`](crate::Encoded::parts)).
     pub(crate) async fn bind_indexed<'b>(
         &self,
         op: &'static str,
@@ -45,27 +45,17 @@ impl GpuSplitter {
             );
         }
         let total_bytes = written.iter().map(|r| r.offset + r.size).max().unwrap_or(0);
-        let recorded = Recorded {
-            parts: Arc::new(PartLayout {
-                ranges: written,
-                total_bytes,
-                alignment: self.offset_align(),
-            }),
-            dispatches: bound.len() as u32,
-            buffer_copies: 0,
+        let layout = PartLayout {
+            ranges: written,
+            total_bytes,
+            alignment: self.offset_align(),
         };
-        Ok(PreparedParts {
-            device: self.device.clone(),
-            probe: self.probe.clone(),
-            op,
-            commands: if bound.is_empty() {
-                Vec::new()
-            } else {
-                vec![Commands::Gather(bound)]
-            },
-            recorded,
-            movable: None,
-        })
+        let mut prepared = self.prepare_nothing(op, Arc::new(layout));
+        if !bound.is_empty() {
+            prepared.recorded.dispatches = bound.len() as u32;
+            prepared.commands.push(Commands::Gather(bound));
+        }
+        Ok(prepared)
     }
 
     /// The indexed build whose scatter stores as `stores` says, compiled on first use and

@@ -9,7 +9,6 @@ use crate::gpu::direction::Direction;
 use crate::gpu::gather::BoundDispatch;
 use crate::gpu::placement::PartLayout;
 use crate::gpu::plans::Recorded;
-use crate::gpu::prepared::Commands;
 use crate::plan::PartView;
 use std::sync::Arc;
 
@@ -42,14 +41,14 @@ pub(crate) struct MovableBatch {
 }
 
 impl Movable {
-    /// Binds `commands` (the node's, one gather per batch, as prepared) at `views` in place
-    /// of the prepared ones: each dispatch takes its prepared offsets moved by its windows'
-    /// shifts. Checks everything before it changes anything; returns what they record
-    /// ([`Prepared::set_views`](crate::Prepared::set_views)).
-    pub(crate) fn move_into(
+    /// Binds `batches` (the node's dispatches, one list per batch, as prepared) at `views`
+    /// in place of the prepared ones: each dispatch takes its prepared offsets moved by its
+    /// windows' shifts. Checks everything before it changes anything; returns what they
+    /// record ([`Prepared::set_views`](crate::Prepared::set_views)).
+    pub(crate) fn move_into<'b>(
         &self,
         views: &[PartView],
-        commands: &mut [Commands],
+        batches: impl Iterator<Item = &'b mut Vec<BoundDispatch>>,
     ) -> Result<Recorded> {
         let shifts = self.shifts(views)?;
         let mut moves = Vec::with_capacity(self.batches.len());
@@ -68,10 +67,7 @@ impl Movable {
             moves.push(window_shifts);
         }
         let mut dispatches = 0;
-        for ((batch, window_shifts), commands) in self.batches.iter().zip(&moves).zip(commands) {
-            let Commands::Gather(bound) = commands else {
-                continue;
-            };
+        for ((batch, window_shifts), bound) in self.batches.iter().zip(&moves).zip(batches) {
             for (now, prepared) in bound.iter_mut().zip(&batch.bound) {
                 now.move_from(prepared, window_shifts);
                 dispatches += 1;

@@ -362,16 +362,17 @@ impl GpuSplitter {
             .await
     }
 
-    /// A split or concat (`direction`) of parts placed by `layout` that records nothing yet.
+    /// A node of `op` (a split, a concat, rows placed by indices, ...) whose parts `layout`
+    /// places, that records nothing yet.
     pub(crate) fn prepare_nothing(
         &self,
-        direction: Direction,
+        op: &'static str,
         layout: Arc<PartLayout>,
     ) -> PreparedParts {
         PreparedParts {
             device: self.device.clone(),
             probe: self.probe.clone(),
-            op: direction.op(),
+            op,
             commands: Vec::new(),
             recorded: Recorded {
                 parts: layout,
@@ -393,7 +394,7 @@ impl GpuSplitter {
         input: BufferRegion<'_>,
         output: BufferRegion<'_>,
     ) -> Result<PreparedParts> {
-        let mut prepared = self.prepare_nothing(direction, layout);
+        let mut prepared = self.prepare_nothing(direction.op(), layout);
         let buffer = |role| match role {
             Role::Input(0) => Some(input.buffer),
             Role::Output(0) => Some(output.buffer),

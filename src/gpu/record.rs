@@ -217,7 +217,7 @@ impl GpuSplitter {
         let bytes = ByteRows::new(plan, dtype.size())?;
         let (placed, groups) = self.place_parts(direction, plan, &bytes, parts, whole.buffer)?;
         let placed = Arc::new(placed);
-        let mut prepared = self.prepare_nothing(direction, placed.clone());
+        let mut prepared = self.prepare_nothing(direction.op(), placed.clone());
         let bindings = match direction {
             Direction::Split => self.output_bindings,
             Direction::Concat => self.input_bindings,

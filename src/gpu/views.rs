@@ -54,7 +54,7 @@ impl GpuSplitter {
         )?;
         let (part, _) = direction.names();
         let layout = Arc::new(recorded.layout);
-        let mut prepared = self.prepare_nothing(direction, layout.clone());
+        let mut prepared = self.prepare_nothing(direction.op(), layout.clone());
         let mut batches = Vec::new();
         for batch in recorded.batches {
             for w in &batch.windows {
@@ -148,7 +148,12 @@ impl PreparedParts {
             )));
         };
         // Nothing here reaches the device: its loss is the next encode's error.
-        self.recorded = movable.move_into(views, &mut self.commands)?;
+        // A node through views records its batches' gathers alone, one per batch.
+        let batches = self.commands.iter_mut().filter_map(|c| match c {
+            Commands::Gather(bound) => Some(bound),
+            Commands::BufferCopies { .. } => None,
+        });
+        self.recorded = movable.move_into(views, batches)?;
         Ok(())
     }
 }
