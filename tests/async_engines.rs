@@ -80,7 +80,7 @@ fn every_public_future_is_send(
     assert_send(gpu.run_async(&rows, &[input.clone(), ids.clone()]));
     let paged = ops::paged_kv_write(1, 1, 1, 4, 1, 1, CacheLayout::Nhd).unwrap();
     let from = PagedKvBuffers {
-        qkv: region,
+        sources: &[region],
         slots: region,
         index_type: DType::I32,
         status: None,

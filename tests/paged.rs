@@ -1,6 +1,7 @@
-//! The paged KV write from the fused QKV projection, in one dispatch: every layout, block
-//! size, head width and dtype, every rule of a slot, byte for byte against the CPU reference
-//! (the caches whole: slots no token names keep their bytes), the status compared too.
+//! The paged KV write, from the fused QKV projection or from keys and values of their own:
+//! every layout, block size, head width and dtype, every rule of a slot, byte for byte
+//! against the CPU reference (the caches whole: slots no token names keep their bytes), the
+//! status compared too. `tests/paged_sources.rs` has an engine's own buffers.
 
 #[macro_use]
 mod common;
@@ -55,14 +56,17 @@ fn check(
     dtype: DType,
     what: &str,
 ) {
-    let qkv = tensor(rng, dtype, plan.qkv_shape());
+    let mut tensors: Vec<HostTensor> = plan
+        .source_shapes()
+        .into_iter()
+        .map(|shape| tensor(rng, dtype, shape))
+        .collect();
     let k = tensor(rng, dtype, plan.cache_shape());
     let v = tensor(rng, dtype, plan.cache_shape());
-    let want = plan
-        .reference(&[qkv.clone(), slots.clone(), k.clone(), v.clone()])
-        .unwrap();
+    tensors.extend([slots.clone(), k, v]);
+    let want = plan.reference(&tensors).unwrap();
     let got = gpu
-        .run(plan, &[qkv.clone(), slots.clone(), k.clone(), v.clone()])
+        .run(plan, &tensors)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     for (name, g, w) in [
         ("queries", &got.queries, &want.queries),
@@ -77,8 +81,10 @@ fn check(
 }
 
 /// Tokens of 1, 2, block_size - 1, block_size and block_size + 1; blocks of 1, 5 and 16;
-/// heads of 1, 3, 64, 80 and 128 elements; NHD and HND; i32 and i64 slots; every width of
-/// dtype; in each lane mapping.
+/// heads of 1, 3, 64, 80 and 128 elements; NHD and HND; i32, i64 and u32 slots; every width
+/// of dtype; the fused projection with and without its queries, and keys and values of
+/// their own at strides of their own (each in a buffer of its own: a dispatch a cache); in
+/// each lane mapping.
 fn paged_writes_match_the_reference(gpu: &'static GpuSplitter) {
     let mut rng = Rng(0x9a9e_d000_0001);
     let dtypes = [DType::F16, DType::F32, DType::U8, DType::BF16, DType::F64];
@@ -90,9 +96,15 @@ fn paged_writes_match_the_reference(gpu: &'static GpuSplitter) {
                 let layout = [CacheLayout::Nhd, CacheLayout::Hnd][case % 2];
                 let (hq, hkv) = [(4, 2), (2, 1), (1, 1)][case % 3];
                 let blocks = tokens.div_ceil(block_size) + 2;
-                let plan =
+                let fused =
                     ops::paged_kv_write(tokens, hq, hkv, head_dim, blocks, block_size, layout)
                         .unwrap();
+                let kv = hkv * head_dim;
+                let plan = match case % 4 {
+                    0 | 1 => fused,
+                    2 => fused.without_queries(),
+                    _ => fused.with_separate_kv(kv + case % 3, kv + 2).unwrap(),
+                };
                 let dtype = dtypes[case % dtypes.len()];
                 let ty = [DType::I32, DType::I64, DType::U32][(case / 2) % 3];
                 let slots = slot_mapping(&mut rng, tokens, plan.slots(), ty);
@@ -192,8 +204,9 @@ fn encoded_again_with_new_slots(gpu: &'static GpuSplitter) {
     let queries = make(&[0; 32], U::STORAGE | U::COPY_SRC);
     let v_at = 64u64.next_multiple_of(align);
     let caches = make(&vec![0; 2 * v_at as usize], U::STORAGE | U::COPY_SRC);
+    let sources = [BufferRegion::from(&qkv_buf)];
     let from = PagedKvBuffers {
-        qkv: BufferRegion::from(&qkv_buf),
+        sources: &sources,
         slots: BufferRegion::from(&slots),
         index_type: DType::I32,
         status: None,
@@ -252,22 +265,21 @@ fn encoded_again_with_new_slots(gpu: &'static GpuSplitter) {
             [0.0, 1.0, 2.0, 3.0, 12.0, 13.0, 14.0, 15.0]
         );
     }
-    // Caches in two buffers are refused, naming the rule.
-    let other = make(&vec![0; v_at as usize], U::STORAGE);
-    let apart = [to[0], to[1], (&other).into()];
-    let e = gpu
-        .prepare(&plan, DType::F32, from, Outputs::Regions(&apart))
-        .unwrap_err();
-    assert!(
-        matches!(e, SplitError::BadBuffer(ref m) if m.contains("two buffers")),
-        "{e}"
-    );
     // What it writes is the projection's three parts, in their order.
     let e = gpu
         .prepare(&plan, DType::F32, from, Outputs::Regions(&to[..2]))
         .unwrap_err();
     assert!(
         matches!(e, SplitError::BadBuffer(ref m) if m.contains("three regions")),
+        "{e}"
+    );
+    // Two regions are a plan's that leaves its queries in place.
+    let keys_only = plan.without_queries();
+    let e = gpu
+        .prepare(&keys_only, DType::F32, from, Outputs::Regions(&to))
+        .unwrap_err();
+    assert!(
+        matches!(e, SplitError::BadBuffer(ref m) if m.contains("two regions")),
         "{e}"
     );
     let e = gpu

@@ -12,12 +12,12 @@ use wgsl_split::suite::{RowsCase, RowsCaseKind};
 
 /// One case's buffers, each with its name, and what the case writes into them.
 pub(crate) struct RowsCaseBuffers {
-    /// The buffers, named: `data` (or `updates`), `ids`, `out` (or `data`) for rows;
-    /// `qkv`, `slots`, `caches` (the key cache, then the value cache) and `queries` for a
-    /// paged write.
+    /// The buffers, named: `data` (or `updates`), `ids`, `out` (or `data`) for rows; for a
+    /// paged write `slots`, its sources (`qkv`, or `keys` and `values`), its caches (both in
+    /// `caches`, or `k_cache` and `v_cache`), and `queries` where they go out.
     pub(crate) named: Vec<(&'static str, wgpu::Buffer)>,
-    /// The value cache's offset in `caches` (0 for rows).
-    v_at: u64,
+    /// A paged write's key and value caches: each buffer's place in `named`, its offset.
+    caches: [(usize, u64); 2],
     /// Bytes moved: the rows', or the tokens'.
     pub(crate) moved: u64,
     /// Where the CPU reference's bytes must lie after the case runs: the buffer's place in
@@ -88,39 +88,67 @@ impl RowsCaseBuffers {
                 let want = vec![(2, 0, want.bytes().to_vec())];
                 Ok(Self {
                     named,
-                    v_at: 0,
+                    caches: [(0, 0); 2],
                     moved,
                     want,
                 })
             }
             RowsCaseKind::Paged { plan, padding } => {
-                let qkv = rng.tensor(case.dtype, plan.qkv_shape())?;
+                let sources: Vec<HostTensor> = plan
+                    .source_shapes()
+                    .into_iter()
+                    .map(|shape| rng.tensor(case.dtype, shape))
+                    .collect::<Result<_>>()?;
                 let k = rng.tensor(case.dtype, plan.cache_shape())?;
                 let v = rng.tensor(case.dtype, plan.cache_shape())?;
                 let slots = rng.places(plan.tokens(), plan.slots(), DType::I32)?;
                 let mut values = slots.to_vec::<i32>()?;
                 values[..*padding].fill(-1);
                 let slots = HostTensor::from_slice(&[plan.tokens()], &values)?;
-                let v_at = (k.bytes().len() as u64).next_multiple_of(gpu.offset_align());
-                let mut both = k.bytes().to_vec();
-                both.resize(v_at as usize, 0);
-                both.extend_from_slice(v.bytes());
+                let mut tensors = sources.clone();
+                tensors.extend([slots.clone(), k.clone(), v.clone()]);
+                let want = plan.reference(&tensors)?;
                 let q_len = plan.tokens() * plan.q_shape()[1] * case.dtype.size();
-                let want = plan.reference(&[qkv.clone(), slots.clone(), k, v])?;
+                let mut named = vec![("slots", upload("bench slots", slots.bytes())?)];
+                let mut moved = 0;
+                for (name, s) in ["qkv", "values"].into_iter().zip(&sources) {
+                    named.push((name, upload("bench source", s.bytes())?));
+                    moved += s.bytes().len() as u64;
+                }
+                let mut want_at = Vec::new();
+                let (k_at, v_at) = match sources.len() {
+                    // Both caches in one buffer, the values' after the keys'.
+                    1 => {
+                        let v_at = (k.bytes().len() as u64).next_multiple_of(gpu.offset_align());
+                        let mut both = k.bytes().to_vec();
+                        both.resize(v_at as usize, 0);
+                        both.extend_from_slice(v.bytes());
+                        named.push(("caches", upload("bench caches", &both)?));
+                        ((2, 0), (2, v_at))
+                    }
+                    // Separate K and V, each cache in a buffer of its own.
+                    _ => {
+                        named[1].0 = "keys";
+                        let kv = (plan.tokens()
+                            * plan.cache_shape()[2..].iter().product::<usize>()
+                            * case.dtype.size()) as u64;
+                        moved = 2 * kv;
+                        named.push(("k_cache", upload("bench k_cache", k.bytes())?));
+                        named.push(("v_cache", upload("bench v_cache", v.bytes())?));
+                        ((3, 0), (4, 0))
+                    }
+                };
+                want_at.push((k_at.0, k_at.1, want.k_cache.bytes().to_vec()));
+                want_at.push((v_at.0, v_at.1, want.v_cache.bytes().to_vec()));
+                if plan.writes_queries() {
+                    want_at.push((named.len(), 0, want.queries.bytes().to_vec()));
+                    named.push(("queries", upload("bench queries", &vec![0; q_len.max(16)])?));
+                }
                 Ok(Self {
-                    named: vec![
-                        ("qkv", upload("bench qkv", qkv.bytes())?),
-                        ("slots", upload("bench slots", slots.bytes())?),
-                        ("caches", upload("bench caches", &both)?),
-                        ("queries", upload("bench queries", &vec![0; q_len.max(16)])?),
-                    ],
-                    v_at,
-                    moved: qkv.bytes().len() as u64,
-                    want: vec![
-                        (3, 0, want.queries.bytes().to_vec()),
-                        (2, 0, want.k_cache.bytes().to_vec()),
-                        (2, v_at, want.v_cache.bytes().to_vec()),
-                    ],
+                    named,
+                    caches: [k_at, v_at],
+                    moved,
+                    want: want_at,
                 })
             }
         }
@@ -144,17 +172,23 @@ impl RowsCaseBuffers {
                 gpu.prepare(plan, case.dtype, from, self.at(2))?.parts
             }
             RowsCaseKind::Paged { plan, .. } => {
+                let n = plan.source_shapes().len();
+                let sources: Vec<BufferRegion> = (1..=n).map(|k| self.at(k)).collect();
                 let from = PagedKvBuffers {
-                    qkv: self.at(0),
-                    slots: self.at(1),
+                    sources: &sources,
+                    slots: self.at(0),
                     index_type: DType::I32,
                     status: None,
                 };
-                let v_cache = BufferRegion {
-                    buffer: &self.named[2].1,
-                    offset: self.v_at,
+                let cache = |(k, offset): (usize, u64)| BufferRegion {
+                    buffer: &self.named[k].1,
+                    offset,
                 };
-                let to = [self.at(3), self.at(2), v_cache];
+                let mut to: Vec<BufferRegion> = match plan.writes_queries() {
+                    true => vec![self.at(self.named.len() - 1)],
+                    false => Vec::new(),
+                };
+                to.extend(self.caches.map(cache));
                 gpu.prepare(plan, case.dtype, from, Outputs::Regions(&to))?
                     .parts
             }

@@ -11,7 +11,7 @@ use crate::gpu::gather::{gather_dispatch, scatter_dispatch, IndexRule};
 use crate::plan::CacheLayout;
 use crate::rng::XorShift;
 use crate::{ops, DType, GatherMode};
-use wgsl_split::paged::paged_job;
+use wgsl_split::paged::{paged_jobs, PagedJob, PagedRegions};
 use wgsl_split::rows::set_rows_job;
 
 /// The case's draws, from its seed.
@@ -65,21 +65,54 @@ pub fn check_rows(seed: u64) {
             let layout = [CacheLayout::Nhd, CacheLayout::Hnd][(d.next() % 2) as usize];
             let sizes = [d.size(), d.size(), d.size(), d.size(), d.size(), d.size()];
             let [tokens, q, kv, dim, blocks, block] = sizes;
-            let Ok(plan) = ops::paged_kv_write(tokens, q, kv, dim, blocks, block, layout) else {
+            let Ok(fused) = ops::paged_kv_write(tokens, q, kv, dim, blocks, block, layout) else {
                 return;
+            };
+            // The fused projection with its queries or without; or keys and values of their
+            // own, a token a stride of their own apart.
+            let kv_row = kv.saturating_mul(dim);
+            let plan = match d.next() % 3 {
+                0 => fused,
+                1 => fused.without_queries(),
+                _ => match fused.with_separate_kv(kv_row + d.size() % 7, kv_row + d.size()) {
+                    Ok(plan) => plan,
+                    Err(_) => return,
+                },
             };
             let rule = IndexRule {
                 negative: 2,
                 ..rule
             };
             let cache = (plan.slots() as u64)
-                .saturating_mul((kv * dim) as u64)
+                .saturating_mul(kv_row as u64)
                 .saturating_mul(dtype.size() as u64);
-            // The value cache after the key cache, or before it.
+            // The value cache after the key cache, or before it, or each in a buffer of its
+            // own; the sources in one buffer or two, each at a multiple of 4.
             let apart = cache.next_multiple_of(256);
             let (k_at, v_at) = [(0, apart), (apart, 0)][(d.next() % 2) as usize];
-            let job = paged_job(&plan, dtype, rule, k_at, v_at);
-            (scatter_dispatch(&job, MAX_WINDOW, tuning), job.dst_bytes)
+            let at = PagedRegions {
+                sources: [4 * (d.next() % 100), 4 * (d.next() % 100)],
+                one_source: d.next().is_multiple_of(2),
+                slots: 0,
+                queries: 0,
+                caches: [k_at, v_at],
+                one_cache_window: d.next().is_multiple_of(2),
+                status: Some(0),
+            };
+            let limits = wgsl_split::Limits {
+                max_storage_buffer_binding_size: MAX_WINDOW,
+                min_storage_buffer_offset_alignment: 256,
+                ..wgsl_split::Limits::default()
+            };
+            for PagedJob { job, .. } in paged_jobs(&plan, dtype, rule, at, &limits) {
+                if let Ok(Some(dispatch)) = scatter_dispatch(&job, MAX_WINDOW, tuning) {
+                    if let Err(refusal) = dispatch.gate() {
+                        panic!("seed {seed}: {dispatch:?}: {refusal}");
+                    }
+                    check_addresses(seed, &dispatch, job.dst_bytes);
+                }
+            }
+            return;
         }
     };
     // A plan past the windows is refused; a dispatch made keeps every precondition.

@@ -129,7 +129,7 @@ impl GpuSplitter {
         let buffer = |role| {
             Some(match role {
                 Role::Input(0) => b.source.buffer,
-                Role::Output(0) | Role::Scatter => target.buffer,
+                Role::Output(0) | Role::Scatter(0) => target.buffer,
                 Role::Indices => b.indices.buffer,
                 Role::Status => b.status?.buffer,
                 _ => return None,

@@ -237,8 +237,9 @@ async fn paged(
         buffer(gpu, "bench queries", &vec![0; want.queries.bytes().len()]),
         buffer(gpu, "bench caches", &caches),
     ];
+    let sources = [BufferRegion::from(&buffers[0])];
     let from = PagedKvBuffers {
-        qkv: BufferRegion::from(&buffers[0]),
+        sources: &sources,
         slots: BufferRegion::from(&buffers[1]),
         index_type: DType::I32,
         status: None,

@@ -112,6 +112,7 @@ pub fn set_rows_job(rows: GatherRows, rule: IndexRule) -> Result<ScatterJob> {
             dst_head_stride: 0,
         }],
         copy: Vec::new(),
+        counts: true,
     })
 }
 
@@ -242,7 +243,7 @@ mod tests {
                     match b.role {
                         Role::Input(0) => within(b, at.source, sizes.source),
                         Role::Indices => within(b, at.indices, sizes.indices),
-                        Role::Output(0) | Role::Scatter => within(b, at.target, sizes.target),
+                        Role::Output(0) | Role::Scatter(0) => within(b, at.target, sizes.target),
                         Role::Status => within(b, 16384, 8),
                         Role::Table => assert_eq!((b.offset, b.size), (0, None)),
                         Role::StandIn(_) => {}

@@ -296,9 +296,12 @@ pub enum RowsCaseKind {
 /// 128, blocks of 16 slots, f16): `embedding` (512 i32 ids into a `[32000, 4096]` table),
 /// `gather_last` and `gather_last_u8` (ONNX Gather of 512 i64 ids on the last axis of
 /// `[8000, 4096]`, f32 and u8: rows of one element), `set_rows` (512 rows of `[4096, 4096]` f32 by i64 indices), `paged_decode` (64 tokens, 4
-/// of them padding) and `paged_prefill` (2,048 tokens) in NHD, `paged_prefill_hnd`. The
-/// caches have 2,048 blocks each, so both lie in one binding of 128 MiB (the CPU adapters'):
-/// the bytes moved are the tokens', whatever the caches' size.
+/// of them padding) and `paged_prefill` (2,048 tokens) in NHD, `paged_prefill_hnd`, and
+/// `paged_prefill_kv`: 2,048 tokens' keys and values from tensors of their own (as vLLM
+/// passes them after RoPE: the keys packed, the values a view into the fused projection),
+/// each cache in a buffer of its own, no queries. The caches have 2,048 blocks each, so
+/// both lie in one binding of 128 MiB (the CPU adapters'): the bytes moved are the
+/// tokens', whatever the caches' size.
 pub fn rows_suite() -> Vec<RowsCase> {
     let llama = |tokens, layout| ops::paged_kv_write(tokens, 32, 8, 128, 2048, 16, layout);
     let rows = |name, dtype, plan: Result<RowsPlan>, index_type| RowsCase {
@@ -347,5 +350,10 @@ pub fn rows_suite() -> Vec<RowsCase> {
         paged("paged_decode", llama(64, CacheLayout::Nhd), 4),
         paged("paged_prefill", llama(2048, CacheLayout::Nhd), 0),
         paged("paged_prefill_hnd", llama(2048, CacheLayout::Hnd), 0),
+        paged(
+            "paged_prefill_kv",
+            llama(2048, CacheLayout::Nhd).and_then(|p| p.with_separate_kv(8 * 128, 48 * 128)),
+            0,
+        ),
     ]
 }

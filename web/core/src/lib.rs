@@ -34,7 +34,7 @@ use wgsl_split::recording::{Command, Dispatched, Recording, Role, StandIn};
 use wgsl_split::{DType, Limits, PartLayout, Result, SplitPlan};
 
 /// The name a recording's JSON gives `role`: `table`, `input0`, `output0`, `indices`,
-/// `status`, `scatter`, `standInRead`, `standInWrite`, `standInStatus`, `standInScatter`.
+/// `status`, `scatter0` (and `scatter1`), `standInRead`, `standInWrite`, `standInStatus`, `standInScatter`.
 pub fn role_name(role: Role) -> String {
     match role {
         Role::Table => "table".into(),
@@ -42,7 +42,7 @@ pub fn role_name(role: Role) -> String {
         Role::Output(k) => format!("output{k}"),
         Role::Indices => "indices".into(),
         Role::Status => "status".into(),
-        Role::Scatter => "scatter".into(),
+        Role::Scatter(k) => format!("scatter{k}"),
         Role::StandIn(s) => format!("standIn{s:?}"),
         Role::Trace => "trace".into(),
     }

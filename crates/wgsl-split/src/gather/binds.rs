@@ -20,8 +20,9 @@ pub enum Role {
     Indices,
     /// The count of indices out of range (two words), zeroed before the dispatches it counts.
     Status,
-    /// A scatter's destination.
-    Scatter,
+    /// A scatter's destination `k` (a paged write's caches in two buffers bind one each, in
+    /// dispatches of their own).
+    Scatter(u32),
     /// The build's own buffer bound where a view is empty, or where the caller keeps no
     /// status or the dispatch scatters nothing: never read as data.
     StandIn(StandIn),
@@ -210,10 +211,10 @@ pub fn binds(
                     tail => binds.window(Role::Output(k), at + units, tail, moving(k)),
                 }
             }
-            Slot::OutputWords => {
-                let (offset, size) = dst[0];
-                binds.window(Role::Output(0), offset, size, moving(0));
-            }
+            Slot::OutputWords => match dst[0] {
+                (_, 0) => binds.stand_in(slot(0), moves),
+                (offset, size) => binds.window(Role::Output(0), offset, size, moving(0)),
+            },
             Slot::Indices => {
                 if let Some(i) = index {
                     binds.window(Role::Indices, i.indices.0, i.indices.1, None);
@@ -224,7 +225,7 @@ pub fn binds(
                 _ => binds.list.push(whole(Role::StandIn(StandIn::Status))),
             },
             Slot::OutputScatter(_) => match index.map(|i| i.scatter) {
-                Some(Some((offset, size))) => binds.window(Role::Scatter, offset, size, None),
+                Some(Some((offset, size))) => binds.window(Role::Scatter(0), offset, size, None),
                 _ => binds.list.push(whole(Role::StandIn(StandIn::Scatter))),
             },
             Slot::Trace => binds.list.push(whole(Role::Trace)),

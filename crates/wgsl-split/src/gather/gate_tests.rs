@@ -110,6 +110,7 @@ fn scattered(mode: GatherMode) -> Dispatch {
         dst_bytes: 8 + 5 * 8 * 40,
         parts: vec![part],
         copy: Vec::new(),
+        counts: true,
     };
     let tuning = GatherTuning {
         mode,

@@ -97,6 +97,9 @@ pub struct ScatterJob {
     pub dst_bytes: u64,
     pub parts: Vec<ScatterRows>,
     pub copy: Vec<Entry>,
+    /// Whether the status counts its indices out of range (its first part's); `false` for a
+    /// dispatch whose indices another one counts (a paged write's values' own).
+    pub counts: bool,
 }
 
 impl ScatterRows {
@@ -197,7 +200,7 @@ pub fn scatter_dispatch(
             dst_block_stride: u(p.dst_block_stride),
             dst_slot_stride: u(p.dst_slot_stride),
             dst_head_stride: u(p.dst_head_stride),
-            counts: u32::from(k == 0),
+            counts: u32::from(k == 0 && job.counts),
         });
         work.push(steps);
     }

@@ -148,5 +148,7 @@ pub fn paged_kv_write(
         block_size,
         layout,
         heads_first: false,
+        queries: true,
+        kv_strides: None,
     })
 }

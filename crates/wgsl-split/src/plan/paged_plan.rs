@@ -1,5 +1,6 @@
-//! [`PagedKvPlan`]: a paged KV cache written from the fused QKV projection, the queries
-//! written out beside it, in one dispatch. Pure shape arithmetic.
+//! [`PagedKvPlan`]: a paged KV cache written from the fused QKV projection (the queries
+//! written out beside it, or left in place), or from keys and values in tensors of their
+//! own. Pure shape arithmetic.
 
 use crate::error::{Result, SplitError};
 use crate::plan::MAX_GATHER_AXIS;
@@ -15,14 +16,21 @@ pub enum CacheLayout {
     Hnd,
 }
 
-/// A paged KV write ([`crate::ops::paged_kv_write`]). The fused projection `qkv` holds a
-/// row per token: its queries, then its keys, then its values (`q_heads`, `kv_heads` and
-/// `kv_heads` heads of `head_dim`). The queries go out packed (`[tokens, q_heads *
-/// head_dim]`); the keys and values go to their caches of `blocks` blocks of `block_size`
-/// slots at `slot_mapping[t]`: slot `s` is block `s / block_size`, place `s % block_size`.
-/// A slot of -1 is padding: no byte of that token's keys and values moves, and it is not
-/// counted. Any other slot outside the caches is counted in the status and moves nothing
-/// (its queries still move).
+/// A paged KV write ([`crate::ops::paged_kv_write`]). It reads its sources, a row per token:
+/// - the fused projection `qkv` (one source): a token's queries, then its keys, then its
+///   values (`q_heads`, `kv_heads` and `kv_heads` heads of `head_dim`), whose queries go out
+///   packed (`[tokens, q_heads * head_dim]`, or heads first), unless
+///   [`PagedKvPlan::without_queries`] leaves them in place;
+/// - or, after [`PagedKvPlan::with_separate_kv`], the keys and the values (two sources),
+///   each `[tokens, kv_heads, head_dim]` with a token stride of its own (vLLM's
+///   `key.stride(0)`), as vLLM's `reshape_and_cache_flash` and llama.cpp's `set_rows` take
+///   them after RoPE.
+///
+/// The keys and values go to their caches of `blocks` blocks of `block_size` slots at
+/// `slot_mapping[t]`: slot `s` is block `s / block_size`, place `s % block_size`. A slot of
+/// -1 is padding: no byte of that token's keys and values moves, and it is not counted. Any
+/// other slot outside the caches is counted in the status and moves nothing (its queries
+/// still move).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PagedKvPlan {
     #[doc(hidden)]
@@ -41,6 +49,13 @@ pub struct PagedKvPlan {
     pub layout: CacheLayout,
     #[doc(hidden)]
     pub heads_first: bool,
+    /// Whether the queries go out (a fused projection's).
+    #[doc(hidden)]
+    pub queries: bool,
+    /// The keys' and the values' token strides in elements, each in a source of its own;
+    /// `None`: both in the fused projection.
+    #[doc(hidden)]
+    pub kv_strides: Option<[usize; 2]>,
 }
 
 impl PagedKvPlan {
@@ -78,8 +93,20 @@ impl PagedKvPlan {
         let whole = row.and_then(|r| r.checked_mul(plan.tokens)?.checked_mul(16));
         let head = plan.kv_heads.checked_mul(plan.head_dim);
         let cache = head.and_then(|h| slots?.checked_mul(h)?.checked_mul(16));
-        if whole.is_none() || cache.is_none() {
+        let strides = plan.kv_strides.unwrap_or_default();
+        let sources = strides.map(|s| s.checked_mul(plan.tokens)?.checked_mul(16));
+        if whole.is_none() || cache.is_none() || sources.contains(&None) {
             return Err(SplitError::TooLarge(format!("{plan:?} overflows a count")));
+        }
+        let kv = plan.kv_heads * plan.head_dim;
+        for (what, stride) in ["key", "value"].into_iter().zip(strides) {
+            if plan.kv_strides.is_some() && stride < kv {
+                return Err(SplitError::BadView(format!(
+                    "a {what} token stride of {stride} elements; a token's {} heads of {} \
+                     take {kv}, and the next token's start after them",
+                    plan.kv_heads, plan.head_dim
+                )));
+            }
         }
         Ok(plan)
     }
@@ -107,13 +134,61 @@ impl PagedKvPlan {
         ]
     }
 
+    /// The shapes of the tensors it reads, in order (`[qkv]`, or `[key, value]` after
+    /// [`PagedKvPlan::with_separate_kv`]), in elements: a row per token, its stride long (the
+    /// keys or values its first `kv_heads * head_dim` elements).
+    pub fn source_shapes(&self) -> Vec<Vec<usize>> {
+        match self.kv_strides {
+            None => vec![self.qkv_shape()],
+            Some(strides) => strides.map(|s| vec![self.tokens, s]).to_vec(),
+        }
+    }
+
+    /// The keys and values read from two tensors `[tokens, kv_heads, head_dim]` of their
+    /// own, a token `key_stride` and `value_stride` elements apart (vLLM's `key.stride(0)`
+    /// and `value.stride(0)`; `kv_heads * head_dim` where a tensor is packed, more where it
+    /// is a view into a wider one, such as the keys of a fused projection after RoPE). No
+    /// queries go out. A stride below `kv_heads * head_dim` is [`SplitError::BadView`].
+    ///
+    /// ```
+    /// use wgsl_split::{ops, CacheLayout};
+    /// // Llama-3-8B: K and V views into the fused projection [tokens, (32 + 2 * 8) * 128].
+    /// let plan = ops::paged_kv_write(4, 32, 8, 128, 64, 16, CacheLayout::Nhd)?
+    ///     .with_separate_kv(48 * 128, 48 * 128)?;
+    /// assert_eq!(plan.source_shapes(), vec![vec![4, 6144], vec![4, 6144]]);
+    /// # Ok::<(), wgsl_split::SplitError>(())
+    /// ```
+    pub fn with_separate_kv(self, key_stride: usize, value_stride: usize) -> Result<Self> {
+        Self::new(Self {
+            kv_strides: Some([key_stride, value_stride]),
+            queries: false,
+            heads_first: false,
+            ..self
+        })
+    }
+
+    /// The fused projection's queries left where they are (an attention kernel that reads
+    /// them in place): only the keys and the values move.
+    pub fn without_queries(self) -> Self {
+        Self {
+            queries: false,
+            heads_first: false,
+            ..self
+        }
+    }
+
+    /// Whether the queries go out.
+    pub fn writes_queries(&self) -> bool {
+        self.queries
+    }
+
     /// The queries written heads-first, `[q_heads, tokens, head_dim]` (attention's layout),
     /// not packed: each head's rows then follow one another, every head's block at a
     /// multiple of 16 bytes (`tokens * head_dim * element size` a multiple of 16, checked at
-    /// encode).
+    /// encode). A plan that writes no queries stays as it is.
     pub fn with_heads_first_queries(self) -> Self {
         Self {
-            heads_first: true,
+            heads_first: self.queries,
             ..self
         }
     }
@@ -124,11 +199,12 @@ impl PagedKvPlan {
     }
 
     /// The queries' shape: `[tokens, q_heads * head_dim]`, or `[q_heads, tokens, head_dim]`
-    /// heads-first.
+    /// heads-first; `[tokens, 0]` where no queries go out.
     pub fn q_shape(&self) -> Vec<usize> {
-        match self.heads_first {
-            false => vec![self.tokens, self.q_heads * self.head_dim],
-            true => vec![self.q_heads, self.tokens, self.head_dim],
+        match (self.queries, self.heads_first) {
+            (false, _) => vec![self.tokens, 0],
+            (true, false) => vec![self.tokens, self.q_heads * self.head_dim],
+            (true, true) => vec![self.q_heads, self.tokens, self.head_dim],
         }
     }
 

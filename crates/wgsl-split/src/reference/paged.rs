@@ -9,7 +9,7 @@ use crate::tensor::HostTensor;
 /// slots out of range.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PagedKvOutput {
-    /// `[tokens, q_heads * head_dim]`.
+    /// The queries ([`PagedKvPlan::q_shape`]; `[tokens, 0]` where none go out).
     pub queries: HostTensor,
     /// The key cache, in the plan's layout.
     pub k_cache: HostTensor,
@@ -20,57 +20,77 @@ pub struct PagedKvOutput {
 }
 
 impl PagedKvPlan {
-    /// The paged write on the CPU, as the GPU gives it: `tensors` are `[qkv, slots, k_cache,
-    /// v_cache]`; `qkv`'s queries go out, its keys and values into copies of the caches at
-    /// each token's slot of `slots` (i32, i64 or u32; -1, a u32's `0xffffffff`, is padding).
+    /// The paged write on the CPU, as the GPU gives it: `tensors` are its sources (`[qkv]`,
+    /// or `[key, value]` after [`PagedKvPlan::with_separate_kv`], of
+    /// [`PagedKvPlan::source_shapes`]), then `slots`, `k_cache` and `v_cache`. The queries
+    /// go out where the plan says; the keys and values into copies of the caches at each
+    /// token's slot of `slots` (i32, i64 or u32; -1, a u32's `0xffffffff`, is padding).
     pub fn reference(&self, tensors: &[HostTensor]) -> Result<PagedKvOutput> {
-        let [qkv, slots, k_cache, v_cache] = self.host_tensors(tensors)?;
-        paged_write(self, qkv, slots, k_cache, v_cache)
+        let (sources, [slots, k_cache, v_cache]) = self.host_tensors(tensors)?;
+        paged_write(self, sources, slots, [k_cache, v_cache])
     }
 
-    /// The qkv, the slots and the two caches of `tensors`, checked against the plan.
+    /// The sources, the slots and the two caches of `tensors`, checked against the plan.
     #[doc(hidden)]
-    pub fn host_tensors<'t>(&self, tensors: &'t [HostTensor]) -> Result<[&'t HostTensor; 4]> {
-        let [qkv, slots, k_cache, v_cache] = tensors else {
-            return Err(SplitError::DataMismatch(format!(
-                "{} tensors for a paged write: it takes [qkv, slots, k_cache, v_cache]",
-                tensors.len()
-            )));
+    pub fn host_tensors<'t>(
+        &self,
+        tensors: &'t [HostTensor],
+    ) -> Result<(&'t [HostTensor], [&'t HostTensor; 3])> {
+        let n = self.source_shapes().len();
+        let names = match n {
+            1 => "[qkv, slots, k_cache, v_cache]",
+            _ => "[key, value, slots, k_cache, v_cache]",
         };
-        check_tensors(self, qkv, slots, k_cache, v_cache)?;
-        Ok([qkv, slots, k_cache, v_cache])
+        let (sources, [slots, k_cache, v_cache]) = match tensors.split_at_checked(n) {
+            Some((sources, [slots, k, v])) => (sources, [slots, k, v]),
+            _ => {
+                return Err(SplitError::DataMismatch(format!(
+                    "{} tensors for a paged write: it takes {names}",
+                    tensors.len()
+                )))
+            }
+        };
+        check_tensors(self, sources, slots, [k_cache, v_cache])?;
+        Ok((sources, [slots, k_cache, v_cache]))
     }
 }
 
 /// [`PagedKvPlan::reference`].
 fn paged_write(
     plan: &PagedKvPlan,
-    qkv: &HostTensor,
+    sources: &[HostTensor],
     slots: &HostTensor,
-    k_cache: &HostTensor,
-    v_cache: &HostTensor,
+    caches: [&HostTensor; 2],
 ) -> Result<PagedKvOutput> {
-    let es = qkv.dtype().size();
+    let dtype = sources[0].dtype();
+    let es = dtype.size();
     let (hq, hkv, d, bs) = (plan.q_heads, plan.kv_heads, plan.head_dim, plan.block_size);
     let token = (hq + 2 * hkv) * d;
+    // Element (t, h, 0) of the keys (`c` 0) or the values (1): its source's bytes, and
+    // where it starts there.
+    let kv = |c: usize, t: usize, h: usize| match plan.kv_strides {
+        None => (sources[0].bytes(), t * token + (hq + c * hkv + h) * d),
+        Some(strides) => (sources[c].bytes(), t * strides[c] + h * d),
+    };
     let values = super::rows::index_values(slots, true)?;
-    let mut q = Vec::with_capacity(plan.tokens * hq * d * es);
-    let mut caches = [k_cache.bytes().to_vec(), v_cache.bytes().to_vec()];
+    let mut q = Vec::new();
+    let mut caches = caches.map(|c| c.bytes().to_vec());
     let mut status = RowsStatus::default();
-    let src = qkv.bytes();
-    if plan.heads_first {
-        // Element (h, t, 0) of `[q_heads, tokens, head_dim]`.
-        for h in 0..hq {
-            for t in 0..plan.tokens {
-                let from = t * token + h * d;
-                q.extend_from_slice(&src[from * es..(from + d) * es]);
-            }
+    let src = sources[0].bytes();
+    if plan.queries {
+        // Element (h, t, 0) of `[q_heads, tokens, head_dim]`, or (t, 0) of `[tokens, q_heads
+        // * head_dim]`.
+        let rows: Vec<(usize, usize)> = match plan.heads_first {
+            true => (0..hq)
+                .flat_map(|h| (0..plan.tokens).map(move |t| (t * token + h * d, d)))
+                .collect(),
+            false => (0..plan.tokens).map(|t| (t * token, hq * d)).collect(),
+        };
+        for (from, n) in rows {
+            q.extend_from_slice(&src[from * es..(from + n) * es]);
         }
     }
     for (t, &s) in values.iter().enumerate() {
-        if !plan.heads_first {
-            q.extend_from_slice(&src[t * token * es..(t * token + hq * d) * es]);
-        }
         if s == -1 {
             continue;
         }
@@ -87,12 +107,11 @@ fn paged_write(
                     CacheLayout::Nhd => ((block * bs + place) * hkv + h) * d,
                     CacheLayout::Hnd => ((block * hkv + h) * bs + place) * d,
                 };
-                let from = t * token + (hq + c * hkv + h) * d;
+                let (src, from) = kv(c, t, h);
                 cache[at * es..(at + d) * es].copy_from_slice(&src[from * es..(from + d) * es]);
             }
         }
     }
-    let dtype = qkv.dtype();
     let [k, v] = caches;
     Ok(PagedKvOutput {
         queries: HostTensor::new(dtype, plan.q_shape(), q)?,
@@ -102,21 +121,28 @@ fn paged_write(
     })
 }
 
-/// Refuses tensors other than the plan's: the fused projection and both caches of its shapes
-/// and one dtype, the slots i32, i64 or u32 of shape `[tokens]`.
+/// Refuses tensors other than the plan's: its sources and both caches of their shapes and
+/// one dtype, the slots i32, i64 or u32 of shape `[tokens]`.
 fn check_tensors(
     plan: &PagedKvPlan,
-    qkv: &HostTensor,
+    sources: &[HostTensor],
     slots: &HostTensor,
-    k_cache: &HostTensor,
-    v_cache: &HostTensor,
+    caches: [&HostTensor; 2],
 ) -> Result<()> {
-    let want = [
-        ("qkv", qkv, plan.qkv_shape()),
-        ("slot_mapping", slots, vec![plan.tokens]),
-        ("k_cache", k_cache, plan.cache_shape()),
-        ("v_cache", v_cache, plan.cache_shape()),
-    ];
+    let names: &[&str] = match sources.len() {
+        1 => &["qkv"],
+        _ => &["key", "value"],
+    };
+    let mut want: Vec<(&str, &HostTensor, Vec<usize>)> = names
+        .iter()
+        .zip(sources)
+        .zip(plan.source_shapes())
+        .map(|((&name, t), shape)| (name, t, shape))
+        .collect();
+    want.push(("slot_mapping", slots, vec![plan.tokens]));
+    want.push(("k_cache", caches[0], plan.cache_shape()));
+    want.push(("v_cache", caches[1], plan.cache_shape()));
+    let dtype = sources[0].dtype();
     for (what, t, shape) in want {
         if t.shape() != shape {
             return Err(SplitError::DataMismatch(format!(
@@ -124,13 +150,11 @@ fn check_tensors(
                 t.shape()
             )));
         }
-    }
-    for (what, t) in [("k_cache", k_cache), ("v_cache", v_cache)] {
-        if t.dtype() != qkv.dtype() {
+        if what != "slot_mapping" && t.dtype() != dtype {
             return Err(SplitError::DataMismatch(format!(
-                "{what} is {}, qkv {}: a paged write moves one dtype",
+                "{what} is {}, {} {dtype}: a paged write moves one dtype",
                 t.dtype(),
-                qkv.dtype()
+                names[0]
             )));
         }
     }

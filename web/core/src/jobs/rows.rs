@@ -63,21 +63,25 @@ impl Jobs {
                 (Role::Input(0), "source"),
                 (Role::Indices, "indices"),
                 (Role::Output(0), "target"),
-                (Role::Scatter, "target"),
+                (Role::Scatter(0), "target"),
                 (Role::Status, "status"),
             ]);
             self.add(name.into(), "rows", job.map(|(r, b)| (r, b, named)));
         }
     }
 
-    /// A paged write in each cache layout.
+    /// A paged write in each cache layout: NHD from the fused projection into caches in one
+    /// buffer (one dispatch), HND from keys and values of their own into caches of their own
+    /// (a dispatch a cache).
     pub(super) fn paged(&mut self, device: &Device) {
         for layout in [CacheLayout::Nhd, CacheLayout::Hnd] {
             let named = roles(&[
-                (Role::Input(0), "qkv"),
+                (Role::Input(0), "source0"),
+                (Role::Input(1), "source1"),
                 (Role::Indices, "slots"),
                 (Role::Output(0), "queries"),
-                (Role::Scatter, "caches"),
+                (Role::Scatter(0), "k_cache"),
+                (Role::Scatter(1), "v_cache"),
                 (Role::Status, "status"),
             ]);
             let job = paged_job(layout, device).map(|(r, b)| (r, b, named));
@@ -156,12 +160,19 @@ fn status_buffer(status: RowsStatus) -> Buffer {
     }
 }
 
-/// A paged write of 6 tokens (a padding slot and one out of range among them) into caches
-/// of 5 blocks of 4 slots in `layout`, both caches in one buffer, the value cache one
-/// alignment past the key cache's end.
+/// A paged write of 6 tokens of 4 query heads and 2 KV heads of 64 f16 elements into caches
+/// of 5 blocks of 4 slots in `layout`: NHD from the fused projection, both caches in one
+/// buffer (the value cache one alignment past the key cache's end; `k_cache` names it);
+/// HND from keys and values of their own (the keys at a stride of 160 elements, a view of a
+/// wider tensor), each cache in a buffer of its own.
 fn paged_job(layout: CacheLayout, device: &Device) -> wgsl_split::Result<(Value, Vec<Buffer>)> {
     let limits = &device.limits;
-    let plan = ops::paged_kv_write(6, 4, 2, 64, 4, 5, layout)?;
+    let fused = ops::paged_kv_write(6, 4, 2, 64, 4, 5, layout)?;
+    let separate = layout == CacheLayout::Hnd;
+    let plan = match separate {
+        true => fused.with_separate_kv(160, 128)?,
+        false => fused,
+    };
     let tensor = |shape: Vec<usize>, seed: usize| {
         let n = shape.iter().product::<usize>() * 2;
         let bytes = (0..n)
@@ -169,48 +180,78 @@ fn paged_job(layout: CacheLayout, device: &Device) -> wgsl_split::Result<(Value,
             .collect();
         HostTensor::new(DType::F16, shape, bytes)
     };
-    let qkv = tensor(plan.qkv_shape(), 7)?;
+    let sources: Vec<HostTensor> = (7..)
+        .zip(plan.source_shapes())
+        .map(|(seed, shape)| tensor(shape, seed))
+        .collect::<wgsl_split::Result<_>>()?;
     let (k, v) = (
         tensor(plan.cache_shape(), 8)?,
         tensor(plan.cache_shape(), 9)?,
     );
     let slots = HostTensor::from_slice(&[6], &[3i32, -1, 19, 20, 0, 7])?;
-    let want = plan.reference(&[qkv.clone(), slots.clone(), k.clone(), v.clone()])?;
+    let mut tensors = sources.clone();
+    tensors.extend([slots.clone(), k.clone(), v.clone()]);
+    let want = plan.reference(&tensors)?;
     let rule = index_rule(DType::I32, NegativeIndex::Padding, plan.slots() as u64)?;
     let sizes = paged_sizes(&plan, DType::F16, rule.words);
     let align = limits.min_storage_buffer_offset_alignment as u64;
-    let v_at = sizes.cache.next_multiple_of(align);
+    let v_at = match separate {
+        true => 0,
+        false => sizes.cache.next_multiple_of(align),
+    };
     let at = PagedRegions {
-        qkv: 0,
+        sources: [0, 0],
+        one_source: !separate,
         slots: 0,
         queries: 0,
-        caches: 0,
-        k_at: 0,
-        v_at,
+        caches: [0, v_at],
+        one_cache_window: !separate,
         status: Some(0),
     };
     let tuning = device.tuning();
     let recording = record_paged(&plan, DType::F16, rule, at, limits, tuning)?;
-    let caches = |k: &[u8], v: &[u8]| placed(0, v_at + sizes.cache, [(0, k), (v_at, v)]);
     let same = |name: &str, bytes: Vec<u8>| Buffer {
         name: name.into(),
         start: bytes.clone(),
         end: bytes,
     };
-    let buffers = vec![
-        same("qkv", padded(qkv.bytes(), sizes.qkv)),
-        same("slots", padded(slots.bytes(), sizes.slots)),
-        Buffer {
-            name: "queries".into(),
-            start: padded(&[], sizes.queries),
-            end: padded(want.queries.bytes(), sizes.queries),
-        },
-        Buffer {
-            name: "caches".into(),
-            start: caches(k.bytes(), v.bytes()),
-            end: caches(want.k_cache.bytes(), want.v_cache.bytes()),
-        },
-        status_buffer(want.status),
-    ];
+    let mut buffers = vec![same("slots", padded(slots.bytes(), sizes.slots))];
+    for (k, s) in sources.iter().enumerate() {
+        buffers.push(same(
+            &format!("source{k}"),
+            padded(s.bytes(), sizes.sources[k]),
+        ));
+    }
+    let written = |name: &str, start: Vec<u8>, end: Vec<u8>| Buffer {
+        name: name.into(),
+        start,
+        end,
+    };
+    match separate {
+        true => {
+            let cache = |c: &[u8]| padded(c, sizes.cache);
+            buffers.push(written(
+                "k_cache",
+                cache(k.bytes()),
+                cache(want.k_cache.bytes()),
+            ));
+            buffers.push(written(
+                "v_cache",
+                cache(v.bytes()),
+                cache(want.v_cache.bytes()),
+            ));
+        }
+        false => {
+            let caches = |k: &[u8], v: &[u8]| placed(0, v_at + sizes.cache, [(0, k), (v_at, v)]);
+            let (start, end) = (
+                caches(k.bytes(), v.bytes()),
+                caches(want.k_cache.bytes(), want.v_cache.bytes()),
+            );
+            buffers.push(written("k_cache", start, end));
+            let q = |bytes: &[u8]| padded(bytes, sizes.queries);
+            buffers.push(written("queries", q(&[]), q(want.queries.bytes())));
+        }
+    }
+    buffers.push(status_buffer(want.status));
     Ok((recording_json(&recording, limits)?, buffers))
 }
