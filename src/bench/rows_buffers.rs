@@ -61,10 +61,14 @@ impl RowsCaseBuffers {
                 let len = plan.data_shape()[plan.axis()];
                 let data = rng.tensor(case.dtype, plan.data_shape().to_vec())?;
                 let ids = rng.places(plan.index_count(), len, *index_type)?;
-                let moved = plan.rows(case.dtype)?.output_bytes()?;
+                // The bytes written: a gather's output (of the plan's rows dtype), a
+                // scatter's rows of the data.
+                let (_, written) = plan.conversion(case.dtype)?;
+                let moved = plan.rows(written)?.output_bytes()?;
                 let (named, want) = match plan.kind() {
                     crate::plan::RowsKind::Scatter => {
-                        let updates = rng.tensor(case.dtype, plan.updates_shape())?;
+                        let updates =
+                            rng.tensor(plan.rows_dtype(case.dtype), plan.updates_shape())?;
                         let source = ("updates", upload("bench updates", updates.bytes())?);
                         let want = plan.reference(&[data.clone(), ids.clone(), updates])?.0;
                         (
