@@ -38,16 +38,25 @@ const F32_EDGES: [u32; 24] = [
     0x7f7f_ffff,
 ];
 
-/// A tensor of `shape` in `dtype`: f32 the edges then random bits, anything else random bits
-/// (f16 and bf16 random bits hold NaNs, infinities and subnormals of their own).
+/// A tensor of `shape` in `dtype`: f32 in runs of 8, every other run values an f16 holds
+/// as a normal (and zeros: activations, which take the shader's short path), the others the
+/// edges among random bits; anything else random bits (f16 and bf16 random bits hold NaNs,
+/// infinities and subnormals of their own).
 fn tensor(rng: &mut Rng, dtype: DType, shape: &[usize]) -> HostTensor {
     let n: usize = shape.iter().product();
     let mut bytes = rng.bytes(n * dtype.size());
     if dtype == DType::F32 {
         for (k, chunk) in bytes.chunks_exact_mut(4).enumerate() {
-            if k % 3 == 0 {
-                chunk.copy_from_slice(&F32_EDGES[(k / 3) % F32_EDGES.len()].to_le_bytes());
-            }
+            let bits = u32::from_le_bytes(chunk.try_into().unwrap());
+            let value = match ((k / 8) % 2, k % 3) {
+                (0, 0) => bits & 0x8000_0000,
+                // A tie: the bits a half drops exactly half its last place.
+                (0, 1) => (bits & 0x807f_e000) | 0x1000 | ((113 + (bits >> 23) % 30) << 23),
+                (0, _) => (bits & 0x807f_ffff) | ((113 + (bits >> 23) % 30) << 23),
+                (_, 0) => F32_EDGES[(k / 3) % F32_EDGES.len()],
+                _ => bits,
+            };
+            chunk.copy_from_slice(&value.to_le_bytes());
         }
     }
     HostTensor::new(dtype, shape.to_vec(), bytes).unwrap()

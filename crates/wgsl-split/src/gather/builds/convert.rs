@@ -108,7 +108,7 @@ fn input_words(b: u32) -> u32 {
 ";
 
 /// The view of an input of f32 as f16 or bf16: view word `w` holds input words `2w` and
-/// `2w + 1`, each converted (`convert`) into its half; the view holds half the input's words,
+/// `2w + 1`, each converted (`convert`, four at once `convert4`) into its half; the view holds half the input's words,
 /// rounded up (an odd last f32 takes the lower half of the view's last word, which is all
 /// any row of the input reaches there).
 const NARROWING: &str = "
@@ -123,9 +123,7 @@ fn load_vec4_in(b: u32, i: u32) -> vec4<u32> {
     trace(TRACE_SRC, i * 32u, 32u);
     let x = src4_0[2u * i];
     let y = src4_0[2u * i + 1u];
-    let lo = vec4<u32>(convert(x.x), convert(x.z), convert(y.x), convert(y.z));
-    let hi = vec4<u32>(convert(x.y), convert(x.w), convert(y.y), convert(y.w));
-    return lo | (hi << vec4<u32>(16u));
+    return convert4(vec4<u32>(x.xz, y.xz)) | (convert4(vec4<u32>(x.yw, y.yw)) << vec4<u32>(16u));
 }
 
 fn input_words(b: u32) -> u32 {
@@ -179,6 +177,20 @@ fn convert(f: u32) -> u32 {
     h = select(h, max(0x7c00u + (sig >> 13u), 0x7c01u), e == 0x7f800000u && sig != 0u);
     return sign | h;
 }
+
+// Four at once: where each is zero or rounds to a normal half (activations, mostly), the
+// exponent rebiased and the significand rounded to nearest even (a carry steps the
+// exponent), in a few operations; else each through `convert`.
+fn convert4(f: vec4<u32>) -> vec4<u32> {
+    let a = f & vec4<u32>(0x7fffffffu);
+    let zero = a == vec4<u32>(0u);
+    if (all(zero | ((a >= vec4<u32>(0x38800000u)) & (a < vec4<u32>(0x477ff000u))))) {
+        let odd = (a >> vec4<u32>(13u)) & vec4<u32>(1u);
+        let h = (a + vec4<u32>(0xc8000fffu) + odd) >> vec4<u32>(13u);
+        return ((f >> vec4<u32>(16u)) & vec4<u32>(0x8000u)) | select(h, vec4<u32>(0u), zero);
+    }
+    return vec4<u32>(convert(f.x), convert(f.y), convert(f.z), convert(f.w));
+}
 ";
 
 /// f32 bits to bf16 bits: round to nearest even on the upper half; a NaN keeps its upper
@@ -187,5 +199,11 @@ const F32_TO_BF16: &str = "
 fn convert(f: u32) -> u32 {
     let rounded = (f + 0x7fffu + ((f >> 16u) & 1u)) >> 16u;
     return select(rounded, (f >> 16u) | 0x40u, (f & 0x7fffffffu) > 0x7f800000u);
+}
+
+fn convert4(f: vec4<u32>) -> vec4<u32> {
+    let rounded = (f + vec4<u32>(0x7fffu) + ((f >> vec4<u32>(16u)) & vec4<u32>(1u))) >> vec4<u32>(16u);
+    let nan = (f & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
+    return select(rounded, (f >> vec4<u32>(16u)) | vec4<u32>(0x40u), nan);
 }
 ";
