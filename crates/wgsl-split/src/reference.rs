@@ -18,8 +18,6 @@ use crate::DType;
 mod convert;
 mod paged;
 mod rows;
-#[doc(hidden)]
-pub use convert::{f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use paged::PagedKvOutput;
 
 use ndarray::{s, ArrayD, ArrayView2, ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder, Slice};

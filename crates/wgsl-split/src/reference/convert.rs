@@ -43,7 +43,7 @@ pub(crate) fn convert_tensor(t: &HostTensor, to: DType) -> Result<HostTensor> {
 /// f32 bits to f16 bits, as numpy's `astype(np.float16)` (`npy_floatbits_to_halfbits`):
 /// round to nearest even, overflow to infinity, subnormals, signed zeros; a NaN keeps its
 /// sign and the upper 10 bits of its payload, and stays a NaN where they are all zero.
-pub fn f32_to_f16(f: u32) -> u16 {
+pub(crate) fn f32_to_f16(f: u32) -> u16 {
     let sign = ((f >> 16) & 0x8000) as u16;
     let exp = (f >> 23) & 0xff;
     let sig = f & 0x007f_ffff;
@@ -82,7 +82,7 @@ pub fn f32_to_f16(f: u32) -> u16 {
 
 /// f16 bits to f32 bits, exactly (numpy's `npy_halfbits_to_floatbits`): a NaN keeps its
 /// payload.
-pub fn f16_to_f32(h: u16) -> u32 {
+pub(crate) fn f16_to_f32(h: u16) -> u32 {
     let sign = ((h & 0x8000) as u32) << 16;
     let exp = ((h >> 10) & 0x1f) as u32;
     let sig = (h & 0x3ff) as u32;
@@ -100,7 +100,7 @@ pub fn f16_to_f32(h: u16) -> u32 {
 
 /// f32 bits to bf16 bits: round to nearest even on the upper 16 bits (overflow to infinity);
 /// a NaN keeps its upper half with its quiet bit set, so it stays a NaN.
-pub fn f32_to_bf16(f: u32) -> u16 {
+pub(crate) fn f32_to_bf16(f: u32) -> u16 {
     if f & 0x7fff_ffff > 0x7f80_0000 {
         return ((f >> 16) | 0x40) as u16;
     }
