@@ -97,16 +97,11 @@ impl GatherPipeline {
     /// (their recordings, `wgsl_split::rows` and `wgsl_split::paged`, bound by `bind_recorded`). A device whose shader
     /// stage holds fewer storage buffers is [`SplitError::Device`](crate::SplitError), naming
     /// both counts.
-    pub async fn indexed(
-        device: &wgpu::Device,
-        stores: ScatterStores,
-        convert: Option<super::builds::Convert>,
-    ) -> Result<Self> {
+    pub async fn indexed(device: &wgpu::Device, stores: ScatterStores) -> Result<Self> {
         let limits = limits_of(&device.limits());
         let (inputs, outputs) = (InputBindings::ONE, single_output(&limits));
         let build = Build {
             indexed: Some(stores),
-            convert,
             ..Build::plain(inputs, outputs, None)
         };
         if !super::builds::fits_stage(&limits, inputs, outputs, true) {

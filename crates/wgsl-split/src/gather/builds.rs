@@ -23,10 +23,8 @@ pub use slot::{fits_stage, single_output, slots, ScatterStores, Slot};
 
 mod bindings;
 mod build;
-mod convert;
 mod slot;
 pub use build::{Build, LayoutEntry};
-pub use convert::Convert;
 
 /// The trace hook every global access calls: `trace(kind, address, size)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,31 +281,18 @@ pub struct GatherSource {
 impl GatherSource {
     /// The source with `inputs`, `outputs` and `hook`, and the rows placed by indices
     /// (`shaders/split_gather_indexed.wgsl`, over [`Slot::Indices`] and [`Slot::Status`])
-    /// where `indexed`; its one input read through `convert` where it converts.
+    /// where `indexed`.
     pub fn new(
         inputs: InputBindings,
         outputs: OutputBindings,
         hook: Hook,
         indexed: Option<ScatterStores>,
-        convert: Option<Convert>,
     ) -> Result<Self> {
         let slots = slots(inputs, outputs, indexed, hook == Hook::Recording);
-        let (input_bindings, inputs_code) = match convert {
-            None => (format!("{inputs:?}"), inputs_piece(inputs)?),
-            Some(c) if inputs == InputBindings::ONE => {
-                (format!("{inputs:?}, {c:?}"), c.inputs_piece())
-            }
-            Some(c) => {
-                return Err(crate::error::SplitError::Device(format!(
-                    "a build converting its input ({c:?}) binds one input, not {}",
-                    inputs.count()
-                )))
-            }
-        };
         let head = format!(
-            "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {input_bindings} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n// ---- Indexed rows: {indexed:?} ----\n{}\n",
+            "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n// ---- Indexed rows: {indexed:?} ----\n{}\n",
             declarations(&slots),
-            inputs_code,
+            inputs_piece(inputs)?,
             outputs_piece(outputs)?,
             hook_piece(hook),
             match indexed {
@@ -347,7 +332,7 @@ pub fn gather_source(
     hook: Hook,
     bodies: Bodies,
 ) -> Result<String> {
-    Ok(GatherSource::new(inputs, outputs, hook, None, None)?.with(bodies, false))
+    Ok(GatherSource::new(inputs, outputs, hook, None)?.with(bodies, false))
 }
 
 /// The build that splits one input buffer into one output buffer ([`InputBindings::ONE`],

@@ -125,34 +125,21 @@ fn gather_entries() -> Vec<&'static str> {
 #[test]
 fn split_shader_compiles_for_every_backend() {
     use crate::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
-    use crate::gather::builds::{
-        Bodies, Convert, GatherSource, Hook, InputBindings, OutputBindings,
-    };
+    use crate::gather::builds::{Bodies, GatherSource, Hook, InputBindings, OutputBindings};
     let one = InputBindings::ONE;
     let many = InputBindings(MAX_SRC_BINDINGS);
     // Every build: the outputs bound each way (the multi-output build at its most bindings),
     // the multi-input build with each single output, and the trace build, whose hook records;
     // each of the channels' bodies; the indexed build (rows placed by indices) with each
-    // single output, and with each conversion of its input.
+    // single output.
     use crate::gather::builds::ScatterStores;
     let indexed = [
         (OutputBindings::Units(1), ScatterStores::Units),
         (OutputBindings::Units(1), ScatterStores::Words),
         (OutputBindings::WordsOnly, ScatterStores::Shared),
     ]
-    .map(|(outputs, stores)| (one, outputs, Hook::Silent, Bodies::None, Some(stores), None));
-    let converting = Convert::ALL.map(|c| {
-        let stores = Some(ScatterStores::Shared);
-        (
-            one,
-            OutputBindings::Units(1),
-            Hook::Silent,
-            Bodies::None,
-            stores,
-            Some(c),
-        )
-    });
-    for (inputs, outputs, hook, bodies, indexed, convert) in [
+    .map(|(outputs, stores)| (one, outputs, Hook::Silent, Bodies::None, Some(stores)));
+    for (inputs, outputs, hook, bodies, indexed) in [
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::None),
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::Narrow),
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::Wide),
@@ -167,17 +154,16 @@ fn split_shader_compiles_for_every_backend() {
         (many, OutputBindings::WordsOnly, Hook::Silent, Bodies::None),
         (one, OutputBindings::Units(1), Hook::Recording, Bodies::Wide),
     ]
-    .map(|(i, o, h, b)| (i, o, h, b, None, None))
+    .map(|(i, o, h, b)| (i, o, h, b, None))
     .into_iter()
     .chain(indexed)
-    .chain(converting)
     {
         for runs in [false, true] {
-            let source = GatherSource::new(inputs, outputs, hook, indexed, convert).unwrap();
+            let source = GatherSource::new(inputs, outputs, hook, indexed).unwrap();
             let source = source.with(bodies, runs);
             let name = format!(
                 "split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?}, {bodies:?}, runs {runs}, \
-                 indexed {indexed:?}, {convert:?})"
+                 indexed {indexed:?})"
             );
             translate_everywhere(&name, &source, &gather_entries(), &gather_constants(runs));
         }

@@ -56,9 +56,6 @@ pub struct PagedKvPlan {
     /// `None`: both in the fused projection.
     #[doc(hidden)]
     pub kv_strides: Option<[usize; 2]>,
-    /// The sources' dtype where it is not the caches' (f32 into f16 or bf16 caches).
-    #[doc(hidden)]
-    pub rows_dtype: Option<crate::DType>,
 }
 
 impl PagedKvPlan {
@@ -178,22 +175,6 @@ impl PagedKvPlan {
             heads_first: false,
             ..self
         }
-    }
-
-    /// The sources as `dtype`, converted into the caches' dtype (the one given to
-    /// `prepare`) on the way: f32 activations into f16 or bf16 caches, rounded to nearest
-    /// even (a NaN stays a NaN), as ggml's `SET_ROWS` writes them. Queries that go out are
-    /// written in the caches' dtype too. Another pair is refused at `prepare`.
-    pub fn with_rows_dtype(self, dtype: crate::DType) -> Self {
-        Self {
-            rows_dtype: Some(dtype),
-            ..self
-        }
-    }
-
-    /// The sources' dtype for caches of `cache`.
-    pub fn rows_dtype(&self, cache: crate::DType) -> crate::DType {
-        self.rows_dtype.unwrap_or(cache)
     }
 
     /// Whether the queries go out.

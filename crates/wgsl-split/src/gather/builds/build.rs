@@ -1,9 +1,7 @@
 //! [`Build`]: one build of the gather, what a host compiles a module and a bind group layout
 //! from ([`Build::source`], [`Build::layout`]).
 
-use super::{
-    slots, Convert, GatherSource, Hook, InputBindings, OutputBindings, ScatterStores, Slot,
-};
+use super::{slots, GatherSource, Hook, InputBindings, OutputBindings, ScatterStores, Slot};
 use crate::direction::Direction;
 use crate::error::Result;
 use crate::gather::binds::moves;
@@ -22,8 +20,6 @@ pub struct Build {
     pub outputs: OutputBindings,
     /// The rows placed by indices, and how its scatter stores (`None`: not indexed).
     pub indexed: Option<ScatterStores>,
-    /// The conversion its input is read through (rows placed by indices only; `None`: none).
-    pub convert: Option<Convert>,
     /// Whether every global access is recorded ([`Hook::Recording`]).
     pub hook: Hook,
     /// The parts' side whose windows move at dynamic offsets (a node through views).
@@ -51,7 +47,6 @@ impl Build {
             inputs,
             outputs,
             indexed: None,
-            convert: None,
             hook: Hook::Silent,
             moving,
         }
@@ -81,12 +76,6 @@ impl Build {
 
     /// Its WGSL, assembled once ([`GatherSource::with`] gives each module).
     pub fn source(&self) -> Result<GatherSource> {
-        GatherSource::new(
-            self.inputs,
-            self.outputs,
-            self.hook,
-            self.indexed,
-            self.convert,
-        )
+        GatherSource::new(self.inputs, self.outputs, self.hook, self.indexed)
     }
 }
