@@ -42,21 +42,8 @@ fn placed(buffer: &wgpu::Buffer, offset: u64) -> BufferRegion<'_> {
 
 /// `size` bytes of `b` from `at`, read back.
 fn read(gpu: &GpuSplitter, b: &wgpu::Buffer, at: u64, size: u64) -> Vec<u8> {
-    let device = gpu.device();
-    let back = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size,
-        usage: U::MAP_READ | U::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut e = device.create_command_encoder(&Default::default());
-    e.copy_buffer_to_buffer(b, at, &back, 0, size);
-    gpu.queue().submit([e.finish()]);
-    back.slice(..)
-        .map_async(wgpu::MapMode::Read, |r| r.unwrap());
-    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-    let bytes = back.slice(..).get_mapped_range().unwrap().to_vec();
-    bytes
+    let encoder = gpu.device().create_command_encoder(&Default::default());
+    common::submit_and_read(gpu, encoder, b)[at as usize..(at + size) as usize].to_vec()
 }
 
 /// One step's tensors: the fused projection, the slots (64 distinct of 256 as i64, 4 padding
