@@ -32,6 +32,19 @@ impl XorShift {
         HostTensor::new(dtype, shape, (0..n).map(|_| self.next() as u8).collect())
     }
 
+    /// Activations of `shape`: f32 values uniform in [-4, 4) (an f16 holds each as a normal
+    /// or as zero: what a cache is written from).
+    fn activations(&mut self, dtype: DType, shape: Vec<usize>) -> Result<HostTensor> {
+        if dtype != DType::F32 {
+            return self.tensor(dtype, shape);
+        }
+        let n = shape.iter().product::<usize>();
+        let values: Vec<f32> = (0..n)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0)
+            .collect();
+        HostTensor::from_slice(&shape, &values)
+    }
+
     /// `count` distinct places of `len`, as `index_type`.
     fn places(&mut self, count: usize, len: usize, index_type: DType) -> Result<HostTensor> {
         let mut all: Vec<i64> = (0..len as i64).collect();
@@ -61,10 +74,19 @@ impl RowsCaseBuffers {
                 let len = plan.data_shape()[plan.axis()];
                 let data = rng.tensor(case.dtype, plan.data_shape().to_vec())?;
                 let ids = rng.places(plan.index_count(), len, *index_type)?;
-                let moved = plan.rows(case.dtype)?.output_bytes()?;
+                // The bytes written: a gather's output (of the plan's rows dtype), a
+                // scatter's rows of the data.
+                let (_, written) = plan.conversion(case.dtype)?;
+                let moved = plan.rows(written)?.output_bytes()?;
                 let (named, want) = match plan.kind() {
                     crate::plan::RowsKind::Scatter => {
-                        let updates = rng.tensor(case.dtype, plan.updates_shape())?;
+                        // Rows rounded on the way are activations; rows moved as they are,
+                        // any bits.
+                        let (rows, shape) = (plan.rows_dtype(case.dtype), plan.updates_shape());
+                        let updates = match rows == case.dtype {
+                            true => rng.tensor(rows, shape)?,
+                            false => rng.activations(rows, shape)?,
+                        };
                         let source = ("updates", upload("bench updates", updates.bytes())?);
                         let want = plan.reference(&[data.clone(), ids.clone(), updates])?.0;
                         (

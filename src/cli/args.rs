@@ -151,7 +151,8 @@ pub struct RunArgs {
     /// gather, scatter-nd, get-rows, set-rows: the indices (.npy of i32, i64 or u32).
     #[arg(long)]
     pub indices: Option<PathBuf>,
-    /// scatter-nd, set-rows: the updates (.npy of the input's dtype).
+    /// scatter-nd, set-rows: the updates (.npy of the input's dtype; set-rows also takes f32
+    /// into f16 or bf16, rounded to nearest even).
     #[arg(long)]
     pub updates: Option<PathBuf>,
     /// Axis: an integer or a .npy holding a scalar or shape [1] integer tensor.

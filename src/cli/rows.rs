@@ -46,7 +46,9 @@ pub fn run(a: &RunArgs) -> CliResult {
     let (data_shape, ids_shape) = (data.shape(), indices.shape());
     let plan = match (a.op, &updates) {
         (Op::ScatterNd, Some(u)) => ops::scatter_nd(data_shape, ids_shape, u.shape())?,
-        (Op::SetRows, _) => ops::set_rows(data_shape, ids_shape)?,
+        // ggml's SET_ROWS: f32 rows into f16 or bf16 data are rounded on the way.
+        (Op::SetRows, Some(u)) => ops::set_rows(data_shape, ids_shape)?.with_rows_dtype(u.dtype()),
+        (Op::SetRows, None) => ops::set_rows(data_shape, ids_shape)?,
         (Op::GetRows, _) => ops::get_rows(data_shape, ids_shape)?,
         _ => ops::gather(data_shape, ids_shape, attribute_axis(&a.axis)?)?,
     };

@@ -1,6 +1,6 @@
 //! Rows placed by indices as the host plans them ([`check_rows`]): a seed draws a gather, a
 //! set rows or a paged KV write of random sizes (some past the windows, which must be
-//! refused). Every dispatch made passes the gate; then every address the shader computes
+//! refused), of one dtype or converting f32 rows into f16 or bf16 data. Every dispatch made passes the gate; then every address the shader computes
 //! from any index in range (the first and the last of each block and slot within a block,
 //! for the first and the last token, head and chunk) is taken with the shader's own u32
 //! arithmetic and must lie inside its window.
@@ -22,6 +22,16 @@ impl XorShift {
             0 => (self.next() % (1 << 20)) as usize,
             1 => (self.next() % (1 << 31)) as usize,
             _ => 1 + (self.next() % 9) as usize,
+        }
+    }
+
+    /// `plan` as it is, or (half the time, for data of f16 or bf16) with f32 rows converted.
+    fn converted(&mut self, plan: crate::RowsPlan, data: DType) -> crate::RowsPlan {
+        match data {
+            DType::F16 | DType::BF16 if self.next().is_multiple_of(2) => {
+                plan.with_rows_dtype(DType::F32)
+            }
+            _ => plan,
         }
     }
 }
@@ -48,7 +58,11 @@ pub fn check_rows(seed: u64) {
             let Ok(plan) = ops::gather(&shape, &ids, axis) else {
                 return;
             };
-            let Ok(rows) = plan.rows(dtype) else { return };
+            // Through a conversion, the tables are the written dtype's (the view's).
+            let plan = d.converted(plan, dtype);
+            let Ok(rows) = plan.conversion(dtype).and_then(|(_, w)| plan.rows(w)) else {
+                return;
+            };
             (gather_dispatch(rows, rule, MAX_WINDOW, tuning), 0)
         }
         1 => {
@@ -56,7 +70,9 @@ pub fn check_rows(seed: u64) {
             let Ok(plan) = ops::set_rows(&shape, &[d.size()]) else {
                 return;
             };
-            let Ok(job) = plan.rows(dtype).and_then(|rows| set_rows_job(rows, rule)) else {
+            let plan = d.converted(plan, dtype);
+            let rows = plan.conversion(dtype).and_then(|(_, w)| plan.rows(w));
+            let Ok(job) = rows.and_then(|rows| set_rows_job(rows, rule)) else {
                 return;
             };
             (scatter_dispatch(&job, MAX_WINDOW, tuning), job.dst_bytes)
@@ -78,6 +94,14 @@ pub fn check_rows(seed: u64) {
                     Ok(plan) => plan,
                     Err(_) => return,
                 },
+            };
+            // f32 sources rounded into f16 or bf16 caches: the sources' addresses are the
+            // view's, half the bytes.
+            let plan = match dtype {
+                DType::F16 | DType::BF16 if d.next().is_multiple_of(2) => {
+                    plan.with_rows_dtype(DType::F32).without_queries()
+                }
+                _ => plan,
             };
             let rule = IndexRule {
                 negative: 2,
@@ -104,7 +128,13 @@ pub fn check_rows(seed: u64) {
                 min_storage_buffer_offset_alignment: 256,
                 ..wgsl_split::Limits::default()
             };
-            for PagedJob { job, .. } in paged_jobs(&plan, dtype, rule, at, &limits) {
+            for PagedJob { job, src_size, .. } in paged_jobs(&plan, dtype, rule, at, &limits) {
+                // The view of a source window holds what the window does, converted.
+                let view = match plan.rows_dtype(dtype) == dtype {
+                    true => src_size,
+                    false => src_size / 2,
+                };
+                assert_eq!(job.src_bytes, view, "seed {seed}: {plan:?}");
                 if let Ok(Some(dispatch)) = scatter_dispatch(&job, MAX_WINDOW, tuning) {
                     if let Err(refusal) = dispatch.gate() {
                         panic!("seed {seed}: {dispatch:?}: {refusal}");

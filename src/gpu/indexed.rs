@@ -8,6 +8,7 @@ use crate::gpu::placement::{PartLayout, PartRange};
 use crate::gpu::prepared::{Commands, PreparedParts};
 use crate::gpu::GpuSplitter;
 use std::sync::Arc;
+use wgsl_split::gather::builds::Convert;
 use wgsl_split::recording::{Command, Recording};
 
 impl GpuSplitter {
@@ -35,7 +36,7 @@ impl GpuSplitter {
                     d.program
                 )));
             };
-            let pipeline = self.indexed_pipeline(stores).await?;
+            let pipeline = self.indexed_pipeline(stores, d.build.convert).await?;
             let table = std::slice::from_ref(&d.table);
             let tables = self.kept.tables(&self.device, table).await?;
             bound.push(
@@ -58,14 +59,21 @@ impl GpuSplitter {
         Ok(prepared)
     }
 
-    /// The indexed build whose scatter stores as `stores` says, compiled on first use and
-    /// shared by clones.
-    async fn indexed_pipeline(&self, stores: ScatterStores) -> Result<GatherPipeline> {
-        let cell = &self.indexed[stores as usize];
+    /// The indexed build whose scatter stores as `stores` says and whose input `convert`
+    /// converts, compiled on first use and shared by clones.
+    async fn indexed_pipeline(
+        &self,
+        stores: ScatterStores,
+        convert: Option<Convert>,
+    ) -> Result<GatherPipeline> {
+        let c = convert.map_or(0, |c| {
+            1 + Convert::ALL.iter().position(|&k| k == c).unwrap_or(0)
+        });
+        let cell = &self.indexed[stores as usize * (1 + Convert::ALL.len()) + c];
         if let Some(p) = cell.get() {
             return Ok(p.clone());
         }
-        let made = GatherPipeline::indexed(&self.device, stores)
+        let made = GatherPipeline::indexed(&self.device, stores, convert)
             .await?
             .with_cache(self.gather.cache());
         Ok(cell.get_or_init(|| made).clone())

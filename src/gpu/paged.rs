@@ -157,6 +157,7 @@ impl GpuSplitter {
         const OP: &str = "paged KV write";
         self.probe.check(format_args!("preparing the {OP}"))?;
         let plan = PagedKvPlan::new(*plan)?;
+        plan.conversion(dtype)?;
         let rule = index_rule(b.index_type, NegativeIndex::Padding, plan.slots() as u64)?;
         check_heads_first(&plan, dtype)?;
         let sizes = paged_sizes(&plan, dtype, rule.words);
@@ -205,7 +206,7 @@ impl GpuSplitter {
     ) -> Result<PagedKvOutput> {
         let (sources, [slots, k_cache, v_cache]) = plan.host_tensors(tensors)?;
         use wgpu::BufferUsages as U;
-        let dtype = sources[0].dtype();
+        let dtype = k_cache.dtype();
         let align = self.offset_align();
         let bytes = PagedBytes::of(plan, dtype);
         let q_bytes = match plan.writes_queries() {

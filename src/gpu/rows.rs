@@ -155,12 +155,14 @@ impl GpuSplitter {
             Some(u) => (u.bytes(), data.bytes()),
             None => (data.bytes(), &[][..]),
         };
+        // The output: a gather's rows in the plan's rows dtype, a scatter's data.
+        let (_, out_dtype) = plan.conversion(dtype)?;
         let out_bytes = match plan.kind() {
-            RowsKind::Gather => plan.rows(dtype)?.output_bytes()?,
+            RowsKind::Gather => plan.rows(out_dtype)?.output_bytes()?,
             RowsKind::Scatter => data.bytes().len() as u64,
         };
         if out_bytes == 0 {
-            let empty = HostTensor::new(dtype, plan.output_shape(), Vec::new())?;
+            let empty = HostTensor::new(out_dtype, plan.output_shape(), Vec::new())?;
             return Ok((empty, RowsStatus::default()));
         }
         use wgpu::BufferUsages as U;
@@ -207,7 +209,10 @@ impl GpuSplitter {
             let at = status_at as usize;
             let status = RowsStatus::from_bytes(&bytes[at..at + 8]).unwrap_or_default();
             let out = bytes[..out_bytes as usize].to_vec();
-            Ok((HostTensor::new(dtype, plan.output_shape(), out)?, status))
+            Ok((
+                HostTensor::new(out_dtype, plan.output_shape(), out)?,
+                status,
+            ))
         })
     }
 }

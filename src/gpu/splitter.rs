@@ -139,9 +139,10 @@ pub struct GpuSplitter {
     pub(crate) input_bindings: u32,
     /// Tells whether the device is lost; shared by clones and prepared splits.
     pub(crate) probe: Arc<device::LossProbe>,
-    /// The indexed builds (rows placed by indices), by their scatter's stores
-    /// (`ScatterStores as usize`), compiled on first use; shared by clones.
-    pub(crate) indexed: Arc<[std::sync::OnceLock<GatherPipeline>; 3]>,
+    /// The indexed builds (rows placed by indices), by their scatter's stores and their
+    /// input's conversion (`GpuSplitter::indexed_pipeline` keys them), compiled on first use;
+    /// shared by clones.
+    pub(crate) indexed: Arc<[std::sync::OnceLock<GatherPipeline>; 15]>,
 }
 
 impl GpuSplitter {

@@ -3,7 +3,7 @@
 //! of range exits 2 naming it, and writes nothing.
 
 use crate::{s, save, wgpu_split};
-use wgpu_split::{npy, ops, HostTensor};
+use wgpu_split::{npy, ops, DType, HostTensor};
 
 fn gather_files(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
@@ -95,8 +95,9 @@ fn scatter_nd_files(backend: &str) {
     assert!(!out.exists(), "nothing is written");
 }
 
-/// An embedding's rows got by u32 ids, and rows set into a cache by them: the reference's
-/// bytes; a negative i32 id is out of range for both, and `--axis` is refused.
+/// An embedding's rows got by u32 ids, and rows set into a cache by them (f32 rows into an
+/// f16 cache rounded on the way): the reference's bytes; a negative i32 id is out of range
+/// for both, and `--axis` is refused.
 fn get_and_set_rows_files(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
     let table = HostTensor::from_slice(&[6, 4], &(0..24u16).collect::<Vec<_>>()).unwrap();
@@ -136,6 +137,36 @@ fn get_and_set_rows_files(backend: &str) {
         (got[4..8].to_vec(), got[16..20].to_vec()),
         (vec![7; 4], vec![9; 4])
     );
+    // f32 rows set into an f16 table are rounded on the way: 1.5, 65520 (to infinity), -0.0,
+    // 1 + 2^-11 (a tie, to even: 1).
+    let halves = HostTensor::new(DType::F16, vec![6, 4], table.bytes().to_vec()).unwrap();
+    let input = save(dir.path(), "halves.npy", &halves);
+    let wide = [1.5f32, 65520.0, -0.0, 1.0 + 1.0 / 2048.0].repeat(2);
+    let wide = save(
+        dir.path(),
+        "wide.npy",
+        &HostTensor::from_slice(&[2, 4], &wide).unwrap(),
+    );
+    let out = dir.path().join("set_f16");
+    let args = [
+        "run",
+        "--op",
+        "set-rows",
+        "--input",
+        &input,
+        "--indices",
+        &set_ids,
+    ];
+    let tail = ["--updates", &wide, "--backend", backend, "--out", &s(&out)];
+    let r = wgpu_split(&[&args[..], &tail[..]].concat());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got = npy::read(&out.join("output_0.npy")).unwrap();
+    assert_eq!(got.dtype(), DType::F16);
+    let got: Vec<u16> = (got.bytes().chunks_exact(2))
+        .map(|h| u16::from_le_bytes([h[0], h[1]]))
+        .collect();
+    assert_eq!(got[4..8], [0x3e00, 0x7c00, 0x8000, 0x3c00]);
+    assert_eq!(got[..4], [0, 1, 2, 3], "the other rows keep their bits");
     // -1 is out of range here, where ONNX Gather takes it from the end.
     let minus = save(
         dir.path(),

@@ -5,7 +5,7 @@
 use crate::error::{Result, SplitError};
 use crate::gather::abi::{Entry, Mode};
 use crate::gather::binds::{IndexSides, Sides};
-use crate::gather::builds::{single_output, Build, InputBindings};
+use crate::gather::builds::{Build, Convert};
 use crate::gather::{binding_bytes, scatter_dispatch, window_limit};
 use crate::gather::{GatherTuning, IndexRule, ScatterJob, ScatterRows};
 use crate::plan::{CacheLayout, NegativeIndex, PagedKvPlan};
@@ -49,22 +49,23 @@ pub fn record_paged(
 ) -> Result<Recording> {
     let plan = &PagedKvPlan::new(*plan)?;
     check_heads_first(plan, dtype)?;
+    let convert = plan.conversion(dtype)?;
     let sizes = paged_sizes(plan, dtype, rule.words);
     let mut commands = Vec::new();
     for PagedJob {
         job,
         src_base,
+        src_size,
         dst_base,
         values,
     } in paged_jobs(plan, dtype, rule, at, limits)
     {
-        let Some(d) = scatter_dispatch(&job, window_limit(limits), tuning)? else {
+        let Some(mut d) = scatter_dispatch(&job, window_limit(limits), tuning)? else {
             continue;
         };
-        let build = Build {
-            indexed: Some(job.stores()),
-            ..Build::plain(InputBindings::ONE, single_output(limits), None)
-        };
+        // The window's bytes as they are (a conversion's view takes more or fewer).
+        d.src_size = binding_bytes(src_size).max(4);
+        let build = Build::indexed(job.stores(), convert, limits);
         let index = IndexSides {
             indices: (at.slots, sizes.slots),
             status: at.status,
@@ -87,13 +88,15 @@ pub fn record_paged(
     Ok(Recording { commands })
 }
 
-/// One dispatch of a paged write: its scatter, the offsets its source window and its
-/// destination window start from, and whether it is the values' own (binding the second
-/// source and cache).
+/// One dispatch of a paged write: its scatter (in the caches' dtype: through a conversion,
+/// its source addresses are the view's), the offset its source window starts from and its
+/// bytes, the offset its destination window starts from, and whether it is the values' own
+/// (binding the second source and cache).
 #[derive(Debug, Clone)]
 pub struct PagedJob {
     pub job: ScatterJob,
     pub src_base: u64,
+    pub src_size: u64,
     pub dst_base: u64,
     pub values: bool,
 }
@@ -113,6 +116,9 @@ pub fn paged_jobs(
     let align = (limits.min_storage_buffer_offset_alignment as u64).max(4);
     let limit = window_limit(limits);
     let reads = reads(plan, dtype);
+    // A source's bytes as the shader addresses them (the view, through a conversion).
+    let convert = plan.conversion(dtype).ok().flatten();
+    let view = |bytes: u64| convert.map_or(bytes, |c| c.view_bytes(bytes));
     // The window of `sources`: from the alignment below the first to the end of the last.
     let window = |sources: &[usize]| {
         let base = sources.iter().map(|&s| at.sources[s] / align * align).min();
@@ -127,19 +133,19 @@ pub fn paged_jobs(
     // destination window of `dst_bytes`, the queries where `queries`.
     let job = |kv: &[usize], src: (u64, u64), dst: [u64; 2], dst_bytes, queries: bool| {
         let (src_base, src_bytes) = src;
-        let from = |p: usize| at.sources[reads[p].source] - src_base + reads[p].offset;
+        let from = |p: usize| view(at.sources[reads[p].source] - src_base) + reads[p].offset;
         ScatterJob {
             tokens: plan.tokens as u64,
             capacity: plan.slots() as u64,
             rule,
-            src_bytes,
+            src_bytes: view(src_bytes),
             dst_bytes,
             parts: kv
                 .iter()
                 .map(|&p| scatter_part(plan, dtype, from(p), reads[p].stride, dst[p]))
                 .collect(),
             copy: match queries && plan.queries {
-                true => query_entries(plan, dtype, at.sources[0] - src_base, reads[0].stride),
+                true => query_entries(plan, dtype, view(at.sources[0] - src_base), reads[0].stride),
                 false => Vec::new(),
             },
             counts: kv[0] == 0,
@@ -153,6 +159,7 @@ pub fn paged_jobs(
         return vec![PagedJob {
             job: job(&[0, 1], both, dst, dst_bytes, true),
             src_base: both.0,
+            src_size: both.1,
             dst_base,
             values: false,
         }];
@@ -163,6 +170,7 @@ pub fn paged_jobs(
             PagedJob {
                 job: job(&[p], src, [0, 0], sizes.cache, p == 0),
                 src_base: src.0,
+                src_size: src.1,
                 dst_base: at.caches[p],
                 values: p == 1,
             }
@@ -241,6 +249,22 @@ impl PagedBytes {
 }
 
 impl PagedKvPlan {
+    /// The conversion the shader reads the sources through into caches of `dtype` (`None`:
+    /// one dtype); a pair it does not convert is [`SplitError::DataMismatch`], queries going
+    /// out through a conversion [`SplitError::ConflictingInputs`].
+    #[doc(hidden)]
+    pub fn conversion(&self, dtype: DType) -> Result<Option<Convert>> {
+        let convert = Convert::of(self.rows_dtype(dtype), dtype)?;
+        if let (Some(_), true) = (convert, self.queries) {
+            return Err(SplitError::ConflictingInputs(format!(
+                "a paged write of {} sources into {dtype} caches leaves the queries in place \
+                 (PagedKvPlan::without_queries): only the keys and the values convert",
+                self.rows_dtype(dtype)
+            )));
+        }
+        Ok(convert)
+    }
+
     /// The bytes each region binds from its offset for a paged write of `dtype` whose slots
     /// are `index_type`: `[first source, second source, slots, queries, cache]` (each
     /// cache's; the second source 0 where the plan reads one, the queries 0 where none go
@@ -262,6 +286,7 @@ impl PagedKvPlan {
     /// ```
     pub fn bytes(&self, dtype: DType, index_type: DType) -> Result<[u64; 5]> {
         let plan = PagedKvPlan::new(*self)?;
+        plan.conversion(dtype)?;
         let capacity = plan.slots() as u64;
         let rule = crate::rows::index_rule(index_type, NegativeIndex::Padding, capacity)?;
         let s = paged_sizes(&plan, dtype, rule.words);
@@ -279,9 +304,12 @@ impl PagedKvPlan {
 pub fn paged_sizes(plan: &PagedKvPlan, dtype: DType, words: u32) -> Sizes {
     let b = PagedBytes::of(plan, dtype);
     let es = dtype.size() as u64;
+    // A source's bytes behind the view the shader reads (the caches' dtype).
+    let convert = plan.conversion(dtype).ok().flatten();
+    let input = |view: u64| binding_bytes(convert.map_or(view, |c| c.input_bytes(view)));
     let strided = |stride: usize| match b.tokens {
         0 => 0,
-        t => binding_bytes((t - 1) * stride as u64 * es + b.kv_row),
+        t => input((t - 1) * stride as u64 * es + b.kv_row),
     };
     let queries = match plan.queries {
         true => binding_bytes(b.tokens * b.q_row),
@@ -289,7 +317,7 @@ pub fn paged_sizes(plan: &PagedKvPlan, dtype: DType, words: u32) -> Sizes {
     };
     Sizes {
         sources: match plan.kv_strides {
-            None => [binding_bytes(b.tokens * b.token); 2],
+            None => [input(b.tokens * b.token); 2],
             Some([k, v]) => [strided(k), strided(v)],
         },
         slots: b.tokens * 4 * words as u64,

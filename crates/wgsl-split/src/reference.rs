@@ -15,6 +15,7 @@ use crate::plan::views::{check_view, Access};
 use crate::plan::{ConcatPlan, PartView, SplitPlan};
 use crate::tensor::HostTensor;
 use crate::DType;
+mod convert;
 mod paged;
 mod rows;
 pub use paged::PagedKvOutput;

@@ -4,7 +4,7 @@
 
 use crate::error::{Result, SplitError};
 use crate::gather::binds::{IndexSides, Sides};
-use crate::gather::builds::{single_output, Build, InputBindings, ScatterStores};
+use crate::gather::builds::{Build, ScatterStores};
 use crate::gather::{
     binding_bytes, gather_dispatch, scatter_dispatch, window_limit, GatherTuning, IndexRule,
     ScatterJob, ScatterRows,
@@ -44,7 +44,9 @@ pub fn record_rows(
     limits: &Limits,
     tuning: GatherTuning,
 ) -> Result<(Recording, RowsSizes)> {
-    let rows = plan.rows(dtype)?;
+    // Through a conversion, every source address is a byte of the view, in the dtype written.
+    let (convert, written) = plan.conversion(dtype)?;
+    let rows = plan.rows(written)?;
     let rule = index_rule(index_type, plan.negative(), rows.capacity)?;
     let limit = window_limit(limits);
     let indices = rows.count * 4 * rule.words as u64;
@@ -62,7 +64,7 @@ pub fn record_rows(
             (dispatch, Some((at.target, data)), stores)
         }
     };
-    let Some(dispatch) = dispatch else {
+    let Some(mut dispatch) = dispatch else {
         let none = RowsSizes {
             source: 0,
             indices,
@@ -70,15 +72,20 @@ pub fn record_rows(
         };
         return Ok((Recording::default(), none));
     };
+    if let Some(c) = convert {
+        // The input's bytes behind the view, bound as they are.
+        let view = match plan.kind() {
+            RowsKind::Gather => rows.data_bytes()?,
+            RowsKind::Scatter => rows.output_bytes()?,
+        };
+        dispatch.src_size = binding_bytes(c.input_bytes(view)).max(4);
+    }
     let sizes = RowsSizes {
         source: dispatch.src_size,
         indices,
         target: scatter.map_or(dispatch.dst_size, |t| t.1),
     };
-    let build = Build {
-        indexed: Some(stores),
-        ..Build::plain(InputBindings::ONE, single_output(limits), None)
-    };
+    let build = Build::indexed(stores, convert, limits);
     let index = IndexSides {
         indices: (at.indices, indices),
         status: at.status,
@@ -117,9 +124,10 @@ pub fn set_rows_job(rows: GatherRows, rule: IndexRule) -> Result<ScatterJob> {
 }
 
 impl RowsPlan {
-    /// The bytes each region binds from its offset for rows of `dtype` placed by indices of
+    /// The bytes each region binds from its offset for data of `dtype` placed by indices of
     /// `index_type`, `[source, indices, target]`: the source is a gather's data or a
-    /// scatter's updates, the target a gather's output or a scatter's data, each rounded up
+    /// scatter's updates (of [`RowsPlan::rows_dtype`]), the target a gather's output (of it
+    /// too) or a scatter's data, each rounded up
     /// to 4 (at least 4 for the source). A host's region holds at least so many; the status
     /// takes `RowsStatus::BYTES`.
     ///
@@ -131,12 +139,14 @@ impl RowsPlan {
     /// # Ok::<(), wgsl_split::SplitError>(())
     /// ```
     pub fn bytes(&self, dtype: DType, index_type: DType) -> Result<[u64; 3]> {
-        let rows = self.rows(dtype)?;
+        let (convert, written) = self.conversion(dtype)?;
+        let rows = self.rows(written)?;
         let rule = index_rule(index_type, self.negative(), rows.capacity)?;
         let (source, target) = match self.kind() {
             RowsKind::Gather => (rows.data_bytes()?, rows.output_bytes()?),
             RowsKind::Scatter => (rows.output_bytes()?, rows.data_bytes()?),
         };
+        let source = convert.map_or(source, |c| c.input_bytes(source));
         let indices = rows.count * 4 * rule.words as u64;
         Ok([binding_bytes(source).max(4), indices, binding_bytes(target)])
     }

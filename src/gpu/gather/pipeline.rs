@@ -97,13 +97,14 @@ impl GatherPipeline {
     /// (their recordings, `wgsl_split::rows` and `wgsl_split::paged`, bound by `bind_recorded`). A device whose shader
     /// stage holds fewer storage buffers is [`SplitError::Device`](crate::SplitError), naming
     /// both counts.
-    pub async fn indexed(device: &wgpu::Device, stores: ScatterStores) -> Result<Self> {
+    pub async fn indexed(
+        device: &wgpu::Device,
+        stores: ScatterStores,
+        convert: Option<super::builds::Convert>,
+    ) -> Result<Self> {
         let limits = limits_of(&device.limits());
         let (inputs, outputs) = (InputBindings::ONE, single_output(&limits));
-        let build = Build {
-            indexed: Some(stores),
-            ..Build::plain(inputs, outputs, None)
-        };
+        let build = Build::indexed(stores, convert, &limits);
         if !super::builds::fits_stage(&limits, inputs, outputs, true) {
             return Err(crate::SplitError::Device(format!(
                 "rows placed by indices bind {} storage buffers in a shader stage; this device \

@@ -21,12 +21,27 @@ pub const NARROW_WGSL: &str = include_str!("../../shaders/split_gather_narrow.wg
 /// hold their bodies.
 pub const CHANNELS_WGSL: &str = include_str!("../../shaders/split_gather_channels.wgsl");
 
-/// `shaders/split_gather_indexed.wgsl`: rows placed by indices, in the indexed build.
+/// `shaders/split_gather_indexed.wgsl`: the indices read and a bad one recorded, in every
+/// indexed build.
 pub const INDEXED_WGSL: &str = include_str!("../../shaders/split_gather_indexed.wgsl");
+
+/// `shaders/split_gather_indexed_gathers.wgsl`: the indexed entries' dispatcher and the
+/// gathers, in the indexed builds without a conversion.
+pub const INDEXED_GATHERS_WGSL: &str =
+    include_str!("../../shaders/split_gather_indexed_gathers.wgsl");
+
+/// `shaders/split_gather_indexed_scatter.wgsl`: the scatter's chunks, in the indexed builds
+/// that scatter.
+pub const INDEXED_SCATTER_WGSL: &str =
+    include_str!("../../shaders/split_gather_indexed_scatter.wgsl");
 
 /// `shaders/split_gather_scatter_words.wgsl`: scattered chunks stored as words, in the
 /// indexed builds whose rows are not of whole vec4s.
 pub const SCATTER_WORDS_WGSL: &str = include_str!("../../shaders/split_gather_scatter_words.wgsl");
+
+/// `shaders/split_gather_scatter_bytes.wgsl`: a chunk's bytes stored onto the words they
+/// meet, in the builds that store words.
+pub const SCATTER_BYTES_WGSL: &str = include_str!("../../shaders/split_gather_scatter_bytes.wgsl");
 
 /// `shaders/split_gather_join.wgsl`: the concat's program ([`EntryPoint::Join`]).
 pub const JOIN_WGSL: &str = include_str!("../../shaders/split_gather_join.wgsl");

@@ -10,8 +10,9 @@
 //! input that is the table at 0, the input at 1 and 2 and the outputs from 3.
 
 use super::abi::{
-    Channels, EntryPoint, ProgramKey, CHANNELS_WGSL, GATHER_WGSL, INDEXED_WGSL, JOIN_RUNS_WGSL,
-    JOIN_WGSL, NARROW_WGSL, SCATTER_WORDS_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
+    Channels, EntryPoint, ProgramKey, CHANNELS_WGSL, GATHER_WGSL, INDEXED_GATHERS_WGSL,
+    INDEXED_SCATTER_WGSL, INDEXED_WGSL, JOIN_RUNS_WGSL, JOIN_WGSL, NARROW_WGSL, SCATTER_BYTES_WGSL,
+    SCATTER_WORDS_WGSL, SCHEDULES_WGSL, TABLE_WGSL,
 };
 use crate::error::Result;
 use bindings::{inputs_piece, outputs_piece};
@@ -23,8 +24,10 @@ pub use slot::{fits_stage, single_output, slots, ScatterStores, Slot};
 
 mod bindings;
 mod build;
+mod convert;
 mod slot;
 pub use build::{Build, LayoutEntry};
+pub use convert::Convert;
 
 /// The trace hook every global access calls: `trace(kind, address, size)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,18 +214,31 @@ fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {}
 /// the swap ([`ScatterStores::Shared`]: each failure is another lane's success, so the loop
 /// ends).
 fn scatter_store(stores: ScatterStores) -> String {
-    let merged = match stores {
-        ScatterStores::Units => {
-            return "
+    match merged(stores) {
+        None => UNITS_CHUNK.into(),
+        Some(merged) => format!("{SCATTER_WORDS_WGSL}{SCATTER_BYTES_WGSL}\n{merged}"),
+    }
+}
+
+/// The `store_merged` of `stores` (`None`: [`ScatterStores::Units`] stores vec4s).
+fn merged(stores: ScatterStores) -> Option<&'static str> {
+    match stores {
+        ScatterStores::Units => None,
+        ScatterStores::Words => Some(WORDS_STORE),
+        ScatterStores::Shared => Some(SHARED_STORE),
+    }
+}
+
+/// [`ScatterStores::Units`]' chunk: one vec4.
+const UNITS_CHUNK: &str = "
 fn scatter_chunk(at: u32, src: u32, n: u32) {
     trace(TRACE_DST, at, 16u);
     dst_scatter[at / 16u] = load_vec4(src / 16u);
 }
-"
-            .into()
-        }
-        ScatterStores::Words => {
-            "
+";
+
+/// [`ScatterStores::Words`]' `store_merged`.
+const WORDS_STORE: &str = "
 fn store_merged(w: u32, x: u32, mask: u32) {
     trace(TRACE_DST, 4u * w, 4u);
     if (mask == 0xffffffffu) {
@@ -231,10 +247,10 @@ fn store_merged(w: u32, x: u32, mask: u32) {
         dst_scatter[w] = (dst_scatter[w] & ~mask) | (x & mask);
     }
 }
-"
-        }
-        ScatterStores::Shared => {
-            "
+";
+
+/// [`ScatterStores::Shared`]'s `store_merged`.
+const SHARED_STORE: &str = "
 fn store_merged(w: u32, x: u32, mask: u32) {
     trace(TRACE_DST, 4u * w, 4u);
     if (mask == 0xffffffffu) {
@@ -250,11 +266,7 @@ fn store_merged(w: u32, x: u32, mask: u32) {
         old = r.old_value;
     }
 }
-"
-        }
-    };
-    format!("{SCATTER_WORDS_WGSL}\n{merged}")
-}
+";
 
 /// The hook's piece of a build.
 fn hook_piece(hook: Hook) -> String {
@@ -281,24 +293,38 @@ pub struct GatherSource {
 impl GatherSource {
     /// The source with `inputs`, `outputs` and `hook`, and the rows placed by indices
     /// (`shaders/split_gather_indexed.wgsl`, over [`Slot::Indices`] and [`Slot::Status`])
-    /// where `indexed`.
+    /// where `indexed`; its one input read through `convert` where it converts.
     pub fn new(
         inputs: InputBindings,
         outputs: OutputBindings,
         hook: Hook,
         indexed: Option<ScatterStores>,
+        convert: Option<Convert>,
     ) -> Result<Self> {
         let slots = slots(inputs, outputs, indexed, hook == Hook::Recording);
+        let indexed_code = match (indexed, convert) {
+            (None, None) => NOT_INDEXED.into(),
+            (Some(stores), None) => format!(
+                "{INDEXED_WGSL}{INDEXED_GATHERS_WGSL}{INDEXED_SCATTER_WGSL}\n{}",
+                scatter_store(stores)
+            ),
+            (Some(stores), Some(c)) => format!("{INDEXED_WGSL}{}", c.indexed_piece(merged(stores))),
+            (None, Some(c)) => {
+                return Err(crate::error::SplitError::Device(format!(
+                    "a build converting its input ({c:?}) is an indexed build"
+                )))
+            }
+        };
+        let rows = match convert {
+            None => format!("{indexed:?}"),
+            Some(c) => format!("{indexed:?}, {c:?}"),
+        };
         let head = format!(
-            "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n// ---- Indexed rows: {indexed:?} ----\n{}\n",
+            "// ---- Bindings ----\n{}\n{TABLE_WGSL}\n{GATHER_WGSL}\n// ---- Input bindings: {inputs:?} ----\n{}\n// ---- Output bindings: {outputs:?} ----\n{}\n// ---- Trace hook ----\n{}\n{SCHEDULES_WGSL}\n{NARROW_WGSL}\n// ---- Indexed rows: {rows} ----\n{indexed_code}\n",
             declarations(&slots),
             inputs_piece(inputs)?,
             outputs_piece(outputs)?,
             hook_piece(hook),
-            match indexed {
-                Some(stores) => format!("{INDEXED_WGSL}\n{}", scatter_store(stores)),
-                None => NOT_INDEXED.into(),
-            },
         );
         let mut tail = format!("{JOIN_WGSL}\n{JOIN_RUNS_WGSL}\n// ---- Entry points ----\n");
         for (name, block) in EntryPoint::STAMPED {
@@ -332,7 +358,7 @@ pub fn gather_source(
     hook: Hook,
     bodies: Bodies,
 ) -> Result<String> {
-    Ok(GatherSource::new(inputs, outputs, hook, None)?.with(bodies, false))
+    Ok(GatherSource::new(inputs, outputs, hook, None, None)?.with(bodies, false))
 }
 
 /// The build that splits one input buffer into one output buffer ([`InputBindings::ONE`],

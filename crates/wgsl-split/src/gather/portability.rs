@@ -125,21 +125,31 @@ fn gather_entries() -> Vec<&'static str> {
 #[test]
 fn split_shader_compiles_for_every_backend() {
     use crate::gather::abi::{MAX_DST_BINDINGS, MAX_SRC_BINDINGS};
-    use crate::gather::builds::{Bodies, GatherSource, Hook, InputBindings, OutputBindings};
+    use crate::gather::builds::{
+        Bodies, Convert, GatherSource, Hook, InputBindings, OutputBindings,
+    };
     let one = InputBindings::ONE;
     let many = InputBindings(MAX_SRC_BINDINGS);
     // Every build: the outputs bound each way (the multi-output build at its most bindings),
     // the multi-input build with each single output, and the trace build, whose hook records;
     // each of the channels' bodies; the indexed build (rows placed by indices) with each
-    // single output.
+    // single output, and with each conversion of its input.
     use crate::gather::builds::ScatterStores;
     let indexed = [
         (OutputBindings::Units(1), ScatterStores::Units),
         (OutputBindings::Units(1), ScatterStores::Words),
         (OutputBindings::WordsOnly, ScatterStores::Shared),
     ]
-    .map(|(outputs, stores)| (one, outputs, Hook::Silent, Bodies::None, Some(stores)));
-    for (inputs, outputs, hook, bodies, indexed) in [
+    .map(|(outputs, stores)| (one, outputs, Hook::Silent, Bodies::None, Some(stores), None));
+    // Each conversion with chunks of vec4s and of words.
+    let converting = [ScatterStores::Units, ScatterStores::Shared]
+        .into_iter()
+        .flat_map(|stores| Convert::ALL.map(|c| (stores, c)))
+        .map(|(stores, c)| {
+            let (outputs, hook) = (OutputBindings::Units(1), Hook::Silent);
+            (one, outputs, hook, Bodies::None, Some(stores), Some(c))
+        });
+    for (inputs, outputs, hook, bodies, indexed, convert) in [
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::None),
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::Narrow),
         (one, OutputBindings::Units(1), Hook::Silent, Bodies::Wide),
@@ -154,16 +164,17 @@ fn split_shader_compiles_for_every_backend() {
         (many, OutputBindings::WordsOnly, Hook::Silent, Bodies::None),
         (one, OutputBindings::Units(1), Hook::Recording, Bodies::Wide),
     ]
-    .map(|(i, o, h, b)| (i, o, h, b, None))
+    .map(|(i, o, h, b)| (i, o, h, b, None, None))
     .into_iter()
     .chain(indexed)
+    .chain(converting)
     {
         for runs in [false, true] {
-            let source = GatherSource::new(inputs, outputs, hook, indexed).unwrap();
+            let source = GatherSource::new(inputs, outputs, hook, indexed, convert).unwrap();
             let source = source.with(bodies, runs);
             let name = format!(
                 "split_gather.wgsl ({inputs:?}, {outputs:?}, {hook:?}, {bodies:?}, runs {runs}, \
-                 indexed {indexed:?})"
+                 indexed {indexed:?}, {convert:?})"
             );
             translate_everywhere(&name, &source, &gather_entries(), &gather_constants(runs));
         }

@@ -150,5 +150,6 @@ pub fn paged_kv_write(
         heads_first: false,
         queries: true,
         kv_strides: None,
+        rows_dtype: None,
     })
 }

@@ -56,6 +56,9 @@ pub struct PagedKvPlan {
     /// `None`: both in the fused projection.
     #[doc(hidden)]
     pub kv_strides: Option<[usize; 2]>,
+    /// The sources' dtype where it is not the caches' (f32 into f16 or bf16 caches).
+    #[doc(hidden)]
+    pub rows_dtype: Option<crate::DType>,
 }
 
 impl PagedKvPlan {
@@ -175,6 +178,23 @@ impl PagedKvPlan {
             heads_first: false,
             ..self
         }
+    }
+
+    /// The sources as `dtype`, converted into the caches' dtype (the one given to
+    /// `prepare`) on the way: f32 activations into f16 or bf16 caches, rounded to nearest
+    /// even (a NaN stays a NaN), as ggml's `SET_ROWS` and vLLM's `reshape_and_cache` write them.
+    /// The queries stay in place ([`PagedKvPlan::without_queries`], or separate K and V):
+    /// a plan whose queries go out is refused at `prepare`, as is another pair of dtypes.
+    pub fn with_rows_dtype(self, dtype: crate::DType) -> Self {
+        Self {
+            rows_dtype: Some(dtype),
+            ..self
+        }
+    }
+
+    /// The sources' dtype for caches of `cache`.
+    pub fn rows_dtype(&self, cache: crate::DType) -> crate::DType {
+        self.rows_dtype.unwrap_or(cache)
     }
 
     /// Whether the queries go out.

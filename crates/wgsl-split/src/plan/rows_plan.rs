@@ -3,6 +3,7 @@
 //! indices' values are never seen here.
 
 use crate::error::{Result, SplitError};
+use crate::gather::builds::Convert;
 use crate::tensor::element_count;
 use crate::DType;
 
@@ -50,6 +51,7 @@ pub struct RowsPlan {
     indices_shape: Vec<usize>,
     negative: NegativeIndex,
     kind: RowsKind,
+    rows_dtype: Option<DType>,
 }
 
 /// Most rows on a gathered axis: an index in range is below it, so every valid index is a
@@ -86,6 +88,7 @@ impl RowsPlan {
             indices_shape: indices_shape.to_vec(),
             negative,
             kind,
+            rows_dtype: None,
         };
         element_count(&plan.picked_shape())?;
         Ok(plan)
@@ -142,6 +145,44 @@ impl RowsPlan {
         }
         shape.extend_from_slice(&self.data_shape[self.axis + 1..]);
         shape
+    }
+
+    /// The rows on the other side of the data, a gather's output or a scatter's updates, as
+    /// `dtype`, converted on the way: f32 where the data is f16 or bf16 (a gather reads the
+    /// data's halves into f32, a scatter rounds its f32 updates into the data's halves to
+    /// nearest even; a NaN stays a NaN). The data's dtype is the one given to `prepare`;
+    /// another pair is refused there.
+    ///
+    /// ```
+    /// use wgsl_split::{ops, DType};
+    /// // ggml's SET_ROWS: f32 activations into an f16 cache.
+    /// let plan = ops::set_rows(&[4096, 4096], &[512])?.with_rows_dtype(DType::F32);
+    /// assert_eq!(plan.rows_dtype(DType::F16), DType::F32);
+    /// let [updates, _, cache] = plan.bytes(DType::F16, DType::I64)?;
+    /// assert_eq!((updates, cache), (512 * 4096 * 4, 4096 * 4096 * 2));
+    /// # Ok::<(), wgsl_split::SplitError>(())
+    /// ```
+    pub fn with_rows_dtype(self, dtype: DType) -> Self {
+        Self {
+            rows_dtype: Some(dtype),
+            ..self
+        }
+    }
+
+    /// The dtype of a gather's output or a scatter's updates for data of `data`.
+    pub fn rows_dtype(&self, data: DType) -> DType {
+        self.rows_dtype.unwrap_or(data)
+    }
+
+    /// The conversion the shader reads through for data of `data` (`None`: one dtype), and
+    /// the dtype it writes.
+    #[doc(hidden)]
+    pub fn conversion(&self, data: DType) -> Result<(Option<Convert>, DType)> {
+        let rows = self.rows_dtype(data);
+        Ok(match self.kind {
+            RowsKind::Gather => (Convert::of(data, rows)?, rows),
+            RowsKind::Scatter => (Convert::of(rows, data)?, data),
+        })
     }
 
     /// How many indices pick rows (the indices' elements).

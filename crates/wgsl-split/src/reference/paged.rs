@@ -22,12 +22,17 @@ pub struct PagedKvOutput {
 impl PagedKvPlan {
     /// The paged write on the CPU, as the GPU gives it: `tensors` are its sources (`[qkv]`,
     /// or `[key, value]` after [`PagedKvPlan::with_separate_kv`], of
-    /// [`PagedKvPlan::source_shapes`]), then `slots`, `k_cache` and `v_cache`. The queries
+    /// [`PagedKvPlan::source_shapes`] and [`PagedKvPlan::rows_dtype`]), then `slots`,
+    /// `k_cache` and `v_cache`. The queries
     /// go out where the plan says; the keys and values into copies of the caches at each
     /// token's slot of `slots` (i32, i64 or u32; -1, a u32's `0xffffffff`, is padding).
     pub fn reference(&self, tensors: &[HostTensor]) -> Result<PagedKvOutput> {
         let (sources, [slots, k_cache, v_cache]) = self.host_tensors(tensors)?;
-        paged_write(self, sources, slots, [k_cache, v_cache])
+        // Through a conversion, the sources as the caches' dtype first.
+        let sources: Vec<HostTensor> = (sources.iter())
+            .map(|s| super::convert::convert_tensor(s, k_cache.dtype()))
+            .collect::<Result<_>>()?;
+        paged_write(self, &sources, slots, [k_cache, v_cache])
     }
 
     /// The sources, the slots and the two caches of `tensors`, checked against the plan.
@@ -142,7 +147,8 @@ fn check_tensors(
     want.push(("slot_mapping", slots, vec![plan.tokens]));
     want.push(("k_cache", caches[0], plan.cache_shape()));
     want.push(("v_cache", caches[1], plan.cache_shape()));
-    let dtype = sources[0].dtype();
+    let cache = caches[0].dtype();
+    let source = plan.rows_dtype(cache);
     for (what, t, shape) in want {
         if t.shape() != shape {
             return Err(SplitError::DataMismatch(format!(
@@ -150,13 +156,18 @@ fn check_tensors(
                 t.shape()
             )));
         }
+        let dtype = if what.ends_with("cache") {
+            cache
+        } else {
+            source
+        };
         if what != "slot_mapping" && t.dtype() != dtype {
             return Err(SplitError::DataMismatch(format!(
-                "{what} is {}, {} {dtype}: a paged write moves one dtype",
-                t.dtype(),
-                names[0]
+                "{what} is {}; the plan's sources are {source} and its caches {cache}",
+                t.dtype()
             )));
         }
     }
+    plan.conversion(cache)?;
     super::rows::index_values(slots, true).map(|_| ())
 }

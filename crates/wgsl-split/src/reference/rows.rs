@@ -107,11 +107,12 @@ fn check_tensors(
         (RowsKind::Scatter, Some(u)) if u.shape() != plan.updates_shape() => {
             return mismatch("updates", u.shape(), &plan.updates_shape())
         }
-        (RowsKind::Scatter, Some(u)) if u.dtype() != data.dtype() => {
+        (RowsKind::Scatter, Some(u)) if u.dtype() != plan.rows_dtype(data.dtype()) => {
             return Err(SplitError::DataMismatch(format!(
-                "updates of {} for data of {}: a scatter's updates are of the data's dtype",
+                "updates of {} for data of {}: the plan's updates are {}",
                 u.dtype(),
-                data.dtype()
+                data.dtype(),
+                plan.rows_dtype(data.dtype())
             )))
         }
         (RowsKind::Scatter, Some(_)) => {}
@@ -123,6 +124,7 @@ fn check_tensors(
             )))
         }
     }
+    plan.conversion(data.dtype())?;
     index_values(indices, false).map(|_| ())
 }
 
@@ -175,9 +177,16 @@ impl RowsPlan {
     /// # Ok::<(), wgsl_split::SplitError>(())
     /// ```
     pub fn reference(&self, tensors: &[HostTensor]) -> Result<(HostTensor, RowsStatus)> {
+        use super::convert::convert_tensor;
         match self.host_tensors(tensors)? {
-            (data, indices, Some(updates)) => scatter_rows(self, data, indices, updates),
-            (data, indices, None) => gather_rows(self, data, indices),
+            (data, indices, Some(updates)) => {
+                let updates = convert_tensor(updates, data.dtype())?;
+                scatter_rows(self, data, indices, &updates)
+            }
+            (data, indices, None) => {
+                let (out, status) = gather_rows(self, data, indices)?;
+                Ok((convert_tensor(&out, self.rows_dtype(data.dtype()))?, status))
+            }
         }
     }
 

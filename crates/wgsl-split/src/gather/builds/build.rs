@@ -1,10 +1,14 @@
 //! [`Build`]: one build of the gather, what a host compiles a module and a bind group layout
 //! from ([`Build::source`], [`Build::layout`]).
 
-use super::{slots, GatherSource, Hook, InputBindings, OutputBindings, ScatterStores, Slot};
+use super::{
+    single_output, slots, Convert, GatherSource, Hook, InputBindings, OutputBindings,
+    ScatterStores, Slot,
+};
 use crate::direction::Direction;
 use crate::error::Result;
 use crate::gather::binds::moves;
+use crate::limits::Limits;
 
 /// One build of the gather: the bindings it declares (its inputs and outputs, the indexed
 /// rows' and the trace's, in the order of [`slots`]) and the side whose windows it binds at
@@ -20,6 +24,8 @@ pub struct Build {
     pub outputs: OutputBindings,
     /// The rows placed by indices, and how its scatter stores (`None`: not indexed).
     pub indexed: Option<ScatterStores>,
+    /// The conversion its input is read through (rows placed by indices only; `None`: none).
+    pub convert: Option<Convert>,
     /// Whether every global access is recorded ([`Hook::Recording`]).
     pub hook: Hook,
     /// The parts' side whose windows move at dynamic offsets (a node through views).
@@ -47,8 +53,19 @@ impl Build {
             inputs,
             outputs,
             indexed: None,
+            convert: None,
             hook: Hook::Silent,
             moving,
+        }
+    }
+
+    /// The indexed build of one input and `limits`' single output whose scatter stores as
+    /// `stores` says, through `convert` where it converts.
+    pub fn indexed(stores: ScatterStores, convert: Option<Convert>, limits: &Limits) -> Self {
+        Build {
+            indexed: Some(stores),
+            convert,
+            ..Build::plain(InputBindings::ONE, single_output(limits), None)
         }
     }
 
@@ -76,6 +93,12 @@ impl Build {
 
     /// Its WGSL, assembled once ([`GatherSource::with`] gives each module).
     pub fn source(&self) -> Result<GatherSource> {
-        GatherSource::new(self.inputs, self.outputs, self.hook, self.indexed)
+        GatherSource::new(
+            self.inputs,
+            self.outputs,
+            self.hook,
+            self.indexed,
+            self.convert,
+        )
     }
 }
