@@ -271,20 +271,7 @@ fn prepared_rows_keep_guard_bytes(gpu: &'static GpuSplitter) {
     node.encode(&mut encoder).unwrap();
     gpu.queue().submit([encoder.finish()]);
     let read = |b: &wgpu::Buffer| {
-        let back = device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size,
-            usage: U::MAP_READ | U::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut e = device.create_command_encoder(&Default::default());
-        e.copy_buffer_to_buffer(b, 0, &back, 0, size);
-        gpu.queue().submit([e.finish()]);
-        back.slice(..)
-            .map_async(wgpu::MapMode::Read, |r| r.unwrap());
-        device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-        let bytes = back.slice(..).get_mapped_range().unwrap().to_vec();
-        bytes
+        common::submit_and_read(gpu, device.create_command_encoder(&Default::default()), b)
     };
     let got = read(&out);
     let at = align as usize;
