@@ -297,7 +297,8 @@ pub enum RowsCaseKind {
 /// `gather_last` and `gather_last_u8` (ONNX Gather of 512 i64 ids on the last axis of
 /// `[8000, 4096]`, f32 and u8: rows of one element), `set_rows` (512 rows of `[4096, 4096]`
 /// f32 by i64 indices), `set_rows_f16` (the same rows, f32, rounded into an f16
-/// `[4096, 4096]`), `paged_decode` (64 tokens, 4
+/// `[4096, 4096]`), `get_rows_f32` (512 rows of an f16 `[8000, 4096]` read into f32),
+/// `paged_decode` (64 tokens, 4
 /// of them padding) and `paged_prefill` (2,048 tokens) in NHD, `paged_prefill_hnd`, and
 /// `paged_prefill_kv`: 2,048 tokens' keys and values from tensors of their own (as vLLM
 /// passes them after RoPE: the keys packed, the values a view into the fused projection),
@@ -354,6 +355,13 @@ pub fn rows_suite() -> Vec<RowsCase> {
             "set_rows_f16",
             DType::F16,
             ops::set_rows(&[4096, 4096], &[512]).map(|p| p.with_rows_dtype(DType::F32)),
+            DType::I64,
+        ),
+        // An f16 table's rows read into f32 activations.
+        rows(
+            "get_rows_f32",
+            DType::F16,
+            ops::get_rows(&[8000, 4096], &[512]).map(|p| p.with_rows_dtype(DType::F32)),
             DType::I64,
         ),
         paged("paged_decode", llama(64, CacheLayout::Nhd), 4),

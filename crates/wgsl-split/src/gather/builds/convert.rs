@@ -3,12 +3,12 @@
 //!
 //! The tables address the input as a tensor of the dtype the build writes, the *view*: every
 //! address a table holds into the input is a byte of the view, so the plans, the gate and
-//! the scatter's walk are the ones without a conversion. One place of a converting build's
+//! the scatter's walk are the ones without a conversion. One piece of a converting build's
 //! shader reads the input and converts: a narrowing build's `scatter_chunk` (each chunk's
-//! halves from their f32s), a widening build's gather of elements (each f32 from its half).
-//! The conversion is written once, for four elements at a time, so a compiler that inlines
-//! every call (SwiftShader's) sees it twice at most. The builds without a conversion are
-//! the same text as before.
+//! halves from their f32s), a widening build's gather (each unit's f32s from their halves).
+//! The conversion is written once, for four elements at a time, and called from two places
+//! at most, so a compiler that inlines every call (SwiftShader's) keeps the module small.
+//! The builds without a conversion are the same text as before.
 
 use super::{INDEXED_SCATTER_WGSL, SCATTER_BYTES_WGSL};
 use crate::error::{Result, SplitError};
@@ -148,34 +148,71 @@ fn narrowed(x: vec4<u32>, y: vec4<u32>) -> vec4<u32> {
 }
 ";
 
-/// A widening build's entries: gathers alone, each output word (an f32) from its row's half
-/// at view byte `a` (input byte `a / 2`), zeros where the index is out of range or padding,
-/// which the word that starts its row in the first block records; four words converted at
-/// once.
+/// A widening build's entries: gathers alone, each unit's four f32s from their rows' halves
+/// (view byte `a` is input byte `a / 2`), zeros where an index is out of range or padding,
+/// which the unit that starts its row in the first block records. Rows, their source and
+/// stride of whole units (an embedding's) are taken a row at a time, as `gather_vec4s` takes
+/// them: the index read once, then each unit two words of halves; other rows find each
+/// word's row (`widen_unit`).
 const WIDENING: &str = "
 // The units of entry `e` (MODE_INDEXED, through a conversion) of the lane.
 fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {
     let x = read_index_rows(p, entry_index);
     let span = lane_span(p, a, b, entry_units(e));
-    for (var u = span.x; u < span.y; u += span.z) {
-        let n = min(16u, e.out_bytes - u * 16u);
-        var h = vec4<u32>(0u);
-        for (var k = 0u; k < n / 4u; k++) {
-            let byte = u * 16u + k * 4u;
-            let row = byte / e.row_bytes;
-            let col = byte - row * e.row_bytes;
-            let block = row / x.count;
-            let i = row - block * x.count;
-            let r = indexed_row(x, i);
-            if (r < PADDING) {
-                let a = (e.src_offset + (block * x.capacity + r) * e.src_stride + col) / 2u;
-                h[k] = (load_word(a / 4u) >> ((a & 2u) * 8u)) & 0xffffu;
-            } else if (r == NO_ROW && col == 0u && block == 0u && x.counts == 1u) {
+    if ((e.row_bytes | e.src_offset | e.src_stride) % 16u != 0u) {
+        for (var u = span.x; u < span.y; u += span.z) {
+            widen_unit(e, x, u);
+        }
+        return;
+    }
+    let row_units = e.row_bytes / 16u;
+    var u = span.x;
+    while (u < span.y) {
+        // Units `col .. col + n` of the row: the rest of it in runs, one in lanes.
+        let row = u / row_units;
+        let col = u - row * row_units;
+        let n = select(1u, min(span.y - u, row_units - col), LANES_IN_RUNS);
+        let block = row / x.count;
+        let i = row - block * x.count;
+        let r = indexed_row(x, i);
+        if (r < PADDING) {
+            let w = (e.src_offset + (block * x.capacity + r) * e.src_stride) / 8u + col * 2u;
+            for (var k = 0u; k < n; k++) {
+                let lo = load_word(w + 2u * k);
+                let hi = load_word(w + 2u * k + 1u);
+                store_unit(e.dst_unit + u + k, convert(vec4<u32>(lo & 0xffffu, lo >> 16u, hi & 0xffffu, hi >> 16u)));
+            }
+        } else {
+            for (var k = 0u; k < n; k++) {
+                store_unit(e.dst_unit + u + k, vec4<u32>(0u));
+            }
+            if (r == NO_ROW && col == 0u && block == 0u && x.counts == 1u) {
                 record_bad_index(i);
             }
         }
-        store_unit_n(e.dst_unit + u, convert(h), n);
+        u += n * span.z;
     }
+}
+
+// Unit `u` of the gather `e` of any rows: each word's row found, its half read.
+fn widen_unit(e: Entry, x: IndexRows, u: u32) {
+    let n = min(16u, e.out_bytes - u * 16u);
+    var h = vec4<u32>(0u);
+    for (var k = 0u; k < n / 4u; k++) {
+        let byte = u * 16u + k * 4u;
+        let row = byte / e.row_bytes;
+        let col = byte - row * e.row_bytes;
+        let block = row / x.count;
+        let i = row - block * x.count;
+        let r = indexed_row(x, i);
+        if (r < PADDING) {
+            let a = (e.src_offset + (block * x.capacity + r) * e.src_stride + col) / 2u;
+            h[k] = (load_word(a / 4u) >> ((a & 2u) * 8u)) & 0xffffu;
+        } else if (r == NO_ROW && col == 0u && block == 0u && x.counts == 1u) {
+            record_bad_index(i);
+        }
+    }
+    store_unit_n(e.dst_unit + u, convert(h), n);
 }
 ";
 
