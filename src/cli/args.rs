@@ -151,10 +151,14 @@ pub struct RunArgs {
     /// gather, scatter-nd, get-rows, set-rows: the indices (.npy of i32, i64 or u32).
     #[arg(long)]
     pub indices: Option<PathBuf>,
-    /// scatter-nd, set-rows: the updates (.npy of the input's dtype; set-rows also takes f32
-    /// into f16 or bf16, rounded to nearest even).
+    /// scatter-nd, set-rows: the updates (.npy of the input's dtype, or f32 into an f16 or
+    /// bf16 input, rounded to nearest even).
     #[arg(long)]
     pub updates: Option<PathBuf>,
+    /// gather, get-rows: the output's dtype, f32 to read an f16 or bf16 input into f32
+    /// (default: the input's).
+    #[arg(long)]
+    pub rows_dtype: Option<String>,
     /// Axis: an integer or a .npy holding a scalar or shape [1] integer tensor.
     #[arg(long, allow_hyphen_values = true)]
     pub axis: Option<String>,

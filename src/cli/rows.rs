@@ -12,7 +12,7 @@ use super::run::{attribute_axis, check_options, check_out, ms, op_name, Engine};
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
-use wgpu_split::{npy, ops, OutputSink, Plan, SplitError};
+use wgpu_split::{npy, ops, DType, OutputSink, Plan, SplitError};
 
 /// Runs the gather or the scatter: the files read whole (the indices decide which rows
 /// move).
@@ -44,15 +44,28 @@ pub fn run(a: &RunArgs) -> CliResult {
         )));
     }
     let (data_shape, ids_shape) = (data.shape(), indices.shape());
+    // The rows' dtype: the updates' (f32 rows into f16 or bf16 data are rounded on the way,
+    // as ggml's SET_ROWS does), or --rows-dtype for a gather's output.
+    let rows_dtype = match (&updates, &a.rows_dtype) {
+        (Some(u), _) => u.dtype(),
+        (None, Some(d)) => DType::from_name(d).ok_or_else(|| {
+            CliError::usage(format!("--rows-dtype {d:?} is not a dtype (f32, f16, ...)"))
+        })?,
+        (None, None) => data.dtype(),
+    };
     let plan = match (a.op, &updates) {
         (Op::ScatterNd, Some(u)) => ops::scatter_nd(data_shape, ids_shape, u.shape())?,
-        // ggml's SET_ROWS: f32 rows into f16 or bf16 data are rounded on the way.
-        (Op::SetRows, Some(u)) => ops::set_rows(data_shape, ids_shape)?.with_rows_dtype(u.dtype()),
-        (Op::SetRows, None) => ops::set_rows(data_shape, ids_shape)?,
+        (Op::SetRows, _) => ops::set_rows(data_shape, ids_shape)?,
         (Op::GetRows, _) => ops::get_rows(data_shape, ids_shape)?,
         _ => ops::gather(data_shape, ids_shape, attribute_axis(&a.axis)?)?,
+    }
+    .with_rows_dtype(rows_dtype);
+    // A gather writes its rows; a scatter, the data.
+    let written = match updates {
+        None => rows_dtype,
+        Some(_) => data.dtype(),
     };
-    let files = OutputFiles::new(&[plan.output_shape()], data.dtype())?;
+    let files = OutputFiles::new(&[plan.output_shape()], written)?;
     files.check_room(&a.out)?;
     let engine = Engine::open(choice)?;
     let t = Instant::now();

@@ -84,6 +84,7 @@ pub(super) fn check_options(a: &RunArgs) -> CliResult<()> {
                 &[Gather, ScatterNd, GetRows, SetRows],
             ),
             ("updates", a.updates.is_some(), &[ScatterNd, SetRows]),
+            ("rows-dtype", a.rows_dtype.is_some(), &[Gather, GetRows]),
             (
                 "transpose",
                 a.transpose.is_some(),

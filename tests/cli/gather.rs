@@ -167,6 +167,51 @@ fn get_and_set_rows_files(backend: &str) {
         .collect();
     assert_eq!(got[4..8], [0x3e00, 0x7c00, 0x8000, 0x3c00]);
     assert_eq!(got[..4], [0, 1, 2, 3], "the other rows keep their bits");
+    // f16 rows got into f32 (--rows-dtype): row 1 of the rounded table read back exactly.
+    let rounded = save(
+        dir.path(),
+        "rounded.npy",
+        &npy::read(&out.join("output_0.npy")).unwrap(),
+    );
+    let out = dir.path().join("get_f32");
+    let args = [
+        "run",
+        "--op",
+        "get-rows",
+        "--input",
+        &rounded,
+        "--indices",
+        &set_ids,
+    ];
+    let tail = [
+        "--rows-dtype",
+        "f32",
+        "--backend",
+        backend,
+        "--out",
+        &s(&out),
+    ];
+    let r = wgpu_split(&[&args[..], &tail[..]].concat());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got = npy::read(&out.join("output_0.npy")).unwrap();
+    assert_eq!(got.dtype(), DType::F32);
+    let got = got.to_vec::<f32>().unwrap();
+    assert_eq!(got[..4], [1.5, f32::INFINITY, -0.0, 1.0]);
+    assert_eq!(got[2].to_bits(), 0x8000_0000, "-0.0 keeps its sign");
+    // The option is a gather's alone.
+    let args = [
+        "run",
+        "--op",
+        "set-rows",
+        "--input",
+        &rounded,
+        "--indices",
+        &set_ids,
+    ];
+    let tail = ["--updates", &wide, "--rows-dtype", "f32", "--out", &s(&out)];
+    let r = wgpu_split(&[&args[..], &tail[..]].concat());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("rows-dtype"), "{}", r.stderr);
     // -1 is out of range here, where ONNX Gather takes it from the end.
     let minus = save(
         dir.path(),
