@@ -207,7 +207,8 @@ fn indexed_units(p: Params, e: Entry, a: u32, b: u32) {}
 
 /// The indexed build's store of a scattered chunk (`scatter_chunk(at, src, n)`: `n` bytes
 /// from source byte `src` to byte `at` of `dst_scatter`): one vec4 ([`ScatterStores::Units`]),
-/// or its words (`shaders/split_gather_scatter_words.wgsl`) through `store_merged(w, x,
+/// or its words (`shaders/split_gather_scatter_words.wgsl`, then `scatter_bytes` of
+/// `split_gather_scatter_bytes.wgsl`) through `store_merged(w, x,
 /// mask)`, word `w` with the bytes `mask` marks from
 /// `x`: plain ([`ScatterStores::Words`]: every mask whole, no word shared, a read-modify-write
 /// otherwise exact), or swapped in until no other lane changed the word between the load and
@@ -292,8 +293,9 @@ pub struct GatherSource {
 
 impl GatherSource {
     /// The source with `inputs`, `outputs` and `hook`, and the rows placed by indices
-    /// (`shaders/split_gather_indexed.wgsl`, over [`Slot::Indices`] and [`Slot::Status`])
-    /// where `indexed`; its one input read through `convert` where it converts.
+    /// (`shaders/split_gather_indexed*.wgsl`, over [`Slot::Indices`] and [`Slot::Status`])
+    /// where `indexed`: their gathers and scatter, or where `convert` converts, the
+    /// converting piece of its direction ([`Convert`]).
     pub fn new(
         inputs: InputBindings,
         outputs: OutputBindings,

@@ -24,7 +24,7 @@ pub struct Build {
     pub outputs: OutputBindings,
     /// The rows placed by indices, and how its scatter stores (`None`: not indexed).
     pub indexed: Option<ScatterStores>,
-    /// The conversion its input is read through (rows placed by indices only; `None`: none).
+    /// The conversion its rows go through (rows placed by indices only; `None`: none).
     pub convert: Option<Convert>,
     /// Whether every global access is recorded ([`Hook::Recording`]).
     pub hook: Hook,
